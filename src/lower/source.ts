@@ -1,0 +1,41 @@
+/**
+ * The lower layer's contract. A LowerSource is read-only from the workspace's point of view:
+ * no fs call ever writes to it. Paths are absolute, normalised POSIX paths inside the source
+ * ('/' is its root). Sources are read lazily; a path the workspace never read stays live, as in
+ * overlayfs.
+ */
+export type EntryType = 'file' | 'dir' | 'symlink'
+
+export interface LowerStat {
+  readonly type: EntryType
+  /** Permission bits (0o7777); the type bits are derived from `type`. */
+  readonly mode: number
+  readonly size: number
+  readonly mtimeMs: number
+  readonly ctimeMs?: number
+  readonly atimeMs?: number
+  readonly birthtimeMs?: number
+  readonly ino?: number
+  /**
+   * Changes whenever the entry's content or metadata changes (size + mtime + inode, or a hash).
+   * The workspace records it the first time it reads a path, so a later change underneath is
+   * detectable (flush and restore conflict checks).
+   */
+  readonly version: string
+}
+
+export interface LowerSource {
+  /** A short name for messages, e.g. 'fixture', 'directory'. */
+  readonly kind: string
+  /** lstat semantics (symlinks are not followed); undefined when nothing is there. */
+  stat(path: string): LowerStat | undefined
+  /** Names of a directory's entries, any order. Only called on paths that stat as 'dir'. */
+  readdir(path: string): string[]
+  /** Only called on paths that stat as 'file'. */
+  readFile(path: string): Uint8Array
+  /** Only called on paths that stat as 'symlink'. */
+  readlink(path: string): string
+  /** Sources whose contents load asynchronously make these paths readable synchronously. */
+  prefetch?(paths: readonly string[]): Promise<void>
+  close?(): Promise<void> | void
+}
