@@ -1,0 +1,88 @@
+/**
+ * POSIX paths inside the workspace, without node:path (src/ must run in a browser). The root is
+ * '/'; '..' never climbs above it (chroot semantics).
+ */
+
+/** Lexical normalisation: absolute, no '.', '..' folded, no trailing slash except for '/'. */
+export function normalize(path: string): string {
+  const parts: string[] = []
+  for (const part of path.split('/')) {
+    if (part === '' || part === '.') continue
+    if (part === '..') parts.pop()
+    else parts.push(part)
+  }
+  return '/' + parts.join('/')
+}
+
+/** Resolves a caller's path against a working directory without folding '..' early. */
+export function absolute(path: string, cwd: string): string {
+  return path.startsWith('/') ? path : cwd === '/' ? '/' + path : cwd + '/' + path
+}
+
+export function join(parent: string, name: string): string {
+  return parent === '/' ? '/' + name : parent + '/' + name
+}
+
+export function dirname(path: string): string {
+  const index = path.lastIndexOf('/')
+  return index <= 0 ? '/' : path.slice(0, index)
+}
+
+export function basename(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1)
+}
+
+/** The non-empty components of a path, '.' and '..' kept (resolution gives them meaning). */
+export function components(path: string): string[] {
+  return path.split('/').filter((part) => part !== '')
+}
+
+/** Whether `path` is `ancestor` or inside it (both normalised). */
+export function isWithin(path: string, ancestor: string): boolean {
+  return ancestor === '/' || path === ancestor || path.startsWith(ancestor + '/')
+}
+
+/** `path` relative to `from`, for symlink targets and messages. */
+export function relative(from: string, to: string): string {
+  const a = components(from)
+  const b = components(to)
+  let common = 0
+  while (common < a.length && common < b.length && a[common] === b[common]) common++
+  return [...a.slice(common).map(() => '..'), ...b.slice(common)].join('/')
+}
+
+/** Glob matching for include/exclude filters: `*`, `**`, `?`, `{a,b}`; a bare name matches anywhere. */
+export function globToRegExp(glob: string): RegExp {
+  let source = ''
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]
+    if (c === '*') {
+      if (glob[i + 1] === '*') {
+        i++
+        if (glob[i + 1] === '/') {
+          i++
+          source += '(?:.*/)?'
+        } else source += '.*'
+      } else source += '[^/]*'
+    } else if (c === '?') source += '[^/]'
+    else if (c === '{') {
+      const end = glob.indexOf('}', i)
+      if (end < 0) source += '\\{'
+      else {
+        source += '(?:' + glob.slice(i + 1, end).split(',').map(escape).join('|') + ')'
+        i = end
+      }
+    } else source += escape(c)
+  }
+  const anchored = glob.startsWith('/') ? source : '(?:.*/)?' + source
+  // A pattern naming a directory also matches everything under it.
+  return new RegExp('^' + (glob.startsWith('/') ? '' : '/?') + anchored + '(?:/.*)?$')
+}
+
+const escape = (text: string) => text.replace(/[.+^${}()|[\]\\]/g, '\\$&')
+
+export function pathMatcher(include?: readonly string[], exclude?: readonly string[]): (path: string) => boolean {
+  const inc = include?.map(globToRegExp)
+  const exc = exclude?.map(globToRegExp)
+  return (path) => (!inc || inc.some((r) => r.test(path))) && !(exc && exc.some((r) => r.test(path)))
+}
