@@ -1,0 +1,36 @@
+/**
+ * Content hashing for the blob store. Synchronous, because the sync fs API stores blobs inline.
+ * The host's native SHA-1 is used where present (Node's crypto through getBuiltinModule); a
+ * 64-bit pure-JS hash elsewhere. Either way the store compares bytes on a match, so the hash only
+ * has to be fast and well spread, not cryptographic.
+ */
+import { builtin } from '../host.js'
+
+interface NodeCrypto {
+  hash?: (algorithm: string, data: Uint8Array, encoding: 'hex' | 'base64') => string
+  createHash(algorithm: string): { update(data: Uint8Array): { digest(encoding: 'hex' | 'base64'): string } }
+}
+
+const crypto = builtin<NodeCrypto>('node:crypto')
+
+/** cyrb53-style 2×32-bit mixing over bytes, as hex, prefixed with the length. */
+function jsHash(bytes: Uint8Array): string {
+  let h1 = 0xdeadbeef ^ bytes.length
+  let h2 = 0x41c6ce57 ^ bytes.length
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]
+    h1 = Math.imul(h1 ^ b, 2654435761)
+    h2 = Math.imul(h2 ^ b, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return (h2 >>> 0).toString(16).padStart(8, '0') + (h1 >>> 0).toString(16).padStart(8, '0')
+}
+
+export const hashBytes: (bytes: Uint8Array) => string = crypto?.hash
+  ? (bytes) => crypto.hash!('sha1', bytes, 'base64')
+  : crypto
+    ? (bytes) => crypto.createHash('sha1').update(bytes).digest('base64')
+    : (bytes) => `${bytes.length.toString(36)}-${jsHash(bytes)}`
+
+export const hashKind: 'native' | 'js' = crypto ? 'native' : 'js'

@@ -1,0 +1,70 @@
+/**
+ * The upper layer: an immutable-by-default tree of nodes over the lower source.
+ *
+ * A directory node either merges with a lower directory (`lower` names it, which after a rename
+ * may be another path: overlayfs's redirect_dir) or hides the lower layer entirely (`lower: null`,
+ * an opaque directory). A whiteout hides one lower entry. Files point at blobs by id, so keeping an
+ * old tree alive (a checkpoint) keeps its content without copying it.
+ */
+import type { BlobId } from '../blob/store.js'
+import { type EditToken, type MapRoot, emptyMap } from './persistent-map.js'
+
+export interface Meta {
+  /** Permission bits only (0o7777). */
+  readonly mode: number
+  readonly uid: number
+  readonly gid: number
+  readonly atimeMs: number
+  readonly mtimeMs: number
+  readonly ctimeMs: number
+  readonly birthtimeMs: number
+  readonly ino: number
+}
+
+export interface FileNode {
+  readonly type: 'file'
+  readonly meta: Meta
+  readonly blob: BlobId
+  readonly size: number
+}
+
+export interface SymlinkNode {
+  readonly type: 'symlink'
+  readonly meta: Meta
+  readonly target: string
+}
+
+export interface DirNode {
+  readonly type: 'dir'
+  /** Mutable only while `token` is the layer's current edit token (see persistent-map.ts). */
+  meta: Meta
+  children: MapRoot<UpperNode>
+  /** The lower directory merged under this one, or null when opaque. */
+  readonly lower: string | null
+  token: EditToken | null
+}
+
+export interface Whiteout {
+  readonly type: 'whiteout'
+}
+
+export type EntryNode = FileNode | SymlinkNode | DirNode
+export type UpperNode = EntryNode | Whiteout
+
+export const WHITEOUT: Whiteout = Object.freeze({ type: 'whiteout' })
+
+export function dirNode(meta: Meta, lower: string | null, token: EditToken | null): DirNode {
+  return { type: 'dir', meta, children: emptyMap<UpperNode>(), lower, token }
+}
+
+/** A copy owned by `token`, sharing children until they are edited. */
+export function cloneDir(node: DirNode, token: EditToken): DirNode {
+  return { type: 'dir', meta: node.meta, children: node.children, lower: node.lower, token }
+}
+
+export const S_IFMT = 0o170000
+export const S_IFREG = 0o100000
+export const S_IFDIR = 0o040000
+export const S_IFLNK = 0o120000
+
+export const typeBits = { file: S_IFREG, dir: S_IFDIR, symlink: S_IFLNK } as const

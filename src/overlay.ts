@@ -1,0 +1,394 @@
+/**
+ * The overlay's primitives, in one place: look up merged entries, read them, and put or remove a
+ * node in the upper layer. Everything else (the Node fs surface, checkpoints, diff) is built on
+ * these. Nothing here writes to the lower source.
+ */
+import type { BlobStore } from './blob/store.js'
+import { FsError } from './errors.js'
+import type { EntryType, LowerSource, LowerStat } from './lower/source.js'
+import {
+  type DirNode,
+  type EntryNode,
+  type FileNode,
+  type Meta,
+  type UpperNode,
+  WHITEOUT,
+  cloneDir,
+  dirNode,
+  typeBits,
+} from './layer/nodes.js'
+import { type EditToken, hashString, mapDelete, mapEntries, mapGet, mapSet } from './layer/persistent-map.js'
+import { components, join } from './path.js'
+
+/** A merged entry: what a path shows, from the upper node if any, else from the lower source. */
+export interface Entry {
+  /** Canonical workspace path (symlinks resolved up to the entry itself). */
+  readonly path: string
+  readonly type: EntryType
+  readonly node: EntryNode | undefined
+  /** For directories, the merged lower directory (null: opaque or upper-only); else the lower path if lower-only. */
+  readonly lowerPath: string | null
+  readonly lowerStat: LowerStat | undefined
+}
+
+export interface StatFields {
+  dev: number
+  ino: number
+  mode: number
+  nlink: number
+  uid: number
+  gid: number
+  rdev: number
+  size: number
+  blksize: number
+  blocks: number
+  atimeMs: number
+  mtimeMs: number
+  ctimeMs: number
+  birthtimeMs: number
+}
+
+/** Work counters read by the complexity tests: they prove bounds without clocks. */
+export interface OverlayCounters {
+  /** Upper directory nodes created or copied. */
+  nodesCopied: number
+  /** Entries looked up (upper or lower). */
+  lookups: number
+}
+
+const MAX_SYMLINKS = 40
+const DEVICE = 0x72776673 // 'rwfs'
+
+export class Overlay {
+  root: DirNode
+  token: EditToken = {}
+  readonly counters: OverlayCounters = { nodesCopied: 0, lookups: 0 }
+  /** Lower path → version seen the first time the workspace read it (the conflict base). */
+  readonly observed = new Map<string, string>()
+  /** Called after every change with the canonical path; the fs watchers listen here. */
+  onChange: ((path: string, kind: 'change' | 'rename') => void) | undefined
+
+  constructor(
+    readonly lower: LowerSource,
+    readonly blobs: BlobStore,
+    private readonly inodes: { next: number },
+    root?: DirNode,
+  ) {
+    this.root = root ?? Overlay.emptyRoot(lower)
+  }
+
+  /** An upper layer with no changes: the lower tree shows through. O(1). */
+  static emptyRoot(lower: LowerSource): DirNode {
+    const stat = lower.stat('/')
+    if (!stat || stat.type !== 'dir') throw new TypeError(`rewindfs: the ${lower.kind} lower source has no root directory`)
+    return dirNode(metaFromLower(stat, '/'), '/', null)
+  }
+
+  /** Makes every current node immutable, so `root` can be kept as a snapshot. O(1). */
+  freeze(): DirNode {
+    this.token = {}
+    return this.root
+  }
+
+  /** Moves the view to another tree (a restore). O(1). */
+  setRoot(root: DirNode): void {
+    this.token = {}
+    this.root = root
+  }
+
+  now(): number {
+    return Date.now()
+  }
+
+  newIno(): number {
+    return this.inodes.next++
+  }
+
+  // ---- lookups ----------------------------------------------------------------------------------
+
+  rootEntry(): Entry {
+    return { path: '/', type: 'dir', node: this.root, lowerPath: this.root.lower, lowerStat: undefined }
+  }
+
+  lowerStat(path: string): LowerStat | undefined {
+    const stat = this.lower.stat(path)
+    if (stat && !this.observed.has(path)) this.observed.set(path, stat.version)
+    return stat
+  }
+
+  /** The child `name` of a merged directory, or undefined. */
+  child(dir: Entry, name: string): Entry | undefined {
+    this.counters.lookups++
+    const path = join(dir.path, name)
+    const upper = dir.node?.type === 'dir' ? mapGet(dir.node.children, name) : undefined
+    if (upper !== undefined) return upper.type === 'whiteout' ? undefined : entryFromNode(path, upper)
+    if (dir.lowerPath === null) return undefined
+    const lowerPath = join(dir.lowerPath, name)
+    const stat = this.lowerStat(lowerPath)
+    if (!stat) return undefined
+    return { path, type: stat.type, node: undefined, lowerPath, lowerStat: stat }
+  }
+
+  /**
+   * Resolves a path the way the kernel does: component by component, '..' physically (after the
+   * symlink before it), absolute symlink targets from the workspace root. Throws Node's errors
+   * with `syscall` and the caller's `reportPath`.
+   */
+  resolve(path: string, syscall: string, follow: boolean, reportPath: string = path, dest?: string): Entry {
+    const queue = components(path).reverse()
+    const trailingSlash = path.endsWith('/') || path.endsWith('/.') || path.endsWith('/..')
+    const stack: Entry[] = [this.rootEntry()]
+    let links = 0
+    while (queue.length > 0) {
+      const name = queue.pop()!
+      const current = stack[stack.length - 1]
+      if (current.type !== 'dir') throw new FsError('ENOTDIR', syscall, reportPath, dest)
+      if (name === '.') continue
+      if (name === '..') {
+        if (stack.length > 1) stack.pop()
+        continue
+      }
+      const child = this.child(current, name)
+      if (!child) throw new FsError('ENOENT', syscall, reportPath, dest)
+      if (child.type === 'symlink' && (queue.length > 0 || follow || trailingSlash)) {
+        if (++links > MAX_SYMLINKS) throw new FsError('ELOOP', syscall, reportPath, dest)
+        const target = this.readLink(child)
+        if (target === '') throw new FsError('ENOENT', syscall, reportPath, dest)
+        if (target.startsWith('/')) stack.length = 1
+        const parts = components(target)
+        for (let i = parts.length - 1; i >= 0; i--) queue.push(parts[i])
+        continue
+      }
+      stack.push(child)
+    }
+    const entry = stack[stack.length - 1]
+    if (trailingSlash && entry.type !== 'dir') throw new FsError('ENOTDIR', syscall, reportPath, dest)
+    return entry
+  }
+
+  /**
+   * Resolves everything but the last component, for calls that create or remove a name. The last
+   * component is returned raw ('.', '..' included) for the caller's own rules.
+   */
+  resolveParent(path: string, syscall: string, reportPath: string = path, dest?: string): ParentLookup {
+    const parts = components(path)
+    const trailingSlash = path.endsWith('/')
+    if (parts.length === 0) return { parent: undefined, name: '', trailingSlash, existing: this.rootEntry() }
+    const name = parts[parts.length - 1]
+    const parentPath = '/' + parts.slice(0, -1).join('/') + (parts.length > 1 ? '/' : '')
+    const parent = this.resolve(parentPath, syscall, true, reportPath, dest)
+    if (parent.type !== 'dir') throw new FsError('ENOTDIR', syscall, reportPath, dest)
+    const existing = name === '.' || name === '..' ? undefined : this.child(parent, name)
+    return { parent, name, trailingSlash, existing }
+  }
+
+  readBytes(entry: Entry): Uint8Array {
+    if (entry.node?.type === 'file') return this.blobs.get(entry.node.blob)
+    if (entry.lowerPath !== null && entry.type === 'file') return this.lower.readFile(entry.lowerPath)
+    throw new FsError('EISDIR', 'read')
+  }
+
+  readLink(entry: Entry): string {
+    if (entry.node?.type === 'symlink') return entry.node.target
+    if (entry.lowerPath !== null && entry.type === 'symlink') return this.lower.readlink(entry.lowerPath)
+    throw new FsError('EINVAL', 'readlink', entry.path)
+  }
+
+  /** Merged names of a directory, sorted, without whiteouts or duplicates. */
+  names(dir: Entry): string[] {
+    const names = new Set<string>()
+    const hidden = new Set<string>()
+    if (dir.node?.type === 'dir') {
+      for (const [name, node] of mapEntries(dir.node.children)) (node.type === 'whiteout' ? hidden : names).add(name)
+    }
+    if (dir.lowerPath !== null) {
+      for (const name of this.lower.readdir(dir.lowerPath)) if (!hidden.has(name)) names.add(name)
+    }
+    return [...names].sort()
+  }
+
+  isEmptyDir(dir: Entry): boolean {
+    if (dir.node?.type === 'dir') {
+      for (const [, node] of mapEntries(dir.node.children)) if (node.type !== 'whiteout') return false
+    }
+    if (dir.lowerPath === null) return true
+    const hidden = dir.node?.type === 'dir' ? dir.node.children : undefined
+    return this.lower.readdir(dir.lowerPath).every((name) => hidden !== undefined && mapGet(hidden, name) !== undefined)
+  }
+
+  meta(entry: Entry): Meta {
+    if (entry.node) return entry.node.meta
+    return metaFromLower(entry.lowerStat!, entry.lowerPath!)
+  }
+
+  size(entry: Entry): number {
+    if (entry.node?.type === 'file') return entry.node.size
+    if (entry.node?.type === 'symlink') return byteLength(entry.node.target)
+    if (entry.type === 'dir') return 4096
+    return entry.lowerStat!.size
+  }
+
+  stat(entry: Entry): StatFields {
+    const meta = this.meta(entry)
+    const size = this.size(entry)
+    return {
+      dev: DEVICE,
+      ino: meta.ino,
+      mode: typeBits[entry.type] | meta.mode,
+      nlink: entry.type === 'dir' ? 2 : 1,
+      uid: meta.uid,
+      gid: meta.gid,
+      rdev: 0,
+      size,
+      blksize: 4096,
+      blocks: entry.type === 'dir' ? 8 : Math.ceil(size / 4096) * 8,
+      atimeMs: meta.atimeMs,
+      mtimeMs: meta.mtimeMs,
+      ctimeMs: meta.ctimeMs,
+      birthtimeMs: meta.birthtimeMs,
+    }
+  }
+
+  // ---- mutations ---------------------------------------------------------------------------------
+
+  /** The upper directory node at a canonical path, owned by the current token (copied up as needed). */
+  private editDir(path: string): DirNode {
+    if (this.root.token !== this.token) {
+      this.root = cloneDir(this.root, this.token)
+      this.counters.nodesCopied++
+    }
+    let node = this.root
+    for (const name of components(path)) {
+      const existing = mapGet(node.children, name)
+      let child: DirNode
+      if (existing?.type === 'dir') {
+        if (existing.token === this.token) {
+          node = existing
+          continue
+        }
+        child = cloneDir(existing, this.token)
+      } else if (existing === undefined && node.lower !== null) {
+        const lowerPath = join(node.lower, name)
+        const stat = this.lowerStat(lowerPath)
+        if (stat?.type !== 'dir') throw new Error(`rewindfs: ${path} is not a directory in the lower layer`)
+        child = dirNode(metaFromLower(stat, lowerPath), lowerPath, this.token)
+      } else throw new Error(`rewindfs: ${path} is not a directory in the upper layer`)
+      this.counters.nodesCopied++
+      node.children = mapSet(node.children, name, child, this.token)
+      node = child
+    }
+    return node
+  }
+
+  /** Puts `node` at `parent.path/name`, replacing what was there; bumps the parent's times. */
+  put(parent: Entry, name: string, node: EntryNode, touchParent = true): Entry {
+    const dir = this.editDir(parent.path)
+    dir.children = mapSet<UpperNode>(dir.children, name, node, this.token)
+    if (touchParent) this.touch(dir)
+    const path = join(parent.path, name)
+    this.onChange?.(path, 'rename')
+    return entryFromNode(path, node)
+  }
+
+  /** Removes `parent.path/name`: a whiteout when the lower layer has that name, else nothing. */
+  remove(parent: Entry, name: string): void {
+    const dir = this.editDir(parent.path)
+    const lowerHas = dir.lower !== null && this.lowerStat(join(dir.lower, name)) !== undefined
+    dir.children = lowerHas
+      ? mapSet<UpperNode>(dir.children, name, WHITEOUT, this.token)
+      : mapDelete(dir.children, name, this.token)
+    this.touch(dir)
+    this.onChange?.(join(parent.path, name), 'rename')
+  }
+
+  /** Replaces an entry's node in place (content or metadata change), copying it up first if lower-only. */
+  replace(entry: Entry, node: EntryNode): Entry {
+    const parts = components(entry.path)
+    if (parts.length === 0) {
+      if (node.type !== 'dir') throw new Error('rewindfs: the root must stay a directory')
+      const root = this.editDir('/')
+      root.meta = node.meta
+      this.onChange?.('/', 'change')
+      return this.rootEntry()
+    }
+    const parentPath = '/' + parts.slice(0, -1).join('/')
+    const dir = this.editDir(parentPath)
+    dir.children = mapSet<UpperNode>(dir.children, parts[parts.length - 1], node, this.token)
+    this.onChange?.(entry.path, 'change')
+    return entryFromNode(entry.path, node)
+  }
+
+  /** The entry as an upper node: lower files are read into the blob store, lower dirs merged. */
+  copyUp(entry: Entry): EntryNode {
+    if (entry.node) return entry.node
+    const meta = this.meta(entry)
+    if (entry.type === 'file') {
+      const bytes = this.lower.readFile(entry.lowerPath!)
+      return { type: 'file', meta, blob: this.blobs.put(bytes.slice()), size: bytes.byteLength }
+    }
+    if (entry.type === 'symlink') return { type: 'symlink', meta, target: this.lower.readlink(entry.lowerPath!) }
+    return dirNode(meta, entry.lowerPath, null)
+  }
+
+  /** Changes metadata (mode, times) of an entry; a lower entry is copied up. */
+  setMeta(entry: Entry, change: Partial<Meta>): Entry {
+    const node = this.copyUp(entry)
+    const meta = { ...node.meta, ...change }
+    if (node.type === 'dir') {
+      const dir = this.editDir(entry.path)
+      dir.meta = meta
+      this.onChange?.(entry.path, 'change')
+      return entryFromNode(entry.path, dir)
+    }
+    return this.replace(entry, { ...node, meta })
+  }
+
+  /** New file content for an existing file entry; keeps its inode and mode. */
+  setContent(entry: Entry, bytes: Uint8Array): Entry {
+    const meta = this.meta(entry)
+    const now = this.now()
+    const blob = this.blobs.put(bytes)
+    return this.replace(entry, { type: 'file', meta: { ...meta, mtimeMs: now, ctimeMs: now }, blob, size: bytes.byteLength })
+  }
+
+  newMeta(mode: number): Meta {
+    const now = this.now()
+    return { mode, uid: 0, gid: 0, atimeMs: now, mtimeMs: now, ctimeMs: now, birthtimeMs: now, ino: this.newIno() }
+  }
+
+  private touch(dir: DirNode): void {
+    const now = this.now()
+    dir.meta = { ...dir.meta, mtimeMs: now, ctimeMs: now }
+  }
+}
+
+export interface ParentLookup {
+  /** Undefined only for the root path itself. */
+  readonly parent: Entry | undefined
+  readonly name: string
+  readonly trailingSlash: boolean
+  readonly existing: Entry | undefined
+}
+
+export function entryFromNode(path: string, node: EntryNode): Entry {
+  return { path, type: node.type, node, lowerPath: node.type === 'dir' ? node.lower : null, lowerStat: undefined }
+}
+
+export function metaFromLower(stat: LowerStat, lowerPath: string): Meta {
+  return {
+    mode: stat.mode & 0o7777,
+    uid: 0,
+    gid: 0,
+    atimeMs: stat.atimeMs ?? stat.mtimeMs,
+    mtimeMs: stat.mtimeMs,
+    ctimeMs: stat.ctimeMs ?? stat.mtimeMs,
+    birthtimeMs: stat.birthtimeMs ?? stat.mtimeMs,
+    // Lower inodes keep their number when the source has one; otherwise one derived from the path.
+    ino: stat.ino ?? 2 ** 32 + hashString(lowerPath),
+  }
+}
+
+const encoder = new TextEncoder()
+const byteLength = (text: string) => encoder.encode(text).byteLength
+
+export type { FileNode }
