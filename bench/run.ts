@@ -1,0 +1,618 @@
+/**
+ * rewindfs benchmarks, side by side in one process: a script, not a test.
+ *
+ *   npm run bench          full sizes (100k files), writes bench/results.md   (~5–10 min on 2 cores)
+ *   npm run bench:quick    small sizes, prints only (a smoke run)
+ *
+ * Flags: --quick, --out <file> (write the markdown there), --no-git, --only <section,...> with
+ * sections ops, lower, checkpoint, memory, bundle.
+ *
+ * Sections
+ *   1. ops        writeFileSync / readFileSync / statSync of 1 KiB files spread over directories:
+ *                 memfs Volume, unionfs (memfs lower + memfs upper), ZenFS CopyOnWrite (InMemory
+ *                 readable + InMemory writable, through ZenFS's synchronous fs API) and rewindfs.
+ *   2. lower      reading files that live in the lower layer only (cold first pass, warm second pass).
+ *   3. checkpoint rewindfs checkpoint()/restore() vs a shadow git repository on disk vs memfs's
+ *                 snapshot API (@jsonjoy.com/fs-snapshot toSnapshotSync / fromSnapshotSync).
+ *   4. memory     retained heap + array buffers for N × 1 KiB files: rewindfs vs memfs.
+ *   5. bundle     src/index.ts bundled for a neutral platform, minified, gzipped.
+ */
+import { execFileSync } from 'node:child_process'
+import * as nodeFs from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fromSnapshotSync, toSnapshotSync } from '@jsonjoy.com/fs-snapshot'
+import { CopyOnWrite, InMemory, configureSingle, fs as zenfs } from '@zenfs/core'
+import { Volume } from 'memfs'
+import { Union } from 'unionfs'
+import type { Workspace } from '../src/index.js'
+import { GZIP_BUDGET_BYTES, bundleSize, kib } from '../scripts/bundle-size.js'
+import {
+  Content,
+  FILE_SIZE,
+  FILES_PER_DIR,
+  type FsLike,
+  dirsFor,
+  fillFs,
+  fmtBytes,
+  fmtCount,
+  fmtMs,
+  fmtOps,
+  fmtRatio,
+  fullGc,
+  gcAvailable,
+  layout,
+  machineInfo,
+  median,
+  progress,
+  retainedBytes,
+  strided,
+  table,
+  time,
+  timeAsync,
+  verify,
+} from './lib.js'
+
+// ---- configuration -----------------------------------------------------------------------------
+
+const argv = process.argv.slice(2)
+const QUICK = argv.includes('--quick') || process.env.BENCH_QUICK === '1'
+const argValue = (flag: string) => {
+  const i = argv.indexOf(flag)
+  return i >= 0 ? argv[i + 1] : undefined
+}
+const OUT = argValue('--out') ?? (QUICK ? undefined : new URL('./results.md', import.meta.url).pathname)
+const ONLY = argValue('--only')?.split(',')
+const WITH_GIT = !argv.includes('--no-git')
+const run = (section: string) => !ONLY || ONLY.includes(section)
+
+const CONFIG = QUICK
+  ? { files: 5_000, dirs: 50, reps: 2, checkpointSizes: [1_000, 5_000], memoryFiles: 5_000, checkpointSamples: 50, restoreSamples: 5, changed: 100 }
+  : { files: 100_000, dirs: 100, reps: 3, checkpointSizes: [1_000, 10_000, 100_000], memoryFiles: 100_000, checkpointSamples: 200, restoreSamples: 9, changed: 100 }
+/** ZenFS's sync writes are ~1–3k/s here and slow down as directories grow: one repetition only. */
+const ZENFS_REPS = 1
+/** Run the 100k shadow-git checkpoint only when the 10k one predicts it finishes within this. */
+const GIT_LIMIT_MS = 60_000
+
+const report: string[] = []
+const notes: string[] = []
+const emit = (markdown: string) => {
+  report.push(markdown)
+  console.log(markdown + '\n')
+}
+
+type Opened = { fs: FsLike; close?: () => Promise<void> | void }
+
+// ---- subjects ----------------------------------------------------------------------------------
+
+function memfsVolume(): FsLike {
+  return new Volume() as unknown as FsLike
+}
+
+function unionOf(lower: FsLike): FsLike {
+  const upper = new Volume()
+  // unionfs sends writes to the last fs added; reads try the last first, then fall through.
+  return new Union().use(lower as never).use(upper as never) as unknown as FsLike
+}
+
+/** ZenFS CopyOnWrite over an InMemory readable (optionally pre-filled) and an InMemory writable. */
+async function zenCow(fill?: { paths: string[]; dirs: string[] }): Promise<FsLike> {
+  const readable = InMemory.create({ label: 'ro' })
+  await readable.ready()
+  if (fill) {
+    zenfs.umount('/')
+    zenfs.mount('/', readable)
+    fillFs(zenfs as unknown as FsLike, fill.paths, fill.dirs)
+  }
+  await configureSingle({ backend: CopyOnWrite, readable, writable: InMemory.create({ label: 'cow' }) })
+  return zenfs as unknown as FsLike
+}
+
+/** Loaded on first use, so the other subjects still run when src/ does not load. */
+let rewindfs: typeof import('../src/index.js') | undefined
+async function rewind(lower?: Parameters<typeof Workspace.open>[0]): Promise<{ ws: Workspace; fs: FsLike }> {
+  rewindfs ??= await import('../src/index.js')
+  const ws = await rewindfs.Workspace.open(lower ?? {})
+  return { ws, fs: ws.fs as unknown as FsLike }
+}
+
+interface Subject {
+  name: string
+  reps: number
+  open(): Promise<Opened>
+}
+
+const EMPTY_SUBJECTS: Subject[] = [
+  { name: 'memfs', reps: CONFIG.reps, open: async () => ({ fs: memfsVolume() }) },
+  { name: 'unionfs (memfs+memfs)', reps: CONFIG.reps, open: async () => ({ fs: unionOf(memfsVolume()) }) },
+  { name: 'ZenFS CopyOnWrite (sync API)', reps: ZENFS_REPS, open: async () => ({ fs: await zenCow() }) },
+  {
+    name: 'rewindfs',
+    reps: CONFIG.reps,
+    open: async () => {
+      const { ws, fs } = await rewind()
+      return { fs, close: () => ws.close() }
+    },
+  },
+]
+
+// ---- 1. ops ------------------------------------------------------------------------------------
+
+interface OpsResult {
+  write: number
+  read: number
+  stat: number
+}
+
+/** One run: a fresh fs, n writes, then n reads and n stats in strided order. */
+async function opsOnce(subject: Subject, paths: readonly string[], dirs: readonly string[], order: Uint32Array): Promise<OpsResult> {
+  const content = new Content()
+  const { fs, close } = await subject.open()
+  for (const dir of dirs) fs.mkdirSync(dir, { recursive: true })
+  const n = paths.length
+  const write = time(() => {
+    for (let i = 0; i < n; i++) fs.writeFileSync(paths[i]!, content.stamp(i))
+  })
+  verify(fs, paths, subject.name)
+  let bytes = 0
+  const read = time(() => {
+    for (let i = 0; i < n; i++) bytes += fs.readFileSync(paths[order[i]!]!).byteLength
+  })
+  let size = 0
+  const stat = time(() => {
+    for (let i = 0; i < n; i++) size += fs.statSync(paths[order[i]!]!).size
+  })
+  if (bytes !== n * FILE_SIZE || size !== n * FILE_SIZE) throw new Error(`${subject.name}: read ${bytes} bytes, stat ${size} bytes`)
+  await close?.()
+  return { write: (n / write) * 1000, read: (n / read) * 1000, stat: (n / stat) * 1000 }
+}
+
+async function benchOps(): Promise<void> {
+  const { paths, dirs } = layout(CONFIG.files, CONFIG.dirs)
+  const order = strided(paths.length)
+  const results = new Map<string, OpsResult>()
+  const failures = new Map<string, string>()
+  for (const subject of EMPTY_SUBJECTS) {
+    const samples: OpsResult[] = []
+    try {
+      for (let rep = 0; rep < subject.reps; rep++) {
+        fullGc()
+        const r = await opsOnce(subject, paths, dirs, order)
+        samples.push(r)
+        progress(`ops ${subject.name} rep ${rep + 1}/${subject.reps}: write ${fmtOps(r.write)}, read ${fmtOps(r.read)}, stat ${fmtOps(r.stat)}`)
+      }
+    } catch (error) {
+      failures.set(subject.name, failure(subject.name, error))
+      continue
+    }
+    results.set(subject.name, {
+      write: median(samples.map((s) => s.write)),
+      read: median(samples.map((s) => s.read)),
+      stat: median(samples.map((s) => s.stat)),
+    })
+  }
+  const ours = results.get('rewindfs')
+  const rows = [...results].map(([name, r]) => [
+    name,
+    fmtOps(r.write),
+    fmtOps(r.read),
+    fmtOps(r.stat),
+    name === 'rewindfs' ? '1' : ours ? `${fmtRatio(ours.write / r.write)} / ${fmtRatio(ours.read / r.read)} / ${fmtRatio(ours.stat / r.stat)}` : 'n/a',
+  ])
+  for (const [name, message] of failures) rows.push([name, 'FAILED', message, '', ''])
+  emit(
+    `### 1. Sync fs ops: ${fmtCount(CONFIG.files)} × 1 KiB files in ${CONFIG.dirs} dirs (empty lower; median of ${CONFIG.reps} runs, ZenFS ${ZENFS_REPS})\n\n` +
+      table(['fs', 'writeFileSync', 'readFileSync', 'statSync', 'rewindfs ÷ it (write / read / stat)'], rows) +
+      '\n\nRatios above 1× mean rewindfs is faster. Reads and stats visit the files in a strided (non-write) order.',
+  )
+}
+
+// ---- 2. lower-layer reads ----------------------------------------------------------------------
+
+/** Cold read pass, warm read pass, stat pass over files that exist only in the lower layer; ops/s. */
+async function lowerOnce(subject: { name: string; open: () => Promise<Opened> }, paths: readonly string[], order: Uint32Array): Promise<number[]> {
+  const { fs, close } = await subject.open()
+  const n = paths.length
+  const pass = () =>
+    time(() => {
+      let bytes = 0
+      for (let i = 0; i < n; i++) bytes += fs.readFileSync(paths[order[i]!]!).byteLength
+      if (bytes !== n * FILE_SIZE) throw new Error(`${subject.name}: read ${bytes} bytes`)
+    })
+  const cold = pass()
+  const warm = pass()
+  const stat = time(() => {
+    for (let i = 0; i < n; i++) fs.statSync(paths[order[i]!]!)
+  })
+  verify(fs, paths, subject.name)
+  await close?.()
+  return [cold, warm, stat].map((ms) => (n / ms) * 1000)
+}
+
+async function benchLower(): Promise<void> {
+  const { paths, dirs } = layout(CONFIG.files, CONFIG.dirs)
+  const order = strided(paths.length)
+  progress('lower: building a memfs Volume with the lower tree')
+  const lowerVolume = memfsVolume()
+  fillFs(lowerVolume, paths, dirs)
+
+  const subjects: { name: string; open: () => Promise<Opened> }[] = [
+    { name: 'memfs (the Volume itself, reference)', open: async () => ({ fs: lowerVolume }) },
+    { name: 'unionfs (lower Volume + empty Volume)', open: async () => ({ fs: unionOf(lowerVolume) }) },
+    { name: 'ZenFS CopyOnWrite (InMemory readable)', open: async () => ({ fs: await zenCow({ paths, dirs }) }) },
+    {
+      name: 'rewindfs, lower = memfs Volume',
+      open: async () => {
+        const { ws, fs } = await rewind({ lower: lowerVolume as never })
+        return { fs, close: () => ws.close() }
+      },
+    },
+    {
+      name: 'rewindfs, lower = fixture object',
+      open: async () => {
+        const fixture: Record<string, Uint8Array> = {}
+        for (const path of paths) fixture[path] = lowerVolume.readFileSync(path)
+        let ws!: Workspace
+        const ms = await timeAsync(async () => (ws = (await rewind({ lower: fixture })).ws))
+        notes.push(`Opening a rewindfs workspace over a ${fmtCount(paths.length)}-file fixture object took ${fmtMs(ms)} (the fixture is validated and copied once).`)
+        return { fs: ws.fs as unknown as FsLike, close: () => ws.close() }
+      },
+    },
+  ]
+  const OURS = 'rewindfs, lower = memfs Volume'
+  const measured = new Map<string, number[] | string>()
+  for (const subject of subjects) {
+    fullGc()
+    progress(`lower: ${subject.name}`)
+    try {
+      const ops = await lowerOnce(subject, paths, order)
+      measured.set(subject.name, ops)
+      progress(`lower: ${subject.name}: ${ops.map(fmtOps).join(', ')}`)
+    } catch (error) {
+      measured.set(subject.name, failure(subject.name, error))
+    }
+  }
+  const ours = measured.get(OURS)
+  const rows = [...measured].map(([name, ops]) => {
+    if (typeof ops === 'string') return [name, 'FAILED', ops, '', '']
+    const ratio = name === OURS ? '1' : Array.isArray(ours) ? ops.map((o, i) => fmtRatio(ours[i]! / o)).join(' / ') : 'n/a'
+    return [name, ...ops.map(fmtOps), ratio]
+  })
+  emit(
+    `### 2. Reading lower-layer files: ${fmtCount(CONFIG.files)} × 1 KiB files only in the lower layer\n\n` +
+      table(['fs', 'readFileSync, first pass', 'readFileSync, second pass', 'statSync', 'rewindfs (memfs lower) ÷ it'], rows),
+  )
+}
+
+/** Logs the stack, returns a one-line message for the table. */
+function failure(name: string, error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  progress(`${name} FAILED: ${error instanceof Error ? (error.stack ?? message) : message}`)
+  notes.push(`${name} failed: \`${message.split('\n')[0]!.replace(/`/g, "'").replace(/\|/g, '\\|')}\``)
+  return message.split('\n')[0]!.replace(/\|/g, '\\|').slice(0, 120)
+}
+
+// ---- 3. checkpoint / restore -------------------------------------------------------------------
+
+interface RewindCheckpoint {
+  files: number
+  fill: number
+  first: number
+  steady: number
+  restore: number
+  nodesCopiedPerWrite: number
+}
+
+async function rewindCheckpoint(files: number): Promise<RewindCheckpoint> {
+  const { paths, dirs } = layout(files, dirsFor(files))
+  const content = new Content()
+  const { ws, fs } = await rewind()
+  const fill = time(() => fillFs(fs, paths, dirs, content))
+  const first = await timeAsync(() => ws.checkpoint({ name: 'bulk' }))
+
+  // Steady state: one file changes between checkpoints (an agent turn that edits a file).
+  const steady: number[] = []
+  let nodesCopied = 0
+  for (let k = 0; k < CONFIG.checkpointSamples; k++) {
+    const before = ws.counters.nodesCopied
+    fs.writeFileSync(paths[(k * 7919) % files]!, content.stamp(1e6 + k))
+    nodesCopied += ws.counters.nodesCopied - before
+    steady.push(await timeAsync(() => ws.checkpoint({ name: `cp-${k}` })))
+  }
+
+  // Restore: change `changed` files spread over the tree, then restore the checkpoint before them.
+  const base = await ws.checkpoint({ name: 'base' })
+  const baseline = paths.map((_, i) => i).filter((i) => i % Math.max(1, Math.floor(files / CONFIG.changed)) === 0).slice(0, CONFIG.changed)
+  const expected = baseline.map((i) => Content.stampOf(fs.readFileSync(paths[i]!)))
+  const restores: number[] = []
+  for (let r = 0; r < CONFIG.restoreSamples; r++) {
+    for (const i of baseline) fs.writeFileSync(paths[i]!, content.stamp(2e6 + r))
+    let changes = 0
+    restores.push(await timeAsync(async () => (changes = (await ws.restore(base.id)).changes.length)))
+    if (changes !== baseline.length) throw new Error(`rewindfs restore at ${files} files reported ${changes} changes, expected ${baseline.length}`)
+    baseline.forEach((i, j) => {
+      const got = Content.stampOf(fs.readFileSync(paths[i]!))
+      if (got !== expected[j]) throw new Error(`rewindfs restore at ${files} files: ${paths[i]} has stamp ${got}, expected ${expected[j]}`)
+    })
+  }
+  await ws.close()
+  return { files, fill, first, steady: median(steady), restore: median(restores), nodesCopiedPerWrite: nodesCopied / CONFIG.checkpointSamples }
+}
+
+interface GitCheckpoint {
+  files: number
+  first?: number
+  incremental?: number
+  restore?: number
+  estimate?: string
+}
+
+const GIT_ENV = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0' }
+
+/** A shadow repository as coding agents keep one: separate git dir, the project as work tree. */
+function shadowGit(files: number, timeoutMs: number): GitCheckpoint {
+  const root = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-bench-git-'))
+  const work = join(root, 'work')
+  const gitDir = join(root, 'shadow', '.shadow')
+  try {
+    const { paths, dirs } = layout(files, dirsFor(files))
+    const content = new Content()
+    nodeFs.mkdirSync(work)
+    for (const dir of dirs) nodeFs.mkdirSync(work + dir)
+    for (let i = 0; i < paths.length; i++) nodeFs.writeFileSync(work + paths[i], content.stamp(i))
+    const git = `git -c user.name=bench -c user.email=bench@example.invalid -c commit.gpgsign=false -c gc.auto=0 -c core.fsmonitor=false --git-dir='${gitDir}' --work-tree='${work}'`
+    const sh = (command: string) => execFileSync('sh', ['-c', command], { env: GIT_ENV, stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs, encoding: 'utf8' })
+    sh(`mkdir -p '${join(root, 'shadow')}' && ${git} init -q`)
+    const checkpoint = `${git} add -A && ${git} commit -q --no-verify -m cp`
+    const first = time(() => sh(checkpoint))
+    const incremental: number[] = []
+    for (let k = 0; k < 3; k++) {
+      nodeFs.writeFileSync(work + paths[(k * 7919) % files], content.stamp(1e6 + k))
+      incremental.push(time(() => sh(checkpoint)))
+    }
+    const sha = sh(`${git} rev-parse HEAD`).trim()
+    const changed = paths.filter((_, i) => i % Math.max(1, Math.floor(files / CONFIG.changed)) === 0).slice(0, CONFIG.changed)
+    const restores: number[] = []
+    for (let r = 0; r < 3; r++) {
+      for (const path of changed) nodeFs.writeFileSync(work + path, content.stamp(2e6 + r))
+      restores.push(time(() => sh(`${git} reset -q --hard ${sha}`)))
+    }
+    return { files, first, incremental: median(incremental), restore: median(restores) }
+  } finally {
+    nodeFs.rmSync(root, { recursive: true, force: true })
+  }
+}
+
+interface SnapshotCheckpoint {
+  files: number
+  snapshot: number
+  restore: number
+}
+
+function memfsSnapshot(files: number): SnapshotCheckpoint {
+  const { paths, dirs } = layout(files, dirsFor(files))
+  const volume = new Volume()
+  fillFs(volume as unknown as FsLike, paths, dirs)
+  type SnapshotFs = Parameters<typeof toSnapshotSync>[0]['fs']
+  const snapshots: number[] = []
+  let snapshot: ReturnType<typeof toSnapshotSync> = null
+  for (let k = 0; k < 3; k++) snapshots.push(time(() => (snapshot = toSnapshotSync({ fs: volume as unknown as SnapshotFs, path: '/' }))))
+  const restores: number[] = []
+  for (let k = 0; k < 3; k++) {
+    const fresh = new Volume()
+    restores.push(time(() => fromSnapshotSync(snapshot, { fs: fresh as unknown as SnapshotFs, path: '/' })))
+    if (k === 0) verify(fresh as unknown as FsLike, paths, 'fs-snapshot restore')
+  }
+  return { files, snapshot: median(snapshots), restore: median(restores) }
+}
+
+async function benchCheckpoint(): Promise<void> {
+  const sizes = CONFIG.checkpointSizes
+  const ours: (RewindCheckpoint | string)[] = []
+  for (const files of sizes) {
+    fullGc()
+    progress(`checkpoint: rewindfs at ${fmtCount(files)} files`)
+    try {
+      const result = await rewindCheckpoint(files)
+      ours.push(result)
+      progress(`checkpoint: rewindfs at ${fmtCount(files)}: checkpoint ${fmtMs(result.steady)}, first ${fmtMs(result.first)}, restore ${fmtMs(result.restore)}`)
+    } catch (error) {
+      ours.push(failure(`rewindfs checkpoint/restore at ${fmtCount(files)} files`, error))
+    }
+  }
+  const snaps: SnapshotCheckpoint[] = []
+  for (const files of sizes) {
+    fullGc()
+    progress(`checkpoint: memfs + fs-snapshot at ${fmtCount(files)} files`)
+    snaps.push(memfsSnapshot(files))
+  }
+  const gits: GitCheckpoint[] = []
+  if (WITH_GIT) {
+    let perFile: number | undefined
+    for (const files of sizes) {
+      const predicted = perFile === undefined ? 0 : perFile * files
+      if (files > 10_000 && predicted > GIT_LIMIT_MS) {
+        gits.push({ files, estimate: `~${fmtMs(predicted)} (estimated linearly from ${fmtCount(sizes[sizes.indexOf(files) - 1]!)}; not run)` })
+        continue
+      }
+      progress(`checkpoint: shadow git at ${fmtCount(files)} files${predicted ? ` (predicted ${fmtMs(predicted)})` : ''}`)
+      try {
+        const result = shadowGit(files, files > 10_000 ? GIT_LIMIT_MS : 10 * GIT_LIMIT_MS)
+        gits.push(result)
+        perFile = result.first! / files
+        progress(`checkpoint: shadow git at ${fmtCount(files)}: first ${fmtMs(result.first!)}, incremental ${fmtMs(result.incremental!)}, restore ${fmtMs(result.restore!)}`)
+      } catch (error) {
+        const timedOut = (error as { signal?: string }).signal === 'SIGTERM' || (error as { code?: string }).code === 'ETIMEDOUT'
+        if (!timedOut) throw error
+        gits.push({ files, estimate: `> ${fmtMs(GIT_LIMIT_MS)} (stopped); ~${fmtMs((perFile ?? 0) * files)} estimated linearly` })
+      }
+    }
+  }
+
+  const gitCell = (g: GitCheckpoint | undefined, key: 'first' | 'incremental' | 'restore') =>
+    !g ? 'skipped' : g[key] !== undefined ? fmtMs(g[key]) : key === 'first' ? g.estimate! : 'n/a'
+  const rows = sizes.map((files, i) => {
+    const o = ours[i]!
+    const s = snaps[i]!
+    const g = gits[i]
+    const mine = typeof o === 'string' ? ['FAILED', o, ''] : [fmtMs(o.steady), fmtMs(o.first), fmtMs(o.restore)]
+    return [fmtCount(files), ...mine, gitCell(g, 'incremental'), gitCell(g, 'first'), gitCell(g, 'restore'), fmtMs(s.snapshot), fmtMs(s.restore)]
+  })
+  emit(
+    `### 3. Checkpoint and restore (files × 1 KiB, ${FILES_PER_DIR} per dir)\n\n` +
+      table(
+        [
+          'files',
+          'rewindfs checkpoint (1 file changed since last)',
+          'rewindfs first checkpoint after bulk write',
+          `rewindfs restore (${CONFIG.changed} changed paths)`,
+          'shadow git checkpoint (1 file changed)',
+          'shadow git first checkpoint',
+          `shadow git restore (reset --hard, ${CONFIG.changed} changed)`,
+          'fs-snapshot toSnapshotSync',
+          'fs-snapshot fromSnapshotSync (into new Volume)',
+        ],
+        rows,
+      ) +
+      `\n\nrewindfs: medians of ${CONFIG.checkpointSamples} checkpoints / ${CONFIG.restoreSamples} restores; git and fs-snapshot: medians of 3 (first git checkpoint: 1 run). ` +
+      'Shadow git = `git --git-dir=<tmp>/.shadow --work-tree=<dir> add -A && git commit -q -m cp` via sh, on ' +
+      `${tmpdir()} (local disk), restore = \`git reset -q --hard <sha>\`. fs-snapshot restore = fromSnapshotSync of the whole tree (it has no partial restore).`,
+  )
+
+  // Targets.
+  const measured = ours.filter((o): o is RewindCheckpoint => typeof o !== 'string')
+  if (measured.length < 2) {
+    emit('- rewindfs targets not evaluated: checkpoint/restore failed (see notes)')
+    return
+  }
+  const small = measured[0]!
+  const large = measured.at(-1)!
+  const at10k = measured.find((o) => o.files === 10_000) ?? large
+  const git10k = gits.find((g) => g.files === at10k.files)
+  const scale = large.steady / small.steady
+  const scaleFirst = large.first / small.first
+  const lines = [
+    `- rewindfs checkpoint t(${fmtCount(large.files)}) / t(${fmtCount(small.files)}) = **${scale.toFixed(2)}** (target ≤ 3) ${scale <= 3 ? '✅' : '❌'}; first checkpoint after a bulk write: ${scaleFirst.toFixed(2)}`,
+  ]
+  if (git10k?.incremental !== undefined && git10k.first !== undefined) {
+    const vsIncremental = git10k.incremental / at10k.steady
+    const vsFirst = git10k.first / at10k.first
+    lines.push(
+      `- speedup vs shadow git at ${fmtCount(at10k.files)}: **${fmtRatio(vsIncremental)}** on an incremental checkpoint (1 file changed), ${fmtRatio(vsFirst)} on the first checkpoint (target ≥ 1,000×) ${vsIncremental >= 1000 ? '✅' : '❌'}`,
+    )
+  } else lines.push('- shadow git not measured (--no-git or git missing)')
+  lines.push(
+    `- restore of ${CONFIG.changed} changed paths in a ${fmtCount(large.files)}-file tree: **${fmtMs(large.restore)}** (target < 5 ms) ${large.restore < 5 ? '✅' : '❌'}; restore t(${fmtCount(large.files)}) / t(${fmtCount(small.files)}) = ${(large.restore / small.restore).toFixed(2)}`,
+    `- path copying: a write after a checkpoint created ${measured.map((o) => `${o.nodesCopiedPerWrite.toFixed(1)} (${fmtCount(o.files)})`).join(', ')} upper nodes on average (\`ws.counters.nodesCopied\`)`,
+    `- filling the tree through ws.fs took ${measured.map((o) => `${fmtMs(o.fill)} (${fmtCount(o.files)})`).join(', ')}`,
+  )
+  emit(lines.join('\n'))
+}
+
+// ---- 4. memory ---------------------------------------------------------------------------------
+
+async function benchMemory(): Promise<void> {
+  if (!gcAvailable()) {
+    emit('### 4. Resident memory\n\nskipped: run with `node --expose-gc`')
+    return
+  }
+  const files = CONFIG.memoryFiles
+  const { paths, dirs } = layout(files, CONFIG.dirs)
+  const raw = files * FILE_SIZE
+  const measure = async (name: string, build: () => Promise<{ keep: unknown; extra?: () => string; close?: () => Promise<void> }>) => {
+    const before = retainedBytes()
+    const { keep, extra, close } = await build()
+    const after = retainedBytes()
+    const delta = after - before
+    progress(`memory: ${name} ${fmtBytes(delta)}`)
+    const row = [name, fmtBytes(delta), `${(delta / files).toFixed(0)} B`, `${fmtBytes(delta - raw)} (${(((delta - raw) / raw) * 100).toFixed(0)}%)`, extra?.() ?? '']
+    // Keeps the fs reachable until after the measurement.
+    if (keep === undefined) throw new Error('unreachable')
+    await close?.()
+    return row
+  }
+  const rows: string[][] = []
+  rows.push(
+    await measure('memfs Volume', async () => {
+      const volume = memfsVolume()
+      fillFs(volume, paths, dirs)
+      return { keep: volume }
+    }),
+  )
+  fullGc()
+  rows.push(
+    await measure('rewindfs (empty lower)', async () => {
+      const { ws, fs } = await rewind()
+      fillFs(fs, paths, dirs)
+      return { keep: ws, extra: () => `ws.storage: ${ws.storage.blobs} blobs, ${fmtBytes(ws.storage.bytes)}`, close: () => ws.close() }
+    }),
+  )
+  fullGc()
+  rows.push(
+    await measure('rewindfs + checkpoint + 1% of files rewritten', async () => {
+      const { ws, fs } = await rewind()
+      const content = new Content()
+      fillFs(fs, paths, dirs, content)
+      await ws.checkpoint({ name: 'a' })
+      for (let i = 0; i < files; i += 100) fs.writeFileSync(paths[i]!, content.stamp(3e6 + i))
+      return { keep: ws, extra: () => `ws.storage: ${ws.storage.blobs} blobs, ${fmtBytes(ws.storage.bytes)}`, close: () => ws.close() }
+    }),
+  )
+  fullGc()
+  emit(
+    `### 4. Resident memory: ${fmtCount(files)} × 1 KiB files (distinct contents), after global.gc()\n\n` +
+      table(['fs', 'heapUsed + arrayBuffers delta', 'per file', 'over raw content', 'notes'], rows) +
+      `\n\nRaw content: ${fmtBytes(raw)}.`,
+  )
+}
+
+// ---- 5. bundle ---------------------------------------------------------------------------------
+
+async function benchBundle(): Promise<void> {
+  const size = await bundleSize()
+  const top = size.inputs
+    .slice(0, 5)
+    .map((input) => `${input.path.replace(/^node_modules\//, '')} ${kib(input.bytes)}`)
+    .join(', ')
+  emit(
+    `### 5. Core entry bundle (src/index.ts; esbuild bundle+minify, esm, platform neutral, mainFields module,main; gzip -9)\n\n` +
+      table(['minified', 'min+gzip', 'goal'], [[kib(size.minified), `**${kib(size.gzip)}**`, `< ${kib(GZIP_BUDGET_BYTES)} ${size.gzip < GZIP_BUDGET_BYTES ? '✅' : '❌'}`]]) +
+      `\n\nLargest inputs (minified): ${top}.`,
+  )
+}
+
+// ---- main --------------------------------------------------------------------------------------
+
+const started = performance.now()
+const header =
+  `## rewindfs benchmarks${QUICK ? ' (quick)' : ''}\n\n` +
+  table(['machine', ''], machineInfo().map(({ label, value }) => [label, value]), true) +
+  `\n\nRun with \`npm run bench${QUICK ? ':quick' : ''}\`. Single process, sections run one after another with a GC in between.`
+emit(header)
+const sections: [string, () => Promise<void>][] = [
+  ['ops', benchOps],
+  ['lower', benchLower],
+  ['checkpoint', benchCheckpoint],
+  ['memory', benchMemory],
+  ['bundle', benchBundle],
+]
+let failed = false
+for (const [name, section] of sections) {
+  if (!run(name)) continue
+  try {
+    await section()
+  } catch (error) {
+    failed = true
+    const message = error instanceof Error ? (error.stack ?? error.message) : String(error)
+    progress(`section ${name} FAILED: ${message}`)
+    emit(`### ${name}\n\nFAILED: \`${(error instanceof Error ? error.message : String(error)).split('\n')[0]!.replace(/`/g, "'")}\``)
+  }
+  fullGc()
+}
+if (notes.length) emit('### Notes\n\n' + notes.map((n) => `- ${n}`).join('\n'))
+emit(`Total bench time: ${fmtMs(performance.now() - started)}.`)
+if (OUT) {
+  nodeFs.writeFileSync(OUT, report.join('\n\n') + '\n')
+  progress(`wrote ${OUT}`)
+}
+process.exitCode = failed ? 1 : 0
