@@ -1,0 +1,233 @@
+/**
+ * Node's argument validation for fs calls, reproduced: the same error codes, classes and messages
+ * (checked against node:fs in test/arguments.test.ts), so callers' error handling keeps working.
+ */
+import { type Encoding, encode, isEncoding } from '../bytes.js'
+import { rangeError, typeError } from '../errors.js'
+
+/** Linux values, identical to Node's `fs.constants` there. */
+export const constants = Object.freeze({
+  UV_FS_SYMLINK_DIR: 1,
+  UV_FS_SYMLINK_JUNCTION: 2,
+  O_RDONLY: 0,
+  O_WRONLY: 1,
+  O_RDWR: 2,
+  UV_DIRENT_UNKNOWN: 0,
+  UV_DIRENT_FILE: 1,
+  UV_DIRENT_DIR: 2,
+  UV_DIRENT_LINK: 3,
+  UV_DIRENT_FIFO: 4,
+  UV_DIRENT_SOCKET: 5,
+  UV_DIRENT_CHAR: 6,
+  UV_DIRENT_BLOCK: 7,
+  S_IFMT: 0o170000,
+  S_IFREG: 0o100000,
+  S_IFDIR: 0o040000,
+  S_IFCHR: 0o020000,
+  S_IFBLK: 0o060000,
+  S_IFIFO: 0o010000,
+  S_IFLNK: 0o120000,
+  S_IFSOCK: 0o140000,
+  O_CREAT: 0o100,
+  O_EXCL: 0o200,
+  UV_FS_O_FILEMAP: 0,
+  O_NOCTTY: 0o400,
+  O_TRUNC: 0o1000,
+  O_APPEND: 0o2000,
+  O_DIRECTORY: 0o200000,
+  O_NOATIME: 0o1000000,
+  O_NOFOLLOW: 0o400000,
+  O_SYNC: 0o4010000,
+  O_DSYNC: 0o10000,
+  O_DIRECT: 0o40000,
+  O_NONBLOCK: 0o4000,
+  S_IRWXU: 0o700,
+  S_IRUSR: 0o400,
+  S_IWUSR: 0o200,
+  S_IXUSR: 0o100,
+  S_IRWXG: 0o70,
+  S_IRGRP: 0o40,
+  S_IWGRP: 0o20,
+  S_IXGRP: 0o10,
+  S_IRWXO: 0o7,
+  S_IROTH: 0o4,
+  S_IWOTH: 0o2,
+  S_IXOTH: 0o1,
+  F_OK: 0,
+  R_OK: 4,
+  W_OK: 2,
+  X_OK: 1,
+  UV_FS_COPYFILE_EXCL: 1,
+  COPYFILE_EXCL: 1,
+  UV_FS_COPYFILE_FICLONE: 2,
+  COPYFILE_FICLONE: 2,
+  UV_FS_COPYFILE_FICLONE_FORCE: 4,
+  COPYFILE_FICLONE_FORCE: 4,
+})
+
+/** Node's " Received …" suffix for invalid argument messages. */
+export function describeReceived(value: unknown): string {
+  if (value === undefined || value === null) return ` Received ${value}`
+  if (typeof value === 'function') return ` Received function ${value.name}`
+  if (typeof value === 'object') {
+    const name = (value as { constructor?: { name?: string } }).constructor?.name
+    return name ? ` Received an instance of ${name}` : ' Received [Object: null prototype]'
+  }
+  let shown = typeof value === 'string' ? quote(value.length > 28 ? value.slice(0, 25) + '...' : value) : String(value)
+  if (typeof value === 'bigint') shown += 'n'
+  return ` Received type ${typeof value} (${shown})`
+}
+
+function quote(text: string): string {
+  return `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n').replace(/\0/g, '\\x00')}'`
+}
+
+function invalidType(name: string, expected: string, value: unknown): Error {
+  const what = name.includes(' ') ? name : `"${name}" argument`
+  return typeError('ERR_INVALID_ARG_TYPE', `The ${what} must be ${expected}.${describeReceived(value)}`)
+}
+
+const decoder = new TextDecoder()
+
+/** A path as Node accepts it: string, Buffer/Uint8Array or file: URL; no NUL bytes. */
+export function pathArgument(value: unknown, name = 'path'): string {
+  let path: string
+  if (typeof value === 'string') path = value
+  else if (value instanceof Uint8Array) path = decoder.decode(value)
+  else if (isUrl(value)) path = fileUrlToPath(value)
+  else throw invalidType(name, 'of type string or an instance of Buffer or URL', value)
+  if (path.includes('\0')) {
+    throw typeError('ERR_INVALID_ARG_VALUE', `The argument '${name}' must be a string, Uint8Array, or URL without null bytes. Received ${quote(path)}`)
+  }
+  return path
+}
+
+function isUrl(value: unknown): value is URL {
+  return typeof value === 'object' && value !== null && typeof (value as URL).href === 'string' && typeof (value as URL).protocol === 'string'
+}
+
+function fileUrlToPath(url: URL): string {
+  if (url.protocol !== 'file:') throw typeError('ERR_INVALID_URL_SCHEME', 'The URL must be of scheme file')
+  if (url.hostname !== '' && url.hostname !== 'localhost') {
+    throw typeError('ERR_INVALID_FILE_URL_HOST', 'File URL host must be "localhost" or empty on linux')
+  }
+  if (/%2f/i.test(url.pathname)) throw typeError('ERR_INVALID_FILE_URL_PATH', 'File URL path must not include encoded / characters')
+  return decodeURIComponent(url.pathname)
+}
+
+export function validateFunction(value: unknown, name: string): asserts value is (...args: unknown[]) => unknown {
+  if (typeof value !== 'function') throw invalidType(name, 'of type function', value)
+}
+
+export function validateBoolean(value: unknown, name: string): asserts value is boolean {
+  if (typeof value !== 'boolean') throw invalidType(name, 'of type boolean', value)
+}
+
+export function validateObject(value: unknown, name: string): asserts value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidType(name, 'of type object', value)
+}
+
+export function validateInteger(value: unknown, name: string, min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number') throw invalidType(name, 'of type number', value)
+  if (!Number.isInteger(value)) {
+    throw rangeError('ERR_OUT_OF_RANGE', `The value of "${name}" is out of range. It must be an integer. Received ${value}`)
+  }
+  if (value < min || value > max) {
+    throw rangeError('ERR_OUT_OF_RANGE', `The value of "${name}" is out of range. It must be >= ${min} && <= ${max}. Received ${formatNumber(value)}`)
+  }
+  return value
+}
+
+/** Node prints large numbers with underscores: 4_294_967_296. */
+function formatNumber(value: number): string {
+  const text = String(value)
+  if (Math.abs(value) < 2 ** 32) return text
+  return text.replace(/\B(?=(\d{3})+(?!\d))/g, '_')
+}
+
+/** parseFileMode: a uint32 or an octal string. */
+export function modeArgument(value: unknown, name: string, fallback: number): number {
+  if (value === undefined || value === null) return fallback
+  if (typeof value === 'string') {
+    if (!/^[0-7]+$/.test(value)) {
+      throw typeError('ERR_INVALID_ARG_VALUE', `The argument '${name}' must be a 32-bit unsigned integer or an octal string. Received ${quote(value)}`)
+    }
+    return parseInt(value, 8)
+  }
+  return validateInteger(value, name, 0, 4294967295)
+}
+
+const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_SYNC } = constants
+const flagTable: Record<string, number> = {
+  r: O_RDONLY,
+  rs: O_RDONLY | O_SYNC,
+  sr: O_RDONLY | O_SYNC,
+  'r+': O_RDWR,
+  'rs+': O_RDWR | O_SYNC,
+  'sr+': O_RDWR | O_SYNC,
+  w: O_TRUNC | O_CREAT | O_WRONLY,
+  wx: O_TRUNC | O_CREAT | O_WRONLY | O_EXCL,
+  xw: O_TRUNC | O_CREAT | O_WRONLY | O_EXCL,
+  'w+': O_TRUNC | O_CREAT | O_RDWR,
+  'wx+': O_TRUNC | O_CREAT | O_RDWR | O_EXCL,
+  'xw+': O_TRUNC | O_CREAT | O_RDWR | O_EXCL,
+  a: O_APPEND | O_CREAT | O_WRONLY,
+  ax: O_APPEND | O_CREAT | O_WRONLY | O_EXCL,
+  xa: O_APPEND | O_CREAT | O_WRONLY | O_EXCL,
+  as: O_APPEND | O_CREAT | O_WRONLY | O_SYNC,
+  sa: O_APPEND | O_CREAT | O_WRONLY | O_SYNC,
+  'a+': O_APPEND | O_CREAT | O_RDWR,
+  'ax+': O_APPEND | O_CREAT | O_RDWR | O_EXCL,
+  'xa+': O_APPEND | O_CREAT | O_RDWR | O_EXCL,
+  'as+': O_APPEND | O_CREAT | O_RDWR | O_SYNC,
+  'sa+': O_APPEND | O_CREAT | O_RDWR | O_SYNC,
+}
+
+/** stringToFlags: Node's flag strings or a number. */
+export function flagsArgument(value: unknown, fallback = 'r'): number {
+  if (value === undefined || value === null) return flagTable[fallback]
+  if (typeof value === 'number') return value
+  if (typeof value === 'string' && value in flagTable) return flagTable[value]
+  throw typeError('ERR_INVALID_ARG_VALUE', `The argument 'flags' is invalid. Received ${typeof value === 'string' ? quote(value) : String(value)}`)
+}
+
+/** The encoding from a string or `{ encoding }` options; 'buffer' and null mean bytes. */
+export function encodingOption(options: unknown, fallback: Encoding | 'buffer' | null): Encoding | 'buffer' | null {
+  let encoding: unknown = fallback
+  if (typeof options === 'string') encoding = options
+  else if (typeof options === 'object' && options !== null) {
+    if ('encoding' in options) encoding = (options as { encoding?: unknown }).encoding ?? fallback
+  } else if (options !== undefined && options !== null && typeof options !== 'function') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "options" argument must be one of type string or object.${describeReceived(options)}`)
+  }
+  if (encoding === null || encoding === 'buffer') return encoding
+  if (!isEncoding(encoding)) {
+    throw typeError('ERR_INVALID_ARG_VALUE', `The argument 'encoding' is invalid encoding. Received ${typeof encoding === 'string' ? quote(encoding) : String(encoding)}`)
+  }
+  return encoding
+}
+
+/** writeFile's data: a string (encoded) or any ArrayBufferView (a view of its bytes, not a copy). */
+export function dataArgument(data: unknown, encoding: Encoding | null | undefined, name = 'data'): Uint8Array {
+  if (typeof data === 'string') return encode(data, encoding ?? 'utf8')
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+  throw invalidType(name, 'of type string or an instance of Buffer, TypedArray, or DataView', data)
+}
+
+/** toUnixTimestamp, returning milliseconds: seconds as a number or numeric string, or a Date. */
+export function timeArgument(value: unknown, name: string): number {
+  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value) * 1000
+  if (typeof value === 'number') {
+    if (Number.isNaN(value)) throw timeError(name, value)
+    if (!Number.isFinite(value) || value < 0) return Date.now()
+    return value * 1000
+  }
+  if (value instanceof Date) return value.getTime()
+  throw timeError(name, value)
+}
+
+function timeError(name: string, value: unknown): Error {
+  void name
+  // Node names the argument "time" whichever of atime/mtime was wrong.
+  return invalidType('time', 'an instance of Date or an Time in seconds', value)
+}

@@ -1,0 +1,215 @@
+/**
+ * Stats, Dirent and Dir with Node's shapes, so code that inspects them (isFile(), mtimeMs,
+ * dirent.parentPath, for await of opendir) works unchanged.
+ */
+import { typeError } from '../errors.js'
+import type { EntryType } from '../lower/source.js'
+import type { StatFields } from '../overlay.js'
+import { validateFunction } from './arguments.js'
+
+const S_IFMT = 0o170000
+const typeChecks = {
+  isFile: 0o100000,
+  isDirectory: 0o040000,
+  isSymbolicLink: 0o120000,
+  isBlockDevice: 0o060000,
+  isCharacterDevice: 0o020000,
+  isFIFO: 0o010000,
+  isSocket: 0o140000,
+} as const
+
+abstract class StatsBase<N extends number | bigint> {
+  declare dev: N
+  declare mode: N
+  declare nlink: N
+  declare uid: N
+  declare gid: N
+  declare rdev: N
+  declare blksize: N
+  declare ino: N
+  declare size: N
+  declare blocks: N
+  declare atimeMs: N
+  declare mtimeMs: N
+  declare ctimeMs: N
+  declare birthtimeMs: N
+  declare atime: Date
+  declare mtime: Date
+  declare ctime: Date
+  declare birthtime: Date
+
+  private is(bits: number): boolean {
+    return (Number(this.mode) & S_IFMT) === bits
+  }
+  isFile(): boolean {
+    return this.is(typeChecks.isFile)
+  }
+  isDirectory(): boolean {
+    return this.is(typeChecks.isDirectory)
+  }
+  isSymbolicLink(): boolean {
+    return this.is(typeChecks.isSymbolicLink)
+  }
+  isBlockDevice(): boolean {
+    return this.is(typeChecks.isBlockDevice)
+  }
+  isCharacterDevice(): boolean {
+    return this.is(typeChecks.isCharacterDevice)
+  }
+  isFIFO(): boolean {
+    return this.is(typeChecks.isFIFO)
+  }
+  isSocket(): boolean {
+    return this.is(typeChecks.isSocket)
+  }
+}
+
+const numericFields = ['dev', 'mode', 'nlink', 'uid', 'gid', 'rdev', 'blksize', 'ino', 'size', 'blocks'] as const
+const timeFields = ['atime', 'mtime', 'ctime', 'birthtime'] as const
+
+export class Stats extends StatsBase<number> {
+  constructor(fields: StatFields) {
+    super()
+    for (const key of numericFields) this[key] = fields[key]
+    for (const key of timeFields) this[`${key}Ms`] = fields[`${key}Ms`]
+    for (const key of timeFields) this[key] = new Date(fields[`${key}Ms`])
+  }
+}
+
+export class BigIntStats extends StatsBase<bigint> {
+  declare atimeNs: bigint
+  declare mtimeNs: bigint
+  declare ctimeNs: bigint
+  declare birthtimeNs: bigint
+
+  constructor(fields: StatFields) {
+    super()
+    for (const key of numericFields) this[key] = BigInt(Math.trunc(fields[key]))
+    for (const key of timeFields) {
+      const ms = fields[`${key}Ms`]
+      this[`${key}Ms`] = BigInt(Math.trunc(ms))
+      this[`${key}Ns`] = BigInt(Math.round(ms * 1e6))
+      this[key] = new Date(ms)
+    }
+  }
+}
+
+export function createStats(fields: StatFields, bigint: boolean): Stats | BigIntStats {
+  return bigint ? new BigIntStats(fields) : new Stats(fields)
+}
+
+export class Dirent {
+  /** Node 20 also exposes the parent directory as `path` (deprecated alias of parentPath). */
+  readonly path: string
+
+  constructor(
+    readonly name: string,
+    private readonly type: EntryType,
+    readonly parentPath: string,
+  ) {
+    this.path = parentPath
+  }
+  isFile(): boolean {
+    return this.type === 'file'
+  }
+  isDirectory(): boolean {
+    return this.type === 'dir'
+  }
+  isSymbolicLink(): boolean {
+    return this.type === 'symlink'
+  }
+  isBlockDevice(): boolean {
+    return false
+  }
+  isCharacterDevice(): boolean {
+    return false
+  }
+  isFIFO(): boolean {
+    return false
+  }
+  isSocket(): boolean {
+    return false
+  }
+}
+
+const dirClosed = () => Object.assign(new Error('Directory handle was closed'), { code: 'ERR_DIR_CLOSED' })
+
+/** What fs.opendir returns: entries are listed on first read. */
+export class Dir {
+  private entries: Dirent[] | undefined
+  private closed = false
+
+  constructor(
+    readonly path: string,
+    private readonly list: () => Dirent[],
+  ) {}
+
+  readSync(): Dirent | null {
+    if (this.closed) throw dirClosed()
+    this.entries ??= this.list()
+    return this.entries.shift() ?? null
+  }
+
+  read(): Promise<Dirent | null>
+  read(callback: (error: Error | null, entry: Dirent | null) => void): void
+  read(callback?: (error: Error | null, entry: Dirent | null) => void): Promise<Dirent | null> | void {
+    if (callback === undefined) {
+      return new Promise((resolve, reject) => {
+        try {
+          resolve(this.readSync())
+        } catch (error) {
+          reject(error)
+        }
+      })
+    }
+    validateFunction(callback, 'callback')
+    let entry: Dirent | null = null
+    let failure: Error | null = null
+    try {
+      entry = this.readSync()
+    } catch (error) {
+      failure = error as Error
+    }
+    queueMicrotask(() => callback(failure, entry))
+  }
+
+  closeSync(): void {
+    if (this.closed) throw dirClosed()
+    this.closed = true
+  }
+
+  close(): Promise<void>
+  close(callback: (error: Error | null) => void): void
+  close(callback?: (error: Error | null) => void): Promise<void> | void {
+    if (callback === undefined) {
+      return new Promise((resolve, reject) => {
+        try {
+          this.closeSync()
+          resolve()
+        } catch (error) {
+          reject(error)
+        }
+      })
+    }
+    if (typeof callback !== 'function') throw typeError('ERR_INVALID_ARG_TYPE', 'The "callback" argument must be of type function.')
+    let failure: Error | null = null
+    try {
+      this.closeSync()
+    } catch (error) {
+      failure = error as Error
+    }
+    queueMicrotask(() => callback(failure))
+  }
+
+  async *entriesIterator(): AsyncGenerator<Dirent> {
+    try {
+      for (let entry = this.readSync(); entry !== null; entry = this.readSync()) yield entry
+    } finally {
+      if (!this.closed) this.closeSync()
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncGenerator<Dirent> {
+    return this.entriesIterator()
+  }
+}
