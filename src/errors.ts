@@ -63,6 +63,9 @@ export type NodeErrorCode =
   | 'ERR_DIR_CLOSED'
   | 'ERR_METHOD_NOT_IMPLEMENTED'
   | 'ERR_FS_FILE_TOO_LARGE'
+  | 'ERR_INVALID_URL_SCHEME'
+  | 'ERR_INVALID_FILE_URL_HOST'
+  | 'ERR_INVALID_FILE_URL_PATH'
 
 export interface NodeError extends Error {
   readonly code: NodeErrorCode

@@ -1,0 +1,133 @@
+/**
+ * Differences between two upper trees over the same lower source, as one Change per path.
+ * Shared subtrees are skipped by identity, so the cost is proportional to the paths that differ,
+ * not to the size of the tree. Unified diffs are computed only when a Change's `patch` is read.
+ */
+import { createTwoFilesPatch } from 'diff'
+import { bytesEqual, decode, isProbablyText } from './bytes.js'
+import type { EntryType } from './lower/source.js'
+import type { DirNode, Meta, UpperNode } from './layer/nodes.js'
+import { mapDiff, mapKeys } from './layer/persistent-map.js'
+import type { Entry, Overlay } from './overlay.js'
+
+export interface Change {
+  path: string
+  type: 'added' | 'modified' | 'deleted'
+  entry: 'file' | 'dir' | 'symlink'
+  /** Unified diff for text files (computed on first read). */
+  patch?: string
+}
+
+/** A change with the entries on both sides, for restore to apply. */
+export interface ChangeRecord {
+  readonly change: Change
+  readonly before: Entry | undefined
+  readonly after: Entry | undefined
+}
+
+const PATCH_TIMEOUT_MS = 250
+
+export function rootEntry(root: DirNode): Entry {
+  return { path: '/', type: 'dir', node: root, lowerPath: root.lower, lowerStat: undefined }
+}
+
+export function diffTrees(overlay: Overlay, from: DirNode, to: DirNode): ChangeRecord[] {
+  const records: ChangeRecord[] = []
+  const emit = (path: string, type: Change['type'], entry: EntryType, before?: Entry, after?: Entry) => {
+    records.push({ change: makeChange(overlay, path, type, entry, before, after), before, after })
+  }
+  const subtree = (entry: Entry, type: 'added' | 'deleted') => {
+    emit(entry.path, type, entry.type, type === 'deleted' ? entry : undefined, type === 'added' ? entry : undefined)
+    if (entry.type !== 'dir') return
+    for (const name of overlay.names(entry)) subtree(overlay.child(entry, name)!, type)
+  }
+  const compare = (before: Entry | undefined, after: Entry | undefined) => {
+    if (!before && !after) return
+    if (!after) return subtree(before!, 'deleted')
+    if (!before) return subtree(after, 'added')
+    if (before.type !== after.type) {
+      emit(after.path, 'modified', after.type, before, after)
+      if (before.type === 'dir') for (const name of overlay.names(before)) subtree(overlay.child(before, name)!, 'deleted')
+      if (after.type === 'dir') for (const name of overlay.names(after)) subtree(overlay.child(after, name)!, 'added')
+      return
+    }
+    if (!sameEntry(overlay, before, after)) emit(after.path, 'modified', after.type, before, after)
+    if (after.type === 'dir') walk(before, after)
+  }
+  const walk = (before: Entry, after: Entry) => {
+    const a = before.node as DirNode | undefined
+    const b = after.node as DirNode | undefined
+    if (a === b && before.lowerPath === after.lowerPath) return
+    let names: string[]
+    if (a && b && a.lower === b.lower) {
+      names = []
+      mapDiff(a.children, b.children, (name) => names.push(name))
+    } else if (!a && b && b.lower === before.lowerPath) names = mapKeys(b.children)
+    else if (a && !b && a.lower === after.lowerPath) names = mapKeys(a.children)
+    else names = [...new Set([...overlay.names(before), ...overlay.names(after)])]
+    for (const name of names.sort()) compare(overlay.child(before, name), overlay.child(after, name))
+  }
+  compare(rootEntry(from), rootEntry(to))
+  return records
+}
+
+function sameEntry(overlay: Overlay, a: Entry, b: Entry): boolean {
+  if (a.node !== undefined && a.node === b.node) return true
+  if (a.node === undefined && b.node === undefined && a.lowerPath === b.lowerPath) return true
+  if (overlay.meta(a).mode !== overlay.meta(b).mode) return false
+  if (a.type === 'dir') return true
+  if (a.type === 'symlink') return overlay.readLink(a) === overlay.readLink(b)
+  if (a.node?.type === 'file' && b.node?.type === 'file') return a.node.blob === b.node.blob
+  if (overlay.size(a) !== overlay.size(b)) return false
+  return bytesEqual(overlay.readBytes(a), overlay.readBytes(b))
+}
+
+function makeChange(overlay: Overlay, path: string, type: Change['type'], entry: EntryType, before?: Entry, after?: Entry): Change {
+  const change: Change = { path, type, entry }
+  if (entry !== 'file' || (before && before.type !== 'file')) return change
+  // Content is captured now (a reference, not a copy), so a later write cannot change the patch.
+  const oldBytes = before ? overlay.readBytes(before) : new Uint8Array(0)
+  const newBytes = after && after.type === 'file' ? overlay.readBytes(after) : new Uint8Array(0)
+  let patch: string | undefined | null = null
+  Object.defineProperty(change, 'patch', {
+    enumerable: true,
+    configurable: true,
+    get() {
+      if (patch === null) patch = unifiedDiff(path, oldBytes, newBytes)
+      return patch
+    },
+  })
+  return change
+}
+
+export function unifiedDiff(path: string, before: Uint8Array, after: Uint8Array): string | undefined {
+  if (!isProbablyText(before) || !isProbablyText(after)) return undefined
+  return createTwoFilesPatch(path, path, decode(before), decode(after), undefined, undefined, {
+    context: 3,
+    timeout: PATCH_TIMEOUT_MS,
+  })
+}
+
+
+/**
+ * The upper-layer slots that differ between two trees (for the journal: a restore or reset is
+ * recorded as root pointers and expanded to slots only when undo needs them). Directories merged
+ * with the same lower directory are walked; anything else is one slot.
+ */
+export function upperSlotDiff(
+  from: DirNode,
+  to: DirNode,
+  slot: (path: string, before: UpperNode | undefined, after: UpperNode | undefined) => void,
+  meta: (path: string, before: Meta, after: Meta) => void,
+): void {
+  const walk = (path: string, a: DirNode, b: DirNode) => {
+    if (a === b) return
+    if (a.meta !== b.meta) meta(path, a.meta, b.meta)
+    mapDiff(a.children, b.children, (name, before, after) => {
+      const child = path === '/' ? '/' + name : path + '/' + name
+      if (before?.type === 'dir' && after?.type === 'dir' && before.lower === after.lower) walk(child, before, after)
+      else slot(child, before, after)
+    })
+  }
+  walk('/', from, to)
+}

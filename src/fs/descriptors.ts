@@ -1,0 +1,79 @@
+/**
+ * The file descriptor table. A descriptor writing to a file keeps a private working buffer so a
+ * stream of small writes costs O(bytes written), not a re-hash of the file per write; the buffer is
+ * settled into the tree (one blob) before any other fs call can observe the file, and on close.
+ */
+import { FsError } from '../errors.js'
+
+export interface OpenFile {
+  readonly fd: number
+  /** Canonical path at open time, and the inode it named: writes settle only onto that inode. */
+  readonly path: string
+  readonly ino: number
+  readonly flags: number
+  readonly readable: boolean
+  readonly writable: boolean
+  readonly append: boolean
+  readonly directory: boolean
+  position: number
+  /** Working copy of the contents while writing; `length` bytes of it are the file. */
+  buffer: Uint8Array | undefined
+  length: number
+  dirty: boolean
+}
+
+// Far above real descriptor numbers, so one of ours is never mistaken for the process's own.
+const FIRST_FD = 1 << 30
+
+export class DescriptorTable {
+  private readonly open = new Map<number, OpenFile>()
+  private readonly dirty = new Set<OpenFile>()
+  private next = FIRST_FD
+
+  add(file: Omit<OpenFile, 'fd' | 'position' | 'buffer' | 'length' | 'dirty'>): OpenFile {
+    const entry: OpenFile = { ...file, fd: this.next++, position: 0, buffer: undefined, length: 0, dirty: false }
+    this.open.set(entry.fd, entry)
+    return entry
+  }
+
+  get(fd: number, syscall: string): OpenFile {
+    const file = this.open.get(fd)
+    if (!file) throw new FsError('EBADF', syscall)
+    return file
+  }
+
+  find(fd: number): OpenFile | undefined {
+    return this.open.get(fd)
+  }
+
+  delete(fd: number): void {
+    const file = this.open.get(fd)
+    if (file) this.dirty.delete(file)
+    this.open.delete(fd)
+  }
+
+  markDirty(file: OpenFile): void {
+    file.dirty = true
+    this.dirty.add(file)
+  }
+
+  /** Descriptors with unsettled writes, except `keep` (the one being written to right now). */
+  pending(keep?: OpenFile): OpenFile[] {
+    if (this.dirty.size === 0 || (this.dirty.size === 1 && keep?.dirty)) return []
+    return [...this.dirty].filter((file) => file !== keep)
+  }
+
+  settled(file: OpenFile): void {
+    file.dirty = false
+    file.buffer = undefined
+    this.dirty.delete(file)
+  }
+
+  get size(): number {
+    return this.open.size
+  }
+
+  all(): IterableIterator<OpenFile> {
+    return this.open.values()
+  }
+}

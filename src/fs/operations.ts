@@ -1,0 +1,837 @@
+/**
+ * Every Node fs operation, written once, synchronously, on the overlay's primitives. The callback
+ * and promise forms are generated from these (surface.ts). Argument handling and errors follow
+ * Node on Linux exactly; a real directory is the oracle in the differential tests.
+ */
+import { type Encoding, concatBytes, decode, toCallerBytes } from '../bytes.js'
+import { FsError, systemError, typeError } from '../errors.js'
+import type { Entry, Overlay } from '../overlay.js'
+import { absolute, basename, components, dirname, isWithin, join, normalize } from '../path.js'
+import {
+  constants,
+  dataArgument,
+  describeReceived,
+  encodingOption,
+  flagsArgument,
+  modeArgument,
+  pathArgument,
+  timeArgument,
+  validateInteger,
+} from './arguments.js'
+import { dirNode } from '../layer/nodes.js'
+import type { Journal, OperationType } from '../engine/journal.js'
+import { type OpenFile, DescriptorTable } from './descriptors.js'
+import { Dir, Dirent, createStats } from './stats.js'
+
+const { O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_DIRECTORY, O_NOFOLLOW } = constants
+const ACCMODE = 3
+
+export type PathLike = string | Uint8Array | URL
+export type FileArgument = PathLike | number
+type Options = Record<string, unknown>
+
+export interface CpOptions {
+  recursive?: boolean
+  force?: boolean
+  errorOnExist?: boolean
+  dereference?: boolean
+  preserveTimestamps?: boolean
+  verbatimSymlinks?: boolean
+  filter?: (source: string, destination: string) => boolean
+}
+
+/** What each mutating call is recorded as in the journal (refined by the call: a write may create). */
+const operationTypes: Partial<Record<string, OperationType>> = {
+  appendFile: 'file_edit',
+  chmod: 'chmod',
+  chown: 'chmod',
+  close: 'file_edit',
+  copyFile: 'copy',
+  cp: 'copy',
+  fchmod: 'chmod',
+  fchown: 'chmod',
+  fdatasync: 'file_edit',
+  fsync: 'file_edit',
+  ftruncate: 'truncate',
+  futimes: 'chmod',
+  lchown: 'chmod',
+  lutimes: 'chmod',
+  mkdir: 'mkdir',
+  mkdtemp: 'mkdir',
+  open: 'file_edit',
+  rename: 'rename',
+  rm: 'file_delete',
+  rmdir: 'rmdir',
+  symlink: 'symlink',
+  truncate: 'truncate',
+  unlink: 'file_delete',
+  utimes: 'chmod',
+  writeFile: 'file_edit',
+}
+
+export class FsOperations {
+  readonly descriptors = new DescriptorTable()
+  cwd = '/'
+  umask = 0o022
+
+  constructor(readonly overlay: Overlay) {
+    // Every mutating call, whoever makes it (fs surface, FileHandle, streams, the engine), is
+    // journaled: the wrapping is done once here instead of at each call site.
+    const self = this as unknown as Record<string, (...args: unknown[]) => unknown>
+    for (const [name, type] of Object.entries(operationTypes)) {
+      const original = self[name].bind(this)
+      self[name] = (...args: unknown[]) => this.journaled(type!, name, args, () => original(...args))
+    }
+  }
+
+  /** Records mutating calls as operations (the rollback engine); absent, nothing is recorded. */
+  journal: Journal | undefined
+
+  /** Settles descriptors' pending writes so every other call sees them. */
+  settle(keep?: OpenFile): void {
+    for (const file of this.descriptors.pending(keep)) this.flushDescriptor(file)
+  }
+
+  /**
+   * Runs a mutating call as one journaled operation. Pending descriptor writes are settled first,
+   * as operations of their own, so they are never attributed to this call.
+   */
+  journaled<T>(type: OperationType, name: string, args: readonly unknown[], body: () => T): T {
+    const journal = this.journal
+    const fd = typeof args[0] === 'number' ? this.descriptors.find(args[0]) : undefined
+    this.settle(fd)
+    if (!journal) return body()
+    const paths: string[] = []
+    if (fd) paths.push(fd.path)
+    const pathArgs = name === 'symlink' ? [args[1]] : name === 'rename' || name === 'copyFile' || name === 'cp' ? [args[0], args[1]] : [args[0]]
+    for (const value of pathArgs) if (typeof value === 'string') paths.push(normalize(absolute(value, this.cwd)))
+    return journal.run({ type, paths }, body)
+  }
+
+  private path(value: unknown, name = 'path'): { given: string; path: string } {
+    const given = pathArgument(value, name)
+    this.settle()
+    return { given, path: absolute(given, this.cwd) }
+  }
+
+  // ---- reading -----------------------------------------------------------------------------------
+
+  readFile(file: unknown, options?: unknown): Uint8Array | string {
+    const encoding = encodingOption(options, null)
+    const flag = typeof options === 'object' && options !== null ? (options as Options).flag : undefined
+    let bytes: Uint8Array
+    if (typeof file === 'number') {
+      const open = this.descriptors.get(file, 'read')
+      this.settle(open)
+      if (!open.readable) throw new FsError('EBADF', 'read')
+      const all = this.descriptorBytes(open)
+      bytes = all.slice(Math.min(open.position, all.byteLength))
+      open.position += bytes.byteLength
+      return encoding && encoding !== 'buffer' ? decode(bytes, encoding) : toCallerBytes(bytes)
+    }
+    const { given, path } = this.path(file)
+    const flags = flagsArgument(flag, 'r')
+    const entry = flags === constants.O_RDONLY ? this.overlay.resolve(path, 'open', true, given) : this.openEntry(path, given, flags, 0o666)
+    if (entry.type === 'dir') throw new FsError('EISDIR', 'read')
+    bytes = this.overlay.readBytes(entry)
+    return encoding && encoding !== 'buffer' ? decode(bytes, encoding) : toCallerBytes(bytes)
+  }
+
+  readdir(dirPath: unknown, options?: unknown): (string | Uint8Array | Dirent)[] {
+    const { given, path } = this.path(dirPath)
+    const encoding = encodingOption(options, 'utf8')
+    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    const root = this.overlay.resolve(path, 'scandir', true, given)
+    if (root.type !== 'dir') throw new FsError('ENOTDIR', 'scandir', given)
+    const results: (string | Uint8Array | Dirent)[] = []
+    const visit = (dir: Entry, prefix: string, parentPath: string) => {
+      const children: Entry[] = []
+      for (const name of this.overlay.names(dir)) {
+        const child = this.overlay.child(dir, name)!
+        const relative = prefix ? prefix + '/' + name : name
+        if (opts.withFileTypes) results.push(new Dirent(name, child.type, parentPath))
+        else results.push(encoding === 'buffer' ? toCallerBytes(new TextEncoder().encode(relative)) : relative)
+        if (opts.recursive && child.type === 'dir') children.push(child)
+      }
+      for (const child of children) {
+        const relative = prefix ? prefix + '/' + basename(child.path) : basename(child.path)
+        visit(child, relative, parentPath + '/' + basename(child.path))
+      }
+    }
+    visit(root, '', given.replace(/\/+$/, '') || '/')
+    return results
+  }
+
+  opendir(dirPath: unknown, options?: unknown): Dir {
+    const { given, path } = this.path(dirPath)
+    encodingOption(options, 'utf8')
+    const entry = this.overlay.resolve(path, 'opendir', true, given)
+    if (entry.type !== 'dir') throw new FsError('ENOTDIR', 'opendir')
+    return new Dir(given, () => this.readdir(given, { withFileTypes: true }) as Dirent[])
+  }
+
+  stat(file: unknown, options?: unknown) {
+    return this.statWith(file, options, true, 'stat')
+  }
+
+  lstat(file: unknown, options?: unknown) {
+    return this.statWith(file, options, false, 'lstat')
+  }
+
+  private statWith(file: unknown, options: unknown, follow: boolean, syscall: string) {
+    const { given, path } = this.path(file)
+    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    try {
+      const entry = this.overlay.resolve(path, syscall, follow, given)
+      return createStats(this.overlay.stat(entry), opts.bigint === true)
+    } catch (error) {
+      if (opts.throwIfNoEntry === false && error instanceof FsError && error.code === 'ENOENT') return undefined
+      throw error
+    }
+  }
+
+  exists(file: unknown): boolean {
+    try {
+      const { path } = this.path(file)
+      this.overlay.resolve(path, 'access', true)
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  access(file: unknown, mode?: unknown): void {
+    const { given, path } = this.path(file)
+    const bits = mode === undefined ? constants.F_OK : validateInteger(mode, 'mode', 0, 7)
+    const entry = this.overlay.resolve(path, 'access', true, given)
+    // Root may read and write anything, but may execute only what has an execute bit.
+    if (bits & constants.X_OK && entry.type !== 'dir' && (this.overlay.meta(entry).mode & 0o111) === 0) {
+      throw new FsError('EACCES', 'access', given)
+    }
+  }
+
+  readlink(file: unknown, options?: unknown): string | Uint8Array {
+    const { given, path } = this.path(file)
+    const encoding = encodingOption(options, 'utf8')
+    const entry = this.overlay.resolve(path, 'readlink', false, given)
+    if (entry.type !== 'symlink') throw new FsError('EINVAL', 'readlink', given)
+    const target = this.overlay.readLink(entry)
+    return encoding === 'buffer' ? toCallerBytes(new TextEncoder().encode(target)) : target
+  }
+
+  realpath(file: unknown, options?: unknown, syscall = 'lstat'): string | Uint8Array {
+    const { given, path } = this.path(file)
+    const encoding = encodingOption(options, 'utf8')
+    const entry = this.overlay.resolve(path, syscall, true, given)
+    return encoding === 'buffer' ? toCallerBytes(new TextEncoder().encode(entry.path)) : entry.path
+  }
+
+  // ---- writing -----------------------------------------------------------------------------------
+
+  writeFile(file: unknown, data: unknown, options?: unknown, defaultFlag = 'w'): void {
+    const opts = typeof options === 'string' ? { encoding: options } : ((options ?? {}) as Options)
+    const encoding = encodingOption(options, 'utf8')
+    const bytes = dataArgument(data, encoding === 'buffer' ? 'utf8' : (encoding as Encoding | null), 'data')
+    if (typeof file === 'number') {
+      const open = this.descriptors.get(file, 'write')
+      this.writeDescriptor(open, bytes, 0, bytes.byteLength, null)
+      return
+    }
+    const { given, path } = this.path(file)
+    const flags = flagsArgument(opts.flag, defaultFlag)
+    const mode = modeArgument(opts.mode, 'mode', 0o666)
+    let created = false
+    // Truncation is folded into the one content change below: one blob, one journal slot.
+    const entry = this.openEntry(path, given, flags & ~O_TRUNC, mode, () => {
+      created = true
+      return bytes.slice()
+    })
+    if (created) return
+    if (entry.type === 'dir') throw new FsError('EISDIR', 'open', given)
+    const append = (flags & O_APPEND) !== 0
+    const current = append || (flags & O_TRUNC) === 0 ? this.overlay.readBytes(entry) : new Uint8Array(0)
+    let next: Uint8Array
+    if (append) next = concatBytes([current, bytes])
+    else if (current.byteLength > bytes.byteLength) next = concatBytes([bytes, current.subarray(bytes.byteLength)])
+    else next = bytes.slice()
+    this.overlay.setContent(entry, next)
+  }
+
+  appendFile(file: unknown, data: unknown, options?: unknown): void {
+    this.writeFile(file, data, options, 'a')
+  }
+
+  mkdir(dirPath: unknown, options?: unknown): string | undefined {
+    const { given, path } = this.path(dirPath)
+    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    const mode = modeArgument(typeof options === 'number' || typeof options === 'string' ? options : opts.mode, 'mode', 0o777)
+    if (opts.recursive) return this.mkdirRecursive(path, given, mode)
+    const { parent, name, existing } = this.overlay.resolveParent(path, 'mkdir', given)
+    if (!parent || existing || name === '.' || name === '..') throw new FsError('EEXIST', 'mkdir', given)
+    this.overlay.put(parent, name, this.newDir(mode))
+    return undefined
+  }
+
+  private newDir(mode: number) {
+    return dirNode(this.overlay.newMeta(mode & ~this.umask & 0o7777), null, null)
+  }
+
+  private mkdirRecursive(path: string, given: string, mode: number): string | undefined {
+    let first: string | undefined
+    let dir = this.overlay.rootEntry()
+    const parts = components(normalizeDots(path))
+    for (let i = 0; i < parts.length; i++) {
+      let child = this.overlay.child(dir, parts[i])
+      if (child?.type === 'symlink') {
+        try {
+          child = this.overlay.resolve(child.path, 'mkdir', true, given)
+        } catch (error) {
+          if (!(error instanceof FsError && error.code === 'ENOENT')) throw error
+          throw new FsError('EEXIST', 'mkdir', given)
+        }
+      }
+      if (!child) {
+        child = this.overlay.put(dir, parts[i], this.newDir(mode))
+        first ??= child.path
+      } else if (child.type !== 'dir') {
+        throw new FsError(i === parts.length - 1 ? 'EEXIST' : 'ENOTDIR', 'mkdir', given)
+      }
+      dir = child
+    }
+    return first === undefined ? undefined : this.displayPath(first, path, given)
+  }
+
+  /** Node returns the first created directory spelled like the caller's path. */
+  private displayPath(canonical: string, path: string, given: string): string {
+    if (given.startsWith('/')) return canonical
+    return canonical === path ? given : absolute(canonical, '/')
+  }
+
+  mkdtemp(prefix: unknown, options?: unknown): string {
+    const given = pathArgument(prefix, 'prefix')
+    encodingOption(options, 'utf8')
+    const alphabet = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
+    for (;;) {
+      let suffix = ''
+      for (let i = 0; i < 6; i++) suffix += alphabet[Math.floor(Math.random() * alphabet.length)]
+      try {
+        this.mkdir(given + suffix, { mode: 0o700 })
+        return given + suffix
+      } catch (error) {
+        if (!(error instanceof FsError && error.code === 'EEXIST')) {
+          throw new FsError(error instanceof FsError ? error.code : 'EIO', 'mkdtemp', given + 'XXXXXX')
+        }
+      }
+    }
+  }
+
+  rmdir(dirPath: unknown, options?: unknown): void {
+    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    if (opts.recursive) return this.rm(dirPath, { recursive: true })
+    const { given, path } = this.path(dirPath)
+    const { parent, name, existing, trailingSlash } = this.overlay.resolveParent(path, 'rmdir', given)
+    if (!parent) throw new FsError('EBUSY', 'rmdir', given)
+    if (name === '.') throw new FsError('EINVAL', 'rmdir', given)
+    if (name === '..') throw new FsError('ENOTEMPTY', 'rmdir', given)
+    if (!existing) throw new FsError('ENOENT', 'rmdir', given)
+    if (existing.type !== 'dir') throw new FsError('ENOTDIR', 'rmdir', given)
+    if (!this.overlay.isEmptyDir(existing)) throw new FsError('ENOTEMPTY', 'rmdir', given)
+    void trailingSlash
+    this.overlay.remove(parent, name)
+  }
+
+  unlink(file: unknown): void {
+    const { given, path } = this.path(file)
+    const { parent, name, existing, trailingSlash } = this.overlay.resolveParent(path, 'unlink', given)
+    if (!parent || name === '.' || name === '..') throw new FsError('EISDIR', 'unlink', given)
+    if (!existing) throw new FsError('ENOENT', 'unlink', given)
+    if (existing.type === 'dir') throw new FsError('EISDIR', 'unlink', given)
+    if (trailingSlash) throw new FsError('ENOTDIR', 'unlink', given)
+    this.overlay.remove(parent, name)
+  }
+
+  rm(file: unknown, options?: unknown): void {
+    const { given, path } = this.path(file)
+    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    let entry: Entry
+    try {
+      entry = this.overlay.resolve(path, 'lstat', false, given)
+    } catch (error) {
+      if (opts.force && error instanceof FsError && (error.code === 'ENOENT' || error.code === 'ENOTDIR')) return
+      throw error
+    }
+    if (entry.type === 'dir' && !opts.recursive) throw systemError('ERR_FS_EISDIR', 'Path is a directory', 'EISDIR', 'rm', given)
+    if (entry.path === '/') throw new FsError('EBUSY', 'rmdir', given)
+    if (entry.type === 'dir') this.journal?.classify('rmdir')
+    const parent = this.overlay.resolve(dirname(entry.path), 'rm', true, given)
+    this.overlay.remove(parent, basename(entry.path))
+  }
+
+  rename(oldPath: unknown, newPath: unknown): void {
+    const from = this.path(oldPath, 'oldPath')
+    const to = this.path(newPath, 'newPath')
+    const source = this.overlay.resolveParent(from.path, 'rename', from.given, to.given)
+    const target = this.overlay.resolveParent(to.path, 'rename', from.given, to.given)
+    const fail = (code: 'ENOENT' | 'ENOTDIR' | 'EISDIR' | 'ENOTEMPTY' | 'EINVAL' | 'EBUSY') => new FsError(code, 'rename', from.given, to.given)
+    if (!source.parent || !target.parent || isDots(source.name) || isDots(target.name)) throw fail('EBUSY')
+    const moving = source.existing
+    if (!moving) throw fail('ENOENT')
+    if ((source.trailingSlash || target.trailingSlash) && moving.type !== 'dir') throw fail('ENOTDIR')
+    const replaced = target.existing
+    if (replaced) {
+      if (replaced.path === moving.path) return
+      if (moving.type === 'dir') {
+        if (replaced.type !== 'dir') throw fail('ENOTDIR')
+        if (isWithin(replaced.path, moving.path)) throw fail('EINVAL')
+        if (!this.overlay.isEmptyDir(replaced)) throw fail('ENOTEMPTY')
+      } else if (replaced.type === 'dir') throw fail('EISDIR')
+    }
+    const destination = join(target.parent.path, target.name)
+    if (moving.type === 'dir' && isWithin(destination, moving.path)) throw fail('EINVAL')
+    const node = this.overlay.copyUp(moving)
+    this.overlay.remove(source.parent, source.name)
+    this.overlay.put(target.parent, target.name, node)
+  }
+
+  copyFile(src: unknown, dest: unknown, mode?: unknown): void {
+    const from = this.path(src, 'src')
+    const to = this.path(dest, 'dest')
+    const flags = mode === undefined ? 0 : validateInteger(mode, 'mode', 0, 7)
+    const source = this.overlay.resolve(from.path, 'copyfile', true, from.given, to.given)
+    if (source.type === 'dir') throw new FsError('EISDIR', 'copyfile', from.given, to.given)
+    const target = this.overlay.resolveParent(to.path, 'copyfile', from.given, to.given)
+    let existing = target.existing
+    if (existing?.type === 'symlink') existing = this.followForCreate(existing, 'copyfile', from.given, to.given)
+    if (existing && flags & constants.COPYFILE_EXCL) throw new FsError('EEXIST', 'copyfile', from.given, to.given)
+    if (existing?.type === 'dir' || !target.parent || target.trailingSlash) throw new FsError('EISDIR', 'copyfile', from.given, to.given)
+    this.copyFileEntry(source, existing, target.parent, target.name)
+  }
+
+  /** Shares the blob: copying a file costs no bytes. */
+  private copyFileEntry(source: Entry, existing: Entry | undefined, parent: Entry, name: string, preserveTimes = false): void {
+    const node = this.overlay.copyUp(source)
+    if (node.type !== 'file') throw new Error('rewindfs: copyFileEntry expects a file')
+    const sourceMeta = node.meta
+    const now = this.overlay.now()
+    if (existing) {
+      const meta = { ...this.overlay.meta(existing), mode: sourceMeta.mode, mtimeMs: now, ctimeMs: now }
+      if (preserveTimes) Object.assign(meta, { atimeMs: sourceMeta.atimeMs, mtimeMs: sourceMeta.mtimeMs })
+      this.overlay.blobs.retain(node.blob)
+      this.overlay.replace(existing, { type: 'file', meta, blob: node.blob, size: node.size })
+      return
+    }
+    const meta = { ...this.overlay.newMeta(sourceMeta.mode), ...(preserveTimes ? { atimeMs: sourceMeta.atimeMs, mtimeMs: sourceMeta.mtimeMs } : {}) }
+    this.overlay.blobs.retain(node.blob)
+    this.overlay.put(parent, name, { type: 'file', meta, blob: node.blob, size: node.size })
+  }
+
+  /** Where a create through `link` lands: the existing target, or undefined for a dangling link. */
+  private followForCreate(link: Entry, syscall: string, reportPath: string, dest?: string): Entry | undefined {
+    try {
+      return this.overlay.resolve(link.path, syscall, true, reportPath, dest)
+    } catch (error) {
+      if (error instanceof FsError && error.code === 'ENOENT') return undefined
+      throw error
+    }
+  }
+
+  cp(src: unknown, dest: unknown, options?: unknown): void {
+    const from = this.path(src, 'src')
+    const to = this.path(dest, 'dest')
+    const opts = { force: true, ...((options ?? {}) as CpOptions) }
+    const sourcePath = normalize(from.path)
+    const destPath = normalize(to.path)
+    if (sourcePath === destPath) throw typeError('ERR_FS_CP_EINVAL', 'Invalid src or dest: cp returned EINVAL (src and dest cannot be the same) ' + to.given)
+    const source = this.overlay.resolve(sourcePath, 'lstat', opts.dereference === true, from.given)
+    if (source.type === 'dir') {
+      if (!opts.recursive) {
+        throw systemError('ERR_FS_EISDIR', 'Recursive option is required to copy a directory', 'EISDIR', 'cp', from.given, `${from.given} is a directory (not copied)`)
+      }
+      if (isWithin(destPath, sourcePath)) {
+        throw systemError('ERR_FS_CP_EINVAL', 'Invalid src or dest', 'EINVAL', 'cp', from.given, `cannot copy ${from.given} to a subdirectory of self ${to.given}`)
+      }
+    }
+    this.copyTree(source, destPath, opts, from.given, to.given)
+  }
+
+  private copyTree(source: Entry, destPath: string, opts: CpOptions, src: string, dest: string): void {
+    if (opts.filter && !opts.filter(source.path, destPath)) return
+    let existing: Entry | undefined
+    try {
+      existing = this.overlay.resolve(destPath, 'lstat', false, dest)
+    } catch (error) {
+      if (!(error instanceof FsError && error.code === 'ENOENT')) throw error
+    }
+    if (existing && source.type === 'dir' && existing.type !== 'dir') {
+      throw systemError('ERR_FS_CP_DIR_TO_NON_DIR', 'Cannot overwrite non-directory with directory', 'EISDIR', 'cp', dest, `cannot overwrite non-directory ${dest} with directory ${src}`)
+    }
+    if (existing && source.type !== 'dir' && existing.type === 'dir') {
+      throw systemError('ERR_FS_CP_NON_DIR_TO_DIR', 'Cannot overwrite directory with non-directory', 'EISDIR', 'cp', dest, `cannot overwrite directory ${dest} with non-directory ${src}`)
+    }
+    const parent = this.overlay.resolve(dirname(destPath), 'cp', true, dest)
+    const name = basename(destPath)
+    if (source.type === 'dir') {
+      const dir = existing ?? this.overlay.put(parent, name, this.newDir(this.overlay.meta(source).mode | this.umask))
+      if (!existing) this.overlay.setMeta(dir, { mode: this.overlay.meta(source).mode })
+      for (const child of this.overlay.names(source)) {
+        const entry = this.overlay.child(source, child)!
+        this.copyTree(entry, join(destPath, child), opts, src, dest)
+      }
+      return
+    }
+    if (existing && !opts.force) {
+      if (opts.errorOnExist) throw systemError('ERR_FS_CP_EEXIST', 'Target already exists', 'EEXIST', 'cp', dest, `${dest} already exists`)
+      return
+    }
+    if (source.type === 'symlink') {
+      if (existing) this.overlay.remove(parent, name)
+      const target = this.overlay.readLink(source)
+      this.overlay.put(parent, name, { type: 'symlink', meta: this.overlay.newMeta(0o777), target })
+      return
+    }
+    this.copyFileEntry(source, existing, parent, name, opts.preserveTimestamps === true)
+  }
+
+  symlink(target: unknown, file: unknown, type?: unknown): void {
+    const linkTarget = pathArgument(target, 'target')
+    const { given, path } = this.path(file)
+    if (type !== undefined && type !== null && typeof type !== 'string') throw typeError('ERR_INVALID_ARG_TYPE', `The "type" argument must be of type string. Received ${typeof type}`)
+    const { parent, name, existing } = this.overlay.resolveParent(path, 'symlink', linkTarget, given)
+    if (!parent || existing || isDots(name)) throw new FsError('EEXIST', 'symlink', linkTarget, given)
+    this.overlay.put(parent, name, { type: 'symlink', meta: this.overlay.newMeta(0o777), target: linkTarget })
+  }
+
+  link(existingPath: unknown, newPath: unknown): void {
+    const from = pathArgument(existingPath, 'existingPath')
+    const to = pathArgument(newPath, 'newPath')
+    // Hard links would need shared inodes across the persistent tree; not supported (yet).
+    throw new FsError('ENOSYS', 'link', from, to)
+  }
+
+  chmod(file: unknown, mode: unknown): void {
+    const { given, path } = this.path(file)
+    const bits = modeArgument(mode, 'mode', 0)
+    const entry = this.overlay.resolve(path, 'chmod', true, given)
+    this.overlay.setMeta(entry, { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
+  }
+
+  chown(file: unknown, uid: unknown, gid: unknown, follow = true): void {
+    const { given, path } = this.path(file)
+    const u = validateInteger(uid, 'uid', -1, 4294967295)
+    const g = validateInteger(gid, 'gid', -1, 4294967295)
+    const entry = this.overlay.resolve(path, follow ? 'chown' : 'lchown', follow, given)
+    const meta = this.overlay.meta(entry)
+    this.overlay.setMeta(entry, { uid: u === -1 ? meta.uid : u, gid: g === -1 ? meta.gid : g, ctimeMs: this.overlay.now() })
+  }
+
+  lchown(file: unknown, uid: unknown, gid: unknown): void {
+    this.chown(file, uid, gid, false)
+  }
+
+  utimes(file: unknown, atime: unknown, mtime: unknown, follow = true): void {
+    const { given, path } = this.path(file)
+    const atimeMs = timeArgument(atime, 'atime')
+    const mtimeMs = timeArgument(mtime, 'mtime')
+    const entry = this.overlay.resolve(path, follow ? 'utime' : 'lutime', follow, given)
+    this.overlay.setMeta(entry, { atimeMs, mtimeMs, ctimeMs: this.overlay.now() })
+  }
+
+  lutimes(file: unknown, atime: unknown, mtime: unknown): void {
+    this.utimes(file, atime, mtime, false)
+  }
+
+  truncate(file: unknown, len?: unknown): void {
+    if (typeof file === 'number') return this.ftruncate(file, len)
+    const { given, path } = this.path(file)
+    const length = len === undefined || len === null ? 0 : validateInteger(len, 'len', -(2 ** 53), 2 ** 53)
+    const entry = this.overlay.resolve(path, 'open', true, given)
+    if (entry.type === 'dir') throw new FsError('EISDIR', 'open', given)
+    if (length < 0) throw new FsError('EINVAL', 'ftruncate')
+    this.overlay.setContent(entry, resize(this.overlay.readBytes(entry), length))
+  }
+
+  // ---- descriptors -------------------------------------------------------------------------------
+
+  open(file: unknown, flags?: unknown, mode?: unknown): number {
+    const { given, path } = this.path(file)
+    const bits = flagsArgument(flags, 'r')
+    const perm = modeArgument(mode, 'mode', 0o666)
+    const entry = this.openEntry(path, given, bits, perm)
+    const access = bits & ACCMODE
+    return this.descriptors.add({
+      path: entry.path,
+      ino: this.overlay.meta(entry).ino,
+      flags: bits,
+      readable: access !== O_WRONLY,
+      writable: access === O_WRONLY || access === O_RDWR,
+      append: (bits & O_APPEND) !== 0,
+      directory: entry.type === 'dir',
+    }).fd
+  }
+
+  /** open(2): applies O_CREAT/O_EXCL/O_TRUNC/O_DIRECTORY/O_NOFOLLOW and returns the file's entry. */
+  private openEntry(path: string, given: string, flags: number, mode: number, content?: () => Uint8Array): Entry {
+    const writable = (flags & ACCMODE) !== 0
+    let target = path
+    for (let links = 0; ; links++) {
+      if (!(flags & O_CREAT)) {
+        const entry = this.overlay.resolve(target, 'open', (flags & O_NOFOLLOW) === 0, given)
+        return this.checkOpen(entry, given, flags, writable)
+      }
+      const { parent, name, existing, trailingSlash } = this.overlay.resolveParent(target, 'open', given)
+      if (!parent || isDots(name)) throw new FsError(flags & O_EXCL ? 'EEXIST' : 'EISDIR', 'open', given)
+      if (existing?.type === 'symlink') {
+        if (flags & O_EXCL) throw new FsError('EEXIST', 'open', given)
+        if (flags & O_NOFOLLOW) throw new FsError('ELOOP', 'open', given)
+        if (links >= 40) throw new FsError('ELOOP', 'open', given)
+        const link = this.overlay.readLink(existing)
+        target = link.startsWith('/') ? link : join(parent.path, link)
+        continue
+      }
+      if (existing) {
+        if (flags & O_EXCL) throw new FsError('EEXIST', 'open', given)
+        if (existing.type === 'dir') throw new FsError('EISDIR', 'open', given)
+        return this.checkOpen(existing, given, flags, writable)
+      }
+      if (trailingSlash) throw new FsError('EISDIR', 'open', given)
+      const meta = this.overlay.newMeta(mode & ~this.umask & 0o7777)
+      // A file created with its content (writeFile) is stored once, not empty first.
+      const bytes = content?.() ?? new Uint8Array(0)
+      this.journal?.classify('file_create')
+      return this.overlay.put(parent, name, { type: 'file', meta, blob: this.overlay.blobs.put(bytes), size: bytes.byteLength })
+    }
+  }
+
+  private checkOpen(entry: Entry, given: string, flags: number, writable: boolean): Entry {
+    if (entry.type === 'symlink') throw new FsError('ELOOP', 'open', given)
+    if (entry.type === 'dir' && (writable || flags & O_CREAT)) throw new FsError('EISDIR', 'open', given)
+    if (flags & O_DIRECTORY && entry.type !== 'dir') throw new FsError('ENOTDIR', 'open', given)
+    if (flags & O_TRUNC && writable && entry.type === 'file' && this.overlay.size(entry) > 0) {
+      return this.overlay.setContent(entry, new Uint8Array(0))
+    }
+    return entry
+  }
+
+  close(fd: unknown): void {
+    const open = this.descriptors.get(validateFd(fd), 'close')
+    if (open.dirty) this.flushDescriptor(open)
+    this.descriptors.delete(open.fd)
+  }
+
+  fsync(fd: unknown): void {
+    const open = this.descriptors.get(validateFd(fd), 'fsync')
+    if (open.dirty) this.flushDescriptor(open)
+  }
+
+  fdatasync(fd: unknown): void {
+    const open = this.descriptors.get(validateFd(fd), 'fdatasync')
+    if (open.dirty) this.flushDescriptor(open)
+  }
+
+  fstat(fd: unknown, options?: unknown) {
+    const open = this.descriptors.get(validateFd(fd), 'fstat')
+    this.settle()
+    if (open.dirty) this.flushDescriptor(open)
+    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    return createStats(this.overlay.stat(this.descriptorEntry(open, 'fstat')), opts.bigint === true)
+  }
+
+  ftruncate(fd: unknown, len?: unknown): void {
+    const open = this.descriptors.get(validateFd(fd), 'ftruncate')
+    const length = len === undefined || len === null ? 0 : validateInteger(len, 'len', -(2 ** 53), 2 ** 53)
+    if (!open.writable) throw new FsError('EINVAL', 'ftruncate')
+    if (length < 0) throw new FsError('EINVAL', 'ftruncate')
+    this.settle(open)
+    const bytes = this.workingBuffer(open, length)
+    if (length > open.length) bytes.fill(0, open.length, length)
+    open.length = length
+    this.descriptors.markDirty(open)
+  }
+
+  futimes(fd: unknown, atime: unknown, mtime: unknown): void {
+    const open = this.descriptors.get(validateFd(fd), 'futime')
+    const atimeMs = timeArgument(atime, 'atime')
+    const mtimeMs = timeArgument(mtime, 'mtime')
+    this.settle()
+    if (open.dirty) this.flushDescriptor(open)
+    this.overlay.setMeta(this.descriptorEntry(open, 'futime'), { atimeMs, mtimeMs, ctimeMs: this.overlay.now() })
+  }
+
+  fchmod(fd: unknown, mode: unknown): void {
+    const open = this.descriptors.get(validateFd(fd), 'fchmod')
+    const bits = modeArgument(mode, 'mode', 0)
+    this.settle()
+    if (open.dirty) this.flushDescriptor(open)
+    this.overlay.setMeta(this.descriptorEntry(open, 'fchmod'), { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
+  }
+
+  fchown(fd: unknown, uid: unknown, gid: unknown): void {
+    const open = this.descriptors.get(validateFd(fd), 'fchown')
+    const u = validateInteger(uid, 'uid', -1, 4294967295)
+    const g = validateInteger(gid, 'gid', -1, 4294967295)
+    this.settle()
+    if (open.dirty) this.flushDescriptor(open)
+    const entry = this.descriptorEntry(open, 'fchown')
+    const meta = this.overlay.meta(entry)
+    this.overlay.setMeta(entry, { uid: u === -1 ? meta.uid : u, gid: g === -1 ? meta.gid : g, ctimeMs: this.overlay.now() })
+  }
+
+  /**
+   * read(fd, buffer, offset?, length?, position?) and read(fd, buffer, { offset, length, position }).
+   * Returns the number of bytes read; `position` null reads at (and advances) the file position.
+   */
+  read(fd: unknown, buffer: unknown, offsetOrOptions?: unknown, length?: unknown, position?: unknown): number {
+    const open = this.descriptors.get(validateFd(fd), 'read')
+    const { target, offset, count, at } = readWriteArguments(buffer, offsetOrOptions, length, position, 'buffer')
+    if (open.directory) throw new FsError('EISDIR', 'read')
+    if (!open.readable) throw new FsError('EBADF', 'read')
+    this.settle(open)
+    const bytes = this.descriptorBytes(open)
+    const start = at ?? open.position
+    const n = Math.max(0, Math.min(count, bytes.byteLength - start))
+    if (n > 0) target.set(bytes.subarray(start, start + n), offset)
+    if (at === null) open.position += n
+    return n
+  }
+
+  /** write(fd, buffer, offset?, length?, position?) and write(fd, string, position?, encoding?). */
+  write(fd: unknown, data: unknown, offsetOrPosition?: unknown, lengthOrEncoding?: unknown, position?: unknown): number {
+    const open = this.descriptors.get(validateFd(fd), 'write')
+    let bytes: Uint8Array
+    let at: number | null
+    if (typeof data === 'string') {
+      const encoding = typeof lengthOrEncoding === 'string' ? lengthOrEncoding : 'utf8'
+      bytes = dataArgument(data, encodingOption(encoding, 'utf8') as Encoding, 'buffer')
+      at = typeof offsetOrPosition === 'number' ? offsetOrPosition : null
+    } else {
+      const parsed = readWriteArguments(data, offsetOrPosition, lengthOrEncoding, position, 'buffer', true)
+      bytes = parsed.target.subarray(parsed.offset, parsed.offset + parsed.count)
+      at = parsed.at
+    }
+    return this.writeDescriptor(open, bytes, 0, bytes.byteLength, at)
+  }
+
+  private writeDescriptor(open: OpenFile, bytes: Uint8Array, offset: number, count: number, at: number | null): number {
+    if (!open.writable) throw new FsError('EBADF', 'write')
+    this.settle(open)
+    const start = open.append ? (open.buffer ? open.length : this.overlay.size(this.descriptorEntry(open, 'write'))) : (at ?? open.position)
+    const end = start + count
+    const buffer = this.workingBuffer(open, end)
+    if (start > open.length) buffer.fill(0, open.length, start)
+    buffer.set(bytes.subarray(offset, offset + count), start)
+    open.length = Math.max(open.length, end)
+    if (at === null || open.append) open.position = end
+    this.descriptors.markDirty(open)
+    return count
+  }
+
+  /** The descriptor's working copy, grown to hold at least `size` bytes. */
+  private workingBuffer(open: OpenFile, size: number): Uint8Array {
+    if (!open.buffer) {
+      const current = this.overlay.readBytes(this.descriptorEntry(open, 'write'))
+      open.buffer = new Uint8Array(Math.max(size, current.byteLength, 64))
+      open.buffer.set(current)
+      open.length = current.byteLength
+    }
+    if (open.buffer.byteLength < size) {
+      const grown = new Uint8Array(Math.max(size, open.buffer.byteLength * 2))
+      grown.set(open.buffer.subarray(0, open.length))
+      open.buffer = grown
+    }
+    return open.buffer
+  }
+
+  private descriptorBytes(open: OpenFile): Uint8Array {
+    if (open.buffer) return open.buffer.subarray(0, open.length)
+    return this.overlay.readBytes(this.descriptorEntry(open, 'read'))
+  }
+
+  /** The entry an open descriptor names; EBADF-free: a vanished file reads as empty. */
+  private descriptorEntry(open: OpenFile, syscall: string): Entry {
+    const entry = this.overlay.resolve(open.path, syscall, false)
+    return entry
+  }
+
+  private flushDescriptor(open: OpenFile): void {
+    if (this.journal && open.dirty) {
+      this.journal.run({ type: 'file_edit', paths: [open.path] }, () => this.settleInto(open))
+      return
+    }
+    this.settleInto(open)
+  }
+
+  private settleInto(open: OpenFile): void {
+    if (open.buffer && open.dirty) {
+      let entry: Entry | undefined
+      try {
+        entry = this.overlay.resolve(open.path, 'write', false)
+      } catch {
+        entry = undefined
+      }
+      // The file was unlinked or replaced since open: like an orphaned inode, its writes go nowhere.
+      if (entry && entry.type === 'file' && this.overlay.meta(entry).ino === open.ino) {
+        this.overlay.setContent(entry, open.buffer.slice(0, open.length))
+      }
+    }
+    this.descriptors.settled(open)
+  }
+}
+
+function isDots(name: string): boolean {
+  return name === '.' || name === '..'
+}
+
+function normalizeDots(path: string): string {
+  return normalize(path)
+}
+
+function resize(bytes: Uint8Array, length: number): Uint8Array {
+  if (length === bytes.byteLength) return bytes.slice()
+  const out = new Uint8Array(length)
+  out.set(bytes.subarray(0, Math.min(length, bytes.byteLength)))
+  return out
+}
+
+function validateFd(fd: unknown): number {
+  return validateInteger(fd, 'fd', 0, 2147483647)
+}
+
+interface ReadWriteArguments {
+  target: Uint8Array
+  offset: number
+  count: number
+  at: number | null
+}
+
+function readWriteArguments(
+  buffer: unknown,
+  offsetOrOptions: unknown,
+  length: unknown,
+  position: unknown,
+  name: string,
+  writing = false,
+): ReadWriteArguments {
+  if (!ArrayBuffer.isView(buffer)) {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" argument must be an instance of Buffer, TypedArray, or DataView.${describeReceived(buffer)}`)
+  }
+  const target = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
+  let offset: unknown = offsetOrOptions
+  if (typeof offsetOrOptions === 'object' && offsetOrOptions !== null) {
+    const opts = offsetOrOptions as Options
+    offset = opts.offset
+    length = opts.length
+    position = opts.position
+  }
+  const start = offset === undefined || offset === null ? 0 : validateInteger(offset, 'offset', 0, target.byteLength)
+  const count =
+    length === undefined || length === null ? target.byteLength - start : validateInteger(length, 'length', 0, target.byteLength - start)
+  let at: number | null = null
+  if (typeof position === 'bigint') at = Number(position)
+  else if (typeof position === 'number' && position >= 0) at = position
+  else if (position !== undefined && position !== null && !(typeof position === 'number' && position === -1)) {
+    validateInteger(position, 'position', -1, 2 ** 53)
+  }
+  void writing
+  return { target, offset: start, count, at }
+}
+
