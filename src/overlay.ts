@@ -67,6 +67,8 @@ export class Overlay {
   readonly observed = new Map<string, string>()
   /** Called after every change with the canonical path; the fs watchers listen here. */
   onChange: ((path: string, kind: 'change' | 'rename') => void) | undefined
+  /** Receives every upper-layer slot change: what the journal needs to undo and redo. */
+  recorder: Recorder | undefined
 
   constructor(
     readonly lower: LowerSource,
@@ -282,10 +284,12 @@ export class Overlay {
 
   /** Puts `node` at `parent.path/name`, replacing what was there; bumps the parent's times. */
   put(parent: Entry, name: string, node: EntryNode, touchParent = true): Entry {
+    const path = join(parent.path, name)
     const dir = this.editDir(parent.path)
+    const before = mapGet(dir.children, name)
     dir.children = mapSet<UpperNode>(dir.children, name, node, this.token)
     if (touchParent) this.touch(dir)
-    const path = join(parent.path, name)
+    this.recorder?.slot(path, before, node)
     this.onChange?.(path, 'rename')
     return entryFromNode(path, node)
   }
@@ -294,11 +298,38 @@ export class Overlay {
   remove(parent: Entry, name: string): void {
     const dir = this.editDir(parent.path)
     const lowerHas = dir.lower !== null && this.lowerStat(join(dir.lower, name)) !== undefined
+    const before = mapGet(dir.children, name)
     dir.children = lowerHas
       ? mapSet<UpperNode>(dir.children, name, WHITEOUT, this.token)
       : mapDelete(dir.children, name, this.token)
     this.touch(dir)
+    this.recorder?.slot(join(parent.path, name), before, lowerHas ? WHITEOUT : undefined)
     this.onChange?.(join(parent.path, name), 'rename')
+  }
+
+  /**
+   * Sets one upper-layer slot to exactly `value` (undefined: nothing in the upper layer), for undo
+   * and redo. The parent must be a directory in the merged view.
+   */
+  setSlot(path: string, value: UpperNode | undefined): void {
+    const parts = components(path)
+    const name = parts.pop()!
+    const dir = this.editDir('/' + parts.join('/'))
+    const before = mapGet(dir.children, name)
+    if (before === value) return
+    dir.children = value === undefined ? mapDelete(dir.children, name, this.token) : mapSet(dir.children, name, value, this.token)
+    this.touch(dir)
+    this.recorder?.slot(path, before, value)
+    this.onChange?.(path, 'rename')
+  }
+
+  /** Sets a directory's metadata (undo/redo of chmod and utimes on directories). */
+  setDirMeta(path: string, meta: Meta): void {
+    const dir = this.editDir(path)
+    const before = dir.meta
+    dir.meta = meta
+    this.recorder?.meta(path, before, meta)
+    this.onChange?.(path, 'change')
   }
 
   /** Replaces an entry's node in place (content or metadata change), copying it up first if lower-only. */
@@ -306,14 +337,15 @@ export class Overlay {
     const parts = components(entry.path)
     if (parts.length === 0) {
       if (node.type !== 'dir') throw new Error('rewindfs: the root must stay a directory')
-      const root = this.editDir('/')
-      root.meta = node.meta
-      this.onChange?.('/', 'change')
+      this.setDirMeta('/', node.meta)
       return this.rootEntry()
     }
     const parentPath = '/' + parts.slice(0, -1).join('/')
     const dir = this.editDir(parentPath)
-    dir.children = mapSet<UpperNode>(dir.children, parts[parts.length - 1], node, this.token)
+    const name = parts[parts.length - 1]
+    const before = mapGet(dir.children, name)
+    dir.children = mapSet<UpperNode>(dir.children, name, node, this.token)
+    this.recorder?.slot(entry.path, before, node)
     this.onChange?.(entry.path, 'change')
     return entryFromNode(entry.path, node)
   }
@@ -335,10 +367,8 @@ export class Overlay {
     const node = this.copyUp(entry)
     const meta = { ...node.meta, ...change }
     if (node.type === 'dir') {
-      const dir = this.editDir(entry.path)
-      dir.meta = meta
-      this.onChange?.(entry.path, 'change')
-      return entryFromNode(entry.path, dir)
+      this.setDirMeta(entry.path, meta)
+      return entryFromNode(entry.path, this.editDir(entry.path))
     }
     return this.replace(entry, { ...node, meta })
   }
@@ -360,6 +390,12 @@ export class Overlay {
     const now = this.now()
     dir.meta = { ...dir.meta, mtimeMs: now, ctimeMs: now }
   }
+}
+
+/** Observer of upper-layer changes (the journal). */
+export interface Recorder {
+  slot(path: string, before: UpperNode | undefined, after: UpperNode | undefined): void
+  meta(path: string, before: Meta, after: Meta): void
 }
 
 export interface ParentLookup {
