@@ -1,0 +1,79 @@
+/**
+ * The storage model's bounds, enforced with work counters instead of clocks: a checkpoint touches
+ * nothing, restore touches work proportional to the paths that differ, and writes cost the same
+ * after hundreds of checkpoints.
+ */
+import { describe, expect, it } from 'vitest'
+import { Workspace, type WorkspaceCounters } from '../src/index.js'
+
+function fixture(files: number): Record<string, string> {
+  const tree: Record<string, string> = {}
+  for (let i = 0; i < files; i++) tree[`/d${i % 100}/f${i}.txt`] = `lower ${i}\n`
+  return tree
+}
+
+function work(before: WorkspaceCounters, after: WorkspaceCounters): number {
+  return after.nodesCopied - before.nodesCopied + (after.lookups - before.lookups) + (after.blobsTouched - before.blobsTouched)
+}
+
+async function populated(files: number) {
+  const ws = await Workspace.open({ lower: fixture(files) })
+  // Half the files rewritten in the upper layer, so both layers are large.
+  for (let i = 0; i < files; i += 2) ws.fs.writeFileSync(`/d${i % 100}/f${i}.txt`, `upper ${i}\n`)
+  return ws
+}
+
+describe('complexity bounds (counted work, not time)', () => {
+  it('a checkpoint touches no node and no blob, at 1k and at 100k files', async () => {
+    for (const files of [1_000, 100_000]) {
+      const ws = await populated(files)
+      const before = ws.counters
+      await ws.checkpoint()
+      expect(work(before, ws.counters)).toBe(0)
+    }
+  })
+
+  it('restore and diff work is proportional to the paths that differ, not to the tree', async () => {
+    const costs: number[] = []
+    for (const files of [1_000, 100_000]) {
+      const ws = await populated(files)
+      const start = await ws.checkpoint({ name: 'start' })
+      for (let i = 0; i < 100; i++) ws.fs.writeFileSync(`/d${i % 100}/f${i}.txt`, `changed ${i}\n`)
+      const before = ws.counters
+      const report = await ws.restore(start.id)
+      costs.push(work(before, ws.counters))
+      expect(report.changes).toHaveLength(100)
+      expect(ws.fs.readFileSync('/d1/f1.txt', 'utf8')).toBe(files === 1_000 ? 'lower 1\n' : 'lower 1\n')
+      expect(ws.fs.readFileSync('/d0/f0.txt', 'utf8')).toBe('upper 0\n')
+    }
+    // 100 changed files in 100 directories: a few units of work per path, identical at both sizes.
+    expect(costs[1]).toBe(costs[0])
+    expect(costs[0]).toBeLessThan(100 * 20)
+  })
+
+  it('writes and reads cost the same after 500 checkpoints as after one', async () => {
+    const costs: number[] = []
+    for (const checkpoints of [1, 500]) {
+      const ws = await populated(1_000)
+      for (let i = 0; i < checkpoints; i++) {
+        ws.fs.writeFileSync(`/d${i % 100}/f${i % 1000}.txt`, `v${i}`)
+        await ws.checkpoint()
+      }
+      const before = ws.counters
+      // Paths the checkpoint loop never touched, so both runs do identical work on them.
+      ws.fs.writeFileSync('/d50/f550.txt', 'new')
+      ws.fs.readFileSync('/d7/f707.txt')
+      ws.fs.statSync('/d9/f909.txt')
+      costs.push(work(before, ws.counters))
+    }
+    expect(costs[1]).toBe(costs[0])
+  })
+
+  it('reset is O(1): it touches nothing however large the upper layer', async () => {
+    const ws = await populated(100_000)
+    const before = ws.counters
+    await ws.reset()
+    expect(work(before, ws.counters)).toBeLessThanOrEqual(1)
+    expect(ws.fs.readFileSync('/d0/f0.txt', 'utf8')).toBe('lower 0\n')
+  })
+})

@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest'
+import { Workspace } from '../src/index.js'
+
+describe('blob garbage collection', () => {
+  it('keeps overwritten content while undo can reach it', async () => {
+    const ws = await Workspace.open()
+    ws.fs.writeFileSync('/a', 'first')
+    ws.fs.writeFileSync('/a', 'second')
+    ws.collectGarbage()
+    expect(ws.storage.blobs).toBe(2)
+    await ws.undo()
+    expect(ws.fs.readFileSync('/a', 'utf8')).toBe('first')
+  })
+
+  it('stores identical content once and frees overwritten content nothing reaches', async () => {
+    // A short undo history: overwritten content is unreachable once its operation is dropped.
+    const ws = await Workspace.open({ retention: { operations: 1 } })
+    ws.fs.writeFileSync('/a', 'same')
+    ws.fs.writeFileSync('/b', 'same')
+    expect(ws.storage.blobs).toBe(1)
+    ws.fs.writeFileSync('/a', 'other')
+    ws.fs.writeFileSync('/b', 'other')
+    // Push the overwrites out of the (batched) undo history.
+    for (let i = 0; i < 40; i++) ws.fs.writeFileSync('/c', 'other')
+    ws.fs.rmSync('/c')
+    for (let i = 0; i < 40; i++) ws.fs.mkdirSync(`/dir${i}`)
+    ws.collectGarbage()
+    expect(ws.storage.blobs).toBe(1)
+    expect(ws.fs.readFileSync('/a', 'utf8')).toBe('other')
+  })
+
+  it('keeps content reachable from checkpoints, and frees it when only a discarded tree held it', async () => {
+    const ws = await Workspace.open({ lower: { '/keep.txt': 'lower' }, retention: { operations: 1 } })
+    ws.fs.writeFileSync('/x.txt', 'in checkpoint')
+    const cp = await ws.checkpoint({ name: 'one' })
+    ws.fs.writeFileSync('/x.txt', 'after checkpoint')
+    ws.fs.writeFileSync('/y.txt', 'only live')
+    ws.collectGarbage()
+    await ws.restore(cp.id)
+    for (let i = 0; i < 40; i++) ws.fs.mkdirSync(`/dir${i}`)
+    expect(ws.fs.readFileSync('/x.txt', 'utf8')).toBe('in checkpoint')
+    const before = ws.storage.blobs
+    ws.collectGarbage()
+    // 'after checkpoint' and 'only live' were reachable only from the tree restore replaced.
+    expect(ws.storage.blobs).toBe(before - 2)
+    expect(ws.fs.readFileSync('/x.txt', 'utf8')).toBe('in checkpoint')
+  })
+
+  it('content written while a collection is marking survives it', async () => {
+    const ws = await Workspace.open()
+    for (let i = 0; i < 2000; i++) ws.fs.writeFileSync(`/f${i}`, `content ${i}`)
+    // Run a cycle in steps and write between them (what the background collector does).
+    const collector = (ws as unknown as { collector: { step(n: number): boolean; collect(): void } }).collector
+    ;(ws as unknown as { collector: { start(): void } }).collector.start()
+    let done = false
+    let n = 0
+    while (!done) {
+      done = collector.step(100)
+      ws.fs.writeFileSync(`/new${n}`, `fresh ${n}`)
+      ws.fs.copyFileSync(`/f${n}`, `/copy${n}`)
+      n++
+    }
+    for (let i = 0; i < n; i++) {
+      expect(ws.fs.readFileSync(`/new${i}`, 'utf8')).toBe(`fresh ${i}`)
+      expect(ws.fs.readFileSync(`/copy${i}`, 'utf8')).toBe(`content ${i}`)
+    }
+    expect(n).toBeGreaterThan(2)
+  })
+})
