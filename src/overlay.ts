@@ -73,7 +73,7 @@ export class Overlay {
   constructor(
     readonly lower: LowerSource,
     readonly blobs: BlobStore,
-    private readonly inodes: { next: number },
+    readonly inodes: { next: number },
     root?: DirNode,
   ) {
     this.root = root ?? Overlay.emptyRoot(lower)

@@ -6,16 +6,20 @@
  */
 import { Collector } from './blob/collector.js'
 import { BlobStore } from './blob/store.js'
-import { type Change, type ChangeRecord, diffTrees, unifiedDiff } from './diff.js'
+import { type Change, type ChangeRecord, diffTrees, rootEntry, unifiedDiff } from './diff.js'
 import { decode, isProbablyText } from './bytes.js'
 import { FsError } from './errors.js'
 import { Journal, type Operation, type OperationRecord, type OperationType, publicOperation } from './engine/journal.js'
 import { FsOperations } from './fs/operations.js'
 import { createFs } from './fs/surface.js'
 import { type DirNode, dirNode } from './layer/nodes.js'
+import { type MapRoot, mapEntries } from './layer/persistent-map.js'
+import { type JsonValue, SessionState } from './engine/state.js'
+import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
+import type { Validator } from './engine/validator.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
-import { Overlay } from './overlay.js'
+import { type Entry, Overlay } from './overlay.js'
 import { absolute, dirname, basename, pathMatcher } from './path.js'
 
 export type CheckpointKind = 'manual' | 'auto' | 'turn' | 'compact' | 'guard'
@@ -27,7 +31,13 @@ export interface Checkpoint {
   readonly seq: number
   /** Milliseconds since the epoch. */
   readonly createdAt: number
+  readonly session: string
+  readonly description?: string
+  /** A later restore went back before this checkpoint; it is still restorable. */
+  readonly superseded?: boolean
 }
+
+export type RestoreTarget = string | { time: number } | { operation: string }
 
 export interface RestoreOptions {
   /** Globs: restore only matching paths (a directory pattern covers what is under it). */
@@ -35,11 +45,44 @@ export interface RestoreOptions {
   exclude?: readonly string[]
   /** Report what would change, with patches, and change nothing. */
   dryRun?: boolean
+  /** Restore even when paths conflict (the lower source changed underneath since it was read). */
+  force?: boolean
 }
 
 export interface RestoreReport {
   applied: boolean
   changes: Change[]
+  /** Paths whose lower-source version changed since the workspace first read them. */
+  conflicts: string[]
+  /** The checkpoint made just before the restore (undoRestore goes back to it). */
+  guard?: Checkpoint
+  /** Side effects recorded after the target whose compensations ran (newest first). */
+  compensated: string[]
+  /** Compensations that failed, with their errors. */
+  uncompensated: { description: string; error: string }[]
+  /** The session state as restored. */
+  state: Record<string, JsonValue>
+}
+
+export interface CheckpointInfo {
+  files: number
+  totalLines: number
+  bytes: number
+  lastOperation?: Operation
+  changesSincePrevious: number
+}
+
+export interface ResumePoint {
+  phase: 'plan' | 'execute' | 'verify' | 'stopped'
+  turn: number
+  data?: JsonValue
+}
+
+export interface AutoCheckpointOptions {
+  /** Checkpoint before high-risk operations (directory deletes and renames, lower overwrites, side effects). Default true. */
+  highRisk?: boolean
+  /** Checkpoint before any write when the last checkpoint is older than this (ms). Default 30 minutes; 0 turns it off. */
+  interval?: number
 }
 
 export interface WorkspaceOptions {
@@ -52,7 +95,15 @@ export interface WorkspaceOptions {
   retention?: {
     /** Operations kept for undo and history (default 10 000); older ones can no longer be undone. */
     operations?: number
+    /** Automatic and turn checkpoints kept per session (default 10); manual and guard ones are always kept. */
+    checkpoints?: number
   }
+  /** Validators every transaction runs (see rewindfs/validators). */
+  validators?: readonly Validator[]
+  /** Approval hook for risky transactions (see TransactionOptions.approve). */
+  approve?: ApprovalHook
+  /** Automatic checkpoints by risk; `false` turns them off. */
+  autoCheckpoint?: AutoCheckpointOptions | false
 }
 
 /** The Node fs shape we implement. A type query only: nothing from Node is loaded by the core. */
@@ -67,9 +118,21 @@ export interface WorkspaceCounters {
   readonly blobsTouched: number
 }
 
-interface CheckpointRecord extends Checkpoint {
+interface CheckpointRecord {
+  readonly id: string
+  name: string
+  readonly kind: CheckpointKind
+  readonly seq: number
+  readonly createdAt: number
+  readonly description?: string
+  superseded: boolean
   readonly root: DirNode
+  readonly state: MapRoot<JsonValue>
+  /** Journal position when it was made: operations after it are "since the checkpoint". */
+  readonly opSeq: number
 }
+
+const compensators = new Map<string, (args: JsonValue | undefined) => unknown>()
 
 let workspaceCount = 0
 
@@ -87,6 +150,14 @@ export class Workspace {
   private redoMark = 0
   private seq = 0
   private closed = false
+  /** The agent's session state; captured by every checkpoint together with the files. */
+  readonly state: SessionState
+  private resumePoint: ResumePoint | undefined
+  private readonly options: WorkspaceOptions
+  private transactionDepth = 0
+  private stagedFs: StagedFs | undefined
+  /** The restore record the last undoRestore() reverted, so a second call re-applies it. */
+  private undoneRestore: OperationRecord | undefined
   private readonly idPrefix = `${(++workspaceCount).toString(36)}${Math.random().toString(36).slice(2, 6)}`
 
   private constructor(readonly lower: LowerSource, options: WorkspaceOptions) {
@@ -95,8 +166,11 @@ export class Workspace {
     this.overlay = new Overlay(lower, blobs, { next: 1 })
     this.ops = new FsOperations(this.overlay)
     if (options.umask !== undefined) this.ops.umask = options.umask & 0o777
-    this.journal = new Journal(this.overlay, this.session, this.idPrefix, options.retention?.operations)
+    this.options = options
+    this.state = new SessionState()
+    this.journal = new Journal(this.overlay, this.session, this.idPrefix, options.retention?.operations, this.state)
     this.ops.journal = this.journal
+    this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
     this.fs = createFs(this.ops) as unknown as NodeFs
     this.collector = new Collector(blobs)
     this.unregister = this.collector.register({ roots: () => this.gcRoots() })
@@ -131,61 +205,379 @@ export class Workspace {
     return this.addCheckpoint(kind, options.name)
   }
 
-  private addCheckpoint(kind: CheckpointKind, name?: string): Checkpoint {
+  private addCheckpoint(kind: CheckpointKind, name?: string, description?: string): Checkpoint {
     this.ops.settle()
     const seq = ++this.seq
     const checkpointName = name ?? `${kind}-${seq}`
     if (typeof checkpointName !== 'string' || checkpointName === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
-    if (this.records.some((record) => record.name === checkpointName)) {
-      throw new FsError('EEXIST', 'checkpoint', checkpointName, undefined, 'a checkpoint with this name already exists in this session')
-    }
+    this.assertNameFree(checkpointName)
     const record: CheckpointRecord = {
       id: `ckpt-${this.idPrefix}-${seq.toString(36)}`,
       name: checkpointName,
       kind,
       seq,
       createdAt: Date.now(),
+      ...(description !== undefined ? { description } : {}),
+      superseded: false,
       root: this.overlay.freeze(),
+      state: this.state.freeze(),
+      opSeq: this.journal.lastSeq,
     }
     this.records.push(record)
-    return publicCheckpoint(record)
+    this.prune()
+    return this.publicCheckpoint(record)
+  }
+
+  private assertNameFree(name: string): void {
+    if (this.records.some((record) => record.name === name)) {
+      throw new FsError('EEXIST', 'checkpoint', name, undefined, 'a checkpoint with this name already exists in this session')
+    }
+  }
+
+  /** Retention: the last N automatic and turn checkpoints; manual, compact and guard ones stay. */
+  private prune(): void {
+    const keep = this.options.retention?.checkpoints ?? 10
+    const rolling = this.records.filter((r) => r.kind === 'auto' || r.kind === 'turn')
+    const drop = new Set(rolling.slice(0, Math.max(0, rolling.length - keep)))
+    if (drop.size === 0) return
+    for (let i = this.records.length - 1; i >= 0; i--) if (drop.has(this.records[i])) this.records.splice(i, 1)
+    this.collector.maybeSchedule()
   }
 
   /** Checkpoints of this session, oldest first. */
   checkpoints(): Checkpoint[] {
-    return this.records.map(publicCheckpoint)
+    return this.records.map((r) => this.publicCheckpoint(r))
+  }
+
+  private publicCheckpoint(record: CheckpointRecord): Checkpoint {
+    return {
+      id: record.id,
+      name: record.name,
+      kind: record.kind,
+      seq: record.seq,
+      createdAt: record.createdAt,
+      session: this.session,
+      ...(record.description !== undefined ? { description: record.description } : {}),
+      ...(record.superseded ? { superseded: true } : {}),
+    }
   }
 
   private find(idOrName: string): CheckpointRecord {
+    if (typeof idOrName !== 'string') throw new TypeError('rewindfs: a checkpoint is named by its id or name (a string)')
     const record = this.records.find((r) => r.id === idOrName) ?? this.records.find((r) => r.name === idOrName)
     if (!record) throw new FsError('ENOENT', 'restore', idOrName, undefined, 'no such checkpoint')
     return record
   }
 
+  async renameCheckpoint(idOrName: string, newName: string): Promise<Checkpoint> {
+    const record = this.find(idOrName)
+    if (typeof newName !== 'string' || newName === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
+    if (record.name !== newName) this.assertNameFree(newName)
+    record.name = newName
+    return this.publicCheckpoint(record)
+  }
+
+  async deleteCheckpoint(idOrName: string): Promise<void> {
+    const record = this.find(idOrName)
+    this.records.splice(this.records.indexOf(record), 1)
+    this.collector.maybeSchedule()
+  }
+
+  /** Size of the tree at a checkpoint and what changed since the one before it. O(tree). */
+  async checkpointInfo(idOrName: string): Promise<CheckpointInfo> {
+    const record = this.find(idOrName)
+    let files = 0
+    let totalLines = 0
+    let bytes = 0
+    const walk = (dir: Entry) => {
+      for (const name of this.overlay.names(dir)) {
+        const entry = this.overlay.child(dir, name)!
+        if (entry.type === 'dir') walk(entry)
+        else if (entry.type === 'file') {
+          files++
+          const content = this.overlay.readBytes(entry)
+          bytes += content.byteLength
+          if (isProbablyText(content)) for (const byte of content) if (byte === 10) totalLines++
+        }
+      }
+    }
+    walk(rootEntry(record.root))
+    const index = this.records.indexOf(record)
+    const previous = index > 0 ? this.records[index - 1].root : Overlay.emptyRoot(this.lower)
+    const last = this.journal.records.findLast((r) => r.seq <= record.opSeq)
+    return {
+      files,
+      totalLines,
+      bytes,
+      ...(last ? { lastOperation: publicOperation(last) } : {}),
+      changesSincePrevious: diffTrees(this.overlay, previous, record.root).length,
+    }
+  }
+
+  /** Marks the start of agent turn `n`: a 'turn' checkpoint, and later operations carry the turn. */
+  async beginTurn(turn: number): Promise<Checkpoint> {
+    if (!Number.isInteger(turn) || turn < 0) throw new TypeError('rewindfs: a turn is a non-negative integer')
+    this.journal.turn = turn
+    const name = this.records.some((r) => r.name === `turn-${turn}`) ? undefined : `turn-${turn}`
+    return this.addCheckpoint('turn', name)
+  }
+
+  /** The resume point of this session (phase and turn to continue from), if one was set. */
+  get resume(): ResumePoint | undefined {
+    return this.resumePoint && structuredClone(this.resumePoint)
+  }
+
+  async setResume(point: ResumePoint): Promise<void> {
+    if (!point || !['plan', 'execute', 'verify', 'stopped'].includes(point.phase) || !Number.isInteger(point.turn)) {
+      throw new TypeError("rewindfs: a resume point is { phase: 'plan'|'execute'|'verify'|'stopped', turn: integer, data? }")
+    }
+    this.resumePoint = structuredClone(point)
+  }
+
+  /** Registers a named compensation, so side effects recorded with `{ name, args }` can be compensated after a reopen. */
+  static registerCompensator(name: string, compensate: (args: JsonValue | undefined) => unknown): void {
+    if (typeof name !== 'string' || name === '' || typeof compensate !== 'function') {
+      throw new TypeError('rewindfs: registerCompensator(name, fn) needs a non-empty name and a function')
+    }
+    compensators.set(name, compensate)
+  }
+
   /**
-   * Brings the tree back to a checkpoint. Without include/exclude this is a pointer move; the
-   * report lists what changed (cost proportional to the paths that differ).
+   * Records an effect outside the workspace (an API call, a message sent). Undo and restore run its
+   * compensation; it is reported as compensated, never as rolled back.
    */
-  async restore(idOrName: string, options: RestoreOptions = {}): Promise<RestoreReport> {
+  async recordSideEffect(effect: {
+    description: string
+    compensate: (() => unknown) | { name: string; args?: JsonValue }
+    tier?: number
+    group?: string
+  }): Promise<Operation> {
+    this.assertOpen()
+    if (!effect || typeof effect.description !== 'string' || effect.description === '') throw new TypeError('rewindfs: a side effect needs a description')
+    const c = effect.compensate
+    if (typeof c !== 'function' && (typeof c !== 'object' || c === null || typeof c.name !== 'string')) {
+      throw new TypeError('rewindfs: compensate must be a function or { name, args } naming a registered compensator')
+    }
+    this.autoCheckpoint('side_effect', [])
+    const record = this.journal.effect(
+      { description: effect.description, compensate: c, ...(effect.tier !== undefined ? { tier: effect.tier } : {}), ...(effect.group !== undefined ? { group: effect.group } : {}), compensated: false },
+      { ...(effect.group !== undefined ? { group: effect.group } : {}), description: effect.description },
+    )
+    return publicOperation(record)
+  }
+
+  /** Runs the compensations of the given side-effect operations, newest first. */
+  private async compensate(records: readonly OperationRecord[]): Promise<{ compensated: string[]; uncompensated: { description: string; error: string }[] }> {
+    const compensated: string[] = []
+    const uncompensated: { description: string; error: string }[] = []
+    for (const record of [...records].sort((a, b) => b.seq - a.seq)) {
+      for (const change of record.changes) {
+        if (change.kind !== 'effect' || change.effect.compensated) continue
+        const { effect } = change
+        const run = async () => {
+          const c = effect.compensate
+          if (typeof c === 'function') return c()
+          const registered = compensators.get(c.name)
+          if (!registered) throw new Error(`no compensator named '${c.name}' is registered`)
+          return registered(c.args)
+        }
+        try {
+          // A failing compensation is retried once before it is reported.
+          let outcome: unknown
+          try {
+            outcome = await run()
+          } catch {
+            outcome = await run()
+          }
+          if (outcome === false) throw new Error('the compensation returned false')
+          effect.compensated = true
+          compensated.push(effect.description)
+        } catch (error) {
+          uncompensated.push({ description: effect.description, error: (error as Error).message ?? String(error) })
+        }
+      }
+    }
+    return { compensated, uncompensated }
+  }
+
+  /** Called by the fs layer before each mutating call: automatic checkpoints by risk. */
+  private autoCheckpoint(type: OperationType, paths: readonly string[]): void {
+    const settings = this.options.autoCheckpoint
+    if (settings === false || this.transactionDepth > 0) return
+    const highRisk =
+      settings?.highRisk !== false &&
+      (type === 'side_effect' ||
+        ((type === 'rmdir' || type === 'file_delete' || type === 'rename') && paths.some((p) => this.isDirectory(p))) ||
+        (type === 'file_edit' && paths.some((p) => this.isLowerFile(p))))
+    const interval = settings?.interval ?? 30 * 60_000
+    const last = this.records.findLast((r) => r.kind !== 'guard')
+    const stale = interval > 0 && (last === undefined || Date.now() - last.createdAt > interval) && this.journal.lastSeq > 0
+    if (!highRisk && !stale) return
+    // One automatic checkpoint per state: no new one if nothing changed since the last.
+    if (last && last.root === this.overlay.root && last.opSeq === this.journal.lastSeq) return
+    this.addCheckpoint('auto', undefined, `before ${type} ${paths.join(', ')}`.trim())
+  }
+
+  private isDirectory(path: string): boolean {
+    return this.tryResolve(path)?.type === 'dir'
+  }
+
+  private isLowerFile(path: string): boolean {
+    const entry = this.tryResolve(path)
+    return entry?.type === 'file' && entry.node === undefined
+  }
+
+  /**
+   * Brings files and state back to a checkpoint (or to a time, or to just after an operation).
+   * Without include/exclude this is a pointer move; the report lists what changed, at a cost
+   * proportional to the paths that differ. A guard checkpoint is made first, side effects recorded
+   * after the target are compensated, and later checkpoints are marked superseded.
+   */
+  async restore(target: RestoreTarget, options: RestoreOptions = {}): Promise<RestoreReport> {
     this.assertOpen()
     this.ops.settle()
-    const target = this.find(idOrName)
+    const point = this.restorePoint(target)
     const filtered = options.include !== undefined || options.exclude !== undefined
     const matches = pathMatcher(options.include, options.exclude)
-    const records = diffTrees(this.overlay, this.overlay.root, target.root).filter((r) => !filtered || matches(r.change.path))
+    const records = diffTrees(this.overlay, this.overlay.root, point.root).filter((r) => !filtered || matches(r.change.path))
     const changes = records.map((r) => r.change)
-    if (options.dryRun) return { applied: false, changes }
-    if (changes.length === 0) return { applied: true, changes }
+    const conflicts = this.conflicts(changes.map((c) => c.path))
+    const effects = this.journal.records.filter((r) => r.seq > point.opSeq && !r.undone && r.type === 'side_effect')
+    const stateAfter = filtered ? this.state.root : point.state
+    const report = (applied: boolean, extra: Partial<RestoreReport> = {}): RestoreReport => ({
+      applied,
+      changes,
+      conflicts,
+      compensated: [],
+      uncompensated: [],
+      state: Object.fromEntries(mapEntries(applied ? this.state.root : stateAfter)),
+      ...extra,
+    })
+    if (options.dryRun) return report(false)
+    if (conflicts.length > 0 && !options.force) {
+      throw Object.assign(new Error(`rewindfs: restore refused: the lower source changed underneath ${conflicts.join(', ')} since it was read; pass force: true to restore anyway`), {
+        code: 'ECONFLICT',
+        conflicts,
+      })
+    }
+    const guard = this.addCheckpoint('guard', undefined, `before restoring ${point.label}`)
+    const { compensated, uncompensated } = await this.compensate(effects)
     const paths = changes.map((c) => c.path)
     if (!filtered) {
       const before = this.overlay.freeze()
-      this.overlay.setRoot(target.root)
-      this.journal.appendRoot({ type: 'restore', paths, description: `restore ${target.name}` }, before, target.root)
-    } else {
-      this.journal.run({ type: 'restore', paths, description: `restore ${target.name} (filtered)` }, () => this.applyRecords(records))
+      const stateBefore = this.state.freeze()
+      this.overlay.setRoot(point.root)
+      this.state.setRoot(point.state)
+      this.journal.appendRoot(
+        { type: 'restore', paths, description: `restore ${point.label}` },
+        { before, after: point.root, stateBefore, stateAfter: point.state },
+      )
+    } else if (records.length > 0) {
+      this.journal.run({ type: 'restore', paths, description: `restore ${point.label} (filtered)` }, () => this.applyRecords(records))
     }
+    this.undoneRestore = undefined
+    for (const record of this.records) if (record.seq > point.seq && record !== this.records.find((r) => r.id === guard.id)) record.superseded = true
     this.collector.maybeSchedule()
-    return { applied: true, changes }
+    return report(true, { guard, compensated, uncompensated })
+  }
+
+  /** Undoes the last restore; called again, re-applies it. */
+  async undoRestore(): Promise<{ undone?: Operation; redone?: Operation }> {
+    this.assertOpen()
+    this.ops.settle()
+    if (this.undoneRestore && this.undoneRestore.undone) {
+      const record = this.undoneRestore
+      this.journal.reapply(record)
+      record.undone = false
+      this.undoneRestore = undefined
+      return { redone: publicOperation(record) }
+    }
+    const record = this.journal.records.findLast((r) => r.type === 'restore' && !r.undone)
+    if (!record) throw Object.assign(new Error('rewindfs: there is no restore to undo'), { code: 'ENOENT' })
+    const result = await this.undo({ types: ['restore'] })
+    this.undoneRestore = record
+    return { undone: result.undone[0] }
+  }
+
+  /** What a restore target names: a checkpoint, the state at a time, or just after an operation. */
+  private restorePoint(target: RestoreTarget): { root: DirNode; state: MapRoot<JsonValue>; seq: number; opSeq: number; label: string } {
+    if (typeof target === 'string') {
+      const record = this.find(target)
+      return { root: record.root, state: record.state, seq: record.seq, opSeq: record.opSeq, label: record.name }
+    }
+    if (typeof target !== 'object' || target === null) throw new TypeError('rewindfs: restore target must be a checkpoint id or name, { time } or { operation }')
+    let untilSeq: number
+    let label: string
+    if ('operation' in target) {
+      const operation = this.journal.find(target.operation)
+      if (!operation) throw new FsError('ENOENT', 'restore', target.operation, undefined, 'no such operation')
+      untilSeq = operation.seq
+      label = `after ${operation.id}`
+    } else if ('time' in target && typeof target.time === 'number') {
+      untilSeq = this.journal.records.findLast((r) => r.time <= target.time)?.seq ?? 0
+      label = `at ${new Date(target.time).toISOString()}`
+    } else throw new TypeError('rewindfs: restore target must be a checkpoint id or name, { time } or { operation }')
+    // Start from the nearest checkpoint at or before the point and replay the operations since it:
+    // O(operations since that checkpoint).
+    const base = this.records.findLast((r) => r.opSeq <= untilSeq)
+    const first = this.journal.records[0]
+    if (!base && first && first.seq > 1) throw new FsError('ENOENT', 'restore', label, undefined, 'that point is older than the kept history')
+    const scratch = new Overlay(this.lower, this.overlay.blobs, this.overlay.inodes, base ? base.root : Overlay.emptyRoot(this.lower))
+    const state = new SessionState()
+    state.setRoot(base ? base.state : state.root)
+    const fromSeq = base?.opSeq ?? 0
+    for (const record of this.journal.records) {
+      if (record.seq <= fromSeq || record.seq > untilSeq || record.undone) continue
+      for (const change of this.journal.slots(record)) {
+        if (change.kind === 'slot') scratch.setSlot(change.path, change.after)
+        else if (change.kind === 'state') state.write(change.key, change.after)
+        else scratch.setDirMeta(change.path, change.after)
+      }
+    }
+    return { root: scratch.freeze(), state: state.freeze(), seq: base?.seq ?? 0, opSeq: untilSeq, label }
+  }
+
+  /** Paths whose lower-source version differs from the one recorded when first read. */
+  private conflicts(paths: readonly string[]): string[] {
+    const out: string[] = []
+    for (const path of paths) {
+      const seen = this.overlay.observed.get(path)
+      if (seen === undefined) continue
+      if (this.lower.stat(path)?.version !== seen) out.push(path)
+    }
+    return out
+  }
+
+  /**
+   * Runs `body` against a staging fs: its writes are invisible to `ws.fs` until validators pass
+   * and the whole change set commits as one operation. Nested transactions join the outer one.
+   */
+  async transaction<T>(body: (fs: NodeFs) => T | Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    this.assertOpen()
+    if (typeof body !== 'function') throw new TypeError('rewindfs: transaction(body) needs a function')
+    if (this.stagedFs) return body(this.stagedFs as unknown as NodeFs)
+    this.ops.settle()
+    this.transactionDepth++
+    try {
+      return await runTransaction(
+        {
+          overlay: this.overlay,
+          journal: this.journal,
+          cwd: this.ops.cwd,
+          umask: this.ops.umask,
+          validators: this.options.validators ?? [],
+          ...(this.options.approve ? { approve: this.options.approve } : {}),
+        },
+        (fs) => {
+          this.stagedFs = fs
+          return body(fs as unknown as NodeFs)
+        },
+        options,
+      )
+    } finally {
+      this.stagedFs = undefined
+      this.transactionDepth--
+    }
   }
 
   /** Applies selected differences one path at a time: parents before children, deletions deepest first. */
@@ -259,7 +651,7 @@ export class Workspace {
     const before = this.overlay.freeze()
     const empty = Overlay.emptyRoot(this.lower)
     this.overlay.setRoot(empty)
-    this.journal.appendRoot({ type: 'reset', paths: ['/'], description: 'reset to the lower layer' }, before, empty)
+    this.journal.appendRoot({ type: 'reset', paths: ['/'], description: 'reset to the lower layer' }, { before, after: empty })
     this.collector.maybeSchedule()
   }
 
@@ -311,7 +703,9 @@ export class Workspace {
         entry.linesRemoved += counts.removed
       }
     }
+    let compensation = { compensated: [] as string[], uncompensated: [] as { description: string; error: string }[] }
     if (!options.dryRun) {
+      compensation = await this.compensate(ordered.filter((r) => r.type === 'side_effect'))
       for (const record of ordered) {
         this.journal.revert(record)
         record.undone = true
@@ -324,7 +718,8 @@ export class Workspace {
       undone: ordered.map(publicOperation),
       filesAffected: files.size,
       changesReverted,
-      compensated: [],
+      compensated: compensation.compensated,
+      uncompensated: compensation.uncompensated,
       ...(next ? { next: publicOperation(next) } : {}),
     }
   }
@@ -335,6 +730,8 @@ export class Workspace {
     this.ops.settle()
     if (this.journal.records.length !== this.redoMark || this.redoable.length === 0) return { redone: [] }
     const records = [...this.redoable].sort((a, b) => a.seq - b.seq)
+    const effect = records.find((r) => r.type === 'side_effect')
+    if (effect) throw Object.assign(new Error(`rewindfs: redo refuses to re-run the side effect '${effect.description}'`), { code: 'EEFFECT' })
     for (const record of records) {
       this.journal.reapply(record)
       record.undone = false
@@ -440,7 +837,9 @@ export interface UndoResult {
   filesAffected: number
   /** Per path: lines the undo brings back and lines it takes away (computed at undo time). */
   changesReverted: Record<string, { linesRestored: number; linesRemoved: number }>
+  /** Side effects whose compensation ran (they are compensated, not rolled back). */
   compensated: string[]
+  uncompensated: { description: string; error: string }[]
   /** The operation a further undo would take. */
   next?: Operation
 }
@@ -473,6 +872,3 @@ function lineCounts(before: Uint8Array | undefined, after: Uint8Array | undefine
   return { restored: a.length - common, removed: b.length - common }
 }
 
-function publicCheckpoint(record: CheckpointRecord): Checkpoint {
-  return { id: record.id, name: record.name, kind: record.kind, seq: record.seq, createdAt: record.createdAt }
-}

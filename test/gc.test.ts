@@ -14,7 +14,7 @@ describe('blob garbage collection', () => {
 
   it('stores identical content once and frees overwritten content nothing reaches', async () => {
     // A short undo history: overwritten content is unreachable once its operation is dropped.
-    const ws = await Workspace.open({ retention: { operations: 1 } })
+    const ws = await Workspace.open({ retention: { operations: 1 }, autoCheckpoint: false })
     ws.fs.writeFileSync('/a', 'same')
     ws.fs.writeFileSync('/b', 'same')
     expect(ws.storage.blobs).toBe(1)
@@ -30,13 +30,15 @@ describe('blob garbage collection', () => {
   })
 
   it('keeps content reachable from checkpoints, and frees it when only a discarded tree held it', async () => {
-    const ws = await Workspace.open({ lower: { '/keep.txt': 'lower' }, retention: { operations: 1 } })
+    const ws = await Workspace.open({ lower: { '/keep.txt': 'lower' }, retention: { operations: 1 }, autoCheckpoint: false })
     ws.fs.writeFileSync('/x.txt', 'in checkpoint')
     const cp = await ws.checkpoint({ name: 'one' })
     ws.fs.writeFileSync('/x.txt', 'after checkpoint')
     ws.fs.writeFileSync('/y.txt', 'only live')
     ws.collectGarbage()
-    await ws.restore(cp.id)
+    const { guard } = await ws.restore(cp.id)
+    // The guard checkpoint keeps the pre-restore tree until it is deleted.
+    await ws.deleteCheckpoint(guard!.id)
     for (let i = 0; i < 40; i++) ws.fs.mkdirSync(`/dir${i}`)
     expect(ws.fs.readFileSync('/x.txt', 'utf8')).toBe('in checkpoint')
     const before = ws.storage.blobs

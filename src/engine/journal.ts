@@ -5,7 +5,9 @@
  * nodes over an immutable lower layer, putting a slot back restores the merged view exactly.
  */
 import { upperSlotDiff } from '../diff.js'
+import type { JsonValue, SessionState, StateRecorder } from './state.js'
 import type { DirNode, Meta, UpperNode } from '../layer/nodes.js'
+import { type MapRoot, mapDiff } from '../layer/persistent-map.js'
 import type { Overlay, Recorder } from '../overlay.js'
 import { isWithin } from '../path.js'
 
@@ -35,12 +37,41 @@ export type SlotChange =
   | { readonly kind: 'slot'; readonly path: string; readonly before: UpperNode | undefined; readonly after: UpperNode | undefined }
   | { readonly kind: 'meta'; readonly path: string; readonly before: Meta; readonly after: Meta }
 
+/** A session-state key set or removed. */
+export interface StateChange {
+  readonly kind: 'state'
+  readonly path: string
+  readonly key: string
+  readonly before: JsonValue | undefined
+  readonly after: JsonValue | undefined
+}
+
+/** A side effect outside the workspace: undone by running its compensation, never rolled back. */
+export interface EffectChange {
+  readonly kind: 'effect'
+  readonly path: string
+  readonly effect: SideEffect
+}
+
+export interface SideEffect {
+  readonly description: string
+  /** A function (lives as long as the process) or a compensator registered by name. */
+  readonly compensate: (() => unknown) | { name: string; args?: JsonValue }
+  readonly tier?: number
+  readonly group?: string
+  compensated: boolean
+}
+
+export type Change = SlotChange | RootChange | StateChange | EffectChange
+
 /** A whole-tree move (restore, reset): O(1) to record, expanded to slots only when undo needs it. */
 export interface RootChange {
   readonly kind: 'root'
   readonly path: '/'
   readonly before: DirNode
   readonly after: DirNode
+  readonly stateBefore?: MapRoot<JsonValue>
+  readonly stateAfter?: MapRoot<JsonValue>
 }
 
 export interface Operation {
@@ -59,7 +90,7 @@ export interface Operation {
 }
 
 export interface OperationRecord extends Operation {
-  readonly changes: readonly (SlotChange | RootChange)[]
+  readonly changes: readonly Change[]
   /** Set once the operation has been undone (it stays in history). */
   undone: boolean
 }
@@ -73,9 +104,9 @@ export interface OperationContext {
 
 const snapshot: UndoStrategy = { kind: 'snapshot', reason: 'previous entries kept by blob reference' }
 
-export class Journal implements Recorder {
+export class Journal implements Recorder, StateRecorder {
   readonly records: OperationRecord[] = []
-  private current: { context: OperationContext; changes: SlotChange[]; needsFreeze: boolean } | undefined
+  private current: { context: OperationContext; changes: Change[]; needsFreeze: boolean } | undefined
   private depth = 0
   private seq = 0
   /** Suppresses recording (undo and redo write through the same primitives). */
@@ -89,8 +120,24 @@ export class Journal implements Recorder {
     private readonly idPrefix: string,
     /** Operations kept for undo and history; older ones are dropped (their content can be collected). */
     private readonly limit = 10_000,
+    private readonly sessionState?: SessionState,
   ) {
     overlay.recorder = this
+    if (sessionState) sessionState.recorder = this
+  }
+
+  state(key: string, before: JsonValue | undefined, after: JsonValue | undefined): void {
+    if (this.muted > 0) return
+    if (this.current) this.current.changes.push({ kind: 'state', path: `state:${key}`, key, before, after })
+    else this.append({ type: 'state_set', paths: [`state:${key}`] }, [{ kind: 'state', path: `state:${key}`, key, before, after }])
+  }
+
+  effect(effect: SideEffect, context: Omit<OperationContext, 'type' | 'paths'>): OperationRecord {
+    return this.append(
+      { type: 'side_effect', paths: [`effect:${effect.description}`], ...context },
+      [{ kind: 'effect', path: `effect:${effect.description}`, effect }],
+      { kind: 'compensation', reason: 'an effect outside the workspace cannot be rolled back, only compensated' },
+    )
   }
 
   slot(path: string, before: UpperNode | undefined, after: UpperNode | undefined): void {
@@ -102,6 +149,16 @@ export class Journal implements Recorder {
   meta(path: string, before: Meta, after: Meta): void {
     if (this.muted > 0 || !this.current) return
     this.current.changes.push({ kind: 'meta', path, before, after })
+  }
+
+  /** Whether an operation is being recorded right now (nested calls join it). */
+  get running(): boolean {
+    return this.depth > 0
+  }
+
+  /** Sequence number of the newest operation (0 before any). */
+  get lastSeq(): number {
+    return this.seq
   }
 
   /** Refines the running operation's type once the call knows it (a write that created the file). */
@@ -132,7 +189,7 @@ export class Journal implements Recorder {
     return this.append(current.context, changes)
   }
 
-  append(context: OperationContext, changes: readonly (SlotChange | RootChange)[], strategy = snapshot, parent?: string): OperationRecord {
+  append(context: OperationContext, changes: readonly Change[], strategy = snapshot, parent?: string): OperationRecord {
     const seq = ++this.seq
     const record: OperationRecord = {
       id: `op-${this.idPrefix}-${seq.toString(36)}`,
@@ -156,14 +213,15 @@ export class Journal implements Recorder {
   }
 
   /** Records a whole-tree move as one operation. */
-  appendRoot(context: OperationContext, before: DirNode, after: DirNode): OperationRecord {
-    return this.append(context, [{ kind: 'root', path: '/', before, after }])
+  appendRoot(context: OperationContext, change: Omit<RootChange, 'kind' | 'path'>): OperationRecord {
+    return this.append(context, [{ kind: 'root', path: '/', ...change }])
   }
 
   /** The record's changes as slots (root moves expanded; cost proportional to what differs). */
-  slots(record: OperationRecord): SlotChange[] {
-    const out: SlotChange[] = []
+  slots(record: OperationRecord): (SlotChange | StateChange)[] {
+    const out: (SlotChange | StateChange)[] = []
     for (const change of record.changes) {
+      if (change.kind === 'effect') continue
       if (change.kind !== 'root') out.push(change)
       else {
         upperSlotDiff(
@@ -172,6 +230,9 @@ export class Journal implements Recorder {
           (path, before, after) => out.push({ kind: 'slot', path, before, after }),
           (path, before, after) => out.push({ kind: 'meta', path, before, after }),
         )
+        if (change.stateBefore && change.stateAfter) {
+          mapDiff(change.stateBefore, change.stateAfter, (key, before, after) => out.push({ kind: 'state', path: `state:${key}`, key, before, after }))
+        }
       }
     }
     return out
@@ -185,6 +246,7 @@ export class Journal implements Recorder {
       for (let i = changes.length - 1; i >= 0; i--) {
         const change = changes[i]
         if (change.kind === 'slot') this.overlay.setSlot(change.path, change.before)
+        else if (change.kind === 'state') this.sessionState?.write(change.key, change.before)
         else this.overlay.setDirMeta(change.path, change.before)
       }
     })
@@ -198,6 +260,7 @@ export class Journal implements Recorder {
     this.silently(() => {
       for (const change of changes) {
         if (change.kind === 'slot') this.overlay.setSlot(change.path, change.after)
+        else if (change.kind === 'state') this.sessionState?.write(change.key, change.after)
         else this.overlay.setDirMeta(change.path, change.after)
       }
     })

@@ -86,6 +86,8 @@ export class FsOperations {
 
   /** Records mutating calls as operations (the rollback engine); absent, nothing is recorded. */
   journal: Journal | undefined
+  /** Called before each mutating call starts (automatic checkpoints by risk). */
+  beforeOperation: ((type: OperationType, paths: readonly string[]) => void) | undefined
 
   /** Settles descriptors' pending writes so every other call sees them. */
   settle(keep?: OpenFile): void {
@@ -105,6 +107,7 @@ export class FsOperations {
     if (fd) paths.push(fd.path)
     const pathArgs = name === 'symlink' ? [args[1]] : name === 'rename' || name === 'copyFile' || name === 'cp' ? [args[0], args[1]] : [args[0]]
     for (const value of pathArgs) if (typeof value === 'string') paths.push(normalize(absolute(value, this.cwd)))
+    if (!journal.running) this.beforeOperation?.(type, paths)
     return journal.run({ type, paths }, body)
   }
 

@@ -1,0 +1,140 @@
+/**
+ * Commit-and-validate transactions: writes go to a staging overlay (a frozen copy of the current
+ * tree, so starting one is O(1)) that `ws.fs` cannot see; validators run on the staged files; only
+ * if all pass, and nothing staged was changed meanwhile, does the change set land as one operation.
+ * A throw, a failed validator, a refused approval or a conflict leaves the workspace untouched.
+ */
+import type { Change } from '../diff.js'
+import { diffTrees, upperSlotDiff } from '../diff.js'
+import { FsOperations } from '../fs/operations.js'
+import { createFs } from '../fs/surface.js'
+import type { DirNode } from '../layer/nodes.js'
+import { Overlay } from '../overlay.js'
+import type { Journal } from './journal.js'
+import { type ValidationResult, type Validator, ValidationError, runValidators } from './validator.js'
+
+export interface RiskFactors {
+  deletes: number
+  directoryRenames: number
+  filesTouched: number
+  lowerOverwrites: number
+  sideEffects: number
+}
+
+export interface ApprovalRequest {
+  changes: Change[]
+  /** Unified diffs of the staged text files, concatenated. */
+  diff: string
+  validatorResults: ValidationResult[]
+  risk: { score: number; factors: RiskFactors; threshold: number }
+  /** How the commit would be undone. */
+  rollbackPlan: string
+}
+
+export type ApprovalHook = (request: ApprovalRequest) => boolean | Promise<boolean>
+
+export interface TransactionOptions {
+  validators?: readonly Validator[]
+  label?: string
+  group?: string
+  /** Called when the risk score exceeds `riskThreshold`; false refuses the commit. */
+  approve?: ApprovalHook
+  riskThreshold?: number
+}
+
+/** Default score above which `approve` is asked: e.g. four deletes, or two directory renames. */
+export const DEFAULT_RISK_THRESHOLD = 10
+
+export class ConflictError extends Error {
+  readonly code = 'ECONFLICT'
+  constructor(readonly paths: string[]) {
+    super(`rewindfs: the transaction's staged paths were changed outside it meanwhile: ${paths.join(', ')}`)
+    this.name = 'ConflictError'
+  }
+}
+
+export class ApprovalError extends Error {
+  readonly code = 'EAPPROVAL'
+  constructor(readonly risk: number) {
+    super(`rewindfs: the transaction (risk ${risk}) was not approved`)
+    this.name = 'ApprovalError'
+  }
+}
+
+export function riskScore(factors: RiskFactors): number {
+  return factors.deletes * 3 + factors.directoryRenames * 5 + factors.filesTouched + factors.lowerOverwrites * 2 + factors.sideEffects * 5
+}
+
+export interface TransactionHost {
+  overlay: Overlay
+  journal: Journal
+  cwd: string
+  umask: number
+  validators: readonly Validator[]
+  approve?: ApprovalHook
+}
+
+export type StagedFs = ReturnType<typeof createFs>
+
+/** Runs `body` against a staging fs and commits its changes as one 'transaction' operation. */
+export async function runTransaction<T>(host: TransactionHost, body: (fs: StagedFs) => T | Promise<T>, options: TransactionOptions): Promise<T> {
+  const { overlay, journal } = host
+  const base: DirNode = overlay.freeze()
+  const staging = new Overlay(overlay.lower, overlay.blobs, overlay.inodes, base)
+  const ops = new FsOperations(staging)
+  ops.cwd = host.cwd
+  ops.umask = host.umask
+  const fs = createFs(ops)
+  const result = await body(fs)
+  ops.settle()
+  const staged = staging.freeze()
+  const records = diffTrees(staging, base, staged)
+  if (records.length === 0) return result
+
+  const files = records.filter((r) => r.after?.type === 'file').map((r) => ({ path: r.change.path, content: staging.readBytes(r.after!) }))
+  const report = await runValidators([...host.validators, ...(options.validators ?? [])], files)
+  if (report.failures.length > 0) throw new ValidationError(report.failures)
+
+  const factors: RiskFactors = {
+    deletes: records.filter((r) => r.change.type === 'deleted').length,
+    directoryRenames: 0,
+    filesTouched: records.filter((r) => r.change.entry === 'file').length,
+    lowerOverwrites: records.filter((r) => r.change.type !== 'added' && r.before?.node === undefined).length,
+    sideEffects: 0,
+  }
+  // A directory that disappeared while a directory with the same lower contents appeared is a rename.
+  const removedDirs = new Set(records.filter((r) => r.change.type === 'deleted' && r.before?.type === 'dir').map((r) => r.before!.lowerPath))
+  factors.directoryRenames = records.filter((r) => r.change.type === 'added' && r.after?.type === 'dir' && removedDirs.has(r.after.lowerPath)).length
+  const threshold = options.riskThreshold ?? DEFAULT_RISK_THRESHOLD
+  const score = riskScore(factors)
+  const approve = options.approve ?? host.approve
+  if (approve && score > threshold) {
+    const request: ApprovalRequest = {
+      changes: records.map((r) => r.change),
+      diff: records.map((r) => r.change.patch ?? '').join(''),
+      validatorResults: report.results,
+      risk: { score, factors, threshold },
+      rollbackPlan: `one undo step (or undo({ group })) puts back ${records.length} paths from blob references`,
+    }
+    if ((await approve(request)) !== true) throw new ApprovalError(score)
+  }
+
+  // Conflict: a staged path (or its parent chain) changed in the live tree since the base.
+  const live = overlay.freeze()
+  if (live !== base) {
+    const stagedPaths = records.map((r) => r.change.path)
+    const changedLive = diffTrees(overlay, base, live).map((r) => r.change.path)
+    const conflicts = changedLive.filter((p) => stagedPaths.some((q) => p === q || q.startsWith(p + '/') || p.startsWith(q + '/')))
+    if (conflicts.length > 0) throw new ConflictError(conflicts)
+  }
+
+  journal.run({ type: 'transaction', paths: records.map((r) => r.change.path), group: options.group, description: options.label }, () => {
+    upperSlotDiff(
+      base,
+      staged,
+      (path, _before, after) => overlay.setSlot(path, after),
+      (path, _before, after) => overlay.setDirMeta(path, after),
+    )
+  })
+  return result
+}
