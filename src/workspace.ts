@@ -12,7 +12,7 @@ import { FsError } from './errors.js'
 import { Journal, type Operation, type OperationRecord, type OperationType, publicOperation } from './engine/journal.js'
 import { FsOperations } from './fs/operations.js'
 import { createFs } from './fs/surface.js'
-import { type DirNode, dirNode } from './layer/nodes.js'
+import { type DirNode, type UpperNode, dirNode } from './layer/nodes.js'
 import { type MapRoot, mapEntries } from './layer/persistent-map.js'
 import { type JsonValue, SessionState } from './engine/state.js'
 import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
@@ -663,7 +663,8 @@ export class Workspace {
   async undo(options: UndoOptions = {}): Promise<UndoResult> {
     this.assertOpen()
     this.ops.settle()
-    const steps = options.steps ?? 1
+    // undo({ group }) takes back the whole group (up to the 50-step limit) unless steps says otherwise.
+    const steps = options.steps ?? (options.group !== undefined ? 50 : 1)
     if (!Number.isInteger(steps) || steps < 1 || steps > 50) throw new RangeError(`rewindfs: undo steps must be an integer from 1 to 50; got ${String(steps)}`)
     const matches = (record: OperationRecord) =>
       !record.undone &&
@@ -694,8 +695,8 @@ export class Workspace {
       for (const change of this.journal.slots(record)) {
         files.add(change.path)
         if (change.kind !== 'slot') continue
-        const before = change.before?.type === 'file' ? this.overlay.blobs.get(change.before.blob) : undefined
-        const after = change.after?.type === 'file' ? this.overlay.blobs.get(change.after.blob) : undefined
+        const before = this.slotContent(change.path, change.before)
+        const after = this.slotContent(change.path, change.after)
         if (before === undefined && after === undefined) continue
         const counts = lineCounts(before, after)
         const entry = (changesReverted[change.path] ??= { linesRestored: 0, linesRemoved: 0 })
@@ -740,6 +741,14 @@ export class Workspace {
     return { redone: records.map(publicOperation) }
   }
 
+  /** A file's content as one slot value shows it: an upper file, or the lower file it leaves visible. */
+  private slotContent(path: string, node: UpperNode | undefined): Uint8Array | undefined {
+    if (node?.type === 'file') return this.overlay.blobs.get(node.blob)
+    if (node !== undefined) return undefined
+    const stat = this.lower.stat(path)
+    return stat?.type === 'file' ? this.lower.readFile(path) : undefined
+  }
+
   /** Operations, newest first. */
   history(filter: HistoryFilter = {}): Operation[] {
     this.ops.settle()
@@ -764,10 +773,10 @@ export class Workspace {
     if (!record) return undefined
     const diff = this.journal.slots(record).flatMap((change) => {
       if (change.kind !== 'slot') return []
-      const before = change.before?.type === 'file' ? this.overlay.blobs.get(change.before.blob) : new Uint8Array(0)
-      const after = change.after?.type === 'file' ? this.overlay.blobs.get(change.after.blob) : new Uint8Array(0)
-      if (change.before?.type !== 'file' && change.after?.type !== 'file') return [{ path: change.path }]
-      return [{ path: change.path, patch: unifiedDiff(change.path, before, after) }]
+      const before = this.slotContent(change.path, change.before)
+      const after = this.slotContent(change.path, change.after)
+      if (before === undefined && after === undefined) return [{ path: change.path }]
+      return [{ path: change.path, patch: unifiedDiff(change.path, before ?? new Uint8Array(0), after ?? new Uint8Array(0)) }]
     })
     return { ...publicOperation(record), undone: record.undone, diff }
   }
@@ -856,7 +865,12 @@ export interface HistoryFilter {
 
 /** Lines an undo restores (present before, gone after) and removes (added by the operation). */
 function lineCounts(before: Uint8Array | undefined, after: Uint8Array | undefined): { restored: number; removed: number } {
-  const lines = (bytes: Uint8Array | undefined) => (bytes && isProbablyText(bytes) ? decode(bytes).split('\n') : [])
+  const lines = (bytes: Uint8Array | undefined) => {
+    if (!bytes || bytes.byteLength === 0 || !isProbablyText(bytes)) return []
+    const all = decode(bytes).split('\n')
+    if (all[all.length - 1] === '') all.pop() // a final newline ends the last line, it does not start one
+    return all
+  }
   const a = lines(before)
   const b = lines(after)
   const counts = new Map<string, number>()
