@@ -5,22 +5,22 @@
  * FsOperations over the overlay.
  */
 import { Collector } from './blob/collector.js'
-import { BlobStore } from './blob/store.js'
+import { type BlobId, BlobStore } from './blob/store.js'
 import { type Change, type ChangeRecord, diffTrees, rootEntry, unifiedDiff } from './diff.js'
 import { decode, isProbablyText } from './bytes.js'
 import { FsError } from './errors.js'
-import { Journal, type Operation, type OperationRecord, type OperationType, publicOperation } from './engine/journal.js'
+import { type Change as JournalChange, Journal, type Operation, type OperationRecord, type OperationType, publicOperation } from './engine/journal.js'
 import { FsOperations } from './fs/operations.js'
 import { createFs } from './fs/surface.js'
-import { type DirNode, type UpperNode, dirNode } from './layer/nodes.js'
-import { type MapRoot, mapEntries } from './layer/persistent-map.js'
+import { type DirNode, type FileNode, type UpperNode, dirNode } from './layer/nodes.js'
+import { type MapRoot, mapEntries, mapGet } from './layer/persistent-map.js'
 import { type JsonValue, SessionState } from './engine/state.js'
 import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
 import type { Validator } from './engine/validator.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
 import { type Entry, Overlay } from './overlay.js'
-import { absolute, dirname, basename, pathMatcher } from './path.js'
+import { absolute, basename, components, dirname, normalize, pathMatcher } from './path.js'
 
 export type CheckpointKind = 'manual' | 'auto' | 'turn' | 'compact' | 'guard'
 
@@ -104,6 +104,26 @@ export interface WorkspaceOptions {
   approve?: ApprovalHook
   /** Automatic checkpoints by risk; `false` turns them off. */
   autoCheckpoint?: AutoCheckpointOptions | false
+  /** Told when the engine escalates: an undo that failed, a compensation that failed, a safe stop. */
+  onAlert?: (alert: Alert) => void
+}
+
+export interface Alert {
+  kind: 'undo-failed' | 'uncompensated' | 'safe-stop'
+  message: string
+  operations?: string[]
+}
+
+export interface PurgeReport {
+  /** Blobs overwritten and removed. */
+  erased: number
+  /** Checkpoints and operations whose reference to the content was replaced by an empty file. */
+  checkpoints: number
+  operations: number
+  /** The lower layer still holds the path: it is read-only, so its copy stays (flush a deletion to remove it). */
+  lowerStillHasIt: boolean
+  /** Blobs kept because another path holds the same bytes. */
+  sharedElsewhere: number
 }
 
 /** The Node fs shape we implement. A type query only: nothing from Node is loaded by the core. */
@@ -130,6 +150,14 @@ interface CheckpointRecord {
   readonly state: MapRoot<JsonValue>
   /** Journal position when it was made: operations after it are "since the checkpoint". */
   readonly opSeq: number
+}
+
+/** What the sessions of one workspace share: content, inode numbers, the collector. */
+interface Shared {
+  readonly blobs: BlobStore
+  readonly inodes: { next: number }
+  readonly sessions: Set<string>
+  collector: Collector | undefined
 }
 
 const compensators = new Map<string, (args: JsonValue | undefined) => unknown>()
@@ -160,24 +188,47 @@ export class Workspace {
   private undoneRestore: OperationRecord | undefined
   private readonly idPrefix = `${(++workspaceCount).toString(36)}${Math.random().toString(36).slice(2, 6)}`
 
-  private constructor(readonly lower: LowerSource, options: WorkspaceOptions) {
-    const blobs = new BlobStore()
+  private constructor(
+    readonly lower: LowerSource,
+    options: WorkspaceOptions,
+    private readonly shared: Shared = { blobs: new BlobStore(), inodes: { next: 1 }, sessions: new Set(), collector: undefined },
+    from?: { root: DirNode; state: MapRoot<JsonValue>; cwd: string },
+  ) {
     this.session = options.session ?? 'main'
-    this.overlay = new Overlay(lower, blobs, { next: 1 })
+    if (shared.sessions.has(this.session)) throw new Error(`rewindfs: a session named '${this.session}' is already open on this store`)
+    shared.sessions.add(this.session)
+    this.overlay = new Overlay(lower, shared.blobs, shared.inodes, from?.root)
     this.ops = new FsOperations(this.overlay)
     if (options.umask !== undefined) this.ops.umask = options.umask & 0o777
+    if (from) this.ops.cwd = from.cwd
     this.options = options
     this.state = new SessionState()
+    if (from) this.state.setRoot(from.state)
     this.journal = new Journal(this.overlay, this.session, this.idPrefix, options.retention?.operations, this.state)
     this.ops.journal = this.journal
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
     this.fs = createFs(this.ops) as unknown as NodeFs
-    this.collector = new Collector(blobs)
+    this.collector = shared.collector ??= new Collector(shared.blobs)
     this.unregister = this.collector.register({ roots: () => this.gcRoots() })
   }
 
   static async open(options: WorkspaceOptions = {}): Promise<Workspace> {
     return new Workspace(toLowerSource(options.lower), options)
+  }
+
+  /**
+   * A new session branching from the current state: it shares the lower layer and the blob store
+   * (so nothing is copied) and has its own upper layer, history and checkpoints. O(1).
+   */
+  async fork(session?: string): Promise<Workspace> {
+    this.assertOpen()
+    this.ops.settle()
+    const name = session ?? `${this.session}-fork-${this.shared.sessions.size}`
+    return new Workspace(this.lower, { ...this.options, session: name }, this.shared, {
+      root: this.overlay.freeze(),
+      state: this.state.freeze(),
+      cwd: this.ops.cwd,
+    })
   }
 
   /** Relative paths given to `fs` resolve against this directory ('/' at first). */
@@ -396,6 +447,9 @@ export class Workspace {
           uncompensated.push({ description: effect.description, error: (error as Error).message ?? String(error) })
         }
       }
+    }
+    if (uncompensated.length > 0) {
+      this.options.onAlert?.({ kind: 'uncompensated', message: uncompensated.map((u) => `${u.description}: ${u.error}`).join('; ') })
     }
     return { compensated, uncompensated }
   }
@@ -708,7 +762,7 @@ export class Workspace {
     if (!options.dryRun) {
       compensation = await this.compensate(ordered.filter((r) => r.type === 'side_effect'))
       for (const record of ordered) {
-        this.journal.revert(record)
+        this.revertWithEscalation(record)
         record.undone = true
       }
       this.redoable = ordered
@@ -723,6 +777,124 @@ export class Workspace {
       uncompensated: compensation.uncompensated,
       ...(next ? { next: publicOperation(next) } : {}),
     }
+  }
+
+  /**
+   * The seed's escalation: retry a failed undo once, then restore the nearest intact checkpoint,
+   * then stop safely (the workspace freezes: writes fail with EROFS naming the reason; every
+   * record is kept) and alert.
+   */
+  private revertWithEscalation(record: OperationRecord): void {
+    let failure: unknown
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        this.journal.revert(record)
+        return
+      } catch (error) {
+        failure = error
+      }
+    }
+    const message = `undo of ${record.id} failed twice: ${(failure as Error)?.message ?? String(failure)}`
+    this.options.onAlert?.({ kind: 'undo-failed', message, operations: [record.id] })
+    const nearest = this.records.findLast((r) => r.seq > 0)
+    if (nearest) {
+      try {
+        const before = this.overlay.freeze()
+        const stateBefore = this.state.freeze()
+        this.overlay.setRoot(nearest.root)
+        this.state.setRoot(nearest.state)
+        this.journal.appendRoot({ type: 'restore', paths: ['/'], description: `escalation: restore ${nearest.name}` }, { before, after: nearest.root, stateBefore, stateAfter: nearest.state })
+        return
+      } catch (error) {
+        failure = error
+      }
+    }
+    this.freeze(`${message}; no intact checkpoint could be restored`)
+    throw Object.assign(new Error(`rewindfs: ${message}; the workspace is frozen (safe stop)`), { code: 'ESAFESTOP' })
+  }
+
+  /** Safe stop: keeps every record and refuses writes until `unfreeze()`. */
+  freeze(reason: string): void {
+    this.ops.frozenReason = reason
+    this.options.onAlert?.({ kind: 'safe-stop', message: reason })
+  }
+
+  unfreeze(): void {
+    this.ops.frozenReason = undefined
+  }
+
+  /** Why the workspace is frozen, if it is. */
+  get frozen(): string | undefined {
+    return this.ops.frozenReason
+  }
+
+  /**
+   * Removes a file's contents (a leaked secret) from the live tree, every checkpoint and every undo
+   * record: references become an empty file, and the bytes are overwritten and dropped unless
+   * another path holds the same content.
+   */
+  async purge(path: string): Promise<PurgeReport> {
+    this.assertOpen()
+    this.ops.settle()
+    const target = normalize(absolute(path, this.ops.cwd))
+    const ids = new Set<BlobId>()
+    const purgedNode = (node: FileNode): FileNode => ({ type: 'file', meta: node.meta, blob: this.overlay.blobs.put(new Uint8Array(0)), size: 0 })
+    /** A copy of `root` with the file at `target` emptied, or the same root when it has none there. */
+    const scrub = (root: DirNode): DirNode => {
+      const scratch = new Overlay(this.lower, this.overlay.blobs, this.overlay.inodes, root)
+      const parts = components(target)
+      let node: UpperNode | undefined = root
+      for (const part of parts) node = node?.type === 'dir' ? mapGet(node.children, part) : undefined
+      if (node?.type !== 'file') return root
+      ids.add(node.blob)
+      scratch.setSlot(target, purgedNode(node))
+      return scratch.freeze()
+    }
+    let checkpoints = 0
+    for (const record of this.records) {
+      const root = scrub(record.root)
+      if (root !== record.root) {
+        ;(record as { root: DirNode }).root = root
+        checkpoints++
+      }
+    }
+    let operations = 0
+    for (const record of this.journal.records) {
+      let touched = false
+      const changes = record.changes.map((change): JournalChange => {
+        if (change.kind === 'slot' && change.path === target) {
+          const fix = (node: UpperNode | undefined) => (node?.type === 'file' ? (ids.add(node.blob), purgedNode(node)) : node)
+          touched = true
+          return { ...change, before: fix(change.before), after: fix(change.after) }
+        }
+        if (change.kind === 'root') {
+          const before = scrub(change.before)
+          const after = scrub(change.after)
+          if (before !== change.before || after !== change.after) touched = true
+          return { ...change, before, after }
+        }
+        return change
+      })
+      if (touched) {
+        ;(record as { changes: readonly JournalChange[] }).changes = changes
+        operations++
+      }
+    }
+    const live = this.tryResolve(target)
+    if (live?.node?.type === 'file') {
+      ids.add(live.node.blob)
+      // Not journaled: an undo record of the purge would hold the very bytes being removed.
+      this.journal.silently(() => this.overlay.setContent(live, new Uint8Array(0)))
+    }
+    // Re-reference what the live tree now holds, then erase every purged blob nothing reaches.
+    const reachable = this.collector.reachable()
+    let erased = 0
+    let sharedElsewhere = 0
+    for (const id of ids) {
+      if (reachable.has(id)) sharedElsewhere++
+      else if (this.overlay.blobs.erase(id)) erased++
+    }
+    return { erased, checkpoints, operations, lowerStillHasIt: this.lower.stat(target)?.type === 'file', sharedElsewhere }
   }
 
   /** Re-applies what the last undo removed, until a new operation is recorded. */
@@ -800,9 +972,13 @@ export class Workspace {
     if (this.closed) return
     for (const file of [...this.ops.descriptors.all()]) this.ops.close(file.fd)
     this.closed = true
-    this.collector.stop()
     this.unregister()
-    await this.lower.close?.()
+    this.shared.sessions.delete(this.session)
+    // The lower source and the collector belong to every session sharing them: the last one closes them.
+    if (this.shared.sessions.size === 0) {
+      this.collector.stop()
+      await this.lower.close?.()
+    }
   }
 
   private assertOpen(): void {

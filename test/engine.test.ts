@@ -335,3 +335,81 @@ describe('checkpoints as full restore points', () => {
     await expect(ws.setResume({ phase: 'nap' as 'plan', turn: 1 })).rejects.toThrow(TypeError)
   })
 })
+
+describe('sessions, purge and safe stop', () => {
+  it('forks a session that shares the lower layer and blobs but has its own files, history and checkpoints', async () => {
+    const main = await Workspace.open({ lower: { '/a.txt': 'lower' }, autoCheckpoint: false })
+    main.fs.writeFileSync('/a.txt', 'main edit')
+    await main.state.set('plan', 'shared start')
+    await main.checkpoint({ name: 'start' })
+    const fork = await main.fork('experiment')
+    expect(fork.session).toBe('experiment')
+    expect(fork.fs.readFileSync('/a.txt', 'utf8')).toBe('main edit')
+    expect(await fork.state.get('plan')).toBe('shared start')
+    fork.fs.writeFileSync('/a.txt', 'fork edit')
+    fork.fs.writeFileSync('/only-fork.txt', 'x')
+    expect(main.fs.readFileSync('/a.txt', 'utf8')).toBe('main edit')
+    expect(main.fs.existsSync('/only-fork.txt')).toBe(false)
+    expect(fork.checkpoints()).toEqual([])
+    await fork.checkpoint({ name: 'start' }) // names are unique per session, not across sessions
+    await main.restore('start')
+    expect(fork.fs.readFileSync('/a.txt', 'utf8')).toBe('fork edit')
+    expect(fork.history().every((op) => op.session === 'experiment')).toBe(true)
+    await expect(main.fork('experiment')).rejects.toThrow(/already open/)
+  })
+
+  it('purges a leaked secret from the live tree, checkpoints and undo records', async () => {
+    const secret = 'AKIA' + 'Q'.repeat(16)
+    const ws = await Workspace.open({ autoCheckpoint: false })
+    ws.fs.writeFileSync('/.env', `KEY=${secret}\n`)
+    await ws.checkpoint({ name: 'leaky' })
+    ws.fs.writeFileSync('/.env', `KEY=${secret}\nOTHER=1\n`)
+    const report = await ws.purge('/.env')
+    expect(report).toMatchObject({ erased: 2, checkpoints: 1, sharedElsewhere: 0, lowerStillHasIt: false })
+    expect(ws.fs.readFileSync('/.env', 'utf8')).toBe('')
+    await ws.restore('leaky')
+    expect(ws.fs.readFileSync('/.env', 'utf8')).toBe('')
+    for (const op of ws.history()) {
+      for (const d of ws.operation(op.id)?.diff ?? []) expect(d.patch ?? '').not.toContain(secret)
+    }
+    while (ws.history().some((op) => !('undone' in op))) await ws.undo({ steps: 1 })
+    expect(ws.fs.existsSync('/.env') ? ws.fs.readFileSync('/.env', 'utf8') : '').not.toContain(secret)
+  })
+
+  it('stops safely when an undo cannot be carried out and no checkpoint can be restored', async () => {
+    const alerts: string[] = []
+    const ws = await Workspace.open({ autoCheckpoint: false, onAlert: (alert) => alerts.push(alert.kind) })
+    ws.fs.writeFileSync('/f', '1')
+    const journal = (ws as unknown as { journal: { revert(): void } }).journal
+    journal.revert = () => {
+      throw new Error('disk on fire')
+    }
+    await expect(ws.undo()).rejects.toMatchObject({ code: 'ESAFESTOP' })
+    expect(alerts).toEqual(['undo-failed', 'safe-stop'])
+    expect(ws.frozen).toMatch(/disk on fire/)
+    expect(() => ws.fs.writeFileSync('/g', 'x')).toThrow(expect.objectContaining({ code: 'EROFS' }))
+    expect(ws.fs.readFileSync('/f', 'utf8')).toBe('1')
+    expect(ws.history()).toHaveLength(1)
+    ws.unfreeze()
+    ws.fs.writeFileSync('/g', 'x')
+  })
+
+  it('falls back to the nearest checkpoint when an undo fails twice', async () => {
+    const alerts: string[] = []
+    const ws = await Workspace.open({ autoCheckpoint: false, onAlert: (alert) => alerts.push(alert.kind) })
+    ws.fs.writeFileSync('/f', 'checkpointed')
+    await ws.checkpoint({ name: 'safe' })
+    ws.fs.writeFileSync('/f', 'later')
+    const journal = (ws as unknown as { journal: { revert(): void } }).journal
+    let attempts = 0
+    journal.revert = () => {
+      attempts++
+      throw new Error('broken record')
+    }
+    await ws.undo()
+    expect(attempts).toBe(2)
+    expect(alerts).toEqual(['undo-failed'])
+    expect(ws.fs.readFileSync('/f', 'utf8')).toBe('checkpointed')
+    expect(ws.frozen).toBeUndefined()
+  })
+})

@@ -52,6 +52,24 @@ export class Collector {
     }
   }
 
+  /** Every blob id reachable from the registered roots right now (a full, synchronous mark). */
+  reachable(): Set<BlobId> {
+    const marked = new Set<BlobId>()
+    const visited = new Set<DirNode>()
+    const stack: DirNode[] = []
+    for (const set of this.sets) for (const root of set.roots()) typeof root === 'string' ? marked.add(root) : stack.push(root)
+    while (stack.length > 0) {
+      const dir = stack.pop()!
+      if (visited.has(dir)) continue
+      visited.add(dir)
+      for (const [, node] of mapEntries<UpperNode>(dir.children)) {
+        if (node.type === 'file') marked.add(node.blob)
+        else if (node.type === 'dir') stack.push(node)
+      }
+    }
+    return marked
+  }
+
   private start(): void {
     const stack: DirNode[] = []
     const marked = new Set<BlobId>()

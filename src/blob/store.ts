@@ -72,6 +72,16 @@ export class BlobStore {
     return this.blobs.keys()
   }
 
+  /** Overwrites a blob's bytes with zeros and drops it (purging leaked content). */
+  erase(id: BlobId): boolean {
+    const bytes = this.blobs.get(id)
+    if (bytes === undefined) return false
+    bytes.fill(0)
+    this.storedBytes -= bytes.byteLength
+    this.blobs.delete(id)
+    return true
+  }
+
   /** Called by the collector when it starts marking. */
   beginCollection(): void {
     this.protectedIds = new Set()

@@ -267,7 +267,8 @@ export class Journal implements Recorder, StateRecorder {
     this.overlay.freeze()
   }
 
-  private silently(body: () => void): void {
+  /** Runs `body` without recording it (undo, redo, purge). */
+  silently(body: () => void): void {
     this.muted++
     try {
       body()

@@ -86,6 +86,8 @@ export class FsOperations {
 
   /** Records mutating calls as operations (the rollback engine); absent, nothing is recorded. */
   journal: Journal | undefined
+  /** Set by the engine's safe stop: every mutating call then fails with EROFS naming the reason. */
+  frozenReason: string | undefined
   /** Called before each mutating call starts (automatic checkpoints by risk). */
   beforeOperation: ((type: OperationType, paths: readonly string[]) => void) | undefined
 
@@ -99,6 +101,10 @@ export class FsOperations {
    * as operations of their own, so they are never attributed to this call.
    */
   journaled<T>(type: OperationType, name: string, args: readonly unknown[], body: () => T): T {
+    if (this.frozenReason !== undefined) {
+      const target = typeof args[0] === 'string' ? args[0] : undefined
+      throw new FsError('EROFS', name, target, undefined, `read-only file system: the workspace is frozen (${this.frozenReason})`)
+    }
     const journal = this.journal
     const fd = typeof args[0] === 'number' ? this.descriptors.find(args[0]) : undefined
     this.settle(fd)
