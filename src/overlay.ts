@@ -378,6 +378,7 @@ export class Overlay {
     const meta = this.meta(entry)
     const now = this.now()
     const blob = this.blobs.put(bytes)
+    if (entry.node?.type === 'file') this.blobs.succeeded(entry.node.blob, blob)
     return this.replace(entry, { type: 'file', meta: { ...meta, mtimeMs: now, ctimeMs: now }, blob, size: bytes.byteLength })
   }
 

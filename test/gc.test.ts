@@ -69,3 +69,30 @@ describe('blob garbage collection', () => {
     expect(n).toBeGreaterThan(2)
   })
 })
+
+describe('history storage', () => {
+  it('keeps 100 versions of a 1 MB text file with a 3-line edit each in under 100 KB more', async () => {
+    const lines = Array.from({ length: 20_000 }, (_, i) => `line ${i}: the quick brown fox jumps over the lazy dog`)
+    const ws = await Workspace.open({ autoCheckpoint: false })
+    ws.fs.writeFileSync('/big.txt', lines.join('\n'))
+    const first = await ws.checkpoint({ name: 'v0' })
+    ws.collectGarbage()
+    const base = ws.storage.bytes
+    expect(base).toBeGreaterThan(1_000_000)
+    for (let v = 1; v <= 100; v++) {
+      for (const at of [v * 7, v * 70 + 3, v * 150 + 11]) lines[at] = `edited in version ${v}`
+      ws.fs.writeFileSync('/big.txt', lines.join('\n'))
+      await ws.checkpoint({ name: `v${v}` })
+    }
+    ws.collectGarbage()
+    expect(ws.storage.bytes - base).toBeLessThan(100_000)
+    // Every version still reads back exactly.
+    await ws.restore('v50')
+    expect((ws.fs.readFileSync('/big.txt', 'utf8') as string).split('\n')[50 * 70 + 3]).toBe('edited in version 50')
+    await ws.restore(first.id)
+    expect((ws.fs.readFileSync('/big.txt', 'utf8') as string).split('\n')[7]).toBe('line 7: the quick brown fox jumps over the lazy dog')
+    // Undoing both restores gives the newest version back.
+    await ws.undo({ steps: 2 })
+    expect(ws.fs.readFileSync('/big.txt', 'utf8')).toBe(lines.join('\n'))
+  })
+})

@@ -26,7 +26,9 @@ export class Collector {
     private readonly blobs: BlobStore,
     /** Bytes allocated since the last cycle that make a new one worth running. */
     private readonly threshold = 32 * 1024 * 1024,
-  ) {}
+  ) {
+    blobs.onWork = () => this.maybeSchedule()
+  }
 
   register(set: RootSet): () => void {
     this.sets.add(set)
@@ -39,17 +41,19 @@ export class Collector {
 
   /** Starts a background cycle when enough has been allocated since the last one. */
   maybeSchedule(): void {
-    if (this.running || this.blobs.allocatedSinceCollection < this.threshold) return
-    this.start()
+    if (this.running || this.timer !== undefined) return
+    if (this.blobs.allocatedSinceCollection >= this.threshold) this.start()
+    // Delta compaction runs in the same background slices, between collection cycles.
     this.scheduleSlice()
   }
 
-  /** Runs a whole cycle now (tests, close, explicit calls). */
+  /** Runs a whole cycle now, and the pending delta compaction (tests, close, explicit calls). */
   collect(): void {
     if (!this.running) this.start()
     while (!this.step(100_000)) {
       /* keep going */
     }
+    this.blobs.compact(Infinity)
   }
 
   /** Every blob id reachable from the registered roots right now (a full, synchronous mark). */
@@ -98,6 +102,8 @@ export class Collector {
         }
       }
       if (stack.length > 0) return false
+      // A kept delta keeps the chain of blobs it is rebuilt from.
+      for (const id of [...marked]) for (let base = this.blobs.baseOf(id); base !== undefined && !marked.has(base); base = this.blobs.baseOf(base)) marked.add(base)
       this.sweeping = { marked, cursor: this.blobs.ids() }
       this.marking = undefined
     }
@@ -113,7 +119,9 @@ export class Collector {
     if (this.timer !== undefined) return
     this.timer = setTimeout(() => {
       this.timer = undefined
-      if (!this.step(20_000)) this.scheduleSlice()
+      if (this.running) {
+        if (!this.step(20_000)) this.scheduleSlice()
+      } else if (!this.blobs.compact(8)) this.scheduleSlice()
     }, 0)
     // Background collection must never keep a Node process alive.
     ;(this.timer as { unref?: () => void }).unref?.()

@@ -4,9 +4,13 @@
  * it is given. Unreachable blobs are removed by the collector (collector.ts), never by the store.
  */
 import { bytesEqual } from '../bytes.js'
+import { type Delta, MIN_DELTA_SIZE, applyDelta, makeDelta } from './delta.js'
 import { hashBytes } from './hash.js'
 
 export type BlobId = string
+
+/** Deltas applied in a row before a read stores the rebuilt content whole. */
+const MAX_CHAIN = 16
 
 export interface BlobCounters {
   /** Blobs looked up or stored since creation; complexity tests read this. */
@@ -14,7 +18,10 @@ export interface BlobCounters {
 }
 
 export class BlobStore {
-  private readonly blobs = new Map<BlobId, Uint8Array>()
+  /** Full bytes, or a reverse delta against a newer blob (old versions of text files). */
+  private readonly blobs = new Map<BlobId, Uint8Array | Delta>()
+  /** Old → new version pairs written since the last compaction: candidates for reverse deltas. */
+  private readonly successors: [BlobId, BlobId][] = []
   private storedBytes = 0
   /** Ids stored or re-referenced while a collection is marking: never swept by that cycle. */
   private protectedIds: Set<BlobId> | undefined
@@ -36,7 +43,7 @@ export class BlobStore {
         this.allocatedSinceCollection += bytes.byteLength
         break
       }
-      if (bytesEqual(existing, bytes)) break
+      if (bytesEqual(existing instanceof Uint8Array ? existing : this.get(id), bytes)) break
       id = `${base}~${n}`
     }
     this.protectedIds?.add(id)
@@ -46,9 +53,70 @@ export class BlobStore {
   /** The stored bytes: callers must not modify them (copy before handing them out). */
   get(id: BlobId): Uint8Array {
     this.counters.touched++
-    const bytes = this.blobs.get(id)
-    if (bytes === undefined) throw new Error(`rewindfs: blob ${id} is missing from the store`)
+    const stored = this.blobs.get(id)
+    if (stored === undefined) throw new Error(`rewindfs: blob ${id} is missing from the store`)
+    if (stored instanceof Uint8Array) return stored
+    // Walk the chain to full content, then apply the deltas back down; a long chain is squashed
+    // (the rebuilt content stored whole) so reads of old versions stay bounded.
+    const chain: Delta[] = [stored]
+    let base = this.blobs.get(stored.base)
+    while (base !== undefined && !(base instanceof Uint8Array)) {
+      chain.push(base)
+      base = this.blobs.get(base.base)
+    }
+    if (base === undefined) throw new Error(`rewindfs: the base of blob ${id} is missing from the store`)
+    let bytes = base
+    for (let i = chain.length - 1; i >= 0; i--) bytes = applyDelta(bytes, chain[i])
+    if (chain.length > MAX_CHAIN) this.replace(id, bytes)
     return bytes
+  }
+
+  /** Size of a blob's content without rebuilding it. */
+  size(id: BlobId): number {
+    const stored = this.blobs.get(id)
+    if (stored === undefined) throw new Error(`rewindfs: blob ${id} is missing from the store`)
+    return stored instanceof Uint8Array ? stored.byteLength : stored.size
+  }
+
+  /** The blob a delta is made against, if `id` is stored as one. */
+  baseOf(id: BlobId): BlobId | undefined {
+    const stored = this.blobs.get(id)
+    return stored instanceof Uint8Array || stored === undefined ? undefined : stored.base
+  }
+
+  private replace(id: BlobId, value: Uint8Array | Delta): void {
+    const old = this.blobs.get(id)
+    if (old !== undefined) this.storedBytes -= old instanceof Uint8Array ? old.byteLength : old.cost
+    this.blobs.set(id, value)
+    this.storedBytes += value instanceof Uint8Array ? value.byteLength : value.cost
+  }
+
+  /** Notes that `next` replaced `previous` as a file's content: a candidate reverse delta. */
+  succeeded(previous: BlobId, next: BlobId): void {
+    if (previous === next || this.size(next) < MIN_DELTA_SIZE) return
+    this.successors.push([previous, next])
+    if (this.successors.length === 1) this.onWork?.()
+  }
+
+  /** Told when background work (compaction) becomes available; the collector schedules it. */
+  onWork: (() => void) | undefined
+
+  /** Turns up to `budget` old versions into reverse deltas; returns whether the queue is empty. */
+  compact(budget: number): boolean {
+    while (budget-- > 0 && this.successors.length > 0) {
+      const [previous, next] = this.successors.shift()!
+      const old = this.blobs.get(previous)
+      if (!(old instanceof Uint8Array) || !this.blobs.has(next) || this.dependsOn(next, previous)) continue
+      const delta = makeDelta(next, this.get(next), old)
+      if (delta) this.replace(previous, delta)
+    }
+    return this.successors.length === 0
+  }
+
+  /** Whether `id`'s delta chain passes through `other` (a delta must never form a cycle). */
+  private dependsOn(id: BlobId, other: BlobId): boolean {
+    for (let base = this.baseOf(id); base !== undefined; base = this.baseOf(base)) if (base === other) return true
+    return false
   }
 
   has(id: BlobId): boolean {
@@ -74,10 +142,14 @@ export class BlobStore {
 
   /** Overwrites a blob's bytes with zeros and drops it (purging leaked content). */
   erase(id: BlobId): boolean {
-    const bytes = this.blobs.get(id)
-    if (bytes === undefined) return false
-    bytes.fill(0)
-    this.storedBytes -= bytes.byteLength
+    const stored = this.blobs.get(id)
+    if (stored === undefined) return false
+    // Blobs stored as deltas against this one are rebuilt whole first: they must not lose their base.
+    for (const [other, value] of this.blobs) if (!(value instanceof Uint8Array) && value.base === id) this.replace(other, this.get(other))
+    if (stored instanceof Uint8Array) {
+      stored.fill(0)
+      this.storedBytes -= stored.byteLength
+    } else this.storedBytes -= stored.cost
     this.blobs.delete(id)
     return true
   }
@@ -98,8 +170,8 @@ export class BlobStore {
       }
       const id = next.value
       if (marked.has(id) || this.protectedIds?.has(id)) continue
-      const bytes = this.blobs.get(id)
-      if (bytes !== undefined) this.storedBytes -= bytes.byteLength
+      const stored = this.blobs.get(id)
+      if (stored !== undefined) this.storedBytes -= stored instanceof Uint8Array ? stored.byteLength : stored.cost
       this.blobs.delete(id)
     }
     return false

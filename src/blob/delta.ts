@@ -1,0 +1,59 @@
+/**
+ * Reverse deltas for old versions of text files: an old version is kept as the edits that turn the
+ * newer version back into it, which for a 3-line change to a 1 MB file is a few hundred bytes
+ * instead of a megabyte. Deltas are made in the background (never on the write path) with a
+ * bounded diff, and only when clearly smaller than the full content.
+ */
+import { diffLines } from 'diff'
+import { decode, encode, isProbablyText } from '../bytes.js'
+import type { BlobId } from './store.js'
+
+/** Copy `n` characters of the base, skip `-n` characters of it, or insert a string. */
+export type DeltaOp = number | string
+
+export interface Delta {
+  readonly base: BlobId
+  readonly ops: readonly DeltaOp[]
+  /** Size of the content the delta rebuilds. */
+  readonly size: number
+  /** Bytes the delta itself takes (inserted text plus a little per op). */
+  readonly cost: number
+}
+
+/** Files below this size are not worth a delta. */
+export const MIN_DELTA_SIZE = 4096
+const DIFF_TIMEOUT_MS = 500
+
+/** The delta rebuilding `target` from `base`, or undefined when it would not pay off. */
+export function makeDelta(baseId: BlobId, base: Uint8Array, target: Uint8Array): Delta | undefined {
+  if (target.byteLength < MIN_DELTA_SIZE || !isProbablyText(base) || !isProbablyText(target)) return undefined
+  const changes = diffLines(decode(base), decode(target), { timeout: DIFF_TIMEOUT_MS })
+  if (!changes) return undefined // the diff gave up: keep the full content
+  const ops: DeltaOp[] = []
+  let cost = 0
+  for (const change of changes) {
+    if (change.added) {
+      ops.push(change.value)
+      cost += change.value.length + 8
+    } else {
+      ops.push(change.removed ? -change.value.length : change.value.length)
+      cost += 8
+    }
+  }
+  if (cost * 2 > target.byteLength) return undefined
+  return { base: baseId, ops, size: target.byteLength, cost }
+}
+
+export function applyDelta(base: Uint8Array, delta: Delta): Uint8Array {
+  const text = decode(base)
+  let position = 0
+  let out = ''
+  for (const op of delta.ops) {
+    if (typeof op === 'string') out += op
+    else if (op >= 0) {
+      out += text.slice(position, position + op)
+      position += op
+    } else position -= op
+  }
+  return encode(out)
+}
