@@ -9,6 +9,15 @@ export type {
   NodeFs,
   RestoreOptions,
   RestoreReport,
+  RestoreTarget,
+  UndoOptions,
+  UndoResult,
+  HistoryFilter,
+  CheckpointInfo,
+  ResumePoint,
+  Alert,
+  PurgeReport,
+  AutoCheckpointOptions,
   WorkspaceCounters,
   WorkspaceOptions,
 } from './workspace.js'
@@ -18,3 +27,11 @@ export type { ErrnoCode, NodeError, NodeErrorCode } from './errors.js'
 export type { EntryType, LowerSource, LowerStat } from './lower/source.js'
 export { toLowerSource, fixtureSource, fileSystemTreeSource, syncFsSource, emptySource } from './lower/index.js'
 export type { LowerInput, FileSystemTree } from './lower/index.js'
+export { MemoryStore } from './engine/store.js'
+export type { Store, StoreImage } from './engine/store.js'
+export { ValidationError } from './engine/validator.js'
+export type { Validator, ValidationFailure } from './engine/validator.js'
+export { ConflictError, ApprovalError } from './engine/transaction.js'
+export type { TransactionOptions, ApprovalRequest, ApprovalHook } from './engine/transaction.js'
+export type { Operation, OperationType } from './engine/journal.js'
+export type { JsonValue } from './engine/state.js'

@@ -17,6 +17,8 @@ import { type MapRoot, mapEntries, mapGet } from './layer/persistent-map.js'
 import { type JsonValue, SessionState } from './engine/state.js'
 import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
 import type { Validator } from './engine/validator.js'
+import { type CheckpointRecord, Durability, type LoadReport } from './engine/durability.js'
+import type { Store } from './engine/store.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
 import { type Entry, Overlay } from './overlay.js'
@@ -35,6 +37,8 @@ export interface Checkpoint {
   readonly description?: string
   /** A later restore went back before this checkpoint; it is still restorable. */
   readonly superseded?: boolean
+  /** Content it needs is missing from the store: kept, but restore refuses it. */
+  readonly broken?: boolean
 }
 
 export type RestoreTarget = string | { time: number } | { operation: string }
@@ -104,6 +108,8 @@ export interface WorkspaceOptions {
   approve?: ApprovalHook
   /** Automatic checkpoints by risk; `false` turns them off. */
   autoCheckpoint?: AutoCheckpointOptions | false
+  /** A durable Store (journal, blobs, metadata); without one the workspace lives in memory. */
+  store?: Store
   /** Told when the engine escalates: an undo that failed, a compensation that failed, a safe stop. */
   onAlert?: (alert: Alert) => void
 }
@@ -138,19 +144,6 @@ export interface WorkspaceCounters {
   readonly blobsTouched: number
 }
 
-interface CheckpointRecord {
-  readonly id: string
-  name: string
-  readonly kind: CheckpointKind
-  readonly seq: number
-  readonly createdAt: number
-  readonly description?: string
-  superseded: boolean
-  readonly root: DirNode
-  readonly state: MapRoot<JsonValue>
-  /** Journal position when it was made: operations after it are "since the checkpoint". */
-  readonly opSeq: number
-}
 
 /** What the sessions of one workspace share: content, inode numbers, the collector. */
 interface Shared {
@@ -184,6 +177,9 @@ export class Workspace {
   private readonly options: WorkspaceOptions
   private transactionDepth = 0
   private stagedFs: StagedFs | undefined
+  private durability: Durability | undefined
+  /** Why the configured store is not in use (the workspace runs in memory), and what open repaired. */
+  readonly status: { degraded?: string; warnings: string[]; loaded?: LoadReport } = { warnings: [] }
   /** The restore record the last undoRestore() reverted, so a second call re-applies it. */
   private undoneRestore: OperationRecord | undefined
   private readonly idPrefix = `${(++workspaceCount).toString(36)}${Math.random().toString(36).slice(2, 6)}`
@@ -213,7 +209,53 @@ export class Workspace {
   }
 
   static async open(options: WorkspaceOptions = {}): Promise<Workspace> {
-    return new Workspace(toLowerSource(options.lower), options)
+    const ws = new Workspace(toLowerSource(options.lower), options)
+    if (options.store) await ws.attach(options.store)
+    return ws
+  }
+
+  /** Replays the store's journal, then records every later change to it (write-ahead). */
+  private async attach(store: Store): Promise<void> {
+    const durability = new Durability(
+      {
+        overlay: this.overlay,
+        state: this.state,
+        journal: this.journal,
+        blobs: this.shared.blobs,
+        checkpoints: this.records,
+        setResume: (point) => {
+          this.resumePoint = point as unknown as ResumePoint
+        },
+        seenCheckpointSeq: (seq) => {
+          this.seq = Math.max(this.seq, seq)
+        },
+      },
+      store,
+    )
+    try {
+      this.status.loaded = await durability.load()
+      this.status.warnings.push(...this.status.loaded.warnings)
+    } catch (error) {
+      if ((error as { code?: string }).code === 'EJOURNALVERSION') throw error
+      // Unavailable: run in memory, flagged with the reason, never silently.
+      this.status.degraded = `the ${store.kind} store is unavailable: ${(error as Error)?.message ?? String(error)}`
+      this.options.onAlert?.({ kind: 'safe-stop', message: this.status.degraded })
+      return
+    }
+    this.durability = durability
+    this.journal.onAppend = (record) => durability.recordOperation(record)
+  }
+
+  /** Resolves when every change so far is durable in the store (a group commit). */
+  async sync(): Promise<void> {
+    this.ops.settle()
+    if (!this.durability) return
+    try {
+      await this.durability.sync()
+    } catch (error) {
+      this.status.degraded = this.durability.failure
+      throw error
+    }
   }
 
   /**
@@ -275,6 +317,16 @@ export class Workspace {
       opSeq: this.journal.lastSeq,
     }
     this.records.push(record)
+    this.durability?.record({
+      t: 'checkpoint',
+      id: record.id,
+      name: record.name,
+      kind: record.kind,
+      seq: record.seq,
+      createdAt: record.createdAt,
+      ...(description !== undefined ? { description } : {}),
+      opSeq: record.opSeq,
+    })
     this.prune()
     return this.publicCheckpoint(record)
   }
@@ -291,7 +343,11 @@ export class Workspace {
     const rolling = this.records.filter((r) => r.kind === 'auto' || r.kind === 'turn')
     const drop = new Set(rolling.slice(0, Math.max(0, rolling.length - keep)))
     if (drop.size === 0) return
-    for (let i = this.records.length - 1; i >= 0; i--) if (drop.has(this.records[i])) this.records.splice(i, 1)
+    for (let i = this.records.length - 1; i >= 0; i--) {
+      if (!drop.has(this.records[i])) continue
+      this.durability?.record({ t: 'checkpoint-delete', id: this.records[i].id })
+      this.records.splice(i, 1)
+    }
     this.collector.maybeSchedule()
   }
 
@@ -310,6 +366,7 @@ export class Workspace {
       session: this.session,
       ...(record.description !== undefined ? { description: record.description } : {}),
       ...(record.superseded ? { superseded: true } : {}),
+      ...(record.broken ? { broken: true } : {}),
     }
   }
 
@@ -325,12 +382,14 @@ export class Workspace {
     if (typeof newName !== 'string' || newName === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
     if (record.name !== newName) this.assertNameFree(newName)
     record.name = newName
+    this.durability?.record({ t: 'checkpoint-rename', id: record.id, name: newName })
     return this.publicCheckpoint(record)
   }
 
   async deleteCheckpoint(idOrName: string): Promise<void> {
     const record = this.find(idOrName)
     this.records.splice(this.records.indexOf(record), 1)
+    this.durability?.record({ t: 'checkpoint-delete', id: record.id })
     this.collector.maybeSchedule()
   }
 
@@ -383,6 +442,7 @@ export class Workspace {
       throw new TypeError("rewindfs: a resume point is { phase: 'plan'|'execute'|'verify'|'stopped', turn: integer, data? }")
     }
     this.resumePoint = structuredClone(point)
+    this.durability?.record({ t: 'resume', point: this.resumePoint as unknown as JsonValue })
   }
 
   /** Registers a named compensation, so side effects recorded with `{ name, args }` can be compensated after a reopen. */
@@ -442,6 +502,7 @@ export class Workspace {
           }
           if (outcome === false) throw new Error('the compensation returned false')
           effect.compensated = true
+          this.durability?.record({ t: 'compensated', id: record.id })
           compensated.push(effect.description)
         } catch (error) {
           uncompensated.push({ description: effect.description, error: (error as Error).message ?? String(error) })
@@ -488,6 +549,15 @@ export class Workspace {
    * after the target are compensated, and later checkpoints are marked superseded.
    */
   async restore(target: RestoreTarget, options: RestoreOptions = {}): Promise<RestoreReport> {
+    return this.atomically(() => this.restoreNow(target, options))
+  }
+
+  /** Runs `body` so that everything it records lands in the store as one group commit. */
+  private atomically<T>(body: () => Promise<T>): Promise<T> {
+    return this.durability ? this.durability.atomically(body) : body()
+  }
+
+  private async restoreNow(target: RestoreTarget, options: RestoreOptions): Promise<RestoreReport> {
     this.assertOpen()
     this.ops.settle()
     const point = this.restorePoint(target)
@@ -530,7 +600,9 @@ export class Workspace {
       this.journal.run({ type: 'restore', paths, description: `restore ${point.label} (filtered)` }, () => this.applyRecords(records))
     }
     this.undoneRestore = undefined
-    for (const record of this.records) if (record.seq > point.seq && record !== this.records.find((r) => r.id === guard.id)) record.superseded = true
+    const superseded = this.records.filter((r) => r.seq > point.seq && r.id !== guard.id && !r.superseded)
+    for (const record of superseded) record.superseded = true
+    if (superseded.length > 0) this.durability?.record({ t: 'superseded', ids: superseded.map((r) => r.id) })
     this.collector.maybeSchedule()
     return report(true, { guard, compensated, uncompensated })
   }
@@ -543,6 +615,7 @@ export class Workspace {
       const record = this.undoneRestore
       this.journal.reapply(record)
       record.undone = false
+      this.durability?.record({ t: 'redo', ids: [record.id] })
       this.undoneRestore = undefined
       return { redone: publicOperation(record) }
     }
@@ -557,6 +630,7 @@ export class Workspace {
   private restorePoint(target: RestoreTarget): { root: DirNode; state: MapRoot<JsonValue>; seq: number; opSeq: number; label: string } {
     if (typeof target === 'string') {
       const record = this.find(target)
+      if (record.broken) throw Object.assign(new Error(`rewindfs: checkpoint ${record.name} is broken (content missing from the store) and cannot be restored`), { code: 'EBROKEN' })
       return { root: record.root, state: record.state, seq: record.seq, opSeq: record.opSeq, label: record.name }
     }
     if (typeof target !== 'object' || target === null) throw new TypeError('rewindfs: restore target must be a checkpoint id or name, { time } or { operation }')
@@ -715,6 +789,10 @@ export class Workspace {
    * the blockers, unless `cascade` undoes them too.
    */
   async undo(options: UndoOptions = {}): Promise<UndoResult> {
+    return this.atomically(() => this.undoNow(options))
+  }
+
+  private async undoNow(options: UndoOptions): Promise<UndoResult> {
     this.assertOpen()
     this.ops.settle()
     // undo({ group }) takes back the whole group (up to the 50-step limit) unless steps says otherwise.
@@ -765,6 +843,7 @@ export class Workspace {
         this.revertWithEscalation(record)
         record.undone = true
       }
+      this.durability?.record({ t: 'undo', ids: ordered.map((r) => r.id) })
       this.redoable = ordered
       this.redoMark = this.journal.records.length
     }
@@ -909,6 +988,7 @@ export class Workspace {
       this.journal.reapply(record)
       record.undone = false
     }
+    this.durability?.record({ t: 'redo', ids: records.map((r) => r.id) })
     this.redoable = []
     return { redone: records.map(publicOperation) }
   }
@@ -971,6 +1051,8 @@ export class Workspace {
   async close(): Promise<void> {
     if (this.closed) return
     for (const file of [...this.ops.descriptors.all()]) this.ops.close(file.fd)
+    await this.sync().catch(() => undefined)
+    await this.durability?.store.close?.()
     this.closed = true
     this.unregister()
     this.shared.sessions.delete(this.session)

@@ -50,6 +50,13 @@ export class BlobStore {
     return id
   }
 
+  /** Inserts content under the id a durable store knows it by (ids may come from another hash). */
+  adopt(id: BlobId, bytes: Uint8Array): void {
+    if (this.blobs.has(id)) return
+    this.blobs.set(id, bytes)
+    this.storedBytes += bytes.byteLength
+  }
+
   /** The stored bytes: callers must not modify them (copy before handing them out). */
   get(id: BlobId): Uint8Array {
     this.counters.touched++

@@ -161,6 +161,28 @@ export class Journal implements Recorder, StateRecorder {
     return this.seq
   }
 
+  /** Told about every new operation (the durable store's persister). */
+  onAppend: ((record: OperationRecord) => void) | undefined
+  private identity: Omit<Operation, 'type' | 'paths' | 'description' | 'parent'> | undefined
+
+  /**
+   * Replays a persisted operation with its original identity: `apply` makes the changes through
+   * the usual primitives (which record the "before" side from the replayed tree) and pushes the
+   * ones that bypass them (root moves, effects).
+   */
+  replay(operation: Operation, apply: (push: (change: Change) => void) => void): void {
+    this.identity = operation
+    this.current = { context: { type: operation.type, paths: operation.paths, description: operation.description }, changes: [], needsFreeze: false }
+    this.depth = 1
+    try {
+      apply((change) => this.current!.changes.push(change))
+    } finally {
+      this.depth = 0
+      this.finish()
+      this.identity = undefined
+    }
+  }
+
   /** Refines the running operation's type once the call knows it (a write that created the file). */
   classify(type: OperationType): void {
     if (this.current && this.depth === 1) this.current.context = { ...this.current.context, type }
@@ -181,6 +203,10 @@ export class Journal implements Recorder, StateRecorder {
     const current = this.current
     this.current = undefined
     if (!current) return undefined
+    if (this.identity) {
+      if (current.needsFreeze) this.overlay.freeze()
+      return this.append(current.context, current.changes, this.identity.strategy)
+    }
     // Rewriting a file with the same bytes and mode changes nothing an undo could bring back.
     const changes = current.changes.filter((c) => !(c.kind === 'slot' && sameFile(c.before, c.after)))
     if (changes.length === 0) return undefined // no-op writes record nothing
@@ -190,23 +216,28 @@ export class Journal implements Recorder, StateRecorder {
   }
 
   append(context: OperationContext, changes: readonly Change[], strategy = snapshot, parent?: string): OperationRecord {
-    const seq = ++this.seq
+    const identity = this.identity
+    const seq = identity ? identity.seq : ++this.seq
+    if (identity) this.seq = Math.max(this.seq, seq)
+    const turn = identity ? identity.turn : this.turn
+    const group = identity ? identity.group : (context.group ?? this.group)
     const record: OperationRecord = {
-      id: `op-${this.idPrefix}-${seq.toString(36)}`,
+      id: identity?.id ?? `op-${this.idPrefix}-${seq.toString(36)}`,
       seq,
       type: context.type,
       paths: context.paths,
-      time: Date.now(),
-      session: this.session,
-      ...(this.turn !== undefined ? { turn: this.turn } : {}),
-      ...((context.group ?? this.group) !== undefined ? { group: context.group ?? this.group } : {}),
+      time: identity?.time ?? Date.now(),
+      session: identity?.session ?? this.session,
+      ...(turn !== undefined ? { turn } : {}),
+      ...(group !== undefined ? { group } : {}),
       ...(context.description !== undefined ? { description: context.description } : {}),
-      strategy,
+      strategy: identity?.strategy ?? strategy,
       ...(parent !== undefined ? { parent } : {}),
       changes,
       undone: false,
     }
     this.records.push(record)
+    if (!identity) this.onAppend?.(record)
     // Dropped in batches so trimming stays amortised O(1) per operation.
     if (this.records.length > this.limit + Math.max(16, this.limit >> 3)) this.records.splice(0, this.records.length - this.limit)
     return record

@@ -1,0 +1,388 @@
+/**
+ * Write-ahead durability: every operation and checkpoint event is encoded (persistence.ts) the
+ * moment it happens and made durable by a group commit — blobs first, then one journal append —
+ * within a tick, or when `sync()` is awaited. Opening replays the journal: the reopened workspace
+ * is exactly the last acknowledged state, never a torn one.
+ */
+import type { BlobId, BlobStore } from '../blob/store.js'
+import type { DirNode, UpperNode } from '../layer/nodes.js'
+import { WHITEOUT } from '../layer/nodes.js'
+import { type MapRoot, mapEntries, mapGet } from '../layer/persistent-map.js'
+import { Overlay } from '../overlay.js'
+import { components } from '../path.js'
+import type { Change, Journal, Operation, OperationRecord, OperationType, SideEffect, UndoStrategy } from './journal.js'
+import { type RecordBody, type SerialChange, blobsOf, decodeJournal, decodeNode, encodeNode, encodeRecord } from './persistence.js'
+import type { JsonValue, SessionState } from './state.js'
+import type { Store } from './store.js'
+
+/** What a checkpoint is, as the workspace keeps it. */
+export interface CheckpointRecord {
+  readonly id: string
+  name: string
+  readonly kind: 'manual' | 'auto' | 'turn' | 'compact' | 'guard'
+  readonly seq: number
+  readonly createdAt: number
+  readonly description?: string
+  superseded: boolean
+  /** Some content it needs is missing from the store: kept, not restorable. */
+  broken?: boolean
+  readonly root: DirNode
+  readonly state: MapRoot<JsonValue>
+  /** Journal position when it was made: operations after it are "since the checkpoint". */
+  readonly opSeq: number
+}
+
+export interface DurableHost {
+  readonly overlay: Overlay
+  readonly state: SessionState
+  readonly journal: Journal
+  readonly blobs: BlobStore
+  readonly checkpoints: CheckpointRecord[]
+  setResume(point: JsonValue): void
+  /** Raises the checkpoint sequence after replay so new ones do not reuse numbers. */
+  seenCheckpointSeq(seq: number): void
+}
+
+export interface LoadReport {
+  operations: number
+  checkpoints: number
+  /** Records dropped from the end of the journal (a torn or corrupt tail). */
+  droppedTail: number
+  broken: string[]
+  warnings: string[]
+}
+
+/** Stand-in for a compensation that was a function: functions do not survive a reopen. */
+const lostCompensation = () => {
+  throw new Error('its compensation was a function, which does not survive a reopen (register a named compensator)')
+}
+
+export class Durability {
+  private lines: string[] = []
+  private blobIds = new Set<BlobId>()
+  private readonly durableBlobs = new Set<BlobId>()
+  private flushing: Promise<void> = Promise.resolve()
+  private scheduled = false
+  /** Set when the store failed: the workspace keeps working in memory, flagged, never silently. */
+  failure: string | undefined
+
+  constructor(
+    private readonly host: DurableHost,
+    readonly store: Store,
+  ) {}
+
+  // ---- writing ---------------------------------------------------------------------------------
+
+  private holds = 0
+
+  /** Keeps everything recorded while `body` runs in one group commit (a restore is one step). */
+  async atomically<T>(body: () => Promise<T>): Promise<T> {
+    this.holds++
+    try {
+      return await body()
+    } finally {
+      this.holds--
+      this.schedule()
+    }
+  }
+
+  record(body: RecordBody, blobs: Iterable<BlobId> = []): void {
+    this.lines.push(encodeRecord(body))
+    for (const id of blobs) if (!this.durableBlobs.has(id)) this.blobIds.add(id)
+    this.schedule()
+  }
+
+  private schedule(): void {
+    if (this.holds > 0 || this.lines.length === 0) return
+    if (!this.scheduled) {
+      this.scheduled = true
+      queueMicrotask(() => {
+        this.scheduled = false
+        void this.commit()
+      })
+    }
+  }
+
+  recordOperation(record: OperationRecord): void {
+    const blobs = new Set<BlobId>()
+    const changes = this.encodeChanges(record, blobs)
+    this.record(
+      {
+        t: 'op',
+        seq: record.seq,
+        id: record.id,
+        type: record.type,
+        paths: [...record.paths],
+        time: record.time,
+        session: record.session,
+        ...(record.turn !== undefined ? { turn: record.turn } : {}),
+        ...(record.group !== undefined ? { group: record.group } : {}),
+        ...(record.description !== undefined ? { description: record.description } : {}),
+        strategy: record.strategy,
+        changes,
+      },
+      blobs,
+    )
+  }
+
+  private encodeChanges(record: OperationRecord, blobs: Set<BlobId>): SerialChange[] {
+    const out: SerialChange[] = []
+    // A directory that an earlier slot of the same operation held was moved: refer to it by path.
+    const movedFrom = (dir: DirNode) => record.changes.find((c) => c.kind === 'slot' && c.before === dir)?.path
+    const slot = (path: string, after: UpperNode | undefined, moved?: (dir: DirNode) => string | undefined) => {
+      const a = after === undefined ? null : after.type === 'whiteout' ? ('W' as const) : encodeNode(after, moved)
+      blobsOf(a, blobs)
+      out.push({ k: 'slot', p: path, a })
+    }
+    for (const change of record.changes) {
+      if (change.kind === 'slot') slot(change.path, change.after, movedFrom)
+      else if (change.kind === 'meta') out.push({ k: 'meta', p: change.path, a: change.after })
+      else if (change.kind === 'state') out.push({ k: 'state', key: change.key, a: change.after ?? null })
+      else if (change.kind === 'effect') {
+        const { effect } = change
+        const named = typeof effect.compensate === 'function' ? undefined : effect.compensate
+        out.push({
+          k: 'effect',
+          d: effect.description,
+          ...(named ? { n: named.name, ...(named.args !== undefined ? { args: named.args } : {}) } : {}),
+          ...(effect.tier !== undefined ? { tier: effect.tier } : {}),
+          ...(effect.group !== undefined ? { group: effect.group } : {}),
+        })
+      } else {
+        const checkpoint = this.host.checkpoints.find((c) => c.root === change.after && (!change.stateAfter || c.state === change.stateAfter))
+        if (checkpoint) out.push({ k: 'root', checkpoint: checkpoint.id })
+        else if (isEmptyRoot(change.after) && !change.stateAfter) out.push({ k: 'root', empty: true })
+        else {
+          // A move to a tree no checkpoint names: written out as the slots that differ.
+          const expanded = this.host.journal.slots({ ...record, changes: [change] })
+          for (const c of expanded) {
+            if (c.kind === 'slot') slot(c.path, c.after)
+            else if (c.kind === 'state') out.push({ k: 'state', key: c.key, a: c.after ?? null })
+            else out.push({ k: 'meta', p: c.path, a: c.after })
+          }
+        }
+      }
+    }
+    return out
+  }
+
+  /** One group commit: the blobs the pending records need, then the records in one append. */
+  private commit(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      if (this.lines.length === 0 || this.failure || this.holds > 0) return
+      const lines = this.lines
+      const ids = [...this.blobIds]
+      this.lines = []
+      this.blobIds = new Set()
+      try {
+        const blobs = ids.filter((id) => this.host.blobs.has(id)).map((id) => [id, this.host.blobs.get(id)] as const)
+        if (blobs.length > 0) await this.store.putBlobs(blobs)
+        await this.store.appendJournal([...lines, encodeRecord({ t: 'commit' })])
+        for (const id of ids) this.durableBlobs.add(id)
+      } catch (error) {
+        this.failure = `the ${this.store.kind} store failed: ${(error as Error)?.message ?? String(error)}`
+      }
+    })
+    return this.flushing
+  }
+
+  /** Resolves when everything recorded so far is durable; rejects if the store failed. */
+  async sync(): Promise<void> {
+    await this.commit()
+    if (this.failure) throw Object.assign(new Error(`rewindfs: ${this.failure}; the workspace is running in memory (degraded)`), { code: 'EDEGRADED' })
+  }
+
+  // ---- reading ---------------------------------------------------------------------------------
+
+  /** Loads blobs and replays the journal into the (empty) host. */
+  async load(): Promise<LoadReport> {
+    const { overlay, state, journal, blobs, checkpoints } = this.host
+    const warnings: string[] = []
+    let lines = await this.store.readJournal()
+    let decoded = decodeJournal(lines)
+    // A bad first record followed by more is damage, not a torn tail (only the last can be torn).
+    if (lines.length > 1 && decoded.damagedAt === 0) {
+      // Nothing in it can be read: keep it aside for inspection and start afresh (self-repair).
+      const aside = `journal.unreadable.${Date.now()}`
+      await this.store.putMeta(aside, lines)
+      await this.store.replaceJournal([])
+      warnings.push(`the ${this.store.kind} store's journal could not be read; it was moved aside to meta '${aside}' and a fresh one started`)
+      lines = []
+      decoded = { bodies: [], droppedTail: 0 }
+    } else if (decoded.droppedTail > 0) {
+      // The unacknowledged tail is cut, so later appends follow the last good record.
+      await this.store.replaceJournal(lines.slice(0, lines.length - decoded.droppedTail))
+      warnings.push(`dropped ${decoded.droppedTail} torn or corrupt record(s) at the end of the journal`)
+    }
+    for (const id of await this.store.blobIds()) {
+      const bytes = await this.store.getBlob(id)
+      if (bytes) {
+        blobs.adopt(id, bytes)
+        this.durableBlobs.add(id)
+      }
+    }
+    let operations = 0
+    let maxIno = 0
+    const noteIno = (node: UpperNode | undefined) => {
+      if (node && node.type !== 'whiteout') maxIno = Math.max(maxIno, node.meta.ino)
+    }
+    for (const body of decoded.bodies) {
+      switch (body.t) {
+        case 'op': {
+          operations++
+          const operation: Operation = {
+            id: body.id,
+            seq: body.seq,
+            type: body.type as OperationType,
+            paths: body.paths,
+            time: body.time,
+            session: body.session,
+            ...(body.turn !== undefined ? { turn: body.turn } : {}),
+            ...(body.group !== undefined ? { group: body.group } : {}),
+            ...(body.description !== undefined ? { description: body.description } : {}),
+            strategy: body.strategy as UndoStrategy,
+          }
+          journal.replay(operation, (push) => this.applyChanges(body.changes, push, noteIno))
+          break
+        }
+        case 'checkpoint':
+          checkpoints.push({
+            id: body.id,
+            name: body.name,
+            kind: body.kind as CheckpointRecord['kind'],
+            seq: body.seq,
+            createdAt: body.createdAt,
+            ...(body.description !== undefined ? { description: body.description } : {}),
+            superseded: false,
+            root: overlay.freeze(),
+            state: state.freeze(),
+            opSeq: body.opSeq,
+          })
+          this.host.seenCheckpointSeq(body.seq)
+          break
+        case 'checkpoint-rename': {
+          const record = checkpoints.find((c) => c.id === body.id)
+          if (record) record.name = body.name
+          break
+        }
+        case 'checkpoint-delete': {
+          const index = checkpoints.findIndex((c) => c.id === body.id)
+          if (index >= 0) checkpoints.splice(index, 1)
+          break
+        }
+        case 'superseded':
+          for (const record of checkpoints) if (body.ids.includes(record.id)) record.superseded = true
+          break
+        case 'undo':
+        case 'redo':
+          for (const id of body.ids) {
+            const record = journal.find(id)
+            if (!record) continue
+            if (body.t === 'undo') journal.revert(record)
+            else journal.reapply(record)
+            record.undone = body.t === 'undo'
+          }
+          break
+        case 'compensated': {
+          const record = journal.find(body.id)
+          for (const change of record?.changes ?? []) if (change.kind === 'effect') change.effect.compensated = true
+          break
+        }
+        case 'resume':
+          this.host.setResume(body.point)
+          break
+        case 'commit':
+          break
+      }
+    }
+    overlay.inodes.next = Math.max(overlay.inodes.next, maxIno + 1)
+    const broken = this.checkIntegrity()
+    if (decoded.droppedTail > 0 || broken.length > 0) for (const id of broken) warnings.push(`checkpoint ${id} refers to content missing from the store; it is kept but cannot be restored`)
+    return { operations, checkpoints: checkpoints.length, droppedTail: decoded.droppedTail, broken, warnings }
+  }
+
+  private applyChanges(changes: readonly SerialChange[], push: (change: Change) => void, noteIno: (node: UpperNode | undefined) => void): void {
+    const { overlay, state } = this.host
+    // Moved directories are looked up in the tree as it was before this operation.
+    const moved = new Map<string, UpperNode | undefined>()
+    for (const change of changes) {
+      if (change.k === 'slot' && change.a !== null && change.a !== 'W' && change.a.t === 'moved') moved.set(change.a.p, upperSlot(overlay.root, change.a.p))
+    }
+    for (const change of changes) {
+      switch (change.k) {
+        case 'slot': {
+          const node = change.a === null ? undefined : change.a === 'W' ? WHITEOUT : decodeNode(change.a, (path) => moved.get(path))
+          noteIno(node)
+          overlay.setSlot(change.p, node)
+          break
+        }
+        case 'meta':
+          overlay.setDirMeta(change.p, change.a)
+          break
+        case 'state':
+          state.write(change.key, change.a ?? undefined)
+          break
+        case 'effect': {
+          const effect: SideEffect = {
+            description: change.d,
+            compensate: change.n !== undefined ? { name: change.n, ...(change.args !== undefined ? { args: change.args } : {}) } : lostCompensation,
+            ...(change.tier !== undefined ? { tier: change.tier } : {}),
+            ...(change.group !== undefined ? { group: change.group } : {}),
+            compensated: false,
+          }
+          push({ kind: 'effect', path: `effect:${change.d}`, effect })
+          break
+        }
+        case 'root': {
+          const before = overlay.freeze()
+          const stateBefore = state.freeze()
+          const checkpoint = change.checkpoint !== undefined ? this.host.checkpoints.find((c) => c.id === change.checkpoint) : undefined
+          if (change.checkpoint !== undefined && !checkpoint) throw new Error(`rewindfs: the journal restores checkpoint ${change.checkpoint}, which it never created`)
+          const after = checkpoint ? checkpoint.root : Overlay.emptyRoot(overlay.lower)
+          overlay.setRoot(after)
+          if (checkpoint) state.setRoot(checkpoint.state)
+          push({ kind: 'root', path: '/', before, after, ...(checkpoint ? { stateBefore, stateAfter: checkpoint.state } : {}) })
+          break
+        }
+      }
+    }
+  }
+
+  /** Marks checkpoints whose content is missing from the store as broken; returns their ids. */
+  private checkIntegrity(): string[] {
+    const { blobs, checkpoints } = this.host
+    const verdict = new Map<DirNode, boolean>()
+    const intact = (dir: DirNode): boolean => {
+      const known = verdict.get(dir)
+      if (known !== undefined) return known
+      let ok = true
+      for (const [, node] of mapEntries<UpperNode>(dir.children)) {
+        if ((node.type === 'file' && !blobs.has(node.blob)) || (node.type === 'dir' && !intact(node))) {
+          ok = false
+          break
+        }
+      }
+      verdict.set(dir, ok)
+      return ok
+    }
+    const broken: string[] = []
+    for (const record of checkpoints) {
+      if (!intact(record.root)) {
+        record.broken = true
+        broken.push(record.id)
+      }
+    }
+    return broken
+  }
+}
+
+function isEmptyRoot(root: DirNode): boolean {
+  return root.lower === '/' && root.children.size === 0
+}
+
+/** The upper-layer value at a path of a tree (undefined: nothing there in the upper layer). */
+function upperSlot(root: DirNode, path: string): UpperNode | undefined {
+  let node: UpperNode | undefined = root
+  for (const part of components(path)) node = node?.type === 'dir' ? mapGet(node.children, part) : undefined
+  return node
+}

@@ -1,0 +1,239 @@
+/**
+ * The journal's durable form. Each record is one line: `{"v":1,"c":<crc32 of b>,"b":<body>}`.
+ * Bodies describe what to do again on replay, not the state before it: replaying them in order
+ * rebuilds the tree, and the "before" side of every change is whatever the replayed tree held,
+ * exactly as it was the first time. A torn or corrupt tail is dropped; an unknown version is
+ * refused. Bodies are checked with zod at this trust boundary.
+ */
+import * as z from 'zod/mini'
+import type { BlobId } from '../blob/store.js'
+import type { DirNode, EntryNode, Meta, UpperNode } from '../layer/nodes.js'
+import { WHITEOUT, dirNode } from '../layer/nodes.js'
+import { mapEntries, mapSet } from '../layer/persistent-map.js'
+import type { JsonValue } from './state.js'
+
+export const FORMAT_VERSION = 1
+
+// ---- node encoding ---------------------------------------------------------------------------
+
+export type SerialNode =
+  | { t: 'f'; m: Meta; b: BlobId; s: number }
+  | { t: 'l'; m: Meta; x: string }
+  | { t: 'd'; m: Meta; l: string | null; c: Record<string, SerialNode | 'W'> }
+  /** The node that was at path `p` just before this operation (a moved directory). */
+  | { t: 'moved'; p: string }
+
+export function encodeNode(node: EntryNode, movedFrom?: (node: DirNode) => string | undefined): SerialNode {
+  if (node.type === 'file') return { t: 'f', m: node.meta, b: node.blob, s: node.size }
+  if (node.type === 'symlink') return { t: 'l', m: node.meta, x: node.target }
+  const from = movedFrom?.(node)
+  if (from !== undefined) return { t: 'moved', p: from }
+  const children: Record<string, SerialNode | 'W'> = {}
+  for (const [name, child] of mapEntries<UpperNode>(node.children)) children[name] = child.type === 'whiteout' ? 'W' : encodeNode(child)
+  return { t: 'd', m: node.meta, l: node.lower, c: children }
+}
+
+export function decodeNode(serial: SerialNode, moved: (path: string) => UpperNode | undefined): UpperNode | undefined {
+  switch (serial.t) {
+    case 'f':
+      return { type: 'file', meta: serial.m, blob: serial.b, size: serial.s }
+    case 'l':
+      return { type: 'symlink', meta: serial.m, target: serial.x }
+    case 'moved':
+      return moved(serial.p)
+    case 'd': {
+      const dir = dirNode(serial.m, serial.l, null)
+      const token = {}
+      for (const [name, child] of Object.entries(serial.c)) {
+        const node = child === 'W' ? WHITEOUT : decodeNode(child, moved)
+        if (node) dir.children = mapSet(dir.children, name, node, token)
+      }
+      return dir
+    }
+  }
+}
+
+/** Blob ids a serial node refers to (they must be durable before the record is). */
+export function blobsOf(serial: SerialNode | 'W' | null, into: Set<BlobId>): void {
+  if (serial === null || serial === 'W') return
+  if (serial.t === 'f') into.add(serial.b)
+  else if (serial.t === 'd') for (const child of Object.values(serial.c)) blobsOf(child, into)
+}
+
+// ---- record bodies ---------------------------------------------------------------------------
+
+export type SerialChange =
+  | { k: 'slot'; p: string; a: SerialNode | 'W' | null }
+  | { k: 'meta'; p: string; a: Meta }
+  | { k: 'state'; key: string; a: JsonValue | null }
+  | { k: 'effect'; d: string; n?: string; args?: JsonValue; tier?: number; group?: string }
+  | { k: 'root'; checkpoint?: string; empty?: boolean }
+
+export type RecordBody =
+  | {
+      t: 'op'
+      seq: number
+      id: string
+      type: string
+      paths: string[]
+      time: number
+      session: string
+      turn?: number
+      group?: string
+      description?: string
+      strategy: { kind: string; reason: string }
+      changes: SerialChange[]
+    }
+  | { t: 'checkpoint'; id: string; name: string; kind: string; seq: number; createdAt: number; description?: string; opSeq: number }
+  | { t: 'checkpoint-rename'; id: string; name: string }
+  | { t: 'checkpoint-delete'; id: string }
+  | { t: 'superseded'; ids: string[] }
+  | { t: 'undo'; ids: string[] }
+  | { t: 'redo'; ids: string[] }
+  | { t: 'compensated'; id: string }
+  | { t: 'resume'; point: JsonValue }
+  /** Ends a group commit: records after the last one of these were never acknowledged. */
+  | { t: 'commit' }
+
+const metaSchema = z.object({
+  mode: z.number(),
+  uid: z.number(),
+  gid: z.number(),
+  atimeMs: z.number(),
+  mtimeMs: z.number(),
+  ctimeMs: z.number(),
+  birthtimeMs: z.number(),
+  ino: z.number(),
+})
+const jsonSchema = z.custom<JsonValue>(() => true)
+const serialNodeSchema: z.ZodMiniType<SerialNode> = z.lazy(() =>
+  z.union([
+    z.object({ t: z.literal('f'), m: metaSchema, b: z.string(), s: z.number() }),
+    z.object({ t: z.literal('l'), m: metaSchema, x: z.string() }),
+    z.object({ t: z.literal('d'), m: metaSchema, l: z.nullable(z.string()), c: z.record(z.string(), z.union([z.literal('W'), serialNodeSchema])) }),
+    z.object({ t: z.literal('moved'), p: z.string() }),
+  ]),
+) as z.ZodMiniType<SerialNode>
+const changeSchema = z.union([
+  z.object({ k: z.literal('slot'), p: z.string(), a: z.union([z.null(), z.literal('W'), serialNodeSchema]) }),
+  z.object({ k: z.literal('meta'), p: z.string(), a: metaSchema }),
+  z.object({ k: z.literal('state'), key: z.string(), a: z.nullable(jsonSchema) }),
+  z.object({ k: z.literal('effect'), d: z.string(), n: z.optional(z.string()), args: z.optional(jsonSchema), tier: z.optional(z.number()), group: z.optional(z.string()) }),
+  z.object({ k: z.literal('root'), checkpoint: z.optional(z.string()), empty: z.optional(z.boolean()) }),
+])
+const bodySchema = z.union([
+  z.object({
+    t: z.literal('op'),
+    seq: z.number(),
+    id: z.string(),
+    type: z.string(),
+    paths: z.array(z.string()),
+    time: z.number(),
+    session: z.string(),
+    turn: z.optional(z.number()),
+    group: z.optional(z.string()),
+    description: z.optional(z.string()),
+    strategy: z.object({ kind: z.string(), reason: z.string() }),
+    changes: z.array(changeSchema),
+  }),
+  z.object({
+    t: z.literal('checkpoint'),
+    id: z.string(),
+    name: z.string(),
+    kind: z.string(),
+    seq: z.number(),
+    createdAt: z.number(),
+    description: z.optional(z.string()),
+    opSeq: z.number(),
+  }),
+  z.object({ t: z.literal('checkpoint-rename'), id: z.string(), name: z.string() }),
+  z.object({ t: z.literal('checkpoint-delete'), id: z.string() }),
+  z.object({ t: z.literal('superseded'), ids: z.array(z.string()) }),
+  z.object({ t: z.literal('undo'), ids: z.array(z.string()) }),
+  z.object({ t: z.literal('redo'), ids: z.array(z.string()) }),
+  z.object({ t: z.literal('compensated'), id: z.string() }),
+  z.object({ t: z.literal('resume'), point: jsonSchema }),
+  z.object({ t: z.literal('commit') }),
+])
+
+// ---- framing ---------------------------------------------------------------------------------
+
+const crcTable = (() => {
+  const table = new Uint32Array(256)
+  for (let n = 0; n < 256; n++) {
+    let c = n
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
+    table[n] = c >>> 0
+  }
+  return table
+})()
+
+/** CRC-32 over the UTF-16 code units of a string (enough to catch torn or flipped records). */
+export function crc32(text: string): number {
+  let crc = 0xffffffff
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    crc = crcTable[(crc ^ code) & 0xff] ^ (crc >>> 8)
+    crc = crcTable[(crc ^ (code >>> 8)) & 0xff] ^ (crc >>> 8)
+  }
+  return (crc ^ 0xffffffff) >>> 0
+}
+
+export function encodeRecord(body: RecordBody): string {
+  const text = JSON.stringify(body)
+  return `{"v":${FORMAT_VERSION},"c":${crc32(text)},"b":${text}}`
+}
+
+export class JournalFormatError extends Error {
+  readonly code = 'EJOURNALVERSION'
+}
+
+export interface DecodedJournal {
+  bodies: RecordBody[]
+  /** Records dropped from the end (torn by a crash, or corrupt). */
+  droppedTail: number
+  /** Index of the first record that could not be read, if any. */
+  damagedAt?: number
+}
+
+/**
+ * Decodes records in order, stopping at the first torn or corrupt one: everything after it is an
+ * unacknowledged tail. A record of a newer format version is refused, never guessed at.
+ */
+export function decodeJournal(lines: readonly string[]): DecodedJournal {
+  const bodies: RecordBody[] = []
+  // Only whole group commits count: records after the last commit marker are dropped with the tail.
+  let committedBodies = 0
+  let committedLines = 0
+  let damagedAt: number | undefined
+  const result = (): DecodedJournal => ({
+    bodies: bodies.slice(0, committedBodies),
+    droppedTail: lines.length - committedLines,
+    ...(damagedAt !== undefined ? { damagedAt } : {}),
+  })
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]
+    const match = /^\{"v":(\d+),"c":(\d+),"b":(.*)\}$/.exec(line)
+    damagedAt = i
+    if (!match) return result()
+    const version = Number(match[1])
+    if (version !== FORMAT_VERSION) {
+      throw new JournalFormatError(`rewindfs: the store's journal has format version ${version}; this rewindfs reads version ${FORMAT_VERSION}. Open it with a matching rewindfs version.`)
+    }
+    if (crc32(match[3]) !== Number(match[2])) return result()
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(match[3])
+    } catch {
+      return result()
+    }
+    const checked = bodySchema.safeParse(parsed)
+    if (!checked.success) return result()
+    damagedAt = undefined
+    if (checked.data.t === 'commit') {
+      committedBodies = bodies.length
+      committedLines = i + 1
+    } else bodies.push(checked.data as RecordBody)
+  }
+  return result()
+}

@@ -1,0 +1,196 @@
+/**
+ * Crash safety of the write-ahead journal: a scripted session runs against an in-memory store; the
+ * store is then "found on disk" at every journal boundary, and torn in the middle of each record,
+ * and every reopen must show exactly the last committed state.
+ */
+import { describe, expect, it } from 'vitest'
+import { MemoryStore, Workspace } from '../src/index.js'
+import { FORMAT_VERSION } from '../src/engine/persistence.js'
+
+async function snapshot(ws: Workspace) {
+  const files: Record<string, string> = {}
+  const walk = (dir: string) => {
+    for (const name of ws.fs.readdirSync(dir) as string[]) {
+      const path = dir === '/' ? `/${name}` : `${dir}/${name}`
+      const stat = ws.fs.lstatSync(path)
+      if (stat.isDirectory()) {
+        files[path + '/'] = (stat.mode & 0o777).toString(8)
+        walk(path)
+      } else if (stat.isSymbolicLink()) files[path] = '-> ' + ws.fs.readlinkSync(path)
+      else files[path] = `${(stat.mode & 0o777).toString(8)} ${ws.fs.readFileSync(path, 'utf8')}`
+    }
+  }
+  walk('/')
+  return {
+    files,
+    state: await ws.state.entries(),
+    checkpoints: ws.checkpoints().map((c) => `${c.kind}:${c.name}${c.superseded ? ':superseded' : ''}`),
+    history: ws.history().map((op) => `${op.type}${'undone' in op ? ':undone' : ''}`),
+  }
+}
+
+Workspace.registerCompensator('durability-test', () => true)
+const lower = { '/app/config.json': '{"port":8080}', '/app/src/index.js': 'serve()', '/README.md': '# app' }
+
+/** The scripted session: each step ends with a sync (an acknowledged group commit). */
+const steps: ((ws: Workspace) => Promise<unknown> | unknown)[] = [
+  (ws) => ws.fs.writeFileSync('/app/config.json', '{"port":9090}'),
+  (ws) => ws.fs.mkdirSync('/app/lib/deep', { recursive: true }),
+  (ws) => ws.fs.writeFileSync('/app/lib/deep/util.js', 'export const x = 1'),
+  (ws) => ws.checkpoint({ name: 'first' }),
+  (ws) => ws.fs.renameSync('/app/lib', '/app/library'),
+  (ws) => ws.fs.renameSync('/app/src', '/app/source'),
+  (ws) => ws.fs.rmSync('/README.md'),
+  (ws) => ws.fs.symlinkSync('source/index.js', '/app/main.js'),
+  (ws) => ws.fs.chmodSync('/app/config.json', 0o600),
+  (ws) => ws.state.set('plan', { step: 3, todo: ['a', 'b'] }),
+  (ws) => ws.recordSideEffect({ description: 'deployed', compensate: { name: 'durability-test' } }),
+  (ws) => ws.transaction((fs) => {
+    fs.writeFileSync('/app/tx.txt', 'in a transaction')
+    fs.mkdirSync('/app/txdir')
+    fs.writeFileSync('/app/txdir/inner.txt', 'inner')
+  }),
+  (ws) => ws.beginTurn(2),
+  (ws) => ws.fs.rmSync('/app/library', { recursive: true }),
+  (ws) => ws.restore('first'),
+  (ws) => ws.undo(),
+  (ws) => ws.undo({ steps: 2 }),
+  (ws) => ws.redo(),
+  (ws) => ws.reset(),
+  (ws) => ws.undo(),
+  (ws) => ws.setResume({ phase: 'verify', turn: 2 }),
+  (ws) => ws.fs.writeFileSync('/app/final.txt', 'last'),
+]
+
+describe('write-ahead journal and crash recovery', () => {
+  it('reopens at every journal boundary, and with every torn tail, to exactly the last committed state', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ lower, store, autoCheckpoint: false })
+    const boundaries: { length: number; expected: Awaited<ReturnType<typeof snapshot>> }[] = [
+      { length: 0, expected: await snapshot(ws) },
+    ]
+    for (const step of steps) {
+      await step(ws)
+      await ws.sync()
+      boundaries.push({ length: store.journalLength, expected: await snapshot(ws) })
+    }
+    for (let i = 0; i < boundaries.length; i++) {
+      const { length, expected } = boundaries[i]
+      const reopened = await Workspace.open({ lower, store: MemoryStore.from(store.image(length)), autoCheckpoint: false })
+      expect(await snapshot(reopened), `reopened at boundary ${i}`).toEqual(expected)
+      expect(reopened.status.warnings).toEqual([])
+      const next = boundaries[i + 1]
+      if (!next) continue
+      // Crash in the middle of the next group commit: the torn records are dropped. (Cut one byte
+      // short of the end, only the line end is missing: the commit is whole and counts.)
+      const whole = await Workspace.open({ lower, store: MemoryStore.from(store.image(next.length - 1)), autoCheckpoint: false })
+      expect(await snapshot(whole)).toEqual(next.expected)
+      for (const cut of [length + 1, Math.floor((length + next.length) / 2), next.length - 2]) {
+        if (cut <= length || cut >= next.length) continue
+        const torn = await Workspace.open({ lower, store: MemoryStore.from(store.image(cut)), autoCheckpoint: false })
+        expect(await snapshot(torn), `torn at ${cut} after boundary ${i}`).toEqual(expected)
+        expect(torn.status.loaded?.droppedTail, `torn at ${cut} after boundary ${i} (${length}..${next.length})`).toBeGreaterThan(0)
+      }
+    }
+  })
+
+  it('keeps working after a reopen: undo, restore of old checkpoints, compensation by name, resume point', async () => {
+    const store = new MemoryStore()
+    let ws = await Workspace.open({ lower, store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a.txt', 'one')
+    await ws.checkpoint({ name: 'one' })
+    ws.fs.writeFileSync('/a.txt', 'two')
+    let compensated = 0
+    Workspace.registerCompensator('count', () => {
+      compensated++
+    })
+    await ws.recordSideEffect({ description: 'counted', compensate: { name: 'count' } })
+    await ws.recordSideEffect({ description: 'anonymous', compensate: () => undefined })
+    await ws.setResume({ phase: 'execute', turn: 4, data: { cursor: 9 } })
+    await ws.close()
+
+    ws = await Workspace.open({ lower, store, autoCheckpoint: false })
+    expect(ws.resume).toEqual({ phase: 'execute', turn: 4, data: { cursor: 9 } })
+    const report = await ws.restore('one')
+    expect(report.compensated).toEqual(['counted'])
+    expect(report.uncompensated).toEqual([{ description: 'anonymous', error: expect.stringMatching(/does not survive a reopen/) }])
+    expect(compensated).toBe(1)
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('one')
+    await ws.undoRestore()
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('two')
+    ws.fs.writeFileSync('/b.txt', 'new')
+    await ws.close()
+
+    ws = await Workspace.open({ lower, store, autoCheckpoint: false })
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('two')
+    expect(ws.fs.readFileSync('/b.txt', 'utf8')).toBe('new')
+    await ws.undo()
+    expect(ws.fs.existsSync('/b.txt')).toBe(false)
+    // New operations after a reopen do not reuse old ids.
+    ws.fs.writeFileSync('/c.txt', 'c')
+    const ids = ws.history().map((op) => op.id)
+    expect(new Set(ids).size).toBe(ids.length)
+  })
+
+  it('refuses a journal of an unknown format version with a clear error', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store })
+    ws.fs.writeFileSync('/a', '1')
+    await ws.sync()
+    const image = store.image()
+    image.journal = image.journal.replace(`{"v":${FORMAT_VERSION},`, '{"v":99,')
+    await expect(Workspace.open({ store: MemoryStore.from(image) })).rejects.toThrow(/format version 99/)
+  })
+
+  it('drops a corrupt tail, moves an unreadable journal aside, and marks checkpoints with missing content broken', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a', 'first')
+    await ws.checkpoint({ name: 'cp' })
+    await ws.sync()
+    ws.fs.writeFileSync('/a', 'second')
+    await ws.sync()
+    // A flipped character in the last record: its checksum fails, so it is dropped.
+    const flipped = store.image()
+    const lines = flipped.journal.trimEnd().split('\n')
+    const last = lines.length - 2 // the last operation, just before its group commit's marker
+    lines[last] = lines[last].replace('"p":"/a"', '"p":"/b"')
+    flipped.journal = lines.join('\n') + '\n'
+    const reopened = await Workspace.open({ store: MemoryStore.from(flipped) })
+    expect(reopened.fs.readFileSync('/a', 'utf8')).toBe('first')
+    expect(reopened.status.warnings.join()).toMatch(/dropped 2/) // the operation and its commit marker
+
+    const garbage = MemoryStore.from({ journal: 'not a journal\nat all\n', blobs: [], meta: [] })
+    const repaired = await Workspace.open({ store: garbage })
+    expect(repaired.status.warnings.join()).toMatch(/moved aside/)
+    expect(await garbage.readJournal()).toEqual([])
+    expect(repaired.fs.readdirSync('/')).toEqual([])
+
+    const missing = store.image()
+    missing.blobs = missing.blobs.filter(([, bytes]) => new TextDecoder().decode(bytes) !== 'first')
+    const damaged = await Workspace.open({ store: MemoryStore.from(missing) })
+    expect(damaged.checkpoints()[0]).toMatchObject({ name: 'cp', broken: true })
+    await expect(damaged.restore('cp')).rejects.toMatchObject({ code: 'EBROKEN' })
+    expect(damaged.fs.readFileSync('/a', 'utf8')).toBe('second')
+  })
+
+  it('runs in memory, flagged degraded with the reason, when the store is unavailable', async () => {
+    const store = new MemoryStore()
+    store.readJournal = async () => {
+      throw new Error('connection refused')
+    }
+    const ws = await Workspace.open({ store })
+    expect(ws.status.degraded).toMatch(/unavailable: connection refused/)
+    ws.fs.writeFileSync('/still-works', 'yes')
+    expect(ws.fs.readFileSync('/still-works', 'utf8')).toBe('yes')
+
+    const failing = new MemoryStore()
+    const live = await Workspace.open({ store: failing })
+    failing.appendJournal = async () => {
+      throw new Error('disk full')
+    }
+    live.fs.writeFileSync('/x', '1')
+    await expect(live.sync()).rejects.toMatchObject({ code: 'EDEGRADED' })
+    expect(live.status.degraded).toMatch(/disk full/)
+  })
+})
