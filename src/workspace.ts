@@ -110,6 +110,8 @@ export interface WorkspaceOptions {
   autoCheckpoint?: AutoCheckpointOptions | false
   /** A durable Store (journal, blobs, metadata); without one the workspace lives in memory. */
   store?: Store
+  /** Compact the store's journal after this many records (default 10 000). */
+  compactEvery?: number
   /** Told when the engine escalates: an undo that failed, a compensation that failed, a safe stop. */
   onAlert?: (alert: Alert) => void
 }
@@ -226,6 +228,8 @@ export class Workspace {
         setResume: (point) => {
           this.resumePoint = point as unknown as ResumePoint
         },
+        getResume: () => this.resumePoint as unknown as JsonValue | undefined,
+        checkpointSeq: () => this.seq,
         seenCheckpointSeq: (seq) => {
           this.seq = Math.max(this.seq, seq)
         },
@@ -243,7 +247,25 @@ export class Workspace {
       return
     }
     this.durability = durability
-    this.journal.onAppend = (record) => durability.recordOperation(record)
+    const every = this.options.compactEvery ?? 10_000
+    this.journal.onAppend = (record) => {
+      durability.recordOperation(record)
+      if (durability.sinceCompaction >= every) {
+        durability.sinceCompaction = 0
+        void this.compact().catch(() => undefined)
+      }
+    }
+    if ((this.status.loaded?.operations ?? 0) >= every) await this.compact()
+  }
+
+  /**
+   * Rewrites the store's journal as one snapshot of the live state and kept history, and drops
+   * store blobs nothing refers to. Runs by itself every `compactEvery` records; open time then
+   * stays proportional to the live state plus a bounded tail.
+   */
+  async compact(): Promise<void> {
+    this.ops.settle()
+    await this.durability?.compact(() => this.collector.reachable())
   }
 
   /** Resolves when every change so far is durable in the store (a group commit). */
@@ -973,6 +995,8 @@ export class Workspace {
       if (reachable.has(id)) sharedElsewhere++
       else if (this.overlay.blobs.erase(id)) erased++
     }
+    // The durable journal and blob files must forget the content too: rewrite them.
+    await this.compact()
     return { erased, checkpoints, operations, lowerStillHasIt: this.lower.stat(target)?.type === 'file', sharedElsewhere }
   }
 

@@ -193,4 +193,62 @@ describe('write-ahead journal and crash recovery', () => {
     await expect(live.sync()).rejects.toMatchObject({ code: 'EDEGRADED' })
     expect(live.status.degraded).toMatch(/disk full/)
   })
+
+  it('compacts the journal into a snapshot that reopens to the same state, history and checkpoints', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ lower, store, autoCheckpoint: false })
+    for (const step of steps) await step(ws)
+    await ws.sync()
+    const expected = await snapshot(ws)
+    const before = store.journalLength
+    await ws.compact()
+    expect((await store.readJournal()).length).toBe(2) // the snapshot and its commit marker
+    const reopened = await Workspace.open({ lower, store: MemoryStore.from(store.image()), autoCheckpoint: false })
+    expect(await snapshot(reopened)).toEqual(expected)
+    // The tail after a snapshot replays on top of it, and history from before it still undoes.
+    ws.fs.writeFileSync('/after.txt', 'tail')
+    await ws.sync()
+    const again = await Workspace.open({ lower, store: MemoryStore.from(store.image()), autoCheckpoint: false })
+    expect(await snapshot(again)).toEqual(await snapshot(ws))
+    await again.undo({ steps: 3 })
+    await ws.undo({ steps: 3 })
+    expect(await snapshot(again)).toEqual(await snapshot(ws))
+    await again.restore('first')
+    expect(again.fs.readFileSync('/app/config.json', 'utf8')).toBe('{"port":9090}')
+    expect(before).toBeGreaterThan(0)
+  })
+
+  it('compacts by itself every compactEvery records, so open replays a bounded tail', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, compactEvery: 50, autoCheckpoint: false })
+    for (let i = 0; i < 400; i++) {
+      ws.fs.writeFileSync(`/f${i % 10}`, `v${i}`)
+      if (i % 10 === 0) await ws.sync()
+    }
+    await ws.sync()
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    const lines = await store.readJournal()
+    expect(lines.length).toBeLessThan(150)
+    const reopened = await Workspace.open({ store: MemoryStore.from(store.image()) })
+    expect(reopened.fs.readFileSync('/f9', 'utf8')).toBe('v399')
+  })
+
+  it('purge on a durable store removes the bytes from the store too', async () => {
+    const secret = 'ghp_' + 'x'.repeat(36)
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/token', secret)
+    await ws.checkpoint({ name: 'leak' })
+    ws.fs.writeFileSync('/other', 'keep me')
+    await ws.sync()
+    await ws.purge('/token')
+    const image = store.image()
+    const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
+    expect(image.blobs.map(([, bytes]) => text(bytes))).not.toContain(secret)
+    expect(image.blobs.map(([, bytes]) => text(bytes))).toContain('keep me')
+    const reopened = await Workspace.open({ store: MemoryStore.from(image) })
+    expect(reopened.fs.readFileSync('/token', 'utf8')).toBe('')
+    await reopened.restore('leak')
+    expect(reopened.fs.readFileSync('/token', 'utf8')).toBe('')
+  })
 })

@@ -11,8 +11,21 @@ import { type MapRoot, mapEntries, mapGet } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
 import type { Change, Journal, Operation, OperationRecord, OperationType, SideEffect, UndoStrategy } from './journal.js'
-import { type RecordBody, type SerialChange, blobsOf, decodeJournal, decodeNode, encodeNode, encodeRecord } from './persistence.js'
-import type { JsonValue, SessionState } from './state.js'
+import {
+  NodeTable,
+  type RecordBody,
+  type SerialChange,
+  type SnapshotChange,
+  type SnapshotData,
+  blobsOf,
+  decodeJournal,
+  decodeNode,
+  decodeTable,
+  encodeNode,
+  encodeRecord,
+  tableNode,
+} from './persistence.js'
+import { type JsonValue, SessionState } from './state.js'
 import type { Store } from './store.js'
 
 /** What a checkpoint is, as the workspace keeps it. */
@@ -39,6 +52,8 @@ export interface DurableHost {
   readonly blobs: BlobStore
   readonly checkpoints: CheckpointRecord[]
   setResume(point: JsonValue): void
+  getResume(): JsonValue | undefined
+  checkpointSeq(): number
   /** Raises the checkpoint sequence after replay so new ones do not reuse numbers. */
   seenCheckpointSeq(seq: number): void
 }
@@ -178,12 +193,204 @@ export class Durability {
         const blobs = ids.filter((id) => this.host.blobs.has(id)).map((id) => [id, this.host.blobs.get(id)] as const)
         if (blobs.length > 0) await this.store.putBlobs(blobs)
         await this.store.appendJournal([...lines, encodeRecord({ t: 'commit' })])
+        this.sinceCompaction += lines.length
         for (const id of ids) this.durableBlobs.add(id)
       } catch (error) {
         this.failure = `the ${this.store.kind} store failed: ${(error as Error)?.message ?? String(error)}`
       }
     })
     return this.flushing
+  }
+
+  /** Records committed since the journal was last compacted. */
+  sinceCompaction = 0
+
+  /**
+   * Replaces the journal with one snapshot of the live state and kept history (so open time stays
+   * bounded as history grows), then removes blobs nothing refers to any more from the store.
+   */
+  async compact(reachable: () => Set<BlobId>): Promise<void> {
+    await this.atomically(async () => {
+      await this.drain()
+      if (this.failure) return
+      const snapshot = this.snapshot()
+      const blobs = new Set<BlobId>()
+      for (const dir of snapshot.dirs) for (const child of Object.values(dir.c)) if (child !== 'W' && child.t === 'f') blobs.add(child.b)
+      for (const op of snapshot.operations) {
+        for (const c of op.changes) {
+          if (c.k !== 'slot') continue
+          for (const n of [c.b, c.a]) if (n && n !== 'W' && n.t === 'f') blobs.add(n.b)
+        }
+      }
+      const missing = [...blobs].filter((id) => !this.durableBlobs.has(id) && this.host.blobs.has(id))
+      if (missing.length > 0) await this.store.putBlobs(missing.map((id) => [id, this.host.blobs.get(id)] as const))
+      for (const id of missing) this.durableBlobs.add(id)
+      await this.store.replaceJournal([encodeRecord({ t: 'snapshot', data: snapshot }), encodeRecord({ t: 'commit' })])
+      this.sinceCompaction = 0
+      const keep = reachable()
+      for (const id of blobs) keep.add(id)
+      const stale = (await this.store.blobIds()).filter((id) => !keep.has(id))
+      if (stale.length > 0) await this.store.deleteBlobs(stale)
+      for (const id of stale) this.durableBlobs.delete(id)
+    })
+  }
+
+  /** Waits for the commit in flight, then commits what is pending even while held. */
+  private async drain(): Promise<void> {
+    await this.flushing
+    const holds = this.holds
+    this.holds = 0
+    try {
+      await this.commit()
+    } finally {
+      this.holds = holds
+    }
+  }
+
+  private snapshot(): SnapshotData {
+    const { overlay, state, journal, checkpoints } = this.host
+    const table = new NodeTable()
+    const entries = (root: MapRoot<JsonValue>) => [...mapEntries(root)]
+    const operations = journal.records.map((record) => ({
+      id: record.id,
+      seq: record.seq,
+      type: record.type,
+      paths: [...record.paths],
+      time: record.time,
+      session: record.session,
+      ...(record.turn !== undefined ? { turn: record.turn } : {}),
+      ...(record.group !== undefined ? { group: record.group } : {}),
+      ...(record.description !== undefined ? { description: record.description } : {}),
+      strategy: record.strategy,
+      undone: record.undone,
+      changes: record.changes.map((change): SnapshotChange => {
+        switch (change.kind) {
+          case 'slot':
+            return { k: 'slot', p: change.path, b: table.ref(change.before), a: table.ref(change.after) }
+          case 'meta':
+            return { k: 'meta', p: change.path, b: change.before, a: change.after }
+          case 'state':
+            return { k: 'state', key: change.key, b: change.before ?? null, a: change.after ?? null }
+          case 'effect': {
+            const named = typeof change.effect.compensate === 'function' ? undefined : change.effect.compensate
+            return {
+              k: 'effect',
+              d: change.effect.description,
+              ...(named ? { n: named.name, ...(named.args !== undefined ? { args: named.args } : {}) } : {}),
+              ...(change.effect.tier !== undefined ? { tier: change.effect.tier } : {}),
+              ...(change.effect.group !== undefined ? { group: change.effect.group } : {}),
+              done: change.effect.compensated,
+            }
+          }
+          case 'root':
+            return {
+              k: 'root',
+              b: table.dir(change.before),
+              a: table.dir(change.after),
+              ...(change.stateBefore ? { sb: entries(change.stateBefore) } : {}),
+              ...(change.stateAfter ? { sa: entries(change.stateAfter) } : {}),
+            }
+        }
+      }),
+    }))
+    const resume = this.host.getResume()
+    return {
+      checkpoints: checkpoints.map((c) => ({
+        id: c.id,
+        name: c.name,
+        kind: c.kind,
+        seq: c.seq,
+        createdAt: c.createdAt,
+        ...(c.description !== undefined ? { description: c.description } : {}),
+        superseded: c.superseded,
+        root: table.dir(c.root),
+        state: entries(c.state),
+        opSeq: c.opSeq,
+      })),
+      operations,
+      root: table.dir(overlay.freeze()),
+      state: entries(state.freeze()),
+      seq: journal.lastSeq,
+      checkpointSeq: this.host.checkpointSeq(),
+      ...(resume !== undefined ? { resume } : {}),
+      dirs: table.dirs,
+    }
+  }
+
+  /** Loads a snapshot record into the (empty) host. */
+  private restoreSnapshot(data: SnapshotData): void {
+    const { overlay, state, journal, checkpoints } = this.host
+    const nodes = decodeTable(data.dirs)
+    const stateRoot = (pairs: [string, JsonValue][]) => {
+      const s = new SessionState()
+      for (const [key, value] of pairs) s.write(key, value)
+      return s.freeze()
+    }
+    overlay.setRoot(nodes[data.root])
+    state.setRoot(stateRoot(data.state))
+    for (const c of data.checkpoints) {
+      checkpoints.push({
+        id: c.id,
+        name: c.name,
+        kind: c.kind as CheckpointRecord['kind'],
+        seq: c.seq,
+        createdAt: c.createdAt,
+        ...(c.description !== undefined ? { description: c.description } : {}),
+        superseded: c.superseded,
+        root: nodes[c.root],
+        state: stateRoot(c.state),
+        opSeq: c.opSeq,
+      })
+    }
+    this.host.seenCheckpointSeq(data.checkpointSeq)
+    if (data.resume !== undefined) this.host.setResume(data.resume)
+    journal.load(
+      data.operations.map((op) => ({
+        id: op.id,
+        seq: op.seq,
+        type: op.type as OperationType,
+        paths: op.paths,
+        time: op.time,
+        session: op.session,
+        ...(op.turn !== undefined ? { turn: op.turn } : {}),
+        ...(op.group !== undefined ? { group: op.group } : {}),
+        ...(op.description !== undefined ? { description: op.description } : {}),
+        strategy: op.strategy as UndoStrategy,
+        undone: op.undone,
+        changes: op.changes.map((c): Change => {
+          switch (c.k) {
+            case 'slot':
+              return { kind: 'slot', path: c.p, before: tableNode(c.b, nodes), after: tableNode(c.a, nodes) }
+            case 'meta':
+              return { kind: 'meta', path: c.p, before: c.b, after: c.a }
+            case 'state':
+              return { kind: 'state', path: `state:${c.key}`, key: c.key, before: c.b ?? undefined, after: c.a ?? undefined }
+            case 'effect':
+              return {
+                kind: 'effect',
+                path: `effect:${c.d}`,
+                effect: {
+                  description: c.d,
+                  compensate: c.n !== undefined ? { name: c.n, ...(c.args !== undefined ? { args: c.args } : {}) } : lostCompensation,
+                  ...(c.tier !== undefined ? { tier: c.tier } : {}),
+                  ...(c.group !== undefined ? { group: c.group } : {}),
+                  compensated: c.done,
+                },
+              }
+            case 'root':
+              return {
+                kind: 'root',
+                path: '/',
+                before: nodes[c.b],
+                after: nodes[c.a],
+                ...(c.sb ? { stateBefore: stateRoot(c.sb) } : {}),
+                ...(c.sa ? { stateAfter: stateRoot(c.sa) } : {}),
+              }
+          }
+        }),
+      })),
+      data.seq,
+    )
   }
 
   /** Resolves when everything recorded so far is durable; rejects if the store failed. */
@@ -292,6 +499,11 @@ export class Durability {
           this.host.setResume(body.point)
           break
         case 'commit':
+          break
+        case 'snapshot':
+          this.restoreSnapshot(body.data)
+          for (const dir of body.data.dirs) for (const child of Object.values(dir.c)) if (child !== 'W' && child.t !== 'r') noteIno(tableNode(child, []))
+          for (const dir of body.data.dirs) maxIno = Math.max(maxIno, dir.m.ino)
           break
       }
     }

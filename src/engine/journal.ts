@@ -161,6 +161,12 @@ export class Journal implements Recorder, StateRecorder {
     return this.seq
   }
 
+  /** Replaces the kept history (loading a snapshot). */
+  load(records: OperationRecord[], seq: number): void {
+    this.records.splice(0, this.records.length, ...records)
+    this.seq = Math.max(this.seq, seq)
+  }
+
   /** Told about every new operation (the durable store's persister). */
   onAppend: ((record: OperationRecord) => void) | undefined
   private identity: Omit<Operation, 'type' | 'paths' | 'description' | 'parent'> | undefined

@@ -94,6 +94,50 @@ export type RecordBody =
   | { t: 'resume'; point: JsonValue }
   /** Ends a group commit: records after the last one of these were never acknowledged. */
   | { t: 'commit' }
+  /** Compaction: the whole live state and kept history in one record; the journal continues after it. */
+  | { t: 'snapshot'; data: SnapshotData }
+
+export interface SnapshotData {
+  dirs: SnapshotDir[]
+  root: number
+  state: [string, JsonValue][]
+  seq: number
+  checkpointSeq: number
+  resume?: JsonValue
+  checkpoints: {
+    id: string
+    name: string
+    kind: string
+    seq: number
+    createdAt: number
+    description?: string
+    superseded: boolean
+    root: number
+    state: [string, JsonValue][]
+    opSeq: number
+  }[]
+  operations: {
+    id: string
+    seq: number
+    type: string
+    paths: string[]
+    time: number
+    session: string
+    turn?: number
+    group?: string
+    description?: string
+    strategy: { kind: string; reason: string }
+    undone: boolean
+    changes: SnapshotChange[]
+  }[]
+}
+
+export type SnapshotChange =
+  | { k: 'slot'; p: string; b: SnapshotNode | 'W' | null; a: SnapshotNode | 'W' | null }
+  | { k: 'meta'; p: string; b: Meta; a: Meta }
+  | { k: 'state'; key: string; b: JsonValue | null; a: JsonValue | null }
+  | { k: 'effect'; d: string; n?: string; args?: JsonValue; tier?: number; group?: string; done: boolean }
+  | { k: 'root'; b: number; a: number; sb?: [string, JsonValue][]; sa?: [string, JsonValue][] }
 
 const metaSchema = z.object({
   mode: z.number(),
@@ -154,6 +198,9 @@ const bodySchema = z.union([
   z.object({ t: z.literal('compensated'), id: z.string() }),
   z.object({ t: z.literal('resume'), point: jsonSchema }),
   z.object({ t: z.literal('commit') }),
+  // The snapshot's inner shape is produced by this module and checked by its checksum; its size
+  // (a whole tree) makes a deep schema walk too costly at open.
+  z.object({ t: z.literal('snapshot'), data: z.custom<SnapshotData>((v) => typeof v === 'object' && v !== null && Array.isArray((v as SnapshotData).dirs)) }),
 ])
 
 // ---- framing ---------------------------------------------------------------------------------
@@ -236,4 +283,59 @@ export function decodeJournal(lines: readonly string[]): DecodedJournal {
     } else bodies.push(checked.data as RecordBody)
   }
   return result()
+}
+
+// ---- snapshots (compaction) -----------------------------------------------------------------
+
+/** A directory in a snapshot's node table; child directories are `{ t: 'r', i }` references. */
+export interface SnapshotDir {
+  m: Meta
+  l: string | null
+  c: Record<string, SnapshotNode | 'W'>
+}
+
+export type SnapshotNode = Exclude<SerialNode, { t: 'd' } | { t: 'moved' }> | { t: 'r'; i: number }
+
+/** Encodes directory trees into one table, each shared subtree once (trees share most nodes). */
+export class NodeTable {
+  readonly dirs: SnapshotDir[] = []
+  private readonly index = new Map<DirNode, number>()
+
+  ref(node: UpperNode | undefined): SnapshotNode | 'W' | null {
+    if (node === undefined) return null
+    if (node.type === 'whiteout') return 'W'
+    if (node.type === 'file') return { t: 'f', m: node.meta, b: node.blob, s: node.size }
+    if (node.type === 'symlink') return { t: 'l', m: node.meta, x: node.target }
+    return { t: 'r', i: this.dir(node) }
+  }
+
+  dir(node: DirNode): number {
+    const known = this.index.get(node)
+    if (known !== undefined) return known
+    const children: Record<string, SnapshotNode | 'W'> = {}
+    for (const [name, child] of mapEntries<UpperNode>(node.children)) children[name] = this.ref(child) as SnapshotNode | 'W'
+    const i = this.dirs.push({ m: node.meta, l: node.lower, c: children }) - 1
+    this.index.set(node, i)
+    return i
+  }
+}
+
+/** Rebuilds a snapshot's node table (children always precede their parents). */
+export function decodeTable(dirs: readonly SnapshotDir[]): DirNode[] {
+  const nodes: DirNode[] = []
+  const token = {}
+  for (const dir of dirs) {
+    const node = dirNode(dir.m, dir.l, null)
+    for (const [name, child] of Object.entries(dir.c)) node.children = mapSet(node.children, name, tableNode(child, nodes)!, token)
+    nodes.push(node)
+  }
+  return nodes
+}
+
+export function tableNode(serial: SnapshotNode | 'W' | null, nodes: readonly DirNode[]): UpperNode | undefined {
+  if (serial === null) return undefined
+  if (serial === 'W') return WHITEOUT
+  if (serial.t === 'r') return nodes[serial.i]
+  if (serial.t === 'f') return { type: 'file', meta: serial.m, blob: serial.b, size: serial.s }
+  return { type: 'symlink', meta: serial.m, target: serial.x }
 }
