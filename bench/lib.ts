@@ -206,3 +206,57 @@ export function machineInfo(): { label: string; value: string }[] {
 export function progress(message: string): void {
   process.stderr.write(`[bench ${(process.uptime()).toFixed(0).padStart(4)}s] ${message}\n`)
 }
+
+// ---- per-subject timing loops -------------------------------------------------------------------
+
+/** Timed loops over one fs. Each returns milliseconds and checks the bytes/sizes it saw. */
+export interface Loops {
+  write(): number
+  read(order: Uint32Array): number
+  stat(order: Uint32Array): number
+}
+
+type LoopsFactory = (fs: FsLike, paths: readonly string[], content: Content, fileSize: number) => Loops
+
+const LOOPS_SOURCE = `
+const n = paths.length
+return {
+  write() {
+    const start = performance.now()
+    for (let i = 0; i < n; i++) fs.writeFileSync(paths[i], content.stamp(i))
+    return performance.now() - start
+  },
+  read(order) {
+    let bytes = 0
+    const start = performance.now()
+    for (let i = 0; i < n; i++) bytes += fs.readFileSync(paths[order[i]]).byteLength
+    const ms = performance.now() - start
+    if (bytes !== n * fileSize) throw new Error('read ' + bytes + ' bytes, expected ' + n * fileSize)
+    return ms
+  },
+  stat(order) {
+    let size = 0
+    const start = performance.now()
+    for (let i = 0; i < n; i++) size += fs.statSync(paths[order[i]]).size
+    const ms = performance.now() - start
+    if (size !== n * fileSize) throw new Error('stat saw ' + size + ' bytes, expected ' + n * fileSize)
+    return ms
+  },
+}`
+
+const loopsCache = new Map<string, LoopsFactory>()
+
+/**
+ * The timing loops compiled separately for each subject (new Function with the subject's name in
+ * the source), so their call sites stay monomorphic: a loop shared by memfs, unionfs, ZenFS and
+ * rewindfs would go megamorphic and penalise whichever subject runs last (measured: up to 2× on
+ * statSync).
+ */
+export function loopsFor(subject: string): LoopsFactory {
+  let factory = loopsCache.get(subject)
+  if (!factory) {
+    factory = new Function('fs', 'paths', 'content', 'fileSize', `// ${subject.replace(/\n/g, ' ')}\n${LOOPS_SOURCE}`) as LoopsFactory
+    loopsCache.set(subject, factory)
+  }
+  return factory
+}
