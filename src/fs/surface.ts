@@ -1,0 +1,169 @@
+/**
+ * The Node-compatible `fs` object, generated from one table over FsOperations: each operation is
+ * written once (synchronously) and gets its `xSync`, callback `x` and `promises.x` forms here.
+ * Members that are not triples keep Node's own shapes (exists, streams, watch, FileHandle).
+ */
+import { FsError } from '../errors.js'
+import { constants, validateFunction } from './arguments.js'
+import { FileHandle } from './file-handle.js'
+import type { FsOperations } from './operations.js'
+import { Dir, Dirent, Stats } from './stats.js'
+import { createReadStream, createWriteStream } from './streams.js'
+import { type FSWatcher, WatchRegistry } from './watch.js'
+
+type Operation = (...args: unknown[]) => unknown
+
+/** Operations with all three forms; the value is the FsOperations method. */
+const triples = {
+  access: 'access',
+  appendFile: 'appendFile',
+  chmod: 'chmod',
+  chown: 'chown',
+  copyFile: 'copyFile',
+  cp: 'cp',
+  lchown: 'lchown',
+  link: 'link',
+  lstat: 'lstat',
+  lutimes: 'lutimes',
+  mkdir: 'mkdir',
+  mkdtemp: 'mkdtemp',
+  opendir: 'opendir',
+  readdir: 'readdir',
+  readFile: 'readFile',
+  readlink: 'readlink',
+  realpath: 'realpath',
+  rename: 'rename',
+  rm: 'rm',
+  rmdir: 'rmdir',
+  stat: 'stat',
+  symlink: 'symlink',
+  truncate: 'truncate',
+  unlink: 'unlink',
+  utimes: 'utimes',
+  writeFile: 'writeFile',
+} as const satisfies Record<string, keyof FsOperations>
+
+/** Descriptor operations: sync and callback forms (the promise API uses FileHandle instead). */
+const descriptorCalls = {
+  close: 'close',
+  fchmod: 'fchmod',
+  fchown: 'fchown',
+  fdatasync: 'fdatasync',
+  fstat: 'fstat',
+  fsync: 'fsync',
+  ftruncate: 'ftruncate',
+  futimes: 'futimes',
+  open: 'open',
+} as const satisfies Record<string, keyof FsOperations>
+
+/** Node members we do not implement: each throws ENOSYS rather than silently missing. */
+const unsupported = ['readv', 'writev', 'statfs', 'openAsBlob', 'watchFile', 'unwatchFile'] as const
+
+/** Node's fs callbacks run on a later turn of the event loop. */
+const later: (fn: () => void) => void =
+  typeof (globalThis as { setImmediate?: unknown }).setImmediate === 'function'
+    ? (fn) => (globalThis as unknown as { setImmediate(fn: () => void): void }).setImmediate(fn)
+    : (fn) => setTimeout(fn, 0)
+
+/** Argument errors are thrown synchronously by Node's callback API; system errors go to the callback. */
+function isArgumentError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' && (code.startsWith('ERR_INVALID_ARG') || code === 'ERR_OUT_OF_RANGE' || code.startsWith('ERR_INVALID_URL'))
+}
+
+function callbackForm(run: Operation, spread?: (result: unknown, args: unknown[]) => unknown[]): Operation {
+  return (...args: unknown[]) => {
+    const callback = args.pop()
+    validateFunction(callback, 'cb')
+    const cb = callback as (...results: unknown[]) => void
+    let result: unknown
+    try {
+      result = run(...args)
+    } catch (error) {
+      if (isArgumentError(error)) throw error
+      later(() => cb(error))
+      return
+    }
+    later(() => (spread ? cb(null, ...spread(result, args)) : cb(null, result)))
+  }
+}
+
+function promiseForm(run: Operation, before?: () => Promise<void>): Operation {
+  return async (...args: unknown[]) => {
+    if (before) await before()
+    return run(...args)
+  }
+}
+
+function enosys(name: string): Operation {
+  return () => {
+    throw new FsError('ENOSYS', name)
+  }
+}
+
+export interface SurfaceOptions {
+  /** Runs before every promise-form call, e.g. to load contents of an asynchronous lower source. */
+  beforeAsync?: () => Promise<void>
+}
+
+/** The object users take in place of `node:fs`. Its type is structural; see NodeFs in ../types.ts. */
+export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Record<string, unknown> {
+  const fs: Record<string, unknown> = {}
+  const promises: Record<string, unknown> = {}
+  const bind = (method: keyof FsOperations): Operation => (ops[method] as Operation).bind(ops)
+
+  for (const [name, method] of Object.entries(triples)) {
+    const run = bind(method)
+    fs[name + 'Sync'] = run
+    fs[name] = callbackForm(run)
+    promises[name] = promiseForm(run, options.beforeAsync)
+  }
+  for (const [name, method] of Object.entries(descriptorCalls)) {
+    const run = bind(method)
+    fs[name + 'Sync'] = run
+    fs[name] = callbackForm(run)
+  }
+
+  // realpath: the JS implementation reports 'lstat', the native one (and promises) 'realpath'.
+  const realpathNative: Operation = (path, options) => ops.realpath(path, options, 'realpath')
+  Object.assign(fs.realpathSync as object, { native: realpathNative })
+  Object.assign(fs.realpath as object, { native: callbackForm(realpathNative) })
+  promises.realpath = promiseForm(realpathNative, options.beforeAsync)
+
+  // read/write report two results to callbacks: (err, bytes, buffer).
+  const read = bind('read')
+  const write = bind('write')
+  fs.readSync = read
+  fs.writeSync = write
+  fs.read = callbackForm(read, (n, args) => [n, args[1]])
+  fs.write = callbackForm(write, (n, args) => [n, args[1]])
+
+  fs.existsSync = (path: unknown) => ops.exists(path)
+  fs.exists = (path: unknown, callback: unknown) => {
+    validateFunction(callback, 'cb')
+    const result = ops.exists(path)
+    later(() => (callback as (exists: boolean) => void)(result))
+  }
+
+  promises.open = async (path: unknown, flags?: unknown, mode?: unknown) => {
+    if (options.beforeAsync) await options.beforeAsync()
+    return new FileHandle(ops, ops.open(path, flags ?? 'r', mode))
+  }
+  promises.lchmod = enosys('lchmod')
+  const watches = new WatchRegistry(ops)
+  fs.watch = (filename: unknown, opts?: unknown, listener?: unknown): FSWatcher => watches.watch(filename, opts, listener)
+  promises.watch = (filename: unknown, opts?: unknown) => watches.iterate(filename, opts)
+
+  fs.createReadStream = (path: unknown, opts?: unknown) => createReadStream(ops, path, opts)
+  fs.createWriteStream = (path: unknown, opts?: unknown) => createWriteStream(ops, path, opts)
+
+  for (const name of unsupported) {
+    fs[name] = enosys(name)
+    if (!name.endsWith('File') && name !== 'openAsBlob') fs[name + 'Sync'] = enosys(name)
+  }
+  promises.statfs = enosys('statfs')
+
+  Object.assign(fs, { Dirent, Stats, Dir, constants, F_OK: 0, R_OK: 4, W_OK: 2, X_OK: 1, promises })
+  promises.constants = constants
+  return fs
+}

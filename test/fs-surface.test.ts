@@ -1,0 +1,162 @@
+/** The members that are not sync/callback/promise triples keep Node's shapes; node:fs is the oracle. */
+import * as nodeFs from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import { afterAll, describe, expect, it } from 'vitest'
+import { Workspace } from '../src/index.js'
+
+const real = mkdtempSync(join(tmpdir(), 'rewindfs-surface-'))
+afterAll(() => rmSync(real, { recursive: true, force: true }))
+
+async function both() {
+  const ws = await Workspace.open({ lower: { '/a.txt': 'hello world' } })
+  nodeFs.writeFileSync(join(real, 'a.txt'), 'hello world')
+  return { ws, fs: ws.fs }
+}
+
+describe('fs surface beyond the triples', () => {
+  it('generates callback and promise forms with Node semantics (async errors, sync argument errors)', async () => {
+    const { fs } = await both()
+    await expect(fs.promises.readFile('/nope')).rejects.toMatchObject({ code: 'ENOENT', syscall: 'open' })
+    const error = await new Promise((resolve) => fs.readFile('/nope', (err) => resolve(err)))
+    expect(error).toMatchObject({ code: 'ENOENT' })
+    expect(() => fs.readFile(undefined as never, () => undefined)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }))
+    expect(() => nodeFs.readFile(undefined as never, () => undefined)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }))
+    await expect(fs.promises.readFile(undefined as never)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' })
+    const exists = await new Promise((resolve) => fs.exists('/a.txt', resolve))
+    expect(exists).toBe(true)
+    const [n, buffer] = await new Promise<[number, Uint8Array]>((resolve, reject) => {
+      const fd = fs.openSync('/a.txt', 'r')
+      const target = Buffer.alloc(5)
+      fs.read(fd, target, 0, 5, 0, (err, bytes, buf) => (err ? reject(err) : resolve([bytes, buf])))
+    })
+    expect(n).toBe(5)
+    expect(Buffer.from(buffer).toString()).toBe('hello')
+  })
+
+  it('has every function member node:fs has (implemented, or throwing ENOSYS)', async () => {
+    const { fs } = await both()
+    const ours = fs as unknown as Record<string, unknown>
+    const missing = Object.keys(nodeFs).filter((key) => typeof (nodeFs as Record<string, unknown>)[key] === 'function' && typeof ours[key] !== 'function')
+    // Node's own internals and classes we do not construct are not part of the API surface.
+    expect(missing.filter((k) => !['_toUnixTimestamp', 'ReadStream', 'WriteStream', 'FileReadStream', 'FileWriteStream', 'lchmod', 'lchmodSync'].includes(k))).toEqual([])
+    const promiseMissing = Object.keys(nodeFs.promises).filter((k) => typeof (ours.promises as Record<string, unknown>)[k] === 'undefined')
+    expect(promiseMissing).toEqual([])
+    expect(() => fs.linkSync('/a.txt', '/b.txt')).toThrow(expect.objectContaining({ code: 'ENOSYS' }))
+  })
+
+  it('promises.open returns a FileHandle that reads, writes, stats and closes like Node', async () => {
+    const { fs } = await both()
+    const handle = await fs.promises.open('/a.txt', 'r+')
+    const theirs = await nodeFs.promises.open(join(real, 'a.txt'), 'r+')
+    for (const h of [handle, theirs]) {
+      const { bytesRead, buffer } = await h.read(Buffer.alloc(5), 0, 5, 6)
+      expect([bytesRead, buffer.toString()]).toEqual([5, 'world'])
+      await h.write('HELLO', 0)
+      expect((await h.stat()).size).toBe(11)
+      await h.truncate(5)
+      await h.close()
+      await h.close()
+    }
+    expect(fs.readFileSync('/a.txt', 'utf8')).toBe(nodeFs.readFileSync(join(real, 'a.txt'), 'utf8'))
+    await expect(handle.read(Buffer.alloc(1), 0, 1, 0)).rejects.toMatchObject({ code: 'EBADF' })
+  })
+
+  it('streams read and write through descriptors; pipeline works; a missing file is an error event', async () => {
+    const { fs } = await both()
+    const big = 'x'.repeat(200_000) + 'END'
+    fs.writeFileSync('/big.txt', big)
+    const chunks: string[] = []
+    const reader = fs.createReadStream('/big.txt', { encoding: 'utf8', highWaterMark: 65536 })
+    const opened = new Promise((resolve) => reader.once('open', resolve))
+    for await (const chunk of reader) chunks.push(chunk as string)
+    expect(typeof (await opened)).toBe('number')
+    expect(chunks.join('')).toBe(big)
+    expect(chunks.length).toBeGreaterThan(1)
+
+    const ranged: Buffer[] = []
+    for await (const chunk of fs.createReadStream('/a.txt', { start: 6, end: 8 })) ranged.push(chunk as Buffer)
+    const oracle: Buffer[] = []
+    for await (const chunk of nodeFs.createReadStream(join(real, 'a.txt'), { start: 6, end: 8 })) oracle.push(chunk as Buffer)
+    expect(Buffer.concat(ranged).toString()).toBe(Buffer.concat(oracle).toString())
+
+    await pipeline(fs.createReadStream('/big.txt'), fs.createWriteStream('/copy.txt'))
+    expect(fs.readFileSync('/copy.txt', 'utf8')).toBe(big)
+
+    const failure = await new Promise((resolve) => fs.createReadStream('/missing').on('error', resolve))
+    expect(failure).toMatchObject({ code: 'ENOENT', syscall: 'open' })
+    const writer = fs.createWriteStream('/streamed.txt')
+    writer.write('one ')
+    writer.end('two')
+    await new Promise((resolve) => writer.on('finish', resolve))
+    expect(fs.readFileSync('/streamed.txt', 'utf8')).toBe('one two')
+  })
+
+  it('watch reports changes made through the workspace, asynchronously, and stops on close', async () => {
+    const { fs } = await both()
+    fs.mkdirSync('/dir')
+    const events: string[] = []
+    const watcher = fs.watch('/dir', (type, name) => events.push(`${type}:${name}`))
+    const deep: string[] = []
+    const recursive = fs.watch('/', { recursive: true }, (type, name) => deep.push(`${type}:${name}`))
+    fs.writeFileSync('/dir/a.txt', '1')
+    expect(events).toEqual([]) // not inside the call
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    fs.writeFileSync('/dir/a.txt', '2')
+    fs.mkdirSync('/dir/sub')
+    fs.writeFileSync('/dir/sub/deep.txt', 'x')
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(events).toContain('rename:a.txt')
+    expect(events).toContain('change:a.txt')
+    expect(events).not.toContain('rename:sub/deep.txt')
+    expect(deep).toContain('rename:dir/sub/deep.txt')
+    watcher.close()
+    recursive.close()
+    fs.writeFileSync('/dir/after.txt', 'x')
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(events.some((e) => e.includes('after'))).toBe(false)
+    expect(() => fs.watch('/nope')).toThrow(expect.objectContaining({ code: 'ENOENT', syscall: 'watch' }))
+
+    const controller = new AbortController()
+    const seen: string[] = []
+    const iterating = (async () => {
+      try {
+        for await (const event of fs.promises.watch('/dir', { signal: controller.signal })) {
+          seen.push(event.filename as string)
+          if (seen.length === 2) controller.abort()
+        }
+      } catch (error) {
+        return (error as Error).name
+      }
+    })()
+    fs.writeFileSync('/dir/x', '1')
+    fs.writeFileSync('/dir/y', '1')
+    expect(await iterating).toBe('AbortError')
+    expect(seen).toEqual(['x', 'y'])
+  })
+
+  it('returns Buffers on Node, always copies, and Stats/Dirent/Dir shaped like Node', async () => {
+    const { fs } = await both()
+    const data = fs.readFileSync('/a.txt')
+    expect(Buffer.isBuffer(data)).toBe(true)
+    data[0] = 0
+    expect(fs.readFileSync('/a.txt', 'utf8')).toBe('hello world')
+    const ours = fs.statSync('/a.txt')
+    const theirs = nodeFs.statSync(join(real, 'a.txt'))
+    for (const key of Object.keys(theirs)) expect(ours, key).toHaveProperty(key)
+    expect(ours.isFile()).toBe(true)
+    expect(ours.mtime).toBeInstanceOf(Date)
+    expect(typeof fs.statSync('/a.txt', { bigint: true }).mtimeNs).toBe('bigint')
+    expect(fs.statSync('/nope', { throwIfNoEntry: false })).toBeUndefined()
+    const [dirent] = fs.readdirSync('/', { withFileTypes: true })
+    expect(dirent).toMatchObject({ name: 'a.txt', parentPath: '/' })
+    expect(dirent.isFile()).toBe(true)
+    const dir = fs.opendirSync('/')
+    const names: string[] = []
+    for await (const entry of dir) names.push(entry.name)
+    expect(names).toEqual(['a.txt'])
+    expect(() => dir.closeSync()).toThrow(expect.objectContaining({ code: 'ERR_DIR_CLOSED' }))
+  })
+})
