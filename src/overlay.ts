@@ -136,29 +136,35 @@ export class Overlay {
    * symlink before it), absolute symlink targets from the workspace root. Throws Node's errors
    * with `syscall` and the caller's `reportPath`.
    */
-  resolve(path: string, syscall: string, follow: boolean, reportPath: string = path, dest?: string): Entry {
+  resolve(path: string, syscall: string, follow: boolean, reportPath: string = path, dest?: string, linkSyscall = syscall): Entry {
     const queue = components(path).reverse()
+    // Components still queued that came from a symlink's target (their errors use `linkSyscall`).
+    let fromLink = 0
     const trailingSlash = path.endsWith('/') || path.endsWith('/.') || path.endsWith('/..')
     const stack: Entry[] = [this.rootEntry()]
     let links = 0
     while (queue.length > 0) {
       const name = queue.pop()!
+      const inLink = fromLink > 0
+      if (inLink) fromLink--
+      const call = inLink ? linkSyscall : syscall
       const current = stack[stack.length - 1]
-      if (current.type !== 'dir') throw new FsError('ENOTDIR', syscall, reportPath, dest)
+      if (current.type !== 'dir') throw new FsError('ENOTDIR', call, reportPath, dest)
       if (name === '.') continue
       if (name === '..') {
         if (stack.length > 1) stack.pop()
         continue
       }
       const child = this.child(current, name)
-      if (!child) throw new FsError('ENOENT', syscall, reportPath, dest)
+      if (!child) throw new FsError('ENOENT', call, reportPath, dest)
       if (child.type === 'symlink' && (queue.length > 0 || follow || trailingSlash)) {
         if (++links > MAX_SYMLINKS) throw new FsError('ELOOP', syscall, reportPath, dest)
         const target = this.readLink(child)
-        if (target === '') throw new FsError('ENOENT', syscall, reportPath, dest)
+        if (target === '') throw new FsError('ENOENT', linkSyscall, reportPath, dest)
         if (target.startsWith('/')) stack.length = 1
         const parts = components(target)
         for (let i = parts.length - 1; i >= 0; i--) queue.push(parts[i])
+        fromLink += parts.length
         continue
       }
       stack.push(child)

@@ -85,12 +85,12 @@ describe('fs surface beyond the triples', () => {
     await pipeline(fs.createReadStream('/big.txt'), fs.createWriteStream('/copy.txt'))
     expect(fs.readFileSync('/copy.txt', 'utf8')).toBe(big)
 
-    const failure = await new Promise((resolve) => fs.createReadStream('/missing').on('error', resolve))
+    const failure = await new Promise((resolve) => fs.createReadStream('/missing').on('error', (e) => resolve(e)))
     expect(failure).toMatchObject({ code: 'ENOENT', syscall: 'open' })
     const writer = fs.createWriteStream('/streamed.txt')
     writer.write('one ')
     writer.end('two')
-    await new Promise((resolve) => writer.on('finish', resolve))
+    await new Promise((resolve) => writer.on('finish', () => resolve(undefined)))
     expect(fs.readFileSync('/streamed.txt', 'utf8')).toBe('one two')
   })
 

@@ -153,21 +153,27 @@ export class FsOperations {
     const root = this.overlay.resolve(path, 'scandir', true, given)
     if (root.type !== 'dir') throw new FsError('ENOTDIR', 'scandir', given)
     const results: (string | Uint8Array | Dirent)[] = []
-    const visit = (dir: Entry, prefix: string, parentPath: string) => {
-      const children: Entry[] = []
+    // Node's recursive listing also descends into links to directories; a link back into the
+    // directories being walked is listed but not entered (Node would loop forever).
+    // Node descends by joining names to the path as given (lexically), so 'link/..' children are
+    // looked up from the lexical parent.
+    const walking = new Set<string>()
+    const visit = (dir: Entry, lexical: string, prefix: string, parentPath: string) => {
+      walking.add(dir.path)
+      const children: [string, Entry][] = []
       for (const name of this.overlay.names(dir)) {
         const child = this.overlay.child(dir, name)!
         const relative = prefix ? prefix + '/' + name : name
         if (opts.withFileTypes) results.push(new Dirent(name, child.type, parentPath))
         else results.push(encoding === 'buffer' ? toCallerBytes(new TextEncoder().encode(relative)) : relative)
-        if (opts.recursive && child.type === 'dir') children.push(child)
+        if (!opts.recursive || (child.type !== 'dir' && child.type !== 'symlink')) continue
+        const target = this.tryResolveDir(join(lexical, name))
+        if (target && !walking.has(target.path)) children.push([name, target])
       }
-      for (const child of children) {
-        const relative = prefix ? prefix + '/' + basename(child.path) : basename(child.path)
-        visit(child, relative, parentPath + '/' + basename(child.path))
-      }
+      for (const [name, child] of children) visit(child, join(lexical, name), prefix ? prefix + '/' + name : name, parentPath + '/' + name)
+      walking.delete(dir.path)
     }
-    visit(root, '', given.replace(/\/+$/, '') || '/')
+    visit(root, normalize(path), '', given.replace(/\/+$/, '') || '/')
     return results
   }
 
@@ -231,7 +237,11 @@ export class FsOperations {
   realpath(file: unknown, options?: unknown, syscall = 'lstat'): string | Uint8Array {
     const { given, path } = this.path(file)
     const encoding = encodingOption(options, 'utf8')
-    const entry = this.overlay.resolve(path, syscall, true, given)
+    // Node's JS realpath lstat()s each component and stat()s each link it follows, so errors met
+    // inside a link's target report 'stat'; the native one reports 'realpath' throughout.
+    // The JS realpath also resolves the path lexically first (path.resolve), so 'missing/..' is fine.
+    const start = syscall === 'lstat' ? normalize(path) : path
+    const entry = this.overlay.resolve(start, syscall, true, given, undefined, syscall === 'lstat' ? 'stat' : syscall)
     return encoding === 'buffer' ? toCallerBytes(new TextEncoder().encode(entry.path)) : entry.path
   }
 
@@ -285,36 +295,48 @@ export class FsOperations {
     return dirNode(this.overlay.newMeta(mode & ~this.umask & 0o7777), null, null)
   }
 
+  /**
+   * Node's mkdirp, step for step: mkdir the path; on ENOENT make its (string) parent first, then
+   * retry; on EEXIST accept only a directory (stat follows links, so a dangling one is ENOENT).
+   * Returns the first directory it made.
+   */
   private mkdirRecursive(path: string, given: string, mode: number): string | undefined {
-    let first: string | undefined
-    let dir = this.overlay.rootEntry()
-    const parts = components(normalizeDots(path))
-    for (let i = 0; i < parts.length; i++) {
-      let child = this.overlay.child(dir, parts[i])
-      if (child?.type === 'symlink') {
-        try {
-          child = this.overlay.resolve(child.path, 'mkdir', true, given)
-        } catch (error) {
-          if (!(error instanceof FsError && error.code === 'ENOENT')) throw error
-          throw new FsError('EEXIST', 'mkdir', given)
+    const made: string[] = []
+    const make = (target: string): void => {
+      try {
+        this.mkdirOne(target, given, mode)
+        made.push(target)
+      } catch (error) {
+        if (!(error instanceof FsError)) throw error
+        if (error.code === 'EEXIST') {
+          let entry: Entry
+          try {
+            entry = this.overlay.resolve(target, 'mkdir', true, given)
+          } catch (statError) {
+            throw statError instanceof FsError ? new FsError(statError.code, 'mkdir', given) : statError
+          }
+          if (entry.type !== 'dir') throw new FsError('EEXIST', 'mkdir', given)
+          return
         }
+        const trimmed = target.replace(/\/+$/, '') || '/'
+        const parent = dirname(trimmed)
+        if (error.code !== 'ENOENT' || parent === trimmed) throw new FsError(error.code, 'mkdir', given)
+        make(parent)
+        make(target)
       }
-      if (!child) {
-        child = this.overlay.put(dir, parts[i], this.newDir(mode))
-        first ??= child.path
-      } else if (child.type !== 'dir') {
-        throw new FsError(i === parts.length - 1 ? 'EEXIST' : 'ENOTDIR', 'mkdir', given)
-      }
-      dir = child
     }
-    return first === undefined ? undefined : this.displayPath(first, path, given)
+    make(path)
+    // The shallowest directory made is the first one created.
+    return made[0]
   }
 
-  /** Node returns the first created directory spelled like the caller's path. */
-  private displayPath(canonical: string, path: string, given: string): string {
-    if (given.startsWith('/')) return canonical
-    return canonical === path ? given : absolute(canonical, '/')
+  /** mkdir(2) of one directory, with the kernel's errors. */
+  private mkdirOne(path: string, given: string, mode: number): void {
+    const { parent, name, existing } = this.overlay.resolveParent(path, 'mkdir', given)
+    if (!parent || existing || name === '.' || name === '..') throw new FsError('EEXIST', 'mkdir', given)
+    this.overlay.put(parent, name, this.newDir(mode))
   }
+
 
   mkdtemp(prefix: unknown, options?: unknown): string {
     const given = pathArgument(prefix, 'prefix')
@@ -366,11 +388,22 @@ export class FsOperations {
     try {
       entry = this.overlay.resolve(path, 'lstat', false, given)
     } catch (error) {
-      if (opts.force && error instanceof FsError && (error.code === 'ENOENT' || error.code === 'ENOTDIR')) return
+      if (opts.force && error instanceof FsError && error.code === 'ENOENT') return
+      // With force, Node's rimraf skips the failed lstat and reports the unlink that follows.
+      if (opts.force && opts.recursive && error instanceof FsError && error.code === 'ENOTDIR') throw new FsError('ENOTDIR', 'unlink', given)
       throw error
     }
     if (entry.type === 'dir' && !opts.recursive) throw systemError('ERR_FS_EISDIR', 'Path is a directory', 'EISDIR', 'rm', given)
-    if (entry.path === '/') throw new FsError('EBUSY', 'rmdir', given)
+    // 'link/' names the directory behind the link; rimraf's first rmdir('link/') fails at once.
+    if (path.endsWith('/') && this.overlay.resolveParent(path, 'rmdir', given).existing?.type === 'symlink') throw new FsError('ENOTDIR', 'rmdir', given)
+    const last = components(path).pop()
+    // rimraf's rmdir: 'x/.' is EINVAL at once; 'x/..' empties the directory it names, then the
+    // final rmdir finds 'x' gone (ENOENT, ignored), so the directory itself stays.
+    if (last === '..') {
+      for (const child of this.overlay.names(entry)) this.overlay.remove(entry, child)
+      return
+    }
+    if (last === '.' || entry.path === '/') throw new FsError(last === '.' ? 'EINVAL' : 'EBUSY', 'rmdir', given)
     if (entry.type === 'dir') this.journal?.classify('rmdir')
     const parent = this.overlay.resolve(dirname(entry.path), 'rm', true, given)
     this.overlay.remove(parent, basename(entry.path))
@@ -407,12 +440,28 @@ export class FsOperations {
     const to = this.path(dest, 'dest')
     const flags = mode === undefined ? 0 : validateInteger(mode, 'mode', 0, 7)
     const source = this.overlay.resolve(from.path, 'copyfile', true, from.given, to.given)
-    if (source.type === 'dir') throw new FsError('EISDIR', 'copyfile', from.given, to.given)
+    // The kernel opens the destination before it finds the source is a directory.
     const target = this.overlay.resolveParent(to.path, 'copyfile', from.given, to.given)
+    // open(2) with O_CREAT refuses a trailing slash before anything else; O_EXCL does not follow
+    // links, so '.', '..' and a dangling link all count as existing.
+    if (isDots(target.name) || !target.parent) throw new FsError(flags & constants.COPYFILE_EXCL ? 'EEXIST' : 'EISDIR', 'copyfile', from.given, to.given)
+    if (target.trailingSlash) throw new FsError('EISDIR', 'copyfile', from.given, to.given)
+    if (target.existing && flags & constants.COPYFILE_EXCL) throw new FsError('EEXIST', 'copyfile', from.given, to.given)
     let existing = target.existing
     if (existing?.type === 'symlink') existing = this.followForCreate(existing, 'copyfile', from.given, to.given)
-    if (existing && flags & constants.COPYFILE_EXCL) throw new FsError('EEXIST', 'copyfile', from.given, to.given)
-    if (existing?.type === 'dir' || !target.parent || target.trailingSlash) throw new FsError('EISDIR', 'copyfile', from.given, to.given)
+    // A dangling link: the copy is created where it points, as open(O_CREAT) does.
+    if (target.existing?.type === 'symlink' && !existing && source.type !== 'dir') {
+      existing = this.openEntry(to.path, to.given, O_WRONLY | O_CREAT, this.overlay.meta(source).mode)
+    }
+    if (existing?.type === 'dir') throw new FsError('EISDIR', 'copyfile', from.given, to.given)
+    if (source.type === 'dir') {
+      // libuv opens (creating through links) the destination, fails to read the source, then
+      // unlinks the destination name: a dangling link leaves an empty target behind.
+      const opened = this.openEntry(to.path, to.given, O_WRONLY | O_CREAT | O_TRUNC, this.overlay.meta(source).mode)
+      this.overlay.setMeta(opened, { mode: this.overlay.meta(source).mode }) // libuv's fchmod to the source mode
+      this.overlay.remove(target.parent, target.name)
+      throw new FsError('EISDIR', 'copyfile', from.given, to.given)
+    }
     this.copyFileEntry(source, existing, target.parent, target.name)
   }
 
@@ -448,23 +497,76 @@ export class FsOperations {
     const from = this.path(src, 'src')
     const to = this.path(dest, 'dest')
     const opts = { force: true, ...((options ?? {}) as CpOptions) }
+    // Node resolves both paths lexically first, then checks them in this order.
     const sourcePath = normalize(from.path)
     const destPath = normalize(to.path)
-    if (sourcePath === destPath) throw typeError('ERR_FS_CP_EINVAL', 'Invalid src or dest: cp returned EINVAL (src and dest cannot be the same) ' + to.given)
-    const source = this.overlay.resolve(sourcePath, 'lstat', opts.dereference === true, from.given)
-    if (source.type === 'dir') {
-      if (!opts.recursive) {
-        throw systemError('ERR_FS_EISDIR', 'Recursive option is required to copy a directory', 'EISDIR', 'cp', from.given, `${from.given} is a directory (not copied)`)
-      }
-      if (isWithin(destPath, sourcePath)) {
-        throw systemError('ERR_FS_CP_EINVAL', 'Invalid src or dest', 'EINVAL', 'cp', from.given, `cannot copy ${from.given} to a subdirectory of self ${to.given}`)
-      }
+    const follow = opts.dereference === true
+    const source = this.overlay.resolve(from.path, follow ? 'stat' : 'lstat', follow, from.given)
+    let target: Entry | undefined
+    try {
+      target = this.overlay.resolve(to.path, follow ? 'stat' : 'lstat', follow, to.given)
+    } catch (error) {
+      if (!(error instanceof FsError && error.code === 'ENOENT')) throw error
     }
-    this.copyTree(source, destPath, opts, from.given, to.given)
+    const invalid = (detail: string) => systemError('ERR_FS_CP_EINVAL', 'Invalid src or dest', 'EINVAL', 'cp', to.given, detail)
+    // Node compares the entries (inodes), not the strings: 'link' and 'link/' are different.
+    if (target && target.path === source.path && target.type === source.type) throw invalid('src and dest cannot be the same')
+    if (target && source.type === 'dir' && target.type !== 'dir') {
+      throw systemError('ERR_FS_CP_DIR_TO_NON_DIR', 'Cannot overwrite non-directory with directory', 'EISDIR', 'cp', to.given, `cannot overwrite non-directory ${to.given} with directory ${from.given}`)
+    }
+    if (target && source.type !== 'dir' && target.type === 'dir') {
+      throw systemError('ERR_FS_CP_NON_DIR_TO_DIR', 'Cannot overwrite directory with non-directory', 'EISDIR', 'cp', to.given, `cannot overwrite directory ${to.given} with non-directory ${from.given}`)
+    }
+    if (source.type === 'dir' && isWithin(destPath, sourcePath)) throw invalid(`cannot copy ${from.given} to a subdirectory of self ${to.given}`)
+    const destParent = this.tryResolveDir(dirname(destPath))
+    const canonicalDest = target?.path ?? (destParent ? join(destParent.path, basename(destPath)) : destPath)
+    if (source.type === 'dir' && (isWithin(destPath, source.path) || isWithin(canonicalDest, source.path))) {
+      // Also through a link into the source (Node recurses until its stack overflows there).
+      throw invalid(`cannot copy ${from.given} to a subdirectory of self ${to.given}`)
+    }
+    if (source.type === 'dir' && !opts.recursive) {
+      throw systemError('ERR_FS_EISDIR', 'Recursive option is required to copy a directory', 'EISDIR', 'cp', from.given, `${from.given} is a directory (not copied)`)
+    }
+    if (opts.filter && !opts.filter(from.given, to.given)) return
+    // Missing parents of the destination are created, as Node does (of the path as given).
+    const parent = dirname(to.path.replace(/\/+$/, '') || '/')
+    if (!this.tryResolveDir(parent)) this.mkdirRecursive(parent, to.given, 0o777)
+    if (source.type === 'dir' && !target) {
+      // The top directory is made with mkdir(2) on the path as given ('b/.' fails with EEXIST).
+      this.mkdirOne(to.path, to.given, this.overlay.meta(source).mode | this.umask)
+    }
+    if (source.type === 'file' && !target) {
+      // Node's onFile without a destination: copyFile(2) on the paths as given.
+      this.copyFile(from.given, to.given)
+      if (opts.preserveTimestamps) {
+        const meta = this.overlay.meta(source)
+        this.utimes(to.given, meta.atimeMs / 1000, meta.mtimeMs / 1000)
+      }
+      return
+    }
+    if (source.type === 'symlink' && !target) {
+      // Node's onLink without a destination: symlink(2) on the path as given.
+      const link = this.overlay.readLink(source)
+      this.symlink(opts.verbatimSymlinks || link.startsWith('/') ? link : normalize(join(dirname(source.path), link)), to.given)
+      return
+    }
+    this.copyTree(source, to.path.endsWith('/') && source.type === 'dir' ? destPath : to.path, opts, from.given, to.given, true, source.type === 'dir' && !target)
   }
 
-  private copyTree(source: Entry, destPath: string, opts: CpOptions, src: string, dest: string): void {
-    if (opts.filter && !opts.filter(source.path, destPath)) return
+  private tryResolveDir(path: string): Entry | undefined {
+    try {
+      const entry = this.overlay.resolve(path, 'lstat', true)
+      return entry.type === 'dir' ? entry : undefined
+    } catch {
+      return undefined
+    }
+  }
+
+  private copyTree(source: Entry, destPath: string, opts: CpOptions, src: string, dest: string, top = false, made = false): void {
+    if (!top && opts.filter && !opts.filter(source.path, destPath)) return
+    // Only the caller's own path can carry a trailing slash.
+    const trailingSlash = top && dest.endsWith('/')
+    if (trailingSlash && source.type !== 'dir') destPath = destPath.replace(/\/+$/, '')
     let existing: Entry | undefined
     try {
       existing = this.overlay.resolve(destPath, 'lstat', false, dest)
@@ -481,7 +583,8 @@ export class FsOperations {
     const name = basename(destPath)
     if (source.type === 'dir') {
       const dir = existing ?? this.overlay.put(parent, name, this.newDir(this.overlay.meta(source).mode | this.umask))
-      if (!existing) this.overlay.setMeta(dir, { mode: this.overlay.meta(source).mode })
+      // A directory cp made takes the source's mode; one that was there keeps its own.
+      if (!existing || made) this.overlay.setMeta(dir, { mode: this.overlay.meta(source).mode })
       for (const child of this.overlay.names(source)) {
         const entry = this.overlay.child(source, child)!
         this.copyTree(entry, join(destPath, child), opts, src, dest)
@@ -493,11 +596,29 @@ export class FsOperations {
       return
     }
     if (source.type === 'symlink') {
-      if (existing) this.overlay.remove(parent, name)
-      const target = this.overlay.readLink(source)
+      const link = this.overlay.readLink(source)
+      // Like Node: a relative target is made absolute against the source's directory.
+      const target = opts.verbatimSymlinks || link.startsWith('/') ? link : normalize(join(dirname(source.path), link))
+      if (existing) {
+        // Node's onLink: over a non-link it tries symlink() and fails; over a link it checks the
+        // link's target (stat), then replaces it.
+        if (existing.type !== 'symlink') throw new FsError('EEXIST', 'symlink', target, dest)
+        const destLink = this.overlay.readLink(existing)
+        const resolvedDest = destLink.startsWith('/') ? destLink : normalize(join(dirname(existing.path), destLink))
+        if (isWithin(resolvedDest, target)) {
+          throw systemError('ERR_FS_CP_EINVAL', 'Invalid src or dest', 'EINVAL', 'cp', dest, `cannot copy ${target} to a subdirectory of self ${resolvedDest}`)
+        }
+        const destTarget = this.overlay.resolve(existing.path, 'stat', true, dest)
+        if (destTarget.type === 'dir' && isWithin(target, resolvedDest)) {
+          throw systemError('ERR_FS_CP_SYMLINK_TO_SUBDIRECTORY', 'Cannot overwrite symlink in subdirectory of self', 'EINVAL', 'cp', dest, `cannot overwrite ${resolvedDest} with ${target}`)
+        }
+        this.overlay.remove(parent, name)
+      }
+      if (trailingSlash) throw new FsError('ENOENT', 'symlink', target, dest)
       this.overlay.put(parent, name, { type: 'symlink', meta: this.overlay.newMeta(0o777), target })
       return
     }
+    if (trailingSlash) throw new FsError('EISDIR', 'copyfile', src, dest)
     this.copyFileEntry(source, existing, parent, name, opts.preserveTimestamps === true)
   }
 
@@ -505,8 +626,9 @@ export class FsOperations {
     const linkTarget = pathArgument(target, 'target')
     const { given, path } = this.path(file)
     if (type !== undefined && type !== null && typeof type !== 'string') throw typeError('ERR_INVALID_ARG_TYPE', `The "type" argument must be of type string. Received ${typeof type}`)
-    const { parent, name, existing } = this.overlay.resolveParent(path, 'symlink', linkTarget, given)
+    const { parent, name, existing, trailingSlash } = this.overlay.resolveParent(path, 'symlink', linkTarget, given)
     if (!parent || existing || isDots(name)) throw new FsError('EEXIST', 'symlink', linkTarget, given)
+    if (trailingSlash) throw new FsError('ENOENT', 'symlink', linkTarget, given)
     this.overlay.put(parent, name, { type: 'symlink', meta: this.overlay.newMeta(0o777), target: linkTarget })
   }
 
@@ -589,6 +711,8 @@ export class FsOperations {
       }
       const { parent, name, existing, trailingSlash } = this.overlay.resolveParent(target, 'open', given)
       if (!parent || isDots(name)) throw new FsError(flags & O_EXCL ? 'EEXIST' : 'EISDIR', 'open', given)
+      // Linux refuses to create through a trailing slash, whatever is there.
+      if (trailingSlash) throw new FsError('EISDIR', 'open', given)
       if (existing?.type === 'symlink') {
         if (flags & O_EXCL) throw new FsError('EEXIST', 'open', given)
         if (flags & O_NOFOLLOW) throw new FsError('ELOOP', 'open', given)
@@ -602,7 +726,6 @@ export class FsOperations {
         if (existing.type === 'dir') throw new FsError('EISDIR', 'open', given)
         return this.checkOpen(existing, given, flags, writable)
       }
-      if (trailingSlash) throw new FsError('EISDIR', 'open', given)
       const meta = this.overlay.newMeta(mode & ~this.umask & 0o7777)
       // A file created with its content (writeFile) is stored once, not empty first.
       const bytes = content?.() ?? new Uint8Array(0)

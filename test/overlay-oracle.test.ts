@@ -1,0 +1,193 @@
+/**
+ * Differential tests: random sequences of fs calls run against the workspace (over a real lower
+ * directory) and against a real Linux directory with node:fs. After every step the results or
+ * error codes, and the whole tree, must be equal. The lower directory must never change.
+ */
+import * as nodeFs from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import fc from 'fast-check'
+import { afterAll, describe, expect, it } from 'vitest'
+import { Workspace, syncFsSource } from '../src/index.js'
+import { seeds } from './support/seed.js'
+
+process.umask(0o022)
+const base = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-oracle-'))
+afterAll(() => nodeFs.rmSync(base, { recursive: true, force: true }))
+let counter = 0
+
+/** The initial tree: nested dirs, an empty dir, a file chain of symlinks, a dangling link. */
+function seedTree(root: string, prefix: string) {
+  nodeFs.mkdirSync(join(root, 'a/b'), { recursive: true })
+  nodeFs.mkdirSync(join(root, 'e'))
+  nodeFs.writeFileSync(join(root, 'a/f'), 'lower a/f')
+  nodeFs.writeFileSync(join(root, 'a/b/g'), 'lower a/b/g')
+  nodeFs.writeFileSync(join(root, 'c'), 'lower c')
+  nodeFs.chmodSync(join(root, 'c'), 0o600)
+  nodeFs.symlinkSync('a/f', join(root, 'l1'))
+  nodeFs.symlinkSync('l1', join(root, 'l2'))
+  // Absolute inside the root: on the host that means the root's own path in front.
+  nodeFs.symlinkSync(prefix + '/a/b', join(root, 'abs'))
+  nodeFs.symlinkSync('missing', join(root, 'dangling'))
+}
+
+type Tree = Record<string, string>
+
+function snapshot(fs: typeof nodeFs, root: string, prefix: string): Tree {
+  const out: Tree = {}
+  const walk = (dir: string) => {
+    for (const name of fs.readdirSync(root + dir) as string[]) {
+      const path = dir === '/' ? '/' + name : dir + '/' + name
+      const stat = fs.lstatSync(root + path)
+      const mode = (stat.mode & 0o7777).toString(8)
+      if (stat.isSymbolicLink()) {
+        const target = fs.readlinkSync(root + path) as string
+        out[path] = `link ${target.startsWith(prefix) ? target.slice(prefix.length) || '/' : target}`
+      } else if (stat.isDirectory()) {
+        out[path + '/'] = `dir ${mode}`
+        walk(path)
+      } else out[path] = `file ${mode} ${fs.readFileSync(root + path, 'utf8')}`
+    }
+  }
+  walk('/')
+  return out
+}
+
+const name = fc.constantFrom('a', 'b', 'c', 'e', 'f', 'g', 'x', 'l1', 'l2', 'abs', 'dangling')
+/** Lexically never above the root: there the host and the workspace differ by design (chroot). */
+const staysInside = (parts: string[]) => {
+  let depth = 0
+  for (const part of parts) if ((depth += part === '..' ? -1 : part === '.' ? 0 : 1) < 0) return false
+  return true
+}
+const path = fc
+  .array(fc.oneof({ weight: 8, arbitrary: name }, { weight: 1, arbitrary: fc.constantFrom('.', '..') }), { minLength: 1, maxLength: 3 })
+  .filter(staysInside)
+  .chain((parts) => fc.constantFrom('/' + parts.join('/'), '/' + parts.join('/') + '/'))
+  .map((p) => (p.endsWith('/') && Math.random() < 0.7 ? p.slice(0, -1) : p))
+const text = fc.constantFrom('', 'one', 'two words', 'x'.repeat(20))
+
+type Op = { name: string; args: (root: string, prefix: string) => unknown[] }
+const op: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ p: path, t: text, flag: fc.constantFrom('w', 'a', 'wx', 'r+') }).map(({ p, t, flag }) => ({ name: 'writeFileSync', args: (r: string) => [r + p, t, { flag }] })),
+  fc.record({ p: path, t: text }).map(({ p, t }) => ({ name: 'appendFileSync', args: (r: string) => [r + p, t] })),
+  fc.record({ p: path, recursive: fc.boolean() }).map(({ p, recursive }) => ({ name: 'mkdirSync', args: (r: string) => [r + p, { recursive }] })),
+  path.map((p) => ({ name: 'rmdirSync', args: (r: string) => [r + p] })),
+  // rm -r of 'x/..' removes children through a name it deletes on the way, in the kernel's
+  // readdir order: what survives is order-dependent on the host, so it is not compared.
+  fc
+    .record({ p: path.filter((p) => !/\/\.\.\/?$/.test(p)), recursive: fc.boolean(), force: fc.boolean() })
+    .map(({ p, recursive, force }) => ({ name: 'rmSync', args: (r: string) => [r + p, { recursive, force }] })),
+  path.map((p) => ({ name: 'unlinkSync', args: (r: string) => [r + p] })),
+  fc.record({ from: path, to: path }).map(({ from, to }) => ({ name: 'renameSync', args: (r: string) => [r + from, r + to] })),
+  fc.record({ from: path, to: path, excl: fc.boolean() }).map(({ from, to, excl }) => ({ name: 'copyFileSync', args: (r: string) => [r + from, r + to, excl ? 1 : 0] })),
+  fc.record({ target: fc.constantFrom('a', 'a/f', 'a/../c', 'missing', 'l2', '/a', '/c'), p: path }).map(({ target, p }) => ({
+    name: 'symlinkSync',
+    // Absolute targets inside the root: '/x' in the workspace is root + '/x' on the host. Relative
+    // targets never climb above the link's directory, which could leave the root (tested apart).
+    args: (r: string, prefix: string) => [target.startsWith('/') ? prefix + target : target, r + p],
+  })),
+  path.map((p) => ({ name: 'readlinkSync', args: (r: string) => [r + p] })),
+  fc.record({ p: path, mode: fc.constantFrom(0o644, 0o600, 0o755, 0o700) }).map(({ p, mode }) => ({ name: 'chmodSync', args: (r: string) => [r + p, mode] })),
+  fc.record({ p: path, len: fc.constantFrom(0, 2, 30) }).map(({ p, len }) => ({ name: 'truncateSync', args: (r: string) => [r + p, len] })),
+  path.map((p) => ({ name: 'readFileSync', args: (r: string) => [r + p, 'utf8'] })),
+  path.map((p) => ({ name: 'readdirSync', args: (r: string) => [r + p] })),
+  path.map((p) => ({ name: 'readdirSync', args: (r: string) => [r + p, { recursive: true }] })),
+  path.map((p) => ({ name: 'statSync', args: (r: string) => [r + p] })),
+  path.map((p) => ({ name: 'lstatSync', args: (r: string) => [r + p] })),
+  path.map((p) => ({ name: 'existsSync', args: (r: string) => [r + p] })),
+  path.map((p) => ({ name: 'realpathSync', args: (r: string) => [r + p] })),
+  path.map((p) => ({ name: 'accessSync', args: (r: string) => [r + p] })),
+  // Node's cp copies a directory into itself forever when the destination reaches it through a
+  // link (stack overflow or ENAMETOOLONG, after minutes); those cases are tested on their own.
+  fc
+    .record({ from: path, to: path.filter((p) => !p.split('/').includes('abs')) })
+    .map(({ from, to }) => ({ name: 'cpSync', args: (r: string) => [r + from, r + to, { recursive: true }] })),
+  fc.record({ p: path, t: text }).map(({ p, t }) => ({ name: 'fdWrite', args: (r: string) => [r + p, t] })),
+)
+
+/** Runs one call; returns a comparable outcome (values normalised, errors by code and syscall). */
+function run(fs: typeof nodeFs, o: Op, root: string, prefix: string): unknown {
+  try {
+    if (o.name === 'fdWrite') {
+      const [p, t] = o.args(root, prefix) as [string, string]
+      const fd = fs.openSync(p, 'a+')
+      fs.writeSync(fd, t)
+      const buffer = Buffer.alloc(64)
+      const n = fs.readSync(fd, buffer, 0, 64, 0)
+      fs.closeSync(fd)
+      return buffer.subarray(0, n).toString()
+    }
+    const result = (fs as unknown as Record<string, (...a: unknown[]) => unknown>)[o.name](...o.args(root, prefix))
+    if (o.name === 'statSync' || o.name === 'lstatSync') {
+      const s = result as nodeFs.Stats
+      // A link's size is its target's length, which differs by the host prefix for absolute ones.
+      return { type: s.isFile() ? 'file' : s.isDirectory() ? 'dir' : 'link', mode: s.mode & 0o7777, size: s.isFile() ? s.size : 0 }
+    }
+    if (o.name === 'readdirSync') return [...(result as string[])].sort()
+    if (o.name === 'realpathSync') return (result as string).slice(prefix.length) || '/'
+    if (o.name === 'readlinkSync') return (result as string).startsWith(prefix) ? (result as string).slice(prefix.length) : result
+    if (o.name === 'mkdirSync') return result === undefined ? undefined : (result as string).slice(prefix.length)
+    return result ?? null
+  } catch (error) {
+    const e = error as { code?: string; syscall?: string }
+    return { error: e.code ?? String(error), syscall: e.syscall }
+  }
+}
+
+describe('the workspace matches a real Linux directory', () => {
+  for (const seed of seeds()) {
+    it(`random fs sequences give the same results, errors and trees (seed ${seed})`, async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 25 }), async (ops) => {
+          const id = counter++
+          const lowerDir = join(base, `lower${id}`)
+          const realDir = join(base, `real${id}`)
+          nodeFs.mkdirSync(lowerDir)
+          nodeFs.mkdirSync(realDir)
+          seedTree(lowerDir, '')
+          seedTree(realDir, realDir)
+          const lowerBefore = snapshot(nodeFs, lowerDir, lowerDir)
+          const ws = await Workspace.open({ lower: syncFsSource(nodeFs, lowerDir), autoCheckpoint: false })
+          const wfs = ws.fs as unknown as typeof nodeFs
+          try {
+            for (const [i, o] of ops.entries()) {
+              const expected = run(nodeFs, o, realDir, realDir)
+              const actual = run(wfs, o, '', '')
+              const call = `step ${i}: ${o.name}(${JSON.stringify(o.args('', ''))})`
+              expect(actual, call).toEqual(expected)
+              expect(snapshot(wfs, '', ''), call).toEqual(snapshot(nodeFs, realDir, realDir))
+            }
+            expect(snapshot(nodeFs, lowerDir, lowerDir)).toEqual(lowerBefore)
+          } finally {
+            nodeFs.rmSync(lowerDir, { recursive: true, force: true })
+            nodeFs.rmSync(realDir, { recursive: true, force: true })
+          }
+        }),
+        { seed, numRuns: 150 },
+      )
+    })
+  }
+
+  it('refuses to copy a directory into itself through a link (where Node recurses forever)', async () => {
+    const ws = await Workspace.open({ lower: { '/a/b/g': 'g', '/a/f': 'f' } })
+    ws.fs.symlinkSync('/a/b', '/abs')
+    for (const dest of ['/abs/', '/abs/a', '/abs/abs']) {
+      expect(() => ws.fs.cpSync('/a', dest, { recursive: true }), dest).toThrow(expect.objectContaining({ code: 'ERR_FS_CP_EINVAL' }))
+    }
+    expect(ws.fs.readdirSync('/a/b')).toEqual(['g'])
+  })
+
+  it('keeps absolute symlink targets and ".." inside the workspace (chroot semantics)', async () => {
+    const ws = await Workspace.open({ lower: { '/etc/passwd': 'workspace passwd', '/app/x': 'x' } })
+    ws.fs.symlinkSync('/etc/passwd', '/app/link')
+    expect(ws.fs.readFileSync('/app/link', 'utf8')).toBe('workspace passwd')
+    ws.fs.symlinkSync('../../../../etc', '/app/up')
+    expect(ws.fs.readFileSync('/app/up/passwd', 'utf8')).toBe('workspace passwd')
+    expect(ws.fs.readFileSync('/../../etc/passwd', 'utf8')).toBe('workspace passwd')
+    expect(ws.fs.realpathSync('/app/up')).toBe('/etc')
+    ws.fs.symlinkSync('loop2', '/loop1')
+    ws.fs.symlinkSync('loop1', '/loop2')
+    expect(() => ws.fs.statSync('/loop1')).toThrow(expect.objectContaining({ code: 'ELOOP', syscall: 'stat' }))
+  })
+})
