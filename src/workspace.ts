@@ -556,11 +556,11 @@ export class Workspace {
   }
 
   private isDirectory(path: string): boolean {
-    return this.tryResolve(path)?.type === 'dir'
+    return this.overlay.lookup(path, false)?.type === 'dir'
   }
 
   private isLowerFile(path: string): boolean {
-    const entry = this.tryResolve(path)
+    const entry = this.overlay.lookup(path, true)
     return entry?.type === 'file' && entry.node === undefined
   }
 
@@ -773,11 +773,7 @@ export class Workspace {
   }
 
   private tryResolve(path: string) {
-    try {
-      return this.overlay.resolve(path, 'restore', false)
-    } catch {
-      return undefined
-    }
+    return this.overlay.lookup(path, false)
   }
 
   /** Differences between two checkpoints, or from a checkpoint to now. */

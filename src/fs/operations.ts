@@ -207,11 +207,9 @@ export class FsOperations {
 
   exists(file: unknown): boolean {
     try {
-      const { path } = this.path(file)
-      this.overlay.resolve(path, 'access', true)
-      return true
+      return this.overlay.lookup(this.path(file).path, true) !== undefined
     } catch {
-      return false
+      return false // invalid arguments: Node's existsSync returns false rather than throwing
     }
   }
 
@@ -554,12 +552,8 @@ export class FsOperations {
   }
 
   private tryResolveDir(path: string): Entry | undefined {
-    try {
-      const entry = this.overlay.resolve(path, 'lstat', true)
-      return entry.type === 'dir' ? entry : undefined
-    } catch {
-      return undefined
-    }
+    const entry = this.overlay.lookup(path, true)
+    return entry?.type === 'dir' ? entry : undefined
   }
 
   private copyTree(source: Entry, destPath: string, opts: CpOptions, src: string, dest: string, top = false, made = false): void {
