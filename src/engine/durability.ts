@@ -124,16 +124,7 @@ export class Durability {
     this.record(
       {
         t: 'op',
-        seq: record.seq,
-        id: record.id,
-        type: record.type,
-        paths: [...record.paths],
-        time: record.time,
-        session: record.session,
-        ...(record.turn !== undefined ? { turn: record.turn } : {}),
-        ...(record.group !== undefined ? { group: record.group } : {}),
-        ...(record.description !== undefined ? { description: record.description } : {}),
-        strategy: record.strategy,
+        ...identity(record),
         changes,
       },
       blobs,
@@ -252,16 +243,7 @@ export class Durability {
     const table = new NodeTable()
     const entries = (root: MapRoot<JsonValue>) => [...mapEntries(root)]
     const operations = journal.records.map((record) => ({
-      id: record.id,
-      seq: record.seq,
-      type: record.type,
-      paths: [...record.paths],
-      time: record.time,
-      session: record.session,
-      ...(record.turn !== undefined ? { turn: record.turn } : {}),
-      ...(record.group !== undefined ? { group: record.group } : {}),
-      ...(record.description !== undefined ? { description: record.description } : {}),
-      strategy: record.strategy,
+      ...identity(record),
       undone: record.undone,
       changes: record.changes.map((change): SnapshotChange => {
         switch (change.kind) {
@@ -585,6 +567,22 @@ export class Durability {
       }
     }
     return broken
+  }
+}
+
+/** The persisted identity of an operation (everything but its changes). */
+function identity(record: OperationRecord) {
+  return {
+    id: record.id,
+    seq: record.seq,
+    type: record.type,
+    paths: [...record.paths],
+    time: record.time,
+    session: record.session,
+    ...(record.turn !== undefined ? { turn: record.turn } : {}),
+    ...(record.group !== undefined ? { group: record.group } : {}),
+    ...(record.description !== undefined ? { description: record.description } : {}),
+    strategy: record.strategy,
   }
 }
 

@@ -33,10 +33,19 @@ abstract class StatsBase<N extends number | bigint> {
   declare mtimeMs: N
   declare ctimeMs: N
   declare birthtimeMs: N
-  declare atime: Date
-  declare mtime: Date
-  declare ctime: Date
-  declare birthtime: Date
+  // Dates are made on first use, as Node's are: most callers only read sizes and types.
+  get atime(): Date {
+    return new Date(Number(this.atimeMs))
+  }
+  get mtime(): Date {
+    return new Date(Number(this.mtimeMs))
+  }
+  get ctime(): Date {
+    return new Date(Number(this.ctimeMs))
+  }
+  get birthtime(): Date {
+    return new Date(Number(this.birthtimeMs))
+  }
 
   private is(bits: number): boolean {
     return (Number(this.mode) & S_IFMT) === bits
@@ -72,7 +81,6 @@ export class Stats extends StatsBase<number> {
     super()
     for (const key of numericFields) this[key] = fields[key]
     for (const key of timeFields) this[`${key}Ms`] = fields[`${key}Ms`]
-    for (const key of timeFields) this[key] = new Date(fields[`${key}Ms`])
   }
 }
 
@@ -89,7 +97,6 @@ export class BigIntStats extends StatsBase<bigint> {
       const ms = fields[`${key}Ms`]
       this[`${key}Ms`] = BigInt(Math.trunc(ms))
       this[`${key}Ns`] = BigInt(Math.round(ms * 1e6))
-      this[key] = new Date(ms)
     }
   }
 }

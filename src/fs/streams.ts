@@ -45,6 +45,17 @@ function options(value: unknown): StreamOptions {
   return (value ?? {}) as StreamOptions
 }
 
+/** Closes the stream's descriptor unless autoClose is off; a close error is reported if none was. */
+function closeOnDestroy(ops: FsOperations, fd: number | undefined, opts: StreamOptions, error: Error | null): Error | null {
+  if (fd === undefined || opts.autoClose === false) return error
+  try {
+    ops.close(fd)
+  } catch (closeError) {
+    return error ?? (closeError as Error)
+  }
+  return error
+}
+
 export function createReadStream(ops: FsOperations, file: unknown, value?: unknown): NodeStream {
   const { Readable } = streams('createReadStream')
   const opts = options(value)
@@ -84,14 +95,7 @@ export function createReadStream(ops: FsOperations, file: unknown, value?: unkno
       }
     },
     destroy(error: Error | null, callback: Callback) {
-      if (fd !== undefined && opts.autoClose !== false) {
-        try {
-          ops.close(fd)
-        } catch (closeError) {
-          error ??= closeError as Error
-        }
-      }
-      callback(error)
+      callback(closeOnDestroy(ops, fd, opts, error))
     },
   }) as NodeStream & Record<string, unknown>
   Object.assign(stream, { path: path ?? undefined, bytesRead: 0, pending: true })
@@ -144,14 +148,7 @@ export function createWriteStream(ops: FsOperations, file: unknown, value?: unkn
       }
     },
     destroy(error: Error | null, callback: Callback) {
-      if (fd !== undefined && opts.autoClose !== false) {
-        try {
-          ops.close(fd)
-        } catch (closeError) {
-          error ??= closeError as Error
-        }
-      }
-      callback(error)
+      callback(closeOnDestroy(ops, fd, opts, error))
     },
   }) as NodeStream & Record<string, unknown>
   Object.assign(stream, { path: path ?? undefined, bytesWritten: 0, pending: true })
