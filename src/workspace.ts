@@ -247,6 +247,7 @@ export class Workspace {
       return
     }
     this.durability = durability
+    this.prune() // retention applies to what was reopened too
     const every = this.options.compactEvery ?? 10_000
     this.journal.onAppend = (record) => {
       durability.recordOperation(record)
