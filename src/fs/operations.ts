@@ -358,14 +358,13 @@ export class FsOperations {
     const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
     if (opts.recursive) return this.rm(dirPath, { recursive: true })
     const { given, path } = this.path(dirPath)
-    const { parent, name, existing, trailingSlash } = this.overlay.resolveParent(path, 'rmdir', given)
+    const { parent, name, existing } = this.overlay.resolveParent(path, 'rmdir', given)
     if (!parent) throw new FsError('EBUSY', 'rmdir', given)
     if (name === '.') throw new FsError('EINVAL', 'rmdir', given)
     if (name === '..') throw new FsError('ENOTEMPTY', 'rmdir', given)
     if (!existing) throw new FsError('ENOENT', 'rmdir', given)
     if (existing.type !== 'dir') throw new FsError('ENOTDIR', 'rmdir', given)
     if (!this.overlay.isEmptyDir(existing)) throw new FsError('ENOTEMPTY', 'rmdir', given)
-    void trailingSlash
     this.overlay.remove(parent, name)
   }
 
@@ -830,7 +829,7 @@ export class FsOperations {
       bytes = dataArgument(data, encodingOption(encoding, 'utf8') as Encoding, 'buffer')
       at = typeof offsetOrPosition === 'number' ? offsetOrPosition : null
     } else {
-      const parsed = readWriteArguments(data, offsetOrPosition, lengthOrEncoding, position, 'buffer', true)
+      const parsed = readWriteArguments(data, offsetOrPosition, lengthOrEncoding, position, 'buffer')
       bytes = parsed.target.subarray(parsed.offset, parsed.offset + parsed.count)
       at = parsed.at
     }
@@ -907,9 +906,6 @@ function isDots(name: string): boolean {
   return name === '.' || name === '..'
 }
 
-function normalizeDots(path: string): string {
-  return normalize(path)
-}
 
 function resize(bytes: Uint8Array, length: number): Uint8Array {
   if (length === bytes.byteLength) return bytes.slice()
@@ -935,7 +931,6 @@ function readWriteArguments(
   length: unknown,
   position: unknown,
   name: string,
-  writing = false,
 ): ReadWriteArguments {
   if (!ArrayBuffer.isView(buffer)) {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" argument must be an instance of Buffer, TypedArray, or DataView.${describeReceived(buffer)}`)
@@ -957,7 +952,6 @@ function readWriteArguments(
   else if (position !== undefined && position !== null && !(typeof position === 'number' && position === -1)) {
     validateInteger(position, 'position', -1, 2 ** 53)
   }
-  void writing
   return { target, offset: start, count, at }
 }
 
