@@ -27,6 +27,11 @@ export interface LowerStat {
 export interface LowerSource {
   /** A short name for messages, e.g. 'fixture', 'directory'. */
   readonly kind: string
+  /**
+   * Identity of the place it reads (e.g. 'directory:/abs/root'). A durable store remembers it and
+   * refuses to reopen over another; a flush target with the same id is this source (a rebase).
+   */
+  readonly id?: string
   /** lstat semantics (symlinks are not followed); undefined when nothing is there. */
   stat(path: string): LowerStat | undefined
   /** Names of a directory's entries, any order. Only called on paths that stat as 'dir'. */
@@ -38,4 +43,23 @@ export interface LowerSource {
   /** Sources whose contents load asynchronously make these paths readable synchronously. */
   prefetch?(paths: readonly string[]): Promise<void>
   close?(): Promise<void> | void
+}
+
+/**
+ * A synchronous read of a file whose contents an asynchronous source (IndexedDB, a Docker volume)
+ * has not loaded yet. The promise and callback forms of fs load it and retry by themselves.
+ */
+export class NotLoadedError extends Error {
+  readonly code = 'ERR_REWINDFS_NOT_LOADED'
+  constructor(readonly path: string, kind: string) {
+    super(
+      `rewindfs: the contents of '${path}' are not loaded from the ${kind} source yet: use the promises API ` +
+        `(fs.promises.readFile) or await ws.prefetch(['${path}']) before a synchronous read`,
+    )
+    this.name = 'NotLoadedError'
+  }
+}
+
+export function isNotLoaded(error: unknown): error is NotLoadedError {
+  return (error as { code?: unknown } | null)?.code === 'ERR_REWINDFS_NOT_LOADED'
 }

@@ -1,0 +1,43 @@
+/**
+ * The flush contract: a real place (a directory, an IndexedDB tree, a Docker volume) that can take
+ * the workspace's change set. `ws.flush` computes the set, checks conflicts against the versions it
+ * recorded and hands the set to `apply`, which must be all or nothing: after a crash the target holds
+ * either its old generation or the new one, never a mix, once `recover` has run.
+ */
+
+/** One path's new state. Parents come before children; deletes of a directory remove its whole tree. */
+export type FlushEntry =
+  | { readonly path: string; readonly kind: 'file'; readonly mode: number; readonly mtimeMs: number; readonly content: Uint8Array }
+  | { readonly path: string; readonly kind: 'dir'; readonly mode: number; readonly mtimeMs: number }
+  | { readonly path: string; readonly kind: 'symlink'; readonly target: string }
+  | { readonly path: string; readonly kind: 'delete' }
+
+export interface FlushProgress {
+  readonly done: number
+  readonly total: number
+  readonly path?: string
+}
+
+export interface FlushTarget {
+  readonly kind: string
+  /** Stable identity of the place (e.g. 'directory:/abs/root'): flush records are kept per id. */
+  readonly id: string
+  /**
+   * The current version of each path (undefined: nothing there), in the same terms as the
+   * LowerSource versions when the target is also a lower source, so a path the workspace read can be
+   * compared with what is there now.
+   */
+  versions(paths: readonly string[]): Promise<(string | undefined)[]>
+  /**
+   * Applies the entries all or nothing (a manifest first, then the moves), and resolves to each
+   * path's version afterwards (undefined for deleted paths), in the order of `entries`.
+   */
+  apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void): Promise<(string | undefined)[]>
+  /** Rolls an interrupted apply forward (called before every flush; targets also call it on open). */
+  recover?(): Promise<void>
+}
+
+export function isFlushTarget(value: unknown): value is FlushTarget {
+  const target = value as Partial<FlushTarget> | null
+  return typeof target === 'object' && target !== null && typeof target.apply === 'function' && typeof target.versions === 'function' && typeof target.id === 'string'
+}
