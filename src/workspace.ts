@@ -22,6 +22,10 @@ import type { Store } from './engine/store.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
 import { type Entry, Overlay } from './overlay.js'
+import { FlushBook, type FlushOptions, type FlushReport, differences, flush } from './flush/flush.js'
+import { PinnedLower } from './flush/pinned-lower.js'
+import { type FlushTarget, isFlushTarget } from './flush/target.js'
+import { FLUSH_STATE_KEY, decodeFlushState, encodeFlushState } from './flush/state.js'
 import { absolute, basename, components, dirname, normalize, pathMatcher } from './path.js'
 
 export type CheckpointKind = 'manual' | 'auto' | 'turn' | 'compact' | 'guard'
@@ -147,17 +151,22 @@ export interface WorkspaceCounters {
 }
 
 
-/** What the sessions of one workspace share: content, inode numbers, the collector. */
+/** What the sessions of one workspace share: content, inode numbers, the collector, the lower source and its flushes. */
 interface Shared {
   readonly blobs: BlobStore
   readonly inodes: { next: number }
   readonly sessions: Set<string>
   collector: Collector | undefined
+  lower?: PinnedLower
+  readonly book: FlushBook
 }
 
 const compensators = new Map<string, (args: JsonValue | undefined) => unknown>()
 
 let workspaceCount = 0
+
+/** Store metadata naming the lower source the store was made over. */
+const LOWER_KEY = 'lower'
 
 export class Workspace {
   readonly fs: NodeFs
@@ -186,16 +195,20 @@ export class Workspace {
   private undoneRestore: OperationRecord | undefined
   private readonly idPrefix = `${(++workspaceCount).toString(36)}${Math.random().toString(36).slice(2, 6)}`
 
+  /** The lower source, as this workspace's trees see it (old states pinned by flushes into it). */
+  readonly lower: PinnedLower
+
   private constructor(
-    readonly lower: LowerSource,
+    lower: LowerSource,
     options: WorkspaceOptions,
-    private readonly shared: Shared = { blobs: new BlobStore(), inodes: { next: 1 }, sessions: new Set(), collector: undefined },
+    private readonly shared: Shared = { blobs: new BlobStore(), inodes: { next: 1 }, sessions: new Set(), collector: undefined, book: new FlushBook() },
     from?: { root: DirNode; state: MapRoot<JsonValue>; cwd: string },
   ) {
+    this.lower = shared.lower ??= new PinnedLower(lower, shared.blobs)
     this.session = options.session ?? 'main'
     if (shared.sessions.has(this.session)) throw new Error(`rewindfs: a session named '${this.session}' is already open on this store`)
     shared.sessions.add(this.session)
-    this.overlay = new Overlay(lower, shared.blobs, shared.inodes, from?.root)
+    this.overlay = new Overlay(this.lower, shared.blobs, shared.inodes, from?.root)
     this.ops = new FsOperations(this.overlay)
     if (options.umask !== undefined) this.ops.umask = options.umask & 0o777
     if (from) this.ops.cwd = from.cwd
@@ -205,7 +218,7 @@ export class Workspace {
     this.journal = new Journal(this.overlay, this.session, this.idPrefix, options.retention?.operations, this.state)
     this.ops.journal = this.journal
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
-    this.fs = createFs(this.ops) as unknown as NodeFs
+    this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]) }) as unknown as NodeFs
     this.collector = shared.collector ??= new Collector(shared.blobs)
     this.unregister = this.collector.register({ roots: () => this.gcRoots() })
   }
@@ -240,13 +253,15 @@ export class Workspace {
       this.status.loaded = await durability.load()
       this.status.warnings.push(...this.status.loaded.warnings)
     } catch (error) {
-      if ((error as { code?: string }).code === 'EJOURNALVERSION') throw error
+      const code = (error as { code?: string }).code
+      if (code === 'EJOURNALVERSION' || code === 'ELOWERMISMATCH' || code === 'EFLUSHSTATE') throw error
       // Unavailable: run in memory, flagged with the reason, never silently.
       this.status.degraded = `the ${store.kind} store is unavailable: ${(error as Error)?.message ?? String(error)}`
       this.options.onAlert?.({ kind: 'safe-stop', message: this.status.degraded })
       return
     }
     this.durability = durability
+    await this.loadFlushState(store)
     this.prune() // retention applies to what was reopened too
     const every = this.options.compactEvery ?? 10_000
     this.journal.onAppend = (record) => {
@@ -257,6 +272,21 @@ export class Workspace {
       }
     }
     if ((this.status.loaded?.operations ?? 0) >= every) await this.compact()
+  }
+
+  /** Loads pins and flush ledgers; refuses a store made over another lower source. */
+  private async loadFlushState(store: Store): Promise<void> {
+    const known = await store.getMeta(LOWER_KEY)
+    if (this.lower.id !== undefined) {
+      if (known !== undefined && known !== this.lower.id) {
+        throw Object.assign(new Error(`rewindfs: this ${store.kind} store belongs to the lower source '${String(known)}', not '${this.lower.id}'; open it over the same source or use a new store`), {
+          code: 'ELOWERMISMATCH',
+        })
+      }
+      if (known === undefined) await store.putMeta(LOWER_KEY, this.lower.id)
+    }
+    const saved = await store.getMeta(FLUSH_STATE_KEY)
+    if (saved !== undefined) decodeFlushState(saved, this.lower, this.shared.book)
   }
 
   /**
@@ -788,7 +818,52 @@ export class Workspace {
   /** The upper layer's changes against the lower source. */
   changes(): Change[] {
     this.ops.settle()
+    // After a flush into the lower source, what it holds now is the base: flushed paths are clean.
+    const flushed = this.lower.id !== undefined ? this.shared.book.ledgers.get(this.lower.id) : undefined
+    if (flushed && flushed.size > 0) return differences(this.overlay, this.lower, flushed).map((p) => p.change)
     return diffTrees(this.overlay, Overlay.emptyRoot(this.lower), this.overlay.root).map((r) => r.change)
+  }
+
+  /**
+   * Applies the change set to a real place (a FlushTarget: a directory, an IndexedDB tree, a Docker
+   * volume), all or nothing, after checking that nothing changed there since we read or last wrote
+   * it (refused with the list unless `force`). Into the workspace's own lower source it is a rebase:
+   * the old states are pinned first, so history, undo and restore stay exact. Several targets with
+   * `canary: k` apply to k first, `verify`, then the rest; a failed verify rolls the canaries back.
+   */
+  async flush(target: FlushTarget | readonly FlushTarget[], options: FlushOptions = {}): Promise<FlushReport> {
+    this.assertOpen()
+    this.ops.settle()
+    const targets = Array.isArray(target) ? (target as readonly FlushTarget[]) : [target as FlushTarget]
+    for (const t of targets) if (!isFlushTarget(t)) throw new TypeError('rewindfs: flush needs a FlushTarget (versions, apply, id), e.g. directory(path) from rewindfs/adapters/node-fs')
+    const durability = this.durability
+    const store = durability?.store
+    return flush(
+      {
+        overlay: this.overlay,
+        lower: this.lower,
+        book: this.shared.book,
+        persist: async (blobs) => {
+          if (!store || !durability) return
+          await durability.sync()
+          if (blobs.length > 0) await store.putBlobs(blobs.map((id) => [id, this.shared.blobs.get(id)] as const))
+          await store.putMeta(FLUSH_STATE_KEY, encodeFlushState(this.lower, this.shared.book))
+        },
+      },
+      targets,
+      options,
+    )
+  }
+
+  /** Loads the contents of these paths from an asynchronous lower source, so sync reads work. */
+  async prefetch(paths: readonly string[]): Promise<void> {
+    this.assertOpen()
+    const lowerPaths: string[] = []
+    for (const path of paths) {
+      const entry = this.overlay.lookup(absolute(path, this.ops.cwd), true)
+      if (entry?.type === 'file' && entry.node === undefined && entry.lowerPath !== null) lowerPaths.push(entry.lowerPath)
+    }
+    await this.lower.prefetch(lowerPaths)
   }
 
   /** Discards the upper layer: the lower tree shows again. O(1); checkpoints are kept. */
@@ -1090,6 +1165,8 @@ export class Workspace {
 
   private *gcRoots(): Iterable<DirNode | string> {
     yield this.overlay.freeze()
+    yield* this.lower.pinnedBlobs()
+    yield* this.shared.book.blobs()
     for (const record of this.records) yield record.root
     // Undo and redo keep previous versions alive.
     for (const record of this.journal.records) {

@@ -4,6 +4,7 @@
  * Members that are not triples keep Node's own shapes (exists, streams, watch, FileHandle).
  */
 import { FsError } from '../errors.js'
+import { type NotLoadedError, isNotLoaded } from '../lower/source.js'
 import { constants, validateFunction } from './arguments.js'
 import { FileHandle } from './file-handle.js'
 import type { FsOperations } from './operations.js'
@@ -71,7 +72,24 @@ function isArgumentError(error: unknown): boolean {
   return typeof code === 'string' && (code.startsWith('ERR_INVALID_ARG') || code === 'ERR_OUT_OF_RANGE' || code.startsWith('ERR_INVALID_URL'))
 }
 
-function callbackForm(run: Operation, spread?: (result: unknown, args: unknown[]) => unknown[]): Operation {
+/** Loads what an asynchronous lower source had not loaded; the call is then run again. */
+type Loader = (error: NotLoadedError) => Promise<void>
+
+/** Each retry loads at least one more file, so this only bounds a source that never loads. */
+const MAX_LOADS = 10_000
+
+async function runLoading(run: Operation, args: unknown[], load: Loader | undefined): Promise<unknown> {
+  for (let loads = 0; ; loads++) {
+    try {
+      return run(...args)
+    } catch (error) {
+      if (!load || !isNotLoaded(error) || loads >= MAX_LOADS) throw error
+      await load(error)
+    }
+  }
+}
+
+function callbackForm(run: Operation, load?: Loader, spread?: (result: unknown, args: unknown[]) => unknown[]): Operation {
   return (...args: unknown[]) => {
     const callback = args.pop()
     validateFunction(callback, 'cb')
@@ -81,6 +99,15 @@ function callbackForm(run: Operation, spread?: (result: unknown, args: unknown[]
       result = run(...args)
     } catch (error) {
       if (isArgumentError(error)) throw error
+      if (load && isNotLoaded(error)) {
+        load(error)
+          .then(() => runLoading(run, args, load))
+          .then(
+          (value) => later(() => (spread ? cb(null, ...spread(value, args)) : cb(null, value))),
+          (failure: unknown) => later(() => cb(failure)),
+        )
+        return
+      }
       later(() => cb(error))
       return
     }
@@ -88,11 +115,8 @@ function callbackForm(run: Operation, spread?: (result: unknown, args: unknown[]
   }
 }
 
-function promiseForm(run: Operation, before?: () => Promise<void>): Operation {
-  return async (...args: unknown[]) => {
-    if (before) await before()
-    return run(...args)
-  }
+function promiseForm(run: Operation, load?: Loader): Operation {
+  return (...args: unknown[]) => runLoading(run, args, load)
 }
 
 function enosys(name: string): Operation {
@@ -102,8 +126,8 @@ function enosys(name: string): Operation {
 }
 
 export interface SurfaceOptions {
-  /** Runs before every promise-form call, e.g. to load contents of an asynchronous lower source. */
-  beforeAsync?: () => Promise<void>
+  /** Loads contents an asynchronous lower source has not loaded yet (promise and callback forms). */
+  load?: Loader
 }
 
 /** The object users take in place of `node:fs`. Its type is structural; see NodeFs in ../types.ts. */
@@ -115,28 +139,28 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
   for (const [name, method] of Object.entries(triples)) {
     const run = bind(method)
     fs[name + 'Sync'] = run
-    fs[name] = callbackForm(run)
-    promises[name] = promiseForm(run, options.beforeAsync)
+    fs[name] = callbackForm(run, options.load)
+    promises[name] = promiseForm(run, options.load)
   }
   for (const [name, method] of Object.entries(descriptorCalls)) {
     const run = bind(method)
     fs[name + 'Sync'] = run
-    fs[name] = callbackForm(run)
+    fs[name] = callbackForm(run, options.load)
   }
 
   // realpath: the JS implementation reports 'lstat', the native one (and promises) 'realpath'.
   const realpathNative: Operation = (path, options) => ops.realpath(path, options, 'realpath')
   Object.assign(fs.realpathSync as object, { native: realpathNative })
-  Object.assign(fs.realpath as object, { native: callbackForm(realpathNative) })
-  promises.realpath = promiseForm(realpathNative, options.beforeAsync)
+  Object.assign(fs.realpath as object, { native: callbackForm(realpathNative, options.load) })
+  promises.realpath = promiseForm(realpathNative, options.load)
 
   // read/write report two results to callbacks: (err, bytes, buffer).
   const read = bind('read')
   const write = bind('write')
   fs.readSync = read
   fs.writeSync = write
-  fs.read = callbackForm(read, (n, args) => [n, args[1]])
-  fs.write = callbackForm(write, (n, args) => [n, args[1]])
+  fs.read = callbackForm(read, options.load, (n, args) => [n, args[1]])
+  fs.write = callbackForm(write, options.load, (n, args) => [n, args[1]])
 
   fs.existsSync = (path: unknown) => ops.exists(path)
   fs.exists = (path: unknown, callback: unknown) => {
@@ -145,10 +169,8 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
     later(() => (callback as (exists: boolean) => void)(result))
   }
 
-  promises.open = async (path: unknown, flags?: unknown, mode?: unknown) => {
-    if (options.beforeAsync) await options.beforeAsync()
-    return new FileHandle(ops, ops.open(path, flags ?? 'r', mode))
-  }
+  promises.open = async (path: unknown, flags?: unknown, mode?: unknown) =>
+    new FileHandle(ops, (await runLoading(() => ops.open(path, flags ?? 'r', mode), [], options.load)) as number)
   promises.lchmod = enosys('lchmod')
   const watches = new WatchRegistry(ops)
   fs.watch = (filename: unknown, opts?: unknown, listener?: unknown): FSWatcher => watches.watch(filename, opts, listener)

@@ -1,0 +1,302 @@
+/**
+ * Flush: apply the workspace's change set to a real place, all or nothing, after a conflict check.
+ * Each target keeps a ledger of what we last wrote there (a signature of the entry and the version
+ * the target reported), so the next flush sends only what differs from the target's state, a
+ * restore to a pre-flush checkpoint is sent back on the next flush, and a path someone else changed
+ * since is a conflict. Flushing into the workspace's own lower source is a rebase: the old state of
+ * every path it replaces is pinned first (PinnedLower), so no tree's view changes.
+ */
+import type { BlobId } from '../blob/store.js'
+import { diffTrees } from '../diff.js'
+import type { Change } from '../diff.js'
+import { Overlay, type Entry } from '../overlay.js'
+import { components, dirname, isWithin, join } from '../path.js'
+import type { PinnedLower } from './pinned-lower.js'
+import type { FlushEntry, FlushProgress, FlushTarget } from './target.js'
+
+export interface FlushOptions {
+  /** Write even over paths changed in the target since we read or wrote them. */
+  force?: boolean
+  /** Compute the change set and conflicts; write nothing. */
+  dryRun?: boolean
+  onProgress?: (progress: FlushProgress & { target: string }) => void
+  /** With several targets: apply to this many first, run `verify`, then to the rest. */
+  canary?: number
+  /** Checks the canary targets; false or a throw rolls them back and rejects the flush. */
+  verify?: (targets: readonly FlushTarget[]) => unknown
+}
+
+export interface FlushReport {
+  applied: boolean
+  /** What was (or, for a dry run, would be) written, one entry per path. */
+  changes: Change[]
+  /** Paths changed in a target since we read or last wrote them. */
+  conflicts: { target: string; path: string }[]
+  targets: { id: string; applied: boolean }[]
+}
+
+/** What we know a target holds at a path: an entry signature and the version the target reported. */
+export interface Recorded {
+  sig: string
+  version: string | null
+}
+
+/** The ledgers of every target this lower source has been flushed to, shared by its sessions. */
+export class FlushBook {
+  readonly ledgers = new Map<string, Map<string, Recorded>>()
+  /** Flushes that were started and not confirmed (target id → intended signatures). */
+  readonly pending = new Map<string, [string, string][]>()
+
+  ledger(id: string): Map<string, Recorded> {
+    let ledger = this.ledgers.get(id)
+    if (!ledger) this.ledgers.set(id, (ledger = new Map()))
+    return ledger
+  }
+
+  /** Blobs the ledgers refer to (garbage-collection roots: a canary rollback may need them). */
+  *blobs(): Iterable<BlobId> {
+    for (const ledger of this.ledgers.values()) for (const { sig } of ledger.values()) if (sig.startsWith('f:')) yield sig.slice(sig.indexOf(':', 2) + 1)
+  }
+}
+
+export interface FlushHost {
+  readonly overlay: Overlay
+  readonly lower: PinnedLower
+  readonly book: FlushBook
+  /** Makes pins, ledgers and the given blobs durable (no-op without a store). */
+  persist(blobs: readonly BlobId[]): Promise<void>
+}
+
+export interface Planned {
+  readonly path: string
+  readonly base: string
+  readonly desired: string
+  readonly entries: FlushEntry[]
+  readonly change: Change
+}
+
+export async function flush(host: FlushHost, targets: readonly FlushTarget[], options: FlushOptions = {}): Promise<FlushReport> {
+  if (targets.length === 0) throw new TypeError('rewindfs: flush needs a target')
+  const canary = options.canary ?? 0
+  if (canary > 0 && (canary >= targets.length || typeof options.verify !== 'function')) {
+    throw new TypeError(`rewindfs: a canary flush needs more targets than canaries (${targets.length} ≤ ${canary}) and a verify function`)
+  }
+  for (const target of targets) await recover(host, target)
+  const plans = new Map<FlushTarget, Planned[]>()
+  const conflicts: FlushReport['conflicts'] = []
+  for (const target of targets) {
+    const plan = await planFor(host, target)
+    plans.set(target, plan)
+    for (const path of await conflictsOf(host, target, plan)) conflicts.push({ target: target.id, path })
+  }
+  const changes = plans.get(targets[0])!.map((p) => p.change)
+  const report = (applied: boolean, done: readonly FlushTarget[]): FlushReport => ({
+    applied,
+    changes,
+    conflicts,
+    targets: targets.map((t) => ({ id: t.id, applied: done.includes(t) })),
+  })
+  if (options.dryRun) return report(false, [])
+  if (conflicts.length > 0 && !options.force) {
+    const list = conflicts.map((c) => (targets.length > 1 ? `${c.target}:${c.path}` : c.path)).join(', ')
+    throw Object.assign(new Error(`rewindfs: flush refused: changed in the target since it was read or last flushed: ${list}; pass force: true to overwrite`), {
+      code: 'ECONFLICT',
+      conflicts,
+    })
+  }
+  const done: FlushTarget[] = []
+  for (const [index, target] of targets.entries()) {
+    if (canary > 0 && index === canary) {
+      const verdict = await Promise.resolve()
+        .then(() => options.verify!(done))
+        .catch((error: unknown) => error)
+      if (verdict === false || verdict instanceof Error) {
+        for (const canaryTarget of done) await rollBack(host, canaryTarget, plans.get(canaryTarget)!)
+        const why = verdict instanceof Error ? verdict.message : 'verify returned false'
+        throw Object.assign(new Error(`rewindfs: canary verification failed (${why}); the ${done.length} canary target(s) were rolled back`), {
+          code: 'ECANARY',
+          rolledBack: done.map((t) => t.id),
+          cause: verdict,
+        })
+      }
+    }
+    await applyPlan(host, target, plans.get(target)!, options)
+    done.push(target)
+  }
+  return report(true, done)
+}
+
+/** Rolls an interrupted flush forward: the target finishes its manifest, we record what it holds. */
+async function recover(host: FlushHost, target: FlushTarget): Promise<void> {
+  await target.recover?.()
+  const intended = host.book.pending.get(target.id)
+  if (!intended) return
+  const versions = await target.versions(intended.map(([path]) => path))
+  const ledger = host.book.ledger(target.id)
+  intended.forEach(([path, sig], i) => ledger.set(path, { sig, version: versions[i] ?? null }))
+  host.book.pending.delete(target.id)
+  await host.persist([])
+}
+
+function isOwnLower(host: FlushHost, target: FlushTarget): boolean {
+  return (host.lower.id !== undefined && target.id === host.lower.id) || (target as unknown) === host.lower.source
+}
+
+/** The entry at a tree path, walking without following symlinks (a link in the way: nothing). */
+function exact(overlay: Overlay, path: string): Entry | undefined {
+  let entry: Entry | undefined = overlay.rootEntry()
+  for (const name of components(path)) {
+    if (entry.type !== 'dir') return undefined
+    entry = overlay.child(entry, name)
+    if (!entry) return undefined
+  }
+  return entry
+}
+
+function signature(overlay: Overlay, entry: Entry | undefined): string {
+  if (!entry) return 'absent'
+  const { mode } = overlay.meta(entry)
+  if (entry.type === 'dir') return `d:${mode}`
+  if (entry.type === 'symlink') return `l:${overlay.readLink(entry)}`
+  if (entry.node?.type === 'file') return `f:${mode}:${entry.node.blob}`
+  return `lower:${mode}:${entry.lowerPath}:${entry.lowerStat?.version ?? ''}`
+}
+
+/** The target's entry must go before the new one is written: deleted, or of another type. */
+const replaces = (p: Planned) => p.base !== 'absent' && (p.desired === 'absent' || kindOf(p.base) !== kindOf(p.desired))
+
+const kindOf = (sig: string): Change['entry'] | undefined =>
+  sig === 'absent' ? undefined : sig.startsWith('d:') ? 'dir' : sig.startsWith('l:') ? 'symlink' : 'file'
+
+/**
+ * Paths whose state differs from what the target holds: the target's ledger where we wrote it,
+ * else the lower source as the trees see it. O(paths changed + paths in the ledger).
+ */
+export function differences(overlay: Overlay, lower: PinnedLower, ledger: ReadonlyMap<string, Recorded>): Planned[] {
+  const base = new Overlay(lower, overlay.blobs, overlay.inodes)
+  const candidates = new Set<string>(diffTrees(overlay, base.root, overlay.root).map((r) => r.change.path))
+  for (const path of ledger.keys()) candidates.add(path)
+  const plan: Planned[] = []
+  for (const path of [...candidates].sort()) {
+    const desired = signature(overlay, exact(overlay, path))
+    const before = ledger.get(path)?.sig ?? signature(base, exact(base, path))
+    if (desired === before) continue
+    const type = before === 'absent' ? 'added' : desired === 'absent' ? 'deleted' : 'modified'
+    plan.push({ path, base: before, desired, entries: [], change: { path, type, entry: kindOf(desired) ?? kindOf(before)! } })
+  }
+  return plan
+}
+
+async function planFor(host: FlushHost, target: FlushTarget): Promise<Planned[]> {
+  const { overlay } = host
+  const plan = differences(overlay, host.lower, host.book.ledger(target.id))
+  const lowerFiles: string[] = []
+  for (const p of plan) {
+    const current = exact(overlay, p.path)
+    if (current?.type === 'file' && current.node === undefined) lowerFiles.push(current.lowerPath!)
+  }
+  await host.lower.prefetch(lowerFiles)
+  // Deletes first (a deleted directory takes its tree), then creations, parents before children.
+  const deleted: string[] = []
+  const under = (path: string, dirs: readonly string[]) => dirs.some((dir) => isWithin(path, dir))
+  for (const p of plan) {
+    if (replaces(p) && !under(p.path, deleted)) {
+      p.entries.push({ path: p.path, kind: 'delete' })
+      deleted.push(p.path)
+    }
+  }
+  const gone: string[] = []
+  for (const p of plan) {
+    if (p.desired === 'absent') continue
+    if (under(p.path, gone)) continue
+    const entry = exact(overlay, p.path)!
+    if (exact(overlay, dirname(p.path))?.type !== 'dir') {
+      gone.push(p.path)
+      continue
+    }
+    p.entries.push(entryOf(overlay, entry))
+  }
+  return plan.filter((p) => p.entries.length > 0 || p.desired === 'absent')
+}
+
+function entryOf(overlay: Overlay, entry: Entry): FlushEntry {
+  const meta = overlay.meta(entry)
+  if (entry.type === 'dir') return { path: entry.path, kind: 'dir', mode: meta.mode, mtimeMs: meta.mtimeMs }
+  if (entry.type === 'symlink') return { path: entry.path, kind: 'symlink', target: overlay.readLink(entry) }
+  return { path: entry.path, kind: 'file', mode: meta.mode, mtimeMs: meta.mtimeMs, content: overlay.readBytes(entry) }
+}
+
+async function conflictsOf(host: FlushHost, target: FlushTarget, plan: readonly Planned[]): Promise<string[]> {
+  const ledger = host.book.ledger(target.id)
+  const own = isOwnLower(host, target)
+  const expected = (p: Planned): string | null | false => {
+    const recorded = ledger.get(p.path)
+    if (recorded) return recorded.version
+    if (!own) return false // a target we never wrote: nothing to compare with
+    const seen = host.overlay.observed.get(p.path)
+    if (seen !== undefined) return seen
+    return p.base === 'absent' ? null : false
+  }
+  const checked = plan.filter((p) => expected(p) !== false)
+  if (checked.length === 0) return []
+  const now = await target.versions(checked.map((p) => p.path))
+  return checked.filter((p, i) => (now[i] ?? null) !== expected(p)).map((p) => p.path)
+}
+
+async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Planned[], options: FlushOptions): Promise<void> {
+  if (plan.length === 0) return
+  const stored: BlobId[] = []
+  if (isOwnLower(host, target)) {
+    // Write-ahead: the old state is in the blob store (and durable) before the source changes.
+    for (const p of plan) stored.push(...(await host.lower.pin(p.path)))
+  }
+  host.book.pending.set(target.id, plan.map((p) => [p.path, p.desired]))
+  await host.persist(stored)
+  const entries = plan.flatMap((p) => p.entries)
+  const onProgress = options.onProgress
+  const versions = await target.apply(entries, onProgress ? (progress) => onProgress({ ...progress, target: target.id }) : undefined)
+  const ledger = host.book.ledger(target.id)
+  const byPath = new Map<string, string | null>()
+  entries.forEach((entry, i) => byPath.set(entry.path, versions[i] ?? null))
+  for (const p of plan) {
+    if (p.desired === 'absent') {
+      for (const [path, recorded] of ledger) if (path.startsWith(p.path + '/')) ledger.set(path, { ...recorded, sig: 'absent', version: null })
+    }
+    ledger.set(p.path, { sig: p.desired, version: byPath.get(p.path) ?? null })
+  }
+  host.book.pending.delete(target.id)
+  await host.persist([])
+}
+
+/** Puts a canary target back to what it held before: the inverse of its plan. */
+async function rollBack(host: FlushHost, target: FlushTarget, plan: readonly Planned[]): Promise<void> {
+  const base = new Overlay(host.lower, host.overlay.blobs, host.overlay.inodes)
+  const ledger = host.book.ledger(target.id)
+  const entries: FlushEntry[] = []
+  const restoreTree = (path: string, sig: string) => {
+    const kind = kindOf(sig)
+    if (sig.startsWith('f:')) {
+      const [, mode, blob] = sig.split(':')
+      entries.push({ path, kind: 'file', mode: Number(mode), mtimeMs: Date.now(), content: host.overlay.blobs.get(blob) })
+      return
+    }
+    if (kind === 'symlink') {
+      entries.push({ path, kind: 'symlink', target: sig.slice(2) })
+      return
+    }
+    const entry = exact(base, path)
+    if (!entry || entry.type !== kind) return
+    entries.push(entryOf(base, entry))
+    if (entry.type !== 'dir') return
+    for (const name of base.names(entry)) {
+      const child = join(path, name)
+      restoreTree(child, ledger.get(child)?.sig ?? signature(base, base.child(entry, name)))
+    }
+  }
+  // Take away what the flush created or retyped, then put back what was there.
+  for (const p of plan) if (p.desired !== 'absent' && (p.base === 'absent' || replaces(p))) entries.push({ path: p.path, kind: 'delete' })
+  for (const p of plan) if (p.base !== 'absent') restoreTree(p.path, p.base)
+  await target.apply(entries)
+  for (const p of plan) ledger.delete(p.path)
+  await host.persist([])
+}
