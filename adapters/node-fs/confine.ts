@@ -1,0 +1,138 @@
+/**
+ * Confinement of host access to one directory root. Workspace paths ('/a/b') map onto the root;
+ * every host path the adapter touches comes from here. '..' in a workspace path folds at '/', and
+ * an on-disk symlink met on the way is followed only while it stays inside the root (host
+ * semantics, checked component by component with lstat): one that leaves fails with EACCES.
+ */
+import fs from 'node:fs'
+import { FsError, typeError } from '../../src/errors.js'
+import { normalize } from '../../src/path.js'
+
+const MAX_LINKS = 40 // Linux's MAXSYMLINKS
+
+/** Names the adapter keeps for itself in every directory: the staging folder and staged temp files. */
+export const RESERVED_PREFIX = '.rewindfs-flush'
+
+export function isReserved(name: string): boolean {
+  return name === RESERVED_PREFIX || name.startsWith(RESERVED_PREFIX + '.')
+}
+
+/** Node's check: paths are strings without NUL bytes. */
+export function checkPath(path: unknown, argument = 'path'): string {
+  if (typeof path !== 'string') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "${argument}" argument must be of type string. Received ${path === null ? 'null' : typeof path}`)
+  }
+  if (path.includes('\0')) {
+    throw typeError(
+      'ERR_INVALID_ARG_VALUE',
+      `The argument '${argument}' must be a string, Uint8Array, or URL without null bytes. Received ${JSON.stringify(path)}`,
+    )
+  }
+  return path
+}
+
+export function codeOf(error: unknown): unknown {
+  return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
+}
+
+export class Confinement {
+  /** `root` must be a real path (no symlinks in it). */
+  constructor(readonly root: string) {}
+
+  /** The host path of a normalised workspace path, lexically (no symlinks resolved). */
+  lexical(path: string): string {
+    return path === '/' ? this.root : this.root === '/' ? path : this.root + path
+  }
+
+  /** The workspace path of a host path inside the root. */
+  inside(host: string): string | undefined {
+    if (host === this.root) return '/'
+    if (this.root === '/') return host
+    return host.startsWith(this.root + '/') ? host.slice(this.root.length) : undefined
+  }
+
+  private escape(syscall: string, path: string, link: string, target: string): FsError {
+    return new FsError('EACCES', syscall, path, undefined, `symbolic link '${link}' -> '${target}' leads outside the directory root '${this.root}'`)
+  }
+
+  /**
+   * The real host path for `path` with every on-disk symlink on the way resolved inside the root
+   * (the last component too when `followLast`). Missing components are left as they are, so the
+   * caller's own call reports ENOENT. The fast path asks the kernel for the parent's real path: if
+   * it is the lexical one, no component is a link and nothing needs walking.
+   */
+  resolve(path: string, syscall: string, followLast: boolean): string {
+    const normal = normalize(checkPath(path))
+    if (normal === '/') return this.root
+    const parent = this.lexical(normal.slice(0, normal.lastIndexOf('/')) || '/')
+    let real: string | undefined
+    try {
+      real = fs.realpathSync.native(parent)
+    } catch (error) {
+      const code = codeOf(error)
+      if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ELOOP') throw error
+    }
+    const host = this.lexical(normal)
+    if (real === parent && !followLast) return host
+    if (real === parent) {
+      const stats = lstatOrUndefined(host)
+      if (!stats?.isSymbolicLink()) return host
+    }
+    return this.walk(normal, syscall, followLast)
+  }
+
+  /** Component by component with lstat, following links (host semantics) only inside the root. */
+  private walk(path: string, syscall: string, followLast: boolean): string {
+    const pending = path.split('/').filter((part) => part !== '' && part !== '.')
+    let current = this.root
+    let links = 0
+    while (pending.length > 0) {
+      const name = pending.shift()!
+      if (name === '..') {
+        // Only a link target can bring '..' here (the path was normalised); climbing out is leaving.
+        if (current === this.root && this.root === '/') continue
+        if (current === this.root) throw new FsError('EACCES', syscall, path, undefined, `a symbolic link on the way leads outside the directory root '${this.root}'`)
+        current = current.slice(0, current.lastIndexOf('/')) || '/'
+        continue
+      }
+      const next = current === '/' ? '/' + name : current + '/' + name
+      if (pending.length === 0 && !followLast) return next
+      const stats = lstatOrUndefined(next)
+      if (!stats) return [next, ...pending].join('/')
+      if (!stats.isSymbolicLink()) {
+        current = next
+        continue
+      }
+      if (++links > MAX_LINKS) throw new FsError('ELOOP', syscall, path)
+      const target = fs.readlinkSync(next, 'utf8')
+      const link = this.inside(next) ?? next
+      if (target.startsWith('/')) {
+        const resolved = normalize(target)
+        const within = this.inside(resolved)
+        if (within === undefined) throw this.escape(syscall, path, link, target)
+        current = this.root
+        pending.unshift(...within.split('/').filter(Boolean))
+      } else {
+        pending.unshift(...target.split('/').filter((part) => part !== '' && part !== '.'))
+        // A '..' that would climb out is caught above too; this says which link did it.
+        let depth = current === this.root ? 0 : current.slice(this.root.length).split('/').length - 1
+        for (const part of this.root === '/' ? [] : target.split('/')) {
+          if (part === '..') depth--
+          else if (part !== '' && part !== '.') depth++
+          if (depth < 0) throw this.escape(syscall, path, link, target)
+        }
+      }
+    }
+    return current
+  }
+}
+
+export function lstatOrUndefined(host: string): fs.Stats | undefined {
+  try {
+    return fs.lstatSync(host)
+  } catch (error) {
+    const code = codeOf(error)
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
+    throw error
+  }
+}

@@ -1,0 +1,190 @@
+/**
+ * A real directory as the workspace's lower layer and as a flush target. Reads are lazy and
+ * synchronous (nothing is scanned on open; every call asks the disk, so a change underneath shows
+ * in `version`), confined to the root (see confine.ts), and never show the flush's staging area.
+ */
+import fs from 'node:fs'
+import { FsError } from '../../src/errors.js'
+import type { FlushEntry, FlushProgress, FlushTarget } from '../../src/flush/target.js'
+import type { EntryType, LowerSource, LowerStat } from '../../src/lower/source.js'
+import { normalize } from '../../src/path.js'
+import { Confinement, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined } from './confine.js'
+import { plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
+import { syncDirectory } from './files.js'
+import { LockFile } from './lock.js'
+
+/** Where the kernel says which file a descriptor is (Linux): the check after open that nothing escaped. */
+const DESCRIPTORS = fs.existsSync('/proc/self/fd') ? '/proc/self/fd/' : undefined
+const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
+
+function typeOf(stats: fs.Stats): EntryType | undefined {
+  if (stats.isFile()) return 'file'
+  if (stats.isDirectory()) return 'dir'
+  if (stats.isSymbolicLink()) return 'symlink'
+  return undefined // FIFOs, sockets, devices: not representable, and reading a FIFO would block
+}
+
+function isHidden(path: string): boolean {
+  return path.includes(RESERVED_PREFIX) && path.split('/').some(isReserved)
+}
+
+export class DirectorySource implements LowerSource, FlushTarget {
+  readonly kind = 'directory'
+  readonly id: string
+  /** The real path of the root. */
+  readonly root: string
+  private readonly confinement: Confinement
+  private queue: Promise<unknown> = Promise.resolve()
+  /** Tests only: stop an apply where a crash would (after staging, or right after the commit point). */
+  stopAfter?: 'staged' | 'committed'
+
+  constructor(path: string) {
+    checkPath(path)
+    this.root = fs.realpathSync.native(path)
+    if (!fs.statSync(this.root).isDirectory()) throw new FsError('ENOTDIR', 'directory', path, undefined, 'the lower directory is not a directory')
+    this.id = 'directory:' + this.root
+    this.confinement = new Confinement(this.root)
+    this.recoverNow()
+  }
+
+  stat(path: string): LowerStat | undefined {
+    const normal = normalize(checkPath(path))
+    if (isHidden(normal)) return undefined
+    const stats = lstatOrUndefined(this.confinement.resolve(normal, 'lstat', false))
+    const type = stats && typeOf(stats)
+    if (!stats || !type) return undefined
+    return {
+      type,
+      mode: stats.mode & 0o7777,
+      size: stats.size,
+      mtimeMs: stats.mtimeMs,
+      ctimeMs: stats.ctimeMs,
+      atimeMs: stats.atimeMs,
+      birthtimeMs: stats.birthtimeMs,
+      ino: stats.ino,
+      version: `${stats.size}:${stats.mtimeMs}:${stats.ino}`,
+    }
+  }
+
+  readdir(path: string): string[] {
+    const normal = normalize(checkPath(path))
+    const host = this.confinement.resolve(normal, 'scandir', true)
+    const names: string[] = []
+    for (const entry of fs.readdirSync(host, { withFileTypes: true })) {
+      if ((entry.isFile() || entry.isDirectory() || entry.isSymbolicLink()) && !isReserved(entry.name)) names.push(entry.name)
+    }
+    // A component swapped for a link while listing: the names may come from elsewhere.
+    if (fs.realpathSync.native(host) !== host) throw this.moved('scandir', normal)
+    return names
+  }
+
+  readFile(path: string): Uint8Array {
+    const normal = normalize(checkPath(path))
+    const fd = fs.openSync(this.confinement.resolve(normal, 'open', true), fs.constants.O_RDONLY | O_NOFOLLOW)
+    try {
+      // Checked on the open descriptor, before any byte is read: a swap after the walk cannot escape.
+      if (DESCRIPTORS && this.confinement.inside(fs.readlinkSync(DESCRIPTORS + fd)) === undefined) throw this.moved('open', normal)
+      if (fs.fstatSync(fd).isDirectory()) throw new FsError('EISDIR', 'read', path)
+      const data = fs.readFileSync(fd)
+      return new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+    } finally {
+      fs.closeSync(fd)
+    }
+  }
+
+  readlink(path: string): string {
+    return fs.readlinkSync(this.confinement.resolve(normalize(checkPath(path)), 'readlink', false), 'utf8')
+  }
+
+  async versions(paths: readonly string[]): Promise<(string | undefined)[]> {
+    return paths.map((path) => this.stat(path)?.version)
+  }
+
+  apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void): Promise<(string | undefined)[]> {
+    const run = this.queue.then(() => this.applyNow(entries, onProgress))
+    this.queue = run.catch(() => undefined)
+    return run
+  }
+
+  async recover(): Promise<void> {
+    const run = this.queue.then(() => {
+      this.recoverNow()
+    })
+    this.queue = run.catch(() => undefined)
+    return run
+  }
+
+  private async applyNow(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void): Promise<(string | undefined)[]> {
+    if (!Array.isArray(entries)) throw new TypeError(`rewindfs: apply(entries) needs an array of flush entries, got ${typeof entries}`)
+    if (entries.length === 0) return []
+    const lock = this.lock()
+    if ('owner' in lock) throw new FsError('EBUSY', 'flush', this.root, undefined, `another flush into this directory is running (process ${lock.owner})`)
+    try {
+      this.settle()
+      const planned = plan(entries, this.confinement)
+      try {
+        await stage(this.confinement, planned, (progress) => onProgress?.(progress), this.stopAfter)
+      } catch (error) {
+        // Not committed yet: take the temps back. Committed: the manifest stays for recover().
+        if (readManifest(this.confinement)?.state === 'staged') rollBack(this.confinement, planned.manifest)
+        throw error
+      }
+      return entries.map((entry) => (entry.kind === 'delete' ? undefined : this.stat(entry.path)?.version))
+    } finally {
+      this.unlock(lock.lock)
+    }
+  }
+
+  /** Runs on open and before every flush: finishes or undoes an interrupted one, unless another holder is at it. */
+  private recoverNow(): void {
+    if (!lstatOrUndefined(stagingFolder(this.confinement))) return
+    const lock = this.lock()
+    if ('owner' in lock) return
+    try {
+      this.settle()
+    } finally {
+      this.unlock(lock.lock)
+    }
+  }
+
+  private settle(): void {
+    const manifest = readManifest(this.confinement)
+    if (manifest?.state === 'committed') rollForward(this.confinement, manifest)
+    else if (manifest) rollBack(this.confinement, manifest)
+  }
+
+  private lock(): { lock: LockFile } | { owner: number } {
+    const folder = stagingFolder(this.confinement)
+    const stats = lstatOrUndefined(folder)
+    if (stats && !stats.isDirectory()) throw new FsError('EEXIST', 'flush', folder, undefined, `'${RESERVED_PREFIX}' in the root is not the flush staging folder; move it away`)
+    if (!stats) fs.mkdirSync(folder)
+    return LockFile.tryAcquire(folder + '/lock')
+  }
+
+  /** Releases the lock and removes the staging folder when nothing else is in it. */
+  private unlock(lock: LockFile): void {
+    lock.release()
+    try {
+      fs.rmdirSync(stagingFolder(this.confinement))
+      syncDirectory(this.root)
+    } catch (error) {
+      if (codeOf(error) !== 'ENOTEMPTY' && codeOf(error) !== 'ENOENT' && codeOf(error) !== 'EEXIST') throw error
+    }
+  }
+
+  private moved(syscall: string, path: string): FsError {
+    return new FsError('EACCES', syscall, path, undefined, `a component of the path changed into a link leading outside the directory root '${this.root}' during the call`)
+  }
+
+  toString(): string {
+    return `directory(${this.root})`
+  }
+}
+
+/**
+ * The directory at `path` as a lower source and flush target. Finishes or undoes a flush a crash
+ * interrupted before it returns.
+ */
+export function directory(path: string): DirectorySource {
+  return new DirectorySource(path)
+}

@@ -1,0 +1,315 @@
+/**
+ * All-or-nothing flush into a directory. Three steps, each durable before the next:
+ *  1. the manifest is written as `staged`, listing the temp files about to be written;
+ *  2. every new file and symlink is written to a temp name (`.rewindfs-flush.<generation>.<n>`) in
+ *     the nearest directory that survives the flush, fsynced, and those directories fsynced;
+ *  3. the manifest is rewritten as `committed` (the commit point), then its steps are applied in
+ *     order (renames, mkdirs, deletes), the directories fsynced and the manifest removed.
+ * A crash before 3 leaves the old generation (recovery deletes the temps); after it, recovery
+ * repeats the steps, which are idempotent: nothing is ever created at or under a deleted path, and
+ * a move whose temp is gone has happened.
+ */
+import fs from 'node:fs'
+import * as z from 'zod/mini'
+import { FsError } from '../../src/errors.js'
+import type { FlushEntry, FlushProgress } from '../../src/flush/target.js'
+import { basename, dirname, normalize } from '../../src/path.js'
+import { Confinement, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined } from './confine.js'
+import { inParallel, removeIfPresent, syncDirectory, writeAtomically } from './files.js'
+
+const MANIFEST_VERSION = 1
+/** Files staged at once: enough to overlap fsyncs in libuv's pool without flooding it. */
+const PARALLEL = 16
+
+const pathSchema = z.string().check(z.refine((path) => normalize(path) === path && !path.includes('\0'), 'a normalised absolute path'))
+
+const stepSchema = z.union([
+  z.object({ op: z.literal('delete'), path: pathSchema }),
+  z.object({ op: z.literal('dir'), path: pathSchema, mode: z.number(), mtimeMs: z.number() }),
+  z.object({ op: z.literal('move'), path: pathSchema, temp: pathSchema }),
+])
+
+const manifestSchema = z.object({
+  v: z.literal(MANIFEST_VERSION),
+  generation: z.string(),
+  state: z.enum(['staged', 'committed']),
+  steps: z.array(stepSchema),
+})
+
+export type Step = z.infer<typeof stepSchema>
+export type Manifest = z.infer<typeof manifestSchema>
+
+/** Where the staging folder and its manifest live, inside the target. */
+export function stagingFolder(confinement: Confinement): string {
+  return confinement.lexical('/' + RESERVED_PREFIX)
+}
+
+function manifestFile(confinement: Confinement): string {
+  return stagingFolder(confinement) + '/manifest.json'
+}
+
+function refuse(path: string, detail: string): FsError {
+  return new FsError('EINVAL', 'flush', path, undefined, detail)
+}
+
+/** A staged file or symlink: its entry and the temp it is written to first. */
+interface Staged {
+  readonly entry: Extract<FlushEntry, { kind: 'file' | 'symlink' }>
+  readonly temp: string
+}
+
+export interface Plan {
+  readonly manifest: Manifest
+  readonly staged: readonly Staged[]
+}
+
+/** Whether a symlink target stays inside the root when followed from the link's directory. */
+function targetLeaves(path: string, target: string): boolean {
+  if (target.startsWith('/')) return true
+  let depth = dirname(path).split('/').filter(Boolean).length
+  for (const part of target.split('/')) {
+    if (part === '..') depth--
+    else if (part !== '' && part !== '.') depth++
+    if (depth < 0) return true
+  }
+  return false
+}
+
+/**
+ * Checks the whole change set before anything is written (a bad entry refuses the flush, with
+ * nothing changed) and assigns every file and symlink a temp in a directory that survives it.
+ */
+export function plan(entries: readonly FlushEntry[], confinement: Confinement): Plan {
+  const generation = Date.now().toString(36) + Math.random().toString(36).slice(2, 8)
+  const kinds = new Map<string, FlushEntry['kind']>()
+  const order = new Map<string, number>()
+  entries.forEach((entry, index) => {
+    if (typeof entry !== 'object' || entry === null) throw refuse(String(entry), `flush entry ${index} is not an object`)
+    const path = checkPath(entry.path, `entries[${index}].path`)
+    if (normalize(path) !== path) throw refuse(path, 'flush paths must be normalised absolute paths')
+    if (kinds.has(path)) throw refuse(path, 'the change set names this path twice')
+    if (path.split('/').some(isReserved)) throw refuse(path, `names starting with '${RESERVED_PREFIX}' are reserved for the flush staging area`)
+    if (path === '/' && entry.kind !== 'dir') throw refuse(path, 'the root can only change its mode or time')
+    if (entry.kind === 'file' && !(entry.content instanceof Uint8Array)) throw refuse(path, 'a file entry needs its content as a Uint8Array')
+    if (entry.kind === 'symlink') {
+      checkPath(entry.target, `entries[${index}].target`)
+      if (targetLeaves(path, entry.target)) {
+        throw new FsError('EACCES', 'symlink', entry.target, path, `refusing to flush a symlink whose target is absolute or leaves the directory root`)
+      }
+    }
+    if (!['file', 'dir', 'symlink', 'delete'].includes(entry.kind)) throw refuse(path, `unknown flush entry kind ${JSON.stringify(entry.kind)}`)
+    kinds.set(path, entry.kind)
+    order.set(path, index)
+  })
+
+  /** The kind the change set gives the nearest ancestor-or-self it names, if any. */
+  const nearestNamed = (path: string): [string, FlushEntry['kind']] | undefined => {
+    for (let at = path; ; at = dirname(at)) {
+      const kind = kinds.get(at)
+      if (kind) return [at, kind]
+      if (at === '/') return undefined
+    }
+  }
+  const realDirectories = new Map<string, boolean>()
+  const isRealDirectory = (path: string): boolean => {
+    let known = realDirectories.get(path)
+    if (known === undefined) {
+      const host = confinement.lexical(path)
+      try {
+        known = fs.realpathSync.native(host) === host && fs.statSync(host).isDirectory()
+      } catch (error) {
+        const code = codeOf(error)
+        if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ELOOP') throw error
+        known = false
+      }
+      realDirectories.set(path, known)
+    }
+    return known
+  }
+  /** Survives: a real directory now, and nothing in the set removes or replaces it or an ancestor. */
+  const survives = (path: string): boolean => {
+    for (let at = path; ; at = dirname(at)) {
+      const kind = kinds.get(at)
+      if (kind !== undefined && kind !== 'dir') return false
+      if (at === '/') break
+    }
+    return isRealDirectory(path)
+  }
+
+  const steps: Step[] = []
+  const staged: Staged[] = []
+  let temps = 0
+  entries.forEach((entry, index) => {
+    const path = entry.path
+    if (path !== '/') {
+      const parent = dirname(path)
+      const named = nearestNamed(parent)
+      if (named && named[1] !== 'dir') throw refuse(path, `its ancestor '${named[0]}' is ${named[1] === 'delete' ? 'deleted' : `replaced by a ${named[1]}`} in the same change set`)
+      if (named?.[0] === parent && order.get(parent)! > index) throw refuse(path, `its parent '${parent}' comes after it (parents must come first)`)
+      if (named?.[0] !== parent && !isRealDirectory(parent)) {
+        throw new FsError('ENOENT', 'flush', path, undefined, `its parent '${parent}' is not a directory inside the root and the change set does not create it`)
+      }
+    }
+    switch (entry.kind) {
+      case 'delete':
+        steps.push({ op: 'delete', path })
+        break
+      case 'dir':
+        steps.push({ op: 'dir', path, mode: entry.mode & 0o7777, mtimeMs: entry.mtimeMs })
+        break
+      case 'file':
+      case 'symlink': {
+        let directory = dirname(path)
+        while (!survives(directory)) directory = dirname(directory)
+        const temp = `${directory === '/' ? '' : directory}/${RESERVED_PREFIX}.${generation}.${temps++}`
+        staged.push({ entry, temp })
+        steps.push({ op: 'move', path, temp })
+        break
+      }
+    }
+  })
+  return { manifest: { v: MANIFEST_VERSION, generation, state: 'staged', steps }, staged }
+}
+
+function writeManifest(confinement: Confinement, manifest: Manifest): void {
+  writeAtomically(manifestFile(confinement), JSON.stringify(manifest))
+}
+
+/** Steps 1–3 of the flush; `stopAfter` lets tests stop it where a crash would. */
+export async function stage(
+  confinement: Confinement,
+  { manifest, staged }: Plan,
+  report: (progress: FlushProgress) => void,
+  stopAfter?: 'staged' | 'committed',
+): Promise<void> {
+  const folder = stagingFolder(confinement)
+  fs.mkdirSync(folder, { recursive: true })
+  writeManifest(confinement, manifest)
+  syncDirectory(confinement.root) // the staging folder itself
+  let done = 0
+  await inParallel(staged, PARALLEL, async ({ entry, temp }) => {
+    const host = confinement.lexical(temp)
+    if (entry.kind === 'symlink') await fs.promises.symlink(entry.target, host)
+    else {
+      const handle = await fs.promises.open(host, 'wx', entry.mode & 0o777)
+      try {
+        await handle.writeFile(entry.content)
+        await handle.chmod(entry.mode & 0o7777) // the mode given, not the umask's
+        const time = entry.mtimeMs / 1000
+        await handle.utimes(time, time)
+        await handle.sync()
+      } finally {
+        await handle.close()
+      }
+    }
+    report({ done: ++done, total: manifest.steps.length, path: entry.path })
+  })
+  for (const directory of new Set(staged.map(({ temp }) => dirname(temp)))) syncDirectory(confinement.lexical(directory))
+  if (stopAfter === 'staged') return
+  writeManifest(confinement, { ...manifest, state: 'committed' })
+  if (stopAfter === 'committed') return
+  rollForward(confinement, { ...manifest, state: 'committed' }, (path) => report({ done: ++done, total: manifest.steps.length, path }))
+}
+
+/** The parent of `path` must be a real directory inside the root before the adapter writes there. */
+function checkParent(confinement: Confinement, path: string, checked: Set<string>): string {
+  const parent = dirname(path)
+  if (!checked.has(parent)) {
+    const host = confinement.lexical(parent)
+    if (fs.realpathSync.native(host) !== host) {
+      throw new FsError('EACCES', 'flush', path, undefined, `'${parent}' is a symbolic link on disk; the flush will not write through it`)
+    }
+    checked.add(parent)
+  }
+  return confinement.lexical(path)
+}
+
+/** Applies a committed manifest's steps in order; repeating it after a crash is harmless. */
+export function rollForward(confinement: Confinement, manifest: Manifest, applied?: (path: string) => void): void {
+  const checked = new Set<string>()
+  const touched = new Set<string>()
+  const directories: Extract<Step, { op: 'dir' }>[] = []
+  for (const step of manifest.steps) {
+    const host = checkParent(confinement, step.path, checked)
+    touched.add(dirname(step.path))
+    if (step.op === 'delete') {
+      fs.rmSync(host, { recursive: true, force: true })
+      applied?.(step.path)
+    } else if (step.op === 'dir') {
+      const stats = lstatOrUndefined(host)
+      if (stats && !stats.isDirectory()) fs.unlinkSync(host)
+      if (!stats?.isDirectory()) fs.mkdirSync(host, { mode: step.mode & 0o777 })
+      fs.chmodSync(host, step.mode)
+      directories.push(step)
+      applied?.(step.path)
+    } else {
+      const temp = confinement.lexical(step.temp)
+      if (!lstatOrUndefined(temp)) continue // moved before a crash
+      checkParent(confinement, step.temp, checked)
+      touched.add(dirname(step.temp))
+      const stats = lstatOrUndefined(host)
+      if (stats?.isDirectory()) fs.rmSync(host, { recursive: true, force: true })
+      fs.renameSync(temp, host)
+    }
+  }
+  for (const directory of touched) syncDirectory(confinement.lexical(directory))
+  // Directory times last, deepest first: the renames above changed them.
+  for (const step of directories.reverse()) {
+    const time = step.mtimeMs / 1000
+    fs.utimesSync(confinement.lexical(step.path), time, time)
+  }
+  finish(confinement)
+}
+
+/** Deletes the temps of a flush that never committed. */
+export function rollBack(confinement: Confinement, manifest: Manifest): void {
+  const directories = new Set<string>()
+  for (const step of manifest.steps) {
+    if (step.op !== 'move') continue
+    removeIfPresent(confinement.lexical(step.temp))
+    directories.add(dirname(step.temp))
+  }
+  for (const directory of directories) {
+    try {
+      syncDirectory(confinement.lexical(directory))
+    } catch (error) {
+      if (codeOf(error) !== 'ENOENT') throw error
+    }
+  }
+  finish(confinement)
+}
+
+/** Removes the manifest (the flush is over) and anything else left in the staging folder but the lock. */
+function finish(confinement: Confinement): void {
+  const folder = stagingFolder(confinement)
+  removeIfPresent(manifestFile(confinement))
+  for (const name of fs.readdirSync(folder)) if (name !== 'lock') fs.rmSync(`${folder}/${name}`, { force: true, recursive: true })
+  syncDirectory(folder)
+}
+
+/** The manifest left by an interrupted flush, if any; a manifest that does not parse is refused loudly. */
+export function readManifest(confinement: Confinement): Manifest | undefined {
+  let text: string
+  try {
+    text = fs.readFileSync(manifestFile(confinement), 'utf8')
+  } catch (error) {
+    if (codeOf(error) === 'ENOENT' || codeOf(error) === 'ENOTDIR') return undefined
+    throw error
+  }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    parsed = undefined
+  }
+  const result = manifestSchema.safeParse(parsed)
+  if (!result.success) {
+    throw Object.assign(new Error(`rewindfs: the flush manifest ${manifestFile(confinement)} is damaged (${result.error?.message ?? 'not JSON'}); move it aside to continue`), {
+      code: 'ERR_REWINDFS_MANIFEST',
+    })
+  }
+  // Recovery renames and deletes what the manifest says: it must only name staged temps and never the root.
+  const bad = result.data.steps.find((step) => (step.path === '/' && step.op !== 'dir') || (step.op === 'move' && !isReserved(basename(step.temp))))
+  if (bad) throw Object.assign(new Error(`rewindfs: the flush manifest ${manifestFile(confinement)} has a step that is not a flush's (${JSON.stringify(bad)}); move it aside to continue`), { code: 'ERR_REWINDFS_MANIFEST' })
+  return result.data
+}

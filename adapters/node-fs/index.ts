@@ -1,0 +1,7 @@
+/**
+ * rewindfs/adapters/node-fs: a real directory as the lower layer and flush target, and a durable
+ * store in a directory. Node only (node:fs).
+ */
+export { directory, DirectorySource } from './directory.js'
+export { directoryStore, DirectoryStore } from './store.js'
+export type { DirectoryStoreOptions } from './store.js'
