@@ -1,0 +1,231 @@
+/**
+ * The durable Store (src/engine/store.ts) in IndexedDB: one database, one object store, a key prefix
+ * per record kind (`j:<seq>` journal records, `b:<blobId>` blobs, `m:<key>` metadata), so every call
+ * is one transaction and a group commit is one atomic `setMany`.
+ *
+ * Two tabs on one store: the first takes a Web Lock held for the store's life and writes; the others
+ * open read-only (every mutating call rejects with EROFS) and hear over a BroadcastChannel when the
+ * writer committed (`onChange`), so they can reopen their workspace on the new state.
+ */
+import { del, delMany, get, promisifyRequest, set, setMany } from 'idb-keyval'
+import * as z from 'zod/mini'
+import type { BlobId } from '../../src/blob/store.js'
+import type { JsonValue } from '../../src/engine/state.js'
+import type { Store } from '../../src/engine/store.js'
+import { Database, prefixRange, tight } from './database.js'
+import { corruptError, indexedDbError, readOnlyError } from './errors.js'
+
+const JOURNAL = 'j:'
+const BLOB = 'b:'
+const META = 'm:'
+/** Fixed width so string order is append order (16 digits hold any safe integer). */
+const SEQ_DIGITS = 16
+
+const journalKey = (seq: number) => JOURNAL + String(seq).padStart(SEQ_DIGITS, '0')
+
+const journalSchema = z.array(z.string())
+const blobSchema = z.optional(z.custom<Uint8Array>((value) => value instanceof Uint8Array))
+const metaSchema = z.optional(z.json())
+const commitMessage = z.object({ type: z.literal('commit'), store: z.string() })
+
+export interface IndexedDbStoreOptions {
+  /**
+   * true: only read (no lock is taken). false: must be the writer (EBUSY when another tab is).
+   * Omitted: the writer when the lock is free, read-only otherwise.
+   */
+  readOnly?: boolean
+}
+
+export interface IndexedDbStore extends Store {
+  readonly kind: 'indexeddb'
+  readonly name: string
+  /** Resolves once the database is open and the role is settled; every method waits for it. */
+  readonly ready: Promise<void>
+  /** Whether this instance only reads: the option until `ready` resolves, then the role it got. */
+  readonly readOnly: boolean
+  /** Read-only instances: `listener` runs each time the writer commits. Returns the unsubscribe. */
+  onChange(listener: () => void): () => void
+  close(): Promise<void>
+}
+
+/** The writer lock, held until `release` resolves; false when another tab holds it. */
+function takeWriterLock(name: string, release: Promise<void>): Promise<boolean> {
+  const locks = globalThis.navigator?.locks
+  // No Web Locks (Node with fake-indexeddb): there is no other tab to share with, so this instance writes.
+  if (!locks) return Promise.resolve(true)
+  return new Promise((resolve, reject) => {
+    locks
+      .request(`rewindfs-store:${name}`, { ifAvailable: true }, (lock) => {
+        resolve(lock !== null)
+        return lock === null ? undefined : release
+      })
+      .catch(reject)
+  })
+}
+
+class IndexedDbJournalStore implements IndexedDbStore {
+  readonly kind = 'indexeddb'
+  readonly ready: Promise<void>
+  readOnly: boolean
+  private readonly database: Database
+  private readonly channel: BroadcastChannel
+  private readonly listeners = new Set<() => void>()
+  private nextSeq = 1
+  /** Calls run one after another, so appends keep their order and reads see every earlier write. */
+  private tail: Promise<unknown> = Promise.resolve()
+  private releaseLock: () => void = () => undefined
+  private closed = false
+
+  constructor(readonly name: string, options: IndexedDbStoreOptions) {
+    this.readOnly = options.readOnly === true
+    this.database = new Database(name)
+    this.channel = new BroadcastChannel(`rewindfs-store:${name}`)
+    // Node keeps the process alive while a channel is open; browsers have no unref.
+    ;(this.channel as { unref?: () => void }).unref?.()
+    this.ready = this.start(options.readOnly)
+    // Callers see the failure from `ready` or from the first call; this only avoids an unhandled rejection.
+    this.ready.catch(() => undefined)
+  }
+
+  private async start(readOnly: boolean | undefined): Promise<void> {
+    if (readOnly !== true) {
+      const released = new Promise<void>((resolve) => (this.releaseLock = resolve))
+      const writer = await takeWriterLock(this.name, released)
+      if (!writer && readOnly === false) {
+        throw indexedDbError('EBUSY', 'open', this.name, 'another tab holds the writer lock of this IndexedDB store; open it with readOnly: true to follow its commits')
+      }
+      this.readOnly = !writer
+    }
+    if (this.readOnly) {
+      this.channel.onmessage = (event: MessageEvent) => {
+        if (!commitMessage.safeParse(event.data).success) return
+        for (const listener of [...this.listeners]) listener()
+      }
+      await this.database.open()
+      return
+    }
+    const last = await this.database.run('open', () =>
+      this.database.use('readonly', (store) => promisifyRequest(store.openKeyCursor(prefixRange(JOURNAL), 'prev'))),
+    )
+    if (last) this.nextSeq = Number(String(last.key).slice(JOURNAL.length)) + 1
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  /** Queues a call after every earlier one, once the role is known. */
+  private queue<T>(operation: string, body: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(async () => {
+      await this.ready
+      if (this.closed) throw indexedDbError('EBADF', operation, this.name, 'the IndexedDB store is closed')
+      return this.database.run(operation, body)
+    })
+    this.tail = result.catch(() => undefined)
+    return result
+  }
+
+  /** A mutating call: refused on a read-only instance; readers hear of it once it committed. */
+  private write(operation: string, body: () => Promise<void>): Promise<void> {
+    return this.queue(operation, async () => {
+      if (this.readOnly) throw readOnlyError(operation, this.name)
+      await body()
+      this.channel.postMessage({ type: 'commit', store: this.name })
+    })
+  }
+
+  appendJournal(records: readonly string[]): Promise<void> {
+    return this.write('appendJournal', async () => {
+      if (records.some((record) => typeof record !== 'string')) {
+        throw Object.assign(new TypeError('rewindfs: journal records must be strings'), { code: 'ERR_INVALID_ARG_TYPE' })
+      }
+      if (records.length === 0) return
+      const first = this.nextSeq
+      await setMany(records.map((record, i) => [journalKey(first + i), record]), this.database.use)
+      this.nextSeq = first + records.length
+    })
+  }
+
+  readJournal(): Promise<string[]> {
+    return this.queue('readJournal', async () => {
+      const records: unknown = await this.database.use('readonly', (store) => promisifyRequest(store.getAll(prefixRange(JOURNAL))))
+      const parsed = journalSchema.safeParse(records)
+      if (!parsed.success) throw corruptError('readJournal', `${this.name} ${JOURNAL}*`, 'a journal record is not a string')
+      return parsed.data
+    })
+  }
+
+  replaceJournal(records: readonly string[]): Promise<void> {
+    return this.write('replaceJournal', async () => {
+      // One transaction: readers of the database see the old journal or the new one, never a mix.
+      await this.database.use('readwrite', (store) => {
+        store.delete(prefixRange(JOURNAL))
+        records.forEach((record, i) => store.put(record, journalKey(i + 1)))
+        return promisifyRequest(store.transaction)
+      })
+      this.nextSeq = records.length + 1
+    })
+  }
+
+  putBlobs(blobs: readonly (readonly [BlobId, Uint8Array])[]): Promise<void> {
+    return this.write('putBlobs', async () => {
+      if (blobs.length > 0) await setMany(blobs.map(([id, bytes]) => [BLOB + id, tight(bytes)]), this.database.use)
+    })
+  }
+
+  getBlob(id: BlobId): Promise<Uint8Array | undefined> {
+    return this.queue('getBlob', async () => {
+      const parsed = blobSchema.safeParse(await get(BLOB + id, this.database.use))
+      if (!parsed.success) throw corruptError('getBlob', BLOB + id, 'a blob is not a Uint8Array')
+      return parsed.data
+    })
+  }
+
+  deleteBlobs(ids: readonly BlobId[]): Promise<void> {
+    return this.write('deleteBlobs', async () => {
+      if (ids.length > 0) await delMany(ids.map((id) => BLOB + id), this.database.use)
+    })
+  }
+
+  blobIds(): Promise<BlobId[]> {
+    return this.queue('blobIds', async () => {
+      const keys = await this.database.use('readonly', (store) => promisifyRequest(store.getAllKeys(prefixRange(BLOB))))
+      return keys.map((key) => String(key).slice(BLOB.length))
+    })
+  }
+
+  getMeta(key: string): Promise<JsonValue | undefined> {
+    return this.queue('getMeta', async () => {
+      const parsed = metaSchema.safeParse(await get(META + key, this.database.use))
+      if (!parsed.success) throw corruptError('getMeta', META + key, 'a metadata value is not JSON')
+      return parsed.data as JsonValue | undefined
+    })
+  }
+
+  putMeta(key: string, value: JsonValue): Promise<void> {
+    return this.write('putMeta', () => set(META + key, value, this.database.use))
+  }
+
+  deleteMeta(key: string): Promise<void> {
+    return this.write('deleteMeta', () => del(META + key, this.database.use))
+  }
+
+  /** Waits for queued calls, then gives up the writer lock and the connection. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    await this.tail
+    this.closed = true
+    this.listeners.clear()
+    this.channel.close()
+    this.releaseLock()
+    this.database.close()
+  }
+}
+
+export function indexedDbStore(name: string, options: IndexedDbStoreOptions = {}): IndexedDbStore {
+  if (typeof name !== 'string' || name === '') {
+    throw Object.assign(new TypeError(`rewindfs: indexedDbStore needs a database name (a non-empty string); got ${String(name)}`), { code: 'ERR_INVALID_ARG_VALUE' })
+  }
+  return new IndexedDbJournalStore(name, options)
+}
