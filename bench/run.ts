@@ -584,9 +584,15 @@ async function benchBundle(): Promise<void> {
     .map((input) => `${input.path.replace(/^node_modules\//, '')} ${kib(input.bytes)}`)
     .join(', ')
   emit(
-    `### 5. Core entry bundle (src/index.ts; esbuild bundle+minify, esm, platform neutral, mainFields module,main; gzip -9)\n\n` +
-      table(['minified', 'min+gzip', 'goal'], [[kib(size.minified), `**${kib(size.gzip)}**`, `< ${kib(GZIP_BUDGET_BYTES)} ${size.gzip < GZIP_BUDGET_BYTES ? '✅' : '❌'}`]]) +
-      `\n\nLargest inputs (minified): ${top}.`,
+    `### 5. Core entry bundle (src/index.ts; esbuild bundle+splitting+minify, esm, platform neutral, mainFields module,main; gzip -9)\n\n` +
+      table(
+        ['loaded by import', 'minified', 'min+gzip', 'goal'],
+        [
+          ['at import', kib(size.minified), `**${kib(size.gzip)}**`, `< ${kib(GZIP_BUDGET_BYTES)} ${size.gzip < GZIP_BUDGET_BYTES ? '✅' : '❌'}`],
+          ['on first use (durable store, flush, validator schemas with zod/mini)', kib(size.lazy.minified), kib(size.lazy.gzip), ''],
+        ],
+      ) +
+      `\n\nLargest inputs loaded at import (minified): ${top}.`,
   )
 }
 

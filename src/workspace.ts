@@ -17,15 +17,15 @@ import { type MapRoot, mapEntries, mapGet } from './layer/persistent-map.js'
 import { type JsonValue, SessionState } from './engine/state.js'
 import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
 import type { Validator } from './engine/validator.js'
-import { type CheckpointRecord, Durability, type LoadReport } from './engine/durability.js'
+import type { CheckpointRecord, Durability, LoadReport } from './engine/durability.js'
 import type { Store } from './engine/store.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
 import { type Entry, Overlay } from './overlay.js'
-import { FlushBook, type FlushOptions, type FlushReport, differences, flush } from './flush/flush.js'
+import { FlushBook } from './flush/book.js'
+import type { FlushOptions, FlushReport } from './flush/flush.js'
 import { PinnedLower } from './flush/pinned-lower.js'
 import { type FlushTarget, isFlushTarget } from './flush/target.js'
-import { FLUSH_STATE_KEY, decodeFlushState, encodeFlushState } from './flush/state.js'
 import { absolute, basename, components, dirname, normalize, pathMatcher } from './path.js'
 
 export type CheckpointKind = 'manual' | 'auto' | 'turn' | 'compact' | 'guard'
@@ -165,6 +165,15 @@ const compensators = new Map<string, (args: JsonValue | undefined) => unknown>()
 
 let workspaceCount = 0
 
+/**
+ * The durable journal and flush code load on first use (a store given, a first flush), so an
+ * in-memory workspace's bundle carries neither, nor zod, which they use on what they read back.
+ */
+const loadDurability = () => import('./engine/durability.js')
+const loadFlushRecords = () => import('./flush/state.js')
+let flushCode: typeof import('./flush/flush.js') | undefined
+const loadFlush = async () => (flushCode ??= await import('./flush/flush.js'))
+
 /** Store metadata naming the lower source the store was made over. */
 const LOWER_KEY = 'lower'
 
@@ -231,6 +240,7 @@ export class Workspace {
 
   /** Replays the store's journal, then records every later change to it (write-ahead). */
   private async attach(store: Store): Promise<void> {
+    const { Durability } = await loadDurability()
     const durability = new Durability(
       {
         overlay: this.overlay,
@@ -285,8 +295,12 @@ export class Workspace {
       }
       if (known === undefined) await store.putMeta(LOWER_KEY, this.lower.id)
     }
+    const { FLUSH_STATE_KEY, decodeFlushState } = await loadFlushRecords()
     const saved = await store.getMeta(FLUSH_STATE_KEY)
-    if (saved !== undefined) decodeFlushState(saved, this.lower, this.shared.book)
+    if (saved !== undefined) {
+      decodeFlushState(saved, this.lower, this.shared.book)
+      await loadFlush() // changes() reads the ledgers through it
+    }
   }
 
   /**
@@ -820,7 +834,7 @@ export class Workspace {
     this.ops.settle()
     // After a flush into the lower source, what it holds now is the base: flushed paths are clean.
     const flushed = this.lower.id !== undefined ? this.shared.book.ledgers.get(this.lower.id) : undefined
-    if (flushed && flushed.size > 0) return differences(this.overlay, this.lower, flushed).map((p) => p.change)
+    if (flushed && flushed.size > 0 && flushCode) return flushCode.differences(this.overlay, this.lower, flushed).map((p) => p.change)
     return diffTrees(this.overlay, Overlay.emptyRoot(this.lower), this.overlay.root).map((r) => r.change)
   }
 
@@ -838,6 +852,8 @@ export class Workspace {
     for (const t of targets) if (!isFlushTarget(t)) throw new TypeError('rewindfs: flush needs a FlushTarget (versions, apply, id), e.g. directory(path) from rewindfs/adapters/node-fs')
     const durability = this.durability
     const store = durability?.store
+    const { flush } = await loadFlush()
+    const { FLUSH_STATE_KEY, encodeFlushState } = await loadFlushRecords()
     return flush(
       {
         overlay: this.overlay,

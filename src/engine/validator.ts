@@ -1,10 +1,9 @@
 /**
  * The validator contract and its runner. A transaction stages its writes, runs the validators on
  * the staged files, and commits only when none failed, so a bad write never reaches the tree.
- * Kept tiny and dependency-light (zod/mini, the path globs): it is part of the browser-safe core;
+ * Kept tiny and dependency-light (the path globs; zod/mini loads with the first run): it is part of the browser-safe core;
  * the concrete validators (JSON, YAML, TOML, secrets…) live in the separate `rewindfs/validators`.
  */
-import * as z from 'zod/mini'
 import { pathMatcher } from '../path.js'
 
 /** Result of `validate`: true/undefined pass; false rejects; a string rejects with that message. */
@@ -64,36 +63,6 @@ export class ValidationError extends Error {
   }
 }
 
-// Validators come from users (possibly plain JS), so their shape is checked before anything runs:
-// a typo should fail loudly at the call, not as a mysterious rejection of every commit.
-const glob = z.string({ error: 'must be a non-empty glob string' }).check(z.minLength(1, 'must be a non-empty glob string'))
-const validatorSchema = z.looseObject(
-  {
-    name: z.string({ error: 'must be a non-empty string' }).check(z.minLength(1, 'must be a non-empty string')),
-    match: z.union([glob, z.array(glob)], { error: 'must be a glob or an array of globs' }),
-    cost: z.optional(z.number({ error: 'must be a finite number' })),
-    validate: z.custom<Validator['validate']>((value) => typeof value === 'function', { error: 'must be a function' }),
-  },
-  { error: 'must be an object' },
-)
-const fileSchema = z.object(
-  {
-    path: z.string({ error: 'must be a string' }),
-    // Tag check rather than instanceof so Buffers and other realms' Uint8Arrays pass.
-    content: z.custom<Uint8Array>((v) => ArrayBuffer.isView(v) && Object.prototype.toString.call(v) === '[object Uint8Array]', {
-      error: 'must be a Uint8Array',
-    }),
-  },
-  { error: 'must be an object { path, content }' },
-)
-
-function check<T>(schema: z.ZodMiniType<T>, value: unknown, where: string): T {
-  const parsed = schema.safeParse(value)
-  if (parsed.success) return parsed.data
-  const details = parsed.error.issues.map((issue) => [where, ...issue.path.map(String)].join('.') + ' ' + issue.message)
-  throw new TypeError(`runValidators: ${details.join('; ')}`)
-}
-
 const describeError = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
 /**
@@ -105,6 +74,7 @@ const describeError = (error: unknown): string => (error instanceof Error ? erro
  */
 export async function runValidators(validators: readonly Validator[], files: Iterable<ValidatedFile>): Promise<ValidationReport> {
   if (!Array.isArray(validators)) throw new TypeError('runValidators: validators must be an array')
+  const { check, fileSchema, validatorSchema } = await import('./validator-schemas.js')
   const checked = validators.map((v, i) => {
     const valid = check(validatorSchema, v, `validators[${i}]`)
     return { validator: v, cost: valid.cost ?? 0, matches: pathMatcher(typeof valid.match === 'string' ? [valid.match] : valid.match) }

@@ -11,6 +11,7 @@ import { diffTrees } from '../diff.js'
 import type { Change } from '../diff.js'
 import { Overlay, type Entry } from '../overlay.js'
 import { components, dirname, isWithin, join } from '../path.js'
+import type { FlushBook, Recorded } from './book.js'
 import type { PinnedLower } from './pinned-lower.js'
 import type { FlushEntry, FlushProgress, FlushTarget } from './target.js'
 
@@ -33,30 +34,6 @@ export interface FlushReport {
   /** Paths changed in a target since we read or last wrote them. */
   conflicts: { target: string; path: string }[]
   targets: { id: string; applied: boolean }[]
-}
-
-/** What we know a target holds at a path: an entry signature and the version the target reported. */
-export interface Recorded {
-  sig: string
-  version: string | null
-}
-
-/** The ledgers of every target this lower source has been flushed to, shared by its sessions. */
-export class FlushBook {
-  readonly ledgers = new Map<string, Map<string, Recorded>>()
-  /** Flushes that were started and not confirmed (target id → intended signatures). */
-  readonly pending = new Map<string, [string, string][]>()
-
-  ledger(id: string): Map<string, Recorded> {
-    let ledger = this.ledgers.get(id)
-    if (!ledger) this.ledgers.set(id, (ledger = new Map()))
-    return ledger
-  }
-
-  /** Blobs the ledgers refer to (garbage-collection roots: a canary rollback may need them). */
-  *blobs(): Iterable<BlobId> {
-    for (const ledger of this.ledgers.values()) for (const { sig } of ledger.values()) if (sig.startsWith('f:')) yield sig.slice(sig.indexOf(':', 2) + 1)
-  }
 }
 
 export interface FlushHost {

@@ -5,7 +5,7 @@
  */
 import * as z from 'zod/mini'
 import type { JsonValue } from '../engine/state.js'
-import type { FlushBook } from './flush.js'
+import type { FlushBook } from './book.js'
 import type { PinnedLower } from './pinned-lower.js'
 
 export const FLUSH_STATE_KEY = 'flush-state'

@@ -1,0 +1,29 @@
+/**
+ * What the workspace knows each flush target holds: kept apart from the flush code, which loads
+ * only when a workspace first flushes.
+ */
+import type { BlobId } from '../blob/store.js'
+
+/** What we know a target holds at a path: an entry signature and the version the target reported. */
+export interface Recorded {
+  sig: string
+  version: string | null
+}
+
+/** The ledgers of every target this lower source has been flushed to, shared by its sessions. */
+export class FlushBook {
+  readonly ledgers = new Map<string, Map<string, Recorded>>()
+  /** Flushes that were started and not confirmed (target id → intended signatures). */
+  readonly pending = new Map<string, [string, string][]>()
+
+  ledger(id: string): Map<string, Recorded> {
+    let ledger = this.ledgers.get(id)
+    if (!ledger) this.ledgers.set(id, (ledger = new Map()))
+    return ledger
+  }
+
+  /** Blobs the ledgers refer to (garbage-collection roots: a canary rollback may need them). */
+  *blobs(): Iterable<BlobId> {
+    for (const ledger of this.ledgers.values()) for (const { sig } of ledger.values()) if (sig.startsWith('f:')) yield sig.slice(sig.indexOf(':', 2) + 1)
+  }
+}
