@@ -11,7 +11,7 @@ EXEC_ROOT=/tmp/rewindfs-docker-exec
 LOG=/tmp/rewindfs-dockerd.log
 IMAGE=rewindfs-helper:local
 # busybox applets the helper's scripts use (sh first); each becomes a link to busybox.
-APPLETS="sh tar mv rm mkdir cat find cp ls chmod touch stat sync ln readlink test printf echo sed head wc sleep true"
+APPLETS="sh tar mv rm mkdir cat find cp ls chmod touch stat sync ln readlink test printf echo sed head tail wc sort sha256sum sleep true"
 
 docker_cmd() { docker -H "unix://$SOCKET" "$@"; }
 
@@ -53,7 +53,8 @@ else
   fi
 fi
 
-if docker_cmd image inspect "$IMAGE" >/dev/null 2>&1; then
+# The applet list is a label of the image: a machine keeping an image built from an older list rebuilds it.
+if [[ "$(docker_cmd image inspect -f '{{index .Config.Labels "rewindfs.applets"}}' "$IMAGE" 2>/dev/null)" == "$APPLETS" ]]; then
   echo "provision-docker: $IMAGE already exists"
 else
   echo "provision-docker: building $IMAGE from /bin/busybox"
@@ -62,7 +63,7 @@ else
   mkdir -p "$root/bin" "$root/tmp"
   cp /bin/busybox "$root/bin/busybox"
   for applet in $APPLETS; do ln -s busybox "$root/bin/$applet"; done
-  tar -C "$root" -c . | docker_cmd import -c 'ENV PATH=/bin' -c 'CMD ["/bin/sh"]' - "$IMAGE" >/dev/null
+  tar -C "$root" -c . | docker_cmd import -c 'ENV PATH=/bin' -c 'CMD ["/bin/sh"]' -c "LABEL rewindfs.applets=\"$APPLETS\"" - "$IMAGE" >/dev/null
   # The image must run: a container with no network prints busybox's own answer.
   docker_cmd run --rm --network none "$IMAGE" sh -c 'echo ok' | grep -qx ok
 fi
