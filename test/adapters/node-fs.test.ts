@@ -1,0 +1,296 @@
+/**
+ * The directory adapter as a lower source and flush target, against real temp directories: what
+ * Linux says is on disk is the oracle.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
+import { DirectorySource, directory } from '../../adapters/node-fs/index.js'
+import type { FlushEntry } from '../../src/flush/target.js'
+import { Workspace } from '../../src/index.js'
+
+const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-node-fs-`)
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
+afterEach(() => vi.restoreAllMocks())
+
+let serial = 0
+function tempDirectory(files: Record<string, string> = {}): string {
+  const root = `${scratch}/d${serial++}`
+  fs.mkdirSync(root)
+  for (const [path, content] of Object.entries(files)) {
+    fs.mkdirSync(`${root}${path.slice(0, path.lastIndexOf('/'))}`, { recursive: true })
+    if (path.endsWith('/')) continue
+    fs.writeFileSync(root + path, content)
+  }
+  return root
+}
+
+/** Everything under `root` as Linux sees it: type, mode, contents or link target. */
+function tree(root: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  const walk = (dir: string, prefix: string) => {
+    for (const name of fs.readdirSync(dir).sort()) {
+      const host = `${dir}/${name}`
+      const stats = fs.lstatSync(host)
+      const mode = (stats.mode & 0o7777).toString(8)
+      if (stats.isDirectory()) {
+        out[`${prefix}/${name}/`] = mode
+        walk(host, `${prefix}/${name}`)
+      } else if (stats.isSymbolicLink()) out[`${prefix}/${name}`] = '-> ' + fs.readlinkSync(host)
+      else out[`${prefix}/${name}`] = `${mode} ${fs.readFileSync(host, 'utf8')}`
+    }
+  }
+  walk(root, '')
+  return out
+}
+
+const bytes = (text: string) => new TextEncoder().encode(text)
+const file = (path: string, text: string, mode = 0o644, mtimeMs = 1_700_000_000_000): FlushEntry => ({ path, kind: 'file', mode, mtimeMs, content: bytes(text) })
+
+/** Calls to node:fs's functions that touch the disk, while `body` runs. */
+function countFsCalls(body: () => void): number {
+  const names = ['lstatSync', 'statSync', 'readdirSync', 'opendirSync', 'readFileSync', 'openSync', 'readlinkSync', 'existsSync', 'accessSync'] as const
+  const spies = names.map((name) => vi.spyOn(fs, name))
+  const native = vi.spyOn(fs.realpathSync, 'native')
+  body()
+  return spies.reduce((sum, spy) => sum + spy.mock.calls.length, native.mock.calls.length)
+}
+
+describe('directory(): a lazily read lower source', () => {
+  it('opens a directory of 10k files without looking at them, and reads only what is asked', async () => {
+    const root = tempDirectory()
+    for (let d = 0; d < 10; d++) {
+      fs.mkdirSync(`${root}/d${d}`)
+      for (let f = 0; f < 1000; f++) fs.writeFileSync(`${root}/d${d}/f${f}.txt`, `${d}/${f}`)
+    }
+    let source: DirectorySource | undefined
+    const opening = countFsCalls(() => {
+      source = directory(root)
+    })
+    expect(opening).toBeLessThan(10)
+    expect(source!.id).toBe('directory:' + fs.realpathSync(root))
+    expect(source!.kind).toBe('directory')
+    const ws = await Workspace.open({ lower: source! })
+    let text = ''
+    const reading = countFsCalls(() => {
+      text = ws.fs.readFileSync('/d3/f500.txt', 'utf8') as string
+    })
+    expect(text).toBe('3/500')
+    expect(reading).toBeGreaterThan(0) // the spies do see the adapter's calls
+    expect(reading).toBeLessThan(30)
+    await ws.close()
+  })
+
+  it('reports stats in Linux terms, with a version from size, mtime and inode that changes with the file', () => {
+    const root = tempDirectory({ '/a.txt': 'one', '/sub/b.txt': 'b' })
+    fs.symlinkSync('sub/b.txt', `${root}/link`)
+    const source = directory(root)
+    const host = fs.lstatSync(`${root}/a.txt`)
+    const before = source.stat('/a.txt')!
+    expect(before).toMatchObject({ type: 'file', mode: host.mode & 0o7777, size: 3, mtimeMs: host.mtimeMs, ino: host.ino })
+    expect(before.version).toBe(`${host.size}:${host.mtimeMs}:${host.ino}`)
+    expect(source.stat('/sub')?.type).toBe('dir')
+    expect(source.stat('/link')?.type).toBe('symlink')
+    expect(source.readlink('/link')).toBe('sub/b.txt')
+    expect(source.stat('/missing')).toBeUndefined()
+    expect(source.stat('/a.txt/below')).toBeUndefined()
+    expect(source.readdir('/').sort()).toEqual(['a.txt', 'link', 'sub'])
+
+    fs.writeFileSync(`${root}/a.txt`, 'three')
+    const after = source.stat('/a.txt')!
+    expect(after.version).not.toBe(before.version)
+    fs.utimesSync(`${root}/a.txt`, 1000, 1000)
+    expect(source.stat('/a.txt')!.version).not.toBe(after.version)
+    expect(new TextDecoder().decode(source.readFile('/a.txt'))).toBe('three')
+  })
+
+  it('shows a workspace the files on disk, and a change on disk to a path it never read', async () => {
+    const root = tempDirectory({ '/app/config.json': '{"port":1}' })
+    const ws = await Workspace.open({ lower: directory(root) })
+    expect(ws.fs.readdirSync('/app')).toEqual(['config.json'])
+    fs.writeFileSync(`${root}/app/late.txt`, 'late')
+    expect(ws.fs.readFileSync('/app/late.txt', 'utf8')).toBe('late')
+    ws.fs.writeFileSync('/app/config.json', '{"port":2}')
+    expect(fs.readFileSync(`${root}/app/config.json`, 'utf8')).toBe('{"port":1}')
+    await ws.close()
+  })
+})
+
+describe('confinement to the root', () => {
+  const outside = tempDirectory({ '/secret.txt': 'do not read', '/dir/inner.txt': 'nor this' })
+
+  function confined() {
+    const root = tempDirectory({ '/a.txt': 'inside', '/sub/b.txt': 'b' })
+    fs.symlinkSync(outside, `${root}/absolute`)
+    fs.symlinkSync(`../${outside.slice(outside.lastIndexOf('/') + 1)}`, `${root}/relative`)
+    fs.symlinkSync(`${outside}/secret.txt`, `${root}/secret-link`)
+    fs.symlinkSync('sub', `${root}/inner`)
+    fs.symlinkSync('inner/../../x', `${root}/sneaky`)
+    return { root, source: directory(root) }
+  }
+
+  it("folds '..' at the root: nothing above it is reachable by path", () => {
+    const { source } = confined()
+    expect(new TextDecoder().decode(source.readFile('/../../a.txt'))).toBe('inside')
+    expect(source.stat(`/../..${outside}/secret.txt`)).toBeUndefined()
+    expect(source.readdir('/sub/../..').sort()).toEqual(['a.txt', 'absolute', 'inner', 'relative', 'secret-link', 'sneaky', 'sub'])
+  })
+
+  it('reports links as links, follows them inside the root, and refuses with EACCES to follow one that leaves', () => {
+    const { source } = confined()
+    expect(source.stat('/absolute')?.type).toBe('symlink')
+    expect(source.readlink('/absolute')).toBe(outside)
+    expect(source.readdir('/inner')).toEqual(['b.txt'])
+    expect(new TextDecoder().decode(source.readFile('/inner/b.txt'))).toBe('b')
+    const escapes: [string, () => unknown][] = [
+      ['stat through an absolute link', () => source.stat('/absolute/secret.txt')],
+      ['readFile through an absolute link', () => source.readFile('/absolute/secret.txt')],
+      ['readdir of an absolute link', () => source.readdir('/absolute')],
+      ['readdir through a relative link', () => source.readdir('/relative/dir')],
+      ['readFile of a link to an outside file', () => source.readFile('/secret-link')],
+      ['stat through a link that climbs out via another', () => source.stat('/sneaky/y')],
+    ]
+    for (const [what, call] of escapes) {
+      expect(call, what).toThrow(expect.objectContaining({ code: 'EACCES', errno: -13, message: expect.stringMatching(/leads outside the directory root/) }))
+    }
+  })
+
+  it('gives a workspace chroot semantics on top: an escaping link resolves inside the root, never to the outside file', async () => {
+    const { source } = confined()
+    const ws = await Workspace.open({ lower: source })
+    expect(() => ws.fs.readFileSync('/absolute/secret.txt')).toThrow(expect.objectContaining({ code: 'ENOENT' }))
+    expect(() => ws.fs.readFileSync('/secret-link')).toThrow(expect.objectContaining({ code: 'ENOENT' }))
+    expect(ws.fs.readFileSync('/inner/b.txt', 'utf8')).toBe('b')
+    await ws.close()
+  })
+
+  it('rejects NUL bytes as Node does (ERR_INVALID_ARG_VALUE)', () => {
+    const { source } = confined()
+    for (const call of [() => source.stat('/a\0b'), () => source.readFile('/a.txt\0'), () => source.readdir('/\0'), () => directory(`${scratch}\0`)]) {
+      expect(call).toThrow(expect.objectContaining({ name: 'TypeError', code: 'ERR_INVALID_ARG_VALUE', message: expect.stringMatching(/without null bytes/) }))
+    }
+  })
+
+  it('refuses to flush a symlink that is absolute or leaves the root, with nothing written', async () => {
+    const { root, source } = confined()
+    const before = tree(root)
+    for (const target of ['/etc/passwd', '../../x', 'a/../../../x', `${root}/a.txt`]) {
+      await expect(source.apply([file('/new.txt', 'new'), { path: '/sub/link', kind: 'symlink', target }]), target).rejects.toThrow(
+        expect.objectContaining({ code: 'EACCES', message: expect.stringMatching(/absolute or leaves the directory root/) }),
+      )
+      expect(tree(root)).toEqual(before)
+    }
+    // Inside the root is fine, '..' included.
+    await source.apply([{ path: '/sub/up', kind: 'symlink', target: '../a.txt' }])
+    expect(fs.readFileSync(`${root}/sub/up`, 'utf8')).toBe('inside')
+  })
+
+  it('refuses to write through an on-disk link, even one that stays inside, with nothing written', async () => {
+    const { root, source } = confined()
+    const before = tree(root)
+    await expect(source.apply([file('/a.txt', 'changed'), file('/inner/new.txt', 'x')])).rejects.toThrow(expect.objectContaining({ code: 'ENOENT', message: expect.stringMatching(/'\/inner' is not a directory inside the root/) }))
+    await expect(source.apply([file('/absolute/new.txt', 'x')])).rejects.toThrow(expect.objectContaining({ code: 'ENOENT' }))
+    expect(tree(root)).toEqual(before)
+    expect(tree(outside)).toEqual({ '/dir/': '755', '/dir/inner.txt': '644 nor this', '/secret.txt': '644 do not read' })
+  })
+})
+
+describe('apply: all or nothing', () => {
+  it('applies files, directories, symlinks and deletes with their modes and times, and answers versions as stat does', async () => {
+    const root = tempDirectory({ '/keep.txt': 'keep', '/old/a.txt': 'a', '/old/deep/b.txt': 'b', '/swap/c.txt': 'c', '/f': 'was a file' })
+    const source = directory(root)
+    const progress: number[] = []
+    const entries: FlushEntry[] = [
+      { path: '/old', kind: 'delete' },
+      { path: '/new', kind: 'dir', mode: 0o750, mtimeMs: 1_600_000_000_000 },
+      { path: '/new/deep', kind: 'dir', mode: 0o755, mtimeMs: 1_600_000_000_000 },
+      file('/new/deep/x.sh', '#!/bin/sh\n', 0o755, 1_650_000_000_000),
+      file('/swap', 'now a file'),
+      { path: '/f', kind: 'dir', mode: 0o700, mtimeMs: 1_600_000_000_000 },
+      file('/f/inside.txt', 'in the new dir'),
+      { path: '/new/link', kind: 'symlink', target: 'deep/x.sh' },
+      file('/keep.txt', 'kept, changed', 0o600),
+    ]
+    const versions = await source.apply(entries, (p) => progress.push(p.done))
+    expect(tree(root)).toEqual({
+      '/f/': '700',
+      '/f/inside.txt': '644 in the new dir',
+      '/keep.txt': '600 kept, changed',
+      '/new/': '750',
+      '/new/deep/': '755',
+      '/new/deep/x.sh': '755 #!/bin/sh\n',
+      '/new/link': '-> deep/x.sh',
+      '/swap': '644 now a file',
+    })
+    expect(fs.statSync(`${root}/new/deep/x.sh`).mtimeMs).toBe(1_650_000_000_000)
+    expect(fs.statSync(`${root}/new`).mtimeMs).toBe(1_600_000_000_000)
+    expect(versions).toEqual(entries.map((e) => (e.kind === 'delete' ? undefined : source.stat(e.path)!.version)))
+    expect(await source.versions(['/keep.txt', '/old', '/new/link'])).toEqual([source.stat('/keep.txt')!.version, undefined, source.stat('/new/link')!.version])
+    expect(progress.at(-1)).toBe(entries.length)
+    // The directory's own reads show the new generation.
+    expect(new TextDecoder().decode(source.readFile('/f/inside.txt'))).toBe('in the new dir')
+  })
+
+  it('refuses an inconsistent change set before writing anything', async () => {
+    const root = tempDirectory({ '/a/x.txt': 'x', '/b.txt': 'b' })
+    const source = directory(root)
+    const before = tree(root)
+    const bad: [FlushEntry[], RegExp][] = [
+      [[file('/b.txt', 'ok'), { path: '/a', kind: 'delete' }, file('/a/y.txt', 'y')], /ancestor '\/a' is deleted/],
+      [[file('/b.txt', 'ok'), file('/n/y.txt', 'y'), { path: '/n', kind: 'dir', mode: 0o755, mtimeMs: 0 }], /parent '\/n' comes after it/],
+      [[file('/b.txt', 'ok'), file('/missing/y.txt', 'y')], /parent '\/missing' is not a directory/],
+      [[file('/b.txt', 'ok'), file('/b.txt', 'twice')], /names this path twice/],
+      [[file('/b.txt', 'ok'), file('/.rewindfs-flush/manifest.json', '{}')], /reserved/],
+      [[file('/b.txt', 'ok'), { path: '/', kind: 'delete' }], /root/],
+      [[file('/b.txt', 'ok'), file('/a/../b.txt', 'not normal')], /normalised/],
+      [[file('/b.txt', 'ok'), file('/b.txt/under', 'file parent')], /ancestor '\/b.txt' is replaced by a file/],
+      [[file('/a/x.txt/under', 'file parent')], /parent '\/a\/x.txt' is not a directory/],
+    ]
+    for (const [entries, message] of bad) {
+      await expect(source.apply(entries), String(message)).rejects.toThrow(message)
+      expect(tree(root)).toEqual(before)
+    }
+  })
+
+  it('rolls an apply stopped after staging back, and one stopped after its commit point forward, on the next open', async () => {
+    const root = tempDirectory({ '/gen.txt': '1', '/dir/a.txt': '1', '/gone/x.txt': '1' })
+    const entries: FlushEntry[] = [file('/gen.txt', '2'), file('/dir/a.txt', '2'), file('/dir/new.txt', '2'), { path: '/gone', kind: 'delete' }]
+    const generation1 = tree(root)
+
+    const staged = directory(root)
+    staged.stopAfter = 'staged'
+    await staged.apply(entries)
+    // Mid-flush the lower view hides the staging area and the temps; the host has them.
+    expect(fs.readdirSync(root)).toContain('.rewindfs-flush')
+    expect(fs.readdirSync(`${root}/dir`).some((name) => name.startsWith('.rewindfs-flush.'))).toBe(true)
+    expect(staged.readdir('/').sort()).toEqual(['dir', 'gen.txt', 'gone'])
+    expect(staged.readdir('/dir')).toEqual(['a.txt'])
+    expect(staged.stat('/.rewindfs-flush')).toBeUndefined()
+    directory(root) // recover on open: never committed, so the old generation stays
+    expect(tree(root)).toEqual(generation1)
+
+    const committed = directory(root)
+    committed.stopAfter = 'committed'
+    await committed.apply(entries)
+    expect(fs.readFileSync(`${root}/gen.txt`, 'utf8')).toBe('1')
+    await directory(root).recover()
+    const generation2 = { '/dir/': '755', '/dir/a.txt': '644 2', '/dir/new.txt': '644 2', '/gen.txt': '644 2' }
+    expect(tree(root)).toEqual(generation2)
+    // Recovering again changes nothing.
+    directory(root)
+    expect(tree(root)).toEqual(generation2)
+  })
+
+  it('refuses a second flush into the same directory while one holds its lock', async () => {
+    const root = tempDirectory({ '/a.txt': 'a' })
+    const first = directory(root)
+    first.stopAfter = 'staged'
+    await first.apply([file('/a.txt', 'b')])
+    fs.writeFileSync(`${root}/.rewindfs-flush/lock`, `${process.pid}\n`)
+    await expect(directory(root).apply([file('/a.txt', 'c')])).rejects.toThrow(expect.objectContaining({ code: 'EBUSY' }))
+    fs.rmSync(`${root}/.rewindfs-flush/lock`)
+    expect(fs.readFileSync(`${root}/a.txt`, 'utf8')).toBe('a')
+    await directory(root).apply([file('/a.txt', 'c')])
+    expect(tree(root)).toEqual({ '/a.txt': '644 c' })
+  })
+})
