@@ -4,7 +4,12 @@
  */
 
 /** Lexical normalisation: absolute, no '.', '..' folded, no trailing slash except for '/'. */
+/** Matches what normalize would change: '//', a '.' or '..' component. */
+const NOT_NORMAL = /\/\/|\/\.\.?(?:\/|$)/
+
 export function normalize(path: string): string {
+  // Most paths callers pass are normal already: no array to build (a hot path of every fs call).
+  if (path.charCodeAt(0) === 47 && (path.length === 1 || path.charCodeAt(path.length - 1) !== 47) && !NOT_NORMAL.test(path)) return path
   const parts: string[] = []
   for (const part of path.split('/')) {
     if (part === '' || part === '.') continue
@@ -34,7 +39,15 @@ export function basename(path: string): string {
 
 /** The non-empty components of a path, '.' and '..' kept (resolution gives them meaning). */
 export function components(path: string): string[] {
-  return path.split('/').filter((part) => part !== '')
+  const parts: string[] = []
+  let start = 0
+  for (let i = 0; i <= path.length; i++) {
+    if (i === path.length || path.charCodeAt(i) === 47) {
+      if (i > start) parts.push(path.slice(start, i))
+      start = i + 1
+    }
+  }
+  return parts
 }
 
 /** Whether `path` is `ancestor` or inside it (both normalised). */
