@@ -43,7 +43,7 @@ export interface IndexedDbStore extends Store {
   readonly ready: Promise<void>
   /** Whether this instance only reads: the option until `ready` resolves, then the role it got. */
   readonly readOnly: boolean
-  /** Read-only instances: `listener` runs each time the writer commits. Returns the unsubscribe. */
+  /** Read-only instances: `listener` runs each time the writer commits to the journal or metadata. Returns the unsubscribe. */
   onChange(listener: () => void): () => void
   close(): Promise<void>
 }
@@ -126,12 +126,15 @@ class IndexedDbJournalStore implements IndexedDbStore {
     return result
   }
 
-  /** A mutating call: refused on a read-only instance; readers hear of it once it committed. */
-  private write(operation: string, body: () => Promise<void>): Promise<void> {
+  /**
+   * A mutating call, refused on a read-only instance. Readers hear of journal and metadata commits;
+   * blob writes alone change nothing they can see (the journal append that uses them follows).
+   */
+  private write(operation: string, body: () => Promise<void>, notify = true): Promise<void> {
     return this.queue(operation, async () => {
       if (this.readOnly) throw readOnlyError(operation, this.name)
       await body()
-      this.channel.postMessage({ type: 'commit', store: this.name })
+      if (notify) this.channel.postMessage({ type: 'commit', store: this.name })
     })
   }
 
@@ -171,7 +174,7 @@ class IndexedDbJournalStore implements IndexedDbStore {
   putBlobs(blobs: readonly (readonly [BlobId, Uint8Array])[]): Promise<void> {
     return this.write('putBlobs', async () => {
       if (blobs.length > 0) await setMany(blobs.map(([id, bytes]) => [BLOB + id, tight(bytes)]), this.database.use)
-    })
+    }, false)
   }
 
   getBlob(id: BlobId): Promise<Uint8Array | undefined> {
@@ -185,7 +188,7 @@ class IndexedDbJournalStore implements IndexedDbStore {
   deleteBlobs(ids: readonly BlobId[]): Promise<void> {
     return this.write('deleteBlobs', async () => {
       if (ids.length > 0) await delMany(ids.map((id) => BLOB + id), this.database.use)
-    })
+    }, false)
   }
 
   blobIds(): Promise<BlobId[]> {
