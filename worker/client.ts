@@ -1,0 +1,385 @@
+/**
+ * The page's (or main thread's) side: an AsyncWorkspace whose engine runs in a Web Worker or a Node
+ * worker thread. Calls travel through comlink as validated messages and come back as Outcomes, so
+ * fs errors keep Node's fields; a worker that dies rejects every pending call and is reported.
+ */
+import * as Comlink from 'comlink'
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
+import type { Worker as NodeWorker } from 'node:worker_threads'
+import type { AsyncFs, AsyncFsMember, AsyncFsRoot, AsyncSessionState, AsyncSideEffect, AsyncTransactionOptions, AsyncWorkspace } from '../src/async-workspace.js'
+import type { Change } from '../src/diff.js'
+import type { Operation } from '../src/engine/journal.js'
+import type { JsonValue } from '../src/engine/state.js'
+import type { ApprovalHook } from '../src/engine/transaction.js'
+import type { Validator } from '../src/engine/validator.js'
+import type {
+  Alert,
+  Checkpoint,
+  CheckpointInfo,
+  CheckpointKind,
+  HistoryFilter,
+  PurgeReport,
+  RestoreOptions,
+  RestoreReport,
+  RestoreTarget,
+  ResumePoint,
+  UndoOptions,
+  UndoResult,
+} from '../src/workspace.js'
+import type { CallCallbacks, Hooks, StagedServer } from './host.js'
+import { BAD_CALL, type FsCall, type LowerDescriptor, type Member, type Opened, type Outcome, type StatusRecord, type StoreDescriptor, WORKER_CLOSED, WORKER_CRASHED, fsMembers } from './protocol.js'
+import type { WorkerApi } from './serve.js'
+import { decodeValue, errorRecord, toError } from './values.js'
+
+/** A browser Worker, or a Node worker_threads Worker. */
+export type WorkerLike = Pick<Worker, 'postMessage' | 'addEventListener' | 'removeEventListener' | 'terminate'> | NodeWorker
+
+export interface OpenWorkerOptions {
+  lower?: LowerDescriptor
+  store?: StoreDescriptor
+  session?: string
+  umask?: number
+  retention?: { operations?: number; checkpoints?: number }
+  autoCheckpoint?: { highRisk?: boolean; interval?: number } | false
+  compactEvery?: number
+  /** Names registered in the worker's entry (registerValidator), or validators that run on this side. */
+  validators?: readonly (string | Validator)[]
+  approve?: ApprovalHook
+  onAlert?: (alert: Alert) => void
+  /** Told once when the worker dies or throws uncaught; every pending and later call rejects. */
+  onCrash?: (error: Error) => void
+}
+
+/** `transfer: true` hands the data's buffer to the worker (it is detached here) instead of copying it. */
+export interface TransferOption {
+  transfer?: boolean
+}
+
+type WriteData = Uint8Array
+type WriteOptions = TransferOption & { encoding?: null; mode?: number; flag?: string }
+
+/** Node's fs.promises subset, plus `{ transfer: true }` on writes of bytes. */
+export type WorkerFs = AsyncFs & {
+  readonly promises: WorkerFs
+  writeFile(file: string, data: WriteData, options: WriteOptions): Promise<void>
+  appendFile(file: string, data: WriteData, options: WriteOptions): Promise<void>
+}
+
+export interface BatchOp {
+  op: AsyncFsMember
+  args: readonly unknown[]
+}
+
+export type BatchResult = { ok: true; value: unknown } | { ok: false; error: Error }
+
+export interface WorkerStatus {
+  readonly degraded?: string
+  readonly warnings: readonly string[]
+  readonly frozen?: string
+  /** Set when the worker died: why. */
+  readonly crashed?: string
+  readonly closed: boolean
+}
+
+function coded(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code })
+}
+
+/** One worker's channel: sends requests, unwraps Outcomes, and turns a dead worker into rejections. */
+class Channel {
+  readonly remote: Comlink.Remote<WorkerApi>
+  crashed: Error | undefined
+  closed = false
+  private readonly died: Promise<never>
+  private die!: (error: Error) => void
+
+  constructor(
+    readonly worker: WorkerLike,
+    private readonly onCrash: ((error: Error) => void) | undefined,
+  ) {
+    this.died = new Promise<never>((_, reject) => {
+      this.die = reject
+    })
+    this.died.catch(() => undefined) // observed through the calls that race it
+    if ('on' in worker) {
+      this.remote = Comlink.wrap<WorkerApi>(nodeEndpoint(worker as unknown as Parameters<typeof nodeEndpoint>[0]))
+      worker.on('error', (error: Error) => this.crash(`the worker threw ${error?.name ?? 'an error'}: ${error?.message ?? String(error)}`))
+      worker.on('exit', (code: number) => this.crash(`the worker exited with code ${code}`))
+    } else {
+      this.remote = Comlink.wrap<WorkerApi>(worker)
+      worker.addEventListener('error', (event: ErrorEvent) => this.crash(`the worker threw: ${event.message}`))
+    }
+  }
+
+  private crash(reason: string): void {
+    if (this.closed || this.crashed) return
+    this.crashed = coded(WORKER_CRASHED, `rewindfs: the workspace worker crashed (${reason}); reopen it from its durable store`)
+    this.die(this.crashed)
+    this.onCrash?.(this.crashed)
+    // A Web Worker survives an uncaught error, but its engine state can no longer be trusted.
+    void this.worker.terminate()
+  }
+
+  /** The value of an Outcome, or its error rebuilt with Node's fields. */
+  async settle(pending: Promise<Outcome>): Promise<unknown> {
+    let outcome: Outcome
+    try {
+      outcome = await Promise.race([pending, this.died])
+    } catch (error) {
+      // structuredClone refused an argument (a function, a symbol): the call never left.
+      if ((error as Error)?.name === 'DataCloneError') throw coded(BAD_CALL, `rewindfs worker: malformed call: ${(error as Error).message}`)
+      throw error
+    }
+    if (!outcome.ok) throw toError(outcome.error)
+    return outcome.value
+  }
+
+  send(message: object, callbacks?: CallCallbacks, hooks?: Hooks, transfers: Transferable[] = []): Promise<unknown> {
+    if (this.crashed) return Promise.reject(this.crashed)
+    if (this.closed) return Promise.reject(coded(WORKER_CLOSED, 'rewindfs: this workspace worker is closed'))
+    const payload = transfers.length > 0 ? Comlink.transfer(message, transfers) : message
+    return this.settle(this.remote.request(payload, callbacks && Comlink.proxy(callbacks), hooks && Comlink.proxy(hooks)))
+  }
+}
+
+/** Strips `transfer: true` from a write's options and lists the buffer to hand over. */
+function transferable(op: AsyncFsMember, args: unknown[], transfers: Transferable[]): unknown[] {
+  if (op !== 'writeFile' && op !== 'appendFile') return args
+  const options = args[2]
+  if (typeof options !== 'object' || options === null || !('transfer' in options)) return args
+  const { transfer, ...rest } = options as TransferOption
+  if (transfer && ArrayBuffer.isView(args[1])) transfers.push(args[1].buffer as ArrayBuffer)
+  return [args[0], args[1], rest, ...args.slice(3)]
+}
+
+function createWorkerFs(send: (call: FsCall, transfers: Transferable[]) => Promise<unknown>): WorkerFs {
+  const fs: Record<string, unknown> = {}
+  for (const op of fsMembers) {
+    fs[op] = async (...args: unknown[]) => {
+      const transfers: Transferable[] = []
+      return decodeValue(await send({ op, args: transferable(op, args, transfers) }, transfers))
+    }
+  }
+  fs.promises = fs
+  return fs as unknown as WorkerFs
+}
+
+export class WorkerWorkspace implements AsyncWorkspace {
+  readonly fs: WorkerFs
+  readonly session: string
+  readonly umask: number
+  resume: ResumePoint | undefined
+  readonly state: AsyncSessionState
+  private mirrored: StatusRecord
+  private readonly forks = new Set<WorkerWorkspace>()
+  private closed = false
+
+  constructor(
+    private readonly channel: Channel,
+    private readonly handle: number,
+    opened: Opened,
+    private readonly parent?: WorkerWorkspace,
+  ) {
+    this.session = opened.session
+    this.umask = opened.umask
+    this.mirrored = opened.status
+    this.resume = opened.resume as ResumePoint | undefined
+    this.fs = createWorkerFs((call, transfers) => channel.send({ t: 'fs', handle, ...call }, undefined, undefined, transfers))
+    this.state = {
+      get: (key) => this.call('stateGet', [key]) as Promise<JsonValue | undefined>,
+      set: async (key, value) => void (await this.call('stateSet', [key, value])),
+      delete: (key) => this.call('stateDelete', [key]) as Promise<boolean>,
+      entries: () => this.call('stateEntries', []) as Promise<[string, JsonValue][]>,
+    }
+  }
+
+  /** The engine's status as of the last call, and whether the worker crashed or closed. */
+  get status(): WorkerStatus {
+    return {
+      ...this.mirrored,
+      ...(this.channel.crashed ? { crashed: this.channel.crashed.message } : {}),
+      closed: this.closed || this.channel.closed,
+    }
+  }
+
+  private async call(member: Member, args: unknown[], callbacks?: CallCallbacks): Promise<unknown> {
+    const value = (await this.channel.send({ t: 'call', handle: this.handle, member, args }, callbacks)) as { result: unknown; status: StatusRecord; resume?: ResumePoint }
+    this.mirrored = value.status
+    this.resume = value.resume
+    return value.result
+  }
+
+  /** Many fs calls in one round trip; each result is its value or its error (Node-shaped), in order. */
+  async batch(ops: readonly BatchOp[]): Promise<BatchResult[]> {
+    const transfers: Transferable[] = []
+    const calls = ops.map(({ op, args }) => ({ op, args: Array.isArray(args) ? transferable(op, [...args], transfers) : args }))
+    const results = (await this.channel.send({ t: 'batch', handle: this.handle, ops: calls }, undefined, undefined, transfers)) as Outcome[]
+    return results.map((r) => (r.ok ? { ok: true, value: decodeValue(r.value) } : { ok: false, error: toError(r.error) }))
+  }
+
+  chdir(path: string): Promise<void> {
+    return this.call('chdir', [path]) as Promise<void>
+  }
+  cwd(): Promise<string> {
+    return this.call('cwd', []) as Promise<string>
+  }
+  checkpoint(options?: { name?: string; kind?: Exclude<CheckpointKind, 'guard'> }): Promise<Checkpoint> {
+    return this.call('checkpoint', [options]) as Promise<Checkpoint>
+  }
+  checkpoints(): Promise<Checkpoint[]> {
+    return this.call('checkpoints', []) as Promise<Checkpoint[]>
+  }
+  checkpointInfo(idOrName: string): Promise<CheckpointInfo> {
+    return this.call('checkpointInfo', [idOrName]) as Promise<CheckpointInfo>
+  }
+  renameCheckpoint(idOrName: string, newName: string): Promise<Checkpoint> {
+    return this.call('renameCheckpoint', [idOrName, newName]) as Promise<Checkpoint>
+  }
+  deleteCheckpoint(idOrName: string): Promise<void> {
+    return this.call('deleteCheckpoint', [idOrName]) as Promise<void>
+  }
+  restore(target: RestoreTarget, options?: RestoreOptions): Promise<RestoreReport> {
+    return this.call('restore', [target, options]) as Promise<RestoreReport>
+  }
+  undoRestore(): Promise<{ undone?: Operation; redone?: Operation }> {
+    return this.call('undoRestore', []) as Promise<{ undone?: Operation; redone?: Operation }>
+  }
+  diff(from: string, to?: string): Promise<Change[]> {
+    return this.call('diff', to === undefined ? [from] : [from, to]) as Promise<Change[]>
+  }
+  changes(): Promise<Change[]> {
+    return this.call('changes', []) as Promise<Change[]>
+  }
+  reset(): Promise<void> {
+    return this.call('reset', []) as Promise<void>
+  }
+  undo(options?: UndoOptions): Promise<UndoResult> {
+    return this.call('undo', [options]) as Promise<UndoResult>
+  }
+  redo(): Promise<{ redone: Operation[] }> {
+    return this.call('redo', []) as Promise<{ redone: Operation[] }>
+  }
+  history(filter?: HistoryFilter): Promise<Operation[]> {
+    return this.call('history', [filter]) as Promise<Operation[]>
+  }
+  operation(id: string): Promise<(Operation & { undone: boolean; diff: { path: string; patch?: string }[] }) | undefined> {
+    return this.call('operation', [id]) as Promise<(Operation & { undone: boolean; diff: { path: string; patch?: string }[] }) | undefined>
+  }
+
+  /**
+   * Runs `body` here against the worker's staging fs (each call a round trip); the worker commits
+   * or refuses the change set as one operation. Its result must be cloneable.
+   */
+  transaction<T>(body: (fs: AsyncFsRoot) => T | Promise<T>, options: AsyncTransactionOptions = {}): Promise<T> {
+    const { approve, ...rest } = options
+    const channel = this.channel
+    const callbacks: CallCallbacks = {
+      async body(server: StagedServer): Promise<Outcome> {
+        const staged = createWorkerFs((call, transfers) => channel.settle(server.request(transfers.length > 0 ? Comlink.transfer(call, transfers) : call)))
+        try {
+          return { ok: true, value: await body({ promises: staged }) }
+        } catch (error) {
+          return { ok: false, error: errorRecord(error) }
+        }
+      },
+      ...(approve ? { approve: async (request) => approve(request) } : {}),
+    }
+    return this.call('transaction', [{ ...rest, ...(approve ? { approve: true } : {}) }], callbacks) as Promise<T>
+  }
+
+  beginTurn(turn: number): Promise<Checkpoint> {
+    return this.call('beginTurn', [turn]) as Promise<Checkpoint>
+  }
+  setResume(point: ResumePoint): Promise<void> {
+    return this.call('setResume', [point]) as Promise<void>
+  }
+  /** A function `compensate` runs here, for the life of this page; `{ name, args }` names a compensator registered in the worker. */
+  recordSideEffect(effect: AsyncSideEffect): Promise<Operation> {
+    const { compensate } = effect
+    if (typeof compensate === 'function') {
+      return this.call('recordSideEffect', [{ ...effect, compensate: 'callback' }], { compensate: async () => compensate() }) as Promise<Operation>
+    }
+    return this.call('recordSideEffect', [effect]) as Promise<Operation>
+  }
+  purge(path: string): Promise<PurgeReport> {
+    return this.call('purge', [path]) as Promise<PurgeReport>
+  }
+  freeze(reason: string): Promise<void> {
+    return this.call('freeze', [reason]) as Promise<void>
+  }
+  unfreeze(): Promise<void> {
+    return this.call('unfreeze', []) as Promise<void>
+  }
+  collectGarbage(): Promise<void> {
+    return this.call('collectGarbage', []) as Promise<void>
+  }
+  /** A session in the same worker, sharing the lower layer and blobs. */
+  async fork(session?: string): Promise<WorkerWorkspace> {
+    const opened = (await this.call('fork', [session])) as Opened
+    const fork = new WorkerWorkspace(this.channel, opened.handle, opened, this)
+    this.forks.add(fork)
+    return fork
+  }
+  sync(): Promise<void> {
+    return this.call('sync', []) as Promise<void>
+  }
+  compact(): Promise<void> {
+    return this.call('compact', []) as Promise<void>
+  }
+
+  /** Closes this session (and its forks); the workspace that opened the worker also terminates it. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    try {
+      for (const fork of [...this.forks]) await fork.close()
+      if (!this.channel.crashed && !this.channel.closed) await this.channel.send({ t: 'close', handle: this.handle })
+    } finally {
+      this.closed = true
+      this.parent?.forks.delete(this)
+      if (!this.parent) {
+        this.channel.closed = true
+        await this.channel.worker.terminate()
+      }
+    }
+  }
+}
+
+/**
+ * Opens a workspace in `worker`, which must run a rewindfs worker entry (rewindfs/worker/entry or
+ * one of yours calling serve()). The workspace owns the worker from here on: close() terminates
+ * it, and so does a failed open.
+ */
+export async function openWorkerWorkspace(worker: WorkerLike, options: OpenWorkerOptions = {}): Promise<WorkerWorkspace> {
+  const { validators = [], approve, onAlert, onCrash, ...descriptor } = options
+  const local = validators.filter((v): v is Validator => typeof v !== 'string')
+  const hooks = {
+    ...(approve ? { approve: async (request: Parameters<ApprovalHook>[0]) => approve(request) } : {}),
+    ...(onAlert ? { alert: async (alert: Alert) => onAlert(alert) } : {}),
+    validate: async (name: string, content: Uint8Array, path: string) => {
+      const validator = local.find((v) => v.name === name)
+      if (!validator) throw new Error(`rewindfs: no validator named '${name}' on this side`)
+      return validator.validate(content, path)
+    },
+  }
+  const channel = new Channel(worker, onCrash)
+  try {
+    const opened = (await channel.send(
+      {
+        t: 'open',
+        options: {
+          ...descriptor,
+          validators: validators.filter((v): v is string => typeof v === 'string'),
+          remoteValidators: local.map(({ name, match, cost }) => ({ name, match, ...(cost !== undefined ? { cost } : {}) })),
+          hooks: { approve: approve !== undefined, alert: onAlert !== undefined },
+        },
+      },
+      undefined,
+      hooks,
+    )) as Opened
+    return new WorkerWorkspace(channel, opened.handle, opened)
+  } catch (error) {
+    channel.closed = true
+    await worker.terminate()
+    throw error
+  }
+}

@@ -1,0 +1,271 @@
+/**
+ * The engine's side of the channel: open workspaces by handle, answer one validated request at a
+ * time with an Outcome (never a throw, so Node's error fields survive), and run fs calls by their
+ * synchronous forms, which are the fastest path through the engine.
+ */
+import * as Comlink from 'comlink'
+import type * as z from 'zod'
+import { Workspace, type NodeFs, type WorkspaceOptions } from '../src/workspace.js'
+import { MemoryStore, type Store } from '../src/engine/store.js'
+import type { ApprovalRequest } from '../src/engine/transaction.js'
+import type { ValidateResult, Validator } from '../src/engine/validator.js'
+import type { JsonValue } from '../src/engine/state.js'
+import type { LowerSource } from '../src/lower/source.js'
+import { isNotLoaded } from '../src/lower/source.js'
+import type { LowerInput } from '../src/lower/index.js'
+import {
+  type FsCall,
+  type LowerDescriptor,
+  type Member,
+  type OpenOptions,
+  type Opened,
+  type Outcome,
+  type StatusRecord,
+  type StoreDescriptor,
+  badCall,
+  fsCall,
+  memberArguments,
+  parse,
+  request as requestSchema,
+} from './protocol.js'
+import { encodeValue, errorRecord, toError } from './values.js'
+
+const validators = new Map<string, Validator>()
+
+/** Names a validator for `validators: ['name']` in openWorkerWorkspace; call it in the worker's entry module. */
+export function registerValidator(name: string, validator: Validator): void {
+  if (typeof name !== 'string' || name === '' || typeof validator?.validate !== 'function') {
+    throw new TypeError('rewindfs: registerValidator(name, validator) needs a non-empty name and a validator with validate()')
+  }
+  validators.set(name, validator)
+}
+
+/** Caller-side hooks, reached through a comlink proxy. */
+export interface Hooks {
+  approve?(request: ApprovalRequest): Promise<boolean>
+  alert?(alert: unknown): Promise<void>
+  validate?(name: string, content: Uint8Array, path: string): Promise<ValidateResult>
+}
+
+/** What a call's callback can carry: a transaction body (with its approval hook) or a compensation. */
+export interface CallCallbacks {
+  body?(fs: StagedServer): Promise<Outcome>
+  approve?(request: ApprovalRequest): Promise<boolean>
+  compensate?(): Promise<unknown>
+}
+
+/** The staged fs of a running transaction, served to the caller's body. */
+export interface StagedServer {
+  request(call: unknown): Promise<Outcome>
+}
+
+/** Modules loaded on demand, so the worker runs before (and without) each adapter. */
+const adapters = { 'node-fs': '../adapters/node-fs/index.js', indexeddb: '../adapters/indexeddb/index.js' } as const
+
+async function adapterFunction(adapter: keyof typeof adapters, name: string): Promise<(arg: string) => unknown> {
+  const specifier: string = adapters[adapter]
+  let module: Record<string, unknown>
+  try {
+    module = (await import(specifier)) as Record<string, unknown>
+  } catch (error) {
+    throw Object.assign(new Error(`rewindfs worker: the ${adapter} adapter could not be loaded (${(error as Error).message})`), { code: 'ERR_REWINDFS_NO_ADAPTER' })
+  }
+  const fn = module[name]
+  if (typeof fn !== 'function') throw Object.assign(new Error(`rewindfs worker: the ${adapter} adapter has no ${name}()`), { code: 'ERR_REWINDFS_NO_ADAPTER' })
+  return fn as (arg: string) => unknown
+}
+
+async function resolveLower(lower: LowerDescriptor | undefined): Promise<LowerInput | undefined> {
+  switch (lower?.kind) {
+    case undefined:
+      return undefined
+    case 'fixture':
+      return lower.files
+    case 'file-system-tree':
+      return lower.tree as LowerInput
+    case 'directory':
+      return (await (await adapterFunction('node-fs', 'directory'))(lower.path)) as LowerSource
+    case 'indexeddb-tree':
+      return (await (await adapterFunction('indexeddb', 'indexedDbTree'))(lower.name)) as LowerSource
+  }
+}
+
+async function resolveStore(store: StoreDescriptor | undefined): Promise<Store | undefined> {
+  switch (store?.kind) {
+    case undefined:
+      return undefined
+    case 'memory':
+      return new MemoryStore()
+    case 'directory':
+      return (await (await adapterFunction('node-fs', 'directoryStore'))(store.path)) as Store
+    case 'indexeddb':
+      return (await (await adapterFunction('indexeddb', 'indexedDbStore'))(store.name)) as Store
+  }
+}
+
+function status(ws: Workspace): StatusRecord {
+  return {
+    ...(ws.status.degraded !== undefined ? { degraded: ws.status.degraded } : {}),
+    warnings: [...ws.status.warnings],
+    ...(ws.frozen !== undefined ? { frozen: ws.frozen } : {}),
+  }
+}
+
+type FsFunctions = Record<string, (...args: unknown[]) => unknown>
+
+/** Runs one fs call by its sync form; contents of an asynchronous lower load once on demand. */
+async function runFs(fs: FsFunctions, lower: LowerSource, call: FsCall, transfers: Transferable[]): Promise<Outcome> {
+  const run = fs[`${call.op}Sync`]
+  try {
+    let value: unknown
+    try {
+      value = run(...call.args)
+    } catch (error) {
+      if (!isNotLoaded(error) || !lower.prefetch) throw error
+      await lower.prefetch([error.path])
+      value = run(...call.args)
+    }
+    return { ok: true, value: encodeValue(value, transfers) }
+  } catch (error) {
+    return { ok: false, error: errorRecord(error) }
+  }
+}
+
+export class WorkspaceHost {
+  private readonly workspaces = new Map<number, Workspace>()
+  private nextHandle = 1
+
+  /** Answers one request; never throws. Transferable buffers of the answer are pushed on `transfers`. */
+  async request(message: unknown, callbacks: CallCallbacks | undefined, hooks: Hooks | undefined, transfers: Transferable[]): Promise<Outcome> {
+    const parsed = parse(requestSchema, message)
+    if (!parsed.ok) return parsed
+    const req = parsed.value
+    try {
+      if (req.t === 'open') return { ok: true, value: await this.open(req.options, hooks) }
+      const ws = this.workspaces.get(req.handle)
+      if (!ws) return { ok: false, error: badCall(`no open workspace has handle ${req.handle} (closed already?)`) }
+      switch (req.t) {
+        case 'fs':
+          return await runFs(ws.fs as unknown as FsFunctions, ws.lower, req, transfers)
+        case 'batch': {
+          const fs = ws.fs as unknown as FsFunctions
+          const results: Outcome[] = []
+          for (const call of req.ops) results.push(await runFs(fs, ws.lower, call, transfers))
+          return { ok: true, value: results }
+        }
+        case 'close':
+          await ws.close()
+          this.workspaces.delete(req.handle)
+          return { ok: true, value: undefined }
+        case 'call': {
+          const args = parse(memberArguments[req.member] as z.ZodType<unknown[]>, req.args)
+          if (!args.ok) return args
+          const result = await this.call(ws, req.member, args.value, callbacks)
+          return { ok: true, value: { result, status: status(ws), resume: ws.resume } }
+        }
+      }
+    } catch (error) {
+      return { ok: false, error: errorRecord(error) }
+    }
+  }
+
+  private async open(options: OpenOptions, hooks: Hooks | undefined): Promise<Opened> {
+    const named = (options.validators ?? []).map((name) => {
+      const validator = validators.get(name)
+      if (!validator) throw Object.assign(new TypeError(`rewindfs worker: no validator named '${name}' is registered in the worker (registerValidator)`), { code: 'ERR_REWINDFS_BAD_CALL' })
+      return validator
+    })
+    const remote = (options.remoteValidators ?? []).map((v): Validator => {
+      if (!hooks?.validate) throw Object.assign(new TypeError('rewindfs worker: remote validators need the hooks object'), { code: 'ERR_REWINDFS_BAD_CALL' })
+      const validate = hooks.validate.bind(hooks)
+      return { name: v.name, match: v.match, ...(v.cost !== undefined ? { cost: v.cost } : {}), validate: (content, path) => validate(v.name, content, path) }
+    })
+    const workspaceOptions: WorkspaceOptions = {
+      lower: await resolveLower(options.lower),
+      store: await resolveStore(options.store),
+      ...(options.session !== undefined ? { session: options.session } : {}),
+      ...(options.umask !== undefined ? { umask: options.umask } : {}),
+      ...(options.retention ? { retention: options.retention } : {}),
+      ...(options.autoCheckpoint !== undefined ? { autoCheckpoint: options.autoCheckpoint } : {}),
+      ...(options.compactEvery !== undefined ? { compactEvery: options.compactEvery } : {}),
+      validators: [...named, ...remote],
+      ...(options.hooks?.approve && hooks?.approve ? { approve: (request: ApprovalRequest) => hooks.approve!(request) } : {}),
+      ...(options.hooks?.alert && hooks?.alert ? { onAlert: (alert) => void hooks.alert!(alert).catch(() => undefined) } : {}),
+    }
+    return this.register(await Workspace.open(workspaceOptions))
+  }
+
+  private register(ws: Workspace): Opened {
+    const handle = this.nextHandle++
+    this.workspaces.set(handle, ws)
+    return { handle, session: ws.session, umask: ws.umask, status: status(ws), resume: ws.resume }
+  }
+
+  private async call(ws: Workspace, member: Member, args: unknown[], callbacks: CallCallbacks | undefined): Promise<unknown> {
+    switch (member) {
+      case 'transaction':
+        return this.transaction(ws, args[0] as { label?: string; group?: string; riskThreshold?: number; approve?: boolean } | undefined, callbacks)
+      case 'recordSideEffect': {
+        const effect = args[0] as { description: string; compensate: 'callback' | { name: string; args?: JsonValue }; tier?: number; group?: string }
+        if (effect.compensate === 'callback' && !callbacks?.compensate) throw badCallError('recordSideEffect: compensate is a callback but none was passed')
+        const compensate = effect.compensate === 'callback' ? () => callbacks!.compensate!() : effect.compensate
+        return ws.recordSideEffect({ ...effect, compensate })
+      }
+      case 'fork':
+        return this.register(await ws.fork(args[0] as string | undefined))
+      case 'stateGet':
+        return ws.state.get(args[0] as string)
+      case 'stateSet':
+        return ws.state.set(args[0] as string, args[1] as JsonValue)
+      case 'stateDelete':
+        return ws.state.delete(args[0] as string)
+      case 'stateEntries':
+        return ws.state.entries()
+      default: {
+        // The remaining members take their validated arguments as they are.
+        const method = (ws as unknown as Record<string, (...a: unknown[]) => unknown>)[member]
+        return await method.apply(ws, args)
+      }
+    }
+  }
+
+  private async transaction(
+    ws: Workspace,
+    options: { label?: string; group?: string; riskThreshold?: number; approve?: boolean } | undefined,
+    callbacks: CallCallbacks | undefined,
+  ): Promise<unknown> {
+    if (!callbacks?.body) throw badCallError('transaction: the body callback is missing')
+    const { approve, ...rest } = options ?? {}
+    if (approve && !callbacks.approve) throw badCallError('transaction: approve is set but no approval callback was passed')
+    return ws.transaction(
+      async (staged: NodeFs) => {
+        const server: StagedServer = Comlink.proxy({
+          request: async (call: unknown) => {
+            const parsed = parse(fsCall, call)
+            if (!parsed.ok) return parsed
+            const transfers: Transferable[] = []
+            const outcome = await runFs(staged as unknown as FsFunctions, ws.lower, parsed.value, transfers)
+            return Comlink.transfer(outcome, transfers)
+          },
+        })
+        const outcome = await callbacks.body!(server)
+        if (!outcome.ok) throw toError(outcome.error)
+        return outcome.value
+      },
+      { ...rest, ...(approve ? { approve: (request: ApprovalRequest) => callbacks.approve!(request) } : {}) },
+    )
+  }
+
+  /** Closes every open workspace (the worker is about to end). */
+  async closeAll(): Promise<void> {
+    for (const [handle, ws] of this.workspaces) {
+      await ws.close()
+      this.workspaces.delete(handle)
+    }
+  }
+}
+
+function badCallError(detail: string): Error {
+  const record = badCall(detail)
+  return Object.assign(new TypeError(record.message), { code: record.code })
+}

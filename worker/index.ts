@@ -1,0 +1,9 @@
+/**
+ * rewindfs/worker: the engine in a Web Worker or a Node worker thread, through comlink. The page
+ * imports this module; the worker runs rewindfs/worker/entry (or an entry of its own calling serve()).
+ */
+export { openWorkerWorkspace, WorkerWorkspace } from './client.js'
+export type { BatchOp, BatchResult, OpenWorkerOptions, TransferOption, WorkerFs, WorkerLike, WorkerStatus } from './client.js'
+export type { LowerDescriptor, StoreDescriptor } from './protocol.js'
+export { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED } from './protocol.js'
+export type { AsyncWorkspace, AsyncFs, AsyncFsRoot } from '../src/async-workspace.js'

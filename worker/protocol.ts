@@ -1,0 +1,209 @@
+/**
+ * The messages between a page (or main thread) and the engine in a worker. Both sides are
+ * untrusted to each other, so every request is checked with zod before anything runs: a malformed
+ * call is answered with ERR_REWINDFS_BAD_CALL and the worker keeps serving.
+ */
+import * as z from 'zod'
+import type { AsyncFsMember } from '../src/async-workspace.js'
+
+export const BAD_CALL = 'ERR_REWINDFS_BAD_CALL'
+export const WORKER_CRASHED = 'ERR_REWINDFS_WORKER_CRASHED'
+export const WORKER_CLOSED = 'ERR_REWINDFS_WORKER_CLOSED'
+
+/** Node's fs.promises members the worker serves, each run by its synchronous form. */
+export const fsMembers = [
+  'access',
+  'appendFile',
+  'chmod',
+  'chown',
+  'copyFile',
+  'cp',
+  'lchown',
+  'lstat',
+  'lutimes',
+  'mkdir',
+  'mkdtemp',
+  'readdir',
+  'readFile',
+  'readlink',
+  'realpath',
+  'rename',
+  'rm',
+  'rmdir',
+  'stat',
+  'symlink',
+  'truncate',
+  'unlink',
+  'utimes',
+  'writeFile',
+] as const satisfies readonly AsyncFsMember[]
+
+// Compile-time: the list above covers every AsyncFs member.
+type Missing = Exclude<AsyncFsMember, (typeof fsMembers)[number]>
+const everyMember: Missing extends never ? true : Missing = true
+void everyMember
+
+const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected a Uint8Array')
+const json: z.ZodType<unknown> = z.json()
+
+const lower = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('fixture'), files: z.record(z.string(), z.union([z.string(), bytes])) }),
+  z.object({ kind: z.literal('file-system-tree'), tree: z.record(z.string(), z.unknown()) }),
+  z.object({ kind: z.literal('directory'), path: z.string().min(1) }),
+  z.object({ kind: z.literal('indexeddb-tree'), name: z.string().min(1) }),
+])
+
+const store = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('memory') }),
+  z.object({ kind: z.literal('directory'), path: z.string().min(1) }),
+  z.object({ kind: z.literal('indexeddb'), name: z.string().min(1) }),
+])
+
+/** A validator that runs on the caller's side (its `validate` is called back through the hooks). */
+const remoteValidator = z.object({ name: z.string().min(1), match: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]), cost: z.number().optional() })
+
+export const openOptions = z.object({
+  lower: lower.optional(),
+  store: store.optional(),
+  session: z.string().min(1).optional(),
+  umask: z.int().min(0).max(0o777).optional(),
+  retention: z.object({ operations: z.int().positive().optional(), checkpoints: z.int().min(0).optional() }).optional(),
+  autoCheckpoint: z.union([z.literal(false), z.object({ highRisk: z.boolean().optional(), interval: z.number().min(0).optional() })]).optional(),
+  compactEvery: z.int().positive().optional(),
+  /** Names registered in the worker's entry module with registerValidator. */
+  validators: z.array(z.string().min(1)).optional(),
+  remoteValidators: z.array(remoteValidator).optional(),
+  /** Which caller-side hooks exist (the hooks object itself travels as a comlink proxy). */
+  hooks: z.object({ approve: z.boolean().optional(), alert: z.boolean().optional() }).optional(),
+})
+export type OpenOptions = z.infer<typeof openOptions>
+export type LowerDescriptor = z.infer<typeof lower>
+export type StoreDescriptor = z.infer<typeof store>
+
+const name = z.string()
+const optionalObject = <T extends z.ZodRawShape>(shape: T) => z.object(shape).optional()
+const globs = z.array(z.string()).optional()
+const target = z.union([z.string(), z.object({ time: z.number() }), z.object({ operation: z.string() })])
+const operationType = z.string()
+
+/** Arguments of each engine member, as a tuple. */
+export const memberArguments = {
+  chdir: z.tuple([name]),
+  cwd: z.tuple([]),
+  checkpoint: z.tuple([optionalObject({ name: z.string().optional(), kind: z.enum(['manual', 'auto', 'turn', 'compact']).optional() })]),
+  checkpoints: z.tuple([]),
+  checkpointInfo: z.tuple([name]),
+  renameCheckpoint: z.tuple([name, name]),
+  deleteCheckpoint: z.tuple([name]),
+  restore: z.tuple([target, optionalObject({ include: globs, exclude: globs, dryRun: z.boolean().optional(), force: z.boolean().optional() })]),
+  undoRestore: z.tuple([]),
+  diff: z.tuple([name, name.optional()]),
+  changes: z.tuple([]),
+  reset: z.tuple([]),
+  undo: z.tuple([
+    optionalObject({
+      steps: z.int().optional(),
+      types: z.array(operationType).optional(),
+      paths: z.array(z.string()).optional(),
+      group: z.string().optional(),
+      cascade: z.boolean().optional(),
+      dryRun: z.boolean().optional(),
+    }),
+  ]),
+  redo: z.tuple([]),
+  history: z.tuple([
+    optionalObject({
+      path: z.string().optional(),
+      type: operationType.optional(),
+      group: z.string().optional(),
+      since: z.number().optional(),
+      until: z.number().optional(),
+      session: z.string().optional(),
+      limit: z.int().min(0).optional(),
+    }),
+  ]),
+  operation: z.tuple([name]),
+  /** The body travels as the callback; `approve: true` means the caller passed an approval hook. */
+  transaction: z.tuple([optionalObject({ label: z.string().optional(), group: z.string().optional(), riskThreshold: z.number().optional(), approve: z.boolean().optional() })]),
+  beginTurn: z.tuple([z.int().min(0)]),
+  setResume: z.tuple([z.object({ phase: z.enum(['plan', 'execute', 'verify', 'stopped']), turn: z.int(), data: json.optional() })]),
+  /** `compensate: 'callback'`: the compensation is the caller's function, passed as the callback. */
+  recordSideEffect: z.tuple([
+    z.object({
+      description: z.string().min(1),
+      compensate: z.union([z.literal('callback'), z.object({ name: z.string().min(1), args: json.optional() })]),
+      tier: z.number().optional(),
+      group: z.string().optional(),
+    }),
+  ]),
+  purge: z.tuple([name]),
+  freeze: z.tuple([name]),
+  unfreeze: z.tuple([]),
+  collectGarbage: z.tuple([]),
+  fork: z.tuple([name.optional()]),
+  sync: z.tuple([]),
+  compact: z.tuple([]),
+  stateGet: z.tuple([name]),
+  stateSet: z.tuple([name, json]),
+  stateDelete: z.tuple([name]),
+  stateEntries: z.tuple([]),
+} as const
+export type Member = keyof typeof memberArguments
+const memberNames = Object.keys(memberArguments) as [Member, ...Member[]]
+
+const handle = z.int().positive()
+/** Arguments are checked by the fs itself, with Node's own errors (ERR_INVALID_ARG_TYPE…). */
+const fsArguments = z.array(z.unknown()).max(8)
+export const fsCall = z.object({ op: z.enum(fsMembers), args: fsArguments })
+export type FsCall = z.infer<typeof fsCall>
+
+export const MAX_BATCH = 100_000
+
+export const request = z.discriminatedUnion('t', [
+  z.object({ t: z.literal('open'), options: openOptions }),
+  z.object({ t: z.literal('call'), handle, member: z.enum(memberNames), args: z.array(z.unknown()).max(4) }),
+  z.object({ t: z.literal('fs'), handle, op: z.enum(fsMembers), args: fsArguments }),
+  z.object({ t: z.literal('batch'), handle, ops: z.array(fsCall).max(MAX_BATCH) }),
+  z.object({ t: z.literal('close'), handle }),
+])
+export type Request = z.infer<typeof request>
+
+/** An error as it crosses: Node's fields survive (comlink's own error transfer keeps only the message). */
+export interface ErrorRecord {
+  name: string
+  message: string
+  code?: string
+  errno?: number
+  syscall?: string
+  path?: string
+  dest?: string
+  /** Other own fields that survive structured cloning (ValidationError.failures, ConflictError.paths…). */
+  extra?: Record<string, unknown>
+}
+
+export type Outcome<T = unknown> = { ok: true; value: T } | { ok: false; error: ErrorRecord }
+
+/** The status the client mirrors after every engine call. */
+export interface StatusRecord {
+  degraded?: string
+  warnings: string[]
+  frozen?: string
+}
+
+export interface Opened {
+  handle: number
+  session: string
+  umask: number
+  status: StatusRecord
+  resume?: unknown
+}
+
+export function badCall(error: z.ZodError | string): ErrorRecord {
+  const detail = typeof error === 'string' ? error : z.prettifyError(error)
+  return { name: 'TypeError', code: BAD_CALL, message: `rewindfs worker: malformed call: ${detail}` }
+}
+
+export function parse<T>(schema: z.ZodType<T>, value: unknown): { ok: true; value: T } | { ok: false; error: ErrorRecord } {
+  const result = schema.safeParse(value)
+  return result.success ? { ok: true, value: result.data } : { ok: false, error: badCall(result.error) }
+}

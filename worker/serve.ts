@@ -1,0 +1,37 @@
+/**
+ * Serves the engine on a worker's channel through comlink. A worker entry module registers its
+ * validators and compensators, then calls `serve()`; rewindfs/worker/entry is one that does.
+ */
+import * as Comlink from 'comlink'
+import type { Endpoint } from 'comlink'
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
+import { type CallCallbacks, type Hooks, WorkspaceHost } from './host.js'
+import type { Outcome } from './protocol.js'
+
+export { registerValidator } from './host.js'
+
+/** What the page's side sees through comlink: one method, every message checked. */
+export interface WorkerApi {
+  request(message: unknown, callbacks?: CallCallbacks, hooks?: Hooks): Promise<Outcome>
+}
+
+/** The channel of the current worker: a Web Worker's global scope, or Node's parentPort. */
+async function currentEndpoint(): Promise<Endpoint> {
+  const scope = globalThis as { WorkerGlobalScope?: unknown; postMessage?: unknown }
+  if (scope.WorkerGlobalScope !== undefined) return globalThis as unknown as Endpoint
+  const { parentPort } = await import('node:worker_threads')
+  if (!parentPort) throw new Error('rewindfs: serve() runs inside a worker (no parentPort: this is the main thread)')
+  return nodeEndpoint(parentPort as unknown as Parameters<typeof nodeEndpoint>[0])
+}
+
+export async function serve(endpoint?: Endpoint): Promise<void> {
+  const host = new WorkspaceHost()
+  const api: WorkerApi = {
+    async request(message, callbacks, hooks) {
+      const transfers: Transferable[] = []
+      const outcome = await host.request(message, callbacks, hooks, transfers)
+      return Comlink.transfer(outcome, transfers)
+    },
+  }
+  Comlink.expose(api, endpoint ?? (await currentEndpoint()))
+}
