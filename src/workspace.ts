@@ -18,6 +18,7 @@ import { type JsonValue, SessionState } from './engine/state.js'
 import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
 import type { Validator } from './engine/validator.js'
 import type { CheckpointRecord, Durability, LoadReport } from './engine/durability.js'
+import { RollbackStack } from './engine/rollback-stack.js'
 import type { Store } from './engine/store.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
@@ -949,13 +950,23 @@ export class Workspace {
     let compensation = { compensated: [] as string[], uncompensated: [] as { description: string; error: string }[] }
     if (!options.dryRun) {
       compensation = await this.compensate(ordered.filter((r) => r.type === 'side_effect'))
-      for (const record of ordered) {
-        this.revertWithEscalation(record)
-        record.undone = true
+      // The same mechanism as RollbackStack, uncapped: LIFO, each revert retried once, then escalation.
+      const stack = new RollbackStack({ policy: 'retry-once', maxDepth: Infinity })
+      for (const record of [...ordered].reverse()) {
+        stack.push(
+          () => {
+            this.journal.revert(record)
+            record.undone = true
+          },
+          { id: record.id, description: `${record.type} ${record.paths.join(', ')}` },
+        )
       }
-      this.durability?.record({ t: 'undo', ids: ordered.map((r) => r.id) })
-      this.redoable = ordered
+      const failed = (await stack.rollbackAll()).entries.find((entry) => !entry.ok)
+      const undone = ordered.filter((r) => r.undone)
+      if (undone.length > 0) this.durability?.record({ t: 'undo', ids: undone.map((r) => r.id) })
+      this.redoable = undone
       this.redoMark = this.journal.records.length
+      if (failed) this.escalate(ordered.find((r) => r.id === failed.id)!, failed.error)
     }
     const next = this.journal.records.findLast((r) => !r.undone && !chosen.has(r))
     return {
@@ -969,20 +980,11 @@ export class Workspace {
   }
 
   /**
-   * The seed's escalation: retry a failed undo once, then restore the nearest intact checkpoint,
-   * then stop safely (the workspace freezes: writes fail with EROFS naming the reason; every
-   * record is kept) and alert.
+   * The seed's escalation after an undo failed twice: restore the nearest intact checkpoint, else
+   * stop safely (the workspace freezes: writes fail with EROFS naming the reason; every record is
+   * kept), and alert either way.
    */
-  private revertWithEscalation(record: OperationRecord): void {
-    let failure: unknown
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        this.journal.revert(record)
-        return
-      } catch (error) {
-        failure = error
-      }
-    }
+  private escalate(record: OperationRecord, failure: unknown): void {
     const message = `undo of ${record.id} failed twice: ${(failure as Error)?.message ?? String(failure)}`
     this.options.onAlert?.({ kind: 'undo-failed', message, operations: [record.id] })
     const nearest = this.records.findLast((r) => r.seq > 0)
@@ -994,8 +996,8 @@ export class Workspace {
         this.state.setRoot(nearest.state)
         this.journal.appendRoot({ type: 'restore', paths: ['/'], description: `escalation: restore ${nearest.name}` }, { before, after: nearest.root, stateBefore, stateAfter: nearest.state })
         return
-      } catch (error) {
-        failure = error
+      } catch {
+        // Fall through to the safe stop.
       }
     }
     this.freeze(`${message}; no intact checkpoint could be restored`)
