@@ -36,4 +36,5 @@ export type { TransactionOptions, ApprovalRequest, ApprovalHook } from './engine
 export type { Operation, OperationType } from './engine/journal.js'
 export type { JsonValue } from './engine/state.js'
 export { RollbackStack } from './engine/rollback-stack.js'
+export type { TieredRetention } from './engine/retention.js'
 export type { RollbackPolicy, RollbackEntryOptions, RollbackResult, RollbackSummary } from './engine/rollback-stack.js'

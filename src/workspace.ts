@@ -19,6 +19,7 @@ import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransacti
 import type { Validator } from './engine/validator.js'
 import type { CheckpointRecord, Durability, LoadReport } from './engine/durability.js'
 import { RollbackStack } from './engine/rollback-stack.js'
+import { type TieredRetention, retained } from './engine/retention.js'
 import type { Store } from './engine/store.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
@@ -104,8 +105,11 @@ export interface WorkspaceOptions {
   retention?: {
     /** Operations kept for undo and history (default 10 000); older ones can no longer be undone. */
     operations?: number
-    /** Automatic and turn checkpoints kept per session (default 10); manual and guard ones are always kept. */
-    checkpoints?: number
+    /**
+     * Automatic and turn checkpoints kept per session: the newest N (default 10), or tiered
+     * (`{ last: 5, hourly: 24, daily: 7 }`); manual, compact and guard ones are always kept.
+     */
+    checkpoints?: number | TieredRetention
   }
   /** Validators every transaction runs (see rewindfs/validators). */
   validators?: readonly Validator[]
@@ -407,9 +411,9 @@ export class Workspace {
 
   /** Retention: the last N automatic and turn checkpoints; manual, compact and guard ones stay. */
   private prune(): void {
-    const keep = this.options.retention?.checkpoints ?? 10
     const rolling = this.records.filter((r) => r.kind === 'auto' || r.kind === 'turn')
-    const drop = new Set(rolling.slice(0, Math.max(0, rolling.length - keep)))
+    const keep = retained(rolling, this.options.retention?.checkpoints ?? 10, Date.now())
+    const drop = new Set(rolling.filter((r) => !keep.has(r)))
     if (drop.size === 0) return
     for (let i = this.records.length - 1; i >= 0; i--) {
       if (!drop.has(this.records[i])) continue
