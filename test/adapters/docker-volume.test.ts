@@ -190,6 +190,31 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
     await again.close()
   })
 
+  it('takes ws.flush into its own lower source, and a path changed underneath since it was read is a conflict', async () => {
+    const name = newVolume('workspace', FILL)
+    const vol = await open(name)
+    opened.push(vol)
+    const ws = await Workspace.open({ lower: vol })
+    ws.fs.writeFileSync('/app/config.json', '{"port": 9090}\n')
+    ws.fs.mkdirSync('/app/lib/deep', { recursive: true })
+    ws.fs.writeFileSync('/app/lib/deep/util.js', 'export {}\n')
+    ws.fs.rmSync('/app/src', { recursive: true })
+    ws.fs.renameSync('/app/key.pem', '/app/key.moved')
+    ws.fs.symlinkSync('lib/deep/util.js', '/app/util')
+    const report = await ws.flush(vol)
+    expect(report.applied).toBe(true)
+    expect(oracleListing(name)).toEqual(workspaceListing(ws))
+    expect(ws.changes()).toEqual([])
+
+    // Someone else edits a file the workspace has read; the workspace then edits it too.
+    expect(ws.fs.readFileSync('/app/empty.txt', 'utf8')).toBe('')
+    inVolume(name, "printf 'theirs' > /v/app/empty.txt")
+    ws.fs.writeFileSync('/app/empty.txt', 'ours')
+    await expect(ws.flush(vol)).rejects.toMatchObject({ code: 'ECONFLICT', conflicts: [{ target: vol.id, path: '/app/empty.txt' }] })
+    expect(inVolume(name, 'cat /v/app/empty.txt')).toBe('theirs')
+    await ws.close()
+  })
+
   it('refuses entries the volume cannot take before sending anything, and loses nothing', async () => {
     const name = newVolume('refuse', FILL)
     const vol = await open(name)
