@@ -158,7 +158,7 @@ export class WorkspaceHost {
           this.workspaces.delete(req.handle)
           return { ok: true, value: undefined }
         case 'call': {
-          const args = parse(memberArguments[req.member] as z.ZodType<unknown[]>, req.args)
+          const args = parse(memberArguments[req.member] as z.ZodType<unknown[]>, req.args, `the arguments of ${req.member}()`)
           if (!args.ok) return args
           const result = await this.call(ws, req.member, args.value, callbacks)
           return { ok: true, value: { result, status: status(ws), resume: ws.resume } }

@@ -203,7 +203,9 @@ export function badCall(error: z.ZodError | string): ErrorRecord {
   return { name: 'TypeError', code: BAD_CALL, message: `rewindfs worker: malformed call: ${detail}` }
 }
 
-export function parse<T>(schema: z.ZodType<T>, value: unknown): { ok: true; value: T } | { ok: false; error: ErrorRecord } {
+/** `what` names the part checked when it is not the whole message (issue paths are relative to it). */
+export function parse<T>(schema: z.ZodType<T>, value: unknown, what?: string): { ok: true; value: T } | { ok: false; error: ErrorRecord } {
   const result = schema.safeParse(value)
-  return result.success ? { ok: true, value: result.data } : { ok: false, error: badCall(result.error) }
+  if (result.success) return { ok: true, value: result.data }
+  return { ok: false, error: badCall(what === undefined ? result.error : `${what}: ${z.prettifyError(result.error)}`) }
 }
