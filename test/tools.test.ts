@@ -191,6 +191,10 @@ describe('file tools', () => {
     const first = await ok(tools, 'read_file', { path: '/long.txt' })
     expect(first).toMatchObject({ end_line: 3, truncated: true, next_offset: 4 })
     expect(first.content.length).toBeLessThanOrEqual(100_000)
+    ws.fs.writeFileSync('/minified.js', 'y'.repeat(250_000) + '\nnext\n')
+    const cut = await ok(tools, 'read_file', { path: '/minified.js' })
+    expect(cut).toMatchObject({ end_line: 1, truncated: true, line_truncated: true, next_offset: 2 })
+    expect(cut.content).toBe('y'.repeat(100_000))
   })
 
   it('read_file reports missing files, directories and binary files with their codes', async () => {

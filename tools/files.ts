@@ -75,13 +75,17 @@ export function fileTools(ws: Workspace): AgentTool[] {
         let chars = 0
         while (taken < wanted.length && (taken === 0 || chars + wanted[taken].length + 1 <= READ_CHARS)) chars += wanted[taken++].length + 1
         const end = start - 1 + taken
+        const content = wanted.slice(0, taken).join('\n')
+        // One line longer than the budget (minified code) is cut; the next call starts after it.
+        const cut = content.length > READ_CHARS
         return {
           path,
-          content: wanted.slice(0, taken).join('\n'),
+          content: cut ? content.slice(0, READ_CHARS) : content,
           start_line: start,
           end_line: end,
           total_lines: all.length,
-          truncated: end < all.length,
+          truncated: cut || end < all.length,
+          ...(cut ? { line_truncated: true } : {}),
           ...(end < all.length ? { next_offset: end + 1 } : {}),
         }
       },
