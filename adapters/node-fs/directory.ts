@@ -9,7 +9,7 @@ import type { FlushEntry, FlushProgress, FlushTarget } from '../../src/flush/tar
 import type { EntryType, LowerSource, LowerStat } from '../../src/lower/source.js'
 import { normalize } from '../../src/path.js'
 import { Confinement, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined } from './confine.js'
-import { plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
+import { clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
 import { syncDirectory } from './files.js'
 import { LockFile } from './lock.js'
 
@@ -151,6 +151,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
     const manifest = readManifest(this.confinement)
     if (manifest?.state === 'committed') rollForward(this.confinement, manifest)
     else if (manifest) rollBack(this.confinement, manifest)
+    else clearStaging(this.confinement)
   }
 
   private lock(): { lock: LockFile } | { owner: number } {

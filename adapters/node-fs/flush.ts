@@ -145,9 +145,13 @@ export function plan(entries: readonly FlushEntry[], confinement: Confinement): 
       const parent = dirname(path)
       const named = nearestNamed(parent)
       if (named && named[1] !== 'dir') throw refuse(path, `its ancestor '${named[0]}' is ${named[1] === 'delete' ? 'deleted' : `replaced by a ${named[1]}`} in the same change set`)
-      if (named?.[0] === parent && order.get(parent)! > index) throw refuse(path, `its parent '${parent}' comes after it (parents must come first)`)
-      if (named?.[0] !== parent && !isRealDirectory(parent)) {
-        throw new FsError('ENOENT', 'flush', path, undefined, `its parent '${parent}' is not a directory inside the root and the change set does not create it`)
+      if (!isRealDirectory(parent)) {
+        // Nothing to delete where the parent is missing; anything else needs the parent made first.
+        if (entry.kind === 'delete' && !lstatOrUndefined(confinement.lexical(parent))) return
+        if (named?.[0] === parent && order.get(parent)! > index) throw refuse(path, `its parent '${parent}' comes after it (parents must come first)`)
+        if (named?.[0] !== parent) {
+          throw new FsError('ENOENT', 'flush', path, undefined, `its parent '${parent}' is not a directory inside the root and the change set does not create it`)
+        }
       }
     }
     switch (entry.kind) {
@@ -258,7 +262,7 @@ export function rollForward(confinement: Confinement, manifest: Manifest, applie
     const time = step.mtimeMs / 1000
     fs.utimesSync(confinement.lexical(step.path), time, time)
   }
-  finish(confinement)
+  clearStaging(confinement)
 }
 
 /** Deletes the temps of a flush that never committed. */
@@ -276,11 +280,14 @@ export function rollBack(confinement: Confinement, manifest: Manifest): void {
       if (codeOf(error) !== 'ENOENT') throw error
     }
   }
-  finish(confinement)
+  clearStaging(confinement)
 }
 
-/** Removes the manifest (the flush is over) and anything else left in the staging folder but the lock. */
-function finish(confinement: Confinement): void {
+/**
+ * Removes the manifest (the flush is over) and anything else in the staging folder but the lock,
+ * such as a manifest temp a crash left half written.
+ */
+export function clearStaging(confinement: Confinement): void {
   const folder = stagingFolder(confinement)
   removeIfPresent(manifestFile(confinement))
   for (const name of fs.readdirSync(folder)) if (name !== 'lock') fs.rmSync(`${folder}/${name}`, { force: true, recursive: true })
