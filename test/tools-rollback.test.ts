@@ -76,6 +76,20 @@ describe('undo_operation', () => {
     expect(ws.fs.readFileSync('/app/settings.yaml', 'utf8')).toBe(lower['/app/settings.yaml'])
   })
 
+  it('numbers reverted lines across hunks, and lists at most 200 per side', async () => {
+    const lines = Array.from({ length: 20 }, (_, i) => `line ${i + 1}`)
+    ws.fs.writeFileSync('/app/long.txt', lines.join('\n') + '\n')
+    const edited = lines.map((line, i) => (i === 1 ? 'changed 2' : i === 17 ? 'changed 18\nadded 18b' : line))
+    await ok(tools, 'write_file', { path: '/app/long.txt', content: edited.join('\n') + '\n' })
+    const undo = await ok(tools, 'undo_operation', {})
+    expect(undo.undone_operations[0].changes_reverted).toEqual({ lines_restored: [2, 18], lines_removed: [2, 18, 19] })
+    ws.fs.writeFileSync('/app/big.txt', Array.from({ length: 300 }, (_, i) => `old ${i}`).join('\n'))
+    await ok(tools, 'write_file', { path: '/app/big.txt', content: Array.from({ length: 300 }, (_, i) => `new ${i}`).join('\n') })
+    const big = (await ok(tools, 'undo_operation', {})).undone_operations[0].changes_reverted
+    expect(big.lines_restored).toEqual(Array.from({ length: 200 }, (_, i) => i + 1))
+    expect(big.truncated).toBe(true)
+  })
+
   it('undoes several steps newest first, and a dry run reports the same and changes nothing', async () => {
     await ok(tools, 'write_file', { path: '/app/src/util.ts', content: 'export {}\n' })
     await ok(tools, 'edit_file', { path: '/app/src/main.ts', old_string: 'serve()', new_string: 'serve(8080)' })

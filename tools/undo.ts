@@ -3,7 +3,6 @@
  * (config_change by path), and each undone operation reports the line numbers it brings back and
  * takes away, read from the operation's own diff.
  */
-import type { JsonValue } from '../src/engine/state.js'
 import type { Operation } from '../src/engine/journal.js'
 import type { UndoResult, Workspace } from '../src/workspace.js'
 import { patchLines } from './lines.js'
@@ -76,7 +75,7 @@ export function undoTool(ws: Workspace): AgentTool {
           'EDEPENDENT',
           `cannot undo that alone: later operations on the same files depend on it: ${list}. ` +
             'Undo those first, or widen the selection (operation_type: "all" or more steps).',
-          { blocking: blocking.map((operation) => operation.id) as JsonValue },
+          { blocking: blocking.map((operation) => operation.id) },
         )
       }
       const chosen = new Set(result.undone.map((operation) => operation.id))
