@@ -77,6 +77,7 @@ export class IndexedDbTree extends IndexedSource implements FlushTarget {
 
   async apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void): Promise<(string | undefined)[]> {
     this.check(entries)
+    if (entries.length === 0) return []
     const now = Date.now()
     const written = await this.database.run('flush', () =>
       this.database.use('readwrite', async (store) => {

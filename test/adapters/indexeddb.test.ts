@@ -437,9 +437,55 @@ describe('indexedDbTree: a lower source and flush target', () => {
     expect([lazy.loaded('/big/one.bin'), lazy.loaded('/big/two.bin')]).toEqual([true, false])
     expect([...ws.fs.readFileSync('/big/one.bin')].every((b) => b === 1)).toBe(true)
     expect(() => ws.fs.readFileSync('/big/two.bin')).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_NOT_LOADED' }))
+    // The promise form loads what it needs by itself; after it, sync reads work too.
+    expect((await ws.fs.promises.readFile('/big/two.bin')).every((b: number) => b === 2)).toBe(true)
+    expect(lazy.loaded('/big/two.bin')).toBe(true)
+    expect(ws.fs.readFileSync('/big/two.bin').byteLength).toBe(600)
     await ws.close()
 
     await expect(indexedDbTree(name, { preloadBytes: -1 })).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
+  })
+
+  it('takes a workspace flush into its own tree (a rebase), and refuses one over a change another tab made', async () => {
+    const name = unique('tree-flush')
+    const tree = track(await indexedDbTree(name))
+    await tree.apply(seed)
+    const ws = await Workspace.open({ lower: tree })
+    ws.fs.writeFileSync('/app/a.txt', 'edited')
+    ws.fs.rmSync('/app/lib', { recursive: true })
+    ws.fs.mkdirSync('/app/docs')
+    ws.fs.writeFileSync('/app/docs/x.md', '# x')
+    ws.fs.unlinkSync('/app/link')
+    ws.fs.symlinkSync('docs/x.md', '/app/link')
+    const report = await ws.flush()
+    expect(report.applied).toBe(true)
+    expect(report.changes.map((c) => `${c.type} ${c.path}`).sort()).toEqual([
+      'added /app/docs',
+      'added /app/docs/x.md',
+      'deleted /app/lib',
+      'deleted /app/lib/b.txt',
+      'modified /app/a.txt',
+      'modified /app/link',
+    ])
+    expect(ws.changes()).toEqual([])
+
+    // Another tab opens the database: the flush is there.
+    const other = track(await indexedDbTree(name))
+    expect(decode(other.readFile('/app/a.txt'))).toBe('edited')
+    expect(decode(other.readFile('/app/docs/x.md'))).toBe('# x')
+    expect(other.readlink('/app/link')).toBe('docs/x.md')
+    expect(other.stat('/app/lib')).toBeUndefined()
+
+    // It changes a file this workspace wrote; the workspace's next write there is a conflict.
+    await other.apply([{ path: '/app/docs/x.md', kind: 'file', mode: 0o644, mtimeMs: 0, content: text('theirs') }])
+    ws.fs.writeFileSync('/app/docs/x.md', 'mine')
+    await expect(ws.flush()).rejects.toMatchObject({ code: 'ECONFLICT', message: expect.stringMatching(/\/app\/docs\/x\.md/) })
+    const after = track(await indexedDbTree(name))
+    expect(decode(after.readFile('/app/docs/x.md'))).toBe('theirs')
+    await ws.flush(undefined, { force: true })
+    const forced = track(await indexedDbTree(name))
+    expect(decode(forced.readFile('/app/docs/x.md'))).toBe('mine')
+    await ws.close()
   })
 
   it('refuses index records it did not write', async () => {

@@ -82,6 +82,18 @@ describe.skipIf(!available)('IndexedDB adapter in Chromium', () => {
     const lazy = await call(page, 'treeRead', 'reload-tree', 1)
     expect(lazy.beforePrefetch).toBe('ERR_REWINDFS_NOT_LOADED')
     expect(lazy.files).toEqual(preloaded.files)
+
+    // A workspace over the tree with its journal in the same database: flush, reload, reopen.
+    const flushed = await call(page, 'treeWorkspace', 'reload-tree')
+    expect(flushed.applied).toBe(true)
+    expect(flushed.changes).toEqual(['added /site/new.txt', 'modified /site/index.html'])
+    await harness.reload(page)
+    const reopened = await call(page, 'treeWorkspaceReopen', 'reload-tree')
+    expect(reopened.files).toEqual(flushed.files)
+    expect(reopened.files['/site/draft.txt']).toBe('644 not flushed')
+    expect(reopened.checkpoints).toEqual(['edited'])
+    expect(reopened.unflushed).toEqual(['added /site/draft.txt'])
+    expect(reopened.inTree).toBe('<h1>edited</h1>')
     await screenshot(page, 'tree-reload')
   })
 

@@ -111,6 +111,33 @@ const scenarios = {
     return show('tree read', result)
   },
 
+  /** The browser setup: the tree as lower layer, the journal in the same database; edits flushed into the tree. */
+  async treeWorkspace(name: string) {
+    const ws = await Workspace.open({ lower: await indexedDbTree(name), store: indexedDbStore(name), autoCheckpoint: false })
+    ws.fs.writeFileSync('/site/index.html', '<h1>edited</h1>')
+    ws.fs.writeFileSync('/site/new.txt', 'new')
+    await ws.checkpoint({ name: 'edited' })
+    const report = await ws.flush()
+    ws.fs.writeFileSync('/site/draft.txt', 'not flushed')
+    await ws.sync()
+    const result = { applied: report.applied, changes: report.changes.map((c) => `${c.type} ${c.path}`).sort(), files: files(ws) }
+    await ws.close()
+    return show('tree workspace flushed', result)
+  },
+
+  async treeWorkspaceReopen(name: string) {
+    const tree = await indexedDbTree(name)
+    const ws = await Workspace.open({ lower: tree, store: indexedDbStore(name), autoCheckpoint: false })
+    const result = {
+      files: files(ws),
+      checkpoints: ws.checkpoints().map((c) => c.name),
+      unflushed: ws.changes().map((c) => `${c.type} ${c.path}`),
+      inTree: new TextDecoder().decode(tree.readFile('/site/index.html')),
+    }
+    await ws.close()
+    return show('tree workspace reopened', result)
+  },
+
   async openWriter(name: string) {
     held = indexedDbStore(name)
     writerWorkspace = await Workspace.open({ store: held, autoCheckpoint: false })
