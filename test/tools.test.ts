@@ -162,6 +162,8 @@ describe('malformed inputs', () => {
       expect(outcome.isError).toBe(true)
     }
     expect(await fails(tools, 'manage_checkpoint', { action: 'create' })).toMatchObject({ message: 'this workspace is closed' })
+    const hostile = { get path(): string { throw new Error('no reading me') } }
+    expect(await fails(tools, 'read_file', hostile)).toEqual({ code: 'EINTERNAL', message: 'no reading me' })
   })
 })
 

@@ -23,13 +23,14 @@ export function defineTool<S extends z.ZodType>(
     description,
     inputSchema: z.toJSONSchema(schema, { io: 'input' }),
     async run(input: unknown): Promise<ToolResult> {
-      const parsed = schema.safeParse(input)
-      if (!parsed.success) {
-        const issues = parsed.error.issues.map((issue) => ({ path: issue.path.map(String).join('.') || '(input)', message: issue.message }))
-        const summary = issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ')
-        return { isError: true, error: { code: 'EINVALIDINPUT', message: `invalid input for ${name}: ${summary}`, issues } }
-      }
+      // Parsing is inside the try too: a hostile input (a getter that throws) is an error result as well.
       try {
+        const parsed = schema.safeParse(input)
+        if (!parsed.success) {
+          const issues = parsed.error.issues.map((issue) => ({ path: issue.path.map(String).join('.') || '(input)', message: issue.message }))
+          const summary = issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ')
+          return { isError: true, error: { code: 'EINVALIDINPUT', message: `invalid input for ${name}: ${summary}`, issues } }
+        }
         return { isError: false, result: await handler(parsed.data) }
       } catch (error) {
         return { isError: true, error: toToolError(error) }
