@@ -13,7 +13,7 @@ export function findCheckpoint(ws: Workspace, idOrName: string): Checkpoint {
   return found
 }
 
-export function checkpointSummary(checkpoint: Checkpoint, description?: string) {
+function checkpointSummary(checkpoint: Checkpoint, description?: string) {
   const text = checkpoint.description ?? description
   return {
     checkpoint_id: checkpoint.id,

@@ -12,10 +12,10 @@ import { deletePathInput, editFileInput, listDirectoryInput, movePathInput, read
 import { type AgentTool, defineTool } from './tool.js'
 
 /** Lines read_file returns by default, and the characters it returns at most in one call. */
-export const READ_LINES = 2000
-export const READ_CHARS = 100_000
+const READ_LINES = 2000
+const READ_CHARS = 100_000
 /** Entries list_directory returns at most. */
-export const LIST_ENTRIES = 1000
+const LIST_ENTRIES = 1000
 
 function lines(text: string): string[] {
   const all = text.split('\n')

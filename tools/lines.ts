@@ -1,7 +1,7 @@
 /** Line numbers out of a unified diff, for the seed's changes_reverted. */
 
 /** Line numbers listed at most per side; `truncated` says when there were more. */
-export const LINES_LISTED = 200
+const LINES_LISTED = 200
 
 export interface LineChanges {
   /** Lines the patch removes, numbered in the file before it. */

@@ -29,7 +29,7 @@ export function isConfigPath(path: string): boolean {
 }
 
 /** The seed's type for an operation, or the engine's when none fits (rename, restore…). */
-export function seedType(type: OperationType): string {
+function seedType(type: OperationType): string {
   for (const [seed, types] of Object.entries(ENGINE_TYPES)) if (types.includes(type)) return seed
   return type
 }

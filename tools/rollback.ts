@@ -12,8 +12,8 @@ import { rollbackInput } from './schemas.js'
 import { type AgentTool, defineTool } from './tool.js'
 
 /** Changes listed at most, and characters of each diff shown. */
-export const CHANGES_LISTED = 200
-export const DIFF_CHARS = 8000
+const CHANGES_LISTED = 200
+const DIFF_CHARS = 8000
 
 /** An exact path as a glob of the engine's matcher (braces quote the special characters). */
 function literalGlob(path: string): string {
