@@ -14,6 +14,9 @@ import type { PathStat } from './helper.js'
 /** The staging folder of flushes, under the volume root; never part of the lower view. */
 export const STAGING = '/.rewindfs-flush'
 
+/** The archive's and the tar header's precision: whole seconds (negative times clamp to the epoch). */
+export const wholeSeconds = (ms: number) => Math.floor(Math.max(0, ms) / 1000)
+
 /**
  * Files: size, whole-second mtime and permissions. Directories: permissions only (their mtime moves
  * with every entry added or removed, which their children's own versions already show). Symlinks:

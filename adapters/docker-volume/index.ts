@@ -9,7 +9,7 @@ import { FsError } from '../../src/errors.js'
 import { IndexedSource, PRELOAD_BYTES, type IndexedEntry } from '../../src/lower/indexed.js'
 import type { EntryType } from '../../src/lower/source.js'
 import { dirname, isWithin, normalize } from '../../src/path.js'
-import { STAGING, readIndex, readSingleFile, versionOf, versionOfStat } from './archive.js'
+import { STAGING, readIndex, readSingleFile, versionOf, versionOfStat, wholeSeconds } from './archive.js'
 import { DockerEngine } from './engine.js'
 import { DockerVolumeError, invalid, noHelperImage, noVolume } from './errors.js'
 import { Helper } from './helper.js'
@@ -91,15 +91,14 @@ export async function dockerVolume(options: DockerVolumeOptions): Promise<Docker
 
 /** Where each entry leaves the volume, in index terms: what `apply` resolves to and the index takes. */
 function outcome(entry: FlushEntry, now: Date): IndexedEntry | undefined {
-  const seconds = (ms: number) => Math.floor(Math.max(0, ms) / 1000)
   if (entry.kind === 'delete') return undefined
   if (entry.kind === 'symlink') {
     const size = Buffer.byteLength(entry.target)
-    const at = seconds(now.getTime())
+    const at = wholeSeconds(now.getTime())
     return { type: 'symlink', mode: 0o777, size, mtimeMs: at * 1000, target: entry.target, version: versionOf('symlink', 0o777, size, at) }
   }
   const mode = entry.mode & 0o7777
-  const at = seconds(entry.mtimeMs)
+  const at = wholeSeconds(entry.mtimeMs)
   if (entry.kind === 'dir') return { type: 'dir', mode, size: 0, mtimeMs: at * 1000, version: versionOf('dir', mode, 0, at) }
   const size = entry.content.byteLength
   return { type: 'file', mode, size, mtimeMs: at * 1000, version: versionOf('file', mode, size, at), content: entry.content }
@@ -203,6 +202,7 @@ export class DockerVolume extends IndexedSource implements FlushTarget {
         if (typeof entry.target !== 'string' || entry.target === '' || entry.target.includes('\0')) throw invalid(`the symlink '${path}' needs a non-empty target without NUL`)
       } else if (entry.kind !== 'dir') throw invalid(`the flush entry for '${path}' has an unknown kind ${JSON.stringify((entry as { kind?: unknown }).kind)}`)
       if (entry.kind !== 'symlink' && (!Number.isInteger(entry.mode) || !Number.isFinite(entry.mtimeMs))) throw invalid(`the flush entry for '${path}' needs an integer mode and a finite mtimeMs`)
+      if (made.has(path)) throw invalid(`'${path}' is made twice in one flush`)
       const parent = dirname(path)
       if (parent !== '/' && typeAt(parent) !== 'dir') throw new FsError('ENOENT', 'flush', path, undefined, `no directory '${parent}' in volume '${this.name}' or earlier in the flush`)
       made.set(path, entry.kind)

@@ -1,15 +1,17 @@
 /**
- * A flush as the volume sees it: one tar put into /v (a staging folder `.rewindfs-flush/<id>` with
- * one numbered item per entry, and `manifest.sh` last), then the runner, a fixed command any helper
- * container runs, which applies every complete manifest it finds. The manifest is a shell script of
- * numbered steps that logs each finished step, so a run cut short resumes after the last one: no step
- * runs twice (a delete re-run after the path was made again would lose it). It ends by removing
- * itself and its staging folder; its last line marks it complete, so a torn upload is only removed.
+ * A flush as the volume sees it: one tar put into /v (a staging folder `.rewindfs-flush/<id>` whose
+ * `tree/` holds every new file, directory and symlink at its own path, and `manifest.sh` last), then
+ * the runner, a fixed command any helper container runs, which applies every complete manifest it
+ * finds. The manifest is a shell script of numbered steps that logs each finished step, so a run cut
+ * short resumes after the last one: no step runs twice (a delete re-run after the path was made again
+ * would lose it). A directory that is new in the volume moves in whole, with everything staged under
+ * it, in one rename. The manifest ends by removing itself and its staging folder; its last line marks
+ * it complete, so a torn upload is only removed.
  */
 import { Readable } from 'node:stream'
 import tar from 'tar-stream'
 import type { FlushEntry } from '../../src/flush/target.js'
-import { STAGING } from './archive.js'
+import { STAGING, wholeSeconds } from './archive.js'
 import { MOUNT } from './helper.js'
 
 const END = '# end of manifest'
@@ -37,64 +39,63 @@ export const RUNNER = [
 
 const octal = (mode: number) => (mode & 0o7777).toString(8).padStart(4, '0')
 
-/** The manifest for entries staged as items 1..n in `${MOUNT}${STAGING}/<id>`. */
+/** The manifest for entries staged under `${MOUNT}${STAGING}/<id>/tree`. */
 export function manifest(id: string, entries: readonly FlushEntry[]): string {
-  const stage = `${MOUNT}${STAGING}/${id}`
-  const target = (path: string) => quote(MOUNT + path)
   const lines = [
     `# rewindfs flush ${id}: ${entries.length} steps; re-run safely, finished steps are logged in ./progress`,
     'set -e',
-    `cd ${quote(stage)}`,
+    `cd ${quote(`${MOUNT}${STAGING}/${id}`)}`,
     'touch progress',
     'done=$(tail -n 1 progress); done=${done:-0}',
     'step() { n=$1; shift; if [ "$n" -gt "$done" ]; then "$@"; echo "$n" >> progress; fi; }',
-    // A staged item already moved (a crash after mv, before the log): nothing left to do.
-    'put() { if [ -e "$1" ] || [ -L "$1" ]; then rm -rf "$2"; mv "$1" "$2"; fi; }',
-    'dir() { if [ -L "$1" ] || { [ -e "$1" ] && [ ! -d "$1" ]; }; then rm -f "$1"; fi; [ -d "$1" ] || mkdir "$1"; chmod "$2" "$1"; }',
-    'del() { rm -rf "$1"; }',
+    // A staged item already moved (its directory moved whole, or a crash after mv): nothing left to do.
+    `put() { if [ -e "tree$1" ] || [ -L "tree$1" ]; then rm -rf "${MOUNT}$1"; mv "tree$1" "${MOUNT}$1"; fi; }`,
+    `dir() { t="${MOUNT}$1"; if [ -L "$t" ] || { [ -e "$t" ] && [ ! -d "$t" ]; }; then rm -f "$t"; fi`,
+    '  if [ ! -e "$t" ] && [ -d "tree$1" ]; then mv "tree$1" "$t"; else [ -d "$t" ] || mkdir "$t"; chmod "$2" "$t"; fi; }',
+    `del() { rm -rf "${MOUNT}$1"; }`,
   ]
   entries.forEach((entry, index) => {
-    const n = index + 1
-    if (entry.kind === 'delete') lines.push(`step ${n} del ${target(entry.path)}`)
-    else if (entry.kind === 'dir') lines.push(`step ${n} dir ${target(entry.path)} ${octal(entry.mode)}`)
-    else lines.push(`step ${n} put ${n} ${target(entry.path)}`)
+    const step = `step ${index + 1}`
+    if (entry.kind === 'delete') lines.push(`${step} del ${quote(entry.path)}`)
+    else if (entry.kind === 'dir') lines.push(`${step} dir ${quote(entry.path)} ${octal(entry.mode)}`)
+    else lines.push(`${step} put ${quote(entry.path)}`)
   })
-  // Moving children in changed the directories' times: give them theirs, from their staged items.
+  // Moving children in changed the directories' times: give them theirs, deepest first.
   for (let index = entries.length - 1; index >= 0; index--) {
     const entry = entries[index]
-    if (entry.kind === 'dir') lines.push(`[ ! -d ${target(entry.path)} ] || touch -r ${index + 1} ${target(entry.path)}`)
+    const target = quote(MOUNT + entry.path)
+    if (entry.kind === 'dir') lines.push(`[ ! -d ${target} ] || touch -d @${wholeSeconds(entry.mtimeMs)} ${target}`)
   }
-  lines.push('rm -f manifest.sh', `cd / && rm -rf ${quote(stage)}`, END)
+  lines.push('rm -f manifest.sh', `cd / && rm -rf ${quote(`${MOUNT}${STAGING}/${id}`)}`, END)
   return lines.join('\n') + '\n'
 }
 
-/** The tar to put into the volume root: the staging folder, its items, the manifest last. */
+/** The tar to put into the volume root: the staging folder, its tree (parents first), the manifest last. */
 export function stagingTar(id: string, entries: readonly FlushEntry[], now = new Date()): Readable {
   const pack = tar.pack()
   const base = `${STAGING.slice(1)}/${id}`
-  const seconds = (ms: number) => new Date(Math.max(0, ms))
-  void (async () => {
-    const add = (header: Partial<tar.Header> & { name: string }, content?: Uint8Array) =>
-      new Promise<void>((resolve, reject) => {
-        const done = (error?: Error | null) => (error ? reject(error) : resolve())
-        if (content === undefined) pack.entry(header, done)
-        else pack.entry(header, content, done)
-      })
-    try {
-      await add({ name: STAGING.slice(1), type: 'directory', mode: 0o700, mtime: now })
-      await add({ name: base, type: 'directory', mode: 0o700, mtime: now })
-      for (const [index, entry] of entries.entries()) {
-        const name = `${base}/${index + 1}`
-        if (entry.kind === 'file') await add({ name, type: 'file', mode: entry.mode & 0o7777, mtime: seconds(entry.mtimeMs), size: entry.content.byteLength }, entry.content)
-        else if (entry.kind === 'dir') await add({ name, type: 'directory', mode: 0o700, mtime: seconds(entry.mtimeMs) })
-        else if (entry.kind === 'symlink') await add({ name, type: 'symlink', linkname: entry.target, mode: 0o777, mtime: now })
-      }
-      const script = Buffer.from(manifest(id, entries))
-      await add({ name: `${base}/manifest.sh`, type: 'file', mode: 0o600, mtime: now, size: script.byteLength }, script)
-      pack.finalize()
-    } catch (error) {
-      pack.destroy(error as Error)
-    }
-  })()
+  const staged = new Set<string>()
+  const folder = (name: string, mode: number, mtime: Date) => {
+    if (staged.has(name)) return
+    staged.add(name)
+    pack.entry({ name, type: 'directory', mode, mtime })
+  }
+  folder(STAGING.slice(1), 0o700, now)
+  folder(base, 0o700, now)
+  folder(`${base}/tree`, 0o700, now)
+  for (const entry of entries) {
+    if (entry.kind === 'delete') continue
+    // Parents the flush does not make itself exist in the volume: in the staging tree they only hold items.
+    const parts = entry.path.split('/').slice(1)
+    for (let depth = 1; depth < parts.length; depth++) folder(`${base}/tree/${parts.slice(0, depth).join('/')}`, 0o700, now)
+    const name = `${base}/tree${entry.path}`
+    const mtime = new Date(wholeSeconds(entry.kind === 'symlink' ? now.getTime() : entry.mtimeMs) * 1000)
+    if (entry.kind === 'dir') folder(name, entry.mode & 0o7777, mtime)
+    else if (entry.kind === 'symlink') pack.entry({ name, type: 'symlink', linkname: entry.target, mode: 0o777, mtime })
+    else pack.entry({ name, type: 'file', mode: entry.mode & 0o7777, mtime, size: entry.content.byteLength }, entry.content)
+  }
+  const script = Buffer.from(manifest(id, entries))
+  pack.entry({ name: `${base}/manifest.sh`, type: 'file', mode: 0o600, mtime: now, size: script.byteLength }, script)
+  pack.finalize()
   return Readable.from(pack)
 }
