@@ -11,10 +11,19 @@ import { blockedError, translate } from './errors.js'
 
 export const OBJECT_STORE = 'rewindfs'
 
-/** Every key that starts with `prefix` (a key range up to the prefix with its last character + 1). */
+/** The first key after every key that starts with `prefix`: the prefix with its last character + 1. */
+function after(prefix: string): string {
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)
+}
+
+/** Every key that starts with `prefix`. */
 export function prefixRange(prefix: string): IDBKeyRange {
-  const last = prefix.charCodeAt(prefix.length - 1)
-  return IDBKeyRange.bound(prefix, prefix.slice(0, -1) + String.fromCharCode(last + 1), false, true)
+  return IDBKeyRange.bound(prefix, after(prefix), false, true)
+}
+
+/** The keys that start with `prefix`, from `first` on. */
+export function prefixRangeFrom(prefix: string, first: string): IDBKeyRange {
+  return IDBKeyRange.bound(first, after(prefix), false, true)
 }
 
 /**

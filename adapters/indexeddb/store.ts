@@ -12,7 +12,7 @@ import * as z from 'zod/mini'
 import type { BlobId } from '../../src/blob/store.js'
 import type { JsonValue } from '../../src/engine/state.js'
 import type { Store } from '../../src/engine/store.js'
-import { Database, prefixRange, tight } from './database.js'
+import { Database, prefixRange, prefixRangeFrom, tight } from './database.js'
 import { corruptError, indexedDbError, readOnlyError } from './errors.js'
 
 const JOURNAL = 'j:'
@@ -20,6 +20,13 @@ const BLOB = 'b:'
 const META = 'm:'
 /** Fixed width so string order is append order (16 digits hold any safe integer). */
 const SEQ_DIGITS = 16
+
+/**
+ * Blobs a getBlob miss reads along with the one asked for, in key order. Opening a workspace reads
+ * every blob in blobIds order, so this makes it one transaction per READ_AHEAD blobs instead of one
+ * each (5000 files took 5.8 s to reopen in Chromium at one each).
+ */
+const READ_AHEAD = 64
 
 const journalKey = (seq: number) => JOURNAL + String(seq).padStart(SEQ_DIGITS, '0')
 
@@ -48,6 +55,12 @@ export interface IndexedDbStore extends Store {
   close(): Promise<void>
 }
 
+function checkBlob(id: BlobId, value: unknown): Uint8Array | undefined {
+  const parsed = blobSchema.safeParse(value)
+  if (!parsed.success) throw corruptError('getBlob', BLOB + id, 'a blob is not a Uint8Array')
+  return parsed.data
+}
+
 /** The writer lock, held until `release` resolves; false when another tab holds it. */
 function takeWriterLock(name: string, release: Promise<void>): Promise<boolean> {
   const locks = globalThis.navigator?.locks
@@ -74,6 +87,8 @@ class IndexedDbJournalStore implements IndexedDbStore {
   /** Calls run one after another, so appends keep their order and reads see every earlier write. */
   private tail: Promise<unknown> = Promise.resolve()
   private releaseLock: () => void = () => undefined
+  /** Values read ahead by getBlob, unchecked until asked for; dropped on any blob change. */
+  private readAhead = new Map<BlobId, unknown>()
   private closed = false
 
   constructor(readonly name: string, options: IndexedDbStoreOptions) {
@@ -99,6 +114,7 @@ class IndexedDbJournalStore implements IndexedDbStore {
     if (this.readOnly) {
       this.channel.onmessage = (event: MessageEvent) => {
         if (!commitMessage.safeParse(event.data).success) return
+        this.readAhead.clear()
         for (const listener of [...this.listeners]) listener()
       }
       await this.database.open()
@@ -173,20 +189,32 @@ class IndexedDbJournalStore implements IndexedDbStore {
 
   putBlobs(blobs: readonly (readonly [BlobId, Uint8Array])[]): Promise<void> {
     return this.write('putBlobs', async () => {
+      this.readAhead.clear()
       if (blobs.length > 0) await setMany(blobs.map(([id, bytes]) => [BLOB + id, tight(bytes)]), this.database.use)
     }, false)
   }
 
   getBlob(id: BlobId): Promise<Uint8Array | undefined> {
     return this.queue('getBlob', async () => {
-      const parsed = blobSchema.safeParse(await get(BLOB + id, this.database.use))
-      if (!parsed.success) throw corruptError('getBlob', BLOB + id, 'a blob is not a Uint8Array')
-      return parsed.data
+      if (this.readAhead.has(id)) {
+        const value = this.readAhead.get(id)
+        this.readAhead.delete(id)
+        return checkBlob(id, value)
+      }
+      const from = prefixRangeFrom(BLOB, BLOB + id)
+      const [keys, values] = await this.database.use('readonly', (store) =>
+        Promise.all([promisifyRequest(store.getAllKeys(from, READ_AHEAD)), promisifyRequest(store.getAll(from, READ_AHEAD))]),
+      )
+      this.readAhead = new Map(keys.map((key, i) => [String(key).slice(BLOB.length), values[i]]))
+      const value = this.readAhead.get(id)
+      this.readAhead.delete(id)
+      return checkBlob(id, value)
     })
   }
 
   deleteBlobs(ids: readonly BlobId[]): Promise<void> {
     return this.write('deleteBlobs', async () => {
+      this.readAhead.clear()
       if (ids.length > 0) await delMany(ids.map((id) => BLOB + id), this.database.use)
     }, false)
   }

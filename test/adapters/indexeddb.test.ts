@@ -122,6 +122,32 @@ describe('indexedDbStore: the Store contract', () => {
     expect(await store.blobIds()).toEqual(['y'])
   })
 
+  it('reads blobs ahead in key order, so opening reads many per transaction, and forgets them on a change', async () => {
+    const store = track(indexedDbStore(unique('read-ahead')))
+    const blobs = Array.from({ length: 200 }, (_, i): [string, Uint8Array] => [`blob${String(i).padStart(3, '0')}`, text(`content ${i}`)])
+    await store.putBlobs(blobs)
+    const transaction = IDBDatabase.prototype.transaction
+    let transactions = 0
+    IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase['transaction']>) {
+      transactions++
+      return transaction.apply(this, args)
+    }
+    try {
+      const ids = await store.blobIds()
+      const read = []
+      for (const id of ids) read.push([id, decode(await store.getBlob(id))])
+      expect(read).toEqual(blobs.map(([id, bytes]) => [id, decode(bytes)]))
+      expect(transactions).toBeLessThanOrEqual(1 + Math.ceil(200 / 64))
+    } finally {
+      IDBDatabase.prototype.transaction = transaction
+    }
+    // Read ahead, then deleted: the delete wins.
+    expect(decode(await store.getBlob('blob000'))).toBe('content 0')
+    await store.deleteBlobs(['blob001'])
+    expect(await store.getBlob('blob001')).toBeUndefined()
+    expect(decode(await store.getBlob('blob002'))).toBe('content 2')
+  })
+
   it('keeps metadata apart from blobs and journal', async () => {
     const store = track(indexedDbStore(unique('meta')))
     await store.putMeta('lower', { id: 'directory:/p', n: [1, 2, null], ok: true })
