@@ -97,7 +97,10 @@ class IndexedDbJournalStore implements IndexedDbStore {
     this.channel = new BroadcastChannel(`rewindfs-store:${name}`)
     // Node keeps the process alive while a channel is open; browsers have no unref.
     ;(this.channel as { unref?: () => void }).unref?.()
-    this.ready = this.start(options.readOnly)
+    this.ready = this.start(options.readOnly).catch((error: unknown) => {
+      this.releaseLock() // a store that failed to open must not keep other tabs from writing
+      throw error
+    })
     // Callers see the failure from `ready` or from the first call; this only avoids an unhandled rejection.
     this.ready.catch(() => undefined)
   }
