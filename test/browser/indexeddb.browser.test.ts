@@ -123,4 +123,15 @@ describe.skipIf(!available)('IndexedDB adapter in Chromium', () => {
     await call(third, 'writerWrite', '/notes.md', 'three')
     expect(await call(second, 'readerFiles')).toEqual({ '/notes.md': '644 three' })
   })
+
+  it('an upgrade blocked by another tab is EBUSY, and opens once that tab lets go', async () => {
+    context = await harness.newContext()
+    const other = await harness.open(context)
+    const page = await harness.open(context)
+    await call(other, 'holdForeignDatabase', 'shared-name')
+    expect(await call(page, 'storeRoundTrip', 'shared-name')).toBe('EBUSY')
+    await call(other, 'releaseForeignDatabase')
+    expect(await call(page, 'storeRoundTrip', 'shared-name')).toEqual(['round trip'])
+    await screenshot(page, 'blocked-upgrade')
+  })
 })

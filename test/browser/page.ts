@@ -60,6 +60,7 @@ let held: IndexedDbStore | undefined
 let writerWorkspace: Workspace | undefined
 let changes = 0
 let changed: () => void = () => undefined
+let foreign: IDBDatabase | undefined
 
 const scenarios = {
   /** A session through the IndexedDB store, synced and closed. */
@@ -190,6 +191,36 @@ const scenarios = {
       return 'written'
     } catch (error) {
       return codeOf(error)
+    }
+  },
+
+  /** Another app's connection to `name` (without our object store) that ignores version changes. */
+  async holdForeignDatabase(name: string) {
+    foreign = await new Promise<IDBDatabase>((resolve, reject) => {
+      const request = indexedDB.open(name, 1)
+      request.onupgradeneeded = () => request.result.createObjectStore('theirs')
+      request.onsuccess = () => resolve(request.result)
+      request.onerror = () => reject(request.error)
+    })
+    return show('holding a foreign connection', name)
+  },
+
+  releaseForeignDatabase() {
+    foreign?.close()
+    foreign = undefined
+    return show('foreign connection closed', true)
+  },
+
+  /** Opens the store, appends, reads back: the journal, or the error code. */
+  async storeRoundTrip(name: string) {
+    const store = indexedDbStore(name)
+    try {
+      await store.appendJournal(['round trip'])
+      return show('round trip', await store.readJournal())
+    } catch (error) {
+      return show('round trip failed', codeOf(error))
+    } finally {
+      await store.close()
     }
   },
 
