@@ -70,6 +70,15 @@ export class DockerEngine {
     return text
   }
 
+  /** Whether something is there: true on 2xx, false on 404, the daemon's error otherwise. */
+  async exists(path: string): Promise<boolean> {
+    const answer = await this.send('GET', path)
+    const text = (await readAll(answer.body)).toString('utf8')
+    if (answer.status === 404) return false
+    if (answer.status < 200 || answer.status >= 300) throw apiError('GET', path, answer.status, messageOf(text))
+    return true
+  }
+
   /** A JSON answer, checked against its schema (the daemon is outside our trust boundary). */
   async json<T>(method: string, path: string, schema: z.ZodMiniType<T>, body?: unknown): Promise<T> {
     const text = (await this.call(method, path, body)).toString('utf8')

@@ -29,6 +29,7 @@ export interface DockerVolumeOptions {
   preloadBytes?: number
 }
 
+const RUNNER_STAYS = 'the flush runner (the staged flush stays in the volume and is retried on the next open or flush)'
 const VOLUME_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/
 const IMAGE_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.:/@-]*$/
 /** Requests in flight at once for per-path work (prefetch, versions). */
@@ -63,18 +64,12 @@ export async function dockerVolume(options: DockerVolumeOptions): Promise<Docker
   const engine = new DockerEngine(socketPath)
   try {
     await engine.call('GET', '/_ping')
-    const volume = await engine.send('GET', `/volumes/${name}`)
-    volume.body.resume()
-    if (volume.status === 404) throw noVolume(name)
-    if (volume.status !== 200) await engine.call('GET', `/volumes/${name}`) // throws the daemon's own message
-    const image = await engine.send('GET', `/images/${helperImage}/json`)
-    image.body.resume()
-    if (image.status === 404) throw noHelperImage(helperImage)
-    if (image.status !== 200) await engine.call('GET', `/images/${helperImage}/json`)
+    if (!(await engine.exists(`/volumes/${name}`))) throw noVolume(name)
+    if (!(await engine.exists(`/images/${helperImage}/json`))) throw noHelperImage(helperImage)
     const helper = new Helper(engine, name, helperImage)
     const reader = await helper.create('exit 0')
     try {
-      if (await helper.stat(reader, STAGING)) await helper.run(RUNNER, 'the flush runner (finishing an interrupted flush)')
+      if (await helper.stat(reader, STAGING)) await helper.run(RUNNER, RUNNER_STAYS)
       const archive = await helper.archive(reader, '/')
       if (!archive) throw new DockerVolumeError('ERR_DOCKER_API', `the volume '${name}' is mounted but its root cannot be read`)
       return new DockerVolume(helper, reader, await readIndex(archive, preloadBytes))
@@ -143,7 +138,7 @@ export class DockerVolume extends IndexedSource implements FlushTarget {
   async recover(): Promise<void> {
     this.open('recover')
     if (!(await this.helper.stat(this.reader, STAGING))) return
-    await this.helper.run(RUNNER, 'the flush runner (finishing an interrupted flush)')
+    await this.helper.run(RUNNER, RUNNER_STAYS)
     if (this.unfinished) this.record(this.unfinished.entries, this.unfinished.outcomes)
     this.unfinished = undefined
   }
@@ -160,7 +155,7 @@ export class DockerVolume extends IndexedSource implements FlushTarget {
     await this.helper.put(this.reader, '/', stagingTar(flushId(now.getTime()), entries, now))
     // Staged with its manifest: from here the flush happens, now or on the next recover.
     this.unfinished = { entries, outcomes }
-    await this.helper.run(RUNNER, 'the flush runner')
+    await this.helper.run(RUNNER, RUNNER_STAYS)
     this.unfinished = undefined
     this.record(entries, outcomes)
     onProgress?.({ done: total, total, path: entries[total - 1].path })

@@ -85,7 +85,11 @@ function allPaths(ws: Workspace): string[] {
   return workspaceListing(ws).map((line) => line.split('|')[0])
 }
 
-const helperContainers = () => docker(['ps', '-aq', '--filter', `label=${HELPER_LABEL}`]).trim()
+/** Helper containers on this run's volumes (another run may share the daemon). */
+const helperContainers = () =>
+  docker(['ps', '-a', '--filter', `label=${HELPER_LABEL}`, '--format', `{{.ID}} {{.Label "${HELPER_LABEL}"}}`])
+    .split('\n')
+    .filter((line) => line.includes(` rewindfs-test-${run}-`))
 
 const FILL = [
   'mkdir -p app/src/deep empty',
@@ -337,9 +341,19 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
     await expect(vol.versions(['/'])).rejects.toMatchObject({ code: 'ERR_DOCKER_VOLUME_CLOSED' })
   })
 
+  it('reports a failing flush run with its output, keeps the staged flush, and removes its containers', async () => {
+    const name = newVolume('failing', "mkdir -p .rewindfs-flush/0-bad && printf 'echo broken step >&2\\nexit 3\\n# end of manifest\\n' > .rewindfs-flush/0-bad/manifest.sh")
+    await expect(open(name)).rejects.toMatchObject({
+      code: 'ERR_DOCKER_HELPER_FAILED',
+      message: expect.stringMatching(/exited with status 1 .*'rewindfs-test-.*-failing': broken step/),
+    })
+    expect(docker(['ps', '-aq', '--filter', `label=${HELPER_LABEL}=${name}`]).trim()).toBe('')
+    expect(inVolume(name, 'cat /v/.rewindfs-flush/0-bad/manifest.sh')).toContain('broken step')
+  })
+
   it('leaves no helper container behind once every volume is closed', async () => {
-    expect(helperContainers()).not.toBe('') // the volumes opened above still hold their readers
+    expect(helperContainers()).not.toEqual([]) // the volumes opened above still hold their readers
     for (const vol of opened.splice(0)) await vol.close()
-    expect(helperContainers()).toBe('')
+    expect(helperContainers()).toEqual([])
   })
 })
