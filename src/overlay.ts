@@ -57,6 +57,8 @@ export interface OverlayCounters {
 }
 
 const MAX_SYMLINKS = 40
+/** The version recorded for a lower path that had nothing when first looked up. */
+export const ABSENT = ''
 const DEVICE = 0x72776673 // 'rwfs'
 
 export class Overlay {
@@ -114,7 +116,11 @@ export class Overlay {
 
   lowerStat(path: string): LowerStat | undefined {
     const stat = this.lower.stat(path)
-    if (stat && !this.observed.has(path)) this.observed.set(path, stat.version)
+    if (!this.observed.has(path)) {
+      if (stat) this.observed.set(path, stat.version)
+      // A source that can be flushed to also needs "seen absent": something created there later is a conflict.
+      else if (this.lower.id !== undefined) this.observed.set(path, ABSENT)
+    }
     return stat
   }
 

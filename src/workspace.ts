@@ -23,7 +23,7 @@ import { type TieredRetention, retained } from './engine/retention.js'
 import type { Store } from './engine/store.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
-import { type Entry, Overlay } from './overlay.js'
+import { ABSENT, type Entry, Overlay } from './overlay.js'
 import { FlushBook } from './flush/book.js'
 import type { FlushOptions, FlushReport } from './flush/flush.js'
 import { PinnedLower } from './flush/pinned-lower.js'
@@ -743,7 +743,7 @@ export class Workspace {
     for (const path of paths) {
       const seen = this.overlay.observed.get(path)
       if (seen === undefined) continue
-      if (this.lower.stat(path)?.version !== seen) out.push(path)
+      if ((this.lower.stat(path)?.version ?? ABSENT) !== seen) out.push(path)
     }
     return out
   }
@@ -849,11 +849,14 @@ export class Workspace {
    * it (refused with the list unless `force`). Into the workspace's own lower source it is a rebase:
    * the old states are pinned first, so history, undo and restore stay exact. Several targets with
    * `canary: k` apply to k first, `verify`, then the rest; a failed verify rolls the canaries back.
+   * Without a target, flushes into the lower source (when it is a FlushTarget, e.g. directory()).
    */
-  async flush(target: FlushTarget | readonly FlushTarget[], options: FlushOptions = {}): Promise<FlushReport> {
+  async flush(target?: FlushTarget | readonly FlushTarget[], options: FlushOptions = {}): Promise<FlushReport> {
     this.assertOpen()
     this.ops.settle()
-    const targets = Array.isArray(target) ? (target as readonly FlushTarget[]) : [target as FlushTarget]
+    // No target, or ws.lower: the lower source itself, when it can take a flush.
+    const own = (t: unknown) => (t === undefined || t === this.lower ? this.lower.source : t) as FlushTarget
+    const targets = Array.isArray(target) ? (target as readonly FlushTarget[]).map(own) : [own(target)]
     for (const t of targets) if (!isFlushTarget(t)) throw new TypeError('rewindfs: flush needs a FlushTarget (versions, apply, id), e.g. directory(path) from rewindfs/adapters/node-fs')
     const durability = this.durability
     const store = durability?.store

@@ -9,7 +9,7 @@
 import type { BlobId } from '../blob/store.js'
 import { diffTrees } from '../diff.js'
 import type { Change } from '../diff.js'
-import { Overlay, type Entry } from '../overlay.js'
+import { ABSENT, Overlay, type Entry } from '../overlay.js'
 import { components, dirname, isWithin, join } from '../path.js'
 import type { FlushBook, Recorded } from './book.js'
 import type { PinnedLower } from './pinned-lower.js'
@@ -211,8 +211,8 @@ async function conflictsOf(host: FlushHost, target: FlushTarget, plan: readonly 
     if (recorded) return recorded.version
     if (!own) return false // a target we never wrote: nothing to compare with
     const seen = host.overlay.observed.get(p.path)
-    if (seen !== undefined) return seen
-    return p.base === 'absent' ? null : false
+    if (seen !== undefined) return seen === ABSENT ? null : seen
+    return false
   }
   const checked = plan.filter((p) => expected(p) !== false)
   if (checked.length === 0) return []
@@ -249,8 +249,13 @@ async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Pl
 async function rollBack(host: FlushHost, target: FlushTarget, plan: readonly Planned[]): Promise<void> {
   const base = new Overlay(host.lower, host.overlay.blobs, host.overlay.inodes)
   const ledger = host.book.ledger(target.id)
+  // What the target held before this flush: the plan's bases (the ledger already has the new state).
+  const before = new Map(plan.map((p) => [p.path, p.base]))
   const entries: FlushEntry[] = []
+  const restored = new Set<string>()
   const restoreTree = (path: string, sig: string) => {
+    if (restored.has(path)) return
+    restored.add(path)
     const kind = kindOf(sig)
     if (sig.startsWith('f:')) {
       const [, mode, blob] = sig.split(':')
@@ -267,11 +272,16 @@ async function rollBack(host: FlushHost, target: FlushTarget, plan: readonly Pla
     if (entry.type !== 'dir') return
     for (const name of base.names(entry)) {
       const child = join(path, name)
-      restoreTree(child, ledger.get(child)?.sig ?? signature(base, base.child(entry, name)))
+      restoreTree(child, before.get(child) ?? ledger.get(child)?.sig ?? signature(base, base.child(entry, name)))
     }
   }
   // Take away what the flush created or retyped, then put back what was there.
-  for (const p of plan) if (p.desired !== 'absent' && (p.base === 'absent' || replaces(p))) entries.push({ path: p.path, kind: 'delete' })
+  const deleted: string[] = []
+  for (const p of plan) {
+    if (p.desired === 'absent' || (p.base !== 'absent' && !replaces(p)) || deleted.some((dir) => isWithin(p.path, dir))) continue
+    entries.push({ path: p.path, kind: 'delete' })
+    deleted.push(p.path)
+  }
   for (const p of plan) if (p.base !== 'absent') restoreTree(p.path, p.base)
   await target.apply(entries)
   for (const p of plan) ledger.delete(p.path)

@@ -1,0 +1,246 @@
+/**
+ * ws.flush against real directories: the rebase into the workspace's own lower directory (history
+ * stays exact, pre-flush checkpoints stay restorable without touching the disk), conflicts, dry
+ * runs, canaries with rollback, and a durable store across a reopen.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { Workspace } from '../src/index.js'
+import { directory, directoryStore } from '../adapters/node-fs/index.js'
+
+type Tree = Record<string, string>
+
+/** Every entry under `root` of an fs-like object: files by content, links by target, dirs as '/'. */
+function snapshot(host: Pick<typeof fs, 'readdirSync' | 'lstatSync' | 'readFileSync' | 'readlinkSync'>, root: string): Tree {
+  const out: Tree = {}
+  const walk = (dir: string, rel: string) => {
+    for (const name of (host.readdirSync(dir) as string[]).sort()) {
+      if (name.startsWith('.rewindfs')) continue
+      const full = dir === '/' ? `/${name}` : `${dir}/${name}`
+      const key = `${rel}/${name}`
+      const stat = host.lstatSync(full)
+      if (stat.isSymbolicLink()) out[key] = `-> ${String(host.readlinkSync(full))}`
+      else if (stat.isDirectory()) {
+        out[key] = '/'
+        walk(full, key)
+      } else out[key] = String(host.readFileSync(full, 'utf8'))
+    }
+  }
+  walk(root, '')
+  return out
+}
+
+function write(root: string, files: Record<string, string>): void {
+  for (const [rel, content] of Object.entries(files)) {
+    const full = path.join(root, rel)
+    fs.mkdirSync(path.dirname(full), { recursive: true })
+    if (rel.endsWith('/')) fs.mkdirSync(full, { recursive: true })
+    else fs.writeFileSync(full, content)
+  }
+}
+
+const ORIGINAL = {
+  '/app/config.json': '{ "port": 8080 }\n',
+  '/app/server.js': 'serve()\n',
+  '/app/old/legacy.txt': 'legacy\n',
+  '/README.md': '# app\n',
+}
+
+let tmp: string
+let project: string
+
+beforeEach(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-flush-'))
+  project = path.join(tmp, 'project')
+  fs.mkdirSync(project)
+  write(project, ORIGINAL)
+})
+
+afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }))
+
+/** The agent's edits used by several cases. */
+function edit(ws: Workspace): void {
+  ws.fs.writeFileSync('/app/config.json', '{ "port": 9090 }\n')
+  ws.fs.rmSync('/app/old', { recursive: true })
+  ws.fs.mkdirSync('/app/new')
+  ws.fs.writeFileSync('/app/new/module.js', 'export {}\n')
+  ws.fs.symlinkSync('new/module.js', '/app/current.js')
+  ws.fs.unlinkSync('/README.md')
+}
+
+describe('flush into the lower directory (a rebase)', () => {
+  it('makes the directory what the workspace shows, leaves no changes, and keeps pre-flush history exact', async () => {
+    const lower = directory(project)
+    const ws = await Workspace.open({ lower })
+    const before = await ws.checkpoint({ name: 'before' })
+    edit(ws)
+    const view = snapshot(ws.fs as unknown as typeof fs, '/')
+    const report = await ws.flush(lower)
+    expect(report.applied).toBe(true)
+    expect(report.changes.map((c) => `${c.type} ${c.path}`).sort()).toEqual(
+      ['modified /app/config.json', 'deleted /app/old', 'deleted /app/old/legacy.txt', 'added /app/new', 'added /app/new/module.js', 'added /app/current.js', 'deleted /README.md'].sort(),
+    )
+    expect(snapshot(fs, project)).toEqual(view)
+    expect(ws.changes()).toEqual([])
+    // Flushing again has nothing to send.
+    expect((await ws.flush(lower)).changes).toEqual([])
+
+    // The pre-flush checkpoint still shows the old files, read from the pins, not the disk.
+    const diskAfterFlush = snapshot(fs, project)
+    await ws.restore(before.id)
+    expect(ws.fs.readFileSync('/app/old/legacy.txt', 'utf8')).toBe('legacy\n')
+    expect(ws.fs.readFileSync('/app/config.json', 'utf8')).toBe('{ "port": 8080 }\n')
+    expect(ws.fs.existsSync('/app/new')).toBe(false)
+    expect(snapshot(fs, project)).toEqual(diskAfterFlush) // restore changes the view only
+    expect(ws.changes().map((c) => c.path)).toContain('/app/config.json')
+
+    // Until the next flush, which writes the old generation back.
+    await ws.flush(lower)
+    expect(snapshot(fs, project)).toEqual(snapshot(ws.fs as unknown as typeof fs, '/'))
+    expect(fs.readFileSync(path.join(project, 'app/old/legacy.txt'), 'utf8')).toBe('legacy\n')
+    await ws.close()
+  })
+
+  it('undo after a flush brings back the pre-flush content without reading the disk', async () => {
+    const lower = directory(project)
+    const ws = await Workspace.open({ lower })
+    ws.fs.writeFileSync('/app/server.js', 'serve({ fast: true })\n')
+    await ws.flush(lower)
+    await ws.undo()
+    expect(ws.fs.readFileSync('/app/server.js', 'utf8')).toBe('serve()\n')
+    expect(fs.readFileSync(path.join(project, 'app/server.js'), 'utf8')).toBe('serve({ fast: true })\n')
+    expect(ws.changes().map((c) => `${c.type} ${c.path}`)).toEqual(['modified /app/server.js'])
+    await ws.close()
+  })
+
+  it('refuses paths changed on disk since they were read, lists them, writes nothing; force overwrites', async () => {
+    const lower = directory(project)
+    const ws = await Workspace.open({ lower })
+    expect(ws.fs.readFileSync('/app/config.json', 'utf8')).toBe(ORIGINAL['/app/config.json'])
+    ws.fs.writeFileSync('/app/config.json', '{ "port": 1 }\n')
+    ws.fs.writeFileSync('/app/extra.txt', 'extra\n')
+    // Someone else edits the file underneath.
+    fs.writeFileSync(path.join(project, 'app/config.json'), '{ "port": 2, "theirs": true }\n')
+    const disk = snapshot(fs, project)
+    await expect(ws.flush(lower)).rejects.toMatchObject({ code: 'ECONFLICT', conflicts: [{ target: lower.id, path: '/app/config.json' }] })
+    expect(snapshot(fs, project)).toEqual(disk)
+    const dry = await ws.flush(lower, { dryRun: true })
+    expect(dry.applied).toBe(false)
+    expect(dry.conflicts).toEqual([{ target: lower.id, path: '/app/config.json' }])
+    expect(snapshot(fs, project)).toEqual(disk)
+    await ws.flush(lower, { force: true })
+    expect(fs.readFileSync(path.join(project, 'app/config.json'), 'utf8')).toBe('{ "port": 1 }\n')
+    expect(fs.readFileSync(path.join(project, 'app/extra.txt'), 'utf8')).toBe('extra\n')
+    await ws.close()
+  })
+
+  it('a path created on disk where the workspace adds one is a conflict', async () => {
+    const lower = directory(project)
+    const ws = await Workspace.open({ lower })
+    ws.fs.writeFileSync('/app/new.txt', 'ours\n')
+    fs.writeFileSync(path.join(project, 'app/new.txt'), 'theirs\n')
+    await expect(ws.flush(lower)).rejects.toMatchObject({ code: 'ECONFLICT' })
+    expect(fs.readFileSync(path.join(project, 'app/new.txt'), 'utf8')).toBe('theirs\n')
+    await ws.close()
+  })
+
+  it('reports progress per entry', async () => {
+    const lower = directory(project)
+    const ws = await Workspace.open({ lower })
+    for (let i = 0; i < 5; i++) ws.fs.writeFileSync(`/f${i}.txt`, String(i))
+    const seen: number[] = []
+    await ws.flush(lower, { onProgress: (p) => seen.push(p.done) })
+    expect(seen.length).toBeGreaterThan(0)
+    expect(seen.at(-1)).toBe(5)
+    await ws.close()
+  })
+})
+
+describe('flush with a durable store', () => {
+  it('reopens clean after a flush, and a pre-flush checkpoint still restores the old content', async () => {
+    const storeDir = path.join(tmp, 'store')
+    const open = () => Workspace.open({ lower: directory(project), store: directoryStore(storeDir) })
+    let ws = await open()
+    const before = await ws.checkpoint({ name: 'before' })
+    edit(ws)
+    await ws.flush() // no target: the lower directory
+    await ws.close()
+
+    ws = await open()
+    expect(ws.changes()).toEqual([])
+    expect(ws.fs.readFileSync('/app/config.json', 'utf8')).toBe('{ "port": 9090 }\n')
+    await ws.restore(before.id)
+    expect(ws.fs.readFileSync('/app/old/legacy.txt', 'utf8')).toBe('legacy\n')
+    expect(ws.fs.readFileSync('/README.md', 'utf8')).toBe('# app\n')
+    expect(fs.existsSync(path.join(project, 'README.md'))).toBe(false)
+    await ws.close()
+  })
+
+  it('refuses to reopen a store over another lower directory', async () => {
+    const storeDir = path.join(tmp, 'store')
+    const ws = await Workspace.open({ lower: directory(project), store: directoryStore(storeDir) })
+    await ws.close()
+    const other = path.join(tmp, 'other')
+    fs.mkdirSync(other)
+    await expect(Workspace.open({ lower: directory(other), store: directoryStore(storeDir) })).rejects.toMatchObject({ code: 'ELOWERMISMATCH' })
+  })
+})
+
+describe('canary flush to several targets', () => {
+  const servers = (n: number) =>
+    Array.from({ length: n }, (_, i) => {
+      const dir = path.join(tmp, `server-${i}`)
+      fs.mkdirSync(dir)
+      write(dir, ORIGINAL)
+      return dir
+    })
+
+  it('applies to the canaries, verifies, then to the rest', async () => {
+    const dirs = servers(3)
+    const projectBefore = snapshot(fs, project)
+    const ws = await Workspace.open({ lower: directory(project) })
+    edit(ws)
+    const verified: string[][] = []
+    const report = await ws.flush(dirs.map(directory), {
+      canary: 1,
+      verify: (targets) => {
+        verified.push(targets.map((t) => t.id))
+        // Only the canary has the new config at this point.
+        expect(fs.readFileSync(path.join(dirs[0], 'app/config.json'), 'utf8')).toBe('{ "port": 9090 }\n')
+        expect(fs.readFileSync(path.join(dirs[1], 'app/config.json'), 'utf8')).toBe(ORIGINAL['/app/config.json'])
+        return true
+      },
+    })
+    expect(verified).toEqual([[directory(dirs[0]).id]])
+    expect(report.targets.every((t) => t.applied)).toBe(true)
+    const view = snapshot(ws.fs as unknown as typeof fs, '/')
+    for (const dir of dirs) expect(snapshot(fs, dir)).toEqual(view)
+    // The lower directory is not a target here: untouched.
+    expect(snapshot(fs, project)).toEqual(projectBefore)
+    await ws.close()
+  })
+
+  it('a failed verify rolls the canaries back and leaves the rest untouched', async () => {
+    const dirs = servers(3)
+    const original = snapshot(fs, dirs[0])
+    const ws = await Workspace.open({ lower: directory(project) })
+    edit(ws)
+    await expect(ws.flush(dirs.map(directory), { canary: 2, verify: () => false })).rejects.toMatchObject({ code: 'ECANARY', rolledBack: dirs.slice(0, 2).map((d) => directory(d).id) })
+    for (const dir of dirs) expect(snapshot(fs, dir)).toEqual(original)
+    // A later successful flush still sends everything.
+    await ws.flush(directory(dirs[2]))
+    expect(snapshot(fs, dirs[2])).toEqual(snapshot(ws.fs as unknown as typeof fs, '/'))
+    await ws.close()
+  })
+
+  it('refuses a canary count without enough targets or a verify function', async () => {
+    const dirs = servers(2)
+    const ws = await Workspace.open({ lower: directory(project) })
+    await expect(ws.flush(dirs.map(directory), { canary: 2, verify: () => true })).rejects.toThrow(/more targets than canaries/)
+    await expect(ws.flush(dirs.map(directory), { canary: 1 })).rejects.toThrow(/verify function/)
+    await expect(ws.flush({} as never)).rejects.toThrow(/FlushTarget/)
+    await ws.close()
+  })
+})
