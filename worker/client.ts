@@ -29,7 +29,7 @@ import type {
 import type { CallCallbacks, Hooks, StagedServer } from './host.js'
 import { BAD_CALL, type FsCall, type LowerDescriptor, type Member, type Opened, type Outcome, type StatusRecord, type StoreDescriptor, WORKER_CLOSED, WORKER_CRASHED, fsMembers } from './protocol.js'
 import type { WorkerApi } from './serve.js'
-import { decodeValue, errorRecord, toError } from './values.js'
+import { type BatchWire, decodeValue, errorRecord, packBatch, toError, unpackResults } from './values.js'
 
 /** A browser Worker, or a Node worker_threads Worker. */
 export type WorkerLike = Pick<Worker, 'postMessage' | 'addEventListener' | 'removeEventListener' | 'terminate'> | NodeWorker
@@ -152,6 +152,11 @@ function transferable(op: AsyncFsMember, args: unknown[], transfers: Transferabl
   return [args[0], args[1], rest, ...args.slice(3)]
 }
 
+/** A batch packs contents anyway: `transfer` is only taken out of the options. */
+function withoutTransfer(op: AsyncFsMember, args: readonly unknown[]): readonly unknown[] {
+  return transferable(op, [...args], [])
+}
+
 function createWorkerFs(send: (call: FsCall, transfers: Transferable[]) => Promise<unknown>): WorkerFs {
   const fs: Record<string, unknown> = {}
   for (const op of fsMembers) {
@@ -209,12 +214,15 @@ export class WorkerWorkspace implements AsyncWorkspace {
     return value.result
   }
 
-  /** Many fs calls in one round trip; each result is its value or its error (Node-shaped), in order. */
+  /**
+   * Many fs calls in one round trip; each result is its value or its error (Node-shaped), in order.
+   * Contents travel packed in one buffer each way (one copy; `transfer` is not needed here), and
+   * contents read come back as views of one transferred buffer, each over its own range.
+   */
   async batch(ops: readonly BatchOp[]): Promise<BatchResult[]> {
-    const transfers: Transferable[] = []
-    const calls = ops.map(({ op, args }) => ({ op, args: Array.isArray(args) ? transferable(op, [...args], transfers) : args }))
-    const results = (await this.channel.send({ t: 'batch', handle: this.handle, ops: calls }, undefined, undefined, transfers)) as Outcome[]
-    return results.map((r) => (r.ok ? { ok: true, value: decodeValue(r.value) } : { ok: false, error: toError(r.error) }))
+    const request = packBatch(ops.map(({ op, args }) => ({ op, args: Array.isArray(args) ? withoutTransfer(op, args) : args })))
+    const wire = (await this.channel.send({ t: 'batch', handle: this.handle, ...request }, undefined, undefined, [request.bytes])) as BatchWire
+    return unpackResults(wire)
   }
 
   chdir(path: string): Promise<void> {

@@ -28,7 +28,7 @@ import {
   parse,
   request as requestSchema,
 } from './protocol.js'
-import { encodeValue, errorRecord, toError } from './values.js'
+import { encodeValue, errorRecord, packResults, toError, unpackBatch } from './values.js'
 
 const validators = new Map<string, Validator>()
 
@@ -113,22 +113,30 @@ function status(ws: Workspace): StatusRecord {
 
 type FsFunctions = Record<string, (...args: unknown[]) => unknown>
 
-/** Runs one fs call by its sync form; contents of an asynchronous lower load once on demand. */
-async function runFs(fs: FsFunctions, lower: LowerSource, call: FsCall, transfers: Transferable[]): Promise<Outcome> {
-  const run = fs[`${call.op}Sync`]
+/** Runs one fs call by its sync form; `undefined` when it needs contents an asynchronous lower has not loaded. */
+function tryFs(fs: FsFunctions, call: FsCall): Outcome | undefined {
   try {
-    let value: unknown
-    try {
-      value = run(...call.args)
-    } catch (error) {
-      if (!isNotLoaded(error) || !lower.prefetch) throw error
-      await lower.prefetch([error.path])
-      value = run(...call.args)
-    }
-    return { ok: true, value: encodeValue(value, transfers) }
+    return { ok: true, value: fs[`${call.op}Sync`](...call.args) }
   } catch (error) {
-    return { ok: false, error: errorRecord(error) }
+    return isNotLoaded(error) ? undefined : { ok: false, error: errorRecord(error) }
   }
+}
+
+/** One fs call; contents of an asynchronous lower load on demand (a call can name several: cp), then it runs again. */
+async function runFs(fs: FsFunctions, lower: LowerSource, call: FsCall): Promise<Outcome> {
+  for (let loads = 0; ; loads++) {
+    try {
+      return { ok: true, value: fs[`${call.op}Sync`](...call.args) }
+    } catch (error) {
+      if (!isNotLoaded(error) || !lower.prefetch || loads >= 64) return { ok: false, error: errorRecord(error) }
+      await lower.prefetch([error.path])
+    }
+  }
+}
+
+/** A single call's answer: its value ready to post (contents as their own transferred buffer). */
+function encoded(outcome: Outcome, transfers: Transferable[]): Outcome {
+  return outcome.ok ? { ok: true, value: encodeValue(outcome.value, transfers) } : outcome
 }
 
 export class WorkspaceHost {
@@ -146,12 +154,15 @@ export class WorkspaceHost {
       if (!ws) return { ok: false, error: badCall(`no open workspace has handle ${req.handle} (closed already?)`) }
       switch (req.t) {
         case 'fs':
-          return await runFs(ws.fs as unknown as FsFunctions, ws.lower, req, transfers)
+          return encoded(await runFs(ws.fs as unknown as FsFunctions, ws.lower, req), transfers)
         case 'batch': {
           const fs = ws.fs as unknown as FsFunctions
+          const calls = unpackBatch(req)
+          if (!calls) return { ok: false, error: badCall('batch: contents lie outside the packed buffer') }
           const results: Outcome[] = []
-          for (const call of req.ops) results.push(await runFs(fs, ws.lower, call, transfers))
-          return { ok: true, value: results }
+          // Synchronously where possible: a batch is one task, not one task per operation.
+          for (const call of calls) results.push(tryFs(fs, call) ?? (await runFs(fs, ws.lower, call)))
+          return { ok: true, value: packResults(results, transfers) }
         }
         case 'close':
           await ws.close()
@@ -244,7 +255,7 @@ export class WorkspaceHost {
             const parsed = parse(fsCall, call)
             if (!parsed.ok) return parsed
             const transfers: Transferable[] = []
-            const outcome = await runFs(staged as unknown as FsFunctions, ws.lower, parsed.value, transfers)
+            const outcome = encoded(await runFs(staged as unknown as FsFunctions, ws.lower, parsed.value), transfers)
             return Comlink.transfer(outcome, transfers)
           },
         })

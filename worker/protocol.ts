@@ -163,7 +163,22 @@ export const request = z.discriminatedUnion('t', [
   z.object({ t: z.literal('open'), options: openOptions }),
   z.object({ t: z.literal('call'), handle, member: z.enum(memberNames), args: z.array(z.unknown()).max(4) }),
   z.object({ t: z.literal('fs'), handle, op: z.enum(fsMembers), args: fsArguments }),
-  z.object({ t: z.literal('batch'), handle, ops: z.array(fsCall).max(MAX_BATCH) }),
+  z
+    .object({
+      t: z.literal('batch'),
+      handle,
+      // Columns (see BatchRequestWire): cloning thousands of small objects costs more than running them.
+      ops: z.instanceof(Uint8Array).refine((ops) => ops.length <= MAX_BATCH, `at most ${MAX_BATCH} operations`),
+      counts: z.instanceof(Uint8Array),
+      args: z.array(z.unknown()),
+      bytes: z.instanceof(ArrayBuffer),
+    })
+    .superRefine((batch, context) => {
+      const invalid = batch.ops.findIndex((code) => code >= fsMembers.length)
+      if (invalid >= 0) context.addIssue({ code: 'custom', path: ['ops', invalid], message: `operation ${invalid} is not { op, args: [...] } naming an fs operation the worker serves` })
+      if (batch.counts.length !== batch.ops.length) context.addIssue({ code: 'custom', path: ['counts'], message: 'one argument count per operation' })
+      else if (batch.counts.reduce((sum, n) => sum + n, 0) !== batch.args.length) context.addIssue({ code: 'custom', path: ['args'], message: 'the argument counts do not add up to the arguments' })
+    }),
   z.object({ t: z.literal('close'), handle }),
 ])
 export type Request = z.infer<typeof request>

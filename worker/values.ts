@@ -7,7 +7,7 @@ import { FsError } from '../src/errors.js'
 import { BigIntStats, Dirent, Stats } from '../src/fs/stats.js'
 import { ValidationError } from '../src/engine/validator.js'
 import { asCallerBytes } from '../src/bytes.js'
-import type { ErrorRecord } from './protocol.js'
+import { type ErrorRecord, type FsCall, type Outcome, fsMembers } from './protocol.js'
 
 const TAG = '__rewindfs'
 const nodeFields = ['code', 'errno', 'syscall', 'path', 'dest'] as const
@@ -72,4 +72,144 @@ export function decodeValue(value: unknown): unknown {
   if (tagged[TAG] === 'stats') return Object.assign(Object.create(tagged.bigint ? BigIntStats.prototype : Stats.prototype), tagged.fields)
   if (tagged[TAG] === 'dirents') return (tagged.list ?? []).map((fields) => Object.assign(Object.create(Dirent.prototype), fields))
   return value
+}
+
+/**
+ * A batch's answer in columns: contents packed into one transferred buffer and numeric Stats into
+ * one Float64Array, since cloning thousands of small objects and buffers costs more than the
+ * operations themselves. Bytes and stats are laid out in result order.
+ */
+export interface BatchWire {
+  /** Per result: VALUE (in `values`), BYTES (`values` holds the length), STATS, or ERROR (`values` holds the record). */
+  kinds: Uint8Array
+  values: unknown[]
+  stats: Float64Array
+  bytes: ArrayBuffer
+}
+
+const VALUE = 0
+const BYTES = 1
+const STATS = 2
+const ERROR = 3
+const statKeys = ['dev', 'mode', 'nlink', 'uid', 'gid', 'rdev', 'blksize', 'ino', 'size', 'blocks', 'atimeMs', 'mtimeMs', 'ctimeMs', 'birthtimeMs'] as const
+
+export function packResults(results: readonly Outcome[], transfers: Transferable[]): BatchWire {
+  let total = 0
+  let statCount = 0
+  for (const r of results) {
+    if (!r.ok) continue
+    if (r.value instanceof Uint8Array) total += r.value.byteLength
+    else if (r.value instanceof Stats) statCount++
+  }
+  const bytes = new Uint8Array(total)
+  const stats = new Float64Array(statCount * statKeys.length)
+  const kinds = new Uint8Array(results.length)
+  const values: unknown[] = new Array(results.length)
+  let at = 0
+  let statAt = 0
+  for (let i = 0; i < results.length; i++) {
+    const r = results[i]
+    if (!r.ok) {
+      kinds[i] = ERROR
+      values[i] = r.error
+    } else if (r.value instanceof Uint8Array) {
+      kinds[i] = BYTES
+      values[i] = r.value.byteLength
+      bytes.set(r.value, at)
+      at += r.value.byteLength
+    } else if (r.value instanceof Stats) {
+      kinds[i] = STATS
+      for (const key of statKeys) stats[statAt++] = r.value[key]
+    } else {
+      values[i] = encodeValue(r.value, transfers)
+    }
+  }
+  transfers.push(bytes.buffer, stats.buffer)
+  return { kinds, values, stats, bytes: bytes.buffer }
+}
+
+/** Results as the caller sees them: contents are views into the one transferred buffer, each its own range. */
+export function unpackResults(wire: BatchWire): ({ ok: true; value: unknown } | { ok: false; error: Error })[] {
+  let at = 0
+  let statAt = 0
+  return Array.from(wire.kinds, (kind, i) => {
+    const value = wire.values[i]
+    switch (kind) {
+      case ERROR:
+        return { ok: false, error: toError(value as ErrorRecord) }
+      case BYTES: {
+        const view = new Uint8Array(wire.bytes, at, value as number)
+        at += value as number
+        return { ok: true, value: asCallerBytes(view) }
+      }
+      case STATS: {
+        const stats = Object.create(Stats.prototype) as Record<string, number>
+        for (const key of statKeys) stats[key] = wire.stats[statAt++]
+        return { ok: true, value: stats }
+      }
+      default:
+        return { ok: true, value: decodeValue(value) }
+    }
+  })
+}
+
+/** A batch's request in columns too: operation codes, argument counts, one flat argument list. */
+export interface BatchRequestWire {
+  /** Index into fsMembers per operation; INVALID_OP for anything else (refused by the worker). */
+  ops: Uint8Array
+  counts: Uint8Array
+  args: unknown[]
+  /** Contents of every write, packed; arguments name their range. */
+  bytes: ArrayBuffer
+}
+
+export const INVALID_OP = 255
+
+export function packBatch(ops: readonly { op: string; args: readonly unknown[] }[]): BatchRequestWire {
+  let total = 0
+  for (const { args } of ops) if (Array.isArray(args)) for (const arg of args) if (ArrayBuffer.isView(arg)) total += arg.byteLength
+  const bytes = new Uint8Array(total)
+  const codes = new Uint8Array(ops.length)
+  const counts = new Uint8Array(ops.length)
+  const flat: unknown[] = []
+  let at = 0
+  for (let i = 0; i < ops.length; i++) {
+    const { op, args } = ops[i] ?? {}
+    const code = (fsMembers as readonly unknown[]).indexOf(op)
+    // Anything that is not { op, args: [...] } goes as an invalid code, for the worker to refuse.
+    if (code < 0 || !Array.isArray(args) || args.length >= INVALID_OP) {
+      codes[i] = INVALID_OP
+      continue
+    }
+    codes[i] = code
+    counts[i] = args.length
+    for (const arg of args) {
+      if (!ArrayBuffer.isView(arg)) {
+        flat.push(arg)
+        continue
+      }
+      flat.push({ [TAG]: 'bytes', at, length: arg.byteLength })
+      bytes.set(new Uint8Array(arg.buffer, arg.byteOffset, arg.byteLength), at)
+      at += arg.byteLength
+    }
+  }
+  return { ops: codes, counts, args: flat, bytes: bytes.buffer }
+}
+
+/** The calls a checked BatchRequestWire describes; undefined when a content range lies outside the packed buffer. */
+export function unpackBatch(wire: BatchRequestWire): FsCall[] | undefined {
+  const calls: FsCall[] = new Array(wire.ops.length)
+  let next = 0
+  for (let i = 0; i < wire.ops.length; i++) {
+    const args = wire.args.slice(next, (next += wire.counts[i]))
+    for (let k = 0; k < args.length; k++) {
+      const arg = args[k] as { [TAG]?: unknown; at?: unknown; length?: unknown } | null
+      if (typeof arg !== 'object' || arg === null || arg[TAG] !== 'bytes') continue
+      const { at, length } = arg
+      if (!Number.isInteger(at) || !Number.isInteger(length) || (at as number) < 0 || (length as number) < 0 || (at as number) + (length as number) > wire.bytes.byteLength) return undefined
+      args[k] = new Uint8Array(wire.bytes, at as number, length as number)
+    }
+    calls[i] = { op: fsMembers[wire.ops[i]], args }
+  }
+  return calls
 }
