@@ -17,7 +17,7 @@ import { type MapRoot, mapEntries, mapGet } from './layer/persistent-map.js'
 import { type JsonValue, SessionState } from './engine/state.js'
 import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
 import type { Validator } from './engine/validator.js'
-import type { CheckpointRecord, Durability, LoadReport } from './engine/durability.js'
+import type { CheckpointRecord, Durability, IntegrityReport, LoadReport } from './engine/durability.js'
 import { RollbackStack } from './engine/rollback-stack.js'
 import { type TieredRetention, retained } from './engine/retention.js'
 import type { Store } from './engine/store.js'
@@ -126,7 +126,7 @@ export interface WorkspaceOptions {
 }
 
 export interface Alert {
-  kind: 'undo-failed' | 'uncompensated' | 'safe-stop'
+  kind: 'undo-failed' | 'uncompensated' | 'safe-stop' | 'integrity'
   message: string
   operations?: string[]
 }
@@ -203,6 +203,7 @@ export class Workspace {
   private transactionDepth = 0
   private stagedFs: StagedFs | undefined
   private durability: Durability | undefined
+  private integrity: Promise<IntegrityReport> | undefined
   /** Why the configured store is not in use (the workspace runs in memory), and what open repaired. */
   readonly status: { degraded?: string; warnings: string[]; loaded?: LoadReport } = { warnings: [] }
   /** The restore record the last undoRestore() reverted, so a second call re-applies it. */
@@ -276,6 +277,15 @@ export class Workspace {
       return
     }
     this.durability = durability
+    // Blob checksums are verified in the background; verify() waits for the verdict.
+    this.integrity = durability.verify().then((report) => {
+      if (report.corrupt.length > 0) {
+        const message = `${report.corrupt.length} blob(s) in the ${store.kind} store did not match their checksums and were dropped; broken checkpoints: ${report.broken.join(', ') || 'none'}`
+        this.status.warnings.push(message)
+        this.options.onAlert?.({ kind: 'integrity', message })
+      }
+      return report
+    })
     await this.loadFlushState(store)
     this.prune() // retention applies to what was reopened too
     const every = this.options.compactEvery ?? 10_000
@@ -316,6 +326,14 @@ export class Workspace {
   async compact(): Promise<void> {
     this.ops.settle()
     await this.durability?.compact(() => this.collector.reachable())
+  }
+
+  /**
+   * Waits for the background check of the store's blob checksums started by open: what it checked,
+   * the blobs that did not match (dropped) and the checkpoints it marked broken.
+   */
+  async verify(): Promise<IntegrityReport> {
+    return (await this.integrity) ?? { verified: 0, corrupt: [], broken: [] }
   }
 
   /** Resolves when every change so far is durable in the store (a group commit). */

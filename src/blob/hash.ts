@@ -34,3 +34,8 @@ export const hashBytes: (bytes: Uint8Array) => string = crypto?.hash
     : (bytes) => `${bytes.length.toString(36)}-${jsHash(bytes)}`
 
 export const hashKind: 'native' | 'js' = crypto ? 'native' : 'js'
+
+/** Whether `id` was made by this host's hash, so its bytes can be checked against it. */
+export function madeHere(id: string): boolean {
+  return hashKind === 'native' ? id.length === 28 && id.endsWith('=') && !id.includes('-') : id.includes('-')
+}

@@ -5,6 +5,7 @@
  * is exactly the last acknowledged state, never a torn one.
  */
 import type { BlobId, BlobStore } from '../blob/store.js'
+import { hashBytes, madeHere } from '../blob/hash.js'
 import type { DirNode, UpperNode } from '../layer/nodes.js'
 import { WHITEOUT } from '../layer/nodes.js'
 import { type MapRoot, mapEntries, mapGet } from '../layer/persistent-map.js'
@@ -56,6 +57,15 @@ export interface DurableHost {
   checkpointSeq(): number
   /** Raises the checkpoint sequence after replay so new ones do not reuse numbers. */
   seenCheckpointSeq(seq: number): void
+}
+
+export interface IntegrityReport {
+  /** Blobs whose bytes were checked against their ids. */
+  verified: number
+  /** Blobs whose bytes did not match (dropped). */
+  corrupt: string[]
+  /** Checkpoints marked broken because of them. */
+  broken: string[]
 }
 
 export interface LoadReport {
@@ -408,6 +418,7 @@ export class Durability {
       if (bytes) {
         blobs.adopt(id, bytes)
         this.durableBlobs.add(id)
+        if (madeHere(id)) this.unverified.push(id)
       }
     }
     let operations = 0
@@ -540,6 +551,35 @@ export class Durability {
         }
       }
     }
+  }
+
+  /** Blobs loaded from the store whose bytes have not been checked against their ids yet. */
+  private unverified: BlobId[] = []
+
+  /**
+   * Re-hashes the blobs loaded from the store, about `budget` bytes per slice with the event loop
+   * free in between, so open never waits for it. A blob whose bytes no longer match its id is
+   * dropped and the checkpoints that need it are marked broken.
+   */
+  async verify(budget = 4 * 1024 * 1024): Promise<IntegrityReport> {
+    const { blobs } = this.host
+    const report: IntegrityReport = { verified: 0, corrupt: [], broken: [] }
+    while (this.unverified.length > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 0))
+      for (let spent = 0; spent < budget && this.unverified.length > 0; ) {
+        const id = this.unverified.pop()!
+        if (!blobs.has(id)) continue // collected meanwhile
+        const bytes = blobs.get(id)
+        spent += bytes.byteLength + 64
+        report.verified++
+        if (hashBytes(bytes) === id) continue
+        report.corrupt.push(id)
+        blobs.erase(id)
+        this.durableBlobs.delete(id)
+      }
+    }
+    if (report.corrupt.length > 0) report.broken = this.checkIntegrity()
+    return report
   }
 
   /** Marks checkpoints whose content is missing from the store as broken; returns their ids. */
