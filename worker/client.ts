@@ -27,7 +27,8 @@ import type {
   UndoResult,
 } from '../src/workspace.js'
 import type { CallCallbacks, Hooks, StagedServer } from './host.js'
-import { BAD_CALL, type FsCall, type LowerDescriptor, type Member, type Opened, type Outcome, type StatusRecord, type StoreDescriptor, WORKER_CLOSED, WORKER_CRASHED, fsMembers } from './protocol.js'
+import { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED, fsMembers } from './constants.js'
+import type { FsCall, LowerDescriptor, Member, Opened, Outcome, StatusRecord, StoreDescriptor } from './protocol.js'
 import type { WorkerApi } from './serve.js'
 import { type BatchWire, decodeValue, errorRecord, packBatch, toError, unpackResults } from './values.js'
 

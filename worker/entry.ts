@@ -1,13 +1,9 @@
 /**
- * The default worker entry: the built-in validators under their own names, then serve. A project
- * with its own validators or compensators writes an entry like this one.
+ * The default Node worker entry: the built-in validators, then serve. Adapters load on first use.
+ * A project with its own validators or compensators writes an entry like this one.
  */
-import { json, secrets, toml, yaml } from '../validators/index.js'
-import { registerValidator, serve } from './serve.js'
+import { registerBuiltInValidators } from './builtins.js'
+import { serve } from './serve.js'
 
-registerValidator('json', json())
-registerValidator('yaml', yaml())
-registerValidator('toml', toml())
-registerValidator('secrets', secrets())
-
+registerBuiltInValidators()
 await serve()

@@ -59,16 +59,33 @@ export interface StagedServer {
   request(call: unknown): Promise<Outcome>
 }
 
-/** Modules loaded on demand, so the worker runs before (and without) each adapter. */
-const adapters = { 'node-fs': '../adapters/node-fs/index.js', indexeddb: '../adapters/indexeddb/index.js' } as const
+/** Adapter modules the lower and store descriptors name. */
+const adapterPaths = { 'node-fs': '../adapters/node-fs/index.js', indexeddb: '../adapters/indexeddb/index.js' } as const
+export type AdapterName = keyof typeof adapterPaths
+const adapters = new Map<AdapterName, Record<string, unknown>>()
 
-async function adapterFunction(adapter: keyof typeof adapters, name: string): Promise<(arg: string) => unknown> {
-  const specifier: string = adapters[adapter]
-  let module: Record<string, unknown>
-  try {
-    module = (await import(specifier)) as Record<string, unknown>
-  } catch (error) {
-    throw Object.assign(new Error(`rewindfs worker: the ${adapter} adapter could not be loaded (${(error as Error).message})`), { code: 'ERR_REWINDFS_NO_ADAPTER' })
+/**
+ * Makes an adapter available to descriptors: a bundled worker (a browser's) registers the ones it
+ * ships; an unbundled one (Node) loads them on first use instead.
+ */
+export function registerAdapter(name: AdapterName, module: object): void {
+  if (!(name in adapterPaths) || typeof module !== 'object' || module === null) throw new TypeError(`rewindfs: registerAdapter(name, module) takes one of ${Object.keys(adapterPaths).join(', ')} and its module`)
+  adapters.set(name, module as Record<string, unknown>)
+}
+
+async function adapterFunction(adapter: AdapterName, name: string): Promise<(arg: string) => unknown> {
+  let module = adapters.get(adapter)
+  if (!module) {
+    // A specifier in a variable: bundlers leave it alone, so a browser bundle never pulls node:fs in.
+    const specifier: string = adapterPaths[adapter]
+    try {
+      module = (await import(specifier)) as Record<string, unknown>
+    } catch (error) {
+      throw Object.assign(new Error(`rewindfs worker: the ${adapter} adapter is not registered in this worker and could not be loaded (${(error as Error).message})`), {
+        code: 'ERR_REWINDFS_NO_ADAPTER',
+      })
+    }
+    adapters.set(adapter, module)
   }
   const fn = module[name]
   if (typeof fn !== 'function') throw Object.assign(new Error(`rewindfs worker: the ${adapter} adapter has no ${name}()`), { code: 'ERR_REWINDFS_NO_ADAPTER' })

@@ -4,44 +4,9 @@
  * call is answered with ERR_REWINDFS_BAD_CALL and the worker keeps serving.
  */
 import * as z from 'zod'
-import type { AsyncFsMember } from '../src/async-workspace.js'
+import { BAD_CALL, fsMembers } from './constants.js'
 
-export const BAD_CALL = 'ERR_REWINDFS_BAD_CALL'
-export const WORKER_CRASHED = 'ERR_REWINDFS_WORKER_CRASHED'
-export const WORKER_CLOSED = 'ERR_REWINDFS_WORKER_CLOSED'
-
-/** Node's fs.promises members the worker serves, each run by its synchronous form. */
-export const fsMembers = [
-  'access',
-  'appendFile',
-  'chmod',
-  'chown',
-  'copyFile',
-  'cp',
-  'lchown',
-  'lstat',
-  'lutimes',
-  'mkdir',
-  'mkdtemp',
-  'readdir',
-  'readFile',
-  'readlink',
-  'realpath',
-  'rename',
-  'rm',
-  'rmdir',
-  'stat',
-  'symlink',
-  'truncate',
-  'unlink',
-  'utimes',
-  'writeFile',
-] as const satisfies readonly AsyncFsMember[]
-
-// Compile-time: the list above covers every AsyncFs member.
-type Missing = Exclude<AsyncFsMember, (typeof fsMembers)[number]>
-const everyMember: Missing extends never ? true : Missing = true
-void everyMember
+export { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED, fsMembers } from './constants.js'
 
 const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected a Uint8Array')
 const json: z.ZodType<unknown> = z.json()

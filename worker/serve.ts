@@ -1,6 +1,7 @@
 /**
  * Serves the engine on a worker's channel through comlink. A worker entry module registers its
- * validators and compensators, then calls `serve()`; rewindfs/worker/entry is one that does.
+ * validators, compensators and (when bundled) adapters, then calls `serve()`; rewindfs/worker/entry
+ * (Node) and rewindfs/worker/browser-entry are two that do.
  */
 import * as Comlink from 'comlink'
 import type { Endpoint } from 'comlink'
@@ -8,7 +9,8 @@ import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
 import { type CallCallbacks, type Hooks, WorkspaceHost } from './host.js'
 import type { Outcome } from './protocol.js'
 
-export { registerValidator } from './host.js'
+export { registerAdapter, registerValidator } from './host.js'
+export type { AdapterName } from './host.js'
 
 /** What the page's side sees through comlink: one method, every message checked. */
 export interface WorkerApi {

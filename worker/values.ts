@@ -7,7 +7,8 @@ import { FsError } from '../src/errors.js'
 import { BigIntStats, Dirent, Stats } from '../src/fs/stats.js'
 import { ValidationError } from '../src/engine/validator.js'
 import { asCallerBytes } from '../src/bytes.js'
-import { type ErrorRecord, type FsCall, type Outcome, fsMembers } from './protocol.js'
+import { fsMembers } from './constants.js'
+import type { ErrorRecord, FsCall, Outcome } from './protocol.js'
 
 const TAG = '__rewindfs'
 const nodeFields = ['code', 'errno', 'syscall', 'path', 'dest'] as const

@@ -1,0 +1,136 @@
+/**
+ * The engine in a real Web Worker (Debian's Chromium through playwright-core): the page bundles
+ * rewindfs/worker, the worker is worker/browser-entry bundled as a module worker, the store is
+ * IndexedDB. What the page sees must be what a Node caller sees, and the state must survive a reload.
+ */
+import { existsSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
+import { type Browser, type Page, chromium } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { capability } from './support/require.js'
+import { CHROMIUM } from './browser/driver.js'
+
+const available = capability('chromium', existsSync(CHROMIUM) ? undefined : `no ${CHROMIUM} (run scripts/provision-chromium.sh)`)
+
+const PAGE = `
+import { openWorkerWorkspace } from '../worker/index.ts'
+
+const open = (name) =>
+  openWorkerWorkspace(new Worker('/worker.js', { type: 'module' }), {
+    lower: { kind: 'fixture', files: { '/app/a.txt': 'from the lower layer' } },
+    store: { kind: 'indexeddb', name },
+    validators: ['json'],
+    autoCheckpoint: false,
+  })
+
+window.scenarios = {
+  async write(name) {
+    const ws = await open(name)
+    const fs = ws.fs.promises
+    await fs.writeFile('/app/b.txt', 'written in a worker')
+    const bytes = await fs.readFile('/app/a.txt')
+    const missing = await fs.readFile('/nope').catch((e) => ({ ...e, message: e.message, isError: e instanceof Error }))
+    const data = new TextEncoder().encode('handed over')
+    await ws.fs.writeFile('/app/t.txt', data, { transfer: true })
+    const batch = await ws.batch([{ op: 'stat', args: ['/app/b.txt'] }, { op: 'readFile', args: ['/app/t.txt', 'utf8'] }, { op: 'rmdir', args: ['/app'] }])
+    const refused = await ws.transaction((staged) => staged.promises.writeFile('/app/x.json', '{')).catch((e) => e.name + ' ' + e.failures[0].validator)
+    await ws.checkpoint({ name: 'before-reload' })
+    await ws.sync()
+    await ws.close()
+    return {
+      bytes: { isUint8Array: bytes instanceof Uint8Array, ownBuffer: bytes.buffer.byteLength === bytes.byteLength, text: new TextDecoder().decode(bytes) },
+      missing,
+      detached: data.buffer.byteLength === 0,
+      batch: [batch[0].value.isFile() && batch[0].value.size, batch[1].value, batch[2].error.code],
+      refused,
+      closed: ws.status.closed,
+    }
+  },
+  async reopen(name) {
+    const ws = await open(name)
+    const result = { text: await ws.fs.readFile('/app/b.txt', 'utf8'), checkpoints: (await ws.checkpoints()).map((c) => c.name), degraded: ws.status.degraded ?? null }
+    await ws.close()
+    return result
+  },
+}
+document.getElementById('status').textContent = 'ready'
+`
+
+const HTML = '<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"></head><body><pre id="status">loading…</pre><script type="module" src="/page.js"></script></body></html>'
+
+async function bundles(): Promise<{ page: string; worker: string }> {
+  const common = { bundle: true, platform: 'browser', format: 'esm', target: 'es2022', write: false, logLevel: 'silent' } as const
+  const here = fileURLToPath(new URL('.', import.meta.url))
+  const [page, worker] = await Promise.all([
+    build({ ...common, stdin: { contents: PAGE, resolveDir: here, sourcefile: 'worker-page.js', loader: 'js' } }),
+    // serve() reaches node:worker_threads only outside a Web Worker.
+    build({ ...common, entryPoints: [fileURLToPath(new URL('../worker/browser-entry.ts', import.meta.url))], external: ['node:worker_threads'] }),
+  ])
+  return { page: page.outputFiles[0].text, worker: worker.outputFiles[0].text }
+}
+
+function serve(files: Record<string, string>): Promise<Server> {
+  const server = createServer((request, response) => {
+    const path = new URL(request.url ?? '/', 'http://127.0.0.1').pathname
+    if (path === '/') response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(HTML)
+    else if (files[path] !== undefined) response.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }).end(files[path])
+    else response.writeHead(404).end()
+  })
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => resolve(server))
+  })
+}
+
+describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
+  let server: Server
+  let browser: Browser
+  let url: string
+  const errors: string[] = []
+
+  beforeAll(async () => {
+    const { page, worker } = await bundles()
+    server = await serve({ '/page.js': page, '/worker.js': worker })
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] })
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await new Promise((resolve) => server?.close(resolve))
+  })
+
+  async function ready(page: Page): Promise<void> {
+    page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`))
+    page.on('console', (message) => {
+      if (message.type() === 'error') errors.push(`console: ${message.text()}`)
+    })
+    await page.goto(url)
+    await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready')
+  }
+
+  const run = (page: Page, scenario: 'write' | 'reopen', name: string) =>
+    page.evaluate(([s, n]) => (window as unknown as { scenarios: Record<string, (name: string) => Promise<unknown>> }).scenarios[s](n), [scenario, name] as const)
+
+  it('answers like the Node worker (bytes, Node-shaped errors, batch, validators) and keeps the state across a reload', async () => {
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await ready(page)
+    expect(await run(page, 'write', 'worker-browser')).toEqual({
+      bytes: { isUint8Array: true, ownBuffer: true, text: 'from the lower layer' },
+      missing: { errno: -2, code: 'ENOENT', syscall: 'open', path: '/nope', message: "ENOENT: no such file or directory, open '/nope'", isError: true },
+      detached: true,
+      batch: [19, 'handed over', 'ENOTEMPTY'],
+      refused: 'ValidationError json',
+      closed: true,
+    })
+
+    await page.reload()
+    await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready')
+    expect(await run(page, 'reopen', 'worker-browser')).toEqual({ text: 'written in a worker', checkpoints: ['before-reload'], degraded: null })
+    await context.close()
+    expect(errors).toEqual([])
+  })
+})
