@@ -26,13 +26,17 @@ export function flushId(now = Date.now()): string {
   return `${now.toString(36).padStart(9, '0')}-${Math.random().toString(36).slice(2, 8)}`
 }
 
-/** What the runner does: each complete manifest in name order; a staging folder without one is a torn upload. */
+/**
+ * What the runner does: each complete manifest in name order. A staging folder without one is a torn
+ * upload, removed once it is TORN_MINUTES old (a younger one may be another writer's upload in progress).
+ */
+export const TORN_MINUTES = 10
 export const RUNNER = [
   `cd ${MOUNT}${STAGING} 2>/dev/null || exit 0`,
   'for id in *; do',
   '  [ -d "$id" ] || continue',
   `  if [ -f "$id/manifest.sh" ] && [ "$(tail -n 1 "$id/manifest.sh")" = ${quote(END)} ]; then sh -e "$id/manifest.sh" || exit 1`,
-  '  else rm -rf "$id"; fi',
+  `  elif [ -n "$(find "$id" -maxdepth 0 -mmin +${TORN_MINUTES})" ]; then rm -rf "$id"; fi`,
   'done',
   `cd / && rmdir ${MOUNT}${STAGING} 2>/dev/null; exit 0`,
 ].join('\n')
@@ -48,8 +52,10 @@ export function manifest(id: string, entries: readonly FlushEntry[]): string {
     'touch progress',
     'done=$(tail -n 1 progress); done=${done:-0}',
     'step() { n=$1; shift; if [ "$n" -gt "$done" ]; then "$@"; echo "$n" >> progress; fi; }',
-    // A staged item already moved (its directory moved whole, or a crash after mv): nothing left to do.
-    `put() { if [ -e "tree$1" ] || [ -L "tree$1" ]; then rm -rf "${MOUNT}$1"; mv "tree$1" "${MOUNT}$1"; fi; }`,
+    // A staged item already moved (its directory moved whole, or a crash after mv) left its target:
+    // nothing to do. Neither there is an upload that lost items, which must not pass as done.
+    `put() { if [ -e "tree$1" ] || [ -L "tree$1" ]; then rm -rf "${MOUNT}$1"; mv "tree$1" "${MOUNT}$1"`,
+    `  elif [ ! -e "${MOUNT}$1" ] && [ ! -L "${MOUNT}$1" ]; then echo "rewindfs: the staged item for $1 is missing" >&2; return 1; fi; }`,
     `dir() { t="${MOUNT}$1"; if [ -L "$t" ] || { [ -e "$t" ] && [ ! -d "$t" ]; }; then rm -f "$t"; fi`,
     '  if [ ! -e "$t" ] && [ -d "tree$1" ]; then mv "tree$1" "$t"; else [ -d "$t" ] || mkdir "$t"; chmod "$2" "$t"; fi; }',
     `del() { rm -rf "${MOUNT}$1"; }`,

@@ -259,8 +259,11 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
       await helper.remove(container)
       engine.close()
     }
-    // A second, torn upload (no end marker): it must be dropped, never applied.
-    inVolume(name, "mkdir -p /v/.rewindfs-flush/zz-torn && echo x > /v/.rewindfs-flush/zz-torn/1 && printf 'step 1 put 1 /v/torn\\n' > /v/.rewindfs-flush/zz-torn/manifest.sh")
+    // Torn uploads (no end marker) are never applied: an old one is removed, a recent one (maybe another
+    // writer's upload in progress) is left alone, outside the lower view.
+    const torn = (id: string) =>
+      `mkdir -p /v/.rewindfs-flush/${id}/tree && echo x > /v/.rewindfs-flush/${id}/tree/torn && printf 'step 1 put /torn\\n' > /v/.rewindfs-flush/${id}/manifest.sh`
+    inVolume(name, `${torn('zy-old')} && touch -d @1600000000 /v/.rewindfs-flush/zy-old && ${torn('zz-recent')}`)
 
     const vol = await open(name)
     opened.push(vol)
@@ -269,7 +272,8 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
     expect(listing).toContain(`/late.txt|file|644|1600000000|${sha256(utf8('late'))}`)
     expect(listing.filter((line) => line.startsWith('/app/src/'))).toHaveLength(1)
     expect(listing.some((line) => line.startsWith('/torn|'))).toBe(false)
-    expect(inVolume(name, 'ls -a /v')).not.toContain('.rewindfs-flush')
+    expect(inVolume(name, 'ls /v/.rewindfs-flush').split('\n').filter(Boolean)).toEqual(['zz-recent'])
+    expect(vol.readdir('/')).not.toContain('.rewindfs-flush')
     const ws = await Workspace.open({ lower: vol })
     expect(workspaceListing(ws)).toEqual(listing)
     await ws.close()
@@ -349,6 +353,22 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
     })
     expect(docker(['ps', '-aq', '--filter', `label=${HELPER_LABEL}=${name}`]).trim()).toBe('')
     expect(inVolume(name, 'cat /v/.rewindfs-flush/0-bad/manifest.sh')).toContain('broken step')
+  })
+
+  it('fails loudly, never as done, when a staged item is missing and its target is not there', async () => {
+    const name = newVolume('lost-item')
+    const engine = new DockerEngine(socketPath)
+    const helper = new Helper(engine, name, helperImage)
+    const container = await helper.create('exit 0')
+    const id = flushId()
+    try {
+      await helper.put(container, '/', stagingTar(id, [{ path: '/kept.txt', kind: 'file', mode: 0o644, mtimeMs: 0, content: utf8('x') }]))
+    } finally {
+      await helper.remove(container)
+      engine.close()
+    }
+    inVolume(name, `rm /v/.rewindfs-flush/${id}/tree/kept.txt`)
+    await expect(open(name)).rejects.toMatchObject({ code: 'ERR_DOCKER_HELPER_FAILED', message: expect.stringContaining('the staged item for /kept.txt is missing') })
   })
 
   it('leaves no helper container behind once every volume is closed', async () => {
