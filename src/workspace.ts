@@ -655,7 +655,7 @@ export class Workspace {
     const matches = pathMatcher(options.include, options.exclude)
     const records = diffTrees(this.overlay, this.overlay.root, point.root).filter((r) => !filtered || matches(r.change.path))
     const changes = records.map((r) => r.change)
-    const conflicts = this.conflicts(changes.map((c) => c.path))
+    const conflicts = this.conflicts(changes.map((c) => c.path), point.time)
     const effects = this.journal.records.filter((r) => r.seq > point.opSeq && !r.undone && r.type === 'side_effect')
     const stateAfter = filtered ? this.state.root : point.state
     const report = (applied: boolean, extra: Partial<RestoreReport> = {}): RestoreReport => ({
@@ -669,7 +669,7 @@ export class Workspace {
     })
     if (options.dryRun) return report(false)
     if (conflicts.length > 0 && !options.force) {
-      throw Object.assign(new Error(`rewindfs: restore refused: the lower source changed underneath ${conflicts.join(', ')} since it was read; pass force: true to restore anyway`), {
+      throw Object.assign(new Error(`rewindfs: restore refused: ${conflicts.join(', ')} changed in the lower source since read, or were flushed there by another session after the restore point; pass force: true to restore anyway`), {
         code: 'ECONFLICT',
         conflicts,
       })
@@ -717,23 +717,26 @@ export class Workspace {
   }
 
   /** What a restore target names: a checkpoint, the state at a time, or just after an operation. */
-  private restorePoint(target: RestoreTarget): { root: DirNode; state: MapRoot<JsonValue>; seq: number; opSeq: number; label: string } {
+  private restorePoint(target: RestoreTarget): { root: DirNode; state: MapRoot<JsonValue>; seq: number; opSeq: number; label: string; time: number } {
     if (typeof target === 'string') {
       const record = this.find(target)
       if (record.broken) throw Object.assign(new Error(`rewindfs: checkpoint ${record.name} is broken (content missing from the store) and cannot be restored`), { code: 'EBROKEN' })
-      return { root: record.root, state: record.state, seq: record.seq, opSeq: record.opSeq, label: record.name }
+      return { root: record.root, state: record.state, seq: record.seq, opSeq: record.opSeq, label: record.name, time: record.createdAt }
     }
     if (typeof target !== 'object' || target === null) throw new TypeError('rewindfs: restore target must be a checkpoint id or name, { time } or { operation }')
     let untilSeq: number
     let label: string
+    let time: number
     if ('operation' in target) {
       const operation = this.journal.find(target.operation)
       if (!operation) throw new FsError('ENOENT', 'restore', target.operation, undefined, 'no such operation')
       untilSeq = operation.seq
       label = `after ${operation.id}`
+      time = operation.time
     } else if ('time' in target && typeof target.time === 'number') {
       untilSeq = this.journal.records.findLast((r) => r.time <= target.time)?.seq ?? 0
       label = `at ${new Date(target.time).toISOString()}`
+      time = target.time
     } else throw new TypeError('rewindfs: restore target must be a checkpoint id or name, { time } or { operation }')
     // Start from the nearest checkpoint at or before the point and replay the operations since it:
     // O(operations since that checkpoint).
@@ -752,13 +755,22 @@ export class Workspace {
         else scratch.setDirMeta(change.path, change.after)
       }
     }
-    return { root: scratch.freeze(), state: state.freeze(), seq: base?.seq ?? 0, opSeq: untilSeq, label }
+    return { root: scratch.freeze(), state: state.freeze(), seq: base?.seq ?? 0, opSeq: untilSeq, label, time }
   }
 
-  /** Paths whose lower-source version differs from the one recorded when first read. */
-  private conflicts(paths: readonly string[]): string[] {
+  /**
+   * Paths whose lower-source version differs from the one recorded when first read, or that
+   * another session flushed into the lower source after `since` (restoring would undo its work).
+   */
+  private conflicts(paths: readonly string[], since: number): string[] {
     const out: string[] = []
+    const flushed = this.lower.id !== undefined ? this.shared.book.ledgers.get(this.lower.id) : undefined
     for (const path of paths) {
+      const other = flushed?.get(path)
+      if (other?.by !== undefined && other.by !== this.session && (other.at ?? 0) > since) {
+        out.push(path)
+        continue
+      }
       const seen = this.overlay.observed.get(path)
       if (seen === undefined) continue
       if ((this.lower.stat(path)?.version ?? ABSENT) !== seen) out.push(path)
@@ -885,6 +897,7 @@ export class Workspace {
         overlay: this.overlay,
         lower: this.lower,
         book: this.shared.book,
+        session: this.session,
         persist: async (blobs) => {
           if (!store || !durability) return
           await durability.sync()

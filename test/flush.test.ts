@@ -244,3 +244,28 @@ describe('canary flush to several targets', () => {
     await ws.close()
   })
 })
+
+describe('restore and other sessions', () => {
+  it('refuses to restore over paths another session flushed after the restore point, unless forced', async () => {
+    const lower = directory(project)
+    const a = await Workspace.open({ lower, session: 'a', autoCheckpoint: false })
+    const start = await a.checkpoint({ name: 'start' })
+    const b = await a.fork('b')
+    b.fs.writeFileSync('/app/config.json', '{ "port": 2 }\n')
+    await b.flush()
+    a.fs.writeFileSync('/app/config.json', '{ "port": 1 }\n')
+    a.fs.writeFileSync('/app/server.js', 'serve(1)\n')
+    // a's restore would take config.json back over b's flushed work; server.js is a's alone.
+    await expect(a.restore(start.id)).rejects.toMatchObject({ code: 'ECONFLICT', conflicts: ['/app/config.json'] })
+    expect(a.fs.readFileSync('/app/server.js', 'utf8')).toBe('serve(1)\n')
+    // b restoring its own view, and a restoring only what b did not touch, are fine.
+    await a.restore(start.id, { include: ['/app/server.js'] })
+    expect(a.fs.readFileSync('/app/server.js', 'utf8')).toBe('serve()\n')
+    const forced = await a.restore(start.id, { force: true })
+    expect(forced.applied).toBe(true)
+    expect(a.fs.readFileSync('/app/config.json', 'utf8')).toBe(ORIGINAL['/app/config.json'])
+    expect(b.fs.readFileSync('/app/config.json', 'utf8')).toBe('{ "port": 2 }\n')
+    await b.close()
+    await a.close()
+  })
+})

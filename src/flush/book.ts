@@ -8,6 +8,9 @@ import type { BlobId } from '../blob/store.js'
 export interface Recorded {
   sig: string
   version: string | null
+  /** The session that flushed it and when (ms): a restore elsewhere must not silently undo it. */
+  by?: string
+  at?: number
 }
 
 /** The ledgers of every target this lower source has been flushed to, shared by its sessions. */

@@ -40,6 +40,7 @@ export interface FlushHost {
   readonly overlay: Overlay
   readonly lower: PinnedLower
   readonly book: FlushBook
+  readonly session: string
   /** Makes pins, ledgers and the given blobs durable (no-op without a store). */
   persist(blobs: readonly BlobId[]): Promise<void>
 }
@@ -239,7 +240,7 @@ async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Pl
     if (p.desired === 'absent') {
       for (const [path, recorded] of ledger) if (path.startsWith(p.path + '/')) ledger.set(path, { ...recorded, sig: 'absent', version: null })
     }
-    ledger.set(p.path, { sig: p.desired, version: byPath.get(p.path) ?? null })
+    ledger.set(p.path, { sig: p.desired, version: byPath.get(p.path) ?? null, by: host.session, at: Date.now() })
   }
   host.book.pending.delete(target.id)
   await host.persist([])

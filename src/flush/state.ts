@@ -28,7 +28,7 @@ const stateSchema = z.object({
   lower: z.optional(z.string()),
   pins: z.array(z.tuple([z.string(), z.nullable(z.object({ stat: statSchema, blob: z.optional(z.string()), target: z.optional(z.string()) }))])),
   listings: z.array(z.tuple([z.string(), z.array(z.string())])),
-  ledgers: z.array(z.tuple([z.string(), z.array(z.tuple([z.string(), z.string(), z.nullable(z.string())]))])),
+  ledgers: z.array(z.tuple([z.string(), z.array(z.tuple([z.string(), z.string(), z.nullable(z.string()), z.nullable(z.string()), z.nullable(z.number())]))])),
   pending: z.array(z.tuple([z.string(), z.array(z.tuple([z.string(), z.string()]))])),
 })
 
@@ -37,7 +37,7 @@ export function encodeFlushState(lower: PinnedLower, book: FlushBook): JsonValue
     v: VERSION,
     ...(lower.id !== undefined ? { lower: lower.id } : {}),
     ...(lower.toJSON() as { pins: JsonValue; listings: JsonValue }),
-    ledgers: [...book.ledgers].map(([id, ledger]) => [id, [...ledger].map(([path, r]) => [path, r.sig, r.version])]),
+    ledgers: [...book.ledgers].map(([id, ledger]) => [id, [...ledger].map(([path, r]) => [path, r.sig, r.version, r.by ?? null, r.at ?? null])]),
     pending: [...book.pending],
   }
 }
@@ -50,7 +50,7 @@ export function decodeFlushState(value: JsonValue, lower: PinnedLower, book: Flu
   lower.load(data)
   for (const [id, entries] of data.ledgers) {
     const ledger = book.ledger(id)
-    for (const [path, sig, version] of entries) ledger.set(path, { sig, version })
+    for (const [path, sig, version, by, at] of entries) ledger.set(path, { sig, version, ...(by !== null ? { by } : {}), ...(at !== null ? { at } : {}) })
   }
   for (const [id, intended] of data.pending) book.pending.set(id, intended)
 }
