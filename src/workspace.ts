@@ -379,13 +379,14 @@ export class Workspace {
   }
 
   /** Records the whole environment as it is now. O(1) in the size of the tree. */
-  async checkpoint(options: { name?: string; kind?: Exclude<CheckpointKind, 'guard'> } = {}): Promise<Checkpoint> {
+  async checkpoint(options: { name?: string; kind?: Exclude<CheckpointKind, 'guard'>; description?: string } = {}): Promise<Checkpoint> {
     this.assertOpen()
     const kind = options.kind ?? 'manual'
     if (!['manual', 'auto', 'turn', 'compact'].includes(kind)) {
       throw new TypeError(`rewindfs: checkpoint kind must be manual, auto, turn or compact (guard checkpoints are made by restore); got ${String(kind)}`)
     }
-    return this.addCheckpoint(kind, options.name)
+    if (options.description !== undefined && typeof options.description !== 'string') throw new TypeError('rewindfs: a checkpoint description must be a string')
+    return this.addCheckpoint(kind, options.name, options.description)
   }
 
   private addCheckpoint(kind: CheckpointKind, name?: string, description?: string): Checkpoint {

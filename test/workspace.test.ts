@@ -115,3 +115,18 @@ describe('Workspace API', () => {
     expect(ws.fs.readFileSync('/a', 'utf8')).toBe('upper')
   })
 })
+
+describe('checkpoint descriptions', () => {
+  it('are kept with the checkpoint, also across a reopen from a store', async () => {
+    const { MemoryStore } = await import('../src/index.js')
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store })
+    const c = await ws.checkpoint({ name: 'before-migration', description: 'schema v1, 3 tables' })
+    expect(c.description).toBe('schema v1, 3 tables')
+    await expect(ws.checkpoint({ description: 42 as unknown as string })).rejects.toThrow(/description must be a string/)
+    await ws.close()
+    const again = await Workspace.open({ store })
+    expect(again.checkpoints().find((x) => x.name === 'before-migration')?.description).toBe('schema v1, 3 tables')
+    await again.close()
+  })
+})
