@@ -231,6 +231,20 @@ describe('apply: all or nothing', () => {
     expect(new TextDecoder().decode(source.readFile('/f/inside.txt'))).toBe('in the new dir')
   })
 
+  it('applies a large change set (made durable per file system rather than file by file) whole', async () => {
+    const root = tempDirectory({ '/d0/stale.txt': 'stale' })
+    const source = directory(root)
+    const entries: FlushEntry[] = [{ path: '/d0/stale.txt', kind: 'delete' }]
+    for (let d = 1; d < 4; d++) entries.push({ path: `/d${d}`, kind: 'dir', mode: 0o755, mtimeMs: 1_600_000_000_000 })
+    for (let i = 0; i < 300; i++) entries.push(file(`/d${i % 4}/f${i}.txt`, `file ${i}`))
+    const versions = await source.apply(entries)
+    const expected: Record<string, string> = {}
+    for (let d = 0; d < 4; d++) expected[`/d${d}/`] = '755'
+    for (let i = 0; i < 300; i++) expected[`/d${i % 4}/f${i}.txt`] = `644 file ${i}`
+    expect(tree(root)).toEqual(expected)
+    expect(versions.slice(1).every((version) => typeof version === 'string')).toBe(true)
+  })
+
   it('refuses an inconsistent change set before writing anything', async () => {
     const root = tempDirectory({ '/a/x.txt': 'x', '/b.txt': 'b' })
     const source = directory(root)
