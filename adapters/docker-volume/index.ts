@@ -70,9 +70,7 @@ export async function dockerVolume(options: DockerVolumeOptions): Promise<Docker
     const reader = await helper.create('exit 0')
     try {
       if (await helper.stat(reader, STAGING)) await helper.run(RUNNER, RUNNER_STAYS)
-      const archive = await helper.archive(reader, '/')
-      if (!archive) throw new DockerVolumeError('ERR_DOCKER_API', `the volume '${name}' is mounted but its root cannot be read`)
-      return new DockerVolume(helper, reader, await readIndex(archive, preloadBytes))
+      return new DockerVolume(helper, reader, await readVolume(helper, reader, preloadBytes), preloadBytes)
     } catch (error) {
       // The open failed already: that error is the one to report, removal is best effort.
       await helper.remove(reader).catch(() => undefined)
@@ -101,14 +99,18 @@ function outcome(entry: FlushEntry, now: Date): IndexedEntry | undefined {
 
 export class DockerVolume extends IndexedSource implements FlushTarget {
   private closed = false
-  /** An apply whose runner failed: the index takes its outcome once a recover finishes it. */
-  private unfinished: { entries: readonly FlushEntry[]; outcomes: (IndexedEntry | undefined)[] } | undefined
+  /**
+   * An apply that failed after it started uploading: whether its manifest landed whole (and a later
+   * run applied it) or torn (never applied) cannot be told from here, so the next recover rereads the index.
+   */
+  private unfinished = false
 
   constructor(
     private readonly helper: Helper,
     /** The created, never started container that serves reads and uploads. */
     private readonly reader: string,
     entries: Map<string, IndexedEntry>,
+    private readonly preloadBytes: number,
   ) {
     super('docker-volume', `docker-volume:${helper.volume}`, entries, (paths) => loadContents(helper, reader, paths))
   }
@@ -137,10 +139,12 @@ export class DockerVolume extends IndexedSource implements FlushTarget {
 
   async recover(): Promise<void> {
     this.open('recover')
-    if (!(await this.helper.stat(this.reader, STAGING))) return
-    await this.helper.run(RUNNER, RUNNER_STAYS)
-    if (this.unfinished) this.record(this.unfinished.entries, this.unfinished.outcomes)
-    this.unfinished = undefined
+    if (await this.helper.stat(this.reader, STAGING)) await this.helper.run(RUNNER, RUNNER_STAYS)
+    if (!this.unfinished) return
+    const entries = await readVolume(this.helper, this.reader, this.preloadBytes)
+    this.delete('/')
+    for (const [path, entry] of entries) this.set(path, entry)
+    this.unfinished = false
   }
 
   async apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void): Promise<(string | undefined)[]> {
@@ -152,11 +156,11 @@ export class DockerVolume extends IndexedSource implements FlushTarget {
     const now = new Date()
     const outcomes = entries.map((entry) => outcome(entry, now))
     onProgress?.({ done: 0, total })
+    this.unfinished = true
     await this.helper.put(this.reader, '/', stagingTar(flushId(now.getTime()), entries, now))
     // Staged with its manifest: from here the flush happens, now or on the next recover.
-    this.unfinished = { entries, outcomes }
     await this.helper.run(RUNNER, RUNNER_STAYS)
-    this.unfinished = undefined
+    this.unfinished = false
     this.record(entries, outcomes)
     onProgress?.({ done: total, total, path: entries[total - 1].path })
     return outcomes.map((entry) => entry?.version)
@@ -213,6 +217,12 @@ export class DockerVolume extends IndexedSource implements FlushTarget {
       if (next) this.set(entry.path, next)
     })
   }
+}
+
+async function readVolume(helper: Helper, reader: string, preloadBytes: number): Promise<Map<string, IndexedEntry>> {
+  const archive = await helper.archive(reader, '/')
+  if (!archive) throw new DockerVolumeError('ERR_DOCKER_API', `the volume '${helper.volume}' is mounted but its root cannot be read`)
+  return readIndex(archive, preloadBytes)
 }
 
 async function loadContents(helper: Helper, reader: string, paths: readonly string[]): Promise<Map<string, Uint8Array>> {

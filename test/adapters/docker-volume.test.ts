@@ -355,6 +355,27 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
     expect(inVolume(name, 'cat /v/.rewindfs-flush/0-bad/manifest.sh')).toContain('broken step')
   })
 
+  it('an apply whose run failed completes on the next recover, which rereads the index', async () => {
+    const name = newVolume('resume', FILL)
+    const vol = await open(name)
+    opened.push(vol)
+    // Changed underneath after open: the index still says /app/src is a directory.
+    inVolume(name, 'rm -rf /v/app/src && echo blocker > /v/app/src')
+    const content = utf8('export {}')
+    await expect(vol.apply([{ path: '/app/src/new.js', kind: 'file', mode: 0o644, mtimeMs: 1_600_000_000_000, content }])).rejects.toMatchObject({
+      code: 'ERR_DOCKER_HELPER_FAILED',
+      message: expect.stringContaining('retried on the next open or flush'),
+    })
+    expect(vol.stat('/app/src/new.js')).toBeUndefined()
+    inVolume(name, 'rm /v/app/src && mkdir /v/app/src')
+    await vol.recover()
+    expect(oracleListing(name)).toContain(`/app/src/new.js|file|644|1600000000|${sha256(content)}`)
+    expect(vol.stat('/app/src/index.js')).toBeUndefined() // gone underneath: the index was read again
+    const ws = await Workspace.open({ lower: vol })
+    expect(workspaceListing(ws)).toEqual(oracleListing(name))
+    await ws.close()
+  })
+
   it('fails loudly, never as done, when a staged item is missing and its target is not there', async () => {
     const name = newVolume('lost-item')
     const engine = new DockerEngine(socketPath)
