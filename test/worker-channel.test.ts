@@ -4,7 +4,7 @@
  * crashes and closing, and recovery from a durable store after the process running it was killed.
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
@@ -225,6 +225,45 @@ describe('validators and hooks across the boundary', () => {
     const undone = await ws.undo()
     expect(undone.uncompensated).toEqual([{ description: 'paged the on-call', error: expect.stringMatching(/no compensator named 'not-registered'/) }])
     expect(alerts).toEqual([expect.objectContaining({ kind: 'uncompensated' })])
+  })
+})
+
+describe('what the descriptors name', () => {
+  const temps: string[] = []
+  afterEach(() => {
+    for (const dir of temps.splice(0)) rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('opens over a real directory (adapters/node-fs) and a FileSystemTree, and never writes to the directory', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rewindfs-worker-lower-'))
+    temps.push(dir)
+    writeFileSync(join(dir, 'config.json'), '{ "port": 8080 }\n')
+    const { ws } = await open({ lower: { kind: 'directory', path: dir } })
+    expect(await ws.fs.readFile('/config.json', 'utf8')).toBe('{ "port": 8080 }\n')
+    await ws.fs.writeFile('/config.json', 'changed')
+    await ws.fs.writeFile('/new.txt', 'x')
+    expect(readFileSync(join(dir, 'config.json'), 'utf8')).toBe('{ "port": 8080 }\n')
+    expect(readdirSync(dir)).toEqual(['config.json'])
+
+    const { ws: tree } = await open({ lower: { kind: 'file-system-tree', tree: { app: { directory: { 'a.txt': { file: { contents: 'tree' } }, link: { file: { symlink: 'a.txt' } } } } } } })
+    expect(await tree.fs.readFile('/app/link', 'utf8')).toBe('tree')
+  })
+
+  it('compensates with compensators registered by name in the worker entry', async () => {
+    const entry = `
+      import { Workspace } from ${JSON.stringify(new URL('../src/workspace.ts', import.meta.url).href)}
+      import { serve } from ${JSON.stringify(new URL('../worker/serve.ts', import.meta.url).href)}
+      Workspace.registerCompensator('refund', (args) => { if (args !== 42) throw new Error('wrong order id: ' + args) })
+      await serve()
+    `
+    const worker = workerWithEntry(entry)
+    const ws = await openWorkerWorkspace(worker)
+    cleanups.push(() => ws.close())
+    await ws.recordSideEffect({ description: 'charged order 42', compensate: { name: 'refund', args: 42 } })
+    await ws.recordSideEffect({ description: 'charged order 7', compensate: { name: 'refund', args: 7 } })
+    const undone = await ws.undo({ steps: 2 })
+    expect(undone.compensated).toEqual(['charged order 42'])
+    expect(undone.uncompensated).toEqual([{ description: 'charged order 7', error: expect.stringMatching(/wrong order id: 7/) }])
   })
 })
 

@@ -5,7 +5,6 @@
  */
 import * as Comlink from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
-import type { Worker as NodeWorker } from 'node:worker_threads'
 import type { AsyncFs, AsyncFsMember, AsyncFsRoot, AsyncSessionState, AsyncSideEffect, AsyncTransactionOptions, AsyncWorkspace } from '../src/async-workspace.js'
 import type { Change } from '../src/diff.js'
 import type { Operation } from '../src/engine/journal.js'
@@ -32,8 +31,16 @@ import type { FsCall, LowerDescriptor, Member, Opened, Outcome, StatusRecord, St
 import type { WorkerApi } from './serve.js'
 import { type BatchWire, decodeValue, errorRecord, packBatch, toError, unpackResults } from './values.js'
 
+/** What is used of a Node worker_threads Worker (structural: a page's types need nothing from Node). */
+export interface NodeWorkerLike {
+  postMessage(value: unknown): void
+  on(event: 'error', listener: (error: Error) => void): unknown
+  on(event: 'exit', listener: (code: number) => void): unknown
+  terminate(): Promise<number>
+}
+
 /** A browser Worker, or a Node worker_threads Worker. */
-export type WorkerLike = Pick<Worker, 'postMessage' | 'addEventListener' | 'removeEventListener' | 'terminate'> | NodeWorker
+export type WorkerLike = Pick<Worker, 'postMessage' | 'addEventListener' | 'removeEventListener' | 'terminate'> | NodeWorkerLike
 
 export interface OpenWorkerOptions {
   lower?: LowerDescriptor
