@@ -128,13 +128,31 @@ export class DockerVolume extends IndexedSource implements FlushTarget {
     await super.prefetch(paths)
   }
 
+  /**
+   * One path stat per path, shallowest first: nothing is under a path found absent or not a directory,
+   * so a new tree of a thousand files costs one stat of its root.
+   */
   async versions(paths: readonly string[]): Promise<(string | undefined)[]> {
     this.open('versions')
-    return eachLimited(paths, async (path) => {
-      if (isWithin(path, STAGING)) return undefined
-      const stat = await this.helper.stat(this.reader, path)
-      return stat && versionOfStat(stat)
-    })
+    const versions: (string | undefined)[] = new Array(paths.length)
+    const leaves = new Set<string>()
+    const underLeaf = (path: string) => {
+      for (let parent = dirname(path); parent !== '/'; parent = dirname(parent)) if (leaves.has(parent)) return true
+      return false
+    }
+    const depth = (path: string) => (path === '/' ? 0 : path.split('/').length - 1)
+    const levels = [...new Set(paths.map(depth))].sort((a, b) => a - b)
+    for (const level of levels) {
+      const indices = [...paths.keys()].filter((i) => depth(paths[i]) === level)
+      await eachLimited(indices, async (i) => {
+        const path = paths[i]
+        if (isWithin(path, STAGING) || underLeaf(path)) return
+        const stat = await this.helper.stat(this.reader, path)
+        versions[i] = stat && versionOfStat(stat)
+        if (!versions[i]?.startsWith('d:')) leaves.add(path)
+      })
+    }
+    return versions
   }
 
   async recover(): Promise<void> {
