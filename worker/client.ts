@@ -98,17 +98,13 @@ class Channel {
   readonly remote: Comlink.Remote<WorkerApi>
   crashed: Error | undefined
   closed = false
-  private readonly died: Promise<never>
-  private die!: (error: Error) => void
+  /** Rejecters of the calls in flight: a dead worker never answers them. */
+  private readonly inFlight = new Set<(error: Error) => void>()
 
   constructor(
     readonly worker: WorkerLike,
     private readonly onCrash: ((error: Error) => void) | undefined,
   ) {
-    this.died = new Promise<never>((_, reject) => {
-      this.die = reject
-    })
-    this.died.catch(() => undefined) // observed through the calls that race it
     if ('on' in worker) {
       this.remote = Comlink.wrap<WorkerApi>(nodeEndpoint(worker as unknown as Parameters<typeof nodeEndpoint>[0]))
       worker.on('error', (error: Error) => this.crash(`the worker threw ${error?.name ?? 'an error'}: ${error?.message ?? String(error)}`))
@@ -122,24 +118,32 @@ class Channel {
   private crash(reason: string): void {
     if (this.closed || this.crashed) return
     this.crashed = coded(WORKER_CRASHED, `rewindfs: the workspace worker crashed (${reason}); reopen it from its durable store`)
-    this.die(this.crashed)
+    for (const reject of this.inFlight) reject(this.crashed)
+    this.inFlight.clear()
     this.onCrash?.(this.crashed)
     // A Web Worker survives an uncaught error, but its engine state can no longer be trusted.
     void this.worker.terminate()
   }
 
   /** The value of an Outcome, or its error rebuilt with Node's fields. */
-  async settle(pending: Promise<Outcome>): Promise<unknown> {
-    let outcome: Outcome
-    try {
-      outcome = await Promise.race([pending, this.died])
-    } catch (error) {
-      // structuredClone refused an argument (a function, a symbol): the call never left.
-      if ((error as Error)?.name === 'DataCloneError') throw coded(BAD_CALL, `rewindfs worker: malformed call: ${(error as Error).message}`)
-      throw error
-    }
-    if (!outcome.ok) throw toError(outcome.error)
-    return outcome.value
+  settle(pending: Promise<Outcome>): Promise<unknown> {
+    if (this.crashed) return Promise.reject(this.crashed)
+    return new Promise((resolve, reject) => {
+      this.inFlight.add(reject)
+      pending.then(
+        (outcome) => {
+          this.inFlight.delete(reject)
+          if (outcome.ok) resolve(outcome.value)
+          else reject(toError(outcome.error))
+        },
+        (error: unknown) => {
+          this.inFlight.delete(reject)
+          // structuredClone refused an argument (a function, a symbol): the call never left.
+          if ((error as Error)?.name === 'DataCloneError') reject(coded(BAD_CALL, `rewindfs worker: malformed call: ${(error as Error).message}`))
+          else reject(error)
+        },
+      )
+    })
   }
 
   send(message: object, callbacks?: CallCallbacks, hooks?: Hooks, transfers: Transferable[] = []): Promise<unknown> {
