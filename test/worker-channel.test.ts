@@ -98,7 +98,7 @@ describe('the message boundary', () => {
 
 describe('file contents', () => {
   it('arrive in a buffer of their own, and neither the stored blob nor the caller’s buffer is detached', async () => {
-    const { ws } = await open()
+    const { ws } = await open({ lower: { kind: 'fixture', files: { '/lower.bin': 'below' } } })
     const big = new Uint8Array(64 * 1024).map((_, i) => i % 251)
     await ws.fs.writeFile('/big.bin', big)
     expect(big.buffer.byteLength).toBe(64 * 1024) // copied, not taken
@@ -113,6 +113,16 @@ describe('file contents', () => {
     await ws.fs.writeFile('/small.txt', 'tiny')
     const small = await ws.fs.readFile('/small.txt')
     expect(small.buffer.byteLength).toBe(4) // not a slab of Node's Buffer pool
+    const names = await ws.fs.readdir('/', { encoding: 'buffer' })
+    expect(names.every((name) => Buffer.isBuffer(name))).toBe(true)
+    expect(names.map(String).sort()).toEqual(['big.bin', 'lower.bin', 'small.txt'])
+  })
+
+  it('reads a lower-layer file any number of times: the source keeps its bytes', async () => {
+    const { ws } = await open({ lower: { kind: 'fixture', files: { '/lower.txt': 'x'.repeat(10_000) } } })
+    const reads = await Promise.all([ws.fs.readFile('/lower.txt'), ws.fs.readFile('/lower.txt'), ws.fs.readFile('/lower.txt')])
+    for (const bytes of reads) expect(bytes.toString()).toBe('x'.repeat(10_000))
+    expect(reads[0].buffer).not.toBe(reads[1].buffer)
   })
 
   it('hands a caller’s buffer over without a copy when asked with { transfer: true }', async () => {

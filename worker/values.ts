@@ -68,6 +68,8 @@ export function encodeValue(value: unknown, transfers: Transferable[]): unknown 
 
 export function decodeValue(value: unknown): unknown {
   if (value instanceof Uint8Array) return asCallerBytes(value)
+  // readdir with { encoding: 'buffer' }: names as the host's Buffer too.
+  if (Array.isArray(value) && value[0] instanceof Uint8Array) return value.map((name: Uint8Array) => asCallerBytes(name))
   if (typeof value !== 'object' || value === null || !(TAG in value)) return value
   const tagged = value as { [TAG]: string; bigint?: boolean; fields?: object; list?: object[] }
   if (tagged[TAG] === 'stats') return Object.assign(Object.create(tagged.bigint ? BigIntStats.prototype : Stats.prototype), tagged.fields)
