@@ -1,80 +1,77 @@
 #!/usr/bin/env node
 /**
- * The rewindfs command. `demo` is what `npm start` runs: the write / checkpoint / break / restore
- * story on the embedded in-memory default. Other commands arrive with the CLI issue.
+ * The rewindfs command: `demo` (what `npm start` runs), `mcp` (the MCP stdio server) and the store
+ * commands status, log, checkpoints, diff, restore and flush. `rewindfs --help` documents the
+ * options and exit codes (usage.ts).
  */
-import { Workspace } from '../src/index.js'
+import { type Invocation, type Options, parseCommandLine, wantsJson } from './arguments.js'
+import { flush, restore } from './change.js'
+import { demo } from './demo.js'
+import { describeFailure, failureJson } from './failure.js'
+import { checkpoints, diff, log, status } from './inspect.js'
+import { serveMcp } from './mcp.js'
+import type { Outcome } from './outcome.js'
+import { colourful, palette } from './terminal.js'
+import { EXIT, UsageError, commandHelp, help } from './usage.js'
+import { packageVersion } from './version.js'
 
-const colour = process.stdout.isTTY && !process.env.NO_COLOR
-const paint = (code: number) => (text: string) => (colour ? `\x1b[${code}m${text}\x1b[0m` : text)
-const bold = paint(1)
-const green = paint(32)
-const red = paint(31)
-const dim = paint(2)
+async function run(invocation: Extract<Invocation, { kind: 'run' }>): Promise<number> {
+  const { command, positionals, options } = invocation
+  if (options.json && (command === 'demo' || command === 'mcp')) {
+    throw new UsageError(`${command} has no --json output${command === 'mcp' ? ' (it speaks JSON-RPC on stdout already)' : ''}`)
+  }
+  switch (command) {
+    case 'demo':
+      await demo()
+      return EXIT.ok
+    case 'mcp':
+      return serveMcp(options)
+    case 'status':
+      return print(await status(options), options)
+    case 'log':
+      return print(await log(options), options)
+    case 'checkpoints':
+      return print(await checkpoints(options), options)
+    case 'diff':
+      return print(await diff(options, positionals[0]), options)
+    case 'restore':
+      return print(await restore(options, positionals[0]), options)
+    case 'flush':
+      return print(await flush(options), options)
+  }
+}
 
-async function demo(): Promise<void> {
-  const say = (step: string, detail = '') => console.log(`${bold(step)} ${dim(detail)}`)
-  const ws = await Workspace.open({
-    lower: {
-      '/app/config.json': JSON.stringify({ port: 8080, replicas: 3 }, null, 2) + '\n',
-      '/app/server.js': "console.log('serving')\n",
-    },
-  })
-  const { fs } = ws
-  say('1. open', 'a workspace over a read-only in-memory project (the lower layer)')
-  console.log('   ' + fs.readdirSync('/app').join(', '))
+function print(outcome: Outcome, options: Options): number {
+  if (options.json) process.stdout.write(JSON.stringify(outcome.data, null, 2) + '\n')
+  else for (const line of outcome.lines) process.stdout.write(line + '\n')
+  return outcome.exitCode ?? EXIT.ok
+}
 
-  fs.writeFileSync('/app/notes.md', '# deploy notes\n')
-  say('2. write', 'the agent adds /app/notes.md (the write lands in the upper layer)')
-
-  const good = await ws.checkpoint({ name: 'known-good' })
-  say('3. checkpoint', `"${good.name}" (${good.id}): O(1), nothing is copied`)
-
-  fs.writeFileSync('/app/config.json', '{ "port": 80,, }\n')
-  fs.rmSync('/app/server.js')
-  say('4. break', 'a bad write corrupts config.json and server.js is deleted')
+async function main(argv: readonly string[]): Promise<number> {
   try {
-    JSON.parse(fs.readFileSync('/app/config.json', 'utf8'))
+    const invocation = parseCommandLine(argv)
+    if (invocation.kind === 'help') {
+      process.stdout.write((invocation.command ? commandHelp(invocation.command) : help()) + '\n')
+      return EXIT.ok
+    }
+    if (invocation.kind === 'version') {
+      process.stdout.write(packageVersion() + '\n')
+      return EXIT.ok
+    }
+    return await run(invocation)
   } catch (error) {
-    console.log('   ' + red(`config.json no longer parses: ${(error as Error).message}`))
+    const failure = describeFailure(error)
+    if (wantsJson(argv)) process.stdout.write(JSON.stringify(failureJson(failure), null, 2) + '\n')
+    else {
+      const { red } = palette(colourful(process.stderr))
+      process.stderr.write(`rewindfs: ${red(failure.error.message)}\n`)
+      if (failure.exitCode === EXIT.usage) process.stderr.write('Run rewindfs --help for the commands, options and exit codes.\n')
+      else if (failure.exitCode === EXIT.failure && failure.error.code === 'EINTERNAL' && error instanceof Error) process.stderr.write(`${error.stack}\n`)
+    }
+    return failure.exitCode
   }
-  for (const change of ws.diff(good.id)) console.log(`   ${change.type.padEnd(8)} ${change.path}`)
-
-  const preview = await ws.restore('known-good', { dryRun: true })
-  say('5. preview', `restore would revert ${preview.changes.length} paths; the patch for config.json:`)
-  const patch = preview.changes.find((c) => c.path === '/app/config.json')?.patch ?? ''
-  for (const line of patch.split('\n').slice(4)) if (line) console.log('   ' + (line.startsWith('+') ? green(line) : line.startsWith('-') ? red(line) : line))
-
-  const report = await ws.restore('known-good')
-  say('6. restore', `a pointer move: ${report.changes.length} paths back`)
-  const config = JSON.parse(fs.readFileSync('/app/config.json', 'utf8')) as { port: number }
-  console.log('   ' + green(`config.json parses again (port ${config.port}); server.js exists: ${fs.existsSync('/app/server.js')}`))
-
-  await ws.reset()
-  say('7. reset', `the upper layer is discarded: ${ws.changes().length} changes against the lower layer`)
-  await ws.close()
-  console.log(`\nThe lower layer was never written. Run ${bold('npm test')} for the test suite.`)
 }
 
-const commands: Record<string, () => Promise<void>> = { demo }
-
-async function main(argv: string[]): Promise<number> {
-  const [name = 'demo'] = argv
-  const command = commands[name]
-  if (!command) {
-    console.error(`rewindfs: unknown command '${name}'. Commands: ${Object.keys(commands).join(', ')}`)
-    return 2
-  }
-  await command()
-  return 0
-}
-
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code
-  },
-  (error: unknown) => {
-    console.error(error instanceof Error ? error.stack : error)
-    process.exitCode = 1
-  },
-)
+main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code
+})

@@ -1,0 +1,112 @@
+/** The command line, parsed strictly: an unknown option or a missing value is a usage error. */
+import { parseArgs } from 'node:util'
+import { type CommandName, UsageError, isCommand } from './usage.js'
+
+type OptionSpec = { type: 'string' | 'boolean'; short?: string }
+
+const PROJECT: Record<string, OptionSpec> = { dir: { type: 'string' }, store: { type: 'string' }, session: { type: 'string' }, json: { type: 'boolean' } }
+const HELP: Record<string, OptionSpec> = { help: { type: 'boolean', short: 'h' } }
+
+/** Each command's options and how many positionals it takes. */
+const SPECS: Record<CommandName, { options: Record<string, OptionSpec>; positionals: [min: number, max: number, name?: string] }> = {
+  demo: { options: {}, positionals: [0, 0] },
+  mcp: { options: { dir: { type: 'string' }, store: { type: 'string' }, session: { type: 'string' } }, positionals: [0, 0] },
+  status: { options: PROJECT, positionals: [0, 0] },
+  log: { options: { ...PROJECT, limit: { type: 'string' }, path: { type: 'string' } }, positionals: [0, 0] },
+  checkpoints: { options: PROJECT, positionals: [0, 0] },
+  diff: { options: { ...PROJECT, patch: { type: 'boolean' } }, positionals: [0, 1, 'checkpoint'] },
+  restore: { options: { ...PROJECT, 'dry-run': { type: 'boolean' }, patch: { type: 'boolean' }, force: { type: 'boolean' } }, positionals: [1, 1, 'checkpoint'] },
+  flush: { options: { ...PROJECT, 'dry-run': { type: 'boolean' }, force: { type: 'boolean' } }, positionals: [0, 0] },
+}
+
+export type Invocation =
+  | { readonly kind: 'help'; readonly command?: CommandName }
+  | { readonly kind: 'version' }
+  | { readonly kind: 'run'; readonly command: CommandName; readonly positionals: readonly string[]; readonly options: Options }
+
+export interface Options {
+  readonly dir?: string
+  readonly store?: string
+  readonly session?: string
+  readonly json: boolean
+  readonly limit?: number
+  readonly path?: string
+  readonly patch: boolean
+  readonly dryRun: boolean
+  readonly force: boolean
+}
+
+/** Whether --json appears anywhere, so even a usage error can be reported as JSON. */
+export function wantsJson(argv: readonly string[]): boolean {
+  return argv.includes('--json')
+}
+
+export function parseCommandLine(argv: readonly string[]): Invocation {
+  const [first, ...rest] = argv
+  if (first === undefined) return { kind: 'run', command: 'demo', positionals: [], options: parseOptions('demo', []).options }
+  if (first === '-h' || first === '--help') return { kind: 'help' }
+  if (first === '-v' || first === '--version') return { kind: 'version' }
+  if (first === 'help') {
+    if (rest.length === 0) return { kind: 'help' }
+    const [name] = rest
+    if (rest.length > 1 || !isCommand(name)) throw new UsageError(`help takes one command name; the commands are ${commandList()}`)
+    return { kind: 'help', command: name }
+  }
+  if (first.startsWith('-')) throw new UsageError(`a command comes first, before '${first}'; the commands are ${commandList()}`)
+  if (!isCommand(first)) throw new UsageError(`unknown command '${first}'; the commands are ${commandList()}`)
+  const { options, positionals, help } = parseOptions(first, rest)
+  if (help) return { kind: 'help', command: first }
+  return { kind: 'run', command: first, positionals, options }
+}
+
+function commandList(): string {
+  return Object.keys(SPECS).join(', ')
+}
+
+function parseOptions(command: CommandName, args: readonly string[]): { options: Options; positionals: string[]; help: boolean } {
+  const spec = SPECS[command]
+  let parsed: ReturnType<typeof parseArgs>
+  try {
+    parsed = parseArgs({ args: [...args], options: { ...spec.options, ...HELP }, allowPositionals: true, strict: true })
+  } catch (error) {
+    throw new UsageError(`${command}: ${optionProblem(error)}`)
+  }
+  const values = parsed.values as Record<string, string | boolean | undefined>
+  const help = values.help === true
+  const [min, max, name] = spec.positionals
+  if (!help && parsed.positionals.length < min) throw new UsageError(`${command} needs a ${name} (an id or a name)`)
+  if (parsed.positionals.length > max) {
+    const extra = parsed.positionals.slice(max).map((p) => `'${p}'`).join(', ')
+    throw new UsageError(`${command} takes ${max === 0 ? 'no arguments' : `one ${name}`}; unexpected ${extra}`)
+  }
+  for (const key of ['dir', 'store', 'session', 'path', 'limit'] as const) {
+    if (values[key] === '') throw new UsageError(`${command}: --${key} needs a non-empty value`)
+  }
+  let limit: number | undefined
+  if (typeof values.limit === 'string') {
+    limit = Number(values.limit)
+    if (!/^\d+$/.test(values.limit) || !Number.isSafeInteger(limit) || limit < 1) throw new UsageError(`${command}: --limit takes a positive whole number, not '${values.limit}'`)
+  }
+  const text = (key: string) => (typeof values[key] === 'string' ? (values[key] as string) : undefined)
+  return {
+    help,
+    positionals: parsed.positionals,
+    options: {
+      dir: text('dir'),
+      store: text('store'),
+      session: text('session'),
+      json: values.json === true,
+      limit,
+      path: text('path'),
+      patch: values.patch === true,
+      dryRun: values['dry-run'] === true,
+      force: values.force === true,
+    },
+  }
+}
+
+/** Node's parseArgs messages name the option; the hint about '--' only confuses here. */
+function optionProblem(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  return message.replace(/\. To specify a positional argument[^]*$/, '').replace(/\.$/, '')
+}

@@ -1,0 +1,131 @@
+/** The read-only commands: status, log, checkpoints, diff. They open the store without its lock. */
+import type { Change } from '../src/diff.js'
+import type { Options } from './arguments.js'
+import { type Outcome, changeJson, checkpointJson, iso } from './outcome.js'
+import { openProject } from './project.js'
+import { type Palette, stdoutPalette } from './terminal.js'
+
+export function changeLines(changes: readonly Change[], withPatch: boolean, paint: Palette = stdoutPalette()): string[] {
+  const colour = { added: paint.green, modified: paint.yellow, deleted: paint.red }
+  const lines: string[] = []
+  for (const change of changes) {
+    lines.push(`  ${colour[change.type](change.type.padEnd(8))} ${change.entry.padEnd(7)} ${change.path}`)
+    if (withPatch && change.patch) lines.push(...patchLines(change.patch, paint))
+  }
+  return lines
+}
+
+export function patchLines(patch: string, paint: Palette): string[] {
+  return patch
+    .split('\n')
+    .filter((line, index, all) => line !== '' || index < all.length - 1)
+    .map((line) => {
+      if (line.startsWith('+++') || line.startsWith('---')) return '    ' + paint.bold(line)
+      if (line.startsWith('+')) return '    ' + paint.green(line)
+      if (line.startsWith('-')) return '    ' + paint.red(line)
+      if (line.startsWith('@@')) return '    ' + paint.dim(line)
+      return '    ' + line
+    })
+}
+
+export async function status(options: Options): Promise<Outcome> {
+  const { ws, dir, store } = await openProject('status', options, 'read')
+  try {
+    const changes = ws.changes()
+    const checkpoints = ws.checkpoints()
+    const integrity = await ws.verify()
+    const loaded = ws.status.loaded
+    const warnings = [...ws.status.warnings]
+    const healthy = ws.status.degraded === undefined && warnings.length === 0 && integrity.corrupt.length === 0 && (loaded?.broken.length ?? 0) === 0
+    const health = {
+      ok: healthy,
+      ...(ws.status.degraded !== undefined ? { degraded: ws.status.degraded } : {}),
+      warnings,
+      operations: loaded?.operations ?? 0,
+      droppedTail: loaded?.droppedTail ?? 0,
+      brokenCheckpoints: [...new Set([...(loaded?.broken ?? []), ...integrity.broken])],
+      blobsVerified: integrity.verified,
+      corruptBlobs: integrity.corrupt.length,
+    }
+    const paint = stdoutPalette()
+    const lines = [
+      `${paint.bold('project')}     ${dir}`,
+      `${paint.bold('store')}       ${store!.root} (session ${ws.session})`,
+      `${paint.bold('changes')}     ${changes.length === 0 ? 'none: the workspace matches the project' : changes.length}`,
+      ...changeLines(changes, false, paint),
+      `${paint.bold('checkpoints')} ${checkpoints.length}`,
+      `${paint.bold('health')}      ${healthy ? paint.green('ok') : paint.red('problems')} (${health.operations} operations, ${health.blobsVerified} blobs verified)`,
+      ...(health.degraded ? ['  ' + paint.red(health.degraded)] : []),
+      ...warnings.map((warning) => '  ' + paint.yellow(warning)),
+      ...(health.droppedTail > 0 ? [`  ${paint.yellow(`${health.droppedTail} torn record(s) dropped from the end of the journal`)}`] : []),
+      ...(health.brokenCheckpoints.length > 0 ? [`  ${paint.red(`broken checkpoints: ${health.brokenCheckpoints.join(', ')}`)}`] : []),
+    ]
+    return {
+      data: { project: dir, store: store!.root, session: ws.session, changes: changes.map((c) => changeJson(c, false)), checkpoints: checkpoints.length, health },
+      lines,
+    }
+  } finally {
+    await ws.close()
+  }
+}
+
+export async function log(options: Options): Promise<Outcome> {
+  const { ws } = await openProject('log', options, 'read')
+  try {
+    const operations = ws.history({ ...(options.path !== undefined ? { path: options.path } : {}), ...(options.limit !== undefined ? { limit: options.limit } : {}) })
+    const paint = stdoutPalette()
+    const data = operations.map((op) => ({
+      id: op.id,
+      seq: op.seq,
+      type: op.type,
+      time: iso(op.time),
+      session: op.session,
+      paths: [...op.paths],
+      ...(op.description !== undefined ? { description: op.description } : {}),
+      ...(op.group !== undefined ? { group: op.group } : {}),
+      ...(op.turn !== undefined ? { turn: op.turn } : {}),
+      ...((op as { undone?: boolean }).undone ? { undone: true } : {}),
+    }))
+    const lines =
+      data.length === 0
+        ? ['no operations']
+        : data.map((op) => {
+            const what = `${paint.dim(op.time)} ${paint.bold(op.id)} ${op.type.padEnd(8)} ${op.paths.join(', ')}`
+            return `${what}${op.description ? paint.dim(` (${op.description})`) : ''}${op.undone ? paint.yellow(' [undone]') : ''}`
+          })
+    return { data: { operations: data }, lines }
+  } finally {
+    await ws.close()
+  }
+}
+
+export async function checkpoints(options: Options): Promise<Outcome> {
+  const { ws } = await openProject('checkpoints', options, 'read')
+  try {
+    const list = ws.checkpoints()
+    const paint = stdoutPalette()
+    const lines =
+      list.length === 0
+        ? ['no checkpoints']
+        : list.map((c) => {
+            const marks = [c.superseded ? paint.yellow('superseded') : '', c.broken ? paint.red('broken') : ''].filter(Boolean).join(' ')
+            return `${paint.dim(iso(c.createdAt))} ${paint.bold(c.id)} ${c.name} ${paint.dim(c.kind)}${c.description ? ` ${c.description}` : ''}${marks ? ' ' + marks : ''}`
+          })
+    return { data: { checkpoints: list.map(checkpointJson) }, lines }
+  } finally {
+    await ws.close()
+  }
+}
+
+export async function diff(options: Options, checkpoint: string | undefined): Promise<Outcome> {
+  const { ws } = await openProject('diff', options, 'read')
+  try {
+    const changes = checkpoint === undefined ? ws.changes() : ws.diff(checkpoint)
+    const found = checkpoint === undefined ? undefined : ws.checkpoints().find((c) => c.id === checkpoint || c.name === checkpoint)
+    const from = found ? checkpointJson(found) : 'project'
+    const lines = changes.length === 0 ? [`no changes since the ${checkpoint === undefined ? 'project on disk' : `checkpoint '${checkpoint}'`}`] : changeLines(changes, options.patch)
+    return { data: { from, changes: changes.map((c) => changeJson(c, options.patch)) }, lines }
+  } finally {
+    await ws.close()
+  }
+}

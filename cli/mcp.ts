@@ -1,0 +1,62 @@
+/**
+ * `rewindfs mcp`: the agent tools (rewindfs/tools) served over MCP stdio. The project directory is
+ * the lower layer and commit_changes' flush target, so nothing on disk changes until the agent
+ * commits. The tools carry their JSON Schemas and validate their own input, so the low-level Server
+ * passes calls straight through: every failure, a malformed argument included, is a tool result
+ * with isError and the error's JSON as text.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
+import { type CallToolResult, CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js'
+import { directoryStore } from '../adapters/node-fs/store.js'
+import { Workspace } from '../src/index.js'
+import { type AgentTool, callTool, createAgentTools } from '../tools/index.js'
+import type { Options } from './arguments.js'
+import { projectDirectory } from './project.js'
+import { packageVersion } from './version.js'
+
+/** The MCP answer for one tool run: the result or error as JSON text. */
+export function toCallToolResult(outcome: Awaited<ReturnType<AgentTool['run']>>): CallToolResult {
+  const body = outcome.isError ? { error: outcome.error } : outcome.result
+  return { isError: outcome.isError, content: [{ type: 'text', text: JSON.stringify(body ?? null, null, 2) }] }
+}
+
+export function listing(tools: readonly AgentTool[]): Tool[] {
+  return tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'] }))
+}
+
+/** Serves until stdin ends or a signal arrives, then closes the workspace (its store made durable). */
+export async function serveMcp(options: Options): Promise<number> {
+  const lower = projectDirectory('mcp', options.dir)
+  const store = options.store !== undefined ? directoryStore(options.store) : undefined
+  const ws = await Workspace.open({ lower, ...(store ? { store } : {}), ...(options.session !== undefined ? { session: options.session } : {}) }).catch(async (error: unknown) => {
+    await store?.close() // gives the lock back at once
+    throw error
+  })
+  const tools = createAgentTools(ws, { flushTarget: lower })
+  const server = new Server(
+    { name: 'rewindfs', version: packageVersion() },
+    {
+      capabilities: { tools: {} },
+      instructions:
+        `A workspace over ${lower.root}: every write lands in an overlay, undoable with undo_operation and ` +
+        'rollback_to_checkpoint. The directory on disk is unchanged until commit_changes.',
+    },
+  )
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing(tools) }))
+  server.setRequestHandler(CallToolRequestSchema, async (request) => toCallToolResult(await callTool(tools, request.params.name, request.params.arguments ?? {})))
+
+  const done = new Promise<void>((resolve) => {
+    process.stdin.once('end', resolve)
+    process.stdin.once('close', resolve)
+    process.once('SIGINT', resolve)
+    process.once('SIGTERM', resolve)
+    server.onclose = resolve
+  })
+  await server.connect(new StdioServerTransport())
+  process.stderr.write(`rewindfs MCP server: ${tools.length} tools over ${lower.root} (${store ? `store ${store.root}` : 'in memory'}, session ${ws.session})\n`)
+  await done
+  await server.close().catch(() => undefined)
+  await ws.close()
+  return 0
+}

@@ -1,0 +1,31 @@
+/** What a command produced: JSON for --json, lines for people, and the exit code. */
+import type { Change } from '../src/diff.js'
+import type { Checkpoint } from '../src/workspace.js'
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json | undefined }
+
+export interface Outcome {
+  readonly data: { [key: string]: Json | undefined }
+  readonly lines: readonly string[]
+  readonly exitCode?: number
+}
+
+export const iso = (time: number): string => new Date(time).toISOString()
+
+export function changeJson(change: Change, withPatch: boolean): { [key: string]: Json | undefined } {
+  return { path: change.path, type: change.type, entry: change.entry, ...(withPatch && change.patch !== undefined ? { patch: change.patch } : {}) }
+}
+
+export function checkpointJson(checkpoint: Checkpoint): { [key: string]: Json | undefined } {
+  return {
+    id: checkpoint.id,
+    name: checkpoint.name,
+    kind: checkpoint.kind,
+    seq: checkpoint.seq,
+    createdAt: iso(checkpoint.createdAt),
+    session: checkpoint.session,
+    ...(checkpoint.description !== undefined ? { description: checkpoint.description } : {}),
+    ...(checkpoint.superseded ? { superseded: true } : {}),
+    ...(checkpoint.broken ? { broken: true } : {}),
+  }
+}

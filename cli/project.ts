@@ -1,0 +1,56 @@
+/** Opening the workspace a command works on: the project directory as lower layer, a directory store. */
+import fs from 'node:fs'
+import { type DirectorySource, directory } from '../adapters/node-fs/directory.js'
+import { type DirectoryStore, directoryStore } from '../adapters/node-fs/store.js'
+import { FsError } from '../src/errors.js'
+import { Workspace } from '../src/index.js'
+import type { Options } from './arguments.js'
+import { UsageError } from './usage.js'
+
+export interface Project {
+  readonly ws: Workspace
+  readonly lower: DirectorySource
+  readonly store?: DirectoryStore
+  readonly dir: string
+}
+
+/** The project directory, or ENOENT / ENOTDIR naming it. */
+export function projectDirectory(command: string, dir: string | undefined): DirectorySource {
+  if (dir === undefined) throw new UsageError(`${command} needs --dir <project>`)
+  return directory(dir)
+}
+
+/**
+ * The workspace over --dir with the store in --store. Readers open the store read-only (no lock,
+ * so they work beside a running MCP server) and never compact it; a store must already exist for
+ * them and for restore and flush, since a new one would hold nothing to act on.
+ */
+export async function openProject(command: string, options: Options, access: 'read' | 'write'): Promise<Project> {
+  const lower = projectDirectory(command, options.dir)
+  if (options.store === undefined) throw new UsageError(`${command} needs --store <dir> (the store an MCP server or a program wrote)`)
+  if (!isDirectory(options.store)) {
+    throw new FsError('ENOENT', 'open', options.store, undefined, 'no store in this directory (rewindfs mcp --store creates one)')
+  }
+  const store = directoryStore(options.store, { readOnly: access === 'read' })
+  let ws: Workspace
+  try {
+    ws = await Workspace.open({
+      lower,
+      store,
+      ...(options.session !== undefined ? { session: options.session } : {}),
+      ...(access === 'read' ? { compactEvery: Number.POSITIVE_INFINITY } : {}),
+    })
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+  return { ws, lower, store, dir: lower.root }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return fs.statSync(path).isDirectory()
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,81 @@
+/** Exit codes, usage errors and the help text (the one place the command line is documented). */
+
+export const EXIT = {
+  ok: 0,
+  failure: 1,
+  usage: 2,
+  /** Refused because the project changed underneath (ECONFLICT); --force overrides. */
+  conflict: 3,
+  /** A directory, store or checkpoint that does not exist. */
+  notFound: 4,
+} as const
+
+/** A bad command line: exit code 2 with the message and a pointer to the help. */
+export class UsageError extends Error {
+  readonly code = 'EUSAGE'
+  constructor(message: string) {
+    super(message)
+    this.name = 'UsageError'
+  }
+}
+
+const PROJECT = '--dir <project> --store <dir> [--session <name>]'
+
+export const COMMANDS = {
+  demo: { usage: 'demo', summary: 'the write / checkpoint / break / restore story in memory (what npm start runs)' },
+  mcp: {
+    usage: 'mcp --dir <project> [--store <dir>] [--session <name>]',
+    summary: 'serve the agent tools over MCP stdio; nothing on disk changes until commit_changes (in memory without --store)',
+  },
+  status: { usage: `status ${PROJECT}`, summary: 'changes against the project, checkpoint count and store health' },
+  log: { usage: `log ${PROJECT} [--limit <n>] [--path <path>]`, summary: 'operation history, newest first' },
+  checkpoints: { usage: `checkpoints ${PROJECT}`, summary: 'checkpoints, oldest first' },
+  diff: { usage: `diff [checkpoint] ${PROJECT} [--patch]`, summary: 'changes against the project, or since a checkpoint; --patch adds unified diffs' },
+  restore: {
+    usage: `restore <checkpoint> ${PROJECT} [--dry-run] [--patch] [--force]`,
+    summary: 'bring the workspace back to a checkpoint (the project on disk is untouched until flush)',
+  },
+  flush: { usage: `flush ${PROJECT} [--dry-run] [--force]`, summary: 'write the workspace changes into the project directory, all or nothing' },
+} as const
+
+export type CommandName = keyof typeof COMMANDS
+
+export function isCommand(name: string): name is CommandName {
+  return Object.hasOwn(COMMANDS, name)
+}
+
+export function help(): string {
+  const lines = [
+    'rewindfs: every file write an agent makes, undoable.',
+    '',
+    'Usage: rewindfs <command> [options]',
+    '',
+    'Commands:',
+    ...Object.values(COMMANDS).flatMap((c) => [`  ${c.usage}`, `      ${c.summary}`]),
+    '',
+    'Options:',
+    '  --dir <project>    the project directory: the read-only lower layer and the flush target',
+    '  --store <dir>      the durable store (journal, blobs, checkpoints) in a directory',
+    "  --session <name>   the session in the store (default 'main')",
+    '  --json             machine-readable output on stdout (all commands but demo and mcp);',
+    '                     errors too, as { "error": { "code", "message" } }',
+    '  -h, --help         this help (also: rewindfs help <command>)',
+    '  -v, --version      the version',
+    '',
+    'status, log, checkpoints and diff open the store read-only, so they work while an MCP server',
+    'holds it; restore and flush take the store\'s lock. Colour only on a terminal and not with',
+    'NO_COLOR; flush draws a progress bar on stderr when stderr is a terminal.',
+    '',
+    'Exit codes:',
+    `  ${EXIT.ok}  ok`,
+    `  ${EXIT.failure}  failure (an error the message explains)`,
+    `  ${EXIT.usage}  usage error (unknown command or option, missing argument)`,
+    `  ${EXIT.conflict}  conflict refused: the project changed underneath since it was read (--force overrides)`,
+    `  ${EXIT.notFound}  not found: no such project directory, store or checkpoint`,
+  ]
+  return lines.join('\n')
+}
+
+export function commandHelp(name: CommandName): string {
+  return `Usage: rewindfs ${COMMANDS[name].usage}\n\n${COMMANDS[name].summary}.\nSee rewindfs --help for the options and exit codes.`
+}
