@@ -32,16 +32,28 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends docker.io busybox-static
 fi
 
+PIDFILE="$EXEC_ROOT/dockerd.pid"
+# Our dockerd is alive (a killed one may linger as a zombie where nothing reaps orphans).
+daemon_alive() {
+  local pid
+  pid="$(cat "$PIDFILE" 2>/dev/null)" || return 1
+  [[ "$(cat "/proc/$pid/comm" 2>/dev/null)" == dockerd ]] && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null
+}
 if docker_cmd info >/dev/null 2>&1; then
   echo "provision-docker: dockerd already answers on $SOCKET"
 else
-  echo "provision-docker: starting dockerd (log: $LOG)"
-  rm -f "$SOCKET"
-  mkdir -p "$DATA_ROOT" "$EXEC_ROOT"
-  # Own exec-root and pidfile, so it never collides with a system dockerd; setsid detaches it.
-  setsid dockerd --data-root "$DATA_ROOT" --exec-root "$EXEC_ROOT" --pidfile "$EXEC_ROOT/dockerd.pid" \
-    --storage-driver vfs --iptables=false --ip6tables=false --bridge=none \
-    -H "unix://$SOCKET" >"$LOG" 2>&1 < /dev/null &
+  if daemon_alive; then
+    echo "provision-docker: dockerd (pid $(cat "$PIDFILE")) is running but not answering yet; waiting for it"
+  else
+    echo "provision-docker: starting dockerd (log: $LOG)"
+    # Left by a daemon that was killed: a stale socket or pidfile would stop the new one.
+    rm -f "$SOCKET" "$PIDFILE"
+    mkdir -p "$DATA_ROOT" "$EXEC_ROOT"
+    # Own exec-root and pidfile, so it never collides with a system dockerd; setsid detaches it.
+    setsid dockerd --data-root "$DATA_ROOT" --exec-root "$EXEC_ROOT" --pidfile "$PIDFILE" \
+      --storage-driver vfs --iptables=false --ip6tables=false --bridge=none \
+      -H "unix://$SOCKET" >"$LOG" 2>&1 < /dev/null &
+  fi
   for _ in $(seq 1 60); do
     docker_cmd info >/dev/null 2>&1 && break
     sleep 1
