@@ -10,7 +10,7 @@ import { type Change, type ChangeRecord, diffTrees, rootEntry, unifiedDiff } fro
 import { decode, isProbablyText } from './bytes.js'
 import { FsError } from './errors.js'
 import { type Change as JournalChange, Journal, type Operation, type OperationRecord, type OperationType, publicOperation } from './engine/journal.js'
-import { FsOperations } from './fs/operations.js'
+import { FsOperations, MAX_FILE_SIZE } from './fs/operations.js'
 import { createFs } from './fs/surface.js'
 import { type DirNode, type FileNode, type UpperNode, dirNode } from './layer/nodes.js'
 import { type MapRoot, mapEntries, mapGet } from './layer/persistent-map.js'
@@ -100,6 +100,8 @@ export interface WorkspaceOptions {
   lower?: LowerInput
   /** File-creation mask, 0o022 by default as on most Linux systems. */
   umask?: number
+  /** The largest file a write may make, in bytes (default and maximum 2 GiB − 1, Node's own limit): above it EFBIG, nothing written. */
+  maxFileSize?: number
   /** The session's name (checkpoint names are unique per session). */
   session?: string
   retention?: {
@@ -226,6 +228,12 @@ export class Workspace {
     this.overlay = new Overlay(this.lower, shared.blobs, shared.inodes, from?.root)
     this.ops = new FsOperations(this.overlay)
     if (options.umask !== undefined) this.ops.umask = options.umask & 0o777
+    if (options.maxFileSize !== undefined) {
+      if (!Number.isInteger(options.maxFileSize) || options.maxFileSize < 0 || options.maxFileSize > MAX_FILE_SIZE) {
+        throw new RangeError(`rewindfs: maxFileSize must be an integer from 0 to ${MAX_FILE_SIZE} bytes; got ${String(options.maxFileSize)}`)
+      }
+      this.ops.maxFileSize = options.maxFileSize
+    }
     if (from) this.ops.cwd = from.cwd
     this.options = options
     this.state = new SessionState()

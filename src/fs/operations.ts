@@ -73,6 +73,8 @@ export class FsOperations {
   readonly descriptors = new DescriptorTable()
   cwd = '/'
   umask = 0o022
+  /** The largest file a write may make (EFBIG above it, nothing written): Node's own I/O limit by default. */
+  maxFileSize = MAX_FILE_SIZE
 
   constructor(readonly overlay: Overlay) {
     // Every mutating call, whoever makes it (fs surface, FileHandle, streams, the engine), is
@@ -257,6 +259,7 @@ export class FsOperations {
     const { given, path } = this.path(file)
     const flags = flagsArgument(opts.flag, defaultFlag)
     const mode = modeArgument(opts.mode, 'mode', 0o666)
+    this.checkSize(bytes.byteLength, 'write', given)
     let created = false
     // Truncation is folded into the one content change below: one blob, one journal slot.
     const entry = this.openEntry(path, given, flags & ~O_TRUNC, mode, () => {
@@ -267,6 +270,7 @@ export class FsOperations {
     if (entry.type === 'dir') throw new FsError('EISDIR', 'open', given)
     const append = (flags & O_APPEND) !== 0
     const current = append || (flags & O_TRUNC) === 0 ? this.overlay.readBytes(entry) : new Uint8Array(0)
+    this.checkSize(append ? current.byteLength + bytes.byteLength : Math.max(current.byteLength, bytes.byteLength), 'write', given)
     let next: Uint8Array
     if (append) next = concatBytes([current, bytes])
     else if (current.byteLength > bytes.byteLength) next = concatBytes([bytes, current.subarray(bytes.byteLength)])
@@ -671,6 +675,7 @@ export class FsOperations {
     const entry = this.overlay.resolve(path, 'open', true, given)
     if (entry.type === 'dir') throw new FsError('EISDIR', 'open', given)
     if (length < 0) throw new FsError('EINVAL', 'ftruncate')
+    this.checkSize(length, 'ftruncate', given)
     this.overlay.setContent(entry, resize(this.overlay.readBytes(entry), length))
   }
 
@@ -766,6 +771,7 @@ export class FsOperations {
     const length = len === undefined || len === null ? 0 : validateInteger(len, 'len', -(2 ** 53), 2 ** 53)
     if (!open.writable) throw new FsError('EINVAL', 'ftruncate')
     if (length < 0) throw new FsError('EINVAL', 'ftruncate')
+    this.checkSize(length, 'ftruncate')
     this.settle(open)
     const bytes = this.workingBuffer(open, length)
     if (length > open.length) bytes.fill(0, open.length, length)
@@ -841,6 +847,7 @@ export class FsOperations {
     this.settle(open)
     const start = open.append ? (open.buffer ? open.length : this.overlay.size(this.descriptorEntry(open, 'write'))) : (at ?? open.position)
     const end = start + count
+    this.checkSize(end, 'write')
     const buffer = this.workingBuffer(open, end)
     if (start > open.length) buffer.fill(0, open.length, start)
     buffer.set(bytes.subarray(offset, offset + count), start)
@@ -848,6 +855,13 @@ export class FsOperations {
     if (at === null || open.append) open.position = end
     this.descriptors.markDirty(open)
     return count
+  }
+
+  /** Refuses, before anything changes, a file that would grow past `maxFileSize`. */
+  private checkSize(size: number, syscall: string, path?: string): void {
+    if (size > this.maxFileSize) {
+      throw new FsError('EFBIG', syscall, path, undefined, `file too large: ${size} bytes is over the workspace's limit of ${this.maxFileSize}`)
+    }
   }
 
   /** The descriptor's working copy, grown to hold at least `size` bytes. */
@@ -859,7 +873,7 @@ export class FsOperations {
       open.length = current.byteLength
     }
     if (open.buffer.byteLength < size) {
-      const grown = new Uint8Array(Math.max(size, open.buffer.byteLength * 2))
+      const grown = new Uint8Array(Math.min(Math.max(size, open.buffer.byteLength * 2), Math.max(size, this.maxFileSize)))
       grown.set(open.buffer.subarray(0, open.length))
       open.buffer = grown
     }
@@ -906,6 +920,9 @@ function isDots(name: string): boolean {
   return name === '.' || name === '..'
 }
 
+
+/** Node's kIoMaxLength: readFile refuses larger files, so no write may make one. */
+export const MAX_FILE_SIZE = 2 ** 31 - 1
 
 function resize(bytes: Uint8Array, length: number): Uint8Array {
   if (length === bytes.byteLength) return bytes.slice()
