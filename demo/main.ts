@@ -1,0 +1,272 @@
+/**
+ * The demo page: the engine runs in a Web Worker (./worker.ts) over the seed project in an IndexedDB
+ * tree, with its journal in an IndexedDB store, so every change and checkpoint survives a reload.
+ * Every action disables the buttons (body[data-busy]) until the views are fresh again.
+ */
+import type { Change } from '../src/diff.js'
+import type { Operation } from '../src/engine/journal.js'
+import type { Checkpoint } from '../src/workspace.js'
+import { openWorkerWorkspace, type WorkerWorkspace } from '../worker/index.js'
+import { type Log, badConfigStory, migrationStory } from './agent.js'
+import { PROJECT_DATABASE, STORE_DATABASE, seedProject } from './seed.js'
+import { type TreeEntry, listTree } from './tree.js'
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T
+
+const view = {
+  status: $('status'),
+  tree: $<HTMLUListElement>('tree'),
+  path: $<HTMLInputElement>('path'),
+  editor: $<HTMLTextAreaElement>('editor'),
+  message: $('message'),
+  previewTitle: $('preview-title'),
+  previewChanges: $('preview-changes'),
+  restore: $<HTMLButtonElement>('restore'),
+  checkpointName: $<HTMLInputElement>('checkpoint-name'),
+  timeline: $<HTMLOListElement>('timeline'),
+  agentLog: $<HTMLOListElement>('agent-log'),
+}
+
+function element<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLElementTagNameMap[K]> & { dataset?: Record<string, string> } = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
+  const { dataset, ...rest } = props
+  const node = Object.assign(document.createElement(tag), rest)
+  if (dataset) Object.assign(node.dataset, dataset)
+  node.append(...children)
+  return node
+}
+
+let ws: WorkerWorkspace
+/** The checkpoint the preview shows, which the Restore button restores. */
+let previewed: Checkpoint | undefined
+
+/** One line per validation failure, or the error's code and message. */
+function describe(error: unknown): string {
+  const failures = (error as { failures?: { path: string; validator: string; message: string }[] }).failures
+  if (Array.isArray(failures)) return ['Refused, nothing was written:', ...failures.map((f) => `${f.path} (${f.validator}): ${f.message}`)].join('\n')
+  const { code, message } = error as { code?: string; message?: string }
+  return message ?? `${code ?? 'error'}: ${String(error)}`
+}
+
+function say(text: string, kind: 'ok' | 'error'): void {
+  view.message.textContent = text
+  view.message.className = kind
+}
+
+/** Runs an action with the buttons off, shows its outcome, makes it durable and redraws. */
+async function act(action: () => Promise<string | undefined>): Promise<void> {
+  document.body.dataset.busy = 'true'
+  try {
+    const outcome = await action()
+    await ws.sync()
+    if (outcome !== undefined) say(outcome, 'ok')
+  } catch (error) {
+    say(describe(error), 'error')
+  } finally {
+    try {
+      await refresh()
+    } catch (error) {
+      say(describe(error), 'error')
+    }
+    document.body.dataset.busy = 'false'
+  }
+}
+
+function renderTree(entries: readonly TreeEntry[]): void {
+  view.tree.replaceChildren(
+    ...entries.map((entry) => {
+      const depth = entry.path.split('/').length - 2
+      const name = entry.path.slice(entry.path.lastIndexOf('/') + 1) + (entry.entry === 'dir' ? '/' : '')
+      const badge = element('span', { className: `badge ${entry.layer}`, textContent: entry.layer === 'upper' ? `upper · ${entry.change}` : entry.layer })
+      // Files open in the editor; directories and symlinks are only listed.
+      const row = entry.entry === 'file' ? element('button', { type: 'button', title: entry.path }) : element('span', { className: 'row-label', title: entry.path })
+      row.append(element('span', { className: 'name', textContent: name }), badge)
+      row.style.paddingLeft = `${4 + depth * 14}px`
+      if (entry.entry === 'file') row.addEventListener('click', () => void act(() => openFile(entry)))
+      const item = element('li', { dataset: { path: entry.path, layer: entry.layer, entry: entry.entry } }, row)
+      if (entry.path === view.path.value) item.classList.add('selected')
+      return item
+    }),
+  )
+}
+
+async function openFile(entry: TreeEntry): Promise<string | undefined> {
+  view.path.value = entry.path
+  if (entry.layer === 'whiteout') {
+    view.editor.value = ''
+    return `${entry.path} is deleted (a whiteout hides the lower file): restore a checkpoint to bring it back, or save to write it again`
+  }
+  view.editor.value = await ws.fs.readFile(entry.path, 'utf8')
+  return undefined
+}
+
+function time(ms: number): string {
+  return new Date(ms).toLocaleTimeString()
+}
+
+function operationItem(op: Operation): HTMLLIElement {
+  const paths = op.paths.length > 3 ? `${op.paths.slice(0, 3).join(' ')} +${op.paths.length - 3}` : op.paths.join(' ')
+  return element(
+    'li',
+    { className: 'operation', dataset: { type: op.type } },
+    element('span', { textContent: op.description ?? op.type }),
+    element('span', { className: 'paths', textContent: paths }),
+    element('span', { className: 'tag', textContent: time(op.time) }),
+  )
+}
+
+function checkpointItem(checkpoint: Checkpoint): HTMLLIElement {
+  const tags = [checkpoint.kind, checkpoint.superseded ? 'superseded' : '', checkpoint.broken ? 'broken' : ''].filter(Boolean).join(' · ')
+  const preview = element('button', { type: 'button', textContent: 'Preview', title: `Preview a restore to ${checkpoint.name}` })
+  preview.addEventListener('click', () => void act(() => showPreview(checkpoint)))
+  return element(
+    'li',
+    { className: 'checkpoint', dataset: { name: checkpoint.name, id: checkpoint.id } },
+    element('span', { textContent: checkpoint.name }),
+    element('span', { className: 'tag', textContent: `${tags} · ${time(checkpoint.createdAt)}` }),
+    preview,
+  )
+}
+
+/** Operations and checkpoints, newest first (a checkpoint sorts after the operations it saw). */
+function renderTimeline(operations: readonly Operation[], checkpoints: readonly Checkpoint[]): void {
+  const rows = [
+    ...operations.map((op) => ({ at: op.time, seq: op.seq, node: operationItem(op) })),
+    ...checkpoints.map((c) => ({ at: c.createdAt, seq: c.seq, node: checkpointItem(c) })),
+  ]
+  rows.sort((a, b) => b.at - a.at || b.seq - a.seq)
+  view.timeline.replaceChildren(...rows.map((row) => row.node))
+}
+
+function patchView(patch: string): HTMLPreElement {
+  const lines = patch.split('\n').map((line) => {
+    const kind = line.startsWith('@@') ? 'hunk' : line.startsWith('+') && !line.startsWith('+++') ? 'add' : line.startsWith('-') && !line.startsWith('---') ? 'remove' : ''
+    return element('span', { className: kind, textContent: `${line}\n` })
+  })
+  return element('pre', { className: 'patch' }, ...lines)
+}
+
+function renderPreview(checkpoint: Checkpoint | undefined, changes: readonly Change[]): void {
+  view.restore.disabled = checkpoint === undefined
+  if (!checkpoint) {
+    view.previewTitle.textContent = 'Pick a checkpoint in the timeline and press “Preview” to see what a restore would change.'
+    view.previewChanges.replaceChildren()
+    return
+  }
+  view.previewTitle.textContent =
+    changes.length === 0 ? `Restore to ${checkpoint.name}: nothing would change` : `Restore to ${checkpoint.name} would change ${changes.length} path${changes.length === 1 ? '' : 's'}:`
+  view.previewChanges.replaceChildren(
+    ...changes.map((change) =>
+      element('div', { className: 'change', dataset: { path: change.path, type: change.type } }, element('h3', { textContent: `${change.type} ${change.path}` }), ...(change.patch ? [patchView(change.patch)] : [])),
+    ),
+  )
+}
+
+async function showPreview(checkpoint: Checkpoint): Promise<undefined> {
+  const report = await ws.restore(checkpoint.id, { dryRun: true })
+  previewed = checkpoint
+  renderPreview(checkpoint, report.changes)
+  return undefined
+}
+
+async function refresh(): Promise<void> {
+  const [entries, operations, checkpoints] = await Promise.all([listTree(ws), ws.history({ limit: 40 }), ws.checkpoints()])
+  renderTree(entries)
+  renderTimeline(operations, checkpoints)
+}
+
+const agentLog: Log = (kind, text) => {
+  view.agentLog.append(element('li', { className: kind, textContent: text }))
+}
+
+function on(id: string, action: () => Promise<string | undefined>): void {
+  $(id).addEventListener('click', () => void act(action))
+}
+
+function wire(): void {
+  const save = async () => {
+    const path = view.path.value.trim()
+    if (!path.startsWith('/')) throw new Error('The path must be absolute, e.g. /project/notes.md')
+    const text = view.editor.value
+    await ws.transaction(async (fs) => {
+      await fs.promises.mkdir(path.slice(0, path.lastIndexOf('/')) || '/', { recursive: true })
+      await fs.promises.writeFile(path, text)
+    }, { label: `edit ${path}` })
+    return `Saved ${path}`
+  }
+  on('save', save)
+  view.editor.addEventListener('keydown', (event) => {
+    if ((event.ctrlKey || event.metaKey) && event.key === 's') {
+      event.preventDefault()
+      void act(save)
+    }
+  })
+  on('delete', async () => {
+    const path = view.path.value.trim()
+    await ws.fs.rm(path, { recursive: true })
+    view.editor.value = ''
+    return `Deleted ${path}`
+  })
+  on('checkpoint', async () => {
+    const name = view.checkpointName.value.trim()
+    const checkpoint = await ws.checkpoint(name === '' ? {} : { name })
+    view.checkpointName.value = ''
+    return `Checkpoint ${checkpoint.name} made`
+  })
+  on('restore', async () => {
+    if (!previewed) return 'Preview a checkpoint first'
+    const target = previewed
+    const report = await ws.restore(target.id)
+    previewed = undefined
+    renderPreview(undefined, [])
+    return `Restored to ${target.name}: ${report.changes.length} path${report.changes.length === 1 ? '' : 's'} changed back`
+  })
+  on('undo-restore', async () => {
+    const { undone, redone } = await ws.undoRestore()
+    return undone ? 'The last restore is undone (press again to re-apply it)' : redone ? 'The restore is applied again' : 'There is no restore to undo'
+  })
+  on('agent-config', async () => {
+    const { refused } = await badConfigStory(ws, agentLog)
+    return refused ? 'Story 1: the validator refused the bad config; nothing was written' : undefined
+  })
+  on('agent-migration', async () => {
+    const { failedAt, restoredTo } = await migrationStory(ws, agentLog)
+    return `Story 2: the migration failed at step ${failedAt}; restored to ${restoredTo}`
+  })
+  $('start-over').addEventListener('click', () => {
+    document.body.dataset.busy = 'true'
+    void (async () => {
+      await ws.close()
+      await Promise.all([PROJECT_DATABASE, STORE_DATABASE].map((name) => deleted(indexedDB.deleteDatabase(name))))
+      location.reload()
+    })()
+  })
+}
+
+function deleted(request: IDBOpenDBRequest): Promise<void> {
+  return new Promise((resolve, reject) => {
+    request.onsuccess = () => resolve()
+    request.onerror = () => reject(request.error)
+  })
+}
+
+async function start(): Promise<void> {
+  await seedProject()
+  ws = await openWorkerWorkspace(new Worker(new URL('./worker.ts', import.meta.url), { type: 'module' }), {
+    lower: { kind: 'indexeddb-tree', name: PROJECT_DATABASE },
+    store: { kind: 'indexeddb', name: STORE_DATABASE },
+    validators: ['project-json'],
+    // The demo shows the checkpoints people and the agent make, not automatic ones.
+    autoCheckpoint: false,
+    onCrash: (error) => say(describe(error), 'error'),
+  })
+  wire()
+  await refresh()
+  if (ws.status.degraded) say(`The store is degraded, changes live in memory only: ${ws.status.degraded}`, 'error')
+  view.status.textContent = 'ready'
+  document.body.dataset.busy = 'false'
+}
+
+start().catch((error: unknown) => {
+  view.status.textContent = `failed to start: ${describe(error)}`
+  view.status.className = 'error'
+})

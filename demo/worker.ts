@@ -1,0 +1,11 @@
+/**
+ * The demo's Web Worker: the engine with the IndexedDB adapter and the validators the page names.
+ * `project-json` is the check the agent's config write runs into (story 1).
+ */
+import * as indexeddb from '../adapters/indexeddb/index.js'
+import { json } from '../validators/index.js'
+import { registerAdapter, registerValidator, serve } from '../worker/serve.js'
+
+registerAdapter('indexeddb', indexeddb)
+registerValidator('project-json', json())
+await serve()
