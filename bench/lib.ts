@@ -3,7 +3,7 @@
  * minimal synchronous fs shape every subject is driven through.
  */
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { lstatSync, readFileSync, readdirSync } from 'node:fs'
 import { cpus, platform, release, totalmem } from 'node:os'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -259,4 +259,22 @@ export function loopsFor(subject: string): LoopsFactory {
     loopsCache.set(subject, factory)
   }
   return factory
+}
+
+/** Bytes under a directory: the sum of file sizes (apparent) and the blocks they occupy (disk, as du counts). */
+export function dirBytes(root: string): { apparent: number; disk: number } {
+  let apparent = 0
+  let disk = 0
+  const stack = [root]
+  while (stack.length > 0) {
+    const dir = stack.pop()!
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = `${dir}/${entry.name}`
+      const stats = lstatSync(path)
+      disk += stats.blocks * 512
+      if (entry.isDirectory()) stack.push(path)
+      else apparent += stats.size
+    }
+  }
+  return { apparent, disk }
 }

@@ -1,0 +1,485 @@
+/**
+ * Section 6 of bench/run.ts: the rollback engine.
+ *   6.1 undo latency of one write and of a 50-step undo in a filled workspace;
+ *   6.2 restore latency against the number of changed paths, in two tree sizes (it should follow
+ *       the changed paths, not the tree);
+ *   6.3 journal append throughput with a durable store: MemoryStore and the node-fs directoryStore
+ *       (one fdatasync per group commit), group commits by `await ws.sync()` every 1, 10, 100 ops;
+ *   6.4 history bytes: 100 versions of a 1 MB text file with a 3-line edit each, rewindfs vs a
+ *       shadow git repository (loose and after `git gc`) vs full copies.
+ * Every measure checks what it timed (contents back, change counts, a reopen from the store).
+ */
+import { execFileSync } from 'node:child_process'
+import * as nodeFs from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Store, Workspace } from '../src/index.js'
+import { Content, type FsLike, dirBytes, dirsFor, fillFs, fmtBytes, fmtCount, fmtMs, fmtOps, fmtRatio, fullGc, layout, median, progress, table, timeAsync } from './lib.js'
+
+export interface EngineBenchOptions {
+  quick: boolean
+  /** False with --no-git: the shadow git column of 6.4 is skipped. */
+  withGit: boolean
+  emit(markdown: string): void
+}
+
+const FULL = {
+  undoFiles: 10_000,
+  undoSamples: 101,
+  undoDeepSamples: 21,
+  restoreSizes: [10_000, 100_000],
+  restoreSamples: 9,
+  /** Per throughput cell: run until this many ms have passed or this many ops were recorded. */
+  throughputMs: 1_500,
+  throughputMaxOps: 50_000,
+  versions: 100,
+}
+const QUICK = {
+  undoFiles: 2_000,
+  undoSamples: 21,
+  undoDeepSamples: 5,
+  restoreSizes: [2_000, 10_000],
+  restoreSamples: 3,
+  throughputMs: 200,
+  throughputMaxOps: 5_000,
+  versions: 20,
+}
+type Config = typeof FULL
+
+const CHANGED = [1, 10, 100, 1000]
+const DEEP_UNDO = 50
+const GROUPS = [1, 10, 100]
+
+let rewindfs: typeof import('../src/index.js') | undefined
+async function open(options: Parameters<typeof Workspace.open>[0] = {}): Promise<Workspace> {
+  rewindfs ??= await import('../src/index.js')
+  return rewindfs.Workspace.open(options)
+}
+
+/** A filled workspace: `files` × 1 KiB over dirsFor(files) directories, written through ws.fs. */
+async function filled(files: number): Promise<{ ws: Workspace; fs: FsLike; paths: string[]; content: Content }> {
+  const { paths, dirs } = layout(files, dirsFor(files))
+  const content = new Content()
+  const ws = await open()
+  const fs = ws.fs as unknown as FsLike
+  fillFs(fs, paths, dirs, content)
+  return { ws, fs, paths, content }
+}
+
+/** `count` indices spread evenly over 0..n-1. */
+function spread(n: number, count: number): number[] {
+  const step = Math.max(1, Math.floor(n / count))
+  return Array.from({ length: Math.min(count, n) }, (_, i) => i * step)
+}
+
+function expectStamp(fs: FsLike, path: string, stamp: number, what: string): void {
+  const got = Content.stampOf(fs.readFileSync(path))
+  if (got !== stamp) throw new Error(`${what}: ${path} has stamp ${got}, expected ${stamp}`)
+}
+
+function failed(what: string, error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  progress(`engine: ${what} FAILED: ${error instanceof Error ? (error.stack ?? message) : message}`)
+  return `FAILED: \`${message.split('\n')[0]!.replace(/`/g, "'").replace(/\|/g, '\\|').slice(0, 160)}\``
+}
+
+// ---- 6.1 undo ----------------------------------------------------------------------------------
+
+async function benchUndo(config: Config): Promise<string> {
+  const files = config.undoFiles
+  progress(`engine: undo on a ${fmtCount(files)}-file workspace`)
+  const { ws, fs, paths, content } = await filled(files)
+  await ws.checkpoint({ name: 'filled' })
+
+  const single: number[] = []
+  for (let s = 0; s < config.undoSamples; s++) {
+    const i = (s * 7919) % files
+    fs.writeFileSync(paths[i]!, content.stamp(1e6 + s))
+    let undone = 0
+    single.push(await timeAsync(async () => (undone = (await ws.undo()).undone.length)))
+    if (undone !== 1) throw new Error(`undo of one write undid ${undone} operations`)
+    expectStamp(fs, paths[i]!, i, 'undo of one write')
+  }
+
+  const deep: number[] = []
+  for (let s = 0; s < config.undoDeepSamples; s++) {
+    const touched = Array.from({ length: DEEP_UNDO }, (_, k) => (s * 104_729 + k * 7919) % files)
+    touched.forEach((i, k) => fs.writeFileSync(paths[i]!, content.stamp(2e6 + s * DEEP_UNDO + k)))
+    let undone = 0
+    deep.push(await timeAsync(async () => (undone = (await ws.undo({ steps: DEEP_UNDO })).undone.length)))
+    if (undone !== DEEP_UNDO) throw new Error(`a ${DEEP_UNDO}-step undo undid ${undone} operations`)
+    for (const i of touched) expectStamp(fs, paths[i]!, i, `${DEEP_UNDO}-step undo`)
+  }
+  await ws.close()
+  const oneStep = median(single)
+  const fifty = median(deep)
+  progress(`engine: undo ${fmtMs(oneStep)}, ${DEEP_UNDO}-step undo ${fmtMs(fifty)}`)
+  return (
+    `### 6.1 Undo latency (${fmtCount(files)} × 1 KiB files in the workspace)\n\n` +
+    table(
+      ['undo', 'median', 'per operation undone', 'samples'],
+      [
+        ['`ws.undo()` of one writeFileSync', fmtMs(oneStep), fmtMs(oneStep), String(config.undoSamples)],
+        [`\`ws.undo({ steps: ${DEEP_UNDO} })\` of ${DEEP_UNDO} writes to distinct files`, fmtMs(fifty), fmtMs(fifty / DEEP_UNDO), String(config.undoDeepSamples)],
+      ],
+    ) +
+    '\n\nTimed from the call to the resolved result (which includes `changesReverted`, the line counts per file); every sample checks the files read back as before the writes.'
+  )
+}
+
+// ---- 6.2 restore against changed paths --------------------------------------------------------
+
+/** Median restore time for each count in CHANGED, in a tree of `files`. */
+async function restoreMedians(files: number, samples: number): Promise<number[]> {
+  const { ws, fs, paths, content } = await filled(files)
+  const base = await ws.checkpoint({ name: 'base' })
+  const medians: number[] = []
+  for (const changed of CHANGED) {
+    const indices = spread(files, changed)
+    const times: number[] = []
+    for (let r = 0; r < samples; r++) {
+      for (const i of indices) fs.writeFileSync(paths[i]!, content.stamp(3e6 + r))
+      let changes = 0
+      times.push(await timeAsync(async () => (changes = (await ws.restore(base.id)).changes.length)))
+      if (changes !== indices.length) throw new Error(`restore of ${indices.length} changed paths in ${files} files reported ${changes} changes`)
+      for (const i of [indices[0]!, indices.at(-1)!]) expectStamp(fs, paths[i]!, i, 'restore')
+    }
+    medians.push(median(times))
+  }
+  await ws.close()
+  return medians
+}
+
+async function benchRestore(config: Config): Promise<string> {
+  const sizes = config.restoreSizes
+  const results = new Map<number, number[] | string>()
+  // Warm-up on a small tree, so the first size is not measured with cold code.
+  await restoreMedians(1_000, 2)
+  for (const files of sizes) {
+    fullGc()
+    progress(`engine: restore in a ${fmtCount(files)}-file tree`)
+    try {
+      const medians = await restoreMedians(files, config.restoreSamples)
+      results.set(files, medians)
+      progress(`engine: restore at ${fmtCount(files)}: ${medians.map(fmtMs).join(', ')}`)
+    } catch (error) {
+      results.set(files, failed(`restore at ${fmtCount(files)} files`, error))
+    }
+  }
+  const rows = CHANGED.map((changed, c) => {
+    const cells = sizes.map((files) => {
+      const r = results.get(files)!
+      return typeof r === 'string' ? r : fmtMs(r[c]!)
+    })
+    const perPath = sizes.map((files) => {
+      const r = results.get(files)!
+      return typeof r === 'string' ? 'n/a' : fmtMs(r[c]! / changed)
+    })
+    const small = results.get(sizes[0]!)
+    const large = results.get(sizes.at(-1)!)
+    const ratio = Array.isArray(small) && Array.isArray(large) ? fmtRatio(large[c]! / small[c]!) : 'n/a'
+    return [String(changed), ...cells, perPath.join(' / '), ratio]
+  })
+  const largest = results.get(sizes.at(-1)!)
+  const growth = Array.isArray(largest) ? fmtRatio(largest.at(-1)! / largest[0]!) : 'n/a'
+  return (
+    `### 6.2 Restore latency against changed paths (files × 1 KiB, 1000 per dir)\n\n` +
+    table(
+      ['changed paths', ...sizes.map((files) => `restore in ${fmtCount(files)} files`), `per changed path (${sizes.map(fmtCount).join(' / ')})`, `t(${fmtCount(sizes.at(-1)!)}) / t(${fmtCount(sizes[0]!)})`],
+      rows,
+    ) +
+    `\n\n\`await ws.restore(base)\` after rewriting the changed paths (spread over the tree), medians of ${config.restoreSamples}; each restore reports exactly that many changes and the files read back as in the checkpoint. ` +
+    `In the ${fmtCount(sizes.at(-1)!)}-file tree, ${fmtCount(CHANGED.at(-1)!)} changed paths cost ${growth} what 1 does; the last column is the cost of a ${fmtRatio(sizes.at(-1)! / sizes[0]!)} larger tree.`
+  )
+}
+
+// ---- 6.3 journal append throughput --------------------------------------------------------------
+
+interface Throughput {
+  opsPerSecond: number
+  commits: number
+}
+
+type Op = (fs: FsLike, n: number) => void
+
+const opContent = new Content(1)
+const OPS: { name: string; run: Op }[] = [
+  // A new 1 KiB blob per op: the group commit stores blobs first, then the journal records.
+  { name: 'writeFileSync 1 KiB', run: (fs, n) => fs.writeFileSync(`/t/f${n}`, opContent.stamp(n)) },
+  // Journal records only, no blob.
+  { name: 'mkdirSync', run: (fs, n) => fs.mkdirSync(`/t/d${n}`) },
+]
+
+/** Records ops for up to `ms`, syncing every `group` of them; checks a reopen sees the last one. */
+async function throughput(config: Config, store: () => Store | undefined, op: Op, group: number, verify: (last: number, reopened: Store | undefined) => Promise<void>): Promise<Throughput> {
+  const durable = store()
+  const ws = await open(durable ? { store: durable } : {})
+  const fs = ws.fs as unknown as FsLike
+  fs.mkdirSync('/t')
+  await ws.sync()
+  let n = 0
+  let commits = 0
+  const start = performance.now()
+  let elapsed = 0
+  while (elapsed < config.throughputMs && n < config.throughputMaxOps) {
+    for (let k = 0; k < group; k++) op(fs, n++)
+    await ws.sync()
+    commits++
+    elapsed = performance.now() - start
+  }
+  await ws.close()
+  await verify(n - 1, durable)
+  return { opsPerSecond: (n / elapsed) * 1000, commits }
+}
+
+async function benchJournal(config: Config): Promise<string> {
+  const root = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-bench-journal-'))
+  let stores = 0
+  const reopenCheck = (makeAgain: (store: Store) => Store) => async (last: number, durable: Store | undefined) => {
+    const again = await open({ store: makeAgain(durable!) })
+    const names = (again.fs.readdirSync('/t') as string[]).length
+    await again.close()
+    if (names !== last + 1) throw new Error(`reopened from the ${durable!.kind} store: ${names} entries in /t, expected ${last + 1}`)
+  }
+  const { MemoryStore } = await import('../src/index.js')
+  const { directoryStore } = await import('../adapters/node-fs/index.js')
+  let directoryPath = ''
+  const subjects: { name: string; store: () => Store | undefined; groups: number[]; verify: (last: number, durable: Store | undefined) => Promise<void> }[] = [
+    { name: 'no store (in memory only)', store: () => undefined, groups: [100], verify: async () => undefined },
+    { name: 'MemoryStore', store: () => new MemoryStore(), groups: GROUPS, verify: reopenCheck((store) => store) },
+    {
+      name: `directoryStore (node-fs, ${tmpdir()})`,
+      store: () => directoryStore((directoryPath = join(root, `store-${stores++}`))),
+      groups: GROUPS,
+      verify: reopenCheck(() => directoryStore(directoryPath)),
+    },
+  ]
+  const rows: string[][] = []
+  try {
+    // Warm-up, so the first cell is not measured with cold (unoptimised) code.
+    for (const op of OPS) await throughput(config, () => undefined, op.run, 100, async () => undefined)
+    for (const subject of subjects) {
+      const cells: string[] = []
+      for (const op of OPS) {
+        for (const group of GROUPS) {
+          if (!subject.groups.includes(group)) {
+            cells.push('')
+            continue
+          }
+          fullGc()
+          try {
+            const result = await throughput(config, subject.store, op.run, group, subject.verify)
+            cells.push(fmtOps(result.opsPerSecond))
+            progress(`engine: journal ${subject.name}, ${op.name}, sync every ${group}: ${fmtOps(result.opsPerSecond)} (${result.commits} commits)`)
+          } catch (error) {
+            cells.push(failed(`journal ${subject.name} ${op.name} every ${group}`, error))
+          }
+        }
+      }
+      rows.push([subject.name, ...cells])
+    }
+  } finally {
+    nodeFs.rmSync(root, { recursive: true, force: true })
+  }
+  return (
+    `### 6.3 Journal append throughput (operations recorded per second, \`await ws.sync()\` every 1 / 10 / 100 operations)\n\n` +
+    table(['store', ...OPS.flatMap((op) => GROUPS.map((g) => `${op.name}, sync every ${g}`))], rows) +
+    `\n\nEach cell runs for ${fmtMs(config.throughputMs)} (or ${fmtCount(config.throughputMaxOps)} operations); a group commit writes the new blobs, then one journal append ending in a commit marker. ` +
+    'directoryStore writes each blob as its own file (temp, fsync, rename) and fdatasyncs the journal once per group commit. ' +
+    'After each run the workspace is reopened from the store and must list every entry written. The in-memory row is the ceiling (no store; sync every 100).'
+  )
+}
+
+// ---- 6.4 history bytes ------------------------------------------------------------------------
+
+const GIT_ENV = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0' }
+
+/** The 1 MB text file of test/gc.test.ts: 20,000 lines, three of them edited per version. */
+function versionsOf(count: number): () => Generator<string> {
+  return function* () {
+    const lines = Array.from({ length: 20_000 }, (_, i) => `line ${i}: the quick brown fox jumps over the lazy dog`)
+    yield lines.join('\n')
+    for (let v = 1; v <= count; v++) {
+      for (const at of [v * 7, v * 70 + 3, v * 150 + 11]) lines[at] = `edited in version ${v}`
+      yield lines.join('\n')
+    }
+  }
+}
+
+/** Waits until the background delta slices have nothing left to do (bytes stop changing); returns when they last changed. */
+async function settleBackground(ws: Workspace, limitMs: number): Promise<number> {
+  const start = performance.now()
+  let last = ws.storage.bytes
+  let changedAt = start
+  let quiet = 0
+  while (quiet < 20 && performance.now() - start < limitMs) {
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    const bytes = ws.storage.bytes
+    if (bytes === last) quiet++
+    else {
+      quiet = 0
+      changedAt = performance.now()
+    }
+    last = bytes
+  }
+  return changedAt - start
+}
+
+interface RewindHistory {
+  size: number
+  base: number
+  eager: number
+  background: number
+  backgroundMs: number
+  collected: number
+  writeMs: number
+}
+
+async function rewindHistory(versions: () => Generator<string>, count: number): Promise<RewindHistory> {
+  // No automatic checkpoints: exactly one checkpoint per version.
+  const ws = await open({ autoCheckpoint: false })
+  const all = versions()
+  const first = all.next().value as string
+  ws.fs.writeFileSync('/big.txt', first)
+  await ws.checkpoint({ name: 'v0' })
+  ws.collectGarbage()
+  const base = ws.storage.bytes
+  let latest = first
+  const start = performance.now()
+  for (let v = 1; v <= count; v++) {
+    latest = all.next().value as string
+    ws.fs.writeFileSync('/big.txt', latest)
+    await ws.checkpoint({ name: `v${v}` })
+  }
+  const writeMs = performance.now() - start
+  const eager = ws.storage.bytes
+  const backgroundMs = await settleBackground(ws, 30_000)
+  const background = ws.storage.bytes
+  ws.collectGarbage()
+  const collected = ws.storage.bytes
+  // Every version must still read back: check the middle one and the newest.
+  const middle = Math.ceil(count / 2)
+  await ws.restore(`v${middle}`)
+  const line = (ws.fs.readFileSync('/big.txt', 'utf8') as string).split('\n')[middle * 70 + 3]
+  if (line !== `edited in version ${middle}`) throw new Error(`version ${middle} read back wrong after deltas: ${JSON.stringify(line)}`)
+  await ws.restore(`v${count}`)
+  if (ws.fs.readFileSync('/big.txt', 'utf8') !== latest) throw new Error(`version ${count} read back wrong after deltas`)
+  await ws.close()
+  return { size: Buffer.byteLength(first), base, eager, background, backgroundMs, collected, writeMs }
+}
+
+interface GitHistory {
+  base: number
+  baseGc: number
+  loose: { apparent: number; disk: number }
+  packed: { apparent: number; disk: number }
+  commitMs: number
+  gcMs: number
+}
+
+function gitHistory(versions: () => Generator<string>): GitHistory {
+  const root = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-bench-history-'))
+  const work = join(root, 'work')
+  const gitDir = join(root, '.shadow')
+  try {
+    nodeFs.mkdirSync(work)
+    const git = `git -c user.name=bench -c user.email=bench@example.invalid -c commit.gpgsign=false -c gc.auto=0 -c core.fsmonitor=false --git-dir='${gitDir}' --work-tree='${work}'`
+    const sh = (command: string) => execFileSync('sh', ['-c', command], { env: GIT_ENV, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' })
+    // No template: sample hooks would count as history bytes.
+    sh(`${git} init -q --template=`)
+    const commits: number[] = []
+    let base = 0
+    let baseGc = 0
+    let v = 0
+    for (const text of versions()) {
+      nodeFs.writeFileSync(join(work, 'big.txt'), text)
+      const start = performance.now()
+      sh(`${git} add -A && ${git} commit -q --no-verify -m v${v}`)
+      commits.push(performance.now() - start)
+      if (v === 0) {
+        base = dirBytes(gitDir).apparent
+        // The one-version repository packed, in a copy: growth after gc is measured against it.
+        const copy = join(root, '.shadow-v0')
+        nodeFs.cpSync(gitDir, copy, { recursive: true })
+        sh(`git -c gc.auto=0 --git-dir='${copy}' gc -q`)
+        baseGc = dirBytes(copy).apparent
+        nodeFs.rmSync(copy, { recursive: true, force: true })
+      }
+      v++
+    }
+    const loose = dirBytes(gitDir)
+    const start = performance.now()
+    sh(`${git} gc -q`)
+    const gcMs = performance.now() - start
+    const packed = dirBytes(gitDir)
+    const count = sh(`${git} rev-list --count HEAD`).trim()
+    if (Number(count) !== v) throw new Error(`shadow git has ${count} commits, expected ${v}`)
+    return { base, baseGc, loose, packed, commitMs: median(commits), gcMs }
+  } finally {
+    nodeFs.rmSync(root, { recursive: true, force: true })
+  }
+}
+
+async function benchHistory(config: Config, withGit: boolean): Promise<string> {
+  const count = config.versions
+  const versions = versionsOf(count)
+  progress(`engine: history of ${count} versions of a 1 MB file (rewindfs)`)
+  const ours = await rewindHistory(versions, count)
+  progress(`engine: rewindfs keeps ${fmtBytes(ours.collected - ours.base)} more after ${count} versions`)
+  let git: GitHistory | string | undefined
+  if (withGit) {
+    progress(`engine: history of ${count} versions (shadow git)`)
+    try {
+      git = gitHistory(versions)
+      progress(`engine: shadow git loose ${fmtBytes(git.loose.apparent)}, packed ${fmtBytes(git.packed.apparent)}`)
+    } catch (error) {
+      git = failed('shadow git history', error)
+    }
+  }
+  const size = ours.size
+  const row = (name: string, total: number, growth: number, note: string) => [name, fmtBytes(total), fmtBytes(growth), fmtBytes(Math.round(growth / count)), fmtRatio((count * size) / growth), note]
+  const rows = [
+    row('rewindfs, right after the writes (before the background delta slices)', ours.eager, ours.eager - ours.base, `writes + checkpoints took ${fmtMs(ours.writeMs)}`),
+    row('rewindfs, after the background delta slices', ours.background, ours.background - ours.base, `settled within ${fmtMs(ours.backgroundMs)}`),
+    row('rewindfs, after `ws.collectGarbage()`', ours.collected, ours.collected - ours.base, '`ws.storage.bytes`'),
+  ]
+  if (typeof git === 'string') rows.push(['shadow git', git, '', '', '', ''])
+  else if (git) {
+    rows.push(
+      row('shadow git, loose objects', git.loose.apparent, git.loose.apparent - git.base, `on disk (du): ${fmtBytes(git.loose.disk)}; commit ${fmtMs(git.commitMs)} median`),
+      row('shadow git, after `git gc`', git.packed.apparent, git.packed.apparent - git.baseGc, `on disk (du): ${fmtBytes(git.packed.disk)}; gc took ${fmtMs(git.gcMs)}`),
+    )
+  } else rows.push(['shadow git', 'skipped (--no-git)', '', '', '', ''])
+  rows.push(row('full copies', (count + 1) * size, count * size, ''))
+  return (
+    `### 6.4 History bytes: ${count} versions of a ${fmtBytes(size)} text file, a 3-line edit and one checkpoint each\n\n` +
+    table(['kept by', `total (${count + 1} versions)`, `growth for the ${count} later versions`, 'per version', 'full copies ÷ it (growth)', 'notes'], rows) +
+    '\n\nrewindfs: `ws.storage.bytes` (blob store, uncompressed; old versions become reverse deltas against their successor); growth is over the first version after a collection. ' +
+    'The middle and the newest version are restored and checked after the deltas. ' +
+    'Shadow git: `git add -A && git commit` per version into a separate git dir (no hook templates), sizes are the sum of file sizes in it; loose objects are zlib-compressed whole versions, `git gc` packs them as deltas. ' +
+    'Growth after gc is against the one-version repository packed.'
+  )
+}
+
+// ---- section -------------------------------------------------------------------------------
+
+export async function benchEngine(options: EngineBenchOptions): Promise<void> {
+  const config = options.quick ? QUICK : FULL
+  const parts: [string, () => Promise<string>][] = [
+    ['6.1 Undo latency', () => benchUndo(config)],
+    ['6.2 Restore latency against changed paths', () => benchRestore(config)],
+    ['6.3 Journal append throughput', () => benchJournal(config)],
+    ['6.4 History bytes', () => benchHistory(config, options.withGit)],
+  ]
+  let failures = 0
+  for (const [title, part] of parts) {
+    fullGc()
+    try {
+      options.emit(await part())
+    } catch (error) {
+      failures++
+      options.emit(`### ${title}\n\n${failed(title, error)}`)
+    }
+  }
+  if (failures > 0) throw new Error(`${failures} of the engine benchmarks failed (see above)`)
+}
