@@ -52,8 +52,8 @@ export function manifest(id: string, entries: readonly FlushEntry[]): string {
     'touch progress',
     'done=$(tail -n 1 progress); done=${done:-0}',
     'step() { n=$1; shift; if [ "$n" -gt "$done" ]; then "$@"; echo "$n" >> progress; fi; }',
-    // A staged item already moved (its directory moved whole, or a crash after mv) left its target:
-    // nothing to do. Neither there is an upload that lost items, which must not pass as done.
+    // A staged item already moved (its directory moved whole, or a crash after mv) is at its target:
+    // nothing to do. Neither item nor target: the upload lost it, which must not pass as done.
     `put() { if [ -e "tree$1" ] || [ -L "tree$1" ]; then rm -rf "${MOUNT}$1"; mv "tree$1" "${MOUNT}$1"`,
     `  elif [ ! -e "${MOUNT}$1" ] && [ ! -L "${MOUNT}$1" ]; then echo "rewindfs: the staged item for $1 is missing" >&2; return 1; fi; }`,
     `dir() { t="${MOUNT}$1"; if [ -L "$t" ] || { [ -e "$t" ] && [ ! -d "$t" ]; }; then rm -f "$t"; fi`,
