@@ -4,10 +4,15 @@
  * commits. The tools carry their JSON Schemas and validate their own input, so the low-level Server
  * passes calls straight through: every failure, a malformed argument included, is a tool result
  * with isError and the error's JSON as text.
+ *
+ * tools/call is answered by the fallback handler rather than one registered with
+ * CallToolRequestSchema: the SDK checks that schema first and turns `arguments` that are not an
+ * object into a JSON-RPC internal error, where the model should get a tool error it can read.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import { type CallToolResult, CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js'
+import { type CallToolResult, ErrorCode, type JSONRPCRequest, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js'
+import * as z from 'zod'
 import { directoryStore } from '../adapters/node-fs/store.js'
 import { Workspace } from '../src/index.js'
 import { type AgentTool, callTool, createAgentTools } from '../tools/index.js'
@@ -23,6 +28,16 @@ export function toCallToolResult(outcome: Awaited<ReturnType<AgentTool['run']>>)
 
 export function listing(tools: readonly AgentTool[]): Tool[] {
   return tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'] }))
+}
+
+const toolCallParams = z.object({ name: z.string(), arguments: z.unknown().optional() })
+
+/** The tool a tools/call request names and its arguments as sent; any other method is not found. */
+function toolCall(request: JSONRPCRequest): [name: string, input: unknown] {
+  if (request.method !== 'tools/call') throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`)
+  const params = toolCallParams.safeParse(request.params)
+  if (!params.success) throw new McpError(ErrorCode.InvalidParams, 'tools/call needs params.name, the name of a tool (tools/list lists them)')
+  return [params.data.name, params.data.arguments ?? {}]
 }
 
 /** Serves until stdin ends or a signal arrives, then closes the workspace (its store made durable). */
@@ -44,7 +59,7 @@ export async function serveMcp(options: Options): Promise<number> {
     },
   )
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing(tools) }))
-  server.setRequestHandler(CallToolRequestSchema, async (request) => toCallToolResult(await callTool(tools, request.params.name, request.params.arguments ?? {})))
+  server.fallbackRequestHandler = async (request) => toCallToolResult(await callTool(tools, ...toolCall(request)))
 
   const done = new Promise<void>((resolve) => {
     process.stdin.once('end', resolve)

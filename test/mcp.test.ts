@@ -1,0 +1,171 @@
+/**
+ * `rewindfs mcp` as an MCP client sees it: the SDK's own Client over stdio to a real child process
+ * serving a real temp directory. The directory must not change until commit_changes; every failure,
+ * malformed arguments included, comes back as a tool result with isError (or, for arguments that
+ * are not even an object, a JSON-RPC error) and the server keeps serving.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { type CallToolResult, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { CLI, REPO, runCli } from './support/cli.js'
+
+let tmp: string
+let project: string
+const open: { client: Client; transport: StdioClientTransport }[] = []
+
+beforeEach(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-mcp-'))
+  project = path.join(tmp, 'project')
+  fs.mkdirSync(path.join(project, 'app'), { recursive: true })
+  fs.writeFileSync(path.join(project, 'app/config.json'), '{ "port": 8080 }\n')
+  fs.writeFileSync(path.join(project, 'README.md'), '# app\n')
+})
+
+afterEach(async () => {
+  for (const { client } of open.splice(0)) await client.close()
+  fs.rmSync(tmp, { recursive: true, force: true })
+})
+
+async function connect(...extra: string[]): Promise<{ client: Client; transport: StdioClientTransport; stderr: () => string }> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', CLI, 'mcp', '--dir', project, ...extra], cwd: REPO, stderr: 'pipe' })
+  let stderr = ''
+  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  const client = new Client({ name: 'rewindfs-test', version: '1.0.0' })
+  await client.connect(transport)
+  open.push({ client, transport })
+  return { client, transport, stderr: () => stderr }
+}
+
+async function call(client: Client, name: string, args: Record<string, unknown>): Promise<{ isError: boolean; body: any }> {
+  const result = (await client.callTool({ name, arguments: args })) as CallToolResult
+  expect(result.content).toHaveLength(1)
+  const [content] = result.content
+  if (content.type !== 'text') throw new Error(`expected text content, got ${content.type}`)
+  return { isError: result.isError === true, body: JSON.parse(content.text) }
+}
+
+const onDisk = (rel: string) => (fs.existsSync(path.join(project, rel)) ? fs.readFileSync(path.join(project, rel), 'utf8') : undefined)
+
+describe('rewindfs mcp', () => {
+  it('lists the agent tools with their JSON Schemas, commit_changes included', async () => {
+    const { client } = await connect()
+    const { tools } = await client.listTools()
+    const names = tools.map((tool) => tool.name)
+    expect(names).toEqual(expect.arrayContaining(['read_file', 'write_file', 'edit_file', 'list_directory', 'undo_operation', 'rollback_to_checkpoint', 'manage_checkpoint', 'operation_history', 'commit_changes']))
+    const write = tools.find((tool) => tool.name === 'write_file')!
+    expect(write.inputSchema.type).toBe('object')
+    expect(write.inputSchema.required).toEqual(expect.arrayContaining(['path', 'content']))
+    expect(tools.find((tool) => tool.name === 'commit_changes')!.description).toContain(fs.realpathSync(project))
+    expect(client.getServerVersion()?.name).toBe('rewindfs')
+  })
+
+  it('writes land in the workspace only; commit_changes writes them into the directory', async () => {
+    const { client } = await connect()
+    expect(await call(client, 'read_file', { path: '/app/config.json' })).toMatchObject({ isError: false })
+    expect((await call(client, 'write_file', { path: '/app/config.json', content: '{ "port": 9090 }\n' })).isError).toBe(false)
+    expect((await call(client, 'write_file', { path: '/app/notes.md', content: 'notes\n' })).isError).toBe(false)
+    expect((await call(client, 'delete_path', { path: '/README.md' })).isError).toBe(false)
+    const listed = await call(client, 'list_directory', { path: '/app' })
+    expect(JSON.stringify(listed.body)).toContain('notes.md')
+
+    // Nothing on disk yet.
+    expect(onDisk('app/config.json')).toBe('{ "port": 8080 }\n')
+    expect(onDisk('app/notes.md')).toBeUndefined()
+    expect(onDisk('README.md')).toBe('# app\n')
+
+    const commit = await call(client, 'commit_changes', {})
+    expect(commit.isError).toBe(false)
+    expect(commit.body.applied).toBe(true)
+    expect(commit.body.changes).toEqual(
+      expect.arrayContaining([
+        { path: '/app/config.json', change: 'modified', entry: 'file' },
+        { path: '/app/notes.md', change: 'added', entry: 'file' },
+        { path: '/README.md', change: 'deleted', entry: 'file' },
+      ]),
+    )
+    expect(onDisk('app/config.json')).toBe('{ "port": 9090 }\n')
+    expect(onDisk('app/notes.md')).toBe('notes\n')
+    expect(onDisk('README.md')).toBeUndefined()
+    // A second commit has nothing left to write.
+    expect((await call(client, 'commit_changes', {})).body.changes).toEqual([])
+  })
+
+  it('answers malformed arguments, unknown tools and fs errors as tool errors and keeps serving', async () => {
+    const { client } = await connect()
+    const invalid = await call(client, 'write_file', { path: 42 })
+    expect(invalid.isError).toBe(true)
+    expect(invalid.body.error.code).toBe('EINVALIDINPUT')
+    expect(invalid.body.error.issues.map((issue: { path: string }) => issue.path)).toEqual(expect.arrayContaining(['path', 'content']))
+
+    const missing = await call(client, 'read_file', { path: '/nope.txt' })
+    expect(missing).toMatchObject({ isError: true, body: { error: { code: 'ENOENT' } } })
+
+    const unknown = await call(client, 'format_disk', {})
+    expect(unknown).toMatchObject({ isError: true, body: { error: { code: 'EUNKNOWNTOOL' } } })
+
+    // Arguments that are not even an object: still a tool error the model can read.
+    const text = (await client.callTool({ name: 'write_file', arguments: 'text' as unknown as Record<string, unknown> })) as CallToolResult
+    expect(text.isError).toBe(true)
+    expect(JSON.parse((text.content[0] as { text: string }).text).error).toMatchObject({ code: 'EINVALIDINPUT', message: expect.stringContaining('expected object') })
+    // A call naming no tool is a protocol error (there is no tool to answer it), and not a crash either.
+    await expect(client.request({ method: 'tools/call', params: { arguments: {} } } as never, CallToolResultSchema)).rejects.toMatchObject({ code: -32602 })
+
+    expect(await call(client, 'write_file', { path: '/still.txt', content: 'alive\n' })).toMatchObject({ isError: false })
+    expect(await call(client, 'read_file', { path: '/still.txt' })).toMatchObject({ isError: false })
+  })
+
+  it('refuses a commit over a file changed on disk since it was read, unless forced', async () => {
+    const { client } = await connect()
+    await call(client, 'read_file', { path: '/app/config.json' })
+    await call(client, 'write_file', { path: '/app/config.json', content: '{ "port": 1 }\n' })
+    fs.writeFileSync(path.join(project, 'app/config.json'), '{ "port": 2, "theirs": true }\n')
+    const refused = await call(client, 'commit_changes', {})
+    expect(refused).toMatchObject({ isError: true, body: { error: { code: 'ECONFLICT' } } })
+    expect(refused.body.error.message).toContain('/app/config.json')
+    expect(onDisk('app/config.json')).toBe('{ "port": 2, "theirs": true }\n')
+    const forced = await call(client, 'commit_changes', { force: true })
+    expect(forced).toMatchObject({ isError: false, body: { applied: true, overwritten_conflicts: ['/app/config.json'] } })
+    expect(onDisk('app/config.json')).toBe('{ "port": 1 }\n')
+  })
+
+  it('with --store, keeps the session when the client goes away, for the next server and the CLI', async () => {
+    const store = path.join(tmp, 'store')
+    const first = await connect('--store', store, '--session', 'agent')
+    await call(first.client, 'write_file', { path: '/app/notes.md', content: 'kept\n' })
+    await call(first.client, 'manage_checkpoint', { action: 'create', checkpoint_name: 'after-notes' })
+    const pid = first.transport.pid!
+    await first.client.close()
+    open.splice(0)
+    expect(isAlive(pid)).toBe(false) // stdin closed: the server closed its workspace and exited
+    expect(first.stderr()).toContain('rewindfs MCP server')
+
+    const status = runCli(['status', '--dir', project, '--store', store, '--session', 'agent', '--json'])
+    expect(status.code).toBe(0)
+    expect(JSON.parse(status.stdout)).toMatchObject({ changes: [{ path: '/app/notes.md', type: 'added', entry: 'file' }], checkpoints: 1 })
+
+    const second = await connect('--store', store, '--session', 'agent')
+    expect(await call(second.client, 'read_file', { path: '/app/notes.md' })).toMatchObject({ isError: false })
+    expect(JSON.stringify((await call(second.client, 'manage_checkpoint', { action: 'list' })).body)).toContain('after-notes')
+    expect(onDisk('app/notes.md')).toBeUndefined()
+  })
+
+  it('fails at once, with the reason on stderr, for a project directory that does not exist', () => {
+    const result = runCli(['mcp', '--dir', path.join(tmp, 'missing')])
+    expect(result.code).toBe(4)
+    expect(result.stderr).toContain('ENOENT')
+    expect(result.stdout).toBe('')
+  })
+})
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
