@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 export const CLI = path.join(REPO, 'cli/rewindfs.ts')
 
 export interface CliResult {
