@@ -27,7 +27,7 @@ import type {
 } from '../src/workspace.js'
 import type { CallCallbacks, Hooks, StagedServer } from './host.js'
 import { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED, fsMembers } from './constants.js'
-import type { FsCall, LowerDescriptor, Member, Opened, Outcome, StatusRecord, StoreDescriptor } from './protocol.js'
+import type { LowerDescriptor, Member, Opened, Outcome, StatusRecord, StoreDescriptor } from './protocol.js'
 import type { WorkerApi } from './serve.js'
 import { type BatchWire, decodeValue, errorRecord, packBatch, toError, unpackResults } from './values.js'
 
@@ -155,7 +155,7 @@ class Channel {
 }
 
 /** Strips `transfer: true` from a write's options and lists the buffer to hand over. */
-function transferable(op: AsyncFsMember, args: unknown[], transfers: Transferable[]): unknown[] {
+function transferable(op: AsyncFsMember, args: readonly unknown[], transfers: Transferable[]): readonly unknown[] {
   if (op !== 'writeFile' && op !== 'appendFile') return args
   const options = args[2]
   if (typeof options !== 'object' || options === null || !('transfer' in options)) return args
@@ -166,10 +166,10 @@ function transferable(op: AsyncFsMember, args: unknown[], transfers: Transferabl
 
 /** A batch packs contents anyway: `transfer` is only taken out of the options. */
 function withoutTransfer(op: AsyncFsMember, args: readonly unknown[]): readonly unknown[] {
-  return transferable(op, [...args], [])
+  return transferable(op, args, [])
 }
 
-function createWorkerFs(send: (call: FsCall, transfers: Transferable[]) => Promise<unknown>): WorkerFs {
+function createWorkerFs(send: (call: { op: AsyncFsMember; args: readonly unknown[] }, transfers: Transferable[]) => Promise<unknown>): WorkerFs {
   const fs: Record<string, unknown> = {}
   for (const op of fsMembers) {
     fs[op] = async (...args: unknown[]) => {
