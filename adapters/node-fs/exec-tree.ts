@@ -1,0 +1,245 @@
+/**
+ * The two halves of exec's round trip through a real directory. `materialise` writes the
+ * workspace's current view into a host directory and remembers, per path, what it wrote (host
+ * stats to the nanosecond, a content hash or the lower file it cloned); `scan` walks the directory
+ * after the command and turns what differs into edits for one transaction.
+ */
+import crypto from 'node:crypto'
+import fs from 'node:fs'
+import type { NodeFs } from '../../src/workspace.js'
+
+type Kind = 'file' | 'dir' | 'symlink'
+
+/** A path as materialised: how it looked on the host right after, so any later change shows. */
+interface Written {
+  readonly kind: Kind
+  readonly mode: number
+  stats?: fs.BigIntStats
+  /** Files written from the workspace's bytes: their SHA-1. */
+  readonly sha1?: string
+  /** Files cloned from the lower directory: the host path they came from. */
+  readonly clonedFrom?: string
+  /** Symlinks: the target as written on the host. */
+  readonly target?: string
+}
+
+export interface Manifest {
+  /** The host directory standing for the workspace's '/'. */
+  readonly root: string
+  readonly written: Map<string, Written>
+  /** The host clock (ctime of a file made after materialising): a path whose ctime is not older is compared by content. */
+  readonly since: bigint
+}
+
+/** Where a lower directory's unchanged files can be cloned from instead of copied out of memory. */
+export interface CloneSource {
+  /** Real path of the lower directory. */
+  readonly root: string
+  /** Workspace paths whose upper layer differs from the lower (ws.changes()). */
+  readonly changed: ReadonlySet<string>
+}
+
+export type Edit =
+  | { readonly op: 'dir'; readonly path: string; readonly mode: number }
+  | { readonly op: 'chmod'; readonly path: string; readonly mode: number }
+  | { readonly op: 'symlink'; readonly path: string; readonly target: string }
+  /** A file made or changed: `content` undefined when only its mode or times changed. */
+  | { readonly op: 'file'; readonly path: string; readonly content: Uint8Array | undefined; readonly mode: number; readonly mtimeMs: number }
+
+export interface Scan {
+  added: string[]
+  modified: string[]
+  deleted: string[]
+  /** FIFOs, sockets and devices the command made: a workspace cannot hold them. */
+  skipped: string[]
+  /** Subtrees to remove first (topmost only), then the edits in order (parents before children). */
+  removals: string[]
+  edits: Edit[]
+}
+
+const join = (dir: string, name: string) => (dir === '/' ? '/' + name : `${dir}/${name}`)
+const sha1 = (data: Uint8Array) => crypto.createHash('sha1').update(data).digest('hex')
+
+/** Workspace link targets are rooted at the workspace's '/'; on the host that is `root`. */
+export function hostTarget(target: string, root: string): string {
+  return target.startsWith('/') ? root + target : target
+}
+
+export function workspaceTarget(target: string, root: string): string {
+  if (target === root) return '/'
+  return target.startsWith(root + '/') ? target.slice(root.length) : target
+}
+
+function kindOf(stats: fs.Stats | fs.BigIntStats): Kind | undefined {
+  if (stats.isFile()) return 'file'
+  if (stats.isDirectory()) return 'dir'
+  if (stats.isSymbolicLink()) return 'symlink'
+  return undefined
+}
+
+/**
+ * The lower file behind `path`, if the view shows exactly it: not changed in the upper layer, the
+ * same inode, size and mtime on disk, and no symlink among the host directories on the way (so the
+ * clone cannot be led outside the lower directory).
+ */
+function cloneable(source: CloneSource, path: string, view: fs.Stats, realDirs: Map<string, boolean>): string | undefined {
+  if (source.changed.has(path)) return undefined
+  const host = source.root + path
+  const dir = host.slice(0, host.lastIndexOf('/'))
+  let direct = realDirs.get(dir)
+  if (direct === undefined) {
+    try {
+      direct = fs.realpathSync.native(dir) === dir
+    } catch {
+      direct = false
+    }
+    realDirs.set(dir, direct)
+  }
+  if (!direct) return undefined
+  const disk = fs.lstatSync(host, { throwIfNoEntry: false })
+  const same = disk?.isFile() && disk.ino === view.ino && disk.size === view.size && disk.mtimeMs === view.mtimeMs
+  return same ? host : undefined
+}
+
+/**
+ * Writes the view of `view` into `root` (which must not exist) and returns what it wrote. Lower
+ * files the view shows unchanged are cloned with FICLONE (copy-on-write where the file system
+ * has reflinks, a plain copy elsewhere): a distinct inode either way, so nothing the command does
+ * reaches the lower directory. Hard links would share the inode: `echo >> file` would write
+ * straight into the lower layer, and read-only modes do not stop root.
+ */
+export function materialise(view: NodeFs, root: string, clock: string, lower: CloneSource | undefined): Manifest {
+  const written = new Map<string, Written>()
+  const dirs: { path: string; stats: fs.Stats }[] = []
+  const realDirs = new Map<string, boolean>()
+  const visit = (path: string) => {
+    const stats = view.lstatSync(path)
+    const host = root + (path === '/' ? '' : path)
+    const mode = stats.mode & 0o7777
+    if (stats.isDirectory()) {
+      // Owner-writable until its children are in; the real mode is set afterwards.
+      fs.mkdirSync(host, { mode: 0o700 })
+      written.set(path, { kind: 'dir', mode })
+      dirs.push({ path, stats })
+      for (const name of view.readdirSync(path).sort()) visit(join(path, name))
+    } else if (stats.isSymbolicLink()) {
+      const target = hostTarget(view.readlinkSync(path), root)
+      fs.symlinkSync(target, host)
+      written.set(path, { kind: 'symlink', mode, target })
+    } else {
+      const clone = lower && cloneable(lower, path, stats, realDirs)
+      if (clone) {
+        fs.copyFileSync(clone, host, fs.constants.COPYFILE_FICLONE)
+        written.set(path, { kind: 'file', mode, clonedFrom: clone })
+      } else {
+        const data = view.readFileSync(path)
+        fs.writeFileSync(host, data, { mode: 0o600 })
+        written.set(path, { kind: 'file', mode, sha1: sha1(data) })
+      }
+      fs.chmodSync(host, mode)
+      fs.utimesSync(host, stats.atime, stats.mtime)
+    }
+  }
+  visit('/')
+  // Deepest first, so setting a directory's times is the last thing that touches it.
+  for (const { path, stats } of dirs.reverse()) {
+    const host = root + (path === '/' ? '' : path)
+    fs.chmodSync(host, stats.mode & 0o7777)
+    fs.utimesSync(host, stats.atime, stats.mtime)
+  }
+  for (const [path, entry] of written) entry.stats = fs.lstatSync(root + (path === '/' ? '' : path), { bigint: true })
+  fs.writeFileSync(clock, '')
+  return { root, written, since: fs.lstatSync(clock, { bigint: true }).ctimeNs }
+}
+
+/** True when the file at `host` may differ from what was written: compared by content only then. */
+function sameContent(host: string, before: Written): boolean {
+  const data = fs.readFileSync(host)
+  if (before.sha1 !== undefined) return sha1(data) === before.sha1
+  try {
+    return Buffer.compare(data, fs.readFileSync(before.clonedFrom!)) === 0
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Walks `manifest.root` and says what the command changed. A file whose inode, size, mtime and
+ * ctime are as written (and whose ctime is older than the clock, so a write in the same clock tick
+ * cannot hide) is unchanged without being read; otherwise same-size contents are compared.
+ */
+export function scan(manifest: Manifest): Scan {
+  const { root, written } = manifest
+  const out: Scan = { added: [], modified: [], deleted: [], skipped: [], removals: [], edits: [] }
+  const seen = new Set<string>()
+  const create = (path: string, host: string, kind: Kind, stats: fs.BigIntStats) => {
+    const mode = Number(stats.mode) & 0o7777
+    if (kind === 'dir') out.edits.push({ op: 'dir', path, mode })
+    else if (kind === 'symlink') out.edits.push({ op: 'symlink', path, target: workspaceTarget(fs.readlinkSync(host), root) })
+    else out.edits.push({ op: 'file', path, content: fs.readFileSync(host), mode, mtimeMs: Number(stats.mtimeNs / 1_000_000n) })
+  }
+  const visit = (path: string) => {
+    const host = root + (path === '/' ? '' : path)
+    const stats = fs.lstatSync(host, { bigint: true })
+    const kind = kindOf(stats)
+    const before = written.get(path)
+    if (!kind) {
+      out.skipped.push(path)
+      return // left unseen: what was there before counts as deleted
+    }
+    seen.add(path)
+    const mode = Number(stats.mode) & 0o7777
+    if (!before) {
+      out.added.push(path)
+      create(path, host, kind, stats)
+    } else if (before.kind !== kind || (kind === 'symlink' && fs.readlinkSync(host) !== before.target)) {
+      // Replaced by another type or another link: remove, then make anew.
+      out.modified.push(path)
+      out.removals.push(path)
+      create(path, host, kind, stats)
+    } else if (kind === 'dir' && mode !== before.mode) {
+      out.modified.push(path)
+      out.edits.push({ op: 'chmod', path, mode })
+    } else if (kind === 'file') {
+      const old = before.stats!
+      const untouched = stats.ino === old.ino && stats.size === old.size && stats.mtimeNs === old.mtimeNs && stats.ctimeNs === old.ctimeNs && old.ctimeNs < manifest.since
+      if (!untouched) {
+        const contentChanged = stats.size !== old.size || !sameContent(host, before)
+        if (contentChanged || mode !== before.mode || stats.mtimeNs !== old.mtimeNs) {
+          out.modified.push(path)
+          out.edits.push({ op: 'file', path, content: contentChanged ? fs.readFileSync(host) : undefined, mode, mtimeMs: Number(stats.mtimeNs / 1_000_000n) })
+        }
+      }
+    }
+    if (kind === 'dir') for (const name of fs.readdirSync(host).sort()) visit(join(path, name))
+  }
+  visit('/')
+  for (const path of written.keys()) {
+    if (seen.has(path)) continue
+    out.deleted.push(path)
+    const parent = path.slice(0, path.lastIndexOf('/')) || '/'
+    // Only the topmost removed path: removing it takes its subtree along.
+    if (seen.has(parent) && written.get(parent)?.kind === 'dir' && !out.removals.includes(parent)) out.removals.push(path)
+  }
+  for (const list of [out.added, out.modified, out.deleted, out.skipped]) list.sort()
+  return out
+}
+
+/** Applies a scan's edits to a staging fs (a transaction's). */
+export function apply(target: NodeFs, result: Scan): void {
+  for (const path of result.removals) target.rmSync(path, { recursive: true, force: true })
+  for (const edit of result.edits) {
+    if (edit.op === 'dir') {
+      target.mkdirSync(edit.path)
+      target.chmodSync(edit.path, edit.mode)
+    } else if (edit.op === 'chmod') target.chmodSync(edit.path, edit.mode)
+    else if (edit.op === 'symlink') target.symlinkSync(edit.target, edit.path)
+    else {
+      if (edit.content) target.writeFileSync(edit.path, edit.content)
+      target.chmodSync(edit.path, edit.mode)
+      // The command's times, so make and friends see what they left.
+      const mtime = new Date(edit.mtimeMs)
+      target.utimesSync(edit.path, mtime, mtime)
+    }
+  }
+}
