@@ -8,7 +8,7 @@ import { FsError } from '../../src/errors.js'
 import type { FlushEntry, FlushProgress, FlushTarget } from '../../src/flush/target.js'
 import type { EntryType, LowerSource, LowerStat } from '../../src/lower/source.js'
 import { normalize } from '../../src/path.js'
-import { Confinement, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined } from './confine.js'
+import { Confinement, RESERVED_PREFIX, checkPath, isReserved, lstatOrUndefined } from './confine.js'
 import { clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
 import { syncDirectory } from './files.js'
 import { LockFile } from './lock.js'
@@ -117,11 +117,13 @@ export class DirectorySource implements LowerSource, FlushTarget {
   private async applyNow(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void): Promise<(string | undefined)[]> {
     if (!Array.isArray(entries)) throw new TypeError(`rewindfs: apply(entries) needs an array of flush entries, got ${typeof entries}`)
     if (entries.length === 0) return []
-    const lock = this.lock()
-    if ('owner' in lock) throw new FsError('EBUSY', 'flush', this.root, undefined, `another flush into this directory is running (process ${lock.owner})`)
+    // The staging folder is made by the first flush that passes the checks and then kept: making and
+    // removing it each time would move the root's mtime, and so its version, with no file changed.
+    let lock = this.lock(false)
     try {
-      this.settle()
+      if (lock) this.settle()
       const planned = plan(entries, this.confinement)
+      lock ??= this.lock(true)!
       try {
         await stage(this.confinement, planned, (progress) => onProgress?.(progress), this.stopAfter)
       } catch (error) {
@@ -131,19 +133,24 @@ export class DirectorySource implements LowerSource, FlushTarget {
       }
       return entries.map((entry) => (entry.kind === 'delete' ? undefined : this.stat(entry.path)?.version))
     } finally {
-      this.unlock(lock.lock)
+      lock?.release()
     }
   }
 
   /** Runs on open and before every flush: finishes or undoes an interrupted one, unless another holder is at it. */
   private recoverNow(): void {
-    if (!lstatOrUndefined(stagingFolder(this.confinement))) return
-    const lock = this.lock()
-    if ('owner' in lock) return
+    let lock: LockFile | undefined
+    try {
+      lock = this.lock(false)
+    } catch (error) {
+      if ((error as FsError).code === 'EBUSY') return // another flush is running: it is not interrupted
+      throw error
+    }
+    if (!lock) return
     try {
       this.settle()
     } finally {
-      this.unlock(lock.lock)
+      lock.release()
     }
   }
 
@@ -154,23 +161,19 @@ export class DirectorySource implements LowerSource, FlushTarget {
     else clearStaging(this.confinement)
   }
 
-  private lock(): { lock: LockFile } | { owner: number } {
+  /** The flush lock in the staging folder; undefined when there is no folder and `create` is false. */
+  private lock(create: boolean): LockFile | undefined {
     const folder = stagingFolder(this.confinement)
     const stats = lstatOrUndefined(folder)
     if (stats && !stats.isDirectory()) throw new FsError('EEXIST', 'flush', folder, undefined, `'${RESERVED_PREFIX}' in the root is not the flush staging folder; move it away`)
-    if (!stats) fs.mkdirSync(folder)
-    return LockFile.tryAcquire(folder + '/lock')
-  }
-
-  /** Releases the lock and removes the staging folder when nothing else is in it. */
-  private unlock(lock: LockFile): void {
-    lock.release()
-    try {
-      fs.rmdirSync(stagingFolder(this.confinement))
+    if (!stats && !create) return undefined
+    if (!stats) {
+      fs.mkdirSync(folder)
       syncDirectory(this.root)
-    } catch (error) {
-      if (codeOf(error) !== 'ENOTEMPTY' && codeOf(error) !== 'ENOENT' && codeOf(error) !== 'EEXIST') throw error
     }
+    const result = LockFile.tryAcquire(folder + '/lock')
+    if ('owner' in result) throw new FsError('EBUSY', 'flush', this.root, undefined, `another flush into this directory is running (process ${result.owner})`)
+    return result.lock
   }
 
   private moved(syscall: string, path: string): FsError {

@@ -202,10 +202,7 @@ export async function stage(
   report: (progress: FlushProgress) => void,
   stopAfter?: 'staged' | 'committed',
 ): Promise<void> {
-  const folder = stagingFolder(confinement)
-  fs.mkdirSync(folder, { recursive: true })
   writeManifest(confinement, manifest)
-  syncDirectory(confinement.root) // the staging folder itself
   let done = 0
   const files: string[] = []
   for (let start = 0; start < staged.length; start += CHUNK) {

@@ -105,6 +105,12 @@ const FILL = [
   'ln -s nowhere app/dangling',
   `printf 'odd' > "app/it's a \\$(name) \\\`x\\\`"`,
   'ln app/config.json app/hardlink.json',
+  // Past ustar's 100-byte name and link fields: the archive needs PAX records.
+  `mkdir -p app/${'n'.repeat(120)} && printf 'deep' > app/${'n'.repeat(120)}/${'f'.repeat(120)}.txt`,
+  `ln -s ${'t'.repeat(150)} app/long-link`,
+  // Docker's path stat resolves link targets: a loop and an overlong name are stat'ed another way.
+  'ln -s loop-b app/loop-a && ln -s loop-a app/loop-b',
+  `ln -s ${'y'.repeat(300)} app/overlong`,
 ].join('; ')
 
 const utf8 = (text: string) => new TextEncoder().encode(text)
@@ -153,6 +159,8 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
       { path: weird, kind: 'file', mode: 0o600, mtimeMs: 1_650_000_000_000, content: utf8('quoted') },
       { path: '/app/new dir/link', kind: 'symlink', target: '../run.sh' },
       { path: '/app/main.js', kind: 'symlink', target: 'config.json/port' }, // symlink retargeted
+      { path: `/app/new dir/${'x'.repeat(200)}`, kind: 'file', mode: 0o644, mtimeMs: 1_650_000_000_000, content: utf8('long') },
+      { path: '/app/new dir/far', kind: 'symlink', target: 'y/'.repeat(150) },
     ]
     const progress: number[] = []
     const versions = await vol.apply(entries, (p) => progress.push(p.done / p.total))
@@ -171,6 +179,8 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
         file(weird, 0o600, 1_650_000_000_000, utf8('quoted')),
         '/app/new dir/link|symlink|../run.sh',
         '/app/main.js|symlink|config.json/port',
+        file(`/app/new dir/${'x'.repeat(200)}`, 0o644, 1_650_000_000_000, utf8('long')),
+        `/app/new dir/far|symlink|${'y/'.repeat(150)}`,
       ])
       .sort()
     expect(oracleListing(name)).toEqual(expected)
@@ -205,6 +215,9 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
     ws.fs.rmSync('/app/src', { recursive: true })
     ws.fs.renameSync('/app/key.pem', '/app/key.moved')
     ws.fs.symlinkSync('lib/deep/util.js', '/app/util')
+    ws.fs.rmSync('/app/loop-a')
+    ws.fs.rmSync('/app/overlong')
+    ws.fs.symlinkSync('index.js', '/app/overlong')
     const report = await ws.flush(vol)
     expect(report.applied).toBe(true)
     expect(oracleListing(name)).toEqual(workspaceListing(ws))
