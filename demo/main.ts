@@ -108,7 +108,7 @@ function operationItem(op: Operation): HTMLLIElement {
   return element(
     'li',
     { className: 'operation', dataset: { type: op.type } },
-    element('span', { textContent: op.description ?? op.type }),
+    element('span', { textContent: op.description ?? op.type.replaceAll('_', ' ') }),
     element('span', { className: 'paths', textContent: paths }),
     element('span', { className: 'tag', textContent: time(op.time) }),
   )
@@ -127,13 +127,18 @@ function checkpointItem(checkpoint: Checkpoint): HTMLLIElement {
   )
 }
 
-/** Operations and checkpoints, newest first (a checkpoint sorts after the operations it saw). */
-function renderTimeline(operations: readonly Operation[], checkpoints: readonly Checkpoint[]): void {
+/**
+ * Operations and checkpoints, newest first. Checkpoints and operations count their seq apart, so a
+ * checkpoint goes just above the last operation it saw (checkpointInfo), or by time when that is
+ * unknown (a broken checkpoint's info cannot be read).
+ */
+function renderTimeline(operations: readonly Operation[], checkpoints: readonly { checkpoint: Checkpoint; lastOperation?: Operation }[]): void {
+  const seen = (checkpoint: Checkpoint, lastOperation?: Operation) => lastOperation?.seq ?? operations.find((op) => op.time <= checkpoint.createdAt)?.seq ?? 0
   const rows = [
-    ...operations.map((op) => ({ at: op.time, seq: op.seq, node: operationItem(op) })),
-    ...checkpoints.map((c) => ({ at: c.createdAt, seq: c.seq, node: checkpointItem(c) })),
+    ...operations.map((op) => ({ order: op.seq, node: operationItem(op) })),
+    ...checkpoints.map(({ checkpoint, lastOperation }) => ({ order: seen(checkpoint, lastOperation) + 0.5, node: checkpointItem(checkpoint) })),
   ]
-  rows.sort((a, b) => b.at - a.at || b.seq - a.seq)
+  rows.sort((a, b) => b.order - a.order)
   view.timeline.replaceChildren(...rows.map((row) => row.node))
 }
 
@@ -170,8 +175,11 @@ async function showPreview(checkpoint: Checkpoint): Promise<undefined> {
 
 async function refresh(): Promise<void> {
   const [entries, operations, checkpoints] = await Promise.all([listTree(ws), ws.history({ limit: 40 }), ws.checkpoints()])
+  const placed = await Promise.all(
+    checkpoints.map(async (checkpoint) => ({ checkpoint, lastOperation: (await ws.checkpointInfo(checkpoint.id).catch(() => undefined))?.lastOperation })),
+  )
   renderTree(entries)
-  renderTimeline(operations, checkpoints)
+  renderTimeline(operations, placed)
 }
 
 const agentLog: Log = (kind, text) => {
