@@ -60,9 +60,28 @@ async function drain(stream: AsyncIterable<unknown>): Promise<Buffer> {
   return Buffer.concat(chunks)
 }
 
+/** An index entry for one tar header, without contents; undefined for devices, pipes, sockets and hard links. */
+function entryOf(header: tar.Header): IndexedEntry | undefined {
+  const mode = (header.mode ?? 0) & 0o7777
+  const seconds = wholeSeconds(header.mtime?.getTime() ?? 0)
+  const mtimeMs = seconds * 1000
+  if (header.type === 'directory') return { type: 'dir', mode, size: 0, mtimeMs, version: versionOf('dir', mode, 0, seconds) }
+  if (header.type === 'symlink') {
+    const target = header.linkname ?? ''
+    const size = Buffer.byteLength(target)
+    return { type: 'symlink', mode: 0o777, size, mtimeMs, target, version: versionOf('symlink', 0o777, size, seconds) }
+  }
+  if (header.type === 'file' || header.type === 'contiguous-file') {
+    const size = header.size ?? 0
+    return { type: 'file', mode, size, mtimeMs, version: versionOf('file', mode, size, seconds) }
+  }
+  return undefined
+}
+
 /**
  * Reads the archive of the volume root into index entries. Files' contents are kept while the total
- * stays within `budget` bytes; the rest load on demand. Hard links share their first name's entry.
+ * stays within `budget` bytes; the rest load on demand. Hard links share their first name's entry;
+ * devices, pipes and sockets cannot be files of an overlay and are left out.
  */
 export async function readIndex(archive: Readable, budget: number): Promise<Map<string, IndexedEntry>> {
   const entries = new Map<string, IndexedEntry>()
@@ -71,42 +90,38 @@ export async function readIndex(archive: Readable, budget: number): Promise<Map<
   archive.on('error', (error) => extract.destroy(error))
   archive.pipe(extract)
   for await (const item of extract) {
-    const header = item.header
-    const path = volumePath(header.name)
-    if (isWithin(path, STAGING)) {
-      item.resume()
-      continue
-    }
-    const mode = (header.mode ?? 0) & 0o7777
-    const seconds = Math.floor((header.mtime?.getTime() ?? 0) / 1000)
-    const mtimeMs = seconds * 1000
-    if (header.type === 'directory') {
-      entries.set(path, { type: 'dir', mode, size: 0, mtimeMs, version: versionOf('dir', mode, 0, seconds) })
-      item.resume()
-    } else if (header.type === 'symlink') {
-      const target = header.linkname ?? ''
-      const size = Buffer.byteLength(target)
-      entries.set(path, { type: 'symlink', mode: 0o777, size, mtimeMs, target, version: versionOf('symlink', 0o777, size, seconds) })
-      item.resume()
-    } else if (header.type === 'file' || header.type === 'contiguous-file') {
-      const size = header.size ?? 0
-      const entry: IndexedEntry = { type: 'file', mode, size, mtimeMs, version: versionOf('file', mode, size, seconds) }
-      if (kept + size <= budget) {
-        entry.content = new Uint8Array(await drain(item))
-        kept += size
-      } else item.resume()
-      entries.set(path, entry)
-    } else if (header.type === 'link') {
+    const path = volumePath(item.header.name)
+    const entry = isWithin(path, STAGING) ? undefined : entryOf(item.header)
+    if (entry?.type === 'file' && kept + entry.size <= budget) {
+      entry.content = new Uint8Array(await drain(item))
+      kept += entry.size
+    } else item.resume()
+    if (entry) entries.set(path, entry)
+    else if (item.header.type === 'link') {
       // A hard link: the same inode, so the same size, content and version as the first name.
-      const first = entries.get(volumePath(header.linkname ?? ''))
-      if (first?.type === 'file') entries.set(path, { ...first, mode })
-      item.resume()
-    } else {
-      // Devices, pipes and sockets cannot be files of an overlay: left out.
-      item.resume()
+      const first = entries.get(volumePath(item.header.linkname ?? ''))
+      if (first?.type === 'file') entries.set(path, { ...first, mode: (item.header.mode ?? 0) & 0o7777 })
     }
   }
   return entries
+}
+
+/**
+ * The version of the entry named `name` in an archive of its parent directory, or undefined. For the
+ * paths a path stat cannot answer: it resolves a symlink's target, and fails on a loop.
+ */
+export async function versionIn(archive: Readable, name: string): Promise<string | undefined> {
+  const extract = tar.extract()
+  archive.on('error', (error) => extract.destroy(error))
+  archive.pipe(extract)
+  for await (const item of extract) {
+    item.resume()
+    if (item.header.name.replace(/\/$/, '') === name) {
+      archive.destroy()
+      return entryOf(item.header)?.version ?? `other:${item.header.type}`
+    }
+  }
+  return undefined
 }
 
 /** The contents of the one file an archive of a single path holds, or undefined if it is not a file. */

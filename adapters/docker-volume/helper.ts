@@ -97,8 +97,10 @@ export class Helper {
     const answer = await this.engine.send('HEAD', archivePath(id, path))
     answer.body.resume()
     if (answer.status === 404) return undefined
+    // A HEAD answer has no body: the daemon's reason, if any, is only in its log.
+    if (answer.status !== 200) throw apiError('HEAD', archivePath(id, path), answer.status, `cannot stat '${path}' in the volume (see the daemon's log)`)
     const header = answer.headers['x-docker-container-path-stat']
-    if (answer.status !== 200 || typeof header !== 'string') throw apiError('HEAD', archivePath(id, path), answer.status, 'no path stat in the answer')
+    if (typeof header !== 'string') throw apiError('HEAD', archivePath(id, path), answer.status, 'no path stat in the answer')
     let value: unknown
     try {
       value = JSON.parse(Buffer.from(header, 'base64').toString('utf8'))

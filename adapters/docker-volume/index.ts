@@ -8,11 +8,11 @@ import type { FlushEntry, FlushProgress, FlushTarget } from '../../src/flush/tar
 import { FsError } from '../../src/errors.js'
 import { IndexedSource, PRELOAD_BYTES, type IndexedEntry } from '../../src/lower/indexed.js'
 import type { EntryType } from '../../src/lower/source.js'
-import { dirname, isWithin, normalize } from '../../src/path.js'
-import { STAGING, readIndex, readSingleFile, versionOf, versionOfStat, wholeSeconds } from './archive.js'
+import { basename, dirname, isWithin, normalize } from '../../src/path.js'
+import { STAGING, readIndex, readSingleFile, versionIn, versionOf, versionOfStat, wholeSeconds } from './archive.js'
 import { DockerEngine } from './engine.js'
 import { DockerVolumeError, invalid, noHelperImage, noVolume } from './errors.js'
-import { Helper } from './helper.js'
+import { Helper, MOUNT } from './helper.js'
 import { RUNNER, flushId, stagingTar } from './manifest.js'
 
 export { DockerVolumeError, type DockerVolumeErrorCode } from './errors.js'
@@ -147,12 +147,25 @@ export class DockerVolume extends IndexedSource implements FlushTarget {
       await eachLimited(indices, async (i) => {
         const path = paths[i]
         if (isWithin(path, STAGING) || underLeaf(path)) return
-        const stat = await this.helper.stat(this.reader, path)
-        versions[i] = stat && versionOfStat(stat)
+        versions[i] = await this.versionOf(path)
         if (!versions[i]?.startsWith('d:')) leaves.add(path)
       })
     }
     return versions
+  }
+
+  private async versionOf(path: string): Promise<string | undefined> {
+    try {
+      const stat = await this.helper.stat(this.reader, path)
+      return stat && versionOfStat(stat)
+    } catch (error) {
+      // Docker's path stat resolves a symlink's target and fails on a loop or an overlong name: the
+      // parent's archive still lists the link itself.
+      if (!(error instanceof DockerVolumeError && error.status === 500) || path === '/') throw error
+      const parent = dirname(path)
+      const archive = await this.helper.archive(this.reader, parent)
+      return archive && versionIn(archive, `${parent === '/' ? MOUNT.slice(1) : basename(parent)}/${basename(path)}`)
+    }
   }
 
   async recover(): Promise<void> {
