@@ -23,7 +23,7 @@ export interface DockerVolumeOptions {
   name: string
   /** The daemon's unix socket, default /var/run/docker.sock ('unix://' prefix accepted). */
   socketPath?: string
-  /** An image with busybox-style sh, mv, rm, mkdir, chmod, touch and tail; default 'busybox'. */
+  /** An image with busybox-style sh, mv, rm, mkdir, chmod, touch (-d @seconds), tail and find; default 'busybox'. */
   helperImage?: string
   /** Contents loaded on open up to this many bytes in total; the rest load on prefetch. Default PRELOAD_BYTES. */
   preloadBytes?: number
