@@ -110,6 +110,26 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
   // A tool may reach the project through its real path (a symlinked /tmp, say): both prefixes route.
   const roots = real === base ? [base] : [base, real]
   const fds = new Set<number>()
+  // While the workspace runs a call, fs calls it makes itself (its lower directory reading the disk
+  // through a patched module) must reach node:fs, not come back into the workspace.
+  let depth = 0
+  const inside = <T>(body: () => T): T => {
+    depth++
+    try {
+      return body()
+    } finally {
+      depth--
+    }
+  }
+  /** Objects the workspace hands out do their reading later: their methods run inside too. */
+  const shield = <T extends object>(target: T, names: readonly string[]): T => {
+    const members = target as unknown as Members
+    for (const name of names) {
+      const fn = members[name]
+      if (typeof fn === 'function') members[name] = (...args: unknown[]) => inside(() => (fn as Call).apply(target, args))
+    }
+    return target
+  }
   const view = ws.fs as unknown as Members
   const original = { ...(realFs as unknown as Members) }
   const originalPromises = { ...(realFs.promises as unknown as Members) }
@@ -144,6 +164,7 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
   const targetToWorkspace = (target: unknown) => (typeof target === 'string' && nodePath.isAbsolute(target) ? (toWorkspace(target) ?? target) : target)
 
   const route = (kind: Route, args: unknown[]): Routed => {
+    if (depth > 0) return REAL
     if (kind === 'fd' || kind === 'pathOrFd') {
       const fd = fdOf(args[0])
       if (fd !== undefined) return [fd, ...args.slice(1)]
@@ -183,12 +204,14 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
         return Array.isArray(value) ? value.map(hostDirent) : value
       case 'dir': {
         const dir = value as Dir
-        return new Dir(toHost(dir.path), () => {
-          const entries: unknown[] = []
-          for (let entry = dir.readSync(); entry; entry = dir.readSync()) entries.push(hostDirent(entry))
-          dir.closeSync()
-          return entries as Dirent[]
-        })
+        return new Dir(toHost(dir.path), () =>
+          inside(() => {
+            const entries: unknown[] = []
+            for (let entry = dir.readSync(); entry; entry = dir.readSync()) entries.push(hostDirent(entry))
+            dir.closeSync()
+            return entries as Dirent[]
+          }),
+        )
       }
       case 'open':
         return opened(value)
@@ -198,7 +221,7 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
       case 'stream': {
         const stream = value as { path?: unknown }
         if (typeof stream.path === 'string') stream.path = toHost(stream.path)
-        return value
+        return shield(stream, ['_construct', '_read', '_write', '_writev', '_final', '_destroy'])
       }
       default:
         return value
@@ -208,7 +231,7 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
   const opened = (value: unknown) => {
     if (typeof value === 'number') fds.add(value)
     else if (typeof value === 'object' && value !== null) {
-      const handle = value as { fd: number; close(): Promise<void> }
+      const handle = shield(value as { fd: number; close(): Promise<void> }, Object.getOwnPropertyNames(Object.getPrototypeOf(value)).filter((name) => name !== 'constructor'))
       fds.add(handle.fd)
       const close = handle.close.bind(handle)
       handle.close = async () => {
@@ -257,7 +280,7 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
       if (routed === REAL) return realFn.apply(realFs, args)
       if (routed === CROSS) return cross(name, args)
       try {
-        const value = wsFn(...routed)
+        const value = inside(() => wsFn(...routed))
         if (value instanceof Promise) return value.then((v) => translate(result, v, routed), (e: unknown) => Promise.reject(hostError(e)))
         return translate(result, value, routed)
       } catch (error) {
@@ -288,7 +311,7 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
         cb(null, ...(results.length > 0 ? [translate(result, results[0], routed), ...results.slice(1)] : []))
       }
       try {
-        return wsFn(...routed.slice(0, -1), reply)
+        return inside(() => wsFn(...routed.slice(0, -1), reply))
       } catch (error) {
         throw hostError(error)
       }
@@ -300,7 +323,7 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
       if (routed === REAL) return realFn.apply(realFs.promises, args)
       if (routed === CROSS) return cross(name, args)
       try {
-        return translate(result, await wsFn(...routed), routed)
+        return translate(result, await inside(() => wsFn(...routed)), routed)
       } catch (error) {
         throw hostError(error)
       }

@@ -1,7 +1,9 @@
 /**
  * Writes from shells and other programs: `exec` runs a command in a materialised copy of the
  * workspace and records what it changed; `mountOver` routes a project directory's paths of a
- * node:fs-compatible object to the workspace. Node only.
+ * node:fs-compatible object to the workspace, and `patchFs` installs it over this process's fs.
+ * Node only.
  */
 export { exec, MAX_OUTPUT } from './exec.js'
 export type { ExecOptions, ExecResult } from './exec.js'
+export { mountOver, patchFs } from './mount.js'
