@@ -9,8 +9,9 @@ const HELP: Record<string, OptionSpec> = { help: { type: 'boolean', short: 'h' }
 
 /** Each command's options and how many positionals it takes. */
 const SPECS: Record<CommandName, { options: Record<string, OptionSpec>; positionals: [min: number, max: number, name?: string] }> = {
-  demo: { options: {}, positionals: [0, 0] },
-  mcp: { options: { dir: { type: 'string' }, store: { type: 'string' }, session: { type: 'string' } }, positionals: [0, 0] },
+  // --json is accepted everywhere so demo and mcp can say why it does not apply to them.
+  demo: { options: { json: { type: 'boolean' } }, positionals: [0, 0] },
+  mcp: { options: PROJECT, positionals: [0, 0] },
   status: { options: PROJECT, positionals: [0, 0] },
   log: { options: { ...PROJECT, limit: { type: 'string' }, path: { type: 'string' } }, positionals: [0, 0] },
   checkpoints: { options: PROJECT, positionals: [0, 0] },

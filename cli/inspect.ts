@@ -3,6 +3,7 @@ import type { Change } from '../src/diff.js'
 import type { Options } from './arguments.js'
 import { type Outcome, changeJson, checkpointJson, iso } from './outcome.js'
 import { openProject } from './project.js'
+import { EXIT } from './usage.js'
 import { type Palette, stdoutPalette } from './terminal.js'
 
 export function changeLines(changes: readonly Change[], withPatch: boolean, paint: Palette = stdoutPalette()): string[] {
@@ -31,19 +32,32 @@ export function patchLines(patch: string, paint: Palette): string[] {
 export async function status(options: Options): Promise<Outcome> {
   const { ws, dir, store } = await openProject('status', options, 'read')
   try {
-    const changes = ws.changes()
-    const checkpoints = ws.checkpoints()
+    // Integrity first: status is what one runs on a damaged store, so a change list that cannot be
+    // computed (its content is gone) is reported as a problem, not thrown.
     const integrity = await ws.verify()
+    let changes: Change[] | undefined
+    let unreadable: string | undefined
+    try {
+      changes = ws.changes()
+    } catch (error) {
+      unreadable = `the changes cannot be listed: ${(error instanceof Error ? error.message : String(error)).replace(/^rewindfs: /, '')}`
+    }
+    const checkpoints = ws.checkpoints()
     const loaded = ws.status.loaded
     const warnings = [...ws.status.warnings]
-    const healthy = ws.status.degraded === undefined && warnings.length === 0 && integrity.corrupt.length === 0 && (loaded?.broken.length ?? 0) === 0
+    const brokenCheckpoints = checkpoints.filter((c) => c.broken).map((c) => c.id)
+    const problems = [
+      ...(ws.status.degraded !== undefined ? [ws.status.degraded] : []),
+      ...(unreadable !== undefined ? [unreadable] : []),
+      ...(brokenCheckpoints.length > 0 ? [`broken checkpoints (content missing, restore refuses them): ${brokenCheckpoints.join(', ')}`] : []),
+    ]
     const health = {
-      ok: healthy,
-      ...(ws.status.degraded !== undefined ? { degraded: ws.status.degraded } : {}),
+      ok: problems.length === 0 && warnings.length === 0 && integrity.corrupt.length === 0,
+      problems,
       warnings,
       operations: loaded?.operations ?? 0,
       droppedTail: loaded?.droppedTail ?? 0,
-      brokenCheckpoints: [...new Set([...(loaded?.broken ?? []), ...integrity.broken])],
+      brokenCheckpoints,
       blobsVerified: integrity.verified,
       corruptBlobs: integrity.corrupt.length,
     }
@@ -51,18 +65,25 @@ export async function status(options: Options): Promise<Outcome> {
     const lines = [
       `${paint.bold('project')}     ${dir}`,
       `${paint.bold('store')}       ${store!.root} (session ${ws.session})`,
-      `${paint.bold('changes')}     ${changes.length === 0 ? 'none: the workspace matches the project' : changes.length}`,
-      ...changeLines(changes, false, paint),
+      `${paint.bold('changes')}     ${changes === undefined ? paint.red('unavailable') : changes.length === 0 ? 'none: the workspace matches the project' : changes.length}`,
+      ...changeLines(changes ?? [], false, paint),
       `${paint.bold('checkpoints')} ${checkpoints.length}`,
-      `${paint.bold('health')}      ${healthy ? paint.green('ok') : paint.red('problems')} (${health.operations} operations, ${health.blobsVerified} blobs verified)`,
-      ...(health.degraded ? ['  ' + paint.red(health.degraded)] : []),
+      `${paint.bold('health')}      ${health.ok ? paint.green('ok') : paint.red('problems')} (${health.operations} operations, ${health.blobsVerified} blobs verified)`,
+      ...problems.map((problem) => '  ' + paint.red(problem)),
       ...warnings.map((warning) => '  ' + paint.yellow(warning)),
       ...(health.droppedTail > 0 ? [`  ${paint.yellow(`${health.droppedTail} torn record(s) dropped from the end of the journal`)}`] : []),
-      ...(health.brokenCheckpoints.length > 0 ? [`  ${paint.red(`broken checkpoints: ${health.brokenCheckpoints.join(', ')}`)}`] : []),
     ]
     return {
-      data: { project: dir, store: store!.root, session: ws.session, changes: changes.map((c) => changeJson(c, false)), checkpoints: checkpoints.length, health },
+      data: {
+        project: dir,
+        store: store!.root,
+        session: ws.session,
+        changes: changes === undefined ? null : changes.map((c) => changeJson(c, false)),
+        checkpoints: checkpoints.length,
+        health,
+      },
       lines,
+      exitCode: health.ok ? EXIT.ok : EXIT.failure,
     }
   } finally {
     await ws.close()

@@ -9,7 +9,6 @@ import { flush, restore } from './change.js'
 import { demo } from './demo.js'
 import { describeFailure, failureJson } from './failure.js'
 import { checkpoints, diff, log, status } from './inspect.js'
-import { serveMcp } from './mcp.js'
 import type { Outcome } from './outcome.js'
 import { colourful, palette } from './terminal.js'
 import { EXIT, UsageError, commandHelp, help } from './usage.js'
@@ -24,8 +23,11 @@ async function run(invocation: Extract<Invocation, { kind: 'run' }>): Promise<nu
     case 'demo':
       await demo()
       return EXIT.ok
-    case 'mcp':
+    case 'mcp': {
+      // The MCP SDK costs most of a second to load: only the server pays for it.
+      const { serveMcp } = await import('./mcp.js')
       return serveMcp(options)
+    }
     case 'status':
       return print(await status(options), options)
     case 'log':

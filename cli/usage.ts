@@ -68,7 +68,7 @@ export function help(): string {
     '',
     'Exit codes:',
     `  ${EXIT.ok}  ok`,
-    `  ${EXIT.failure}  failure (an error the message explains)`,
+    `  ${EXIT.failure}  failure (an error the message explains); status: the store has problems`,
     `  ${EXIT.usage}  usage error (unknown command or option, missing argument)`,
     `  ${EXIT.conflict}  conflict refused: the project changed underneath since it was read (--force overrides)`,
     `  ${EXIT.notFound}  not found: no such project directory, store or checkpoint`,

@@ -10,12 +10,15 @@ import path from 'node:path'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { type CallToolResult, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { CLI, REPO, runCli } from './cli-process.js'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { CLI, REPO, buildCli, removeCli, runCli } from './cli-process.js'
 
 let tmp: string
 let project: string
 const open: { client: Client; transport: StdioClientTransport }[] = []
+
+beforeAll(buildCli)
+afterAll(removeCli)
 
 beforeEach(() => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-mcp-'))
@@ -31,7 +34,7 @@ afterEach(async () => {
 })
 
 async function connect(...extra: string[]): Promise<{ client: Client; transport: StdioClientTransport; stderr: () => string }> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', CLI, 'mcp', '--dir', project, ...extra], cwd: REPO, stderr: 'pipe' })
+  const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp', '--dir', project, ...extra], cwd: REPO, stderr: 'pipe' })
   let stderr = ''
   transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
   const client = new Client({ name: 'rewindfs-test', version: '1.0.0' })

@@ -1,0 +1,297 @@
+/**
+ * The rewindfs command as a user's shell runs it: a real child process against temp directories,
+ * a store written by a real workspace. Asserts outputs, JSON shapes, exit codes (0 ok, 1 failure,
+ * 2 usage, 3 conflict refused, 4 not found) and what ends up on disk.
+ */
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { directory, directoryStore } from '../adapters/node-fs/index.js'
+import { Workspace } from '../src/index.js'
+import { CLI, REPO, buildCli, removeCli, runCli } from './cli-process.js'
+
+const ANSI = /\x1b\[/
+
+let tmp: string
+let project: string
+let store: string
+
+beforeAll(buildCli)
+afterAll(removeCli)
+
+beforeEach(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-cli-'))
+  project = path.join(tmp, 'project')
+  store = path.join(tmp, 'store')
+  fs.mkdirSync(path.join(project, 'app'), { recursive: true })
+  fs.writeFileSync(path.join(project, 'app/config.json'), '{ "port": 8080 }\n')
+  fs.writeFileSync(path.join(project, 'README.md'), '# app\n')
+})
+
+afterEach(() => {
+  fs.rmSync(tmp, { recursive: true, force: true })
+})
+
+const open = () => Workspace.open({ lower: directory(project), store: directoryStore(store) })
+
+/** A store as an agent session leaves it: a checkpoint 'start', then three changes and 'edited'. */
+async function seed(): Promise<void> {
+  const ws = await open()
+  ws.fs.readFileSync('/app/config.json')
+  await ws.checkpoint({ name: 'start' })
+  ws.fs.writeFileSync('/app/config.json', '{ "port": 9090 }\n')
+  ws.fs.writeFileSync('/app/notes.md', 'notes\n')
+  ws.fs.rmSync('/README.md')
+  await ws.checkpoint({ name: 'edited' })
+  await ws.close()
+}
+
+const project$ = () => ['--dir', project, '--store', store]
+const json = (args: string[]) => {
+  const result = runCli([...args, '--json'])
+  return { ...result, body: JSON.parse(result.stdout) }
+}
+const onDisk = (rel: string) => (fs.existsSync(path.join(project, rel)) ? fs.readFileSync(path.join(project, rel), 'utf8') : undefined)
+
+describe('rewindfs demo and help', () => {
+  it('demo tells the story, exits 0 and points at the web demo; no colour into a pipe', () => {
+    const result = runCli(['demo'])
+    expect(result.code).toBe(0)
+    for (const step of ['1. open', '3. checkpoint', '6. restore', '7. reset']) expect(result.stdout).toContain(step)
+    expect(result.stdout).toContain('config.json parses again (port 8080)')
+    expect(result.stdout).toContain('npm run demo')
+    expect(result.stdout).not.toMatch(ANSI)
+  })
+
+  it('--help lists every command and the exit codes', () => {
+    const result = runCli(['--help'])
+    expect(result.code).toBe(0)
+    for (const command of ['demo', 'mcp', 'status', 'log', 'checkpoints', 'diff', 'restore', 'flush']) expect(result.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'))
+    for (const code of ['0  ok', '1  failure', '2  usage error', '3  conflict refused', '4  not found']) expect(result.stdout).toContain(code)
+    expect(runCli(['help', 'restore']).stdout).toContain('Usage: rewindfs restore <checkpoint>')
+    expect(runCli(['flush', '--help']).code).toBe(0)
+  })
+
+  it('usage errors exit 2 with a clear message, as JSON under --json', () => {
+    const cases: [string[], string][] = [
+      [['deploy'], "unknown command 'deploy'"],
+      [['status', ...project$(), '--verbose'], "Unknown option '--verbose'"],
+      [['status', '--dir', project], 'status needs --store <dir>'],
+      [['restore', ...project$()], 'restore needs a checkpoint'],
+      [['log', ...project$(), '--limit', 'ten'], '--limit takes a positive whole number'],
+      [['status', ...project$(), 'extra'], "unexpected 'extra'"],
+      [['status', '--dir'], "Option '--dir <value>' argument missing"],
+      [['mcp', '--dir', project, '--json'], 'mcp has no --json output'],
+    [['demo', '--json'], 'demo has no --json output'],
+    ]
+    for (const [args, message] of cases) {
+      const result = runCli(args)
+      expect(result.code, args.join(' ')).toBe(2)
+      if (args.includes('--json')) expect(JSON.parse(result.stdout).error.message).toContain(message)
+      else {
+        expect(result.stderr).toContain(message)
+        expect(result.stderr).toContain('rewindfs --help')
+      }
+    }
+    const asJson = runCli(['status', '--dir', project, '--json'])
+    expect(asJson.code).toBe(2)
+    expect(JSON.parse(asJson.stdout)).toEqual({ error: { code: 'EUSAGE', message: expect.stringContaining('--store') } })
+  })
+
+  it('a missing project directory, store or checkpoint exits 4', async () => {
+    expect(runCli(['status', '--dir', path.join(tmp, 'nope'), '--store', store]).code).toBe(4)
+    const noStore = json(['status', '--dir', project, '--store', path.join(tmp, 'nope')])
+    expect(noStore.code).toBe(4)
+    expect(noStore.body.error).toMatchObject({ code: 'ENOENT', message: expect.stringContaining('no store') })
+    await seed()
+    const noCheckpoint = json(['restore', 'never-made', ...project$()])
+    expect(noCheckpoint.code).toBe(4)
+    expect(noCheckpoint.body.error.message).toContain('never-made')
+    expect(runCli(['diff', 'never-made', ...project$()]).code).toBe(4)
+  })
+})
+
+describe('rewindfs status, log, checkpoints, diff', () => {
+  it('status: changes, checkpoint count and store health', async () => {
+    await seed()
+    const { code, body } = json(['status', ...project$()])
+    expect(code).toBe(0)
+    expect(body).toMatchObject({ project: fs.realpathSync(project), store: fs.realpathSync(store), session: 'main', checkpoints: 2 })
+    expect(body.changes).toEqual([
+      { path: '/README.md', type: 'deleted', entry: 'file' },
+      { path: '/app/config.json', type: 'modified', entry: 'file' },
+      { path: '/app/notes.md', type: 'added', entry: 'file' },
+    ])
+    expect(body.health).toMatchObject({ ok: true, warnings: [], brokenCheckpoints: [], corruptBlobs: 0 })
+    expect(body.health.blobsVerified).toBeGreaterThan(0)
+    const text = runCli(['status', ...project$()])
+    expect(text.stdout).toMatch(/changes\s+3/)
+    expect(text.stdout).toMatch(/modified\s+file\s+\/app\/config\.json/)
+    expect(text.stdout).toMatch(/health\s+ok/)
+    expect(text.stdout).not.toMatch(ANSI)
+  })
+
+  it('status reports a damaged store: a blob whose bytes no longer match', async () => {
+    await seed()
+    const blobs: string[] = []
+    const walk = (dir: string) => {
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        if (entry.isDirectory()) walk(path.join(dir, entry.name))
+        else blobs.push(path.join(dir, entry.name))
+      }
+    }
+    walk(path.join(store, 'blobs'))
+    const notes = blobs.find((file) => fs.readFileSync(file, 'utf8') === 'notes\n')!
+    fs.writeFileSync(notes, 'tampered\n')
+    const { code, body } = json(['status', ...project$()])
+    expect(code).toBe(1)
+    expect(body.health).toMatchObject({ ok: false, corruptBlobs: 1, brokenCheckpoints: [expect.any(String)] })
+    // The live tree needs the dropped content too: the change list is reported unavailable, not thrown.
+    expect(body.changes).toBeNull()
+    expect(body.health.problems.join('\n')).toContain('missing from the store')
+    expect(runCli(['status', ...project$()]).stdout).toMatch(/health\s+problems/)
+  })
+
+  it('works beside a writer that holds the store (read-only open)', async () => {
+    await seed()
+    const ws = await open()
+    try {
+      ws.fs.writeFileSync('/live.txt', 'live\n')
+      await ws.sync()
+      const { code, body } = json(['status', ...project$()])
+      expect(code).toBe(0)
+      expect(body.changes.map((c: { path: string }) => c.path)).toContain('/live.txt')
+      // A writer command cannot take the lock meanwhile: a plain failure naming it.
+      const restore = json(['restore', 'start', ...project$()])
+      expect(restore.code).toBe(1)
+      expect(restore.body.error).toMatchObject({ code: 'EBUSY', message: expect.stringContaining('locked') })
+    } finally {
+      await ws.close()
+    }
+  })
+
+  it('log: operations newest first, --limit and --path', async () => {
+    await seed()
+    const { code, body } = json(['log', ...project$()])
+    expect(code).toBe(0)
+    const mine = body.operations.filter((op: { type: string }) => op.type !== 'checkpoint')
+    expect(mine.map((op: { paths: string[] }) => op.paths)).toEqual(expect.arrayContaining([['/README.md'], ['/app/notes.md'], ['/app/config.json']]))
+    expect(body.operations[0].paths).toEqual(['/README.md'])
+    expect(body.operations[0]).toMatchObject({ id: expect.any(String), type: expect.any(String), session: 'main', time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) })
+    expect(json(['log', ...project$(), '--limit', '1']).body.operations).toHaveLength(1)
+    const notes = json(['log', ...project$(), '--path', '/app/notes.md']).body.operations
+    expect(notes.map((op: { paths: string[] }) => op.paths)).toEqual([['/app/notes.md']])
+    expect(runCli(['log', ...project$()]).stdout).toContain('/app/notes.md')
+  })
+
+  it('checkpoints: oldest first, with ids and kinds', async () => {
+    await seed()
+    const { code, body } = json(['checkpoints', ...project$()])
+    expect(code).toBe(0)
+    expect(body.checkpoints.map((c: { name: string; kind: string }) => [c.name, c.kind])).toEqual([
+      ['start', 'manual'],
+      ['edited', 'manual'],
+    ])
+    expect(runCli(['checkpoints', ...project$()]).stdout).toMatch(/start manual[^]*edited manual/)
+  })
+
+  it('diff: against the project, since a checkpoint, and with patches under --patch', async () => {
+    await seed()
+    expect(json(['diff', ...project$()]).body.changes).toHaveLength(3)
+    expect(json(['diff', 'edited', ...project$()]).body).toMatchObject({ from: { name: 'edited' }, changes: [] })
+    const since = json(['diff', 'start', ...project$(), '--patch']).body
+    const config = since.changes.find((c: { path: string }) => c.path === '/app/config.json')
+    expect(config.patch).toContain('-{ "port": 8080 }')
+    expect(config.patch).toContain('+{ "port": 9090 }')
+    expect(json(['diff', 'start', ...project$()]).body.changes.every((c: object) => !('patch' in c))).toBe(true)
+    const text = runCli(['diff', 'start', ...project$(), '--patch']).stdout
+    expect(text).toContain('+{ "port": 9090 }')
+    expect(text).toMatch(/deleted\s+file\s+\/README\.md/)
+  })
+})
+
+describe('rewindfs restore and flush', () => {
+  it('restore --dry-run changes nothing; restore brings the workspace back and leaves the disk alone', async () => {
+    await seed()
+    const dry = json(['restore', 'start', ...project$(), '--dry-run'])
+    expect(dry.code).toBe(0)
+    expect(dry.body).toMatchObject({ applied: false, dryRun: true, checkpoint: { name: 'start' } })
+    expect(dry.body.changes).toHaveLength(3)
+    expect(json(['status', ...project$()]).body.changes).toHaveLength(3)
+
+    const done = json(['restore', 'start', ...project$()])
+    expect(done.code).toBe(0)
+    expect(done.body).toMatchObject({ applied: true, dryRun: false, guard: { kind: 'guard' } })
+    expect(json(['status', ...project$()]).body.changes).toEqual([])
+    expect(onDisk('README.md')).toBe('# app\n')
+    // The guard checkpoint takes it back.
+    expect(json(['restore', done.body.guard.id, ...project$()]).code).toBe(0)
+    expect(json(['status', ...project$()]).body.changes).toHaveLength(3)
+  })
+
+  it('flush --dry-run writes nothing; flush writes the changes into the directory', async () => {
+    await seed()
+    const dry = json(['flush', ...project$(), '--dry-run'])
+    expect(dry.code).toBe(0)
+    expect(dry.body).toMatchObject({ applied: false, dryRun: true, conflicts: [] })
+    expect(dry.body.changes).toHaveLength(3)
+    expect(onDisk('app/config.json')).toBe('{ "port": 8080 }\n')
+    expect(onDisk('app/notes.md')).toBeUndefined()
+
+    const done = runCli(['flush', ...project$()])
+    expect(done.code).toBe(0)
+    expect(done.stdout).toContain('flushed 3 path(s)')
+    expect(done.stderr).toBe('') // no progress bar when stderr is not a terminal
+    expect(onDisk('app/config.json')).toBe('{ "port": 9090 }\n')
+    expect(onDisk('app/notes.md')).toBe('notes\n')
+    expect(onDisk('README.md')).toBeUndefined()
+    expect(json(['status', ...project$()]).body.changes).toEqual([])
+    expect(json(['flush', ...project$()]).body).toMatchObject({ applied: true, changes: [] })
+  })
+
+  it('flush refuses with exit 3 over a file changed on disk since the last flush; --force overwrites', async () => {
+    await seed()
+    expect(runCli(['flush', ...project$()]).code).toBe(0)
+    // The agent changes config.json again, and so does someone on disk.
+    const ws = await open()
+    ws.fs.writeFileSync('/app/config.json', '{ "port": 7 }\n')
+    await ws.close()
+    fs.writeFileSync(path.join(project, 'app/config.json'), '{ "port": 1, "theirs": true }\n')
+
+    const refused = json(['flush', ...project$()])
+    expect(refused.code).toBe(3)
+    expect(refused.body.error).toMatchObject({ code: 'ECONFLICT', conflicts: ['/app/config.json'], message: expect.stringContaining('--force') })
+    expect(onDisk('app/config.json')).toBe('{ "port": 1, "theirs": true }\n')
+    expect(runCli(['flush', ...project$()]).stderr).toContain('/app/config.json')
+
+    const preview = json(['flush', ...project$(), '--dry-run'])
+    expect(preview.code).toBe(0)
+    expect(preview.body.conflicts).toEqual(['/app/config.json'])
+
+    const forced = json(['flush', ...project$(), '--force'])
+    expect(forced.code).toBe(0)
+    expect(forced.body).toMatchObject({ applied: true, conflicts: ['/app/config.json'] })
+    expect(onDisk('app/config.json')).toBe('{ "port": 7 }\n')
+  })
+})
+
+describe('rewindfs on a terminal', () => {
+  const hasScript = spawnSync('script', ['--version']).status === 0
+
+  /** Runs the CLI under script(1), so stdout and stderr are a pseudo-terminal. */
+  function onTerminal(args: string[], env: NodeJS.ProcessEnv = {}): string {
+    const command = [process.execPath, CLI, ...args].map((part) => `'${part.replace(/'/g, `'\\''`)}'`).join(' ')
+    const result = spawnSync('script', ['-qec', command, '/dev/null'], { cwd: REPO, encoding: 'utf8', env: { ...process.env, NO_COLOR: undefined, ...env } })
+    expect(result.status).toBe(0)
+    return result.stdout
+  }
+
+  it.runIf(hasScript)('colours on a terminal, and not with NO_COLOR', async () => {
+    await seed()
+    expect(onTerminal(['status', ...project$()])).toMatch(ANSI)
+    expect(onTerminal(['status', ...project$()], { NO_COLOR: '1' })).not.toMatch(ANSI)
+    expect(onTerminal(['status', ...project$(), '--json'])).not.toMatch(ANSI)
+  })
+})
