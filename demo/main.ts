@@ -38,6 +38,8 @@ function element<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<H
 let ws: WorkerWorkspace
 /** The checkpoint the preview shows, which the Restore button restores. */
 let previewed: Checkpoint | undefined
+/** The file in the editor as the workspace last gave it: while the text is untouched, it follows restores and undos. */
+let opened: { path: string; text: string } | undefined
 
 /** One line per validation failure, or the error's code and message. */
 function describe(error: unknown): string {
@@ -91,12 +93,21 @@ function renderTree(entries: readonly TreeEntry[]): void {
 
 async function openFile(entry: TreeEntry): Promise<string | undefined> {
   view.path.value = entry.path
-  if (entry.layer === 'whiteout') {
-    view.editor.value = ''
-    return `${entry.path} is deleted (a whiteout hides the lower file): restore a checkpoint to bring it back, or save to write it again`
-  }
-  view.editor.value = await ws.fs.readFile(entry.path, 'utf8')
+  view.editor.value = entry.layer === 'whiteout' ? '' : await ws.fs.readFile(entry.path, 'utf8')
+  opened = { path: entry.path, text: view.editor.value }
+  if (entry.layer === 'whiteout') return `${entry.path} is deleted (a whiteout hides the lower file): restore a checkpoint to bring it back, or save to write it again`
   return undefined
+}
+
+/** Shows the open file as it is now, unless it has edits not saved yet (those are never thrown away). */
+async function followEditor(): Promise<void> {
+  if (!opened || view.path.value !== opened.path || view.editor.value !== opened.text) return
+  const text = await ws.fs.readFile(opened.path, 'utf8').catch((error: { code?: string }) => {
+    if (error.code === 'ENOENT') return ''
+    throw error
+  })
+  view.editor.value = text
+  opened = { path: opened.path, text }
 }
 
 function time(ms: number): string {
@@ -180,6 +191,7 @@ async function refresh(): Promise<void> {
   )
   renderTree(entries)
   renderTimeline(operations, placed)
+  await followEditor()
 }
 
 const agentLog: Log = (kind, text) => {
@@ -199,6 +211,7 @@ function wire(): void {
       await fs.promises.mkdir(path.slice(0, path.lastIndexOf('/')) || '/', { recursive: true })
       await fs.promises.writeFile(path, text)
     }, { label: `edit ${path}` })
+    opened = { path, text }
     return `Saved ${path}`
   }
   on('save', save)
@@ -212,6 +225,7 @@ function wire(): void {
     const path = view.path.value.trim()
     await ws.fs.rm(path, { recursive: true })
     view.editor.value = ''
+    opened = { path, text: '' }
     return `Deleted ${path}`
   })
   on('checkpoint', async () => {

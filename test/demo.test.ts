@@ -78,6 +78,7 @@ describe.skipIf(!available)('the demo page (Vite, Web Worker, IndexedDB) in Chro
     ])
 
     // Preview: the diff of what a restore to known-good would change, nothing changed yet.
+    expect(await openFile(page, '/project/src/server.js')).toBe('export const version = (\n')
     await click(page, '#timeline li.checkpoint[data-name="known-good"] button')
     const shown = await preview(page)
     expect(shown.title).toBe('Restore to known-good would change 2 paths:')
@@ -88,19 +89,30 @@ describe.skipIf(!available)('the demo page (Vite, Web Worker, IndexedDB) in Chro
     expect(await layers(page)).toEqual(broken)
     await screenshot(page, 'preview')
 
-    // Restore, then undo it, then re-apply nothing: each step visible in the tree and the editor.
+    // Restore, then undo it: each step visible in the tree and in the open file, which follows it.
     await click(page, '#restore')
     expect(await message(page)).toBe('ok: Restored to known-good: 2 paths changed back')
     const good = { ...SEED, '/project/notes.md': 'upper · added', '/project/src/server.js': 'upper · modified' }
     expect(await layers(page)).toEqual(good)
-    expect(await openFile(page, '/project/src/server.js')).toBe('export const version = 2\n')
-    expect(await openFile(page, '/project/README.md')).toContain('# shop')
+    expect(await page.inputValue('#editor')).toBe('export const version = 2\n')
     await screenshot(page, 'restored')
+    expect(await openFile(page, '/project/README.md')).toContain('# shop')
 
     await click(page, '#undo-restore')
     expect(await message(page)).toBe('ok: The last restore is undone (press again to re-apply it)')
     expect(await layers(page)).toEqual(broken)
+    // The README open in the editor is deleted again: the editor follows it to empty.
+    expect(await page.inputValue('#editor')).toBe('')
     expect(await openFile(page, '/project/src/server.js')).toBe('export const version = (\n')
+
+    // An edit not saved yet is never overwritten by a restore: it stays for the person to save or drop.
+    await page.fill('#editor', 'unsaved work\n')
+    await click(page, '#undo-restore')
+    expect(await message(page)).toBe('ok: The restore is applied again')
+    expect(await layers(page)).toEqual(good)
+    expect(await page.inputValue('#editor')).toBe('unsaved work\n')
+    await click(page, '#undo-restore')
+    expect(await layers(page)).toEqual(broken)
 
     // Reload: the worker reopens the IndexedDB store and finds the same files and checkpoints.
     const checkpointsBefore = (await timeline(page)).filter((row) => row.startsWith('◆'))
