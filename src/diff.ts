@@ -25,7 +25,13 @@ export interface ChangeRecord {
   readonly after: Entry | undefined
 }
 
-const PATCH_TIMEOUT_MS = 250
+/**
+ * Bounds for a unified diff: an edit-length cap keeps results independent of machine load (a
+ * timeout alone made the same diff succeed or give up depending on what else ran); the generous
+ * timeout is only a backstop. Beyond them the patch is undefined (too different to show as a diff).
+ */
+const PATCH_MAX_EDITS = 4000
+const PATCH_TIMEOUT_MS = 10_000
 
 export function rootEntry(root: DirNode): Entry {
   return { path: '/', type: 'dir', node: root, lowerPath: root.lower, lowerStat: undefined }
@@ -104,6 +110,7 @@ export function unifiedDiff(path: string, before: Uint8Array, after: Uint8Array)
   if (!isProbablyText(before) || !isProbablyText(after)) return undefined
   return createTwoFilesPatch(path, path, decode(before), decode(after), undefined, undefined, {
     context: 3,
+    maxEditLength: PATCH_MAX_EDITS,
     timeout: PATCH_TIMEOUT_MS,
   })
 }

@@ -22,12 +22,14 @@ export interface Delta {
 
 /** Files below this size are not worth a delta. */
 export const MIN_DELTA_SIZE = 4096
-const DIFF_TIMEOUT_MS = 500
+/** Bounded by edit length (deterministic whatever the load); the timeout is only a backstop. */
+const DIFF_MAX_EDITS = 2000
+const DIFF_TIMEOUT_MS = 5000
 
 /** The delta rebuilding `target` from `base`, or undefined when it would not pay off. */
 export function makeDelta(baseId: BlobId, base: Uint8Array, target: Uint8Array): Delta | undefined {
   if (target.byteLength < MIN_DELTA_SIZE || !isProbablyText(base) || !isProbablyText(target)) return undefined
-  const changes = diffLines(decode(base), decode(target), { timeout: DIFF_TIMEOUT_MS })
+  const changes = diffLines(decode(base), decode(target), { maxEditLength: DIFF_MAX_EDITS, timeout: DIFF_TIMEOUT_MS })
   if (!changes) return undefined // the diff gave up: keep the full content
   const ops: DeltaOp[] = []
   let cost = 0
