@@ -141,9 +141,12 @@ describe('rewindfs mcp', () => {
     await call(first.client, 'write_file', { path: '/app/notes.md', content: 'kept\n' })
     await call(first.client, 'manage_checkpoint', { action: 'create', checkpoint_name: 'after-notes' })
     const pid = first.transport.pid!
+    const closing = Date.now()
     await first.client.close()
     open.splice(0)
-    expect(isAlive(pid)).toBe(false) // stdin closed: the server closed its workspace and exited
+    // stdin closed: the server closed its workspace and exited by itself, before the SDK's SIGTERM at 2 s.
+    expect(isAlive(pid)).toBe(false)
+    expect(Date.now() - closing).toBeLessThan(2000)
     expect(first.stderr()).toContain('rewindfs MCP server')
 
     const status = runCli(['status', '--dir', project, '--store', store, '--session', 'agent', '--json'])
@@ -154,6 +157,18 @@ describe('rewindfs mcp', () => {
     expect(await call(second.client, 'read_file', { path: '/app/notes.md' })).toMatchObject({ isError: false })
     expect(JSON.stringify((await call(second.client, 'manage_checkpoint', { action: 'list' })).body)).toContain('after-notes')
     expect(onDisk('app/notes.md')).toBeUndefined()
+  })
+
+  it('on SIGTERM, makes the session durable before it exits', async () => {
+    const store = path.join(tmp, 'store')
+    const { client, transport } = await connect('--store', store)
+    await call(client, 'write_file', { path: '/app/late.md', content: 'written just before the signal\n' })
+    const exited = new Promise<void>((resolve) => (transport.onclose = resolve))
+    process.kill(transport.pid!, 'SIGTERM')
+    await exited
+    expect(fs.existsSync(path.join(store, 'lock'))).toBe(false) // closed, not killed: the store's lock is given back
+    const status = runCli(['status', '--dir', project, '--store', store, '--json'])
+    expect(JSON.parse(status.stdout).changes).toEqual([{ path: '/app/late.md', type: 'added', entry: 'file' }])
   })
 
   it('fails at once, with the reason on stderr, for a project directory that does not exist', () => {
