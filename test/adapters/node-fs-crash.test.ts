@@ -4,7 +4,8 @@
  * store, and is killed with SIGKILL at random moments. After every kill the directory, once
  * recovered, must hold exactly one flushed generation, never older than the last one the child
  * acknowledged, and the store must reopen to a committed prefix that keeps every acknowledged sync.
- * REWINDFS_CRASH_KILLS sets the number of kills (default 200), REWINDFS_SEED the random sequence.
+ * REWINDFS_CRASH_KILLS sets the number of kills (default 200), REWINDFS_SEED the random sequence,
+ * REWINDFS_CRASH_FLUSH=ws makes the child flush through ws.flush instead of the target's apply.
  */
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
@@ -15,6 +16,7 @@ import { directory, directoryStore } from '../../adapters/node-fs/index.js'
 import { Workspace } from '../../src/index.js'
 
 const KILLS = Number(process.env.REWINDFS_CRASH_KILLS ?? 200)
+const FLUSH = process.env.REWINDFS_CRASH_FLUSH === 'ws' ? 'ws' : 'apply'
 const seed = process.env.REWINDFS_SEED !== undefined ? Number(process.env.REWINDFS_SEED) : Math.floor(Math.random() * 2 ** 31)
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-node-fs-crash-`)
@@ -74,7 +76,7 @@ function workspaceFiles(ws: Workspace): Record<string, string> {
 
 /** Runs the child until a random moment after it is ready, kills it, and returns what it acknowledged. */
 async function runAndKill(dir: string, storeDir: string, delay: number): Promise<{ synced: number; flushed: number; output: string }> {
-  const proc = spawn(process.execPath, [child, dir, storeDir], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const proc = spawn(process.execPath, [child, dir, storeDir, FLUSH], { stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   let errors = ''
   proc.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()))
@@ -131,7 +133,7 @@ async function lane(name: string, kills: number, next: () => number) {
 
 describe('crash safety of the directory adapter under SIGKILL', () => {
   it(`keeps one whole flushed generation and every acknowledged sync across ${KILLS} kills (seed ${seed})`, async () => {
-    console.log(`[rewindfs] node-fs crash test: ${KILLS} kills, seed ${seed} (replay with REWINDFS_SEED=${seed})`)
+    console.log(`[rewindfs] node-fs crash test: ${KILLS} kills, flushes through ${FLUSH}, seed ${seed} (replay with REWINDFS_SEED=${seed})`)
     const next = random(seed)
     // Two independent lanes (own directory and store) share the time: a child mostly waits on fsync.
     const lanes = await Promise.all([lane('one', Math.ceil(KILLS / 2), next), lane('two', Math.floor(KILLS / 2), next)])
