@@ -41,12 +41,11 @@ let previewed: Checkpoint | undefined
 /** The file in the editor as the workspace last gave it: while the text is untouched, it follows restores and undos. */
 let opened: { path: string; text: string } | undefined
 
-/** One line per validation failure, or the error's code and message. */
+/** One line per validation failure, or the error's message (Node-shaped errors start with their code). */
 function describe(error: unknown): string {
-  const failures = (error as { failures?: { path: string; validator: string; message: string }[] }).failures
+  const { failures, message } = (error ?? {}) as { failures?: { path: string; validator: string; message: string }[]; message?: string }
   if (Array.isArray(failures)) return ['Refused, nothing was written:', ...failures.map((f) => `${f.path} (${f.validator}): ${f.message}`)].join('\n')
-  const { code, message } = error as { code?: string; message?: string }
-  return message ?? `${code ?? 'error'}: ${String(error)}`
+  return typeof message === 'string' ? message : String(error)
 }
 
 function say(text: string, kind: 'ok' | 'error'): void {
@@ -60,7 +59,7 @@ async function act(action: () => Promise<string | undefined>): Promise<void> {
   try {
     const outcome = await action()
     await ws.sync()
-    if (outcome !== undefined) say(outcome, 'ok')
+    say(outcome ?? '', 'ok')
   } catch (error) {
     say(describe(error), 'error')
   } finally {
