@@ -17,6 +17,8 @@ import { Workspace } from '../../src/index.js'
 
 const KILLS = Number(process.env.REWINDFS_CRASH_KILLS ?? 200)
 const FLUSH = process.env.REWINDFS_CRASH_FLUSH === 'ws' ? 'ws' : 'apply'
+/** Kills land up to this many ms after the child is ready: a few of its rounds. */
+const WINDOW = FLUSH === 'ws' ? 600 : 150
 const seed = process.env.REWINDFS_SEED !== undefined ? Number(process.env.REWINDFS_SEED) : Math.floor(Math.random() * 2 ** 31)
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-node-fs-crash-`)
@@ -102,7 +104,7 @@ async function lane(name: string, kills: number, next: () => number) {
   fs.mkdirSync(dir)
   const seen = { flushedAck: 0, syncedAck: 0, interrupted: 0 }
   for (let kill = 0; kill < kills; kill++) {
-    const { synced, flushed } = await runAndKill(dir, storeDir, Math.floor(next() * 150))
+    const { synced, flushed } = await runAndKill(dir, storeDir, Math.floor(next() * WINDOW))
     seen.flushedAck = Math.max(seen.flushedAck, flushed)
     seen.syncedAck = Math.max(seen.syncedAck, synced)
     const context = `${name} after kill ${kill} (seed ${seed}; acknowledged synced ${seen.syncedAck}, flushed ${seen.flushedAck})`
