@@ -113,12 +113,13 @@ function time(ms: number): string {
   return new Date(ms).toLocaleTimeString()
 }
 
-function operationItem(op: Operation): HTMLLIElement {
+function operationItem(op: Operation, undone: boolean): HTMLLIElement {
   const paths = op.paths.length > 3 ? `${op.paths.slice(0, 3).join(' ')} +${op.paths.length - 3}` : op.paths.join(' ')
+  const label = op.description ?? op.type.replaceAll('_', ' ')
   return element(
     'li',
-    { className: 'operation', dataset: { type: op.type } },
-    element('span', { textContent: op.description ?? op.type.replaceAll('_', ' ') }),
+    { className: undone ? 'operation undone' : 'operation', dataset: { type: op.type } },
+    element('span', { textContent: undone ? `${label} (undone)` : label }),
     element('span', { className: 'paths', textContent: paths }),
     element('span', { className: 'tag', textContent: time(op.time) }),
   )
@@ -142,10 +143,10 @@ function checkpointItem(checkpoint: Checkpoint): HTMLLIElement {
  * checkpoint goes just above the last operation it saw (checkpointInfo), or by time when that is
  * unknown (a broken checkpoint's info cannot be read).
  */
-function renderTimeline(operations: readonly Operation[], checkpoints: readonly { checkpoint: Checkpoint; lastOperation?: Operation }[]): void {
+function renderTimeline(operations: readonly Operation[], undone: ReadonlySet<string>, checkpoints: readonly { checkpoint: Checkpoint; lastOperation?: Operation }[]): void {
   const seen = (checkpoint: Checkpoint, lastOperation?: Operation) => lastOperation?.seq ?? operations.find((op) => op.time <= checkpoint.createdAt)?.seq ?? 0
   const rows = [
-    ...operations.map((op) => ({ order: op.seq, node: operationItem(op) })),
+    ...operations.map((op) => ({ order: op.seq, node: operationItem(op, undone.has(op.id)) })),
     ...checkpoints.map(({ checkpoint, lastOperation }) => ({ order: seen(checkpoint, lastOperation) + 0.5, node: checkpointItem(checkpoint) })),
   ]
   rows.sort((a, b) => b.order - a.order)
@@ -188,8 +189,11 @@ async function refresh(): Promise<void> {
   const placed = await Promise.all(
     checkpoints.map(async (checkpoint) => ({ checkpoint, lastOperation: (await ws.checkpointInfo(checkpoint.id).catch(() => undefined))?.lastOperation })),
   )
+  // history() does not say which operations were undone; only restores can be here (undo-restore).
+  const restores = await Promise.all(operations.filter((op) => op.type === 'restore').map((op) => ws.operation(op.id)))
+  const undone = new Set(restores.flatMap((op) => (op?.undone ? [op.id] : [])))
   renderTree(entries)
-  renderTimeline(operations, placed)
+  renderTimeline(operations, undone, placed)
   await followEditor()
 }
 

@@ -101,6 +101,7 @@ describe.skipIf(!available)('the demo page (Vite, Web Worker, IndexedDB) in Chro
     await click(page, '#undo-restore')
     expect(await message(page)).toBe('ok: The last restore is undone (press again to re-apply it)')
     expect(await layers(page)).toEqual(broken)
+    expect((await timeline(page))[0]).toBe('restore known-good (undone) /project/README.md /project/src/server.js')
     // The README open in the editor is deleted again: the editor follows it to empty.
     expect(await page.inputValue('#editor')).toBe('')
     expect(await openFile(page, '/project/src/server.js')).toBe('export const version = (\n')
@@ -110,6 +111,7 @@ describe.skipIf(!available)('the demo page (Vite, Web Worker, IndexedDB) in Chro
     await click(page, '#undo-restore')
     expect(await message(page)).toBe('ok: The restore is applied again')
     expect(await layers(page)).toEqual(good)
+    expect((await timeline(page))[0]).toBe('restore known-good /project/README.md /project/src/server.js')
     expect(await page.inputValue('#editor')).toBe('unsaved work\n')
     await click(page, '#undo-restore')
     expect(await layers(page)).toEqual(broken)
