@@ -111,7 +111,7 @@ export async function log(options: Options): Promise<Outcome> {
       data.length === 0
         ? ['no operations']
         : data.map((op) => {
-            const what = `${paint.dim(op.time)} ${paint.bold(op.id)} ${op.type.padEnd(8)} ${op.paths.join(', ')}`
+            const what = `${paint.dim(op.time)} ${paint.bold(op.id)} ${op.type.padEnd(12)} ${op.paths.join(', ')}`
             return `${what}${op.description ? paint.dim(` (${op.description})`) : ''}${op.undone ? paint.yellow(' [undone]') : ''}`
           })
     return { data: { operations: data }, lines }

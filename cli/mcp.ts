@@ -48,6 +48,11 @@ export async function serveMcp(options: Options): Promise<number> {
     await store?.close() // gives the lock back at once
     throw error
   })
+  if (ws.status.degraded !== undefined) {
+    // Serving would hand the agent a partial session that commit_changes could write to disk.
+    await ws.close()
+    throw Object.assign(new Error(`${ws.status.degraded}; not serving (rewindfs status shows the store's health)`), { code: 'ESTOREUNAVAILABLE' })
+  }
   const tools = createAgentTools(ws, { flushTarget: lower })
   const server = new Server(
     { name: 'rewindfs', version: packageVersion() },

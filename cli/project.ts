@@ -44,6 +44,12 @@ export async function openProject(command: string, options: Options, access: 're
     await store.close()
     throw error
   }
+  // A store that failed to load leaves a workspace in memory that may hold part of the session:
+  // only status (which reports it) may look at that; nothing may restore or flush from it.
+  if (ws.status.degraded !== undefined && command !== 'status') {
+    await ws.close()
+    throw Object.assign(new Error(`${ws.status.degraded}; nothing was done (rewindfs status shows the store's health)`), { code: 'ESTOREUNAVAILABLE' })
+  }
   return { ws, lower, store, dir: lower.root }
 }
 

@@ -22,7 +22,7 @@ export class UsageError extends Error {
 const PROJECT = '--dir <project> --store <dir> [--session <name>]'
 
 export const COMMANDS = {
-  demo: { usage: 'demo', summary: 'the write / checkpoint / break / restore story in memory (what npm start runs)' },
+  demo: { usage: 'demo', summary: 'the write / checkpoint / break / restore story in memory (what npm start runs; the default)' },
   mcp: {
     usage: 'mcp --dir <project> [--store <dir>] [--session <name>]',
     summary: 'serve the agent tools over MCP stdio; nothing on disk changes until commit_changes (in memory without --store)',

@@ -111,6 +111,33 @@ describe('rewindfs demo and help', () => {
     expect(noCheckpoint.body.error.message).toContain('never-made')
     expect(runCli(['diff', 'never-made', ...project$()]).code).toBe(4)
   })
+
+  it('a store made over another directory is refused (exit 1), naming both', async () => {
+    await seed()
+    const other = path.join(tmp, 'other')
+    fs.cpSync(project, other, { recursive: true })
+    const result = json(['status', '--dir', other, '--store', store])
+    expect(result.code).toBe(1)
+    expect(result.body.error).toMatchObject({ code: 'ELOWERMISMATCH', message: expect.stringContaining(fs.realpathSync(project)) })
+  })
+
+  it('a store that cannot be loaded is reported by status and refused by the other commands', async () => {
+    await seed()
+    const other = path.join(tmp, 'other') // empty: the journal's operations cannot be replayed over it
+    fs.mkdirSync(other)
+    const status = json(['status', '--dir', other, '--store', store])
+    expect(status.code).toBe(1)
+    expect(status.body.health).toMatchObject({ ok: false, problems: [expect.stringContaining('unavailable')] })
+    for (const command of ['flush', 'log', 'diff']) {
+      const refused = json([command, '--dir', other, '--store', store])
+      expect(refused.code, command).toBe(1)
+      expect(refused.body.error.code).toBe('ESTOREUNAVAILABLE')
+    }
+    const serve = runCli(['mcp', '--dir', other, '--store', store])
+    expect(serve.code).toBe(1)
+    expect(serve.stderr).toContain('not serving')
+    expect(fs.readdirSync(other)).toEqual([])
+  })
 })
 
 describe('rewindfs status, log, checkpoints, diff', () => {
