@@ -10,11 +10,12 @@ import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import * as Comlink from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { ValidationError } from '../src/engine/validator.js'
 import { FsError } from '../src/errors.js'
 import { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED, type WorkerWorkspace, openWorkerWorkspace } from '../worker/index.js'
 import type { WorkerApi } from '../worker/serve.js'
+import type { AsyncFs } from '../src/async-workspace.js'
 
 const bootstrap = new URL('../worker/bootstrap.mjs', import.meta.url)
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
@@ -164,6 +165,18 @@ describe('batch', () => {
     expect(text((results[6] as { value: Uint8Array }).value)).toBe('from below')
   })
 
+  it('refuses calls on a transaction’s staging fs once the transaction has ended', async () => {
+    const { ws } = await open()
+    let kept: AsyncFs | undefined
+    await ws.transaction(async (fs) => {
+      kept = fs.promises
+      await fs.promises.writeFile('/inside.txt', 'committed')
+    })
+    await expect(kept!.writeFile('/late.txt', 'lost')).rejects.toMatchObject({ code: BAD_CALL, message: expect.stringMatching(/transaction has ended/) })
+    await expect(ws.fs.access('/late.txt')).rejects.toMatchObject({ code: 'ENOENT' })
+    expect(await ws.fs.readFile('/inside.txt', 'utf8')).toBe('committed')
+  })
+
   it('refuses a batch with a malformed operation before running any of it', async () => {
     const { ws } = await open()
     const error = await ws
@@ -234,7 +247,8 @@ describe('validators and hooks across the boundary', () => {
     await ws.recordSideEffect({ description: 'paged the on-call', compensate: { name: 'not-registered' } })
     const undone = await ws.undo()
     expect(undone.uncompensated).toEqual([{ description: 'paged the on-call', error: expect.stringMatching(/no compensator named 'not-registered'/) }])
-    expect(alerts).toEqual([expect.objectContaining({ kind: 'uncompensated' })])
+    // Alerts are notifications on the hooks' own port: they may land just after the undo's answer.
+    await vi.waitFor(() => expect(alerts).toEqual([expect.objectContaining({ kind: 'uncompensated' })]))
   })
 })
 
@@ -302,6 +316,11 @@ describe('crashes and closing', () => {
     const worker = new Worker(bootstrap)
     const ws = await openWorkerWorkspace(worker)
     const fork = await ws.fork('side')
+    await fork.fs.writeFile('/side.txt', 'fork')
+    const sideFork = await ws.fork('closed-alone')
+    await sideFork.close()
+    await expect(sideFork.fs.readFile('/side.txt')).rejects.toMatchObject({ code: WORKER_CLOSED, message: expect.stringMatching(/'closed-alone' is closed/) })
+    expect(await fork.fs.readFile('/side.txt', 'utf8')).toBe('fork') // the others keep working
     const exit = exited(worker)
     await ws.close()
     expect(await exit).toBe(1)

@@ -201,7 +201,7 @@ export class WorkerWorkspace implements AsyncWorkspace {
     this.umask = opened.umask
     this.mirrored = opened.status
     this.resume = opened.resume as ResumePoint | undefined
-    this.fs = createWorkerFs((call, transfers) => channel.send({ t: 'fs', handle, ...call }, undefined, undefined, transfers))
+    this.fs = createWorkerFs((call, transfers) => this.send({ t: 'fs', handle, ...call }, undefined, transfers))
     this.state = {
       get: (key) => this.call('stateGet', [key]) as Promise<JsonValue | undefined>,
       set: async (key, value) => void (await this.call('stateSet', [key, value])),
@@ -219,8 +219,14 @@ export class WorkerWorkspace implements AsyncWorkspace {
     }
   }
 
+  /** A closed session (a fork closed on its own) refuses calls here, as the whole worker does once closed. */
+  private send(message: object, callbacks?: CallCallbacks, transfers?: Transferable[]): Promise<unknown> {
+    if (this.closed) return Promise.reject(coded(WORKER_CLOSED, `rewindfs: the workspace session '${this.session}' is closed`))
+    return this.channel.send(message, callbacks, undefined, transfers)
+  }
+
   private async call(member: Member, args: unknown[], callbacks?: CallCallbacks): Promise<unknown> {
-    const value = (await this.channel.send({ t: 'call', handle: this.handle, member, args }, callbacks)) as { result: unknown; status: StatusRecord; resume?: ResumePoint }
+    const value = (await this.send({ t: 'call', handle: this.handle, member, args }, callbacks)) as { result: unknown; status: StatusRecord; resume?: ResumePoint }
     this.mirrored = value.status
     this.resume = value.resume
     return value.result
@@ -233,7 +239,7 @@ export class WorkerWorkspace implements AsyncWorkspace {
    */
   async batch(ops: readonly BatchOp[]): Promise<BatchResult[]> {
     const request = packBatch(ops.map(({ op, args }) => ({ op, args: Array.isArray(args) ? withoutTransfer(op, args) : args })))
-    const wire = (await this.channel.send({ t: 'batch', handle: this.handle, ...request }, undefined, undefined, [request.bytes])) as BatchWire
+    const wire = (await this.send({ t: 'batch', handle: this.handle, ...request }, undefined, [request.bytes])) as BatchWire
     return unpackResults(wire)
   }
 

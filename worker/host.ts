@@ -267,8 +267,11 @@ export class WorkspaceHost {
     if (approve && !callbacks.approve) throw badCallError('transaction: approve is set but no approval callback was passed')
     return ws.transaction(
       async (staged: NodeFs) => {
+        let running = true
         const server: StagedServer = Comlink.proxy({
           request: async (call: unknown) => {
+            // The staging fs lives as long as the body: a call kept past it would write nowhere.
+            if (!running) return { ok: false, error: badCall('this transaction has ended: its staging fs is gone') }
             const parsed = parse(fsCall, call)
             if (!parsed.ok) return parsed
             const transfers: Transferable[] = []
@@ -276,7 +279,9 @@ export class WorkspaceHost {
             return Comlink.transfer(outcome, transfers)
           },
         })
-        const outcome = await callbacks.body!(server)
+        const outcome = await callbacks.body!(server).finally(() => {
+          running = false
+        })
         if (!outcome.ok) throw toError(outcome.error)
         return outcome.value
       },
