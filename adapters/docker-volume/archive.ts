@@ -86,23 +86,22 @@ function entryOf(header: tar.Header): IndexedEntry | undefined {
 export async function readIndex(archive: Readable, budget: number): Promise<Map<string, IndexedEntry>> {
   const entries = new Map<string, IndexedEntry>()
   let kept = 0
-  const extract = tar.extract()
-  archive.on('error', (error) => extract.destroy(error))
-  archive.pipe(extract)
-  for await (const item of extract) {
-    const path = volumePath(item.header.name)
-    const entry = isWithin(path, STAGING) ? undefined : entryOf(item.header)
-    if (entry?.type === 'file' && kept + entry.size <= budget) {
-      entry.content = new Uint8Array(await drain(item))
-      kept += entry.size
-    } else item.resume()
-    if (entry) entries.set(path, entry)
-    else if (item.header.type === 'link') {
-      // A hard link: the same inode, so the same size, content and version as the first name.
-      const first = entries.get(volumePath(item.header.linkname ?? ''))
-      if (first?.type === 'file') entries.set(path, { ...first, mode: (item.header.mode ?? 0) & 0o7777 })
+  await parse(archive, async (extract) => {
+    for await (const item of extract) {
+      const path = volumePath(item.header.name)
+      const entry = isWithin(path, STAGING) ? undefined : entryOf(item.header)
+      if (entry?.type === 'file' && kept + entry.size <= budget) {
+        entry.content = new Uint8Array(await drain(item))
+        kept += entry.size
+      } else item.resume()
+      if (entry) entries.set(path, entry)
+      else if (item.header.type === 'link') {
+        // A hard link: the same inode, so the same size, content and version as the first name.
+        const first = entries.get(volumePath(item.header.linkname ?? ''))
+        if (first?.type === 'file') entries.set(path, { ...first, mode: (item.header.mode ?? 0) & 0o7777 })
+      }
     }
-  }
+  })
   return entries
 }
 
@@ -110,29 +109,36 @@ export async function readIndex(archive: Readable, budget: number): Promise<Map<
  * The version of the entry named `name` in an archive of its parent directory, or undefined. For the
  * paths a path stat cannot answer: it resolves a symlink's target, and fails on a loop.
  */
-export async function versionIn(archive: Readable, name: string): Promise<string | undefined> {
-  const extract = tar.extract()
-  archive.on('error', (error) => extract.destroy(error))
-  archive.pipe(extract)
-  for await (const item of extract) {
-    item.resume()
-    if (item.header.name.replace(/\/$/, '') === name) {
-      archive.destroy()
-      return entryOf(item.header)?.version ?? `other:${item.header.type}`
+export function versionIn(archive: Readable, name: string): Promise<string | undefined> {
+  return parse(archive, async (extract) => {
+    for await (const item of extract) {
+      item.resume()
+      if (item.header.name.replace(/\/$/, '') === name) return entryOf(item.header)?.version ?? `other:${item.header.type}`
     }
-  }
-  return undefined
+    return undefined
+  })
 }
 
 /** The contents of the one file an archive of a single path holds, or undefined if it is not a file. */
-export async function readSingleFile(archive: Readable): Promise<Uint8Array | undefined> {
+export function readSingleFile(archive: Readable): Promise<Uint8Array | undefined> {
+  return parse(archive, async (extract) => {
+    let content: Uint8Array | undefined
+    for await (const item of extract) {
+      if (content === undefined && (item.header.type === 'file' || item.header.type === 'contiguous-file')) content = new Uint8Array(await drain(item))
+      else item.resume()
+    }
+    return content
+  })
+}
+
+/** Runs `consume` over the archive's entries; an answer left unread (an early return, an error) is closed. */
+async function parse<T>(archive: Readable, consume: (extract: tar.Extract) => Promise<T>): Promise<T> {
   const extract = tar.extract()
   archive.on('error', (error) => extract.destroy(error))
   archive.pipe(extract)
-  let content: Uint8Array | undefined
-  for await (const item of extract) {
-    if (content === undefined && (item.header.type === 'file' || item.header.type === 'contiguous-file')) content = new Uint8Array(await drain(item))
-    else item.resume()
+  try {
+    return await consume(extract)
+  } finally {
+    if (!archive.readableEnded) archive.destroy()
   }
-  return content
 }
