@@ -294,7 +294,7 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
 
   it('preloads contents up to preloadBytes; the rest throw NotLoadedError synchronously and load on prefetch', async () => {
     const big = randomBytes(300_000)
-    const name = newVolume('preload', "printf 'small file' > small.txt; head -c 300000 /dev/zero > zeros.bin")
+    const name = newVolume('preload', "printf 'small file' > small.txt; head -c 300000 /dev/zero > zeros.bin; head -c 5000 /dev/zero > gone.bin")
     // Content the oracle did not write: upload it through a flush, then read it back on a fresh open.
     const writer = await open(name)
     await writer.apply([{ path: '/big.bin', kind: 'file', mode: 0o644, mtimeMs: Date.now(), content: big }])
@@ -314,6 +314,9 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
     await vol.prefetch(['/zeros.bin'])
     expect(vol.loaded('/zeros.bin')).toBe(true)
     expect(Buffer.from(ws.fs.readFileSync('/zeros.bin') as Uint8Array).equals(Buffer.alloc(300_000))).toBe(true)
+    // Removed underneath before it was loaded: an fs error, not a file of zero bytes.
+    inVolume(name, 'rm /v/gone.bin')
+    await expect(vol.prefetch(['/gone.bin'])).rejects.toMatchObject({ code: 'ENOENT', path: '/gone.bin' })
     await ws.close()
   })
 
