@@ -104,6 +104,7 @@ const FILL = [
   'ln -s /app/config.json app/absolute',
   'ln -s nowhere app/dangling',
   `printf 'odd' > "app/it's a \\$(name) \\\`x\\\`"`,
+  "printf 'ü' > 'app/ünïcødé ✓.txt'",
   'ln app/config.json app/hardlink.json',
   // Past ustar's 100-byte name and link fields: the archive needs PAX records.
   `mkdir -p app/${'n'.repeat(120)} && printf 'deep' > app/${'n'.repeat(120)}/${'f'.repeat(120)}.txt`,
@@ -161,6 +162,7 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
       { path: '/app/main.js', kind: 'symlink', target: 'config.json/port' }, // symlink retargeted
       { path: `/app/new dir/${'x'.repeat(200)}`, kind: 'file', mode: 0o644, mtimeMs: 1_650_000_000_000, content: utf8('long') },
       { path: '/app/new dir/far', kind: 'symlink', target: 'y/'.repeat(150) },
+      { path: '/app/new dir/ünïcødé ✓.txt', kind: 'file', mode: 0o644, mtimeMs: 1_650_000_000_000, content: utf8('ü') },
     ]
     const progress: number[] = []
     const versions = await vol.apply(entries, (p) => progress.push(p.done / p.total))
@@ -181,6 +183,7 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
         '/app/main.js|symlink|config.json/port',
         file(`/app/new dir/${'x'.repeat(200)}`, 0o644, 1_650_000_000_000, utf8('long')),
         `/app/new dir/far|symlink|${'y/'.repeat(150)}`,
+        file('/app/new dir/ünïcødé ✓.txt', 0o644, 1_650_000_000_000, utf8('ü')),
       ])
       .sort()
     expect(oracleListing(name)).toEqual(expected)
