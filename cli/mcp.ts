@@ -21,12 +21,12 @@ import { projectDirectory } from './project.js'
 import { packageVersion } from './version.js'
 
 /** The MCP answer for one tool run: the result or error as JSON text. */
-export function toCallToolResult(outcome: Awaited<ReturnType<AgentTool['run']>>): CallToolResult {
+function toCallToolResult(outcome: Awaited<ReturnType<AgentTool['run']>>): CallToolResult {
   const body = outcome.isError ? { error: outcome.error } : outcome.result
   return { isError: outcome.isError, content: [{ type: 'text', text: JSON.stringify(body ?? null, null, 2) }] }
 }
 
-export function listing(tools: readonly AgentTool[]): Tool[] {
+function listing(tools: readonly AgentTool[]): Tool[] {
   return tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'] }))
 }
 
@@ -64,7 +64,17 @@ export async function serveMcp(options: Options): Promise<number> {
     },
   )
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing(tools) }))
-  server.fallbackRequestHandler = async (request) => toCallToolResult(await callTool(tools, ...toolCall(request)))
+  // Calls still running at shutdown finish before the workspace closes (a commit_changes mid-flush).
+  const running = new Set<Promise<unknown>>()
+  server.fallbackRequestHandler = async (request) => {
+    const call = callTool(tools, ...toolCall(request))
+    running.add(call)
+    try {
+      return toCallToolResult(await call)
+    } finally {
+      running.delete(call)
+    }
+  }
 
   const done = new Promise<void>((resolve) => {
     process.stdin.once('end', resolve)
@@ -76,6 +86,7 @@ export async function serveMcp(options: Options): Promise<number> {
   await server.connect(new StdioServerTransport())
   process.stderr.write(`rewindfs MCP server: ${tools.length} tools over ${lower.root} (${store ? `store ${store.root}` : 'in memory'}, session ${ws.session})\n`)
   await done
+  await Promise.allSettled(running)
   await server.close().catch(() => undefined)
   await ws.close()
   return 0
