@@ -16,12 +16,16 @@ export type {
   CheckpointInfo,
   ResumePoint,
   Alert,
-  PurgeReport,
   AutoCheckpointOptions,
   WorkspaceCounters,
   WorkspaceOptions,
 } from './workspace.js'
 export type { Change } from './diff.js'
+export type { AsyncWorkspace, AsyncFs, Awaitable } from './async-workspace.js'
+export type { FlushTarget, FlushEntry, FlushProgress } from './flush/target.js'
+export type { FlushOptions, FlushReport } from './flush/flush.js'
+export { NotLoadedError, isNotLoaded } from './lower/source.js'
+export type { IndexedEntry } from './lower/indexed.js'
 export { FsError, isFsError } from './errors.js'
 export type { ErrnoCode, NodeError, NodeErrorCode } from './errors.js'
 export type { EntryType, LowerSource, LowerStat } from './lower/source.js'
@@ -38,4 +42,5 @@ export type { Operation, OperationType } from './engine/journal.js'
 export type { JsonValue } from './engine/state.js'
 export { RollbackStack } from './engine/rollback-stack.js'
 export type { TieredRetention } from './engine/retention.js'
+export type { PurgeReport } from './engine/purge.js'
 export type { RollbackPolicy, RollbackEntryOptions, RollbackResult, RollbackSummary } from './engine/rollback-stack.js'

@@ -5,20 +5,22 @@
  * FsOperations over the overlay.
  */
 import { Collector } from './blob/collector.js'
-import { type BlobId, BlobStore } from './blob/store.js'
+import { BlobStore } from './blob/store.js'
 import { type Change, type ChangeRecord, diffTrees, rootEntry, unifiedDiff } from './diff.js'
 import { decode, isProbablyText } from './bytes.js'
 import { FsError } from './errors.js'
-import { type Change as JournalChange, Journal, type Operation, type OperationRecord, type OperationType, publicOperation } from './engine/journal.js'
+import { Journal, type Operation, type OperationRecord, type OperationType, publicOperation } from './engine/journal.js'
 import { FsOperations, MAX_FILE_SIZE } from './fs/operations.js'
 import { createFs } from './fs/surface.js'
-import { type DirNode, type FileNode, type UpperNode, dirNode } from './layer/nodes.js'
-import { type MapRoot, mapEntries, mapGet } from './layer/persistent-map.js'
+import { type DirNode, type UpperNode, dirNode } from './layer/nodes.js'
+import { type MapRoot, mapEntries } from './layer/persistent-map.js'
 import { type JsonValue, SessionState } from './engine/state.js'
 import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
 import type { Validator } from './engine/validator.js'
 import type { CheckpointRecord, Durability, IntegrityReport, LoadReport } from './engine/durability.js'
 import { RollbackStack } from './engine/rollback-stack.js'
+import type { PurgeReport } from './engine/purge.js'
+export type { PurgeReport }
 import { type TieredRetention, retained } from './engine/retention.js'
 import type { Store } from './engine/store.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
@@ -28,7 +30,7 @@ import { FlushBook } from './flush/book.js'
 import type { FlushOptions, FlushReport } from './flush/flush.js'
 import { PinnedLower } from './flush/pinned-lower.js'
 import { type FlushTarget, isFlushTarget } from './flush/target.js'
-import { absolute, basename, components, dirname, normalize, pathMatcher } from './path.js'
+import { absolute, basename, dirname, normalize, pathMatcher } from './path.js'
 
 export type CheckpointKind = 'manual' | 'auto' | 'turn' | 'compact' | 'guard'
 
@@ -37,6 +39,8 @@ export interface Checkpoint {
   readonly name: string
   readonly kind: CheckpointKind
   readonly seq: number
+  /** The seq of the last operation before it: orders checkpoints among `history()`. */
+  readonly operationSeq: number
   /** Milliseconds since the epoch. */
   readonly createdAt: number
   readonly session: string
@@ -133,17 +137,6 @@ export interface Alert {
   operations?: string[]
 }
 
-export interface PurgeReport {
-  /** Blobs overwritten and removed. */
-  erased: number
-  /** Checkpoints and operations whose reference to the content was replaced by an empty file. */
-  checkpoints: number
-  operations: number
-  /** The lower layer still holds the path: it is read-only, so its copy stays (flush a deletion to remove it). */
-  lowerStillHasIt: boolean
-  /** Blobs kept because another path holds the same bytes. */
-  sharedElsewhere: number
-}
 
 /** The Node fs shape we implement. A type query only: nothing from Node is loaded by the core. */
 export type NodeFs = typeof import('node:fs')
@@ -461,6 +454,7 @@ export class Workspace {
       name: record.name,
       kind: record.kind,
       seq: record.seq,
+      operationSeq: record.opSeq,
       createdAt: record.createdAt,
       session: this.session,
       ...(record.description !== undefined ? { description: record.description } : {}),
@@ -1074,67 +1068,18 @@ export class Workspace {
   async purge(path: string): Promise<PurgeReport> {
     this.assertOpen()
     this.ops.settle()
-    const target = normalize(absolute(path, this.ops.cwd))
-    const ids = new Set<BlobId>()
-    const purgedNode = (node: FileNode): FileNode => ({ type: 'file', meta: node.meta, blob: this.overlay.blobs.put(new Uint8Array(0)), size: 0 })
-    /** A copy of `root` with the file at `target` emptied, or the same root when it has none there. */
-    const scrub = (root: DirNode): DirNode => {
-      const scratch = new Overlay(this.lower, this.overlay.blobs, this.overlay.inodes, root)
-      const parts = components(target)
-      let node: UpperNode | undefined = root
-      for (const part of parts) node = node?.type === 'dir' ? mapGet(node.children, part) : undefined
-      if (node?.type !== 'file') return root
-      ids.add(node.blob)
-      scratch.setSlot(target, purgedNode(node))
-      return scratch.freeze()
-    }
-    let checkpoints = 0
-    for (const record of this.records) {
-      const root = scrub(record.root)
-      if (root !== record.root) {
-        ;(record as { root: DirNode }).root = root
-        checkpoints++
-      }
-    }
-    let operations = 0
-    for (const record of this.journal.records) {
-      let touched = false
-      const changes = record.changes.map((change): JournalChange => {
-        if (change.kind === 'slot' && change.path === target) {
-          const fix = (node: UpperNode | undefined) => (node?.type === 'file' ? (ids.add(node.blob), purgedNode(node)) : node)
-          touched = true
-          return { ...change, before: fix(change.before), after: fix(change.after) }
-        }
-        if (change.kind === 'root') {
-          const before = scrub(change.before)
-          const after = scrub(change.after)
-          if (before !== change.before || after !== change.after) touched = true
-          return { ...change, before, after }
-        }
-        return change
-      })
-      if (touched) {
-        ;(record as { changes: readonly JournalChange[] }).changes = changes
-        operations++
-      }
-    }
-    const live = this.tryResolve(target)
-    if (live?.node?.type === 'file') {
-      ids.add(live.node.blob)
-      // Not journaled: an undo record of the purge would hold the very bytes being removed.
-      this.journal.silently(() => this.overlay.setContent(live, new Uint8Array(0)))
-    }
-    // Re-reference what the live tree now holds, then erase every purged blob nothing reaches.
-    const reachable = this.collector.reachable()
-    let erased = 0
-    let sharedElsewhere = 0
-    for (const id of ids) {
-      if (reachable.has(id)) sharedElsewhere++
-      else if (this.overlay.blobs.erase(id)) erased++
-    }
-    // The durable journal and blob files must forget the content too: rewrite them.
-    await this.compact()
-    return { erased, checkpoints, operations, lowerStillHasIt: this.lower.stat(target)?.type === 'file', sharedElsewhere }
+    const { purge } = await import('./engine/purge.js')
+    return purge(
+      {
+        overlay: this.overlay,
+        lower: this.lower,
+        checkpoints: this.records,
+        journal: this.journal,
+        reachable: () => this.collector.reachable(),
+        compact: () => this.compact(),
+      },
+      normalize(absolute(path, this.ops.cwd)),
+    )
   }
 
   /** Re-applies what the last undo removed, until a new operation is recorded. */
@@ -1163,9 +1108,9 @@ export class Workspace {
   }
 
   /** Operations, newest first. */
-  history(filter: HistoryFilter = {}): Operation[] {
+  history(filter: HistoryFilter = {}): (Operation & { undone?: true })[] {
     this.ops.settle()
-    const out: Operation[] = []
+    const out: (Operation & { undone?: true })[] = []
     for (let i = this.journal.records.length - 1; i >= 0; i--) {
       const r = this.journal.records[i]
       if (filter.type && r.type !== filter.type) continue

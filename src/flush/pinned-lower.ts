@@ -108,6 +108,14 @@ export class PinnedLower implements LowerSource {
     return stored
   }
 
+  /** Replaces a pinned file's content with `empty` (purge); returns the blob it held. */
+  forget(path: string, empty: BlobId): BlobId | undefined {
+    const pin = this.pins.get(path)
+    if (pin?.blob === undefined) return undefined
+    this.pins.set(path, { stat: { ...pin.stat, size: 0 }, blob: empty })
+    return pin.blob
+  }
+
   /** Blobs pinned content lives in (garbage-collection roots). */
   *pinnedBlobs(): Iterable<BlobId> {
     for (const pin of this.pins.values()) if (pin?.blob !== undefined) yield pin.blob

@@ -1,0 +1,100 @@
+/**
+ * Purge: a file's contents (a leaked secret) removed from the live tree, every checkpoint, every undo
+ * record and the lower-source pins a flush made, the bytes overwritten, and the durable journal
+ * rewritten. Loaded on first use: most workspaces never purge.
+ */
+import type { BlobId } from '../blob/store.js'
+import type { PinnedLower } from '../flush/pinned-lower.js'
+import type { DirNode, FileNode, UpperNode } from '../layer/nodes.js'
+import { mapGet } from '../layer/persistent-map.js'
+import { Overlay } from '../overlay.js'
+import { components } from '../path.js'
+import type { CheckpointRecord } from './durability.js'
+import type { Change, Journal } from './journal.js'
+
+export interface PurgeReport {
+  /** Blobs overwritten and removed. */
+  erased: number
+  /** Checkpoints and operations whose reference to the content was replaced by an empty file. */
+  checkpoints: number
+  operations: number
+  /** The lower layer still holds the path: it is read-only, so its copy stays (flush a deletion to remove it). */
+  lowerStillHasIt: boolean
+  /** Blobs kept because another path holds the same bytes. */
+  sharedElsewhere: number
+}
+
+export interface PurgeHost {
+  readonly overlay: Overlay
+  readonly lower: PinnedLower
+  readonly checkpoints: CheckpointRecord[]
+  readonly journal: Journal
+  reachable(): Set<BlobId>
+  compact(): Promise<void>
+}
+
+export async function purge(host: PurgeHost, target: string): Promise<PurgeReport> {
+  const { overlay, lower, journal } = host
+  const ids = new Set<BlobId>()
+  const purgedNode = (node: FileNode): FileNode => ({ type: 'file', meta: node.meta, blob: overlay.blobs.put(new Uint8Array(0)), size: 0 })
+  /** A copy of `root` with the file at `target` emptied, or the same root when it has none there. */
+  const scrub = (root: DirNode): DirNode => {
+    const scratch = new Overlay(lower, overlay.blobs, overlay.inodes, root)
+    let node: UpperNode | undefined = root
+    for (const part of components(target)) node = node?.type === 'dir' ? mapGet(node.children, part) : undefined
+    if (node?.type !== 'file') return root
+    ids.add(node.blob)
+    scratch.setSlot(target, purgedNode(node))
+    return scratch.freeze()
+  }
+  let checkpoints = 0
+  for (const record of host.checkpoints) {
+    const root = scrub(record.root)
+    if (root !== record.root) {
+      ;(record as { root: DirNode }).root = root
+      checkpoints++
+    }
+  }
+  let operations = 0
+  for (const record of journal.records) {
+    let touched = false
+    const changes = record.changes.map((change): Change => {
+      if (change.kind === 'slot' && change.path === target) {
+        const fix = (node: UpperNode | undefined) => (node?.type === 'file' ? (ids.add(node.blob), purgedNode(node)) : node)
+        touched = true
+        return { ...change, before: fix(change.before), after: fix(change.after) }
+      }
+      if (change.kind === 'root') {
+        const before = scrub(change.before)
+        const after = scrub(change.after)
+        if (before !== change.before || after !== change.after) touched = true
+        return { ...change, before, after }
+      }
+      return change
+    })
+    if (touched) {
+      ;(record as { changes: readonly Change[] }).changes = changes
+      operations++
+    }
+  }
+  const live = overlay.lookup(target, false)
+  if (live?.node?.type === 'file') {
+    ids.add(live.node.blob)
+    // Not journaled: an undo record of the purge would hold the very bytes being removed.
+    journal.silently(() => overlay.setContent(live, new Uint8Array(0)))
+  }
+  // The old lower content a flush pinned is our copy too.
+  const pinned = lower.forget(target, overlay.blobs.put(new Uint8Array(0)))
+  if (pinned !== undefined) ids.add(pinned)
+  // Re-reference what the live tree now holds, then erase every purged blob nothing reaches.
+  const reachable = host.reachable()
+  let erased = 0
+  let sharedElsewhere = 0
+  for (const id of ids) {
+    if (reachable.has(id)) sharedElsewhere++
+    else if (overlay.blobs.erase(id)) erased++
+  }
+  // The durable journal and blob files must forget the content too: rewrite them.
+  await host.compact()
+  return { erased, checkpoints, operations, lowerStillHasIt: lower.source.stat(target)?.type === 'file', sharedElsewhere }
+}
