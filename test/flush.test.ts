@@ -269,3 +269,24 @@ describe('restore and other sessions', () => {
     await a.close()
   })
 })
+
+describe('purge after a flush', () => {
+  it('also removes the old lower content a flush pinned', async () => {
+    write(project, { '/secrets.env': 'API_KEY=sk-live-123\n' })
+    const lower = directory(project)
+    const ws = await Workspace.open({ lower })
+    const before = await ws.checkpoint({ name: 'before' })
+    ws.fs.writeFileSync('/secrets.env', 'API_KEY=\n')
+    await ws.flush() // the old file, with the key, is pinned so 'before' still shows it
+    await ws.restore(before.id)
+    expect(ws.fs.readFileSync('/secrets.env', 'utf8')).toBe('API_KEY=sk-live-123\n')
+    const report = await ws.purge('/secrets.env')
+    expect(report.erased).toBeGreaterThanOrEqual(1)
+    expect(ws.fs.readFileSync('/secrets.env', 'utf8')).toBe('')
+    await ws.restore(before.id, { force: true })
+    expect(ws.fs.readFileSync('/secrets.env', 'utf8')).toBe('')
+    // The disk holds what was flushed, which never had the key.
+    expect(fs.readFileSync(path.join(project, 'secrets.env'), 'utf8')).toBe('API_KEY=\n')
+    await ws.close()
+  })
+})
