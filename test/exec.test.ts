@@ -178,6 +178,13 @@ describe('exec: a shell command against the workspace', () => {
     expect(view(ws)).toEqual({ '/d': '-> x', '/x/': '755', '/x/y': '644 y\n' })
   })
 
+  it('empties the workspace root when the command removes the directory it ran in', async () => {
+    const ws = await Workspace.open({ lower: { '/a': 'a', '/d/b': 'b' } })
+    const result = await exec(ws, 'rm -rf "$PWD"')
+    expect(result.changes.deleted).toEqual(['/a', '/d', '/d/b'])
+    expect(ws.fs.readdirSync('/')).toEqual([])
+  })
+
   it('leaves out what a workspace cannot hold (a FIFO) and says so', async () => {
     const ws = await Workspace.open({ lower: { '/a': 'a' } })
     const result = await exec(ws, 'mkfifo pipe && echo ok > ok.txt')

@@ -213,13 +213,16 @@ export function scan(manifest: Manifest): Scan {
     }
     if (kind === 'dir') for (const name of fs.readdirSync(host).sort()) visit(join(path, name))
   }
-  visit('/')
+  // The command may remove the directory it ran in, root included: the workspace's root stays, empty.
+  if (fs.lstatSync(root, { throwIfNoEntry: false })?.isDirectory()) visit('/')
+  else seen.add('/')
+  const replaced = new Set(out.removals)
   for (const path of written.keys()) {
     if (seen.has(path)) continue
     out.deleted.push(path)
     const parent = path.slice(0, path.lastIndexOf('/')) || '/'
     // Only the topmost removed path: removing it takes its subtree along.
-    if (seen.has(parent) && written.get(parent)?.kind === 'dir' && !out.removals.includes(parent)) out.removals.push(path)
+    if (seen.has(parent) && !replaced.has(parent)) out.removals.push(path)
   }
   for (const list of [out.added, out.modified, out.deleted, out.skipped]) list.sort()
   return out

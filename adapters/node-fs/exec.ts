@@ -4,7 +4,7 @@
  * deleted comes back as one `ws.transaction` (validators apply; one undo takes it all back). The
  * temp directory is removed in all cases. Node only.
  */
-import { spawn } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import { FsError } from '../../src/errors.js'
@@ -132,18 +132,20 @@ function run(command: string, cwd: string, env: NodeJS.ProcessEnv, timeout: numb
   })
 }
 
-/** Removes the temp directory even where the command left directories without write permission. */
-function remove(path: string): void {
-  try {
-    fs.rmSync(path, { recursive: true, force: true })
-  } catch {
-    const open = (dir: string) => {
-      fs.chmodSync(dir, 0o700)
-      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) open(`${dir}/${entry.name}`)
-    }
-    open(path)
-    fs.rmSync(path, { recursive: true, force: true })
+/**
+ * Removes the temp directory. `rm -rf` is many times faster than fs.rmSync on a large tree; where
+ * it cannot (directories the command left without write permission, for a non-root user), they are
+ * opened up and removed here.
+ */
+async function remove(path: string): Promise<void> {
+  await new Promise<void>((resolve) => execFile('/bin/rm', ['-rf', '--', path], () => resolve()))
+  if (!fs.existsSync(path)) return
+  const open = (dir: string) => {
+    fs.chmodSync(dir, 0o700)
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) open(`${dir}/${entry.name}`)
   }
+  open(path)
+  fs.rmSync(path, { recursive: true, force: true })
 }
 
 /**
@@ -189,7 +191,7 @@ export async function exec(ws: Workspace, command: string, options: ExecOptions 
     }
     return result
   } finally {
-    remove(temp)
+    await remove(temp)
     if (checkpoint !== undefined) await ws.deleteCheckpoint(checkpoint)
   }
 }
