@@ -28,7 +28,7 @@ const FULL = {
   undoSamples: 101,
   undoDeepSamples: 21,
   restoreSizes: [10_000, 100_000],
-  restoreSamples: 9,
+  restoreSamples: 21,
   /** Per throughput cell: this many ops, unless the cap runs out first (a slow disk). */
   throughputOps: 20_000,
   throughputCapMs: 4_000,
@@ -134,67 +134,84 @@ async function benchUndo(config: Config): Promise<string> {
 
 // ---- 6.2 restore against changed paths --------------------------------------------------------
 
-/** Median restore time for each count in CHANGED, in a tree of `files`. */
-async function restoreMedians(files: number, samples: number): Promise<number[]> {
+interface RestoreCost {
+  /** Median milliseconds of one restore. */
+  ms: number
+  /** Work counters of one restore (`ws.counters`): clock-free, so other processes cannot move them. */
+  lookups: number
+  blobsTouched: number
+}
+
+/** Restore cost for each count in CHANGED, in a tree of `files`. */
+async function restoreCosts(files: number, samples: number): Promise<RestoreCost[]> {
   const { ws, fs, paths, content } = await filled(files)
   const base = await ws.checkpoint({ name: 'base' })
-  const medians: number[] = []
+  const costs: RestoreCost[] = []
   for (const changed of CHANGED) {
     const indices = spread(files, changed)
     const times: number[] = []
+    let lookups = 0
+    let blobsTouched = 0
     for (let r = 0; r < samples; r++) {
       for (const i of indices) fs.writeFileSync(paths[i]!, content.stamp(3e6 + r))
       let changes = 0
+      const before = ws.counters
       times.push(await timeAsync(async () => (changes = (await ws.restore(base.id)).changes.length)))
+      lookups = ws.counters.lookups - before.lookups
+      blobsTouched = ws.counters.blobsTouched - before.blobsTouched
       if (changes !== indices.length) throw new Error(`restore of ${indices.length} changed paths in ${files} files reported ${changes} changes`)
       for (const i of [indices[0]!, indices.at(-1)!]) expectStamp(fs, paths[i]!, i, 'restore')
     }
-    medians.push(median(times))
+    costs.push({ ms: median(times), lookups, blobsTouched })
   }
   await ws.close()
-  return medians
+  return costs
 }
 
 async function benchRestore(config: Config): Promise<string> {
   const sizes = config.restoreSizes
-  const results = new Map<number, number[] | string>()
+  const results = new Map<number, RestoreCost[] | string>()
   // Warm-up on a small tree, so the first size is not measured with cold code.
-  await restoreMedians(1_000, 2)
+  await restoreCosts(1_000, 2)
   for (const files of sizes) {
     fullGc()
     progress(`engine: restore in a ${fmtCount(files)}-file tree`)
     try {
-      const medians = await restoreMedians(files, config.restoreSamples)
-      results.set(files, medians)
-      progress(`engine: restore at ${fmtCount(files)}: ${medians.map(fmtMs).join(', ')}`)
+      const costs = await restoreCosts(files, config.restoreSamples)
+      results.set(files, costs)
+      progress(`engine: restore at ${fmtCount(files)}: ${costs.map((c) => fmtMs(c.ms)).join(', ')}`)
     } catch (error) {
       results.set(files, failed(`restore at ${fmtCount(files)} files`, error))
     }
   }
+  const at = (files: number, c: number) => {
+    const r = results.get(files)!
+    return typeof r === 'string' ? undefined : r[c]!
+  }
   const rows = CHANGED.map((changed, c) => {
-    const cells = sizes.map((files) => {
-      const r = results.get(files)!
-      return typeof r === 'string' ? r : fmtMs(r[c]!)
-    })
-    const perPath = sizes.map((files) => {
-      const r = results.get(files)!
-      return typeof r === 'string' ? 'n/a' : fmtMs(r[c]! / changed)
-    })
-    const small = results.get(sizes[0]!)
-    const large = results.get(sizes.at(-1)!)
-    const ratio = Array.isArray(small) && Array.isArray(large) ? fmtRatio(large[c]! / small[c]!) : 'n/a'
-    return [String(changed), ...cells, perPath.join(' / '), ratio]
+    const cells = sizes.map((files) => at(files, c)?.ms).map((ms) => (ms === undefined ? 'FAILED' : fmtMs(ms)))
+    const perPath = sizes.map((files) => at(files, c)?.ms).map((ms) => (ms === undefined ? 'n/a' : fmtMs(ms / changed)))
+    const small = at(sizes[0]!, c)
+    const large = at(sizes.at(-1)!, c)
+    const ratio = small && large ? fmtRatio(large.ms / small.ms) : 'n/a'
+    const work = sizes.map((files) => at(files, c)).map((cost) => (cost ? `${cost.lookups} / ${cost.blobsTouched}` : 'n/a'))
+    return [String(changed), ...cells, perPath.join(' / '), ratio, work.join(' · ')]
   })
+  const failures = [...results.values()].filter((r): r is string => typeof r === 'string')
   const largest = results.get(sizes.at(-1)!)
-  const growth = Array.isArray(largest) ? fmtRatio(largest.at(-1)! / largest[0]!) : 'n/a'
+  const growth = Array.isArray(largest) ? fmtRatio(largest.at(-1)!.ms / largest[0]!.ms) : 'n/a'
+  const large = fmtCount(sizes.at(-1)!)
+  const small = fmtCount(sizes[0]!)
   return (
     `### 6.2 Restore latency against changed paths (files × 1 KiB, 1000 per dir)\n\n` +
     table(
-      ['changed paths', ...sizes.map((files) => `restore in ${fmtCount(files)} files`), `per changed path (${sizes.map(fmtCount).join(' / ')})`, `t(${fmtCount(sizes.at(-1)!)}) / t(${fmtCount(sizes[0]!)})`],
+      ['changed paths', ...sizes.map((files) => `restore in ${fmtCount(files)} files`), `per changed path (${small} / ${large})`, `t(${large}) / t(${small})`, `lookups / blobs touched per restore (${small} · ${large})`],
       rows,
     ) +
     `\n\n\`await ws.restore(base)\` after rewriting the changed paths (spread over the tree), medians of ${config.restoreSamples}; each restore reports exactly that many changes and the files read back as in the checkpoint. ` +
-    `In the ${fmtCount(sizes.at(-1)!)}-file tree, ${fmtCount(CHANGED.at(-1)!)} changed paths cost ${growth} what 1 does; the last column is the cost of a ${fmtRatio(sizes.at(-1)! / sizes[0]!)} larger tree.`
+    `In the ${large}-file tree, ${fmtCount(CHANGED.at(-1)!)} changed paths cost ${growth} what 1 does; the t column is the cost of a ${fmtRatio(sizes.at(-1)! / sizes[0]!)} larger tree. ` +
+    'The last column is `ws.counters` across one restore: work that depends on the changed paths only, whatever else runs on the machine.' +
+    (failures.length ? `\n\n${failures.join('\n\n')}` : '')
   )
 }
 
