@@ -288,14 +288,6 @@ export class WorkspaceHost {
       { ...rest, ...(approve ? { approve: (request: ApprovalRequest) => callbacks.approve!(request) } : {}) },
     )
   }
-
-  /** Closes every open workspace (the worker is about to end). */
-  async closeAll(): Promise<void> {
-    for (const [handle, ws] of this.workspaces) {
-      await ws.close()
-      this.workspaces.delete(handle)
-    }
-  }
 }
 
 function badCallError(detail: string): Error {

@@ -146,7 +146,6 @@ export const request = z.discriminatedUnion('t', [
     }),
   z.object({ t: z.literal('close'), handle }),
 ])
-export type Request = z.infer<typeof request>
 
 /** An error as it crosses: Node's fields survive (comlink's own error transfer keeps only the message). */
 export interface ErrorRecord {

@@ -50,7 +50,7 @@ export function toError(record: ErrorRecord): Error {
 }
 
 /** Bytes that can be transferred without detaching anything someone else holds: the view's own whole buffer, or one copy. */
-export function ownBytes(bytes: Uint8Array, transfers: Transferable[]): Uint8Array {
+function ownBytes(bytes: Uint8Array, transfers: Transferable[]): Uint8Array {
   const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer
   // Node's Buffer pool backs results under 4 KiB: those get one more (small) copy.
   const own = whole ? new Uint8Array(bytes.buffer) : new Uint8Array(bytes)
@@ -166,7 +166,7 @@ export interface BatchRequestWire {
   bytes: ArrayBuffer
 }
 
-export const INVALID_OP = 255
+const INVALID_OP = 255
 
 export function packBatch(ops: readonly { op: string; args: readonly unknown[] }[]): BatchRequestWire {
   let total = 0
