@@ -249,6 +249,14 @@ describe('exec: a shell command against the workspace', () => {
     await second
     expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('command\n')
     expect(ws.fs.readFileSync('/b.txt', 'utf8')).toBe('workspace')
+
+    // A directory removed in the workspace while the command wrote into it.
+    ws.fs.mkdirSync('/d')
+    const third = exec(ws, 'sleep 0.4; echo x > d/x')
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    ws.fs.rmdirSync('/d')
+    await expect(third).rejects.toMatchObject({ code: 'ECONFLICT', paths: ['/d'] })
+    expect(ws.fs.existsSync('/d')).toBe(false)
   })
 
   it('refuses bad input with clear errors before running anything', async () => {
@@ -263,7 +271,9 @@ describe('exec: a shell command against the workspace', () => {
 
   it('passes env over process.env and removes variables set to undefined', async () => {
     const ws = await Workspace.open({ lower: { '/a': 'a' } })
-    const result = await exec(ws, 'echo "$GREETING ${HOME:-unset}"; test -n "$PATH" && echo path', { env: { GREETING: 'hi', HOME: undefined } })
+    const result = await exec(ws, 'echo "$GREETING ${HOME:-unset}"; test -n "$PATH" && echo path', { env: { GREETING: 'hi', HOME: undefined, PWD: '/elsewhere' } })
     expect(result.stdout).toBe('hi unset\npath\n')
+    const where = await exec(ws, 'echo "$PWD" > where.txt', { env: { PWD: '/elsewhere' } })
+    expect(where.changes.added).toEqual(['/where.txt'])
   })
 })

@@ -176,12 +176,14 @@ export async function exec(ws: Workspace, command: string, options: ExecOptions 
     if ('error' in materialised) throw materialised.error
     const manifest = materialised.value
 
-    const env: NodeJS.ProcessEnv = { ...process.env, PWD: manifest.root + (cwd === '/' ? '' : cwd) }
+    const hostCwd = manifest.root + (cwd === '/' ? '' : cwd)
+    const env: NodeJS.ProcessEnv = { ...process.env }
     for (const [name, value] of Object.entries(options.env ?? {})) {
       if (value === undefined) delete env[name]
       else env[name] = value
     }
-    const outcome = await run(command, env.PWD!, env, options.timeout)
+    env.PWD = hostCwd
+    const outcome = await run(command, hostCwd, env, options.timeout)
     const found = scan(manifest)
     const result: ExecResult = { ...outcome, changes: { added: found.added, modified: found.modified, deleted: found.deleted }, skipped: found.skipped }
     try {
@@ -218,14 +220,21 @@ function listFiles(ws: Workspace): string[] {
   return files
 }
 
+const parent = (path: string): string | undefined => (path === '/' ? undefined : path.slice(0, path.lastIndexOf('/')) || '/')
+
 /** One transaction, refused when the workspace changed a path the command changed since the checkpoint. */
 async function record(ws: Workspace, checkpoint: string, found: Scan, command: string): Promise<void> {
-  const touched = [...found.added, ...found.modified, ...found.deleted]
+  const touched = new Set([...found.added, ...found.modified, ...found.deleted])
+  // A path is related to what the command touched when it is one of them, above one or below one.
+  const above = new Set<string>()
+  for (const path of touched) for (let at = parent(path); at !== undefined && !above.has(at); at = parent(at)) above.add(at)
+  const related = (path: string) => {
+    for (let at: string | undefined = path; at !== undefined; at = parent(at)) if (touched.has(at)) return true
+    return above.has(path)
+  }
   await ws.transaction(
     (staged) => {
-      const meanwhile = ws.diff(checkpoint).map((c) => c.path)
-      const related = (a: string, b: string) => a === b || a.startsWith(b === '/' ? '/' : b + '/') || b.startsWith(a === '/' ? '/' : a + '/')
-      const conflicts = meanwhile.filter((path) => touched.some((other) => related(path, other)))
+      const conflicts = ws.diff(checkpoint).map((c) => c.path).filter(related)
       if (conflicts.length > 0) throw new ConflictError(conflicts)
       apply(staged, found)
     },
