@@ -24,6 +24,10 @@ function typeOf(stats: fs.Stats): EntryType | undefined {
   return undefined // FIFOs, sockets, devices: not representable, and reading a FIFO would block
 }
 
+function versionOf(stats: fs.Stats): string {
+  return `${stats.size}:${stats.mtimeMs}:${stats.ino}`
+}
+
 function isHidden(path: string): boolean {
   return path.includes(RESERVED_PREFIX) && path.split('/').some(isReserved)
 }
@@ -62,7 +66,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
       atimeMs: stats.atimeMs,
       birthtimeMs: stats.birthtimeMs,
       ino: stats.ino,
-      version: `${stats.size}:${stats.mtimeMs}:${stats.ino}`,
+      version: versionOf(stats),
     }
   }
 
@@ -131,7 +135,11 @@ export class DirectorySource implements LowerSource, FlushTarget {
         if (readManifest(this.confinement)?.state === 'staged') rollBack(this.confinement, planned.manifest)
         throw error
       }
-      return entries.map((entry) => (entry.kind === 'delete' ? undefined : this.stat(entry.path)?.version))
+      // The parents were just checked to be real directories: a plain lstat gives what stat would.
+      return entries.map((entry) => {
+        const stats = entry.kind === 'delete' ? undefined : lstatOrUndefined(this.confinement.lexical(entry.path))
+        return stats && versionOf(stats)
+      })
     } finally {
       lock?.release()
     }

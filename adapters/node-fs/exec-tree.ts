@@ -125,29 +125,32 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
     } else if (stats.isSymbolicLink()) {
       const target = hostTarget(view.readlinkSync(path), root)
       fs.symlinkSync(target, host)
-      written.set(path, { kind: 'symlink', mode, target })
+      written.set(path, { kind: 'symlink', mode, target, stats: fs.lstatSync(host, { bigint: true }) })
     } else {
       const clone = lower && cloneable(lower, path, stats, realDirs)
+      let origin: { clonedFrom: string } | { sha1: string }
       if (clone) {
         fs.copyFileSync(clone, host, fs.constants.COPYFILE_FICLONE)
-        written.set(path, { kind: 'file', mode, clonedFrom: clone })
+        origin = { clonedFrom: clone }
       } else {
         const data = view.readFileSync(path)
         fs.writeFileSync(host, data, { mode: 0o600 })
-        written.set(path, { kind: 'file', mode, sha1: sha1(data) })
+        origin = { sha1: sha1(data) }
       }
       fs.chmodSync(host, mode)
       fs.utimesSync(host, stats.atime, stats.mtime)
+      written.set(path, { kind: 'file', mode, ...origin, stats: fs.lstatSync(host, { bigint: true }) })
     }
   }
   visit('/')
-  // Deepest first, so setting a directory's times is the last thing that touches it.
+  // Deepest first: a directory's mode and times are set once nothing more is made in it (and
+  // while its parent can still be searched, even if its own mode forbids that).
   for (const { path, stats } of dirs.reverse()) {
     const host = root + (path === '/' ? '' : path)
     fs.chmodSync(host, stats.mode & 0o7777)
     fs.utimesSync(host, stats.atime, stats.mtime)
+    written.get(path)!.stats = fs.lstatSync(host, { bigint: true })
   }
-  for (const [path, entry] of written) entry.stats = fs.lstatSync(root + (path === '/' ? '' : path), { bigint: true })
   fs.writeFileSync(clock, '')
   return { root, written, since: fs.lstatSync(clock, { bigint: true }).ctimeNs }
 }

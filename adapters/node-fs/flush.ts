@@ -234,6 +234,25 @@ function checkParent(confinement: Confinement, path: string, checked: Set<string
   return confinement.lexical(path)
 }
 
+/**
+ * Renames a staged temp over `host` (a directory there is removed first); false when the temp is
+ * gone, because an earlier run of the same manifest moved it. The rename is tried first: it is
+ * what almost always happens, and it says itself when the temp is missing or a directory is there.
+ */
+function moveInto(temp: string, host: string): boolean {
+  try {
+    fs.renameSync(temp, host)
+    return true
+  } catch (error) {
+    const code = codeOf(error)
+    if (code === 'ENOENT' && !lstatOrUndefined(temp)) return false
+    if (code !== 'EISDIR' && code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error
+  }
+  fs.rmSync(host, { recursive: true, force: true })
+  fs.renameSync(temp, host)
+  return true
+}
+
 /** Applies a committed manifest's steps in order; repeating it after a crash is harmless. */
 export function rollForward(confinement: Confinement, manifest: Manifest, applied?: (path: string) => void): void {
   const checked = new Set<string>()
@@ -253,13 +272,9 @@ export function rollForward(confinement: Confinement, manifest: Manifest, applie
       directories.push(step)
       applied?.(step.path)
     } else {
-      const temp = confinement.lexical(step.temp)
-      if (!lstatOrUndefined(temp)) continue // moved before a crash
       checkParent(confinement, step.temp, checked)
       touched.add(dirname(step.temp))
-      const stats = lstatOrUndefined(host)
-      if (stats?.isDirectory()) fs.rmSync(host, { recursive: true, force: true })
-      fs.renameSync(temp, host)
+      if (!moveInto(confinement.lexical(step.temp), host)) continue // moved before a crash
     }
   }
   makeDirectoriesDurable([...touched].map((directory) => confinement.lexical(directory)))
