@@ -17,7 +17,7 @@ import { MOUNT } from './helper.js'
 const END = '# end of manifest'
 
 /** Single-quoted for sh: any bytes but NUL survive. */
-export function quote(text: string): string {
+function quote(text: string): string {
   return `'${text.replaceAll("'", `'\\''`)}'`
 }
 
@@ -30,7 +30,7 @@ export function flushId(now = Date.now()): string {
  * What the runner does: each complete manifest in name order. A staging folder without one is a torn
  * upload, removed once it is TORN_MINUTES old (a younger one may be another writer's upload in progress).
  */
-export const TORN_MINUTES = 10
+const TORN_MINUTES = 10
 export const RUNNER = [
   `cd ${MOUNT}${STAGING} 2>/dev/null || exit 0`,
   'for id in *; do',
@@ -44,7 +44,7 @@ export const RUNNER = [
 const octal = (mode: number) => (mode & 0o7777).toString(8).padStart(4, '0')
 
 /** The manifest for entries staged under `${MOUNT}${STAGING}/<id>/tree`. */
-export function manifest(id: string, entries: readonly FlushEntry[]): string {
+function manifest(id: string, entries: readonly FlushEntry[]): string {
   const lines = [
     `# rewindfs flush ${id}: ${entries.length} steps; re-run safely, finished steps are logged in ./progress`,
     'set -e',
