@@ -31,7 +31,7 @@ export class DockerVolumeError extends Error {
   }
 }
 
-export const PROVISION_HINT =
+const PROVISION_HINT =
   'start one, e.g. as root `bash scripts/provision-docker.sh` (a private dockerd on unix:///tmp/rewindfs-docker.sock), ' +
   'or pass the socketPath of a running daemon'
 
