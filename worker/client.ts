@@ -4,8 +4,7 @@
  * fs errors keep Node's fields; a worker that dies rejects every pending call and is reported.
  */
 import * as Comlink from 'comlink'
-import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
-import type { AsyncFs, AsyncFsMember, AsyncFsRoot, AsyncSessionState, AsyncSideEffect, AsyncTransactionOptions, AsyncWorkspace } from '../src/async-workspace.js'
+import type { AsyncFsMember, AsyncFsRoot, AsyncSessionState, AsyncSideEffect, AsyncTransactionOptions, AsyncWorkspace } from '../src/async-workspace.js'
 import type { Change } from '../src/diff.js'
 import type { Operation } from '../src/engine/journal.js'
 import type { JsonValue } from '../src/engine/state.js'
@@ -25,22 +24,12 @@ import type {
   UndoOptions,
   UndoResult,
 } from '../src/workspace.js'
-import type { CallCallbacks, Hooks, StagedServer } from './host.js'
-import { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED, fsMembers } from './constants.js'
+import { Channel, type WorkerLike, coded } from './channel.js'
+import { WORKER_CLOSED } from './constants.js'
+import type { CallCallbacks, StagedServer } from './host.js'
 import type { LowerDescriptor, Member, Opened, Outcome, StatusRecord, StoreDescriptor } from './protocol.js'
-import type { WorkerApi } from './serve.js'
-import { type BatchWire, decodeValue, errorRecord, packBatch, toError, unpackResults } from './values.js'
-
-/** What is used of a Node worker_threads Worker (structural: a page's types need nothing from Node). */
-export interface NodeWorkerLike {
-  postMessage(value: unknown): void
-  on(event: 'error', listener: (error: Error) => void): unknown
-  on(event: 'exit', listener: (code: number) => void): unknown
-  terminate(): Promise<number>
-}
-
-/** A browser Worker, or a Node worker_threads Worker. */
-export type WorkerLike = Pick<Worker, 'postMessage' | 'addEventListener' | 'removeEventListener' | 'terminate'> | NodeWorkerLike
+import { type WorkerFs, createWorkerFs, withoutTransfer } from './remote-fs.js'
+import { type BatchWire, errorRecord, packBatch, unpackResults } from './values.js'
 
 export interface OpenWorkerOptions {
   lower?: LowerDescriptor
@@ -58,21 +47,6 @@ export interface OpenWorkerOptions {
   onCrash?: (error: Error) => void
 }
 
-/** `transfer: true` hands the data's buffer to the worker (it is detached here) instead of copying it. */
-export interface TransferOption {
-  transfer?: boolean
-}
-
-type WriteData = Uint8Array
-type WriteOptions = TransferOption & { encoding?: null; mode?: number; flag?: string }
-
-/** Node's fs.promises subset, plus `{ transfer: true }` on writes of bytes. */
-export type WorkerFs = AsyncFs & {
-  readonly promises: WorkerFs
-  writeFile(file: string, data: WriteData, options: WriteOptions): Promise<void>
-  appendFile(file: string, data: WriteData, options: WriteOptions): Promise<void>
-}
-
 export interface BatchOp {
   op: AsyncFsMember
   args: readonly unknown[]
@@ -87,98 +61,6 @@ export interface WorkerStatus {
   /** Set when the worker died: why. */
   readonly crashed?: string
   readonly closed: boolean
-}
-
-function coded(code: string, message: string): Error {
-  return Object.assign(new Error(message), { code })
-}
-
-/** One worker's channel: sends requests, unwraps Outcomes, and turns a dead worker into rejections. */
-class Channel {
-  readonly remote: Comlink.Remote<WorkerApi>
-  crashed: Error | undefined
-  closed = false
-  /** Rejecters of the calls in flight: a dead worker never answers them. */
-  private readonly inFlight = new Set<(error: Error) => void>()
-
-  constructor(
-    readonly worker: WorkerLike,
-    private readonly onCrash: ((error: Error) => void) | undefined,
-  ) {
-    if ('on' in worker) {
-      this.remote = Comlink.wrap<WorkerApi>(nodeEndpoint(worker as unknown as Parameters<typeof nodeEndpoint>[0]))
-      worker.on('error', (error: Error) => this.crash(`the worker threw ${error?.name ?? 'an error'}: ${error?.message ?? String(error)}`))
-      worker.on('exit', (code: number) => this.crash(`the worker exited with code ${code}`))
-    } else {
-      this.remote = Comlink.wrap<WorkerApi>(worker)
-      worker.addEventListener('error', (event: ErrorEvent) => this.crash(`the worker threw: ${event.message}`))
-    }
-  }
-
-  private crash(reason: string): void {
-    if (this.closed || this.crashed) return
-    this.crashed = coded(WORKER_CRASHED, `rewindfs: the workspace worker crashed (${reason}); reopen it from its durable store`)
-    for (const reject of this.inFlight) reject(this.crashed)
-    this.inFlight.clear()
-    this.onCrash?.(this.crashed)
-    // A Web Worker survives an uncaught error, but its engine state can no longer be trusted.
-    void this.worker.terminate()
-  }
-
-  /** The value of an Outcome, or its error rebuilt with Node's fields. */
-  settle(pending: Promise<Outcome>): Promise<unknown> {
-    if (this.crashed) return Promise.reject(this.crashed)
-    return new Promise((resolve, reject) => {
-      this.inFlight.add(reject)
-      pending.then(
-        (outcome) => {
-          this.inFlight.delete(reject)
-          if (outcome.ok) resolve(outcome.value)
-          else reject(toError(outcome.error))
-        },
-        (error: unknown) => {
-          this.inFlight.delete(reject)
-          // structuredClone refused an argument (a function, a symbol): the call never left.
-          if ((error as Error)?.name === 'DataCloneError') reject(coded(BAD_CALL, `rewindfs worker: malformed call: ${(error as Error).message}`))
-          else reject(error)
-        },
-      )
-    })
-  }
-
-  send(message: object, callbacks?: CallCallbacks, hooks?: Hooks, transfers: Transferable[] = []): Promise<unknown> {
-    if (this.crashed) return Promise.reject(this.crashed)
-    if (this.closed) return Promise.reject(coded(WORKER_CLOSED, 'rewindfs: this workspace worker is closed'))
-    const payload = transfers.length > 0 ? Comlink.transfer(message, transfers) : message
-    return this.settle(this.remote.request(payload, callbacks && Comlink.proxy(callbacks), hooks && Comlink.proxy(hooks)))
-  }
-}
-
-/** Strips `transfer: true` from a write's options and lists the buffer to hand over. */
-function transferable(op: AsyncFsMember, args: readonly unknown[], transfers: Transferable[]): readonly unknown[] {
-  if (op !== 'writeFile' && op !== 'appendFile') return args
-  const options = args[2]
-  if (typeof options !== 'object' || options === null || !('transfer' in options)) return args
-  const { transfer, ...rest } = options as TransferOption
-  if (transfer && ArrayBuffer.isView(args[1])) transfers.push(args[1].buffer as ArrayBuffer)
-  return [args[0], args[1], rest, ...args.slice(3)]
-}
-
-/** A batch packs contents anyway: `transfer` is only taken out of the options. */
-function withoutTransfer(op: AsyncFsMember, args: readonly unknown[]): readonly unknown[] {
-  return transferable(op, args, [])
-}
-
-function createWorkerFs(send: (call: { op: AsyncFsMember; args: readonly unknown[] }, transfers: Transferable[]) => Promise<unknown>): WorkerFs {
-  const fs: Record<string, unknown> = {}
-  for (const op of fsMembers) {
-    fs[op] = async (...args: unknown[]) => {
-      const transfers: Transferable[] = []
-      return decodeValue(await send({ op, args: transferable(op, args, transfers) }, transfers))
-    }
-  }
-  fs.promises = fs
-  return fs as unknown as WorkerFs
 }
 
 export class WorkerWorkspace implements AsyncWorkspace {

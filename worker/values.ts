@@ -124,6 +124,7 @@ export function packResults(results: readonly Outcome[], transfers: Transferable
       kinds[i] = STATS
       for (const key of statKeys) stats[statAt++] = r.value[key]
     } else {
+      kinds[i] = VALUE
       values[i] = encodeValue(r.value, transfers)
     }
   }

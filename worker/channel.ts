@@ -1,0 +1,88 @@
+/**
+ * One worker's channel: requests go out through comlink, Outcomes come back and are unwrapped, and a
+ * worker that dies turns every call in flight into a rejection instead of a promise that never settles.
+ */
+import * as Comlink from 'comlink'
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
+import { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED } from './constants.js'
+import type { CallCallbacks, Hooks } from './host.js'
+import type { Outcome } from './protocol.js'
+import type { WorkerApi } from './serve.js'
+import { toError } from './values.js'
+
+/** What is used of a Node worker_threads Worker (structural: a page's types need nothing from Node). */
+export interface NodeWorkerLike {
+  postMessage(value: unknown): void
+  on(event: 'error', listener: (error: Error) => void): unknown
+  on(event: 'exit', listener: (code: number) => void): unknown
+  terminate(): Promise<number>
+}
+
+/** A browser Worker, or a Node worker_threads Worker. */
+export type WorkerLike = Pick<Worker, 'postMessage' | 'addEventListener' | 'removeEventListener' | 'terminate'> | NodeWorkerLike
+
+export function coded(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code })
+}
+
+/** One worker's channel: sends requests, unwraps Outcomes, and turns a dead worker into rejections. */
+export class Channel {
+  readonly remote: Comlink.Remote<WorkerApi>
+  crashed: Error | undefined
+  closed = false
+  /** Rejecters of the calls in flight: a dead worker never answers them. */
+  private readonly inFlight = new Set<(error: Error) => void>()
+
+  constructor(
+    readonly worker: WorkerLike,
+    private readonly onCrash: ((error: Error) => void) | undefined,
+  ) {
+    if ('on' in worker) {
+      this.remote = Comlink.wrap<WorkerApi>(nodeEndpoint(worker as unknown as Parameters<typeof nodeEndpoint>[0]))
+      worker.on('error', (error: Error) => this.crash(`the worker threw ${error?.name ?? 'an error'}: ${error?.message ?? String(error)}`))
+      worker.on('exit', (code: number) => this.crash(`the worker exited with code ${code}`))
+    } else {
+      this.remote = Comlink.wrap<WorkerApi>(worker)
+      worker.addEventListener('error', (event: ErrorEvent) => this.crash(`the worker threw: ${event.message}`))
+    }
+  }
+
+  private crash(reason: string): void {
+    if (this.closed || this.crashed) return
+    this.crashed = coded(WORKER_CRASHED, `rewindfs: the workspace worker crashed (${reason}); reopen it from its durable store`)
+    for (const reject of this.inFlight) reject(this.crashed)
+    this.inFlight.clear()
+    this.onCrash?.(this.crashed)
+    // A Web Worker survives an uncaught error, but its engine state can no longer be trusted.
+    void this.worker.terminate()
+  }
+
+  /** The value of an Outcome, or its error rebuilt with Node's fields. */
+  settle(pending: Promise<Outcome>): Promise<unknown> {
+    if (this.crashed) return Promise.reject(this.crashed)
+    return new Promise((resolve, reject) => {
+      this.inFlight.add(reject)
+      pending.then(
+        (outcome) => {
+          this.inFlight.delete(reject)
+          if (outcome.ok) resolve(outcome.value)
+          else reject(toError(outcome.error))
+        },
+        (error: unknown) => {
+          this.inFlight.delete(reject)
+          // structuredClone refused an argument (a function, a symbol): the call never left.
+          if ((error as Error)?.name === 'DataCloneError') reject(coded(BAD_CALL, `rewindfs worker: malformed call: ${(error as Error).message}`))
+          else reject(error)
+        },
+      )
+    })
+  }
+
+  send(message: object, callbacks?: CallCallbacks, hooks?: Hooks, transfers: Transferable[] = []): Promise<unknown> {
+    if (this.crashed) return Promise.reject(this.crashed)
+    if (this.closed) return Promise.reject(coded(WORKER_CLOSED, 'rewindfs: this workspace worker is closed'))
+    const payload = transfers.length > 0 ? Comlink.transfer(message, transfers) : message
+    return this.settle(this.remote.request(payload, callbacks && Comlink.proxy(callbacks), hooks && Comlink.proxy(hooks)))
+  }
+}
+
