@@ -85,15 +85,27 @@ function sameEntry(overlay: Overlay, a: Entry, b: Entry): boolean {
   if (a.type === 'symlink') return overlay.readLink(a) === overlay.readLink(b)
   if (a.node?.type === 'file' && b.node?.type === 'file') return a.node.blob === b.node.blob
   if (overlay.size(a) !== overlay.size(b)) return false
-  return bytesEqual(overlay.readBytes(a), overlay.readBytes(b))
+  const left = readable(overlay, a)
+  const right = readable(overlay, b)
+  return left !== undefined && right !== undefined && bytesEqual(left, right)
+}
+
+/** The bytes, or undefined when they cannot be read (content dropped by the integrity check). */
+function readable(overlay: Overlay, entry: Entry): Uint8Array | undefined {
+  try {
+    return overlay.readBytes(entry)
+  } catch {
+    return undefined
+  }
 }
 
 function makeChange(overlay: Overlay, path: string, type: Change['type'], entry: EntryType, before?: Entry, after?: Entry): Change {
   const change: Change = { path, type, entry }
   if (entry !== 'file' || (before && before.type !== 'file')) return change
   // Content is captured now (a reference, not a copy), so a later write cannot change the patch.
-  const oldBytes = before ? overlay.readBytes(before) : new Uint8Array(0)
-  const newBytes = after && after.type === 'file' ? overlay.readBytes(after) : new Uint8Array(0)
+  const oldBytes = before ? readable(overlay, before) : new Uint8Array(0)
+  const newBytes = after && after.type === 'file' ? readable(overlay, after) : new Uint8Array(0)
+  if (oldBytes === undefined || newBytes === undefined) return change // no patch for unreadable content
   let patch: string | undefined | null = null
   Object.defineProperty(change, 'patch', {
     enumerable: true,

@@ -67,6 +67,8 @@ export class Overlay {
   readonly counters: OverlayCounters = { nodesCopied: 0, lookups: 0 }
   /** Lower path → version seen the first time the workspace read it (the conflict base). */
   readonly observed = new Map<string, string>()
+  /** First sightings not yet in the durable journal (only kept while a store is attached). */
+  unrecorded: [string, string][] | undefined
   /** Called after every change with the canonical path; the fs watchers listen here. */
   onChange: ((path: string, kind: 'change' | 'rename') => void) | undefined
   /** Receives every upper-layer slot change: what the journal needs to undo and redo. */
@@ -117,9 +119,12 @@ export class Overlay {
   lowerStat(path: string): LowerStat | undefined {
     const stat = this.lower.stat(path)
     if (!this.observed.has(path)) {
-      if (stat) this.observed.set(path, stat.version)
       // A source that can be flushed to also needs "seen absent": something created there later is a conflict.
-      else if (this.lower.id !== undefined) this.observed.set(path, ABSENT)
+      const version = stat ? stat.version : this.lower.id !== undefined ? ABSENT : undefined
+      if (version !== undefined) {
+        this.observed.set(path, version)
+        this.unrecorded?.push([path, version])
+      }
     }
     return stat
   }
@@ -207,7 +212,11 @@ export class Overlay {
   }
 
   readBytes(entry: Entry): Uint8Array {
-    if (entry.node?.type === 'file') return this.blobs.get(entry.node.blob)
+    if (entry.node?.type === 'file') {
+      // A blob the integrity check dropped (its bytes were corrupt) reads as an I/O error, as a bad disk block would.
+      if (!this.blobs.has(entry.node.blob)) throw new FsError('EIO', 'read', entry.path, undefined, 'i/o error: the stored content failed its checksum')
+      return this.blobs.get(entry.node.blob)
+    }
     if (entry.lowerPath !== null && entry.type === 'file') return this.lower.readFile(entry.lowerPath)
     throw new FsError('EISDIR', 'read')
   }

@@ -267,6 +267,8 @@ export class Workspace {
       store,
     )
     try {
+      // Before any replay: a journal of another source must not be replayed over this one.
+      await this.checkLowerIdentity(store)
       this.status.loaded = await durability.load()
       this.status.warnings.push(...this.status.loaded.warnings)
     } catch (error) {
@@ -278,6 +280,9 @@ export class Workspace {
       return
     }
     this.durability = durability
+    if (store.readOnly) this.ops.frozenReason = `the ${store.kind} store is open read-only (another writer holds it)`
+    // From now on, first sightings of lower paths are journaled: conflict checks survive a reopen.
+    if (this.lower.id !== undefined) this.overlay.unrecorded = []
     // Blob checksums are verified in the background; verify() waits for the verdict.
     this.integrity = durability.verify().then((report) => {
       if (report.corrupt.length > 0) {
@@ -300,17 +305,20 @@ export class Workspace {
     if ((this.status.loaded?.operations ?? 0) >= every) await this.compact()
   }
 
-  /** Loads pins and flush ledgers; refuses a store made over another lower source. */
-  private async loadFlushState(store: Store): Promise<void> {
+  /** Refuses a store made over another lower source; remembers this one's identity in a new store. */
+  private async checkLowerIdentity(store: Store): Promise<void> {
+    if (this.lower.id === undefined) return
     const known = await store.getMeta(LOWER_KEY)
-    if (this.lower.id !== undefined) {
-      if (known !== undefined && known !== this.lower.id) {
-        throw Object.assign(new Error(`rewindfs: this ${store.kind} store belongs to the lower source '${String(known)}', not '${this.lower.id}'; open it over the same source or use a new store`), {
-          code: 'ELOWERMISMATCH',
-        })
-      }
-      if (known === undefined) await store.putMeta(LOWER_KEY, this.lower.id)
+    if (known !== undefined && known !== this.lower.id) {
+      throw Object.assign(new Error(`rewindfs: this ${store.kind} store belongs to the lower source '${String(known)}', not '${this.lower.id}'; open it over the same source or use a new store`), {
+        code: 'ELOWERMISMATCH',
+      })
     }
+    if (known === undefined && !store.readOnly) await store.putMeta(LOWER_KEY, this.lower.id)
+  }
+
+  /** Loads pins and flush ledgers. */
+  private async loadFlushState(store: Store): Promise<void> {
     const { FLUSH_STATE_KEY, decodeFlushState } = await loadFlushRecords()
     const saved = await store.getMeta(FLUSH_STATE_KEY)
     if (saved !== undefined) {

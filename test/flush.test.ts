@@ -290,3 +290,42 @@ describe('purge after a flush', () => {
     await ws.close()
   })
 })
+
+describe('conflict bases across a reopen', () => {
+  it('a path read in an earlier run and changed on disk since is still a conflict after reopening from the store', async () => {
+    const storeDir = path.join(tmp, 'store')
+    const open = () => Workspace.open({ lower: directory(project), store: directoryStore(storeDir) })
+    let ws = await open()
+    expect(ws.fs.readFileSync('/app/config.json', 'utf8')).toBe(ORIGINAL['/app/config.json'])
+    ws.fs.writeFileSync('/app/config.json', '{ "port": 1 }\n')
+    await ws.close()
+    fs.writeFileSync(path.join(project, 'app/config.json'), '{ "theirs": true }\n')
+    ws = await open()
+    await expect(ws.flush()).rejects.toMatchObject({ code: 'ECONFLICT', conflicts: [{ path: '/app/config.json' }] })
+    expect(fs.readFileSync(path.join(project, 'app/config.json'), 'utf8')).toBe('{ "theirs": true }\n')
+    await ws.close()
+  })
+
+  it('refuses a store of another directory before replaying anything, even when that directory is empty', async () => {
+    const storeDir = path.join(tmp, 'store')
+    const ws = await Workspace.open({ lower: directory(project), store: directoryStore(storeDir) })
+    ws.fs.writeFileSync('/app/new.txt', 'x')
+    ws.fs.rmSync('/app/old', { recursive: true })
+    await ws.close()
+    const empty = path.join(tmp, 'empty')
+    fs.mkdirSync(empty)
+    await expect(Workspace.open({ lower: directory(empty), store: directoryStore(storeDir) })).rejects.toMatchObject({ code: 'ELOWERMISMATCH' })
+  })
+
+  it('a read-only store gives a frozen workspace: reads work, writes fail with EROFS', async () => {
+    const storeDir = path.join(tmp, 'store')
+    const writer = await Workspace.open({ lower: directory(project), store: directoryStore(storeDir) })
+    writer.fs.writeFileSync('/app/new.txt', 'x')
+    await writer.sync()
+    const reader = await Workspace.open({ lower: directory(project), store: directoryStore(storeDir, { readOnly: true }) })
+    expect(reader.fs.readFileSync('/app/new.txt', 'utf8')).toBe('x')
+    expect(() => reader.fs.writeFileSync('/app/other.txt', 'y')).toThrow(expect.objectContaining({ code: 'EROFS' }))
+    await reader.close()
+    await writer.close()
+  })
+})

@@ -46,3 +46,22 @@ describe('store integrity checked in the background after open', () => {
     await reopened.close()
   })
 })
+
+describe('content dropped by the integrity check', () => {
+  it('reads as EIO from the live tree, and changes() still lists the file (without a patch)', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/data.txt', 'precious')
+    await ws.close()
+    const image = store.image()
+    const victim = image.blobs.find(([, bytes]) => new TextDecoder().decode(bytes) === 'precious')!
+    victim[1][0] ^= 1
+    const reopened = await Workspace.open({ store: MemoryStore.from(image), autoCheckpoint: false })
+    await reopened.verify()
+    expect(() => reopened.fs.readFileSync('/data.txt')).toThrow(expect.objectContaining({ code: 'EIO', syscall: 'read' }))
+    const changes = reopened.changes()
+    expect(changes.map((c) => `${c.type} ${c.path}`)).toEqual(['added /data.txt'])
+    expect(changes[0].patch).toBeUndefined()
+    await reopened.close()
+  })
+})

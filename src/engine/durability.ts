@@ -185,6 +185,10 @@ export class Durability {
   /** One group commit: the blobs the pending records need, then the records in one append. */
   private commit(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
+      const seen = this.host.overlay.unrecorded
+      if (seen && seen.length > 0 && !this.failure && this.holds === 0) {
+        this.lines.push(encodeRecord({ t: 'seen', entries: seen.splice(0) }))
+      }
       if (this.lines.length === 0 || this.failure || this.holds > 0) return
       const lines = this.lines
       const ids = [...this.blobIds]
@@ -305,6 +309,7 @@ export class Durability {
       seq: journal.lastSeq,
       checkpointSeq: this.host.checkpointSeq(),
       ...(resume !== undefined ? { resume } : {}),
+      ...(overlay.observed.size > 0 ? { seen: [...overlay.observed] } : {}),
       dirs: table.dirs,
     }
   }
@@ -336,6 +341,7 @@ export class Durability {
     }
     this.host.seenCheckpointSeq(data.checkpointSeq)
     if (data.resume !== undefined) this.host.setResume(data.resume)
+    for (const [path, version] of data.seen ?? []) overlay.observed.set(path, version)
     journal.load(
       data.operations.map((op) => ({
         id: op.id,
@@ -472,6 +478,9 @@ export class Durability {
         }
         case 'superseded':
           for (const record of checkpoints) if (body.ids.includes(record.id)) record.superseded = true
+          break
+        case 'seen':
+          for (const [path, version] of body.entries) if (!overlay.observed.has(path)) overlay.observed.set(path, version)
           break
         case 'undo':
         case 'redo':

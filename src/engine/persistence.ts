@@ -92,6 +92,8 @@ export type RecordBody =
   | { t: 'redo'; ids: string[] }
   | { t: 'compensated'; id: string }
   | { t: 'resume'; point: JsonValue }
+  /** Lower-source versions first seen (the conflict base of a later flush or restore); '' is "absent". */
+  | { t: 'seen'; entries: [string, string][] }
   /** Ends a group commit: records after the last one of these were never acknowledged. */
   | { t: 'commit' }
   /** Compaction: the whole live state and kept history in one record; the journal continues after it. */
@@ -104,6 +106,8 @@ export interface SnapshotData {
   seq: number
   checkpointSeq: number
   resume?: JsonValue
+  /** Lower-source versions first seen, as the 'seen' records carry them. */
+  seen?: [string, string][]
   checkpoints: {
     id: string
     name: string
@@ -197,6 +201,7 @@ const bodySchema = z.union([
   z.object({ t: z.literal('redo'), ids: z.array(z.string()) }),
   z.object({ t: z.literal('compensated'), id: z.string() }),
   z.object({ t: z.literal('resume'), point: jsonSchema }),
+  z.object({ t: z.literal('seen'), entries: z.array(z.tuple([z.string(), z.string()])) }),
   z.object({ t: z.literal('commit') }),
   // The snapshot's inner shape is produced by this module and checked by its checksum; its size
   // (a whole tree) makes a deep schema walk too costly at open.

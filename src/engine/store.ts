@@ -9,6 +9,8 @@ import type { JsonValue } from './state.js'
 
 export interface Store {
   readonly kind: string
+  /** Opened for reading only (another process or tab holds the writer's lock): the workspace freezes. */
+  readonly readOnly?: boolean
   /** Appends records in order; resolves once they are durable (the acknowledgement of a group commit). */
   appendJournal(records: readonly string[]): Promise<void>
   /** Every record appended so far, in order; the last one may be torn after a crash. */
