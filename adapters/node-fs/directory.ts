@@ -164,8 +164,8 @@ export class DirectorySource implements LowerSource, FlushTarget {
 
   private settle(): void {
     const manifest = readManifest(this.confinement)
-    if (manifest?.state === 'committed') rollForward(this.confinement, manifest)
-    else if (manifest) rollBack(this.confinement, manifest)
+    if (manifest?.state === 'staged') rollBack(this.confinement, manifest)
+    else if (manifest) rollForward(this.confinement, manifest)
     else clearStaging(this.confinement)
   }
 

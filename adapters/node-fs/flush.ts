@@ -21,7 +21,7 @@ const MANIFEST_VERSION = 1
 const pathSchema = z.string().check(z.refine((path) => normalize(path) === path && !path.includes('\0'), 'a normalised absolute path'))
 
 const stepSchema = z.union([
-  z.object({ op: z.literal('delete'), path: pathSchema }),
+  z.object({ op: z.literal('delete'), path: pathSchema, trash: pathSchema }),
   z.object({ op: z.literal('dir'), path: pathSchema, mode: z.number(), mtimeMs: z.number() }),
   z.object({ op: z.literal('move'), path: pathSchema, temp: pathSchema }),
 ])
@@ -29,7 +29,7 @@ const stepSchema = z.union([
 const manifestSchema = z.object({
   v: z.literal(MANIFEST_VERSION),
   generation: z.string(),
-  state: z.enum(['staged', 'committed']),
+  state: z.enum(['staged', 'committed', 'done']),
   steps: z.array(stepSchema),
 })
 
@@ -74,18 +74,20 @@ function targetLeaves(path: string, target: string): boolean {
 
 /**
  * Checks the whole change set before anything is written (a bad entry refuses the flush, with
- * nothing changed) and assigns every file and symlink a temp in a directory that survives it.
+ * nothing changed) and assigns every file and symlink a temp, and every delete a trash name, in a
+ * directory that survives the flush. A path may be named twice only as a delete followed by its
+ * new entry (a change of type).
  */
 export function plan(entries: readonly FlushEntry[], confinement: Confinement): Plan {
   const generation = Date.now().toString(36) + Math.random().toString(36).slice(2, 8)
-  const kinds = new Map<string, FlushEntry['kind']>()
-  const order = new Map<string, number>()
+  const deleted = new Map<string, number>()
+  const created = new Map<string, { kind: FlushEntry['kind']; index: number }>()
   entries.forEach((entry, index) => {
     if (typeof entry !== 'object' || entry === null) throw refuse(String(entry), `flush entry ${index} is not an object`)
     const path = checkPath(entry.path, `entries[${index}].path`)
     if (normalize(path) !== path) throw refuse(path, 'flush paths must be normalised absolute paths')
-    if (kinds.has(path)) throw refuse(path, 'the change set names this path twice')
     if (path.split('/').some(isReserved)) throw refuse(path, `names starting with '${RESERVED_PREFIX}' are reserved for the flush staging area`)
+    if (!['file', 'dir', 'symlink', 'delete'].includes(entry.kind)) throw refuse(path, `unknown flush entry kind ${JSON.stringify(entry.kind)}`)
     if (path === '/' && entry.kind !== 'dir') throw refuse(path, 'the root can only change its mode or time')
     if (entry.kind === 'file' && !(entry.content instanceof Uint8Array)) throw refuse(path, 'a file entry needs its content as a Uint8Array')
     if (entry.kind === 'symlink') {
@@ -94,19 +96,13 @@ export function plan(entries: readonly FlushEntry[], confinement: Confinement): 
         throw new FsError('EACCES', 'symlink', entry.target, path, `refusing to flush a symlink whose target is absolute or leaves the directory root`)
       }
     }
-    if (!['file', 'dir', 'symlink', 'delete'].includes(entry.kind)) throw refuse(path, `unknown flush entry kind ${JSON.stringify(entry.kind)}`)
-    kinds.set(path, entry.kind)
-    order.set(path, index)
+    if (created.has(path) || (entry.kind === 'delete' && deleted.has(path))) {
+      throw refuse(path, 'the change set names this path twice (only a delete followed by the new entry may)')
+    }
+    if (entry.kind === 'delete') deleted.set(path, index)
+    else created.set(path, { kind: entry.kind, index })
   })
 
-  /** The kind the change set gives the nearest ancestor-or-self it names, if any. */
-  const nearestNamed = (path: string): [string, FlushEntry['kind']] | undefined => {
-    for (let at = path; ; at = dirname(at)) {
-      const kind = kinds.get(at)
-      if (kind) return [at, kind]
-      if (at === '/') return undefined
-    }
-  }
   const realDirectories = new Map<string, boolean>()
   const isRealDirectory = (path: string): boolean => {
     let known = realDirectories.get(path)
@@ -123,46 +119,56 @@ export function plan(entries: readonly FlushEntry[], confinement: Confinement): 
     }
     return known
   }
-  /** Survives: a real directory now, and nothing in the set removes or replaces it or an ancestor. */
-  const survives = (path: string): boolean => {
+  /** The first ancestor-or-self of `path` the set deletes or gives another type than a directory. */
+  const removed = (path: string): string | undefined => {
     for (let at = path; ; at = dirname(at)) {
-      const kind = kinds.get(at)
-      if (kind !== undefined && kind !== 'dir') return false
-      if (at === '/') break
+      const kind = created.get(at)?.kind
+      if (deleted.has(at) || (kind !== undefined && kind !== 'dir')) return at
+      if (at === '/') return undefined
     }
-    return isRealDirectory(path)
+  }
+  /** Where a temp or trash name for something in `directory` can live through the whole flush. */
+  const stagingDirectory = (directory: string): string => {
+    while (removed(directory) !== undefined || !isRealDirectory(directory)) directory = dirname(directory)
+    return directory === '/' ? '' : directory
   }
 
   const steps: Step[] = []
   const staged: Staged[] = []
-  let temps = 0
+  let names = 0
   entries.forEach((entry, index) => {
     const path = entry.path
     if (path !== '/') {
       const parent = dirname(path)
-      const named = nearestNamed(parent)
-      if (named && named[1] !== 'dir') throw refuse(path, `its ancestor '${named[0]}' is ${named[1] === 'delete' ? 'deleted' : `replaced by a ${named[1]}`} in the same change set`)
-      if (!isRealDirectory(parent)) {
+      const made = created.get(parent)
+      const madeBefore = made?.kind === 'dir' && made.index < index
+      // An ancestor the set removes, unless it also makes that ancestor (a directory) before this entry.
+      for (let at = parent; ; at = dirname(at)) {
+        const kind = created.get(at)
+        if (kind && kind.kind !== 'dir') throw refuse(path, `its ancestor '${at}' is replaced by a ${kind.kind} in the same change set`)
+        if (deleted.has(at) && !(kind && kind.index < index)) throw refuse(path, `its ancestor '${at}' is deleted in the same change set`)
+        if (at === '/') break
+      }
+      if (!madeBefore && (removed(parent) !== undefined || !isRealDirectory(parent))) {
         // Nothing to delete where the parent is missing; anything else needs the parent made first.
         if (entry.kind === 'delete' && !lstatOrUndefined(confinement.lexical(parent))) return
-        if (named?.[0] === parent && order.get(parent)! > index) throw refuse(path, `its parent '${parent}' comes after it (parents must come first)`)
-        if (named?.[0] !== parent) {
-          throw new FsError('ENOENT', 'flush', path, undefined, `its parent '${parent}' is not a directory inside the root and the change set does not create it`)
-        }
+        if (made?.kind === 'dir') throw refuse(path, `its parent '${parent}' comes after it (parents must come first)`)
+        throw new FsError('ENOENT', 'flush', path, undefined, `its parent '${parent}' is not a directory inside the root and the change set does not create it`)
       }
     }
+    // A delete of nothing is left out: repeated after a crash it could take what a later step made there.
+    if (entry.kind === 'delete' && !lstatOrUndefined(confinement.lexical(path))) return
+    const name = () => `${stagingDirectory(dirname(path))}/${RESERVED_PREFIX}.${generation}.${names++}`
     switch (entry.kind) {
       case 'delete':
-        steps.push({ op: 'delete', path })
+        steps.push({ op: 'delete', path, trash: name() })
         break
       case 'dir':
         steps.push({ op: 'dir', path, mode: entry.mode & 0o7777, mtimeMs: entry.mtimeMs })
         break
       case 'file':
       case 'symlink': {
-        let directory = dirname(path)
-        while (!survives(directory)) directory = dirname(directory)
-        const temp = `${directory === '/' ? '' : directory}/${RESERVED_PREFIX}.${generation}.${temps++}`
+        const temp = name()
         staged.push({ entry, temp })
         steps.push({ op: 'move', path, temp })
         break
@@ -235,55 +241,73 @@ function checkParent(confinement: Confinement, path: string, checked: Set<string
 }
 
 /**
- * Renames a staged temp over `host` (a directory there is removed first); false when the temp is
+ * Renames a staged temp over `host` (a directory there is removed first); nothing when the temp is
  * gone, because an earlier run of the same manifest moved it. The rename is tried first: it is
  * what almost always happens, and it says itself when the temp is missing or a directory is there.
  */
-function moveInto(temp: string, host: string): boolean {
+function moveInto(temp: string, host: string): void {
   try {
     fs.renameSync(temp, host)
-    return true
+    return
   } catch (error) {
     const code = codeOf(error)
-    if (code === 'ENOENT' && !lstatOrUndefined(temp)) return false
+    if (code === 'ENOENT' && !lstatOrUndefined(temp)) return
     if (code !== 'EISDIR' && code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error
   }
   fs.rmSync(host, { recursive: true, force: true })
   fs.renameSync(temp, host)
-  return true
 }
 
-/** Applies a committed manifest's steps in order; repeating it after a crash is harmless. */
-export function rollForward(confinement: Confinement, manifest: Manifest, applied?: (path: string) => void): void {
-  const checked = new Set<string>()
-  const touched = new Set<string>()
-  const directories: Extract<Step, { op: 'dir' }>[] = []
-  for (const step of manifest.steps) {
-    const host = checkParent(confinement, step.path, checked)
-    touched.add(dirname(step.path))
-    if (step.op === 'delete') {
-      fs.rmSync(host, { recursive: true, force: true })
-      applied?.(step.path)
-    } else if (step.op === 'dir') {
-      const stats = lstatOrUndefined(host)
-      if (stats && !stats.isDirectory()) fs.unlinkSync(host)
-      if (!stats?.isDirectory()) fs.mkdirSync(host, { mode: step.mode & 0o777 })
-      fs.chmodSync(host, step.mode)
-      directories.push(step)
-      applied?.(step.path)
-    } else {
-      checkParent(confinement, step.temp, checked)
-      touched.add(dirname(step.temp))
-      if (!moveInto(confinement.lexical(step.temp), host)) continue // moved before a crash
+/**
+ * Applies a committed manifest's steps in order; repeating it after a crash is harmless. A delete
+ * renames the path to its trash name (a trash that exists means it was done), so a path deleted and
+ * made anew in the same flush is never deleted twice; the trash is removed once every step is
+ * durable, under a `done` manifest.
+ */
+export function rollForward(confinement: Confinement, manifest: Manifest, applied?: (path: string) => void, stopAfterSteps = false): void {
+  if (manifest.state === 'committed') {
+    const checked = new Set<string>()
+    const touched = new Set<string>()
+    for (const step of manifest.steps) {
+      const host = checkParent(confinement, step.path, checked)
+      touched.add(dirname(step.path))
+      if (step.op === 'delete') {
+        checkParent(confinement, step.trash, checked)
+        touched.add(dirname(step.trash))
+        if (!lstatOrUndefined(confinement.lexical(step.trash))) renameIfPresent(host, confinement.lexical(step.trash))
+        applied?.(step.path)
+      } else if (step.op === 'dir') {
+        const stats = lstatOrUndefined(host)
+        if (stats && !stats.isDirectory()) fs.unlinkSync(host)
+        if (!stats?.isDirectory()) fs.mkdirSync(host, { mode: step.mode & 0o777 })
+        fs.chmodSync(host, step.mode)
+        applied?.(step.path)
+      } else {
+        checkParent(confinement, step.temp, checked)
+        touched.add(dirname(step.temp))
+        moveInto(confinement.lexical(step.temp), host)
+      }
     }
+    makeDirectoriesDurable([...touched].map((directory) => confinement.lexical(directory)))
+    if (stopAfterSteps) return // tests: a crash here
+    if (manifest.steps.some((step) => step.op === 'delete')) writeManifest(confinement, { ...manifest, state: 'done' })
   }
-  makeDirectoriesDurable([...touched].map((directory) => confinement.lexical(directory)))
-  // Directory times last, deepest first: the renames above changed them.
-  for (const step of directories.reverse()) {
+  for (const step of manifest.steps) if (step.op === 'delete') fs.rmSync(confinement.lexical(step.trash), { recursive: true, force: true })
+  // Directory times last, deepest first: the renames and removals above changed them.
+  for (const step of [...manifest.steps].reverse()) {
+    if (step.op !== 'dir') continue
     const time = step.mtimeMs / 1000
     fs.utimesSync(confinement.lexical(step.path), time, time)
   }
   clearStaging(confinement)
+}
+
+function renameIfPresent(from: string, to: string): void {
+  try {
+    fs.renameSync(from, to)
+  } catch (error) {
+    if (codeOf(error) !== 'ENOENT') throw error
+  }
 }
 
 /** Deletes the temps of a flush that never committed. */
@@ -337,7 +361,9 @@ export function readManifest(confinement: Confinement): Manifest | undefined {
     })
   }
   // Recovery renames and deletes what the manifest says: it must only name staged temps and never the root.
-  const bad = result.data.steps.find((step) => (step.path === '/' && step.op !== 'dir') || (step.op === 'move' && !isReserved(basename(step.temp))))
+  const bad = result.data.steps.find(
+    (step) => (step.path === '/' && step.op !== 'dir') || (step.op === 'move' && !isReserved(basename(step.temp))) || (step.op === 'delete' && !isReserved(basename(step.trash))),
+  )
   if (bad) throw Object.assign(new Error(`rewindfs: the flush manifest ${manifestFile(confinement)} has a step that is not a flush's (${JSON.stringify(bad)}); move it aside to continue`), { code: 'ERR_REWINDFS_MANIFEST' })
   return result.data
 }

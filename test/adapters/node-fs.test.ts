@@ -5,6 +5,8 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
+import { Confinement } from '../../adapters/node-fs/confine.js'
+import { readManifest, rollForward } from '../../adapters/node-fs/flush.js'
 import { DirectorySource, directory } from '../../adapters/node-fs/index.js'
 import type { FlushEntry } from '../../src/flush/target.js'
 import { Workspace } from '../../src/index.js'
@@ -300,6 +302,48 @@ describe('apply: all or nothing', () => {
     // Recovering again changes nothing.
     directory(root)
     expect(tree(root)).toEqual(generation2)
+  })
+
+  it("changes a path's type when the set deletes it and then names it anew", async () => {
+    const root = tempDirectory({ '/x/old.txt': 'old', '/f': 'a file', '/l': 'a file too' })
+    const source = directory(root)
+    await source.apply([
+      { path: '/x', kind: 'delete' },
+      file('/x', 'x is a file now'),
+      { path: '/f', kind: 'delete' },
+      { path: '/f', kind: 'dir', mode: 0o755, mtimeMs: 1_600_000_000_000 },
+      file('/f/inside.txt', 'inside'),
+      { path: '/l', kind: 'delete' },
+      { path: '/l', kind: 'symlink', target: 'f/inside.txt' },
+    ])
+    expect(tree(root)).toEqual({ '/f/': '755', '/f/inside.txt': '644 inside', '/l': '-> f/inside.txt', '/x': '644 x is a file now' })
+  })
+
+  it('can repeat a committed manifest from the start, as recovery does after a crash, to the same result', async () => {
+    const root = tempDirectory({ '/x/old.txt': 'old', '/keep/a.txt': 'a', '/gone.txt': 'gone' })
+    const source = directory(root)
+    source.stopAfter = 'committed'
+    await source.apply([
+      { path: '/x', kind: 'delete' },
+      { path: '/x', kind: 'dir', mode: 0o700, mtimeMs: 1_600_000_000_000 },
+      file('/x/new.txt', 'new'),
+      { path: '/gone.txt', kind: 'delete' },
+      { path: '/never-there', kind: 'delete' },
+      file('/never-there', 'made'),
+      file('/keep/a.txt', 'A'),
+    ])
+    const confinement = new Confinement(source.root)
+    const manifest = readManifest(confinement)!
+    expect(manifest.state).toBe('committed')
+    const expected = { '/keep/': '755', '/keep/a.txt': '644 A', '/never-there': '644 made', '/x/': '700', '/x/new.txt': '644 new' }
+    // A crash after every step, before the manifest said so: recovery runs the steps again.
+    rollForward(confinement, manifest, undefined, true)
+    expect(readManifest(confinement)?.state).toBe('committed')
+    rollForward(confinement, manifest)
+    expect(tree(root)).toEqual(expected)
+    // A crash while the trash was being removed: the rest of it, nothing else.
+    rollForward(confinement, { ...manifest, state: 'done' })
+    expect(tree(root)).toEqual(expected)
   })
 
   it('refuses a second flush into the same directory while one holds its lock', async () => {
