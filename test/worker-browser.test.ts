@@ -49,6 +49,14 @@ window.scenarios = {
       closed: ws.status.closed,
     }
   },
+  async crash() {
+    const crashes = []
+    const ws = await openWorkerWorkspace(new Worker('/crash-worker.js', { type: 'module' }), { validators: ['explodes'], onCrash: (error) => crashes.push(error.code) })
+    await ws.fs.promises.writeFile('/a', 'before')
+    const pending = await ws.transaction((staged) => staged.promises.writeFile('/b', 'never')).catch((e) => ({ code: e.code, message: e.message }))
+    const later = await ws.fs.promises.readFile('/a').catch((e) => e.code)
+    return { pending, later, crashes, crashed: typeof ws.status.crashed === 'string' }
+  },
   async reopen(name) {
     const ws = await open(name)
     const result = { text: await ws.fs.readFile('/app/b.txt', 'utf8'), checkpoints: (await ws.checkpoints()).map((c) => c.name), degraded: ws.status.degraded ?? null }
@@ -61,15 +69,23 @@ document.getElementById('status').textContent = 'ready'
 
 const HTML = '<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"></head><body><pre id="status">loading…</pre><script type="module" src="/page.js"></script></body></html>'
 
-async function bundles(): Promise<{ page: string; worker: string }> {
+/** A worker whose engine throws outside any call, as a bug would (the 'error' event path of a Web Worker). */
+const CRASH_WORKER = `
+import { registerValidator, serve } from '../worker/serve.ts'
+registerValidator('explodes', { name: 'explodes', match: '**', validate() { setTimeout(() => { throw new Error('engine exploded') }); return new Promise(() => {}) } })
+await serve()
+`
+
+async function bundles(): Promise<{ page: string; worker: string; crashWorker: string }> {
   const common = { bundle: true, platform: 'browser', format: 'esm', target: 'es2022', write: false, logLevel: 'silent' } as const
   const here = fileURLToPath(new URL('.', import.meta.url))
-  const [page, worker] = await Promise.all([
+  const [page, worker, crashWorker] = await Promise.all([
     build({ ...common, stdin: { contents: PAGE, resolveDir: here, sourcefile: 'worker-page.js', loader: 'js' } }),
     // serve() reaches node:worker_threads only outside a Web Worker.
     build({ ...common, entryPoints: [fileURLToPath(new URL('../worker/browser-entry.ts', import.meta.url))], external: ['node:worker_threads'] }),
+    build({ ...common, stdin: { contents: CRASH_WORKER, resolveDir: here, sourcefile: 'crash-worker.js', loader: 'js' }, external: ['node:worker_threads'] }),
   ])
-  return { page: page.outputFiles[0].text, worker: worker.outputFiles[0].text }
+  return { page: page.outputFiles[0].text, worker: worker.outputFiles[0].text, crashWorker: crashWorker.outputFiles[0].text }
 }
 
 function serve(files: Record<string, string>): Promise<Server> {
@@ -92,8 +108,8 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
   const errors: string[] = []
 
   beforeAll(async () => {
-    const { page, worker } = await bundles()
-    server = await serve({ '/page.js': page, '/worker.js': worker })
+    const { page, worker, crashWorker } = await bundles()
+    server = await serve({ '/page.js': page, '/worker.js': worker, '/crash-worker.js': crashWorker })
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] })
   })
@@ -111,7 +127,7 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
     await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready')
   }
 
-  const run = (page: Page, scenario: 'write' | 'reopen', name: string) =>
+  const run = (page: Page, scenario: 'write' | 'reopen' | 'crash', name = '') =>
     page.evaluate(([s, n]) => (window as unknown as { scenarios: Record<string, (name: string) => Promise<unknown>> }).scenarios[s](n), [scenario, name] as const)
 
   it('answers like the Node worker (bytes, Node-shaped errors, batch, validators) and keeps the state across a reload', async () => {
@@ -132,5 +148,19 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
     expect(await run(page, 'reopen', 'worker-browser')).toEqual({ text: 'written in a worker', checkpoints: ['before-reload'], degraded: null })
     await context.close()
     expect(errors).toEqual([])
+  })
+
+  it('reports a Web Worker that throws outside any call: pending and later calls reject, onCrash is told once', async () => {
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await ready(page)
+    const crashed = (await run(page, 'crash')) as { pending: { code: string; message: string }; later: string; crashes: string[]; crashed: boolean }
+    expect(crashed.pending.code).toBe('ERR_REWINDFS_WORKER_CRASHED')
+    expect(crashed.pending.message).toMatch(/engine exploded/)
+    expect(crashed).toMatchObject({ later: 'ERR_REWINDFS_WORKER_CRASHED', crashes: ['ERR_REWINDFS_WORKER_CRASHED'], crashed: true })
+    await context.close()
+    // The worker's uncaught error is the point of this test; the page itself must stay clean.
+    expect(errors.filter((error) => !/engine exploded/.test(error))).toEqual([])
+    errors.length = 0
   })
 })
