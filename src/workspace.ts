@@ -199,6 +199,8 @@ export class Workspace {
   private stagedFs: StagedFs | undefined
   private durability: Durability | undefined
   private integrity: Promise<IntegrityReport> | undefined
+  /** Compensations running (inside a restore's hold): a sync() from one must not wait for the hold. */
+  private compensating = 0
   /** Why the configured store is not in use (the workspace runs in memory), and what open repaired. */
   readonly status: { degraded?: string; warnings: string[]; loaded?: LoadReport } = { warnings: [] }
   /** The restore record the last undoRestore() reverted, so a second call re-applies it. */
@@ -350,7 +352,7 @@ export class Workspace {
     this.ops.settle()
     if (!this.durability) return
     try {
-      await this.durability.sync()
+      await this.durability.sync({ insideHold: this.compensating > 0 })
     } catch (error) {
       this.status.degraded = this.durability.failure
       throw error
@@ -580,6 +582,15 @@ export class Workspace {
 
   /** Runs the compensations of the given side-effect operations, newest first. */
   private async compensate(records: readonly OperationRecord[]): Promise<{ compensated: string[]; uncompensated: { description: string; error: string }[] }> {
+    this.compensating++
+    try {
+      return await this.compensateNow(records)
+    } finally {
+      this.compensating--
+    }
+  }
+
+  private async compensateNow(records: readonly OperationRecord[]): Promise<{ compensated: string[]; uncompensated: { description: string; error: string }[] }> {
     const compensated: string[] = []
     const uncompensated: { description: string; error: string }[] = []
     for (const record of [...records].sort((a, b) => b.seq - a.seq)) {

@@ -252,3 +252,48 @@ describe('write-ahead journal and crash recovery', () => {
     expect(reopened.fs.readFileSync('/token', 'utf8')).toBe('')
   })
 })
+
+describe('sync during a hold', () => {
+  it('a sync that lands during an automatic compaction waits for it and is then durable', async () => {
+    // A store slow enough that compactions overlap the syncs, as a disk is.
+    class SlowStore extends MemoryStore {
+      override async replaceJournal(records: readonly string[]): Promise<void> {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        return super.replaceJournal(records)
+      }
+      override async appendJournal(records: readonly string[]): Promise<void> {
+        await new Promise((resolve) => setTimeout(resolve, 1))
+        return super.appendJournal(records)
+      }
+    }
+    const store = new SlowStore()
+    const ws = await Workspace.open({ store, compactEvery: 20, autoCheckpoint: false })
+    ws.fs.mkdirSync('/t')
+    for (let n = 0; n < 60; n++) {
+      ws.fs.mkdirSync(`/t/d${n}`)
+      await ws.sync()
+    }
+    await ws.close()
+    const again = await Workspace.open({ store: MemoryStore.from(store.image()) })
+    expect(again.fs.readdirSync('/t')).toHaveLength(60)
+    await again.close()
+  })
+
+  it('a compensator may await ws.sync() during a restore without waiting for itself', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    const start = await ws.checkpoint({ name: 'start' })
+    let synced = false
+    await ws.recordSideEffect({
+      description: 'created a bucket',
+      compensate: async () => {
+        await ws.sync()
+        synced = true
+      },
+    })
+    const report = await ws.restore(start.id)
+    expect(synced).toBe(true)
+    expect(report.compensated).toEqual(['created a bucket'])
+    await ws.close()
+  })
+})

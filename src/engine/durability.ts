@@ -107,9 +107,13 @@ export class Durability {
       return await body()
     } finally {
       this.holds--
+      if (this.holds === 0) for (const resume of this.idle.splice(0)) resume()
       this.schedule()
     }
   }
+
+  /** sync() calls waiting for a hold (a compaction, a restore) to end. */
+  private readonly idle: (() => void)[] = []
 
   record(body: RecordBody, blobs: Iterable<BlobId> = []): void {
     this.lines.push(encodeRecord(body))
@@ -391,8 +395,14 @@ export class Durability {
     )
   }
 
-  /** Resolves when everything recorded so far is durable; rejects if the store failed. */
-  async sync(): Promise<void> {
+  /**
+   * Resolves when everything recorded so far is durable; rejects if the store failed. While a hold
+   * is on (a compaction or a restore commits as one), it waits for the hold to end: resolving
+   * earlier would acknowledge records no store has. `insideHold` is for callers running within the
+   * hold (a compensator during a restore), which would otherwise wait for themselves.
+   */
+  async sync(options: { insideHold?: boolean } = {}): Promise<void> {
+    while (this.holds > 0 && !options.insideHold) await new Promise<void>((resolve) => this.idle.push(resolve))
     await this.commit()
     if (this.failure) throw Object.assign(new Error(`rewindfs: ${this.failure}; the workspace is running in memory (degraded)`), { code: 'EDEGRADED' })
   }
