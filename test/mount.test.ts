@@ -8,6 +8,8 @@ import { createRequire } from 'node:module'
 import os from 'node:os'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { directory } from '../adapters/node-fs/index.js'
+import { exec } from '../adapters/node-fs/exec.js'
+import { hostFs } from '../adapters/node-fs/host-fs.js'
 import { mountOver, patchFs } from '../adapters/node-fs/mount.js'
 import { Workspace } from '../src/index.js'
 
@@ -209,6 +211,17 @@ describe('patchFs: unmodified tools from npm through the mounted fs', () => {
     await handle.close()
     // Child processes bypass it: they see the disk.
     expect(() => execFileSync('cat', [`${root}/patched.txt`], { stdio: 'pipe' })).toThrow()
+
+    // The adapter's own access is marked as the host's: it reaches the disk, even through
+    // node:fs functions that call other (patched) members internally.
+    ws.fs.writeFileSync('/README.md', 'in the workspace')
+    expect(hostFs.readFileSync(`${root}/README.md`, 'utf8')).toBe('hello\n')
+    expect(fs.readFileSync(`${root}/README.md`, 'utf8')).toBe('in the workspace')
+    // exec while patched: its materialising reads the lower directory (a renamed one, too) from disk.
+    const result = await exec(ws, 'cat lib/main.c README.md && echo built > lib/out.o')
+    expect(result.stdout).toBe('int main;\nin the workspace')
+    expect(fs.readFileSync(`${root}/lib/out.o`, 'utf8')).toBe('built\n')
+    expect(hostFs.existsSync(`${root}/lib`)).toBe(false)
 
     unpatch()
     unpatch = undefined

@@ -5,7 +5,8 @@
  * after the command and turns what differs into edits for one transaction.
  */
 import crypto from 'node:crypto'
-import fs from 'node:fs'
+import type { BigIntStats, Stats } from 'node:fs'
+import { hostFs as fs } from './host-fs.js'
 import type { NodeFs } from '../../src/workspace.js'
 
 type Kind = 'file' | 'dir' | 'symlink'
@@ -14,7 +15,7 @@ type Kind = 'file' | 'dir' | 'symlink'
 interface Written {
   readonly kind: Kind
   readonly mode: number
-  stats?: fs.BigIntStats
+  stats?: BigIntStats
   /** Files written from the workspace's bytes: their SHA-1. */
   readonly sha1?: string
   /** Files cloned from the lower directory: the host path they came from. */
@@ -70,7 +71,7 @@ export function workspaceTarget(target: string, root: string): string {
   return target.startsWith(root + '/') ? target.slice(root.length) : target
 }
 
-function kindOf(stats: fs.Stats | fs.BigIntStats): Kind | undefined {
+function kindOf(stats: Stats | BigIntStats): Kind | undefined {
   if (stats.isFile()) return 'file'
   if (stats.isDirectory()) return 'dir'
   if (stats.isSymbolicLink()) return 'symlink'
@@ -82,7 +83,7 @@ function kindOf(stats: fs.Stats | fs.BigIntStats): Kind | undefined {
  * same inode, size and mtime on disk, and no symlink among the host directories on the way (so the
  * clone cannot be led outside the lower directory).
  */
-function cloneable(source: CloneSource, path: string, view: fs.Stats, realDirs: Map<string, boolean>): string | undefined {
+function cloneable(source: CloneSource, path: string, view: Stats, realDirs: Map<string, boolean>): string | undefined {
   if (source.changed.has(path)) return undefined
   const host = source.root + path
   const dir = host.slice(0, host.lastIndexOf('/'))
@@ -110,7 +111,7 @@ function cloneable(source: CloneSource, path: string, view: fs.Stats, realDirs: 
  */
 export function materialise(view: NodeFs, root: string, clock: string, lower: CloneSource | undefined): Manifest {
   const written = new Map<string, Written>()
-  const dirs: { path: string; stats: fs.Stats }[] = []
+  const dirs: { path: string; stats: Stats }[] = []
   const realDirs = new Map<string, boolean>()
   const visit = (path: string) => {
     const stats = view.lstatSync(path)
@@ -175,7 +176,7 @@ export function scan(manifest: Manifest): Scan {
   const { root, written } = manifest
   const out: Scan = { added: [], modified: [], deleted: [], skipped: [], removals: [], edits: [] }
   const seen = new Set<string>()
-  const create = (path: string, host: string, kind: Kind, stats: fs.BigIntStats) => {
+  const create = (path: string, host: string, kind: Kind, stats: BigIntStats) => {
     const mode = Number(stats.mode) & 0o7777
     if (kind === 'dir') out.edits.push({ op: 'dir', path, mode })
     else if (kind === 'symlink') out.edits.push({ op: 'symlink', path, target: workspaceTarget(fs.readlinkSync(host), root) })

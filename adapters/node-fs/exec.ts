@@ -5,7 +5,7 @@
  * temp directory is removed in all cases. Node only.
  */
 import { execFile, spawn } from 'node:child_process'
-import fs from 'node:fs'
+import { hostFs as fs, onHost } from './host-fs.js'
 import os from 'node:os'
 import { FsError } from '../../src/errors.js'
 import { ConflictError } from '../../src/engine/transaction.js'
@@ -156,7 +156,13 @@ async function remove(path: string): Promise<void> {
  * in the workspace while it ran, the promise rejects (ValidationError, ConflictError) with the
  * command's `result` attached, and nothing lands.
  */
-export async function exec(ws: Workspace, command: string, options: ExecOptions = {}): Promise<ExecResult> {
+export function exec(ws: Workspace, command: string, options: ExecOptions = {}): Promise<ExecResult> {
+  // Host access throughout: with a mount patched over fs, the lower directory's reads and the
+  // workspace's own work still reach the disk (validators and approve hooks run inside too).
+  return onHost(() => execute(ws, command, options))
+}
+
+async function execute(ws: Workspace, command: string, options: ExecOptions): Promise<ExecResult> {
   checkOptions(ws, command, options)
   const view = ws.fs
   const cwd = view.realpathSync(options.cwd ?? ws.cwd())

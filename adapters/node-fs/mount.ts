@@ -15,6 +15,7 @@ import { FsError } from '../../src/errors.js'
 import { Dir, Dirent } from '../../src/fs/stats.js'
 import { Workspace, type NodeFs } from '../../src/workspace.js'
 import { DirectorySource } from './directory.js'
+import { isHostAccess } from './host-fs.js'
 
 type Call = (...args: unknown[]) => unknown
 type Members = Record<string, unknown>
@@ -111,7 +112,8 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
   const roots = real === base ? [base] : [base, real]
   const fds = new Set<number>()
   // While the workspace runs a call, fs calls it makes itself (its lower directory reading the disk
-  // through a patched module) must reach node:fs, not come back into the workspace.
+  // through a patched module) must reach node:fs, not come back into the workspace. A counter, not
+  // host-fs's async marking: callbacks the workspace schedules for the caller must route as usual.
   let depth = 0
   const inside = <T>(body: () => T): T => {
     depth++
@@ -164,7 +166,7 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
   const targetToWorkspace = (target: unknown) => (typeof target === 'string' && nodePath.isAbsolute(target) ? (toWorkspace(target) ?? target) : target)
 
   const route = (kind: Route, args: unknown[]): Routed => {
-    if (depth > 0) return REAL
+    if (depth > 0 || isHostAccess()) return REAL
     if (kind === 'fd' || kind === 'pathOrFd') {
       const fd = fdOf(args[0])
       if (fd !== undefined) return [fd, ...args.slice(1)]
