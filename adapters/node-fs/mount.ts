@@ -294,8 +294,16 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
     function (...args: unknown[]) {
       const routed = route(kind, args)
       const callback = args[args.length - 1]
-      // Without a callback node:fs throws its argument error before any I/O.
-      if (routed === REAL || typeof callback !== 'function') return realFn.apply(realFs, args)
+      // Without a callback node:fs throws its argument error before any I/O (rename, copyFile).
+      if (routed === REAL || (routed === CROSS && typeof callback !== 'function')) return realFn.apply(realFs, args)
+      if (typeof callback !== 'function') {
+        // The workspace's own argument check, or its default (fs.close(fd) may omit the callback).
+        try {
+          return inside(() => wsFn(...routed))
+        } catch (error) {
+          throw hostError(error)
+        }
+      }
       const cb = callback as (...results: unknown[]) => void
       if (routed === CROSS) {
         later(() => {
