@@ -5,7 +5,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import { afterAll, describe, expect, it } from 'vitest'
-import { directory } from '../adapters/node-fs/index.js'
+import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { exec } from '../adapters/node-fs/exec.js'
 import { ConflictError, ValidationError, Workspace } from '../src/index.js'
 import type { Validator } from '../src/index.js'
@@ -129,6 +129,23 @@ describe('exec: a shell command against the workspace', () => {
     expect(operation.type).toBe('transaction')
     await ws.undo()
     expect(view(ws)).toEqual(viewBefore)
+  })
+
+  it('is durable like any transaction: after a reopen the writes are there, undoable, and no exec checkpoint is left', async () => {
+    const root = project()
+    const storePath = `${scratch}/store${serial++}`
+    let ws = await Workspace.open({ lower: directory(root), store: directoryStore(storePath) })
+    await exec(ws, 'echo built > app && rm README.md')
+    await ws.sync()
+    await ws.close()
+    ws = await Workspace.open({ lower: directory(root), store: directoryStore(storePath) })
+    expect(ws.fs.readFileSync('/app', 'utf8')).toBe('built\n')
+    expect(ws.fs.existsSync('/README.md')).toBe(false)
+    expect(ws.checkpoints().filter((c) => c.name.startsWith('exec-'))).toEqual([])
+    await ws.undo()
+    expect(ws.fs.existsSync('/app')).toBe(false)
+    expect(ws.fs.readFileSync('/README.md', 'utf8')).toBe('hello\n')
+    await ws.close()
   })
 
   it('gives the command a distinct inode for every lower file (no hard link into the lower directory)', async () => {

@@ -168,6 +168,18 @@ describe('mountOver: routing by path prefix', () => {
     expect(errorOf(() => mount.copyFileSync(`${root}/README.txt`, `${outside}/out.txt`, fs.constants.COPYFILE_EXCL)).code).toBe('EEXIST')
   })
 
+  it('routes the root by the path it was given and by its real path (a link to it)', async () => {
+    const { root, ws } = await setup()
+    const alias = `${scratch}/alias${serial++}`
+    fs.symlinkSync(root, alias)
+    const mount = mountOver(ws, alias)
+    mount.writeFileSync(`${alias}/via-alias.txt`, 'a')
+    mount.writeFileSync(`${root}/via-real-path.txt`, 'r')
+    expect(ws.fs.readdirSync('/').sort()).toEqual(['README.md', 'src', 'via-alias.txt', 'via-real-path.txt'])
+    expect(fs.readdirSync(root).sort()).toEqual(['README.md', 'src'])
+    expect(mount.realpathSync(`${root}/src`)).toBe(`${alias}/src`)
+  })
+
   it('refuses a workspace whose lower directory is another one', async () => {
     const { ws, outside } = await setup()
     expect(() => mountOver(ws, outside)).toThrow(/lower directory is '.*', not '.*'/)
