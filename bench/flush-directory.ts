@@ -2,7 +2,7 @@
  * Directory flush: 10k × 1 KiB files in 10 directories into an empty directory through the
  * node-fs flush target (temp, fsync, rename, directory fsyncs, manifest) and through ws.flush,
  * against `cp -r` of the same files (which makes nothing durable) and `cp -r` followed by
- * `sync -f` (syncfs of the file system: durable, like ours). Median of 3 runs; prints a markdown
+ * `sync -f` (syncfs of the file system: durable, like ours). Median of 5 runs; prints a markdown
  * table. Run: node --import tsx bench/flush-directory.ts [files]
  */
 import { execFileSync } from 'node:child_process'
@@ -14,7 +14,7 @@ import { Workspace } from '../src/index.js'
 import { Content, FILES_PER_DIR, dirsFor, layout } from './lib.js'
 
 const FILES = Number(process.argv[2] ?? 10_000)
-const RUNS = 3
+const RUNS = 5
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-bench-flush-`)
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]

@@ -109,7 +109,15 @@ export class DirectoryStore implements Store {
     return this.write('appendJournal', async () => {
       const text = lines(records)
       if (text === '') return
-      fs.writeFileSync(this.journalFd!, text) // loops until every byte is written; the fsync is the slow part
+      const fd = this.journalFd!
+      const size = fs.fstatSync(fd).size
+      try {
+        fs.writeFileSync(fd, text) // loops until every byte is written; the fsync is the slow part
+      } catch (error) {
+        // A part-written group (ENOSPC, EIO) is cut off, so a later append can never follow a torn line.
+        fs.ftruncateSync(fd, size)
+        throw error
+      }
       await new Promise<void>((resolve, reject) => fs.fdatasync(this.journalFd!, (error) => (error ? reject(error) : resolve())))
     })
   }
