@@ -24,11 +24,12 @@ import {
   type StoreDescriptor,
   badCall,
   fsCall,
+  fsMembers,
   memberArguments,
   parse,
   request as requestSchema,
 } from './protocol.js'
-import { encodeValue, errorRecord, packResults, toError, unpackBatch } from './values.js'
+import { ResultPacker, encodeValue, errorRecord, toError, unpackBatch } from './values.js'
 
 const validators = new Map<string, Validator>()
 
@@ -130,10 +131,13 @@ function status(ws: Workspace): StatusRecord {
 
 type FsFunctions = Record<string, (...args: unknown[]) => unknown>
 
+/** Each member's sync form by name, made once rather than per call. */
+const syncName = Object.fromEntries(fsMembers.map((op) => [op, `${op}Sync`])) as Record<FsCall['op'], string>
+
 /** Runs one fs call by its sync form; `undefined` when it needs contents an asynchronous lower has not loaded. */
 function tryFs(fs: FsFunctions, call: FsCall): Outcome | undefined {
   try {
-    return { ok: true, value: fs[`${call.op}Sync`](...call.args) }
+    return { ok: true, value: fs[syncName[call.op]](...call.args) }
   } catch (error) {
     return isNotLoaded(error) ? undefined : { ok: false, error: errorRecord(error) }
   }
@@ -143,7 +147,7 @@ function tryFs(fs: FsFunctions, call: FsCall): Outcome | undefined {
 async function runFs(fs: FsFunctions, lower: LowerSource, call: FsCall): Promise<Outcome> {
   for (let loads = 0; ; loads++) {
     try {
-      return { ok: true, value: fs[`${call.op}Sync`](...call.args) }
+      return { ok: true, value: fs[syncName[call.op]](...call.args) }
     } catch (error) {
       if (!isNotLoaded(error) || !lower.prefetch || loads >= 64) return { ok: false, error: errorRecord(error) }
       await lower.prefetch([error.path])
@@ -176,10 +180,14 @@ export class WorkspaceHost {
           const fs = ws.fs as unknown as FsFunctions
           const calls = unpackBatch(req)
           if (!calls) return { ok: false, error: badCall('batch: contents lie outside the packed buffer') }
-          const results: Outcome[] = []
-          // Synchronously where possible: a batch is one task, not one task per operation.
-          for (const call of calls) results.push(tryFs(fs, call) ?? (await runFs(fs, ws.lower, call)))
-          return { ok: true, value: packResults(results, transfers) }
+          const packer = new ResultPacker(calls.length)
+          for (const call of calls) {
+            // Synchronously where possible: a batch is one task, not one task per operation.
+            const outcome = tryFs(fs, call) ?? (await runFs(fs, ws.lower, call))
+            if (outcome.ok) packer.value(outcome.value, transfers)
+            else packer.error(outcome.error)
+          }
+          return { ok: true, value: packer.finish(transfers) }
         }
         case 'close':
           await ws.close()

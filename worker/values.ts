@@ -8,7 +8,7 @@ import { BigIntStats, Dirent, Stats } from '../src/fs/stats.js'
 import { ValidationError } from '../src/engine/validator.js'
 import { asCallerBytes } from '../src/bytes.js'
 import { fsMembers } from './constants.js'
-import type { ErrorRecord, FsCall, Outcome } from './protocol.js'
+import type { ErrorRecord, FsCall } from './protocol.js'
 
 const TAG = '__rewindfs'
 const nodeFields = ['code', 'errno', 'syscall', 'path', 'dest'] as const
@@ -96,40 +96,79 @@ const STATS = 2
 const ERROR = 3
 const statKeys = ['dev', 'mode', 'nlink', 'uid', 'gid', 'rdev', 'blksize', 'ino', 'size', 'blocks', 'atimeMs', 'mtimeMs', 'ctimeMs', 'birthtimeMs'] as const
 
-export function packResults(results: readonly Outcome[], transfers: Transferable[]): BatchWire {
-  let total = 0
-  let statCount = 0
-  for (const r of results) {
-    if (!r.ok) continue
-    if (r.value instanceof Uint8Array) total += r.value.byteLength
-    else if (r.value instanceof Stats) statCount++
+/**
+ * Builds a BatchWire as results arrive, so a batch allocates no result object per operation and
+ * walks its results once; the contents buffer grows by doubling.
+ */
+export class ResultPacker {
+  private readonly kinds: Uint8Array
+  private readonly values: unknown[]
+  private stats: Float64Array<ArrayBuffer>
+  private bytes: Uint8Array<ArrayBuffer>
+  private count = 0
+  private statAt = 0
+  private at = 0
+
+  constructor(size: number) {
+    this.kinds = new Uint8Array(size)
+    this.values = new Array(size)
+    this.stats = new Float64Array(64 * statKeys.length)
+    this.bytes = new Uint8Array(64 * 1024)
   }
-  const bytes = new Uint8Array(total)
-  const stats = new Float64Array(statCount * statKeys.length)
-  const kinds = new Uint8Array(results.length)
-  const values: unknown[] = new Array(results.length)
-  let at = 0
-  let statAt = 0
-  for (let i = 0; i < results.length; i++) {
-    const r = results[i]
-    if (!r.ok) {
-      kinds[i] = ERROR
-      values[i] = r.error
-    } else if (r.value instanceof Uint8Array) {
-      kinds[i] = BYTES
-      values[i] = r.value.byteLength
-      bytes.set(r.value, at)
-      at += r.value.byteLength
-    } else if (r.value instanceof Stats) {
-      kinds[i] = STATS
-      for (const key of statKeys) stats[statAt++] = r.value[key]
+
+  value(value: unknown, transfers: Transferable[]): void {
+    const i = this.count++
+    if (value instanceof Uint8Array) {
+      this.kinds[i] = BYTES
+      this.values[i] = value.byteLength
+      if (this.at + value.byteLength > this.bytes.byteLength) this.bytes = grown(this.bytes, this.at + value.byteLength)
+      this.bytes.set(value, this.at)
+      this.at += value.byteLength
+    } else if (value instanceof Stats) {
+      this.kinds[i] = STATS
+      if (this.statAt + statKeys.length > this.stats.length) this.stats = grown(this.stats, this.statAt + statKeys.length)
+      const stats = this.stats
+      let at = this.statAt
+      stats[at++] = value.dev
+      stats[at++] = value.mode
+      stats[at++] = value.nlink
+      stats[at++] = value.uid
+      stats[at++] = value.gid
+      stats[at++] = value.rdev
+      stats[at++] = value.blksize
+      stats[at++] = value.ino
+      stats[at++] = value.size
+      stats[at++] = value.blocks
+      stats[at++] = value.atimeMs
+      stats[at++] = value.mtimeMs
+      stats[at++] = value.ctimeMs
+      stats[at++] = value.birthtimeMs
+      this.statAt = at
     } else {
-      kinds[i] = VALUE
-      values[i] = encodeValue(r.value, transfers)
+      this.kinds[i] = VALUE
+      this.values[i] = encodeValue(value, transfers)
     }
   }
-  transfers.push(bytes.buffer, stats.buffer)
-  return { kinds, values, stats, bytes: bytes.buffer }
+
+  error(error: ErrorRecord): void {
+    const i = this.count++
+    this.kinds[i] = ERROR
+    this.values[i] = error
+  }
+
+  /** The wire; its buffers are listed on `transfers` (they belong to the receiver from here on). */
+  finish(transfers: Transferable[]): BatchWire {
+    transfers.push(this.bytes.buffer, this.stats.buffer)
+    return { kinds: this.kinds, values: this.values, stats: this.stats, bytes: this.bytes.buffer }
+  }
+}
+
+function grown<T extends Uint8Array<ArrayBuffer> | Float64Array<ArrayBuffer>>(array: T, needed: number): T {
+  let length = array.length * 2
+  while (length < needed) length *= 2
+  const next = new (array.constructor as new (length: number) => T)(length)
+  next.set(array)
+  return next
 }
 
 /** Results as the caller sees them: contents are views into the one transferred buffer, each its own range. */
