@@ -144,8 +144,8 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
     }
   }
   visit('/')
-  // Deepest first: a directory's mode and times are set once nothing more is made in it (and
-  // while its parent can still be searched, even if its own mode forbids that).
+  // Children before their parent: a directory's mode and times are set once nothing more is made
+  // in it, and while its parent can still be searched (even if its own mode forbids that).
   for (const { path, stats } of dirs.reverse()) {
     const host = root + (path === '/' ? '' : path)
     fs.chmodSync(host, stats.mode & 0o7777)
@@ -156,7 +156,7 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
   return { root, written, since: fs.lstatSync(clock, { bigint: true }).ctimeNs }
 }
 
-/** True when the file at `host` may differ from what was written: compared by content only then. */
+/** Whether the file at `host` holds what was written there (asked only when its stats changed). */
 function sameContent(host: string, before: Written): boolean {
   const data = fs.readFileSync(host)
   if (before.sha1 !== undefined) return sha1(data) === before.sha1
