@@ -92,7 +92,7 @@ export class WorkerWorkspace implements AsyncWorkspace {
     }
   }
 
-  /** The engine's status as of the last call, and whether the worker crashed or closed. */
+  /** The engine's status as of the last engine call (fs calls do not carry it; sync() does), and whether the worker crashed or closed. */
   get status(): WorkerStatus {
     return {
       ...this.mirrored,
