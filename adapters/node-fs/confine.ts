@@ -9,6 +9,8 @@ import { FsError, typeError } from '../../src/errors.js'
 import { normalize } from '../../src/path.js'
 
 const MAX_LINKS = 40 // Linux's MAXSYMLINKS
+/** Where the kernel says which file a descriptor is (Linux): the check after open that nothing escaped. */
+const DESCRIPTORS = fs.existsSync('/proc/self/fd') ? '/proc/self/fd/' : undefined
 
 /** Names the adapter keeps for itself in every directory: the staging folder and staged temp files. */
 export const RESERVED_PREFIX = '.rewindfs-flush'
@@ -49,6 +51,16 @@ export class Confinement {
     if (host === this.root) return '/'
     if (this.root === '/') return host
     return host.startsWith(this.root + '/') ? host.slice(this.root.length) : undefined
+  }
+
+  /**
+   * Throws EACCES unless the open descriptor is a file inside the root. Run before any byte is read
+   * or written through it, so a directory swapped for a link after the walk cannot lead outside.
+   */
+  checkDescriptor(fd: number, syscall: string, path: string): void {
+    if (DESCRIPTORS && this.inside(fs.readlinkSync(DESCRIPTORS + fd)) === undefined) {
+      throw new FsError('EACCES', syscall, path, undefined, `a component of the path changed into a link leading outside the directory root '${this.root}' during the call`)
+    }
   }
 
   private escape(syscall: string, path: string, link: string, target: string): FsError {

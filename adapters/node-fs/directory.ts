@@ -13,8 +13,6 @@ import { clearStaging, plan, readManifest, rollBack, rollForward, stage, staging
 import { syncDirectory } from './files.js'
 import { LockFile } from './lock.js'
 
-/** Where the kernel says which file a descriptor is (Linux): the check after open that nothing escaped. */
-const DESCRIPTORS = fs.existsSync('/proc/self/fd') ? '/proc/self/fd/' : undefined
 const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
 
 function typeOf(stats: fs.Stats): EntryType | undefined {
@@ -78,7 +76,9 @@ export class DirectorySource implements LowerSource, FlushTarget {
       if ((entry.isFile() || entry.isDirectory() || entry.isSymbolicLink()) && !isReserved(entry.name)) names.push(entry.name)
     }
     // A component swapped for a link while listing: the names may come from elsewhere.
-    if (fs.realpathSync.native(host) !== host) throw this.moved('scandir', normal)
+    if (fs.realpathSync.native(host) !== host) {
+      throw new FsError('EACCES', 'scandir', normal, undefined, `a component of the path changed into a link leading outside the directory root '${this.root}' during the call`)
+    }
     return names
   }
 
@@ -86,8 +86,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
     const normal = normalize(checkPath(path))
     const fd = fs.openSync(this.confinement.resolve(normal, 'open', true), fs.constants.O_RDONLY | O_NOFOLLOW)
     try {
-      // Checked on the open descriptor, before any byte is read: a swap after the walk cannot escape.
-      if (DESCRIPTORS && this.confinement.inside(fs.readlinkSync(DESCRIPTORS + fd)) === undefined) throw this.moved('open', normal)
+      this.confinement.checkDescriptor(fd, 'open', normal)
       if (fs.fstatSync(fd).isDirectory()) throw new FsError('EISDIR', 'read', path)
       const data = fs.readFileSync(fd)
       return new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
@@ -182,10 +181,6 @@ export class DirectorySource implements LowerSource, FlushTarget {
     const result = LockFile.tryAcquire(folder + '/lock')
     if ('owner' in result) throw new FsError('EBUSY', 'flush', this.root, undefined, `another flush into this directory is running (process ${result.owner})`)
     return result.lock
-  }
-
-  private moved(syscall: string, path: string): FsError {
-    return new FsError('EACCES', syscall, path, undefined, `a component of the path changed into a link leading outside the directory root '${this.root}' during the call`)
   }
 
   toString(): string {

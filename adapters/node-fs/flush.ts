@@ -185,13 +185,20 @@ function writeManifest(confinement: Confinement, manifest: Manifest): void {
 /** Staged files written between yields to the event loop (the writes themselves are synchronous: cheaper per file). */
 const CHUNK = 256
 
-function writeTemp(host: string, entry: Staged['entry']): void {
+function writeTemp(confinement: Confinement, { entry, temp }: Staged): string {
+  const host = confinement.lexical(temp)
   if (entry.kind === 'symlink') {
     fs.symlinkSync(entry.target, host)
-    return
+    return host
   }
   const fd = fs.openSync(host, 'wx', entry.mode & 0o777)
   try {
+    try {
+      confinement.checkDescriptor(fd, 'open', temp)
+    } catch (error) {
+      fs.unlinkSync(host)
+      throw error
+    }
     fs.writeFileSync(fd, entry.content)
     fs.fchmodSync(fd, entry.mode & 0o7777) // the mode given, not the umask's
     const time = entry.mtimeMs / 1000
@@ -199,6 +206,7 @@ function writeTemp(host: string, entry: Staged['entry']): void {
   } finally {
     fs.closeSync(fd)
   }
+  return host
 }
 
 /** Steps 1–3 of the flush; `stopAfter` lets tests stop it where a crash would. */
@@ -212,9 +220,9 @@ export async function stage(
   let done = 0
   const files: string[] = []
   for (let start = 0; start < staged.length; start += CHUNK) {
-    for (const { entry, temp } of staged.slice(start, start + CHUNK)) {
-      const host = confinement.lexical(temp)
-      writeTemp(host, entry)
+    for (const item of staged.slice(start, start + CHUNK)) {
+      const { entry } = item
+      const host = writeTemp(confinement, item)
       if (entry.kind === 'file') files.push(host)
       report({ done: ++done, total: manifest.steps.length, path: entry.path })
     }
