@@ -162,6 +162,8 @@ function encoded(outcome: Outcome, transfers: Transferable[]): Outcome {
 
 export class WorkspaceHost {
   private readonly workspaces = new Map<number, Workspace>()
+  /** The caller's hooks, by the handle of the workspace opened with them (its forks share them). */
+  private readonly hooks = new Map<number, Hooks>()
   private nextHandle = 1
 
   /** Answers one request; never throws. Transferable buffers of the answer are pushed on `transfers`. */
@@ -192,6 +194,8 @@ export class WorkspaceHost {
         case 'close':
           await ws.close()
           this.workspaces.delete(req.handle)
+          release(this.hooks.get(req.handle))
+          this.hooks.delete(req.handle)
           return { ok: true, value: undefined }
         case 'call': {
           const args = parse(memberArguments[req.member] as z.ZodType<unknown[]>, req.args, `the arguments of ${req.member}()`)
@@ -228,7 +232,9 @@ export class WorkspaceHost {
       ...(options.hooks?.approve && hooks?.approve ? { approve: (request: ApprovalRequest) => hooks.approve!(request) } : {}),
       ...(options.hooks?.alert && hooks?.alert ? { onAlert: (alert) => void hooks.alert!(alert).catch(() => undefined) } : {}),
     }
-    return this.register(await Workspace.open(workspaceOptions))
+    const opened = this.register(await Workspace.open(workspaceOptions))
+    if (hooks) this.hooks.set(opened.handle, hooks)
+    return opened
   }
 
   private register(ws: Workspace): Opened {
@@ -273,29 +279,36 @@ export class WorkspaceHost {
     if (!callbacks?.body) throw badCallError('transaction: the body callback is missing')
     const { approve, ...rest } = options ?? {}
     if (approve && !callbacks.approve) throw badCallError('transaction: approve is set but no approval callback was passed')
-    return ws.transaction(
-      async (staged: NodeFs) => {
-        let running = true
-        const server: StagedServer = Comlink.proxy({
-          request: async (call: unknown) => {
-            // The staging fs lives as long as the body: a call kept past it would write nowhere.
-            if (!running) return { ok: false, error: badCall('this transaction has ended: its staging fs is gone') }
-            const parsed = parse(fsCall, call)
-            if (!parsed.ok) return parsed
-            const transfers: Transferable[] = []
-            const outcome = encoded(await runFs(staged as unknown as FsFunctions, ws.lower, parsed.value), transfers)
-            return Comlink.transfer(outcome, transfers)
-          },
-        })
-        const outcome = await callbacks.body!(server).finally(() => {
-          running = false
-        })
-        if (!outcome.ok) throw toError(outcome.error)
-        return outcome.value
-      },
-      { ...rest, ...(approve ? { approve: (request: ApprovalRequest) => callbacks.approve!(request) } : {}) },
-    )
+    const body = async (staged: NodeFs) => {
+      let running = true
+      const server: StagedServer = Comlink.proxy({
+        request: async (call: unknown) => {
+          // The staging fs lives as long as the body: a call kept past it would write nowhere.
+          if (!running) return { ok: false, error: badCall('this transaction has ended: its staging fs is gone') }
+          const parsed = parse(fsCall, call)
+          if (!parsed.ok) return parsed
+          const transfers: Transferable[] = []
+          const outcome = encoded(await runFs(staged as unknown as FsFunctions, ws.lower, parsed.value), transfers)
+          return Comlink.transfer(outcome, transfers)
+        },
+      })
+      const outcome = await callbacks.body!(server).finally(() => {
+        running = false
+      })
+      if (!outcome.ok) throw toError(outcome.error)
+      return outcome.value
+    }
+    try {
+      return await ws.transaction(body, { ...rest, ...(approve ? { approve: (request: ApprovalRequest) => callbacks.approve!(request) } : {}) })
+    } finally {
+      release(callbacks)
+    }
   }
+}
+
+/** Closes a comlink proxy's port now rather than whenever it is collected (a side effect's compensation is kept: it runs later). */
+function release(remote: object | undefined): void {
+  ;(remote as { [Comlink.releaseProxy]?: () => void } | undefined)?.[Comlink.releaseProxy]?.()
 }
 
 function badCallError(detail: string): Error {
