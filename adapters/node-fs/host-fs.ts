@@ -1,9 +1,9 @@
 /**
  * node:fs for the adapter's own disk access (the lower directory, flushes, exec's temp directory).
- * patchFs (mount.ts) replaces the members of the fs module object, and node:fs's own functions
- * call those members internally (writeFileSync opens through `fs.openSync`), so a snapshot of the
- * functions is not enough: every call made through `hostFs`, and everything it starts, runs marked
- * as host access, and a mount sends marked calls straight to the disk.
+ * patchFs (mount.ts) replaces the members of the fs module object; every call made through
+ * `hostFs`, and everything it starts, runs marked as host access, and a mount sends marked calls
+ * straight to the disk. (A snapshot of the original functions would not do: node:fs's own
+ * functions call the module's members internally, writeFileSync opening through `fs.openSync`.)
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import nodeFs from 'node:fs'
@@ -30,10 +30,13 @@ function hosted<T extends object>(source: T): T {
       out[key] = value
       continue
     }
-    const call = value as Call
-    const wrapped: Call = (...args) => marked.run(true, () => call.apply(source, args))
-    const native = (call as { native?: unknown }).native
-    if (typeof native === 'function') Object.assign(wrapped, { native: (...args: unknown[]) => marked.run(true, () => (native as Call)(...args)) })
+    // Looked up per call: a patched member (a mount) then sees the mark and sends the call to the
+    // disk, and spies and other patches still see the calls.
+    const members = source as Record<string, unknown>
+    const wrapped: Call = (...args) => marked.run(true, () => (members[key] as Call).apply(source, args))
+    if (typeof (value as { native?: unknown }).native === 'function') {
+      Object.assign(wrapped, { native: (...args: unknown[]) => marked.run(true, () => (members[key] as { native: Call }).native(...args)) })
+    }
     out[key] = wrapped
   }
   return out as T
