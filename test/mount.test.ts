@@ -143,8 +143,12 @@ describe('mountOver: routing by path prefix', () => {
     expect(ws.fs.readFileSync('/handle.txt', 'utf8')).toBe('via a FileHandle')
 
     const chunks: Buffer[] = []
-    for await (const chunk of mount.createReadStream(`${root}/README.md`)) chunks.push(chunk as Buffer)
+    const stream = mount.createReadStream(`${root}/README.md`)
+    expect(stream.path).toBe(`${root}/README.md`)
+    for await (const chunk of stream) chunks.push(chunk as Buffer)
     expect(Buffer.concat(chunks).toString()).toBe('hello\n')
+    const failed = await new Promise((resolve) => mount.createReadStream(`${root}/missing`).on('error', resolve))
+    expect(failed).toMatchObject({ code: 'ENOENT', path: `${root}/missing` })
   })
 
   it('renames within a side, refuses across with EXDEV, and copies across', async () => {

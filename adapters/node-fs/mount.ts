@@ -221,8 +221,11 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
         fds.delete(args[0] as number)
         return value
       case 'stream': {
-        const stream = value as { path?: unknown }
+        const stream = value as { path?: unknown; emit(event: string | symbol, ...args: unknown[]): boolean }
         if (typeof stream.path === 'string') stream.path = toHost(stream.path)
+        // Its errors come later, as events: translated before any listener sees them.
+        const emit = stream.emit.bind(stream)
+        stream.emit = (event, ...args) => emit(event, ...(event === 'error' ? [hostError(args[0]), ...args.slice(1)] : args))
         return shield(stream, ['_construct', '_read', '_write', '_writev', '_final', '_destroy'])
       }
       default:
