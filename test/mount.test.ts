@@ -167,6 +167,8 @@ describe('mountOver: routing by path prefix', () => {
     expect(ws.fs.readFileSync('/in.txt', 'utf8')).toBe('from disk')
     expect(ws.fs.statSync('/in.txt').mode & 0o777).toBe(0o600)
     expect(fs.existsSync(`${root}/in.txt`)).toBe(false)
+    await new Promise<void>((resolve, reject) => mount.copyFile(`${outside}/in.txt`, `${root}/in2.txt`, (e) => (e ? reject(e) : resolve())))
+    expect(ws.fs.readFileSync('/in2.txt', 'utf8')).toBe('from disk')
     mount.copyFileSync(`${root}/README.txt`, `${outside}/out.txt`)
     expect(fs.readFileSync(`${outside}/out.txt`, 'utf8')).toBe('hello\n')
     expect(errorOf(() => mount.copyFileSync(`${root}/README.txt`, `${outside}/out.txt`, fs.constants.COPYFILE_EXCL)).code).toBe('EEXIST')

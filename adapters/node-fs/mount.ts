@@ -265,7 +265,7 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
     if (name !== 'copyFile') {
       throw new FsError('EXDEV', name, from, to, name === 'cp' ? 'cp between the workspace and the host file system is not supported; use copyFile' : undefined)
     }
-    const exclusive = ((args[2] as number | undefined) ?? 0) & realFs.constants.COPYFILE_EXCL
+    const exclusive = typeof args[2] === 'number' && (args[2] & realFs.constants.COPYFILE_EXCL) !== 0
     const data = (mounted.readFileSync as Call)(args[0])
     ;(mounted.writeFileSync as Call)(args[1], data, { flag: exclusive ? 'wx' : 'w' })
     ;(mounted.chmodSync as Call)(args[1], ((mounted.statSync as Call)(args[0]) as realFs.Stats).mode & 0o7777)
@@ -297,8 +297,20 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
     function (...args: unknown[]) {
       const routed = route(kind, args)
       const callback = args[args.length - 1]
-      // Without a callback node:fs throws its argument error before any I/O (rename, copyFile).
-      if (routed === REAL || (routed === CROSS && typeof callback !== 'function')) return realFn.apply(realFs, args)
+      if (routed === REAL) return realFn.apply(realFs, args)
+      if (routed === CROSS) {
+        // Without a callback node:fs throws its argument error before any I/O.
+        if (typeof callback !== 'function') return realFn.apply(realFs, args)
+        later(() => {
+          try {
+            cross(name, args)
+          } catch (error) {
+            return callback(error)
+          }
+          callback(null)
+        })
+        return
+      }
       if (typeof callback !== 'function') {
         // The workspace's own argument check, or its default (fs.close(fd) may omit the callback).
         try {
@@ -308,17 +320,6 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
         }
       }
       const cb = callback as (...results: unknown[]) => void
-      if (routed === CROSS) {
-        later(() => {
-          try {
-            cross(name, args)
-          } catch (error) {
-            return cb(error)
-          }
-          cb(null)
-        })
-        return
-      }
       const reply = (error: unknown, ...results: unknown[]) => {
         if (error) return cb(hostError(error))
         cb(null, ...(results.length > 0 ? [translate(result, results[0], routed), ...results.slice(1)] : []))
