@@ -21,7 +21,7 @@ export type {
   WorkspaceOptions,
 } from './workspace.js'
 export type { Change } from './diff.js'
-export type { AsyncWorkspace, AsyncFs, Awaitable } from './async-workspace.js'
+export type { AsyncWorkspace, AsyncFs, AsyncFsMember, AsyncFsRoot, AsyncSessionState, AsyncSideEffect, AsyncTransactionOptions, Awaitable } from './async-workspace.js'
 export type { FlushTarget, FlushEntry, FlushProgress } from './flush/target.js'
 export type { FlushOptions, FlushReport } from './flush/flush.js'
 export { NotLoadedError, isNotLoaded } from './lower/source.js'
