@@ -1,13 +1,15 @@
 /**
  * All-or-nothing flush into a directory. Three steps, each durable before the next:
- *  1. the manifest is written as `staged`, listing the temp files about to be written;
+ *  1. the manifest (`.rewindfs-flush/manifest.json`) is written as `staged`, naming every temp;
  *  2. every new file and symlink is written to a temp name (`.rewindfs-flush.<generation>.<n>`) in
- *     the nearest directory that survives the flush, fsynced, and those directories fsynced;
- *  3. the manifest is rewritten as `committed` (the commit point), then its steps are applied in
- *     order (renames, mkdirs, deletes), the directories fsynced and the manifest removed.
+ *     the nearest directory that survives the flush, and made durable with its directory;
+ *  3. the manifest is rewritten as `committed` (the commit point), then its steps run in order:
+ *     deletes rename the path to a trash name, directories are made, temps are renamed into place;
+ *     the directories are made durable, the manifest becomes `done`, the trash is removed, and the
+ *     manifest goes.
  * A crash before 3 leaves the old generation (recovery deletes the temps); after it, recovery
- * repeats the steps, which are idempotent: nothing is ever created at or under a deleted path, and
- * a move whose temp is gone has happened.
+ * repeats the steps, which are idempotent: a delete whose trash exists happened, a move whose temp
+ * is gone happened, and nothing is created at or under a deleted path unless the set names it anew.
  */
 import fs from 'node:fs'
 import * as z from 'zod/mini'
