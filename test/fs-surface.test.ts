@@ -160,3 +160,19 @@ describe('fs surface beyond the triples', () => {
     expect(() => dir.closeSync()).toThrow(expect.objectContaining({ code: 'ERR_DIR_CLOSED' }))
   })
 })
+
+describe('promise forms and descriptors', () => {
+  it('take paths and FileHandles, and refuse a numeric descriptor as Node does', async () => {
+    const ws = await Workspace.open({ lower: { '/a.txt': 'alpha' } })
+    const real = await import('node:fs')
+    for (const [name, args] of [['readFile', [42]], ['writeFile', [42, 'x']], ['appendFile', [42, 'x']], ['truncate', [42]]] as const) {
+      const ours = await (ws.fs.promises as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[name](...args).catch((e: unknown) => e)
+      const node = await (real.promises as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[name](...args).catch((e: unknown) => e)
+      expect(ours, name).toMatchObject({ code: (node as { code: string }).code, message: (node as Error).message })
+    }
+    const handle = await ws.fs.promises.open('/a.txt', 'r')
+    expect(await ws.fs.promises.readFile(handle as never, 'utf8')).toBe('alpha')
+    await handle.close()
+    await ws.close()
+  })
+})

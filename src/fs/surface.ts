@@ -5,7 +5,7 @@
  */
 import { FsError } from '../errors.js'
 import { type NotLoadedError, isNotLoaded } from '../lower/source.js'
-import { constants, validateFunction } from './arguments.js'
+import { constants, pathArgument, validateFunction } from './arguments.js'
 import { FileHandle } from './file-handle.js'
 import type { FsOperations } from './operations.js'
 import { Dir, Dirent, Stats } from './stats.js'
@@ -56,6 +56,9 @@ const descriptorCalls = {
   futimes: 'futimes',
   open: 'open',
 } as const satisfies Record<string, keyof FsOperations>
+
+/** Members whose sync and callback forms also take a descriptor, but whose promise forms take a path only. */
+const byPath = new Set(['appendFile', 'readFile', 'truncate', 'writeFile'])
 
 /** Node members we do not implement: each throws ENOSYS rather than silently missing. */
 const unsupported = ['readv', 'writev', 'statfs', 'openAsBlob', 'watchFile', 'unwatchFile'] as const
@@ -140,7 +143,8 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
     const run = bind(method)
     fs[name + 'Sync'] = run
     fs[name] = callbackForm(run, options.load)
-    promises[name] = promiseForm(run, options.load)
+    // The promise API takes FileHandles, never numeric descriptors: a number is a bad path there.
+    promises[name] = promiseForm(byPath.has(name) ? (file, ...rest) => run(file instanceof FileHandle ? file.fd : pathArgument(file), ...rest) : run, options.load)
   }
   for (const [name, method] of Object.entries(descriptorCalls)) {
     const run = bind(method)
