@@ -127,6 +127,29 @@ describe('directoryStore: the Store contract on disk', () => {
   })
 })
 
+describe('directoryStore: a torn journal tail under the engine', () => {
+  it('reopens past a half-written last record, cuts it off, and appends whole records after it', async () => {
+    const path = fresh()
+    let ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
+    ws.fs.writeFileSync('/kept.txt', 'acknowledged')
+    await ws.sync()
+    await ws.close()
+    // What a crash in the middle of the next group commit leaves.
+    fs.appendFileSync(`${path}/journal`, '{"v":1,"t":"op","half')
+    ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
+    expect(ws.status.warnings).toEqual([expect.stringMatching(/dropped 1 torn/)])
+    expect(ws.fs.readFileSync('/kept.txt', 'utf8')).toBe('acknowledged')
+    ws.fs.writeFileSync('/after.txt', 'after the tear')
+    await ws.sync()
+    await ws.close()
+    expect(fs.readFileSync(`${path}/journal`, 'utf8')).not.toContain('half')
+    ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
+    expect(ws.status.warnings).toEqual([])
+    expect(ws.fs.readFileSync('/after.txt', 'utf8')).toBe('after the tear')
+    await ws.close()
+  })
+})
+
 describe('directoryStore: the lock', () => {
   it('gives a second opener EBUSY, a read-only opener a working view that refuses writes with EROFS, and frees on close', async () => {
     const path = fresh()
