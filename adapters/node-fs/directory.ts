@@ -69,7 +69,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
   }
 
   readdir(path: string): string[] {
-    const normal = normalize(checkPath(path))
+    const normal = this.visible(path, 'scandir')
     const host = this.confinement.resolve(normal, 'scandir', true)
     const names: string[] = []
     for (const entry of fs.readdirSync(host, { withFileTypes: true })) {
@@ -83,7 +83,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
   }
 
   readFile(path: string): Uint8Array {
-    const normal = normalize(checkPath(path))
+    const normal = this.visible(path, 'open')
     const fd = fs.openSync(this.confinement.resolve(normal, 'open', true), fs.constants.O_RDONLY | O_NOFOLLOW)
     try {
       this.confinement.checkDescriptor(fd, 'open', normal)
@@ -96,7 +96,14 @@ export class DirectorySource implements LowerSource, FlushTarget {
   }
 
   readlink(path: string): string {
-    return fs.readlinkSync(this.confinement.resolve(normalize(checkPath(path)), 'readlink', false), 'utf8')
+    return fs.readlinkSync(this.confinement.resolve(this.visible(path, 'readlink'), 'readlink', false), 'utf8')
+  }
+
+  /** The normalised path; the staging area is not there for readers (ENOENT, as stat says). */
+  private visible(path: string, syscall: string): string {
+    const normal = normalize(checkPath(path))
+    if (isHidden(normal)) throw new FsError('ENOENT', syscall, normal)
+    return normal
   }
 
   async versions(paths: readonly string[]): Promise<(string | undefined)[]> {

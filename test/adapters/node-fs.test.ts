@@ -289,6 +289,8 @@ describe('apply: all or nothing', () => {
     expect(staged.readdir('/').sort()).toEqual(['dir', 'gen.txt', 'gone'])
     expect(staged.readdir('/dir')).toEqual(['a.txt'])
     expect(staged.stat('/.rewindfs-flush')).toBeUndefined()
+    expect(() => staged.readFile('/.rewindfs-flush/manifest.json')).toThrow(expect.objectContaining({ code: 'ENOENT' }))
+    expect(() => staged.readdir('/.rewindfs-flush')).toThrow(expect.objectContaining({ code: 'ENOENT' }))
     directory(root) // recover on open: never committed, so the old generation stays
     expect(tree(root)).toEqual(generation1)
 
