@@ -132,6 +132,8 @@ describe('confinement to the root', () => {
     fs.symlinkSync(`${outside}/secret.txt`, `${root}/secret-link`)
     fs.symlinkSync('sub', `${root}/inner`)
     fs.symlinkSync('inner/../../x', `${root}/sneaky`)
+    fs.symlinkSync(`${fs.realpathSync(root)}/sub`, `${root}/absolute-inside`)
+    fs.symlinkSync('loop', `${root}/loop`)
     return { root, source: directory(root) }
   }
 
@@ -139,7 +141,7 @@ describe('confinement to the root', () => {
     const { source } = confined()
     expect(new TextDecoder().decode(source.readFile('/../../a.txt'))).toBe('inside')
     expect(source.stat(`/../..${outside}/secret.txt`)).toBeUndefined()
-    expect(source.readdir('/sub/../..').sort()).toEqual(['a.txt', 'absolute', 'inner', 'relative', 'secret-link', 'sneaky', 'sub'])
+    expect(source.readdir('/sub/../..').sort()).toEqual(['a.txt', 'absolute', 'absolute-inside', 'inner', 'loop', 'relative', 'secret-link', 'sneaky', 'sub'])
   })
 
   it('reports links as links, follows them inside the root, and refuses with EACCES to follow one that leaves', () => {
@@ -147,6 +149,8 @@ describe('confinement to the root', () => {
     expect(source.stat('/absolute')?.type).toBe('symlink')
     expect(source.readlink('/absolute')).toBe(outside)
     expect(source.readdir('/inner')).toEqual(['b.txt'])
+    expect(source.readdir('/absolute-inside')).toEqual(['b.txt'])
+    expect(() => source.stat('/loop/x')).toThrow(expect.objectContaining({ code: 'ELOOP' }))
     expect(new TextDecoder().decode(source.readFile('/inner/b.txt'))).toBe('b')
     const escapes: [string, () => unknown][] = [
       ['stat through an absolute link', () => source.stat('/absolute/secret.txt')],
