@@ -4,7 +4,8 @@
  * an on-disk symlink met on the way is followed only while it stays inside the root (host
  * semantics, checked component by component with lstat): one that leaves fails with EACCES.
  */
-import fs from 'node:fs'
+import type { Stats } from 'node:fs'
+import { hostFs as fs } from './host-fs.js'
 import { FsError, typeError } from '../../src/errors.js'
 import { normalize } from '../../src/path.js'
 
@@ -139,7 +140,7 @@ export class Confinement {
   }
 }
 
-export function lstatOrUndefined(host: string): fs.Stats | undefined {
+export function lstatOrUndefined(host: string): Stats | undefined {
   try {
     return fs.lstatSync(host)
   } catch (error) {

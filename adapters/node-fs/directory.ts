@@ -3,7 +3,8 @@
  * synchronous (nothing is scanned on open; every call asks the disk, so a change underneath shows
  * in `version`), confined to the root (see confine.ts), and never show the flush's staging area.
  */
-import fs from 'node:fs'
+import type { Stats } from 'node:fs'
+import { hostFs as fs } from './host-fs.js'
 import { FsError } from '../../src/errors.js'
 import type { FlushEntry, FlushProgress, FlushTarget } from '../../src/flush/target.js'
 import type { EntryType, LowerSource, LowerStat } from '../../src/lower/source.js'
@@ -15,14 +16,14 @@ import { LockFile } from './lock.js'
 
 const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
 
-function typeOf(stats: fs.Stats): EntryType | undefined {
+function typeOf(stats: Stats): EntryType | undefined {
   if (stats.isFile()) return 'file'
   if (stats.isDirectory()) return 'dir'
   if (stats.isSymbolicLink()) return 'symlink'
   return undefined // FIFOs, sockets, devices: not representable, and reading a FIFO would block
 }
 
-function versionOf(stats: fs.Stats): string {
+function versionOf(stats: Stats): string {
   return `${stats.size}:${stats.mtimeMs}:${stats.ino}`
 }
 

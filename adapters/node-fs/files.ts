@@ -3,7 +3,7 @@
  * renamed into place, and the directory is fsynced so the rename itself survives a power cut.
  */
 import { spawnSync } from 'node:child_process'
-import fs from 'node:fs'
+import { hostFs as fs } from './host-fs.js'
 import { codeOf } from './confine.js'
 
 let counter = 0

@@ -11,7 +11,7 @@
  * repeats the steps, which are idempotent: a delete whose trash exists happened, a move whose temp
  * is gone happened, and nothing is created at or under a deleted path unless the set names it anew.
  */
-import fs from 'node:fs'
+import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
 import { FsError } from '../../src/errors.js'
 import type { FlushEntry, FlushProgress } from '../../src/flush/target.js'

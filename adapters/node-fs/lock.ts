@@ -3,7 +3,7 @@
  * then hard-linked into place, which fails if the lock exists), so a reader never sees a lock
  * without a pid. A lock whose pid is no longer alive is stale and taken over.
  */
-import fs from 'node:fs'
+import { hostFs as fs } from './host-fs.js'
 import { FsError } from '../../src/errors.js'
 import { codeOf } from './confine.js'
 import { removeIfPresent, tempName } from './files.js'

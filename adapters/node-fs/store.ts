@@ -5,7 +5,7 @@
  *   meta/<hex>.json    one file per key, replaced atomically
  *   lock               the writer's pid: one writer at a time, readers may open read-only
  */
-import fs from 'node:fs'
+import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
 import type { BlobId } from '../../src/blob/store.js'
 import type { Store } from '../../src/engine/store.js'
