@@ -139,8 +139,12 @@ describe('mountOver: routing by path prefix', () => {
     const handle = await mount.promises.open(`${root}/handle.txt`, 'w')
     await handle.writeFile('via a FileHandle')
     expect(mount.fstatSync(handle.fd).size).toBe('via a FileHandle'.length)
+    await mount.promises.appendFile(handle, ', appended')
     await handle.close()
-    expect(ws.fs.readFileSync('/handle.txt', 'utf8')).toBe('via a FileHandle')
+    expect(ws.fs.readFileSync('/handle.txt', 'utf8')).toBe('via a FileHandle, appended')
+    const reading = await mount.promises.open(`${root}/handle.txt`)
+    expect(await mount.promises.readFile(reading, 'utf8')).toBe('via a FileHandle, appended')
+    await reading.close()
 
     const chunks: Buffer[] = []
     const stream = mount.createReadStream(`${root}/README.md`)

@@ -168,8 +168,8 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
   const route = (kind: Route, args: unknown[]): Routed => {
     if (depth > 0 || isHostAccess()) return REAL
     if (kind === 'fd' || kind === 'pathOrFd') {
-      const fd = fdOf(args[0])
-      if (fd !== undefined) return [fd, ...args.slice(1)]
+      // The workspace's descriptor or FileHandle, as it is: its promise forms take handles, not numbers.
+      if (fdOf(args[0]) !== undefined) return args
       if (kind === 'fd') return REAL
     }
     if (kind === 'stream') {
