@@ -19,6 +19,9 @@ export type {
   AutoCheckpointOptions,
   WorkspaceCounters,
   WorkspaceOptions,
+  ExecOptions,
+  ExecResult,
+  ShellRunner,
 } from './workspace.js'
 export type { Change } from './diff.js'
 export type { AsyncWorkspace, AsyncFs, AsyncFsMember, AsyncFsRoot, AsyncSessionState, AsyncSideEffect, AsyncTransactionOptions, Awaitable } from './async-workspace.js'

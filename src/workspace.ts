@@ -138,6 +138,35 @@ export interface Alert {
 }
 
 
+/** ws.exec's options: see exec in rewindfs/adapters/node-fs, which installs the runner. */
+export interface ExecOptions {
+  /** Workspace directory to run in (absolute, or relative to ws.cwd()); default ws.cwd(). */
+  cwd?: string
+  /** Variables set over the environment; a variable set to undefined is removed. */
+  env?: Record<string, string | undefined>
+  /** Milliseconds before the command's process group is killed. */
+  timeout?: number
+  /** Where the private temp directory is made. */
+  tmpdir?: string
+}
+
+export interface ExecResult {
+  exitCode: number | null
+  signal: string | null
+  timedOut: boolean
+  stdout: string
+  stderr: string
+  truncated: boolean
+  /** Workspace paths the command created, changed and deleted (recorded as one transaction). */
+  changes: { added: string[]; modified: string[]; deleted: string[] }
+  /** FIFOs, sockets or devices the command made: a workspace cannot hold them. */
+  skipped: string[]
+}
+
+export type ShellRunner = (ws: Workspace, command: string, options?: ExecOptions) => Promise<ExecResult>
+
+let shell: ShellRunner | undefined
+
 /** The Node fs shape we implement. A type query only: nothing from Node is loaded by the core. */
 export type NodeFs = typeof import('node:fs')
 
@@ -930,6 +959,25 @@ export class Workspace {
       targets,
       options,
     )
+  }
+
+  /**
+   * Runs a shell command against the workspace: the view is materialised into a private temp
+   * directory, the command runs there, and what it created, changed or deleted comes back as one
+   * transaction (validators apply, one undo step). Node only: importing rewindfs/adapters/node-fs
+   * installs the runner (the browser-safe core cannot start processes).
+   */
+  async exec(command: string, options?: ExecOptions): Promise<ExecResult> {
+    this.assertOpen()
+    if (!shell) {
+      throw Object.assign(new Error("rewindfs: ws.exec needs a shell runner: import 'rewindfs/adapters/node-fs' (Node only) before calling it"), { code: 'ENOSYS' })
+    }
+    return shell(this, command, options)
+  }
+
+  /** Installs the runner ws.exec uses (rewindfs/adapters/node-fs does this when imported). */
+  static useShell(runner: ShellRunner): void {
+    shell = runner
   }
 
   /** Loads the contents of these paths from an asynchronous lower source, so sync reads work. */
