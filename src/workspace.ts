@@ -6,8 +6,7 @@
  */
 import { Collector } from './blob/collector.js'
 import { BlobStore } from './blob/store.js'
-import { type Change, type ChangeRecord, diffTrees, rootEntry, unifiedDiff } from './diff.js'
-import { decode, isProbablyText } from './bytes.js'
+import { type Change, type ChangeRecord, diffTrees, unifiedDiff } from './diff.js'
 import { FsError } from './errors.js'
 import { Journal, type Operation, type OperationRecord, type OperationType, publicOperation } from './engine/journal.js'
 import { FsOperations, MAX_FILE_SIZE } from './fs/operations.js'
@@ -25,7 +24,7 @@ import { type TieredRetention, retained } from './engine/retention.js'
 import type { Store } from './engine/store.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
-import { ABSENT, type Entry, Overlay } from './overlay.js'
+import { ABSENT, Overlay } from './overlay.js'
 import { FlushBook } from './flush/book.js'
 import type { FlushOptions, FlushReport } from './flush/flush.js'
 import { PinnedLower } from './flush/pinned-lower.js'
@@ -200,6 +199,7 @@ let workspaceCount = 0
  */
 const loadDurability = () => import('./engine/durability.js')
 const loadFlushRecords = () => import('./flush/state.js')
+const loadReports = () => import('./engine/reports.js')
 let flushCode: typeof import('./flush/flush.js') | undefined
 const loadFlush = async () => (flushCode ??= await import('./flush/flush.js'))
 
@@ -528,29 +528,12 @@ export class Workspace {
   /** Size of the tree at a checkpoint and what changed since the one before it. O(tree). */
   async checkpointInfo(idOrName: string): Promise<CheckpointInfo> {
     const record = this.find(idOrName)
-    let files = 0
-    let totalLines = 0
-    let bytes = 0
-    const walk = (dir: Entry) => {
-      for (const name of this.overlay.names(dir)) {
-        const entry = this.overlay.child(dir, name)!
-        if (entry.type === 'dir') walk(entry)
-        else if (entry.type === 'file') {
-          files++
-          const content = this.overlay.readBytes(entry)
-          bytes += content.byteLength
-          if (isProbablyText(content)) for (const byte of content) if (byte === 10) totalLines++
-        }
-      }
-    }
-    walk(rootEntry(record.root))
     const index = this.records.indexOf(record)
     const previous = index > 0 ? this.records[index - 1].root : Overlay.emptyRoot(this.lower)
     const last = this.journal.records.findLast((r) => r.seq <= record.opSeq)
+    const { treeSummary } = await loadReports()
     return {
-      files,
-      totalLines,
-      bytes,
+      ...treeSummary(this.overlay, record.root),
       ...(last ? { lastOperation: publicOperation(last) } : {}),
       changesSincePrevious: diffTrees(this.overlay, previous, record.root).length,
     }
@@ -1041,6 +1024,7 @@ export class Workspace {
     }
     const ordered = [...chosen].sort((a, b) => b.seq - a.seq)
     const changesReverted: Record<string, { linesRestored: number; linesRemoved: number }> = {}
+    const { lineCounts } = await loadReports()
     const files = new Set<string>()
     for (const record of ordered) {
       for (const change of this.journal.slots(record)) {
@@ -1297,25 +1281,4 @@ export interface HistoryFilter {
 }
 
 /** Lines an undo restores (present before, gone after) and removes (added by the operation). */
-function lineCounts(before: Uint8Array | undefined, after: Uint8Array | undefined): { restored: number; removed: number } {
-  const lines = (bytes: Uint8Array | undefined) => {
-    if (!bytes || bytes.byteLength === 0 || !isProbablyText(bytes)) return []
-    const all = decode(bytes).split('\n')
-    if (all[all.length - 1] === '') all.pop() // a final newline ends the last line, it does not start one
-    return all
-  }
-  const a = lines(before)
-  const b = lines(after)
-  const counts = new Map<string, number>()
-  for (const line of a) counts.set(line, (counts.get(line) ?? 0) + 1)
-  let common = 0
-  for (const line of b) {
-    const n = counts.get(line) ?? 0
-    if (n > 0) {
-      counts.set(line, n - 1)
-      common++
-    }
-  }
-  return { restored: a.length - common, removed: b.length - common }
-}
 
