@@ -173,9 +173,9 @@ describe('rewindfs status, log, checkpoints, diff', () => {
     const { code, body } = json(['status', ...project$()])
     expect(code).toBe(1)
     expect(body.health).toMatchObject({ ok: false, corruptBlobs: 1, brokenCheckpoints: [expect.any(String)] })
-    // The live tree needs the dropped content too: the change list is reported unavailable, not thrown.
-    expect(body.changes).toBeNull()
-    expect(body.health.problems.join('\n')).toContain('missing from the store')
+    // The live tree needs the dropped content too: the change is still listed, and reading it is EIO.
+    expect(body.changes).toContainEqual({ path: '/app/notes.md', type: 'added', entry: 'file' })
+    expect(body.health.problems.join('\n')).toContain('broken checkpoints')
     expect(runCli(['status', ...project$()]).stdout).toMatch(/health\s+problems/)
   })
 

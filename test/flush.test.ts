@@ -329,3 +329,32 @@ describe('conflict bases across a reopen', () => {
     await writer.close()
   })
 })
+
+describe('a flush that died', () => {
+  for (const stop of ['staged', 'committed'] as const) {
+    it(`before the target's commit point or after it (${stop}): the next run ends with the workspace on disk`, async () => {
+      const storeDir = path.join(tmp, 'store')
+      const lower = directory(project)
+      let ws = await Workspace.open({ lower, store: directoryStore(storeDir) })
+      ws.fs.writeFileSync('/app/config.json', '{ "port": 7 }\n')
+      ws.fs.rmSync('/README.md')
+      // The process dies inside the apply: it stops where a crash would and never returns to the workspace.
+      const crashing = Object.create(lower) as typeof lower
+      crashing.apply = async (entries) => {
+        lower.stopAfter = stop
+        await lower.apply(entries)
+        throw new Error('killed')
+      }
+      await expect(ws.flush(crashing)).rejects.toThrow('killed')
+      await ws.close()
+      // A new process: the directory recovers on open (rolls a committed manifest forward).
+      const again = directory(project)
+      ws = await Workspace.open({ lower: again, store: directoryStore(storeDir) })
+      await ws.flush()
+      expect(fs.readFileSync(path.join(project, 'app/config.json'), 'utf8')).toBe('{ "port": 7 }\n')
+      expect(fs.existsSync(path.join(project, 'README.md'))).toBe(false)
+      expect(ws.changes()).toEqual([])
+      await ws.close()
+    })
+  }
+})

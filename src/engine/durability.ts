@@ -426,7 +426,8 @@ export class Durability {
       decoded = { bodies: [], droppedTail: 0 }
     } else if (decoded.droppedTail > 0) {
       // The unacknowledged tail is cut, so later appends follow the last good record.
-      await this.store.replaceJournal(lines.slice(0, lines.length - decoded.droppedTail))
+      // A read-only store is the writer's to repair: its reader may just have seen an append in flight.
+      if (!this.store.readOnly) await this.store.replaceJournal(lines.slice(0, lines.length - decoded.droppedTail))
       warnings.push(`dropped ${decoded.droppedTail} torn or corrupt record(s) at the end of the journal`)
     }
     for (const id of await this.store.blobIds()) {

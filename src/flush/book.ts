@@ -17,7 +17,7 @@ export interface Recorded {
 export class FlushBook {
   readonly ledgers = new Map<string, Map<string, Recorded>>()
   /** Flushes that were started and not confirmed (target id → intended signatures). */
-  readonly pending = new Map<string, [string, string][]>()
+  readonly pending = new Map<string, [path: string, sig: string, before: string | null][]>()
 
   ledger(id: string): Map<string, Recorded> {
     let ledger = this.ledgers.get(id)

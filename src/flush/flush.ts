@@ -110,8 +110,10 @@ async function recover(host: FlushHost, target: FlushTarget): Promise<void> {
   const intended = host.book.pending.get(target.id)
   if (!intended) return
   const versions = await target.versions(intended.map(([path]) => path))
+  // All or nothing: when no path moved from its version before the apply, the apply never committed.
+  const applied = intended.some(([, , before], i) => (versions[i] ?? null) !== before)
   const ledger = host.book.ledger(target.id)
-  intended.forEach(([path, sig], i) => ledger.set(path, { sig, version: versions[i] ?? null }))
+  if (applied) intended.forEach(([path, sig], i) => ledger.set(path, { sig, version: versions[i] ?? null, by: host.session, at: Date.now() }))
   host.book.pending.delete(target.id)
   await host.persist([])
 }
@@ -228,7 +230,9 @@ async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Pl
     // Write-ahead: the old state is in the blob store (and durable) before the source changes.
     for (const p of plan) stored.push(...(await host.lower.pin(p.path)))
   }
-  host.book.pending.set(target.id, plan.map((p) => [p.path, p.desired]))
+  // What the target holds now, so recovery can tell an apply that committed from one that did not.
+  const before = await target.versions(plan.map((p) => p.path))
+  host.book.pending.set(target.id, plan.map((p, i) => [p.path, p.desired, before[i] ?? null]))
   await host.persist(stored)
   const entries = plan.flatMap((p) => p.entries)
   const onProgress = options.onProgress

@@ -29,7 +29,7 @@ const stateSchema = z.object({
   pins: z.array(z.tuple([z.string(), z.nullable(z.object({ stat: statSchema, blob: z.optional(z.string()), target: z.optional(z.string()) }))])),
   listings: z.array(z.tuple([z.string(), z.array(z.string())])),
   ledgers: z.array(z.tuple([z.string(), z.array(z.tuple([z.string(), z.string(), z.nullable(z.string()), z.nullable(z.string()), z.nullable(z.number())]))])),
-  pending: z.array(z.tuple([z.string(), z.array(z.tuple([z.string(), z.string()]))])),
+  pending: z.array(z.tuple([z.string(), z.array(z.tuple([z.string(), z.string(), z.nullable(z.string())]))])),
 })
 
 export function encodeFlushState(lower: PinnedLower, book: FlushBook): JsonValue {
