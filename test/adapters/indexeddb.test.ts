@@ -1,8 +1,8 @@
 // @vitest-environment happy-dom
 /**
- * The IndexedDB adapter under fake-indexeddb, in happy-dom's browser globals (window, navigator
- * without Web Locks: the adapter must take the single-writer path a page without locks takes): the Store contract (the MemoryStore cases, a whole
- * workspace session reopened from it), the read-only second instance and its change notices, quota
+ * The IndexedDB adapter under fake-indexeddb, in happy-dom's browser globals (window, navigator),
+ * as a page would run it: the Store contract (the MemoryStore cases, a whole workspace session
+ * reopened from it), the read-only second instance and its change notices, quota
  * and blocked-upgrade errors, and the tree as lower source and flush target with its preload limit.
  */
 import 'fake-indexeddb/auto'
