@@ -5,7 +5,7 @@
  *   npm run bench:quick    small sizes, prints only (a smoke run)
  *
  * Flags: --quick, --out <file> (write the markdown there), --no-git, --only <section,...> with
- * sections ops, lower, checkpoint, memory, bundle, engine.
+ * sections ops, lower, checkpoint, memory, bundle, engine, adapters.
  *
  * Sections
  *   1. ops        writeFileSync / readFileSync / statSync of 1 KiB files spread over directories:
@@ -603,6 +603,33 @@ async function benchBundle(): Promise<void> {
   )
 }
 
+// ---- 7. adapters -------------------------------------------------------------------------------
+
+/**
+ * The adapter benches are scripts of their own (each needs its own process: a browser, a daemon,
+ * fsyncs); this runs them and keeps their tables. One that cannot run here says why.
+ */
+async function benchAdapters(): Promise<void> {
+  const scripts: [title: string, script: string, args: string[]][] = [
+    ['Flush of files to a directory vs cp -r (goal within 2×)', 'bench/flush-directory.ts', QUICK ? ['1000'] : []],
+    ['IndexedDB group commits in Chromium vs raw idb-keyval setMany', 'bench/indexeddb.ts', QUICK ? ['--quick'] : []],
+    ['Docker volume flush of 1k files vs docker cp', 'bench/docker.ts', []],
+  ]
+  const parts: string[] = []
+  for (const [title, script, args] of scripts) {
+    progress(`adapters: ${script}`)
+    try {
+      const output = execFileSync(process.execPath, ['--import', 'tsx', script, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 600_000 })
+      const lines = output.split('\n').filter((line) => line.startsWith('|'))
+      parts.push(`#### ${title}\n\n${lines.length > 0 ? lines.join('\n') : 'no table printed'}`)
+    } catch (error) {
+      const stderr = String((error as { stderr?: unknown }).stderr ?? (error as Error).message).trim().split('\n').slice(-1)[0]
+      parts.push(`#### ${title}\n\nnot run here: ${stderr}`)
+    }
+  }
+  emit(`### 7. Adapters (\`${scripts.map(([, script]) => script).join('`, `')}\`)\n\n` + parts.join('\n\n'))
+}
+
 // ---- main --------------------------------------------------------------------------------------
 
 const started = performance.now()
@@ -618,6 +645,7 @@ const sections: [string, () => Promise<void>][] = [
   ['memory', benchMemory],
   ['bundle', benchBundle],
   ['engine', () => benchEngine({ quick: QUICK, withGit: WITH_GIT, emit })],
+  ['adapters', benchAdapters],
 ]
 let failed = false
 for (const [name, section] of sections) {
