@@ -5,21 +5,9 @@
 import { mkdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core'
-import { CHROMIUM } from './driver.js'
+import { CHROMIUM, LAUNCH_ARGS } from './driver.js'
 
 const ARTIFACTS = fileURLToPath(new URL('../../.vitest-artifacts/', import.meta.url))
-
-/** The launch options of driver.ts (kept in step by hand: it does not export them). */
-const LAUNCH_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
 
 export function launch(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS })

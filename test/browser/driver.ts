@@ -11,7 +11,8 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 
 export const CHROMIUM = '/usr/bin/chromium'
 
-const LAUNCH_ARGS = [
+/** Debian's Chromium as root on a machine without network: no sandbox, no background traffic. */
+export const LAUNCH_ARGS = [
   '--headless',
   '--no-sandbox',
   '--disable-gpu',
