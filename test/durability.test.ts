@@ -6,28 +6,8 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryStore, Workspace } from '../src/index.js'
 import { FORMAT_VERSION } from '../src/engine/persistence.js'
+import { workspaceSnapshot } from './support/workspace-snapshot.js'
 
-async function snapshot(ws: Workspace) {
-  const files: Record<string, string> = {}
-  const walk = (dir: string) => {
-    for (const name of ws.fs.readdirSync(dir) as string[]) {
-      const path = dir === '/' ? `/${name}` : `${dir}/${name}`
-      const stat = ws.fs.lstatSync(path)
-      if (stat.isDirectory()) {
-        files[path + '/'] = (stat.mode & 0o777).toString(8)
-        walk(path)
-      } else if (stat.isSymbolicLink()) files[path] = '-> ' + ws.fs.readlinkSync(path)
-      else files[path] = `${(stat.mode & 0o777).toString(8)} ${ws.fs.readFileSync(path, 'utf8')}`
-    }
-  }
-  walk('/')
-  return {
-    files,
-    state: await ws.state.entries(),
-    checkpoints: ws.checkpoints().map((c) => `${c.kind}:${c.name}${c.superseded ? ':superseded' : ''}`),
-    history: ws.history().map((op) => `${op.type}${'undone' in op ? ':undone' : ''}`),
-  }
-}
 
 Workspace.registerCompensator('durability-test', () => true)
 const lower = { '/app/config.json': '{"port":8080}', '/app/src/index.js': 'serve()', '/README.md': '# app' }
@@ -66,29 +46,29 @@ describe('write-ahead journal and crash recovery', () => {
   it('reopens at every journal boundary, and with every torn tail, to exactly the last committed state', async () => {
     const store = new MemoryStore()
     const ws = await Workspace.open({ lower, store, autoCheckpoint: false })
-    const boundaries: { length: number; expected: Awaited<ReturnType<typeof snapshot>> }[] = [
-      { length: 0, expected: await snapshot(ws) },
+    const boundaries: { length: number; expected: Awaited<ReturnType<typeof workspaceSnapshot>> }[] = [
+      { length: 0, expected: await workspaceSnapshot(ws) },
     ]
     for (const step of steps) {
       await step(ws)
       await ws.sync()
-      boundaries.push({ length: store.journalLength, expected: await snapshot(ws) })
+      boundaries.push({ length: store.journalLength, expected: await workspaceSnapshot(ws) })
     }
     for (let i = 0; i < boundaries.length; i++) {
       const { length, expected } = boundaries[i]
       const reopened = await Workspace.open({ lower, store: MemoryStore.from(store.image(length)), autoCheckpoint: false })
-      expect(await snapshot(reopened), `reopened at boundary ${i}`).toEqual(expected)
+      expect(await workspaceSnapshot(reopened), `reopened at boundary ${i}`).toEqual(expected)
       expect(reopened.status.warnings).toEqual([])
       const next = boundaries[i + 1]
       if (!next) continue
       // Crash in the middle of the next group commit: the torn records are dropped. (Cut one byte
       // short of the end, only the line end is missing: the commit is whole and counts.)
       const whole = await Workspace.open({ lower, store: MemoryStore.from(store.image(next.length - 1)), autoCheckpoint: false })
-      expect(await snapshot(whole)).toEqual(next.expected)
+      expect(await workspaceSnapshot(whole)).toEqual(next.expected)
       for (const cut of [length + 1, Math.floor((length + next.length) / 2), next.length - 2]) {
         if (cut <= length || cut >= next.length) continue
         const torn = await Workspace.open({ lower, store: MemoryStore.from(store.image(cut)), autoCheckpoint: false })
-        expect(await snapshot(torn), `torn at ${cut} after boundary ${i}`).toEqual(expected)
+        expect(await workspaceSnapshot(torn), `torn at ${cut} after boundary ${i}`).toEqual(expected)
         expect(torn.status.loaded?.droppedTail, `torn at ${cut} after boundary ${i} (${length}..${next.length})`).toBeGreaterThan(0)
       }
     }
@@ -199,20 +179,20 @@ describe('write-ahead journal and crash recovery', () => {
     const ws = await Workspace.open({ lower, store, autoCheckpoint: false })
     for (const step of steps) await step(ws)
     await ws.sync()
-    const expected = await snapshot(ws)
+    const expected = await workspaceSnapshot(ws)
     const before = store.journalLength
     await ws.compact()
     expect((await store.readJournal()).length).toBe(2) // the snapshot and its commit marker
     const reopened = await Workspace.open({ lower, store: MemoryStore.from(store.image()), autoCheckpoint: false })
-    expect(await snapshot(reopened)).toEqual(expected)
+    expect(await workspaceSnapshot(reopened)).toEqual(expected)
     // The tail after a snapshot replays on top of it, and history from before it still undoes.
     ws.fs.writeFileSync('/after.txt', 'tail')
     await ws.sync()
     const again = await Workspace.open({ lower, store: MemoryStore.from(store.image()), autoCheckpoint: false })
-    expect(await snapshot(again)).toEqual(await snapshot(ws))
+    expect(await workspaceSnapshot(again)).toEqual(await workspaceSnapshot(ws))
     await again.undo({ steps: 3 })
     await ws.undo({ steps: 3 })
-    expect(await snapshot(again)).toEqual(await snapshot(ws))
+    expect(await workspaceSnapshot(again)).toEqual(await workspaceSnapshot(ws))
     await again.restore('first')
     expect(again.fs.readFileSync('/app/config.json', 'utf8')).toBe('{"port":9090}')
     expect(before).toBeGreaterThan(0)

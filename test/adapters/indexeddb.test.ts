@@ -12,6 +12,7 @@ import { indexedDbStore, indexedDbTree, type IndexedDbStore } from '../../adapte
 import { Database } from '../../adapters/indexeddb/database.js'
 import type { FlushEntry } from '../../src/flush/target.js'
 import { MemoryStore, Workspace } from '../../src/index.js'
+import { workspaceSnapshot } from '../support/workspace-snapshot.js'
 
 let counter = 0
 const unique = (label: string) => `rewindfs-test-${label}-${++counter}-${Date.now()}`
@@ -50,27 +51,6 @@ function quota(limit: number): () => void {
   }
 }
 
-async function snapshot(ws: Workspace) {
-  const files: Record<string, string> = {}
-  const walk = (dir: string) => {
-    for (const name of ws.fs.readdirSync(dir) as string[]) {
-      const path = dir === '/' ? `/${name}` : `${dir}/${name}`
-      const stat = ws.fs.lstatSync(path)
-      if (stat.isDirectory()) {
-        files[path + '/'] = (stat.mode & 0o777).toString(8)
-        walk(path)
-      } else if (stat.isSymbolicLink()) files[path] = '-> ' + ws.fs.readlinkSync(path)
-      else files[path] = `${(stat.mode & 0o777).toString(8)} ${ws.fs.readFileSync(path, 'utf8')}`
-    }
-  }
-  walk('/')
-  return {
-    files,
-    state: await ws.state.entries(),
-    checkpoints: ws.checkpoints().map((c) => `${c.kind}:${c.name}`),
-    history: ws.history().map((op) => `${op.type}${'undone' in op ? ':undone' : ''}`),
-  }
-}
 
 describe('indexedDbStore: the Store contract', () => {
   it('appends in order, keeps appending after a reopen, and replaces the journal atomically', async () => {
@@ -282,26 +262,26 @@ describe('indexedDbStore: read-only instances', () => {
     }
     const ws = await Workspace.open({ lower, store: indexedDbStore(name), autoCheckpoint: false })
     await session(ws)
-    const expected = await snapshot(ws)
+    const expected = await workspaceSnapshot(ws)
     await ws.close()
     // The same session on the in-memory store is the reference.
     const reference = await Workspace.open({ lower, store: new MemoryStore(), autoCheckpoint: false })
     await session(reference)
-    expect(expected).toEqual(await snapshot(reference))
+    expect(expected).toEqual(await workspaceSnapshot(reference))
 
     const reopened = await Workspace.open({ lower, store: indexedDbStore(name), autoCheckpoint: false })
     expect(reopened.status.warnings).toEqual([])
     expect(reopened.status.degraded).toBeUndefined()
-    expect(await snapshot(reopened)).toEqual(expected)
+    expect(await workspaceSnapshot(reopened)).toEqual(expected)
     await reopened.restore('first')
     expect(reopened.fs.readFileSync('/app/config.json', 'utf8')).toBe('{"port":9090}')
     expect(reopened.fs.existsSync('/README.md')).toBe(true)
     // Compaction replaces the journal in one transaction; the snapshot reopens to the same state.
     await reopened.compact()
-    const compacted = await snapshot(reopened)
+    const compacted = await workspaceSnapshot(reopened)
     await reopened.close()
     const again = await Workspace.open({ lower, store: indexedDbStore(name), autoCheckpoint: false })
-    expect(await snapshot(again)).toEqual(compacted)
+    expect(await workspaceSnapshot(again)).toEqual(compacted)
     await again.close()
   })
 

@@ -8,6 +8,7 @@ import os from 'node:os'
 import { afterAll, describe, expect, it } from 'vitest'
 import { DirectoryStore, directory, directoryStore } from '../../adapters/node-fs/index.js'
 import { FsError, Workspace } from '../../src/index.js'
+import { workspaceSnapshot } from '../support/workspace-snapshot.js'
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-node-fs-store-`)
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
@@ -16,27 +17,6 @@ const fresh = () => `${scratch}/s${serial++}`
 const bytes = (text: string) => new TextEncoder().encode(text)
 const text = (data: Uint8Array | undefined) => (data === undefined ? undefined : new TextDecoder().decode(data))
 
-async function snapshot(ws: Workspace) {
-  const files: Record<string, string> = {}
-  const walk = (dir: string) => {
-    for (const name of (ws.fs.readdirSync(dir) as string[]).sort()) {
-      const path = dir === '/' ? `/${name}` : `${dir}/${name}`
-      const stat = ws.fs.lstatSync(path)
-      if (stat.isDirectory()) {
-        files[path + '/'] = (stat.mode & 0o777).toString(8)
-        walk(path)
-      } else if (stat.isSymbolicLink()) files[path] = '-> ' + ws.fs.readlinkSync(path)
-      else files[path] = `${(stat.mode & 0o777).toString(8)} ${ws.fs.readFileSync(path, 'utf8')}`
-    }
-  }
-  walk('/')
-  return {
-    files,
-    state: await ws.state.entries(),
-    checkpoints: ws.checkpoints().map((c) => `${c.kind}:${c.name}`),
-    history: ws.history().map((op) => `${op.type}:${op.paths?.join(',') ?? ''}`),
-  }
-}
 
 describe('directoryStore: the Store contract on disk', () => {
   it('appends journal lines durably, returns a torn last line as it is, and replaces the journal atomically', async () => {
@@ -104,11 +84,11 @@ describe('directoryStore: the Store contract on disk', () => {
     await ws.checkpoint({ name: 'second' })
     ws.fs.writeFileSync('/app/lib/util.js', 'export const x = 1')
     await ws.sync()
-    const expected = await snapshot(ws)
+    const expected = await workspaceSnapshot(ws)
     await ws.close()
 
     ws = await Workspace.open({ lower: directory(lowerPath), store: directoryStore(storePath), autoCheckpoint: false })
-    expect(await snapshot(ws)).toEqual(expected)
+    expect(await workspaceSnapshot(ws)).toEqual(expected)
     expect(ws.status.warnings).toEqual([])
     expect(ws.status.degraded).toBeFalsy()
     await ws.restore('first')
