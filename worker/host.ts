@@ -80,7 +80,7 @@ async function adapterFunction(adapter: AdapterName, name: string): Promise<(arg
     // A specifier in a variable: bundlers leave it alone, so a browser bundle never pulls node:fs in.
     const specifier: string = adapterPaths[adapter]
     try {
-      module = (await import(specifier)) as Record<string, unknown>
+      module = (await import(/* @vite-ignore */ specifier)) as Record<string, unknown>
     } catch (error) {
       throw Object.assign(new Error(`rewindfs worker: the ${adapter} adapter is not registered in this worker and could not be loaded (${(error as Error).message})`), {
         code: 'ERR_REWINDFS_NO_ADAPTER',
