@@ -95,7 +95,7 @@ export interface AsyncWorkspace {
   chdir(path: string): Awaitable<void>
   cwd(): Awaitable<string>
 
-  checkpoint(options?: { name?: string; kind?: Exclude<CheckpointKind, 'guard'> }): Promise<Checkpoint>
+  checkpoint(options?: { name?: string; kind?: Exclude<CheckpointKind, 'guard'>; description?: string }): Promise<Checkpoint>
   checkpoints(): Awaitable<Checkpoint[]>
   checkpointInfo(idOrName: string): Promise<CheckpointInfo>
   renameCheckpoint(idOrName: string, newName: string): Promise<Checkpoint>

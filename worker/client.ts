@@ -131,7 +131,7 @@ export class WorkerWorkspace implements AsyncWorkspace {
   cwd(): Promise<string> {
     return this.call('cwd', []) as Promise<string>
   }
-  checkpoint(options?: { name?: string; kind?: Exclude<CheckpointKind, 'guard'> }): Promise<Checkpoint> {
+  checkpoint(options?: { name?: string; kind?: Exclude<CheckpointKind, 'guard'>; description?: string }): Promise<Checkpoint> {
     return this.call('checkpoint', [options]) as Promise<Checkpoint>
   }
   checkpoints(): Promise<Checkpoint[]> {

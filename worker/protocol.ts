@@ -32,7 +32,12 @@ export const openOptions = z.object({
   store: store.optional(),
   session: z.string().min(1).optional(),
   umask: z.int().min(0).max(0o777).optional(),
-  retention: z.object({ operations: z.int().positive().optional(), checkpoints: z.int().min(0).optional() }).optional(),
+  retention: z
+    .object({
+      operations: z.int().positive().optional(),
+      checkpoints: z.union([z.int().min(0), z.object({ last: z.int().min(0).optional(), hourly: z.int().min(0).optional(), daily: z.int().min(0).optional() })]).optional(),
+    })
+    .optional(),
   autoCheckpoint: z.union([z.literal(false), z.object({ highRisk: z.boolean().optional(), interval: z.number().min(0).optional() })]).optional(),
   compactEvery: z.int().positive().optional(),
   /** Names registered in the worker's entry module with registerValidator. */
@@ -55,7 +60,7 @@ const operationType = z.string()
 export const memberArguments = {
   chdir: z.tuple([name]),
   cwd: z.tuple([]),
-  checkpoint: z.tuple([optionalObject({ name: z.string().optional(), kind: z.enum(['manual', 'auto', 'turn', 'compact']).optional() })]),
+  checkpoint: z.tuple([optionalObject({ name: z.string().optional(), kind: z.enum(['manual', 'auto', 'turn', 'compact']).optional(), description: z.string().optional() })]),
   checkpoints: z.tuple([]),
   checkpointInfo: z.tuple([name]),
   renameCheckpoint: z.tuple([name, name]),

@@ -100,8 +100,8 @@ export function asyncWorkspaceSuite(name: string, open: OpenAsyncWorkspace): voi
     it('checkpoints, diffs and restores (also as a dry run), and refuses a duplicate name', async () => {
       const ws = await fresh({ '/app/config.json': '{ "port": 8080 }\n', '/app/server.js': 'serve()\n' })
       const fs = ws.fs.promises
-      const good = await ws.checkpoint({ name: 'known-good' })
-      expect(good).toMatchObject({ name: 'known-good', kind: 'manual', session: ws.session })
+      const good = await ws.checkpoint({ name: 'known-good', description: 'before the config change' })
+      expect(good).toMatchObject({ name: 'known-good', kind: 'manual', session: ws.session, description: 'before the config change' })
       await expect(ws.checkpoint({ name: 'known-good' })).rejects.toMatchObject({ code: 'EEXIST' })
 
       await fs.writeFile('/app/config.json', '{ broken')
