@@ -150,11 +150,14 @@ export interface ExecOptions {
 }
 
 export interface ExecResult {
+  /** The shell's exit code; null when a signal ended it. */
   exitCode: number | null
   signal: string | null
+  /** The timeout ran out and the process group was killed. */
   timedOut: boolean
   stdout: string
   stderr: string
+  /** Output beyond the runner's limit per stream (16 MiB) was dropped. */
   truncated: boolean
   /** Workspace paths the command created, changed and deleted (recorded as one transaction). */
   changes: { added: string[]; modified: string[]; deleted: string[] }

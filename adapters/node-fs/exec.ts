@@ -9,39 +9,12 @@ import { hostFs as fs, onHost } from './host-fs.js'
 import os from 'node:os'
 import { FsError } from '../../src/errors.js'
 import { ConflictError } from '../../src/engine/transaction.js'
-import { Workspace } from '../../src/workspace.js'
+import { type ExecOptions, type ExecResult, Workspace } from '../../src/workspace.js'
 import { DirectorySource } from './directory.js'
 import { type CloneSource, type Scan, apply, materialise, scan } from './exec-tree.js'
 
-export interface ExecOptions {
-  /** Workspace directory to run in (absolute, or relative to ws.cwd()); default ws.cwd(). */
-  cwd?: string
-  /** Variables set over process.env; a variable set to undefined is removed. */
-  env?: Record<string, string | undefined>
-  /** Milliseconds before the command's process group is killed (SIGKILL); default none. */
-  timeout?: number
-  /**
-   * Where the private temp directory is made (default os.tmpdir()). On the lower directory's file
-   * system, unchanged lower files are reflinked instead of copied where it supports reflinks.
-   */
-  tmpdir?: string
-}
-
-export interface ExecResult {
-  /** The shell's exit code; null when a signal ended it. */
-  exitCode: number | null
-  signal: NodeJS.Signals | null
-  /** The timeout ran out and the process group was killed. */
-  timedOut: boolean
-  stdout: string
-  stderr: string
-  /** Output beyond MAX_OUTPUT bytes per stream was dropped. */
-  truncated: boolean
-  /** Workspace paths, sorted; removing a directory lists everything in it. */
-  changes: { added: string[]; modified: string[]; deleted: string[] }
-  /** FIFOs, sockets or devices the command made: a workspace cannot hold them, so they were left out. */
-  skipped: string[]
-}
+/** The core declares ws.exec's contract; this adapter is its runner (the core cannot start processes). */
+export type { ExecOptions, ExecResult } from '../../src/workspace.js'
 
 /** Per stream: an agent needs the gist, and a runaway command must not exhaust memory. */
 export const MAX_OUTPUT = 16 * 1024 * 1024
