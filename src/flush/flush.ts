@@ -10,7 +10,7 @@ import type { BlobId } from '../blob/store.js'
 import { diffTrees } from '../diff.js'
 import type { Change } from '../diff.js'
 import { ABSENT, Overlay, type Entry } from '../overlay.js'
-import { components, dirname, isWithin, join } from '../path.js'
+import { components, dirname, join } from '../path.js'
 import type { FlushBook, Recorded } from './book.js'
 import type { PinnedLower } from './pinned-lower.js'
 import type { FlushEntry, FlushProgress, FlushTarget } from './target.js'
@@ -49,6 +49,8 @@ export interface Planned {
   readonly path: string
   readonly base: string
   readonly desired: string
+  /** The workspace's entry at the path now (undefined: absent). */
+  readonly current: Entry | undefined
   readonly entries: FlushEntry[]
   readonly change: Change
 }
@@ -85,16 +87,19 @@ export async function flush(host: FlushHost, targets: readonly FlushTarget[], op
   const done: FlushTarget[] = []
   for (const [index, target] of targets.entries()) {
     if (canary > 0 && index === canary) {
-      const verdict = await Promise.resolve()
-        .then(() => options.verify!(done))
-        .catch((error: unknown) => error)
-      if (verdict === false || verdict instanceof Error) {
+      let failure: { why: string; cause?: unknown } | undefined
+      try {
+        if ((await options.verify!(done)) === false) failure = { why: 'verify returned false' }
+      } catch (error) {
+        failure = { why: error instanceof Error ? error.message : String(error), cause: error }
+      }
+      if (failure) {
         for (const canaryTarget of done) await rollBack(host, canaryTarget, plans.get(canaryTarget)!)
-        const why = verdict instanceof Error ? verdict.message : 'verify returned false'
+        const { why, cause } = failure
         throw Object.assign(new Error(`rewindfs: canary verification failed (${why}); the ${done.length} canary target(s) were rolled back`), {
           code: 'ECANARY',
           rolledBack: done.map((t) => t.id),
-          cause: verdict,
+          cause,
         })
       }
     }
@@ -142,6 +147,14 @@ function signature(overlay: Overlay, entry: Entry | undefined): string {
   return `lower:${mode}:${entry.lowerPath}:${entry.lowerStat?.version ?? ''}`
 }
 
+/** Whether a proper ancestor of `path` is in `dirs`: O(depth), whatever the size of the set. */
+function underAny(path: string, dirs: ReadonlySet<string>): boolean {
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    if (dirs.has(dir)) return true
+    if (dir === '/') return false
+  }
+}
+
 /** The target's entry must go before the new one is written: deleted, or of another type. */
 const replaces = (p: Planned) => p.base !== 'absent' && (p.desired === 'absent' || kindOf(p.base) !== kindOf(p.desired))
 
@@ -158,11 +171,12 @@ export function differences(overlay: Overlay, lower: PinnedLower, ledger: Readon
   for (const path of ledger.keys()) candidates.add(path)
   const plan: Planned[] = []
   for (const path of [...candidates].sort()) {
-    const desired = signature(overlay, exact(overlay, path))
+    const current = exact(overlay, path)
+    const desired = signature(overlay, current)
     const before = ledger.get(path)?.sig ?? signature(base, exact(base, path))
     if (desired === before) continue
     const type = before === 'absent' ? 'added' : desired === 'absent' ? 'deleted' : 'modified'
-    plan.push({ path, base: before, desired, entries: [], change: { path, type, entry: kindOf(desired) ?? kindOf(before)! } })
+    plan.push({ path, base: before, desired, current, entries: [], change: { path, type, entry: kindOf(desired) ?? kindOf(before)! } })
   }
   return plan
 }
@@ -171,31 +185,18 @@ async function planFor(host: FlushHost, target: FlushTarget): Promise<Planned[]>
   const { overlay } = host
   const plan = differences(overlay, host.lower, host.book.ledger(target.id))
   const lowerFiles: string[] = []
-  for (const p of plan) {
-    const current = exact(overlay, p.path)
-    if (current?.type === 'file' && current.node === undefined) lowerFiles.push(current.lowerPath!)
-  }
+  for (const { current } of plan) if (current?.type === 'file' && current.node === undefined) lowerFiles.push(current.lowerPath!)
   await host.lower.prefetch(lowerFiles)
-  // Deletes first (a deleted directory takes its tree), then creations, parents before children.
-  const deleted: string[] = []
-  const under = (path: string, dirs: readonly string[]) => dirs.some((dir) => isWithin(path, dir))
+  // Deletes first (a deleted directory takes its tree), then creations, parents before children
+  // (the plan is sorted; an entry that exists has directories for all its ancestors).
+  const deleted = new Set<string>()
   for (const p of plan) {
-    if (replaces(p) && !under(p.path, deleted)) {
+    if (replaces(p) && !underAny(p.path, deleted)) {
       p.entries.push({ path: p.path, kind: 'delete' })
-      deleted.push(p.path)
+      deleted.add(p.path)
     }
   }
-  const gone: string[] = []
-  for (const p of plan) {
-    if (p.desired === 'absent') continue
-    if (under(p.path, gone)) continue
-    const entry = exact(overlay, p.path)!
-    if (exact(overlay, dirname(p.path))?.type !== 'dir') {
-      gone.push(p.path)
-      continue
-    }
-    p.entries.push(entryOf(overlay, entry))
-  }
+  for (const p of plan) if (p.current) p.entries.push(entryOf(overlay, p.current))
   return plan.filter((p) => p.entries.length > 0 || p.desired === 'absent')
 }
 
@@ -281,11 +282,11 @@ async function rollBack(host: FlushHost, target: FlushTarget, plan: readonly Pla
     }
   }
   // Take away what the flush created or retyped, then put back what was there.
-  const deleted: string[] = []
+  const deleted = new Set<string>()
   for (const p of plan) {
-    if (p.desired === 'absent' || (p.base !== 'absent' && !replaces(p)) || deleted.some((dir) => isWithin(p.path, dir))) continue
+    if (p.desired === 'absent' || (p.base !== 'absent' && !replaces(p)) || underAny(p.path, deleted)) continue
     entries.push({ path: p.path, kind: 'delete' })
-    deleted.push(p.path)
+    deleted.add(p.path)
   }
   for (const p of plan) if (p.base !== 'absent') restoreTree(p.path, p.base)
   await target.apply(entries)
