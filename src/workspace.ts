@@ -926,7 +926,6 @@ export class Workspace {
     const targets = Array.isArray(target) ? (target as readonly FlushTarget[]).map(own) : [own(target)]
     for (const t of targets) if (!isFlushTarget(t)) throw new TypeError('rewindfs: flush needs a FlushTarget (versions, apply, id), e.g. directory(path) from rewindfs/adapters/node-fs')
     const durability = this.durability
-    const store = durability?.store
     const { flush } = await loadFlush()
     const { FLUSH_STATE_KEY, encodeFlushState } = await loadFlushRecords()
     return flush(
@@ -935,12 +934,7 @@ export class Workspace {
         lower: this.lower,
         book: this.shared.book,
         session: this.session,
-        persist: async (blobs) => {
-          if (!store || !durability) return
-          await durability.sync()
-          if (blobs.length > 0) await store.putBlobs(blobs.map((id) => [id, this.shared.blobs.get(id)] as const))
-          await store.putMeta(FLUSH_STATE_KEY, encodeFlushState(this.lower, this.shared.book))
-        },
+        persist: async (blobs) => durability?.saveMeta(FLUSH_STATE_KEY, encodeFlushState(this.lower, this.shared.book), blobs),
       },
       targets,
       options,

@@ -231,9 +231,7 @@ export class Durability {
           for (const n of [c.b, c.a]) if (n && n !== 'W' && n.t === 'f') blobs.add(n.b)
         }
       }
-      const missing = [...blobs].filter((id) => !this.durableBlobs.has(id) && this.host.blobs.has(id))
-      if (missing.length > 0) await this.store.putBlobs(missing.map((id) => [id, this.host.blobs.get(id)] as const))
-      for (const id of missing) this.durableBlobs.add(id)
+      await this.putDurable(blobs)
       await this.store.replaceJournal([encodeRecord({ t: 'snapshot', data: snapshot }), encodeRecord({ t: 'commit' })])
       this.sinceCompaction = 0
       const keep = reachable()
@@ -393,6 +391,23 @@ export class Durability {
       })),
       data.seq,
     )
+  }
+
+  /** Writes the blobs the store does not have yet (and remembers that it has them). */
+  private async putDurable(ids: Iterable<BlobId>): Promise<void> {
+    const missing = [...ids].filter((id) => !this.durableBlobs.has(id) && this.host.blobs.has(id))
+    if (missing.length > 0) await this.store.putBlobs(missing.map((id) => [id, this.host.blobs.get(id)] as const))
+    for (const id of missing) this.durableBlobs.add(id)
+  }
+
+  /**
+   * Metadata written beside the journal (the flush state), after everything recorded so far and
+   * the blobs it refers to are durable.
+   */
+  async saveMeta(key: string, value: JsonValue, blobs: readonly BlobId[]): Promise<void> {
+    await this.sync()
+    await this.putDurable(blobs)
+    await this.store.putMeta(key, value)
   }
 
   /**
