@@ -3,11 +3,11 @@
  * synchronous (nothing is scanned on open; every call asks the disk, so a change underneath shows
  * in `version`), confined to the root (see confine.ts), and never show the flush's staging area.
  */
-import type { Stats } from 'node:fs'
 import { hostFs as fs } from './host-fs.js'
 import { FsError } from '../../src/errors.js'
 import type { FlushEntry, FlushProgress, FlushTarget } from '../../src/flush/target.js'
-import type { EntryType, LowerSource, LowerStat } from '../../src/lower/source.js'
+import type { LowerSource, LowerStat } from '../../src/lower/source.js'
+import { lowerStatOf, lowerVersionOf } from '../../src/lower/sync-fs.js'
 import { normalize } from '../../src/path.js'
 import { Confinement, RESERVED_PREFIX, checkPath, isReserved, lstatOrUndefined } from './confine.js'
 import { clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
@@ -15,17 +15,6 @@ import { syncDirectory } from './files.js'
 import { LockFile } from './lock.js'
 
 const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
-
-function typeOf(stats: Stats): EntryType | undefined {
-  if (stats.isFile()) return 'file'
-  if (stats.isDirectory()) return 'dir'
-  if (stats.isSymbolicLink()) return 'symlink'
-  return undefined // FIFOs, sockets, devices: not representable, and reading a FIFO would block
-}
-
-function versionOf(stats: Stats): string {
-  return `${stats.size}:${stats.mtimeMs}:${stats.ino}`
-}
 
 function isHidden(path: string): boolean {
   return path.includes(RESERVED_PREFIX) && path.split('/').some(isReserved)
@@ -54,19 +43,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
     const normal = normalize(checkPath(path))
     if (isHidden(normal)) return undefined
     const stats = lstatOrUndefined(this.confinement.resolve(normal, 'lstat', false))
-    const type = stats && typeOf(stats)
-    if (!stats || !type) return undefined
-    return {
-      type,
-      mode: stats.mode & 0o7777,
-      size: stats.size,
-      mtimeMs: stats.mtimeMs,
-      ctimeMs: stats.ctimeMs,
-      atimeMs: stats.atimeMs,
-      birthtimeMs: stats.birthtimeMs,
-      ino: stats.ino,
-      version: versionOf(stats),
-    }
+    return stats && lowerStatOf(stats)
   }
 
   readdir(path: string): string[] {
@@ -145,7 +122,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
       // The parents were just checked to be real directories: a plain lstat gives what stat would.
       return entries.map((entry) => {
         const stats = entry.kind === 'delete' ? undefined : lstatOrUndefined(this.confinement.lexical(entry.path))
-        return stats && versionOf(stats)
+        return stats && lowerVersionOf(stats)
       })
     } finally {
       lock?.release()

@@ -46,6 +46,30 @@ function codeOf(error: unknown): unknown {
   return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
 }
 
+/**
+ * Node-shaped stats as a LowerStat, versioned by size, mtime and inode; undefined for what a
+ * workspace cannot hold (FIFOs, sockets, devices). Shared with the directory adapter.
+ */
+export function lowerStatOf(stats: SyncStats): LowerStat | undefined {
+  const type = typeOf(stats)
+  if (!type) return undefined
+  return {
+    type,
+    mode: stats.mode & 0o7777,
+    size: stats.size,
+    mtimeMs: stats.mtimeMs,
+    ctimeMs: stats.ctimeMs,
+    atimeMs: stats.atimeMs,
+    birthtimeMs: stats.birthtimeMs,
+    ino: stats.ino,
+    version: lowerVersionOf(stats),
+  }
+}
+
+export function lowerVersionOf(stats: SyncStats): string {
+  return `${stats.size}:${stats.mtimeMs}:${stats.ino}`
+}
+
 function typeOf(stats: SyncStats): EntryType | undefined {
   if (stats.isFile()) return 'file'
   if (stats.isDirectory()) return 'dir'
@@ -106,20 +130,7 @@ class SyncFsSource implements LowerSource {
   stat(path: string): LowerStat | undefined {
     const host = this.host(path)
     const stats = host === (this.base || '/') ? this.rootStats() : this.lstat(host)
-    if (!stats) return undefined
-    const type = typeOf(stats)
-    if (!type) return undefined
-    return {
-      type,
-      mode: stats.mode & 0o7777,
-      size: stats.size,
-      mtimeMs: stats.mtimeMs,
-      ctimeMs: stats.ctimeMs,
-      atimeMs: stats.atimeMs,
-      birthtimeMs: stats.birthtimeMs,
-      ino: stats.ino,
-      version: `${stats.size}:${stats.mtimeMs}:${stats.ino}`,
-    }
+    return stats && lowerStatOf(stats)
   }
 
   readdir(path: string): string[] {
