@@ -39,10 +39,13 @@ export class Collector {
     return this.marking !== undefined || this.sweeping !== undefined
   }
 
-  /** Starts a background cycle when enough has been allocated since the last one. */
+  /**
+   * Schedules a background slice, which starts a cycle when enough has been allocated since the
+   * last one. Never starts one here: callers may be mid-operation (a write that has stored its blob
+   * but not yet linked it into the tree), and a cycle's roots must be taken between operations.
+   */
   maybeSchedule(): void {
     if (this.running || this.timer !== undefined) return
-    if (this.blobs.allocatedSinceCollection >= this.threshold) this.start()
     // Delta compaction runs in the same background slices, between collection cycles.
     this.scheduleSlice()
   }
@@ -119,6 +122,7 @@ export class Collector {
     if (this.timer !== undefined) return
     this.timer = setTimeout(() => {
       this.timer = undefined
+      if (!this.running && this.blobs.allocatedSinceCollection >= this.threshold) this.start()
       if (this.running) {
         if (!this.step(20_000)) this.scheduleSlice()
       } else if (!this.blobs.compact(8)) this.scheduleSlice()
