@@ -107,13 +107,19 @@ export class Durability {
       return await body()
     } finally {
       this.holds--
-      if (this.holds === 0) for (const resume of this.idle.splice(0)) resume()
+      for (const waiter of this.idle.splice(0)) if (!waiter()) this.idle.push(waiter)
       this.schedule()
     }
   }
 
-  /** sync() calls waiting for a hold (a compaction, a restore) to end. */
-  private readonly idle: (() => void)[] = []
+  /** Callers waiting for holds to end (sync) or drop to their own (compaction); each returns whether it is done. */
+  private readonly idle: (() => boolean)[] = []
+
+  /** Resolves once at most `own` holds remain (0: none; 1: only the caller's own). */
+  private holdsAtMost(own: number): Promise<void> {
+    if (this.holds <= own) return Promise.resolve()
+    return new Promise((resolve) => this.idle.push(() => (this.holds <= own ? (resolve(), true) : false)))
+  }
 
   record(body: RecordBody, blobs: Iterable<BlobId> = []): void {
     this.lines.push(encodeRecord(body))
@@ -187,13 +193,14 @@ export class Durability {
   }
 
   /** One group commit: the blobs the pending records need, then the records in one append. */
-  private commit(): Promise<void> {
+  private commit(evenIfHeld = false): Promise<void> {
     this.flushing = this.flushing.then(async () => {
+      const held = this.holds > 0 && !evenIfHeld
       const seen = this.host.overlay.unrecorded
-      if (seen && seen.length > 0 && !this.failure && this.holds === 0) {
+      if (seen && seen.length > 0 && !this.failure && !held) {
         this.lines.push(encodeRecord({ t: 'seen', entries: seen.splice(0) }))
       }
-      if (this.lines.length === 0 || this.failure || this.holds > 0) return
+      if (this.lines.length === 0 || this.failure || held) return
       const lines = this.lines
       const ids = [...this.blobIds]
       this.lines = []
@@ -220,6 +227,8 @@ export class Durability {
    */
   async compact(reachable: () => Set<BlobId>): Promise<void> {
     await this.atomically(async () => {
+      // Another hold (a restore that triggered this compaction) must end first: its records commit as one group.
+      await this.holdsAtMost(1)
       await this.drain()
       if (this.failure) return
       const snapshot = this.snapshot()
@@ -242,16 +251,10 @@ export class Durability {
     })
   }
 
-  /** Waits for the commit in flight, then commits what is pending even while held. */
+  /** Waits for the commit in flight, then commits what is pending even while held (by the caller alone). */
   private async drain(): Promise<void> {
     await this.flushing
-    const holds = this.holds
-    this.holds = 0
-    try {
-      await this.commit()
-    } finally {
-      this.holds = holds
-    }
+    await this.commit(true)
   }
 
   private snapshot(): SnapshotData {
@@ -417,7 +420,7 @@ export class Durability {
    * hold (a compensator during a restore), which would otherwise wait for themselves.
    */
   async sync(options: { insideHold?: boolean } = {}): Promise<void> {
-    while (this.holds > 0 && !options.insideHold) await new Promise<void>((resolve) => this.idle.push(resolve))
+    if (!options.insideHold) await this.holdsAtMost(0)
     await this.commit()
     if (this.failure) throw Object.assign(new Error(`rewindfs: ${this.failure}; the workspace is running in memory (degraded)`), { code: 'EDEGRADED' })
   }
