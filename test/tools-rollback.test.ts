@@ -54,7 +54,9 @@ describe('undo_operation', () => {
     await ok(tools, 'edit_file', { path: '/app/settings.yaml', old_string: 'b: 2\n', new_string: 'b: 20\nb2: 21\n' })
     const [edit] = ws.history()
     const result = await ok(tools, 'undo_operation', {})
+    expect(Object.keys(result)[0]).toBe('summary')
     expect(result).toEqual({
+      summary: `Undid 1 operation(s): ${edit.id} (file edit /app/settings.yaml); 1 path(s) changed back.`,
       dry_run: false,
       undo_summary: { operations_undone: 1, files_affected: ['/app/settings.yaml'], timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) },
       undone_operations: [
@@ -102,7 +104,10 @@ describe('undo_operation', () => {
     expect(preview.undone_operations.map((op: Json) => [op.operation_id, op.type])).toEqual([[remove.id, 'file_delete'], [edit.id, 'file_edit']])
     expect(preview.undone_operations[0].changes_reverted).toEqual({ lines_restored: [1], lines_removed: [] })
     const done = await ok(tools, 'undo_operation', { steps: 2 })
-    expect({ ...done, dry_run: true, undo_summary: { ...done.undo_summary, timestamp: 0 } }).toEqual({ ...preview, undo_summary: { ...preview.undo_summary, timestamp: 0 } })
+    expect(preview.summary).toMatch(/^Would undo 2 operation\(s\): .*Nothing was changed \(dry run\)\.$/)
+    expect(done.summary).toMatch(/^Undid 2 operation\(s\): /)
+    const same = (result: Json) => ({ ...result, summary: '', dry_run: true, undo_summary: { ...result.undo_summary, timestamp: 0 } })
+    expect(same(done)).toEqual(same(preview))
     expect(done.undo_summary.files_affected).toEqual(['/app/README.md', '/app/src/main.ts'])
     expect(ws.fs.readFileSync('/app/README.md', 'utf8')).toBe('# app\n')
     expect(ws.fs.readFileSync('/app/src/main.ts', 'utf8')).toBe('serve()\n')

@@ -43,9 +43,11 @@ describe('schemas', () => {
 
   it('offers each tool once with a description, and commit_changes only with a flush target', async () => {
     expect(tools.map((tool) => tool.name)).toEqual([
-      'read_file', 'write_file', 'edit_file', 'list_directory', 'delete_path', 'move_path',
+      'read_file', 'write_file', 'edit_file', 'insert_text', 'list_directory', 'delete_path', 'move_path', 'search_files', 'find_files',
       'undo_operation', 'rollback_to_checkpoint', 'manage_checkpoint', 'operation_history', 'commit_changes',
     ])
+    expect(createAgentTools(schemaWorkspace, { commands: true }).map((tool) => tool.name)).toContain('run_command')
+    expect(tools.map((tool) => tool.name)).not.toContain('run_command')
     for (const tool of tools) expect(tool.description.length).toBeGreaterThan(40)
     expect(createAgentTools(schemaWorkspace).map((tool) => tool.name)).not.toContain('commit_changes')
     expect(() => createAgentTools(schemaWorkspace, { flushTarget: { id: 'x' } as never })).toThrow('flushTarget must be a FlushTarget')
@@ -55,15 +57,24 @@ describe('schemas', () => {
     const required = (name: string) => schema(name).required ?? []
     expect(required('read_file')).toEqual(['path'])
     expect(required('write_file')).toEqual(['path', 'content'])
-    expect(required('edit_file')).toEqual(['path', 'old_string', 'new_string'])
+    expect(required('edit_file')).toEqual(['path'])
     expect(schema('edit_file').properties.replace_all).toMatchObject({ type: 'boolean', default: false })
+    expect(schema('edit_file').properties.edits).toMatchObject({ type: 'array', items: { required: ['old_string', 'new_string'] } })
+    expect(required('insert_text')).toEqual(['path', 'insert_line', 'text'])
+    expect(required('search_files')).toEqual(['pattern'])
+    expect(schema('search_files').properties).toMatchObject({
+      regex: { default: false }, case_sensitive: { default: true }, include: { type: 'array' }, exclude: { type: 'array' },
+      context_lines: { default: 0 }, max_results: { default: 100 }, include_ignored: { default: false },
+    })
+    expect(required('find_files')).toEqual(['pattern'])
+    expect(schema('find_files').properties.sort).toMatchObject({ enum: ['path', 'mtime'], default: 'path' })
     expect(required('list_directory')).toEqual(['path'])
     expect(required('delete_path')).toEqual(['path'])
     expect(required('move_path')).toEqual(['from', 'to'])
     expect(required('undo_operation')).toEqual([])
     expect(schema('undo_operation').properties).toMatchObject({
       steps: { type: 'integer', minimum: 1, maximum: 50, default: 1 },
-      operation_type: { enum: ['file_edit', 'file_create', 'file_delete', 'config_change', 'all'], default: 'all' },
+      operation_type: { enum: ['file_edit', 'file_create', 'file_delete', 'config_change', 'restore', 'all'], default: 'all' },
       target_files: { type: 'array', items: { type: 'string' } },
       dry_run: { type: 'boolean', default: false },
     })
@@ -98,11 +109,22 @@ describe('schemas', () => {
       ['read_file', null, false],
       ['write_file', { path: '/a', content: 1 }, false],
       ['edit_file', { path: '/a', old_string: '', new_string: 'x' }, false],
+      ['edit_file', { path: '/a', edits: [{ old_string: 'a', new_string: 'b' }, { old_string: 'c', new_string: 'd', replace_all: true }] }, true],
+      ['edit_file', { path: '/a', edits: [{ old_string: 'a' }] }, false],
+      ['edit_file', { path: '/a', edits: [] }, false],
+      ['insert_text', { path: '/a', insert_line: 0, text: 'x' }, true],
+      ['insert_text', { path: '/a', insert_line: -1, text: 'x' }, false],
+      ['search_files', { pattern: 'x', regex: true, include: ['*.ts'], context_lines: 2 }, true],
+      ['search_files', { pattern: '' }, false],
+      ['search_files', { pattern: 'x', context_lines: 11 }, false],
+      ['find_files', { pattern: '**/*.ts', sort: 'mtime' }, true],
+      ['find_files', { pattern: '*.ts', sort: 'size' }, false],
       ['undo_operation', {}, true],
       ['undo_operation', { steps: 50, operation_type: 'config_change', target_files: ['/a'], dry_run: true }, true],
       ['undo_operation', { steps: 0 }, false],
       ['undo_operation', { steps: 51 }, false],
       ['undo_operation', { operation_type: 'everything' }, false],
+      ['undo_operation', { operation_type: 'restore' }, true],
       ['rollback_to_checkpoint', { target: { checkpoint_id: 'good' } }, true],
       ['rollback_to_checkpoint', { target: { timestamp: '2024-07-15T10:30:00Z' }, scope: 'config', preview_changes: false }, true],
       ['rollback_to_checkpoint', { target: { timestamp: 1721039400000 } }, true],
@@ -244,6 +266,7 @@ describe('file tools', () => {
     expect(await ok(tools, 'list_directory', { path: '/app' })).toEqual({
       path: '/app',
       truncated: false,
+      total: 5,
       entries: [
         { path: 'config.json', type: 'file', size: 19 },
         { path: 'empty/', type: 'directory' },
@@ -260,11 +283,19 @@ describe('file tools', () => {
     expect(await fails(tools, 'list_directory', { path: '/nope' })).toMatchObject({ code: 'ENOENT' })
   })
 
-  it('list_directory stops at 1000 entries and says so', async () => {
+  it('list_directory stops at the result budget, says how many there are, and pages on with offset', async () => {
     for (let i = 0; i < 1005; i++) ws.fs.writeFileSync(`/many-${String(i).padStart(4, '0')}`, '')
     const listing = await ok(tools, 'list_directory', { path: '/' })
-    expect(listing.entries).toHaveLength(1000)
-    expect(listing.truncated).toBe(true)
+    expect(JSON.stringify(listing).length).toBeLessThanOrEqual(8000)
+    expect(listing).toMatchObject({ total: 1006, truncated: true, next_offset: listing.entries.length })
+    expect(listing.entries.length).toBeGreaterThan(100)
+    const seen: string[] = []
+    for (let offset: number | undefined = 0; offset !== undefined; ) {
+      const page: Json = await ok(tools, 'list_directory', { path: '/', offset })
+      seen.push(...page.entries.map((entry: { path: string }) => entry.path))
+      offset = page.next_offset
+    }
+    expect(seen).toEqual(['app/', ...Array.from({ length: 1005 }, (_, i) => `many-${String(i).padStart(4, '0')}`)])
   })
 
   it('delete_path deletes files and empty directories, and a full directory only with recursive', async () => {

@@ -1,5 +1,6 @@
 /** manage_checkpoint: the seed's CheckpointTool over ws.checkpoint and friends. */
 import type { Checkpoint, Workspace } from '../src/workspace.js'
+import { type Budget, fitList } from './budget.js'
 import { isoTime } from './operations.js'
 import { ToolFailure } from './result.js'
 import { manageCheckpointInput } from './schemas.js'
@@ -26,7 +27,7 @@ function checkpointSummary(checkpoint: Checkpoint, description?: string) {
   }
 }
 
-export function checkpointTool(ws: Workspace): AgentTool {
+export function checkpointTool(ws: Workspace, budget: Budget): AgentTool {
   // ws.checkpoint takes no description: the tools keep the ones given to create, by checkpoint id.
   const descriptions = new Map<string, string>()
   const summary = (checkpoint: Checkpoint) => checkpointSummary(checkpoint, descriptions.get(checkpoint.id))
@@ -34,7 +35,8 @@ export function checkpointTool(ws: Workspace): AgentTool {
     'manage_checkpoint',
     'Checkpoints of the whole workspace (O(1) to create). action: create (checkpoint_name and description ' +
       'optional), list, info (files, lines, last operation), rename (new_name) or delete; delete, info and ' +
-      'rename take checkpoint_name as an id or a name. Roll back to one with rollback_to_checkpoint.',
+      'rename take checkpoint_name as an id or a name. Roll back to one with rollback_to_checkpoint. list ' +
+      `answers within the result budget (${budget.chars} characters): the newest that fit, oldest first.`,
     manageCheckpointInput,
     async (input) => {
       switch (input.action) {
@@ -45,7 +47,9 @@ export function checkpointTool(ws: Workspace): AgentTool {
         }
         case 'list': {
           const checkpoints = ws.checkpoints()
-          return { action: 'list', count: checkpoints.length, checkpoints: checkpoints.map(summary) }
+          // The newest matter most: fitted from the end, shown oldest first.
+          const { shown, omitted } = fitList(checkpoints.map(summary).reverse(), budget.chars - 200)
+          return { action: 'list', count: checkpoints.length, checkpoints: shown.reverse(), ...(omitted > 0 ? { older_not_listed: omitted } : {}) }
         }
         case 'info': {
           const checkpoint = findCheckpoint(ws, input.checkpoint_name!)

@@ -4,18 +4,17 @@
  * undo_operation takes it back; each result names the operations it recorded.
  */
 import { decode, isProbablyText } from '../src/bytes.js'
-import { dirname, join } from '../src/path.js'
+import { dirname } from '../src/path.js'
 import type { Workspace } from '../src/workspace.js'
+import { type Budget, Room } from './budget.js'
 import { lastSeq, recordedSince, resolvePath } from './operations.js'
 import { ToolFailure } from './result.js'
-import { deletePathInput, editFileInput, listDirectoryInput, movePathInput, readFileInput, writeFileInput } from './schemas.js'
+import { deletePathInput, editFileInput, insertTextInput, listDirectoryInput, movePathInput, readFileInput, writeFileInput } from './schemas.js'
 import { type AgentTool, defineTool } from './tool.js'
+import { ViewReader, type WalkEntry, walk } from './walk.js'
 
-/** Lines read_file returns by default, and the characters it returns at most in one call. */
+/** Lines read_file returns by default. */
 const READ_LINES = 2000
-const READ_CHARS = 100_000
-/** Entries list_directory returns at most. */
-const LIST_ENTRIES = 1000
 
 function lines(text: string): string[] {
   const all = text.split('\n')
@@ -50,19 +49,47 @@ function lineNumbers(text: string, at: readonly number[]): number[] {
   return out
 }
 
+/** One replacement in `text`, or the refusal that says why it cannot be made. */
+function replaceIn(text: string, path: string, edit: { old_string: string; new_string: string; replace_all: boolean }, which: string): { text: string; at: number[] } {
+  if (edit.old_string === edit.new_string) throw new ToolFailure('ENOCHANGE', `${which}old_string and new_string are the same: nothing would change`)
+  const at = occurrences(text, edit.old_string)
+  if (at.length === 0) {
+    throw new ToolFailure('ENOMATCH', `${which}old_string was not found in '${path}'${which ? ' (after the edits before it)' : ''}; read the file again and copy the exact text, whitespace included`)
+  }
+  if (at.length > 1 && !edit.replace_all) {
+    throw new ToolFailure(
+      'EAMBIGUOUS',
+      `${which}old_string occurs ${at.length} times in '${path}' (lines ${lineNumbers(text, at).join(', ')}); ` +
+        'include more surrounding lines to make it unique, or pass replace_all: true to replace every one',
+      { lines: lineNumbers(text, at) },
+    )
+  }
+  const chosen = edit.replace_all ? at : at.slice(0, 1)
+  let next = ''
+  let from = 0
+  const newAt: number[] = []
+  for (const index of chosen) {
+    next += text.slice(from, index)
+    newAt.push(next.length)
+    next += edit.new_string
+    from = index + edit.old_string.length
+  }
+  return { text: next + text.slice(from), at: newAt }
+}
+
 function occurrences(text: string, needle: string): number[] {
   const at: number[] = []
   for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + needle.length)) at.push(i)
   return at
 }
 
-export function fileTools(ws: Workspace): AgentTool[] {
+export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
   const fs = ws.fs.promises
   return [
     defineTool(
       'read_file',
-      'Read a text file. Returns its lines from offset (1-based) up to limit lines (default 2000), with the ' +
-        'total line count; when truncated is true, call again with next_offset.',
+      'Read a text file. Returns its lines from offset (1-based) up to limit lines (default 2000) and at most ' +
+        `${budget.readChars} characters, with the total line count; when truncated is true, call again with next_offset.`,
       readFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
@@ -73,14 +100,14 @@ export function fileTools(ws: Workspace): AgentTool[] {
         // At least one line, then as many as fit in the character budget.
         let taken = 0
         let chars = 0
-        while (taken < wanted.length && (taken === 0 || chars + wanted[taken].length + 1 <= READ_CHARS)) chars += wanted[taken++].length + 1
+        while (taken < wanted.length && (taken === 0 || chars + wanted[taken].length + 1 <= budget.readChars)) chars += wanted[taken++].length + 1
         const end = start - 1 + taken
         const content = wanted.slice(0, taken).join('\n')
         // One line longer than the budget (minified code) is cut; the next call starts after it.
-        const cut = content.length > READ_CHARS
+        const cut = content.length > budget.readChars
         return {
           path,
-          content: cut ? content.slice(0, READ_CHARS) : content,
+          content: cut ? content.slice(0, budget.readChars) : content,
           start_line: start,
           end_line: end,
           total_lines: all.length,
@@ -113,67 +140,102 @@ export function fileTools(ws: Workspace): AgentTool[] {
     defineTool(
       'edit_file',
       'Replace old_string with new_string in a text file. old_string must match exactly (whitespace included) ' +
-        'and only once unless replace_all is true; read the file first. Undoable with undo_operation.',
+        'and only once unless replace_all is true; read the file first. For several changes to one file give ' +
+        'edits: [{ old_string, new_string, replace_all? }], applied in order, all or nothing, as one operation. ' +
+        'Undoable with undo_operation.',
       editFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
+        let text = await readText(ws, path)
+        const edits = input.edits ?? [{ old_string: input.old_string!, new_string: input.new_string!, replace_all: input.replace_all }]
+        let replacements = 0
+        let lines: number[] = []
+        edits.forEach((edit, index) => {
+          const which = edits.length > 1 ? `edits[${index}]: ` : ''
+          const applied = replaceIn(text, path, edit, which)
+          text = applied.text
+          replacements += applied.at.length
+          // Line numbers of earlier edits can move: only the last edit's are exact in the final text.
+          lines = lineNumbers(text, applied.at)
+        })
+        const mark = lastSeq(ws)
+        await fs.writeFile(path, text)
+        return { path, replacements, ...(edits.length === 1 ? { lines } : { edits_applied: edits.length }), operation_ids: recordedSince(ws, mark) }
+      },
+    ),
+    defineTool(
+      'insert_text',
+      'Insert lines into a text file after line insert_line (0: at the start; the line count: at the end), as ' +
+        "the text editor's insert command does. Undoable with undo_operation.",
+      insertTextInput,
+      async (input) => {
+        const path = resolvePath(ws, input.path)
         const text = await readText(ws, path)
-        if (input.old_string === input.new_string) throw new ToolFailure('ENOCHANGE', 'old_string and new_string are the same: nothing would change')
-        const at = occurrences(text, input.old_string)
-        if (at.length === 0) {
-          throw new ToolFailure('ENOMATCH', `old_string was not found in '${path}'; read the file again and copy the exact text, whitespace included`)
+        const all = lines(text)
+        if (input.insert_line > all.length) {
+          throw new ToolFailure('EOUTOFRANGE', `insert_line ${input.insert_line} is past the end of '${path}', which has ${all.length} lines (use ${all.length} to append)`)
         }
-        if (at.length > 1 && !input.replace_all) {
-          throw new ToolFailure(
-            'EAMBIGUOUS',
-            `old_string occurs ${at.length} times in '${path}' (lines ${lineNumbers(text, at).join(', ')}); ` +
-              'include more surrounding lines to make it unique, or pass replace_all: true to replace every one',
-            { lines: lineNumbers(text, at) },
-          )
-        }
-        const chosen = input.replace_all ? at : at.slice(0, 1)
-        let next = ''
-        let from = 0
-        const newAt: number[] = []
-        for (const index of chosen) {
-          next += text.slice(from, index)
-          newAt.push(next.length)
-          next += input.new_string
-          from = index + input.old_string.length
-        }
-        next += text.slice(from)
+        const inserted = input.text.endsWith('\n') ? input.text : input.text + '\n'
+        // The offset just after line insert_line; a last line without a newline gets one first.
+        let at = 0
+        for (let line = 0; line < input.insert_line; line++) at = text.indexOf('\n', at) + 1 || text.length
+        const head = text.slice(0, at)
+        const next = (head.length > 0 && !head.endsWith('\n') ? head + '\n' : head) + inserted + text.slice(at)
         const mark = lastSeq(ws)
         await fs.writeFile(path, next)
-        return { path, replacements: chosen.length, lines: lineNumbers(next, newAt), operation_ids: recordedSince(ws, mark) }
+        const count = lines(inserted).length
+        return {
+          path,
+          inserted_lines: { from: input.insert_line + 1, to: input.insert_line + count },
+          total_lines: all.length + count,
+          operation_ids: recordedSince(ws, mark),
+        }
       },
     ),
     defineTool(
       'list_directory',
-      `List a directory: names, types (file, directory, symlink) and file sizes, sorted; recursive lists everything below. At most ${LIST_ENTRIES} entries.`,
+      'List a directory: names, types (file, directory, symlink) and file sizes, sorted. recursive lists ' +
+        'everything below, leaving out what .gitignore files exclude (and .git) unless include_ignored. ' +
+        `Answers within the result budget (${budget.chars} characters): past it, total says how many entries there are and next_offset where to go on.`,
       listDirectoryInput,
       async (input) => {
         const root = resolvePath(ws, input.path)
+        const reader = await ViewReader.open(ws)
+        const top = await reader.entry(root)
+        if (top.type !== 'dir') throw Object.assign(new Error(`ENOTDIR: not a directory, scandir '${root}'`), { code: 'ENOTDIR' })
+        const prefix = root === '/' ? 1 : root.length + 1
+        const room = new Room(budget.chars - 300)
         const entries: { path: string; type: 'file' | 'directory' | 'symlink'; size?: number; target?: string }[] = []
-        let truncated = false
-        const walk = async (dir: string, prefix: string): Promise<void> => {
-          const names = ((await fs.readdir(dir)) as string[]).sort()
-          for (const name of names) {
-            if (entries.length >= LIST_ENTRIES) {
-              truncated = true
-              return
-            }
-            const full = join(dir, name)
-            const stat = await fs.lstat(full)
-            const path = prefix + name
-            if (stat.isDirectory()) {
-              entries.push({ path: path + '/', type: 'directory' })
-              if (input.recursive) await walk(full, path + '/')
-            } else if (stat.isSymbolicLink()) entries.push({ path, type: 'symlink', target: (await fs.readlink(full)) as string })
-            else entries.push({ path, type: 'file', size: Number(stat.size) })
-          }
+        let total = 0
+        let ignored = 0
+        let full = false
+        const show = async (entry: WalkEntry) => {
+          total++
+          if (full || total <= input.offset) return
+          const path = entry.path.slice(prefix)
+          const shown =
+            entry.type === 'dir'
+              ? { path: path + '/', type: 'directory' as const }
+              : entry.type === 'symlink'
+                ? { path, type: 'symlink' as const, target: await reader.readlink(entry) }
+                : { path, type: 'file' as const, size: (await reader.stat(entry)).size }
+          if (room.take(shown)) entries.push(shown)
+          else full = true
         }
-        await walk(root, '')
-        return { path: root, entries, truncated }
+        if (input.recursive) {
+          for await (const entry of walk(reader, root, { gitignore: !input.include_ignored, onIgnored: () => ignored++ })) await show(entry)
+        } else {
+          for (const entry of await reader.list(top)) await show(entry)
+        }
+        const shownTo = input.offset + entries.length
+        return {
+          path: root,
+          entries,
+          total,
+          truncated: shownTo < total,
+          ...(shownTo < total ? { next_offset: shownTo } : {}),
+          ...(ignored > 0 ? { ignored_by_gitignore: ignored } : {}),
+        }
       },
     ),
     defineTool(

@@ -2,42 +2,61 @@
  * `rewindfs/tools`: the workspace as agent tools. Each tool is `{ name, description, inputSchema,
  * run }`: inputSchema is the JSON Schema of its input, and `run` validates the input and resolves
  * to `{ isError: false, result }` or `{ isError: true, error: { code, message } }`, never throwing,
- * so a host passes either straight back to the model.
+ * so a host passes either straight back to the model. Every result stays within a size budget.
  */
 import { type FlushTarget, isFlushTarget } from '../src/flush/target.js'
 import type { Workspace } from '../src/workspace.js'
+import { type BudgetOptions, resolveBudget, withinBudget } from './budget.js'
 import { checkpointTool } from './checkpoints.js'
+import { type CommandOptions, commandTool } from './command.js'
 import { commitTool } from './commit.js'
 import { fileTools } from './files.js'
+import { findTool } from './find.js'
 import { historyTool } from './history.js'
 import type { ToolResult } from './result.js'
 import { rollbackTool } from './rollback.js'
+import { searchTool } from './search.js'
 import type { AgentTool } from './tool.js'
 import { undoTool } from './undo.js'
 
 export type { AgentTool, JsonSchema } from './tool.js'
 export type { ToolError, ToolResult } from './result.js'
 export type { ToolOperationType } from './schemas.js'
+export type { BudgetOptions } from './budget.js'
+export type { CommandOptions, CommandSandbox } from './command.js'
 export * as schemas from './schemas.js'
 export { isConfigPath } from './operations.js'
 
 export interface AgentToolsOptions {
   /** Where commit_changes writes (ws.flush); without one there is no commit_changes tool. */
   flushTarget?: FlushTarget
+  /**
+   * Offer run_command (ws.exec), with the sandbox to run every command in. Off by default: a command
+   * runs on the host and can reach what the user can outside the workspace.
+   */
+  commands?: boolean | CommandOptions
+  /** Size budget of the results, in characters of JSON (default 8000; read_file's content 100 000). */
+  budget?: BudgetOptions
 }
 
 export function createAgentTools(ws: Workspace, options: AgentToolsOptions = {}): AgentTool[] {
   if (options.flushTarget !== undefined && !isFlushTarget(options.flushTarget)) {
     throw new TypeError('rewindfs/tools: flushTarget must be a FlushTarget (id, versions, apply), e.g. directory(path) from rewindfs/adapters/node-fs')
   }
-  return [
-    ...fileTools(ws),
-    undoTool(ws),
-    rollbackTool(ws),
-    checkpointTool(ws),
-    historyTool(ws),
-    ...(options.flushTarget ? [commitTool(ws, options.flushTarget)] : []),
+  const budget = resolveBudget(options.budget)
+  const commands = options.commands === true ? {} : options.commands || undefined
+  const tools = [
+    ...fileTools(ws, budget),
+    searchTool(ws, budget),
+    findTool(ws, budget),
+    ...(commands ? [commandTool(ws, budget, commands)] : []),
+    undoTool(ws, budget),
+    rollbackTool(ws, budget),
+    checkpointTool(ws, budget),
+    historyTool(ws, budget),
+    ...(options.flushTarget ? [commitTool(ws, options.flushTarget, budget)] : []),
   ]
+  return tools.map((tool) => withinBudget(tool, tool.name === 'read_file' ? budget.readChars + 2000 : budget.chars))
 }
 
 /** Runs the tool a model named; an unknown name is a tool error too (EUNKNOWNTOOL). */

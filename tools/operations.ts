@@ -9,11 +9,20 @@ import { ToolFailure } from './result.js'
 import type { ToolOperationType } from './schemas.js'
 
 /** Engine operation types behind each of the seed's types ('config_change' goes by path). */
-const ENGINE_TYPES: Record<'file_edit' | 'file_create' | 'file_delete', readonly OperationType[]> = {
+const ENGINE_TYPES: Record<'file_edit' | 'file_create' | 'file_delete' | 'restore', readonly OperationType[]> = {
   file_create: ['file_create', 'copy', 'symlink', 'mkdir'],
   file_edit: ['file_edit', 'truncate', 'chmod'],
   file_delete: ['file_delete', 'rmdir'],
+  restore: ['restore', 'reset'],
 }
+
+/** Operations that take the whole workspace (or many paths) back: undoing one needs operation_type 'restore'. */
+export function isRollback(operation: Operation): boolean {
+  return operation.type === 'restore' || operation.type === 'reset'
+}
+
+/** Paths listed at most per operation in a result; paths_total gives the count when there are more. */
+const PATHS_LISTED = 10
 
 /** `undone` is set on history entries that were undone (they stay in history). */
 export type HistoryEntry = Operation & { readonly undone?: boolean }
@@ -60,9 +69,10 @@ export function toMilliseconds(value: string | number, field: string): number {
   return ms
 }
 
-function describe(operation: Operation): string {
+export function describe(operation: Operation): string {
   if (operation.description !== undefined) return operation.description
-  return `${operation.type.replace('_', ' ')} ${operation.paths.join(' -> ')}`
+  const shown = operation.paths.slice(0, 3).join(' -> ')
+  return `${operation.type.replace('_', ' ')} ${shown}${operation.paths.length > 3 ? ` and ${operation.paths.length - 3} more paths` : ''}`
 }
 
 export function operationSummary(operation: HistoryEntry) {
@@ -71,7 +81,8 @@ export function operationSummary(operation: HistoryEntry) {
     type: seedType(operation.type),
     operation: operation.type,
     file_path: operation.paths[0] ?? null,
-    paths: [...operation.paths],
+    paths: operation.paths.slice(0, PATHS_LISTED),
+    ...(operation.paths.length > PATHS_LISTED ? { paths_total: operation.paths.length } : {}),
     config_change: operation.paths.some(isConfigPath),
     description: describe(operation),
     timestamp: isoTime(operation.time),

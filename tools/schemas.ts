@@ -9,8 +9,11 @@ const paths = z.array(z.string().min(1))
 /** ISO 8601 text or milliseconds since the epoch. */
 const instant = z.union([z.string().min(1), z.number().int().nonnegative()])
 
-export const OPERATION_TYPES = ['file_edit', 'file_create', 'file_delete', 'config_change', 'all'] as const
+export const OPERATION_TYPES = ['file_edit', 'file_create', 'file_delete', 'config_change', 'restore', 'all'] as const
 export type ToolOperationType = (typeof OPERATION_TYPES)[number]
+
+const offset = z.number().int().min(0).default(0)
+const includeIgnored = z.boolean().default(false).describe('Also what .gitignore files exclude (and .git)')
 
 export const readFileInput = z.strictObject({
   path,
@@ -23,16 +26,72 @@ export const writeFileInput = z.strictObject({
   content: z.string().describe('The whole new content of the file'),
 })
 
-export const editFileInput = z.strictObject({
+const oldString = z.string().min(1).describe('Exact text to replace, unique in the file unless replace_all is true')
+const newString = z.string().describe('Text to put in its place')
+const replaceAll = z.boolean().default(false).describe('Replace every occurrence')
+
+export const editFileInput = z
+  .strictObject({
+    path,
+    old_string: oldString.optional(),
+    new_string: newString.optional(),
+    replace_all: replaceAll,
+    edits: z
+      .array(z.strictObject({ old_string: oldString, new_string: newString, replace_all: replaceAll }))
+      .min(1)
+      .max(100)
+      .optional()
+      .describe('Several replacements, applied in order (each to the result of the one before), all or nothing; instead of old_string/new_string'),
+  })
+  .superRefine((input, context) => {
+    const single = input.old_string !== undefined || input.new_string !== undefined
+    if (input.edits !== undefined && single) context.addIssue({ code: 'custom', path: ['edits'], message: 'give either edits or old_string/new_string, not both' })
+    else if (input.edits === undefined) {
+      if (input.old_string === undefined) context.addIssue({ code: 'custom', path: ['old_string'], message: 'old_string is required (or give edits)' })
+      if (input.new_string === undefined) context.addIssue({ code: 'custom', path: ['new_string'], message: 'new_string is required (or give edits)' })
+    }
+  })
+
+export const insertTextInput = z.strictObject({
   path,
-  old_string: z.string().min(1).describe('Exact text to replace, unique in the file unless replace_all is true'),
-  new_string: z.string().describe('Text to put in its place'),
-  replace_all: z.boolean().default(false).describe('Replace every occurrence'),
+  insert_line: z.number().int().min(0).describe('The line after which the text goes: 0 for the start of the file, the line count for its end'),
+  text: z.string().min(1).describe('The lines to insert (a final newline is added when missing)'),
 })
 
 export const listDirectoryInput = z.strictObject({
   path,
-  recursive: z.boolean().default(false).describe('Also list everything below (symlinks are not followed)'),
+  recursive: z.boolean().default(false).describe('Also list everything below (symlinks are not followed); leaves out what .gitignore excludes unless include_ignored'),
+  include_ignored: includeIgnored,
+  offset: offset.describe('Entries to skip (to page through with next_offset)'),
+})
+
+export const searchFilesInput = z.strictObject({
+  pattern: z.string().min(1).describe('Text to find in a line; a JavaScript regular expression when regex is true'),
+  path: z.string().min(1).optional().describe('Directory or file to search (default: the working directory)'),
+  regex: z.boolean().default(false).describe('pattern is a regular expression (JavaScript syntax)'),
+  case_sensitive: z.boolean().default(true),
+  include: paths.optional().describe('Globs of the files to search, e.g. "*.ts", "src/**/*.json"; a bare name matches anywhere'),
+  exclude: paths.optional().describe('Globs of files and directories to skip'),
+  context_lines: z.number().int().min(0).max(10).default(0).describe('Lines shown before and after each match'),
+  max_results: z.number().int().min(1).max(1000).default(100).describe('Matching lines returned at most'),
+  offset: offset.describe('Matching lines to skip (to page through with next_offset)'),
+  include_ignored: includeIgnored,
+})
+
+export const findFilesInput = z.strictObject({
+  pattern: z.string().min(1).describe('Glob: *, **, ?, {a,b}; e.g. "*.ts", "src/**/*.test.ts"; a bare name matches anywhere, a directory covers what is under it'),
+  path: z.string().min(1).optional().describe('Directory to search (default: the working directory)'),
+  include_ignored: includeIgnored,
+  max_results: z.number().int().min(1).max(10_000).default(200),
+  sort: z.enum(['path', 'mtime']).default('path').describe('path: by path; mtime: most recently modified first'),
+  offset: offset.describe('Files to skip (to page through with next_offset)'),
+})
+
+export const runCommandInput = z.strictObject({
+  command: z.string().min(1).describe('A shell command (sh -c), run in the workspace'),
+  cwd: z.string().min(1).optional().describe('Workspace directory to run in (default: the working directory)'),
+  timeout_ms: z.number().int().min(1).max(600_000).default(120_000).describe('Milliseconds before the command and everything it started are killed'),
+  env: z.record(z.string(), z.string()).optional().describe('Environment variables to set'),
 })
 
 export const deletePathInput = z.strictObject({
@@ -50,7 +109,10 @@ export const undoOperationInput = z.strictObject({
   operation_type: z
     .enum(OPERATION_TYPES)
     .default('all')
-    .describe('Undo only this kind; config_change = changes to .json/.yaml/.yml/.toml/.ini/.conf/.env files'),
+    .describe(
+      'Undo only this kind; config_change = changes to .json/.yaml/.yml/.toml/.ini/.conf/.env files; ' +
+        'restore = a rollback (rollback_to_checkpoint) itself, which no other type reaches',
+    ),
   target_files: paths.optional().describe('Undo only operations on these paths (or under these directories)'),
   dry_run: z.boolean().default(false).describe('Report what would be undone and change nothing'),
 })
@@ -74,6 +136,9 @@ export const rollbackInput = z.strictObject({
   include_files: paths.optional().describe('Globs (*, **, ?, {a,b}); a directory covers what is under it'),
   exclude_files: paths.optional().describe('Globs of paths to leave as they are'),
   preview_changes: z.boolean().default(true).describe('true: return the diff and change nothing; false: apply'),
+  path: z.string().min(1).optional().describe('Preview only: show only the changes at or under this path (does not limit what is applied)'),
+  offset: offset.describe('Preview only: changes to skip in the list (to page through with next_offset)'),
+  diff_offset: offset.describe('Preview only: characters of each diff to skip (to read a long diff on from where it was cut)'),
 })
 
 const checkpointActions = ['create', 'list', 'delete', 'info', 'rename'] as const
@@ -99,6 +164,7 @@ export const operationHistoryInput = z.strictObject({
   operation_type: z.enum(OPERATION_TYPES).default('all'),
   since: instant.optional().describe('Only operations at or after this time (ISO 8601 or epoch milliseconds)'),
   limit: z.number().int().min(1).max(500).default(50),
+  offset: offset.describe('Operations to skip, newest first (to page through with next_offset)'),
 })
 
 export const commitChangesInput = z.strictObject({

@@ -6,7 +6,8 @@
 import type { Operation } from '../src/engine/journal.js'
 import type { UndoResult, Workspace } from '../src/workspace.js'
 import { patchLines } from './lines.js'
-import { type HistoryEntry, engineTypes, isConfigPath, isoTime, operationSummary, resolvePath, under } from './operations.js'
+import { type Budget, fitList, jsonSize } from './budget.js'
+import { type HistoryEntry, describe, engineTypes, isConfigPath, isRollback, isoTime, operationSummary, resolvePath, under } from './operations.js'
 import { ToolFailure } from './result.js'
 import { undoOperationInput } from './schemas.js'
 import { type AgentTool, defineTool } from './tool.js'
@@ -27,11 +28,15 @@ function reverted(ws: Workspace, operation: Operation): Map<string, Reverted> {
   return out
 }
 
+/** Operations over more paths than this are reported without per-file line numbers (each would need a diff). */
+const DETAILED_PATHS = 20
+
 function undoneEntry(ws: Workspace, operation: Operation) {
+  const { undone: _undone, ...summary } = operationSummary(operation)
+  if (operation.paths.length > DETAILED_PATHS) return { ...summary, file_path: operation.paths[0] ?? null, files_reverted: operation.paths.length }
   const files = reverted(ws, operation)
   const main = operation.paths.find((path) => files.has(path)) ?? [...files.keys()][0] ?? operation.paths[0]
   const others = [...files].filter(([path]) => path !== main)
-  const { undone: _undone, ...summary } = operationSummary(operation)
   return {
     ...summary,
     file_path: main ?? null,
@@ -40,37 +45,69 @@ function undoneEntry(ws: Workspace, operation: Operation) {
   }
 }
 
-export function undoTool(ws: Workspace): AgentTool {
+/** The line a model reads first: what was (or would be) undone, and what was out of reach. */
+function summaryLine(undone: readonly Operation[], files: number, dryRun: boolean, asked: number, wall: Operation | undefined): string {
+  const verb = dryRun ? 'Would undo' : 'Undid'
+  const rollbacks = undone.filter(isRollback)
+  const listed = undone.slice(0, 3).map((operation) => `${operation.id} (${describe(operation)})`).join('; ')
+  const more = undone.length > 3 ? `; and ${undone.length - 3} more` : ''
+  let line =
+    rollbacks.length > 0 && rollbacks.length === undone.length
+      ? `${verb} the rollback ${listed}${more}: ${files} path(s) ${dryRun ? 'would go' : 'went'} back to how they were just before it.`
+      : `${verb} ${undone.length} operation(s): ${listed}${more}; ${files} path(s) ${dryRun ? 'would change' : 'changed'} back.`
+  if (dryRun) line += ' Nothing was changed (dry run).'
+  if (wall && undone.length < asked) {
+    line +=
+      ` Asked for ${asked} step(s); older operations are behind the rollback ${wall.id} (${describe(wall)}), which already took them back.` +
+      ' To undo that rollback itself, call undo_operation with operation_type "restore".'
+  }
+  return line
+}
+
+export function undoTool(ws: Workspace, budget: Budget): AgentTool {
   return defineTool(
     'undo_operation',
     'Undo your last operations on the workspace, newest first: all kinds, or only file_edit, file_create, ' +
       'file_delete or config_change (.json/.yaml/.yml/.toml/.ini/.conf/.env files), optionally only on ' +
-      'target_files. dry_run reports what would be undone. Refuses, naming them, when later operations ' +
-      'on the same files depend on the ones selected.',
+      'target_files. A rollback (rollback_to_checkpoint) is only undone with operation_type "restore"; other ' +
+      'types stop at it, since the operations before it were already taken back. dry_run reports what would be ' +
+      'undone. The result starts with a summary line. Refuses, naming them, when later operations on the same ' +
+      `files depend on the ones selected. Answers within the result budget (${budget.chars} characters).`,
     undoOperationInput,
     async (input) => {
       const targets = input.target_files?.map((path) => resolvePath(ws, path))
       const types = engineTypes(input.operation_type)
       const live = ws.history().filter((operation: HistoryEntry) => !operation.undone)
+      // Unless a rollback is what is asked for, the newest live one is a wall: what came before it it already took back.
+      const wall = input.operation_type === 'restore' ? undefined : live.find(isRollback)
+      const reachable = wall ? live.slice(0, live.indexOf(wall)) : live
       let paths = targets
       if (input.operation_type === 'config_change') {
-        // ws.undo selects by path: every config file a live operation touched (within the targets).
-        const config = new Set(live.flatMap((operation) => operation.paths.filter((path) => isConfigPath(path) && (!targets || under(path, targets)))))
+        // ws.undo selects by path: every config file a reachable operation touched (within the targets).
+        const config = new Set(reachable.flatMap((operation) => operation.paths.filter((path) => isConfigPath(path) && (!targets || under(path, targets)))))
         paths = [...config]
       }
       const selects = (operation: Operation) =>
         (!types || types.includes(operation.type)) && (!paths || operation.paths.some((path) => under(path, paths)))
-      if ((paths && paths.length === 0) || !live.some(selects)) {
+      const candidates = paths && paths.length === 0 ? [] : reachable.filter(selects)
+      if (candidates.length === 0) {
         const filter = [input.operation_type !== 'all' ? input.operation_type : '', targets ? `on ${targets.join(', ')}` : ''].filter(Boolean).join(' ')
-        throw new ToolFailure('ENOTHINGTOUNDO', `there is no operation ${filter ? filter + ' ' : ''}left to undo; operation_history lists what was done`)
+        const behind = wall
+          ? ` since the rollback ${wall.id} (${describe(wall)}); to undo that rollback itself, call undo_operation with operation_type "restore"`
+          : ''
+        throw new ToolFailure('ENOTHINGTOUNDO', `there is no operation ${filter ? filter + ' ' : ''}left to undo${behind}; operation_history lists what was done`)
       }
       let result: UndoResult
       try {
-        result = await ws.undo({ steps: input.steps, dryRun: input.dry_run, ...(types ? { types } : {}), ...(paths ? { paths } : {}) })
+        // With at least `steps` candidates after the wall, the newest matching operations are all candidates.
+        result = await ws.undo({ steps: Math.min(input.steps, candidates.length), dryRun: input.dry_run, ...(types ? { types } : {}), ...(paths ? { paths } : {}) })
       } catch (error) {
         const { code, blocking } = error as { code?: unknown; blocking?: Operation[] }
         if (code !== 'EDEPENDENT' || !blocking) throw error
-        const list = blocking.map((operation) => `${operation.id} (${operation.type} ${operation.paths.join(', ')})`).join('; ')
+        const list = blocking
+          .slice(0, 10)
+          .map((operation) => `${operation.id} (${operation.type} ${operation.paths.slice(0, 3).join(', ')}${operation.paths.length > 3 ? ', …' : ''})`)
+          .join('; ')
         throw new ToolFailure(
           'EDEPENDENT',
           `cannot undo that alone: later operations on the same files depend on it: ${list}. ` +
@@ -79,13 +116,22 @@ export function undoTool(ws: Workspace): AgentTool {
         )
       }
       const chosen = new Set(result.undone.map((operation) => operation.id))
-      const undone = result.undone.map((operation) => undoneEntry(ws, operation))
-      const files = new Set(undone.flatMap((entry) => [entry.file_path, ...Object.keys(entry.other_files ?? {})].filter((path): path is string => path !== null)))
-      const next = live.find((operation) => !chosen.has(operation.id) && selects(operation))
+      const files = new Set(result.undone.flatMap((operation) => operation.paths))
+      const next = reachable.find((operation) => !chosen.has(operation.id) && selects(operation))
+      const room = budget.chars - 1500
+      const affected = fitList([...files].sort(), Math.floor(room / 3))
+      const undone = fitList(result.undone.map((operation) => undoneEntry(ws, operation)), room - jsonSize(affected.shown))
       return {
+        summary: summaryLine(result.undone, files.size, input.dry_run, input.steps, wall),
         dry_run: input.dry_run,
-        undo_summary: { operations_undone: undone.length, files_affected: [...files].sort(), timestamp: isoTime(Date.now()) },
-        undone_operations: undone,
+        undo_summary: {
+          operations_undone: result.undone.length,
+          files_affected: affected.shown,
+          ...(affected.omitted > 0 ? { files_affected_total: files.size } : {}),
+          timestamp: isoTime(Date.now()),
+        },
+        undone_operations: undone.shown,
+        ...(undone.omitted > 0 ? { undone_operations_not_listed: undone.omitted } : {}),
         current_state: result.next ? `reverted_to_${result.next.id}` : 'reverted_to_start',
         next_available_undo: next?.id ?? null,
         ...(result.compensated.length > 0 ? { compensated: result.compensated } : {}),

@@ -1,0 +1,182 @@
+/**
+ * Result budgets: every tool answer stays within a number of characters of JSON, so a model can
+ * afford it on any project (a rollback preview of a whole library, a restore of 2 000 paths). Tools
+ * fit their long parts with these helpers and say how to ask for more (offset, path); `fitJson` is
+ * the one guard every result passes through last, whatever the tool.
+ */
+import type { ToolError, ToolResult } from './result.js'
+import type { AgentTool } from './tool.js'
+
+/** Characters of JSON a result may take by default: a few KB, about 2 000 tokens. */
+export const DEFAULT_RESULT_CHARS = 8000
+/** Characters of file content read_file returns in one call by default (the content was asked for). */
+export const DEFAULT_READ_CHARS = 100_000
+/** Below this a budget cannot hold an error message with its hint. */
+const MIN_CHARS = 1000
+
+export interface BudgetOptions {
+  /** Characters of JSON any result may take (default 8000). */
+  chars?: number
+  /** Characters of file content read_file returns in one call (default 100 000). */
+  readChars?: number
+}
+
+export interface Budget {
+  readonly chars: number
+  readonly readChars: number
+}
+
+export function resolveBudget(options: BudgetOptions = {}): Budget {
+  const check = (value: number | undefined, name: string, fallback: number) => {
+    if (value === undefined) return fallback
+    if (!Number.isSafeInteger(value) || value < MIN_CHARS) throw new RangeError(`rewindfs/tools: budget.${name} must be a whole number of characters, at least ${MIN_CHARS}; got ${String(value)}`)
+    return value
+  }
+  const chars = check(options.chars, 'chars', DEFAULT_RESULT_CHARS)
+  return { chars, readChars: check(options.readChars, 'readChars', Math.max(DEFAULT_READ_CHARS, chars)) }
+}
+
+/** Characters of a value's JSON, as the model receives it (compact). */
+export function jsonSize(value: unknown): number {
+  return JSON.stringify(value)?.length ?? 0
+}
+
+/** A running allowance: parts of a result are taken into it in order until it is spent. */
+export class Room {
+  constructor(public left: number) {}
+
+  /** Takes the value's size from the room if it fits; otherwise takes nothing. */
+  take(value: unknown): boolean {
+    const size = jsonSize(value) + 1 // the separator before it
+    if (size > this.left) return false
+    this.left -= size
+    return true
+  }
+}
+
+/** The first items of a list whose JSON fits in `chars`, and how many were left out. */
+export function fitList<T>(items: readonly T[], chars: number): { shown: T[]; omitted: number } {
+  const room = new Room(chars)
+  let count = 0
+  while (count < items.length && room.take(items[count])) count++
+  return { shown: items.slice(0, count), omitted: items.length - count }
+}
+
+/** Text cut to about `chars` characters, ending with a marker that says how much was cut and how to see it. */
+export function cutText(text: string, chars: number, more = ''): { text: string; omitted: number } {
+  if (text.length <= chars) return { text, omitted: 0 }
+  const keep = Math.max(0, chars - 80 - more.length)
+  const omitted = text.length - keep
+  return { text: `${text.slice(0, keep)}\n… [${omitted} more characters cut${more ? `; ${more}` : ''}]`, omitted }
+}
+
+/** Text cut in the middle (the start and the end of a command's output are what matter). */
+export function cutMiddle(text: string, chars: number): { text: string; omitted: number } {
+  if (text.length <= chars) return { text, omitted: 0 }
+  const room = Math.max(0, chars - 60)
+  const head = Math.floor(room * 0.4)
+  const tail = room - head
+  const omitted = text.length - head - tail
+  return { text: `${text.slice(0, head)}\n… [${omitted} characters cut] …\n${text.slice(text.length - tail)}`, omitted }
+}
+
+/**
+ * Groups of paths (added, modified, deleted…) as the first entries that fit in `chars`, with the
+ * count of each group that was left out when any was.
+ */
+export function fitPathGroups<K extends string>(groups: Record<K, readonly string[]>, chars: number): Record<K, string[]> & { not_listed?: Record<K, number> } {
+  const room = new Room(chars)
+  const out = {} as Record<K, string[]>
+  const omitted = {} as Record<K, number>
+  let cut = false
+  for (const key of Object.keys(groups) as K[]) {
+    const paths = groups[key]
+    let count = 0
+    while (count < paths.length && room.take(paths[count])) count++
+    out[key] = paths.slice(0, count)
+    omitted[key] = paths.length - count
+    if (count < paths.length) cut = true
+  }
+  return cut ? { ...out, not_listed: omitted } : out
+}
+
+/**
+ * The last guard: any JSON value made to fit in `chars`. Under the limit it is returned as it is;
+ * over it, the biggest parts give way first (water-filling: small members stay whole, the big ones
+ * share what is left), long strings are cut with a marker, arrays keep their first entries and end
+ * with a note of how many were left out. Deterministic, one pass per level.
+ */
+export function fitJson(value: unknown, chars: number): unknown {
+  if (jsonSize(value) <= chars) return value
+  const note = `this answer was cut to the result budget of ${chars} characters; ask for less (a path, an offset, a smaller limit)`
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    return { truncated_to_budget: note, ...(shrink({ ...(value as object) }, chars - jsonSize(note) - 30) as object) }
+  }
+  return shrink(value, chars)
+}
+
+function shrink(value: unknown, limit: number): unknown {
+  const size = jsonSize(value)
+  if (size <= limit) return value
+  if (typeof value === 'string') return cutString(value, limit)
+  if (Array.isArray(value)) {
+    const out: unknown[] = []
+    let used = 2
+    const reserve = 60 // the note of what was left out
+    for (const item of value) {
+      const itemSize = jsonSize(item) + 1
+      if (used + itemSize > limit - reserve) {
+        // The first entry is kept in part rather than not at all.
+        if (out.length === 0 && limit - reserve - used > 80) {
+          out.push(shrink(item, limit - reserve - used))
+          used = limit
+        }
+        break
+      }
+      out.push(item)
+      used += itemSize
+    }
+    if (out.length < value.length) out.push(`… ${value.length - out.length} more not shown`)
+    return out
+  }
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+    const sizes = new Map(entries.map(([key, member]) => [key, jsonSize(member)]))
+    const keys = jsonSize(Object.fromEntries(entries.map(([key]) => [key, 0]))) - entries.length
+    let left = limit - keys
+    const order = [...entries].sort((a, b) => sizes.get(a[0])! - sizes.get(b[0])!)
+    const fitted = new Map<string, unknown>()
+    order.forEach(([key, member], index) => {
+      const share = Math.floor(left / (order.length - index))
+      const memberSize = sizes.get(key)!
+      const kept = memberSize <= share ? member : shrink(member, share)
+      fitted.set(key, kept)
+      left -= memberSize <= share ? memberSize : jsonSize(kept)
+    })
+    return Object.fromEntries(entries.map(([key]) => [key, fitted.get(key)]))
+  }
+  return value
+}
+
+/** A string whose JSON (escapes included) fits in `limit`, ending with a marker when cut. */
+function cutString(value: string, limit: number): string {
+  let keep = Math.max(0, limit - 40)
+  for (;;) {
+    const cut = `${value.slice(0, keep)}… [${value.length - keep} characters cut]`
+    const excess = jsonSize(cut) - limit
+    if (excess <= 0 || keep === 0) return cut
+    keep = Math.max(0, keep - excess)
+  }
+}
+
+/** The tool with every answer, errors included, passed through fitJson (the one guard for all tools). */
+export function withinBudget(tool: AgentTool, chars: number): AgentTool {
+  return {
+    ...tool,
+    async run(input: unknown): Promise<ToolResult> {
+      const outcome = await tool.run(input)
+      if (!outcome.isError) return jsonSize(outcome.result) <= chars ? outcome : { isError: false, result: fitJson(outcome.result, chars) }
+      return jsonSize(outcome.error) <= chars ? outcome : { isError: true, error: fitJson(outcome.error, chars) as ToolError }
+    },
+  }
+}

@@ -1,0 +1,258 @@
+/**
+ * Lines of a file that match a pattern, as grep finds them: a line is what lies between newlines, a
+ * file with a NUL byte in its first 8 KiB is binary and skipped, and the pattern runs over the whole
+ * buffer rather than line by line (one search call per match instead of one per line; lines and their
+ * numbers are only worked out around matches). A literal, case-sensitive pattern is searched as
+ * bytes without decoding the file (Buffer.indexOf, native); anything else runs as a JavaScript
+ * regular expression over the decoded text, each match checked to lie within one line.
+ */
+import { decode } from '../src/bytes.js'
+
+/** grep's and ripgrep's rule: a NUL byte in the first 8 KiB makes a file binary. */
+const BINARY_PROBE = 8192
+/** Characters of a line shown at most; a longer line (minified code) is shown around the match. */
+const LINE_CHARS = 400
+
+export interface LineMatch {
+  /** 1-based. */
+  readonly line_number: number
+  readonly line: string
+  readonly before?: string[]
+  readonly after?: string[]
+}
+
+export interface PatternOptions {
+  readonly pattern: string
+  readonly regex: boolean
+  readonly caseSensitive: boolean
+}
+
+export function isBinary(bytes: Uint8Array): boolean {
+  const probe = bytes.byteLength > BINARY_PROBE ? bytes.subarray(0, BINARY_PROBE) : bytes
+  return probe.indexOf(0) !== -1
+}
+
+/** Lookarounds can see past a line's end in a whole-buffer search: such patterns run line by line. */
+const LOOKAROUND = /\(\?<?[=!]/
+
+/**
+ * A compiled pattern. `search(bytes, visit)` calls `visit` for each matching line, in order, until
+ * it returns false. Throws EINVALIDINPUT-worthy SyntaxErrors from the constructor for a bad regex.
+ */
+export class LineMatcher {
+  private readonly needle: BytesFinder | undefined
+  private readonly global: RegExp | undefined
+  private readonly single: RegExp | undefined
+  private readonly perLine: boolean
+
+  constructor(options: PatternOptions) {
+    const { pattern, regex, caseSensitive } = options
+    const bytesAvailable = typeof Buffer === 'function'
+    if (!regex && caseSensitive && bytesAvailable) {
+      this.needle = new BytesFinder(Buffer.from(pattern, 'utf8'))
+      this.perLine = false
+      return
+    }
+    const source = regex ? pattern : pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+    const flags = caseSensitive ? '' : 'i'
+    let single: RegExp
+    try {
+      single = new RegExp(source, flags + 'u')
+    } catch {
+      single = new RegExp(source, flags) // not valid as Unicode (e.g. '\-'): as written, or the SyntaxError
+    }
+    this.single = single
+    this.global = new RegExp(single.source, single.flags + 'gm')
+    this.perLine = LOOKAROUND.test(source)
+  }
+
+  /** Matching lines with `context` lines around each, until `visit` returns false; false if stopped. */
+  search(bytes: Uint8Array, context: number, visit: (match: LineMatch) => boolean): boolean {
+    if (this.needle) return searchBytes(toBuffer(bytes), this.needle, context, visit)
+    const text = decodeText(bytes)
+    return this.perLine ? searchLines(text, this.single!, 0, context, visit) : searchText(text, this.global!, this.single!, context, visit)
+  }
+}
+
+function toBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+}
+
+/** node:buffer's isAscii, once loaded (Node only; see loadGrep). */
+let isAscii: ((bytes: Uint8Array) => boolean) | undefined
+
+/** Loads what the fast paths need from Node; without Node the matcher decodes with TextDecoder. */
+export async function loadGrep(): Promise<void> {
+  if (isAscii === undefined && typeof Buffer === 'function') isAscii = (await import('node:buffer')).isAscii
+}
+
+/** ASCII (most source code) decodes as Latin-1: a straight copy into a one-byte string. */
+function decodeText(bytes: Uint8Array): string {
+  if (isAscii?.(bytes)) return toBuffer(bytes).toString('latin1')
+  return decode(bytes)
+}
+
+/** A line as shown: without its '\r', and no longer than LINE_CHARS around `at`. */
+function shown(line: string, at = 0): string {
+  if (line.endsWith('\r')) line = line.slice(0, -1)
+  if (line.length <= LINE_CHARS) return line
+  const start = Math.max(0, Math.min(at - LINE_CHARS / 4, line.length - LINE_CHARS))
+  return (start > 0 ? '…' : '') + line.slice(start, start + LINE_CHARS) + (start + LINE_CHARS < line.length ? '…' : '')
+}
+
+/** Line boundaries over a Buffer or a string (10 is '\n' in both). */
+interface Lines {
+  readonly length: number
+  next(from: number): number
+  previous(from: number): number
+  text(start: number, end: number): string
+}
+
+function bufferLines(buffer: Buffer): Lines {
+  return {
+    length: buffer.length,
+    next: (from) => buffer.indexOf(10, from),
+    previous: (from) => (from < 0 ? -1 : buffer.lastIndexOf(10, from)),
+    text: (start, end) => buffer.toString('utf8', start, end),
+  }
+}
+
+function stringLines(text: string): Lines {
+  return {
+    length: text.length,
+    next: (from) => text.indexOf('\n', from),
+    previous: (from) => (from < 0 ? -1 : text.lastIndexOf('\n', from)),
+    text: (start, end) => text.slice(start, end),
+  }
+}
+
+/** Counts lines as matches arrive, and cuts the context around them. */
+class Cursor {
+  private line = 1
+  private counted = 0
+
+  constructor(
+    private readonly lines: Lines,
+    private readonly context: number,
+  ) {}
+
+  /** The number of the line starting at `start` (starts only ever move forward). */
+  number(start: number): number {
+    for (let at = this.lines.next(this.counted); at !== -1 && at < start; at = this.lines.next(at + 1)) this.line++
+    this.counted = start
+    return this.line
+  }
+
+  /** The line containing `at`: [start, end), end at its '\n' or the end of the text. */
+  bounds(at: number): [number, number] {
+    const start = at === 0 ? 0 : this.lines.previous(at - 1) + 1
+    const end = this.lines.next(at)
+    return [start, end === -1 ? this.lines.length : end]
+  }
+
+  match(start: number, end: number, at: number): LineMatch {
+    const line_number = this.number(start)
+    const line = shown(this.lines.text(start, end), at - start)
+    if (this.context === 0) return { line_number, line }
+    const before: string[] = []
+    for (let s = start, k = 0; k < this.context && s > 0; k++) {
+      const previous = this.lines.previous(s - 2) + 1
+      before.unshift(shown(this.lines.text(previous, s - 1)))
+      s = previous
+    }
+    const after: string[] = []
+    for (let e = end, k = 0; k < this.context && e < this.lines.length - 1; k++) {
+      const next = this.lines.next(e + 1)
+      const stop = next === -1 ? this.lines.length : next
+      after.push(shown(this.lines.text(e + 1, stop)))
+      e = stop
+    }
+    return { line_number, line, ...(before.length > 0 ? { before } : {}), ...(after.length > 0 ? { after } : {}) }
+  }
+}
+
+/**
+ * How common each byte is in source code and text, rarest lowest (as ripgrep's memchr picks its
+ * rare byte): whitespace and lower-case vowels high, 'q', 'z', 'X' and most punctuation low.
+ */
+const COMMON = ' \netaoinsrlcdhu.p(m)f;,g=b"\'y_v:/w-k{}xESTAIRCNOLDP0123456789[]jMq<>zBFHUGKWVY*&|!#$%+?@\\^`~JQXZ'
+const RANK = new Uint8Array(256).map((_, byte) => {
+  const at = COMMON.indexOf(String.fromCharCode(byte))
+  return byte > 127 ? 60 : at === -1 ? 0 : 255 - at
+})
+
+/** Where a needle starts in a buffer: memchr on its rarest byte, checking each hit; Buffer.indexOf where hits come thick. */
+class BytesFinder {
+  private readonly rare: number
+  private readonly offset: number
+
+  constructor(private readonly needle: Uint8Array) {
+    let offset = 0
+    for (let i = 1; i < needle.length; i++) if (RANK[needle[i]] < RANK[needle[offset]]) offset = i
+    this.offset = offset
+    this.rare = needle[offset]
+  }
+
+  find(buffer: Buffer, from: number): number {
+    const { needle, rare, offset } = this
+    let hits = 0
+    for (let at = buffer.indexOf(rare, from + offset); at !== -1; at = buffer.indexOf(rare, at + 1)) {
+      const start = at - offset
+      if (start + needle.length > buffer.length) return -1
+      let same = true
+      for (let i = 0; i < needle.length; i++) {
+        if (buffer[start + i] !== needle[i]) {
+          same = false
+          break
+        }
+      }
+      if (same) return start
+      // A byte that turns out common: hand the rest to the native substring search.
+      if (++hits > 64 && (at - from) / hits < 64) return buffer.indexOf(needle, at - offset + 1)
+    }
+    return -1
+  }
+}
+
+function searchBytes(buffer: Buffer, finder: BytesFinder, context: number, visit: (match: LineMatch) => boolean): boolean {
+  const cursor = new Cursor(bufferLines(buffer), context)
+  for (let at = finder.find(buffer, 0); at !== -1; ) {
+    const [start, end] = cursor.bounds(at)
+    if (!visit(cursor.match(start, end, at))) return false
+    at = end + 1 < buffer.length ? finder.find(buffer, end + 1) : -1
+  }
+  return true
+}
+
+/** The whole text at once; a match that spans lines hands the rest of the file to searchLines. */
+function searchText(text: string, global: RegExp, single: RegExp, context: number, visit: (match: LineMatch) => boolean): boolean {
+  const lines = stringLines(text)
+  const cursor = new Cursor(lines, context)
+  global.lastIndex = 0
+  for (;;) {
+    const found = global.exec(text)
+    if (!found) return true
+    const at = found.index
+    // The end of a text that ends with a newline starts no line.
+    if (at === text.length && at > 0 && text.charCodeAt(at - 1) === 10) return true
+    const [start, end] = cursor.bounds(at)
+    if (found[0].includes('\n')) return searchLines(text, single, start, context, visit)
+    if (!visit(cursor.match(start, end, at))) return false
+    if (end >= text.length) return true
+    global.lastIndex = end + 1
+  }
+}
+
+/** Line by line from `from` (a line's start): for patterns whose matches may cross a line's end. */
+function searchLines(text: string, single: RegExp, from: number, context: number, visit: (match: LineMatch) => boolean): boolean {
+  const cursor = new Cursor(stringLines(text), context)
+  for (let start = from; start < text.length; ) {
+    const newline = text.indexOf('\n', start)
+    const end = newline === -1 ? text.length : newline
+    const found = single.exec(text.slice(start, end))
+    if (found && !visit(cursor.match(start, end, start + found.index))) return false
+    start = end + 1
+    if (newline === -1) break
+  }
+  return true
+}

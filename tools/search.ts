@@ -1,0 +1,115 @@
+/**
+ * search_files: grep over the workspace view (what the agent wrote and the lower files it left alone
+ * alike). Files are walked in path order, binary files skipped, .gitignore honoured unless asked
+ * otherwise, and the walk stops at the first match past max_results or the result budget, so a
+ * search with a common pattern on a large tree costs what it returns.
+ */
+import { globToRegExp } from '../src/path.js'
+import type { Workspace } from '../src/workspace.js'
+import { type Budget, Room } from './budget.js'
+import { type LineMatch, LineMatcher, isBinary, loadGrep } from './grep.js'
+import { resolvePath } from './operations.js'
+import { ToolFailure } from './result.js'
+import { searchFilesInput } from './schemas.js'
+import { type AgentTool, defineTool } from './tool.js'
+import { ViewReader, type WalkEntry, walk } from './walk.js'
+
+/** include and exclude as a walk filter: include picks files, exclude also prunes directories. */
+export function globFilter(include: readonly string[] | undefined, exclude: readonly string[] | undefined): (entry: WalkEntry) => boolean {
+  const wanted = include?.map(globToRegExp)
+  const unwanted = exclude?.map(globToRegExp)
+  return (entry) =>
+    (unwanted !== undefined && unwanted.some((glob) => glob.test(entry.path))) ||
+    (wanted !== undefined && entry.type !== 'dir' && !wanted.some((glob) => glob.test(entry.path)))
+}
+
+function matcherOf(input: { pattern: string; regex: boolean; case_sensitive: boolean }): LineMatcher {
+  if (!input.regex && input.pattern.includes('\n')) {
+    throw new ToolFailure('EINVALIDINPUT', 'pattern: search_files matches within one line, and this pattern has a newline; search for one line of it')
+  }
+  try {
+    return new LineMatcher({ pattern: input.pattern, regex: input.regex, caseSensitive: input.case_sensitive })
+  } catch (error) {
+    throw new ToolFailure('EINVALIDINPUT', `pattern: not a valid regular expression: ${(error as Error).message}`)
+  }
+}
+
+export function searchTool(ws: Workspace, budget: Budget): AgentTool {
+  return defineTool(
+    'search_files',
+    'Search file contents for a pattern (literal text, or a JavaScript regular expression with regex: true), ' +
+      'like grep -rn: each matching line with its path, line number and context_lines around it. Searches the ' +
+      'workspace as it is now, under path (default the working directory), skipping binary files and, unless ' +
+      'include_ignored, what .gitignore files exclude; include/exclude globs narrow it. Returns at most ' +
+      `max_results lines and stays within the result budget (${budget.chars} characters): when truncated, ` +
+      'call again with offset: next_offset, or narrow the search.',
+    searchFilesInput,
+    async (input) => {
+      await loadGrep()
+      const matcher = matcherOf(input)
+      const root = resolvePath(ws, input.path ?? '.')
+      const reader = await ViewReader.open(ws)
+      const room = new Room(budget.chars - 400)
+      const matches: (LineMatch & { path: string })[] = []
+      let skip = input.offset
+      let files = 0
+      let binary = 0
+      let unreadable = 0
+      let ignored = 0
+      let stopped: 'max_results' | 'budget' | undefined
+      const walking = walk(reader, root, { gitignore: !input.include_ignored, skip: globFilter(input.include, input.exclude), onIgnored: () => ignored++ })
+      for await (const entry of walking) {
+        if (entry.type !== 'file') continue
+        let bytes: Uint8Array
+        try {
+          bytes = await reader.read(entry)
+        } catch {
+          unreadable++ // gone or unreadable since it was listed
+          continue
+        }
+        files++
+        if (isBinary(bytes)) {
+          binary++
+          continue
+        }
+        const going = matcher.search(bytes, input.context_lines, (match) => {
+          if (skip > 0) {
+            skip--
+            return true
+          }
+          if (matches.length === input.max_results) {
+            stopped = 'max_results'
+            return false
+          }
+          const found = { path: entry.path, ...match }
+          if (!room.take(found)) {
+            stopped = 'budget'
+            return false
+          }
+          matches.push(found)
+          return true
+        })
+        if (!going) break
+      }
+      const next = input.offset + matches.length
+      return {
+        matches,
+        returned: matches.length,
+        truncated: stopped !== undefined,
+        ...(stopped !== undefined
+          ? {
+              next_offset: next,
+              more:
+                stopped === 'budget'
+                  ? `the result budget (${budget.chars} characters) is full: call again with offset: ${next}, or narrow the search (path, include, a more specific pattern)`
+                  : `more than max_results (${input.max_results}) lines match: call again with offset: ${next}, or narrow the search`,
+            }
+          : {}),
+        files_searched: files,
+        ...(binary > 0 ? { binary_files_skipped: binary } : {}),
+        ...(unreadable > 0 ? { unreadable_files_skipped: unreadable } : {}),
+        ...(ignored > 0 ? { ignored_by_gitignore: ignored } : {}),
+      }
+    },
+  )
+}
