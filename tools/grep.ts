@@ -233,8 +233,8 @@ function searchText(text: string, global: RegExp, single: RegExp, context: numbe
     const found = global.exec(text)
     if (!found) return true
     const at = found.index
-    // The end of a text that ends with a newline starts no line.
-    if (at === text.length && at > 0 && text.charCodeAt(at - 1) === 10) return true
+    // The end of a text that ends with a newline, or of an empty one, starts no line.
+    if (at === text.length && (at === 0 || text.charCodeAt(at - 1) === 10)) return true
     const [start, end] = cursor.bounds(at)
     if (found[0].includes('\n')) return searchLines(text, single, start, context, visit)
     if (!visit(cursor.match(start, end, at))) return false

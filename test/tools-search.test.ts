@@ -1,0 +1,342 @@
+/**
+ * search_files, find_files and recursive list_directory against real oracles: `grep -rn` over a real
+ * directory holding what the workspace view holds (the lower directory with the agent's changes
+ * applied to a copy with node:fs), and `git check-ignore` in a real git repository for .gitignore.
+ * Both ways of reading the view are covered: a directory lower (untouched trees read from disk) and
+ * a fixture lower (everything through the overlay).
+ */
+import { execFileSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { directory } from '../adapters/node-fs/index.js'
+import { Workspace } from '../src/index.js'
+import { type AgentTool, callTool, createAgentTools } from '../tools/index.js'
+
+/** Tool results are plain JSON, picked apart by the tests. */
+type Json = any
+
+async function ok(tools: readonly AgentTool[], name: string, input: unknown): Promise<Json> {
+  const outcome = await callTool(tools, name, input)
+  if (outcome.isError) throw new Error(`${name} failed: ${outcome.error.code} ${outcome.error.message}`)
+  return outcome.result
+}
+
+let tmp: string
+beforeAll(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-search-'))
+})
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))
+
+function write(root: string, files: Record<string, string | Uint8Array>): void {
+  for (const [rel, content] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true })
+    fs.writeFileSync(path.join(root, rel), content)
+  }
+}
+
+/** A directory's files as a fixture lower (every read then goes through the overlay). */
+function fixtureOf(root: string): Record<string, string | Uint8Array> {
+  const out: Record<string, string | Uint8Array> = {}
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name)
+      if (entry.isDirectory()) walk(full)
+      else if (entry.isFile()) out['/' + path.relative(root, full)] = new Uint8Array(fs.readFileSync(full))
+    }
+  }
+  walk(root)
+  return out
+}
+
+/** `grep -rn` (binary files skipped, byte semantics) as [path, line number, line] sorted. */
+function grep(root: string, flags: string[], pattern: string): string[] {
+  let out = ''
+  try {
+    out = execFileSync('grep', ['-rnIZ', ...flags, '-e', pattern, '.'], { cwd: root, env: { LC_ALL: 'C', PATH: process.env.PATH }, maxBuffer: 64 * 1024 * 1024 }).toString('utf8')
+  } catch (error) {
+    if ((error as { status?: number }).status !== 1) throw error // 1: no line matched
+  }
+  return out
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [file, rest] = line.split('\0')
+      const colon = rest.indexOf(':')
+      return `${file.slice(1)}:${rest.slice(0, colon)}:${rest.slice(colon + 1)}`
+    })
+    .sort()
+}
+
+/** Every page of search_files, as grep prints its lines. */
+async function search(tools: readonly AgentTool[], input: Record<string, unknown>): Promise<string[]> {
+  const lines: string[] = []
+  for (let offset: number | undefined = 0; offset !== undefined; ) {
+    const page: Json = await ok(tools, 'search_files', { path: '/', ...input, offset })
+    for (const match of page.matches) lines.push(`${match.path}:${match.line_number}:${match.line}`)
+    offset = page.next_offset
+  }
+  return lines.sort()
+}
+
+const PATTERNS: { input: Record<string, unknown>; grep: [string[], string] }[] = [
+  { input: { pattern: 'serve' }, grep: [['-F'], 'serve'] },
+  { input: { pattern: 'a.b(c)' }, grep: [['-F'], 'a.b(c)'] },
+  { input: { pattern: 'café' }, grep: [['-F'], 'café'] },
+  { input: { pattern: 'SERVE', case_sensitive: false }, grep: [['-F', '-i'], 'SERVE'] },
+  { input: { pattern: '^\\s*import\\b', regex: true }, grep: [['-P'], '^\\s*import\\b'] },
+  { input: { pattern: 'fo+ba[rz]', regex: true }, grep: [['-E'], 'fo+ba[rz]'] },
+  { input: { pattern: '^$', regex: true }, grep: [['-E'], '^$'] },
+  { input: { pattern: '\\d{3,}$', regex: true }, grep: [['-P'], '\\d{3,}$'] },
+  { input: { pattern: 'end', regex: true }, grep: [['-E'], 'end'] },
+  { input: { pattern: 'needle' }, grep: [['-F'], 'needle'] },
+]
+
+const LOWER: Record<string, string | Uint8Array> = {
+  'src/a.ts': 'import { serve } from "./serve"\n\nserve()\nconst x = a.b(c) + 1234\n',
+  'src/b.ts': '  import fs from "node:fs"\nfoobar foooobaz fobar\nserve(8080)\n',
+  'src/nested/deep/c.ts': 'export const SERVE = true\n// Serve it\n\n\n',
+  'README.md': '# app\n\ncafé and naïve\nnumbers 12 and 345\n',
+  'noeol.txt': 'no newline at the end',
+  'empty.txt': '',
+  '.hidden/x.ts': 'import hidden\nserve hidden\n',
+  'bin/data.bin': new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 0, 0, 0x6e, 0x65, 0x65, 0x64, 0x6c, 0x65, 10]),
+  'lib/many.txt': Array.from({ length: 300 }, (_, i) => `line ${i} needle ${i % 7 === 0 ? 'serve' : ''}`).join('\n') + '\n',
+}
+
+/** The same changes to a workspace and (with node:fs) to a copy of its lower directory. */
+async function change(ws: Workspace, copy: string): Promise<void> {
+  ws.fs.writeFileSync('/src/new.ts', 'serve(1)\nfoobaz\n')
+  write(copy, { 'src/new.ts': 'serve(1)\nfoobaz\n' })
+  ws.fs.writeFileSync('/src/a.ts', 'import x\nno longer serving\n')
+  write(copy, { 'src/a.ts': 'import x\nno longer serving\n' })
+  ws.fs.unlinkSync('/src/b.ts')
+  fs.unlinkSync(path.join(copy, 'src/b.ts'))
+  ws.fs.rmSync('/src/nested', { recursive: true })
+  fs.rmSync(path.join(copy, 'src/nested'), { recursive: true })
+  ws.fs.mkdirSync('/docs/guide', { recursive: true })
+  fs.mkdirSync(path.join(copy, 'docs/guide'), { recursive: true })
+  ws.fs.renameSync('/README.md', '/docs/guide/README.md')
+  fs.renameSync(path.join(copy, 'README.md'), path.join(copy, 'docs/guide/README.md'))
+  ws.fs.renameSync('/lib', '/moved-lib')
+  fs.renameSync(path.join(copy, 'lib'), path.join(copy, 'moved-lib'))
+  ws.fs.symlinkSync('src/new.ts', '/link.ts')
+  fs.symlinkSync('src/new.ts', path.join(copy, 'link.ts'))
+}
+
+describe('search_files against grep -rn', () => {
+  let lower: string
+  let copy: string
+  beforeAll(() => {
+    lower = path.join(tmp, 'grep-lower')
+    copy = path.join(tmp, 'grep-copy')
+    write(lower, LOWER)
+    write(copy, LOWER)
+  })
+
+  for (const kind of ['directory', 'fixture'] as const) {
+    it(`finds the lines grep finds over a ${kind} lower, untouched and then changed`, async () => {
+      const ws = await Workspace.open({ lower: kind === 'directory' ? directory(lower) : fixtureOf(lower), autoCheckpoint: false })
+      const tools = createAgentTools(ws)
+      for (const { input, grep: [flags, pattern] } of PATTERNS) {
+        expect([input, await search(tools, { ...input, include_ignored: true })]).toEqual([input, grep(lower, flags, pattern)])
+      }
+      const changed = fs.mkdtempSync(path.join(tmp, 'changed-'))
+      fs.cpSync(copy, changed, { recursive: true })
+      await change(ws, changed)
+      for (const { input, grep: [flags, pattern] } of PATTERNS) {
+        expect([input, await search(tools, { ...input, include_ignored: true })]).toEqual([input, grep(changed, flags, pattern)])
+      }
+      await ws.close()
+    })
+  }
+
+  it('reads an untouched directory tree straight from disk: no overlay lookups per file', async () => {
+    const big = path.join(tmp, 'big')
+    write(big, Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`d${i % 20}/f${i}.txt`, `file ${i}\n${i === 1999 ? 'the last one\n' : ''}`])))
+    const ws = await Workspace.open({ lower: directory(big) })
+    const tools = createAgentTools(ws)
+    const before = ws.counters.lookups
+    expect(await search(tools, { pattern: 'the last' })).toEqual(['/d19/f1999.txt:2:the last one'])
+    expect(ws.counters.lookups - before).toBeLessThan(20)
+    // A changed file is read through the overlay, its untouched siblings still from disk.
+    ws.fs.writeFileSync('/d3/f3.txt', 'the last word\n')
+    const changed = ws.counters.lookups
+    expect(await search(tools, { pattern: 'the last' })).toEqual(['/d19/f1999.txt:2:the last one', '/d3/f3.txt:1:the last word'])
+    expect(ws.counters.lookups - changed).toBeLessThan(400) // the 100 entries of /d3 and the root, not 2000 files
+    await ws.close()
+  })
+
+  it('shows context lines, narrows by include and exclude globs, and stops at max_results', async () => {
+    const ws = await Workspace.open({ lower: directory(lower) })
+    const tools = createAgentTools(ws)
+    const context = await ok(tools, 'search_files', { pattern: 'serve()', context_lines: 1, include_ignored: true, include: ['src/a.ts'] })
+    expect(context.matches).toEqual([{ path: '/src/a.ts', line_number: 3, line: 'serve()', before: [''], after: ['const x = a.b(c) + 1234'] }])
+    const first = await ok(tools, 'search_files', { pattern: 'import', include_ignored: true, include: ['*.ts'], exclude: ['.hidden'] })
+    expect(first.matches.map((match: Json) => match.path)).toEqual(['/src/a.ts', '/src/b.ts'])
+    const limited = await ok(tools, 'search_files', { pattern: 'needle', max_results: 5, include_ignored: true })
+    expect(limited).toMatchObject({ returned: 5, truncated: true, next_offset: 5 })
+    expect(limited.matches.map((match: Json) => match.line_number)).toEqual([1, 2, 3, 4, 5])
+    const next = await ok(tools, 'search_files', { pattern: 'needle', max_results: 5, offset: 5, include_ignored: true })
+    expect(next.matches.map((match: Json) => match.line_number)).toEqual([6, 7, 8, 9, 10])
+    const binary = await ok(tools, 'search_files', { pattern: 'needle', path: '/bin' })
+    expect(binary).toMatchObject({ matches: [], binary_files_skipped: 1, truncated: false })
+    await ws.close()
+  })
+
+  it('stays within the result budget on a pattern that matches everywhere, and says how to go on', async () => {
+    const ws = await Workspace.open({ lower: directory(lower) })
+    const tools = createAgentTools(ws, { budget: { chars: 2000 } })
+    const page = await ok(tools, 'search_files', { pattern: 'line', max_results: 1000 })
+    expect(JSON.stringify(page).length).toBeLessThanOrEqual(2000)
+    expect(page).toMatchObject({ truncated: true, next_offset: page.returned })
+    expect(page.more).toContain('result budget')
+    await ws.close()
+  })
+
+  it('refuses a bad regular expression and a literal with a newline, as invalid input', async () => {
+    const ws = await Workspace.open({ lower: directory(lower) })
+    const tools = createAgentTools(ws)
+    const bad = await callTool(tools, 'search_files', { pattern: 'a(b', regex: true })
+    expect(bad).toMatchObject({ isError: true, error: { code: 'EINVALIDINPUT', message: expect.stringContaining('not a valid regular expression') } })
+    expect(await callTool(tools, 'search_files', { pattern: 'a\nb' })).toMatchObject({ isError: true, error: { code: 'EINVALIDINPUT' } })
+    expect(await callTool(tools, 'search_files', { pattern: 'a', path: '/missing' })).toMatchObject({ isError: true, error: { code: 'ENOENT' } })
+    await ws.close()
+  })
+})
+
+describe('.gitignore against git check-ignore', () => {
+  let repo: string
+  let expected: string[]
+  beforeAll(() => {
+    repo = path.join(tmp, 'repo')
+    write(repo, {
+      '.gitignore': '*.log\n!keep.log\nbuild/\n!build/kept.txt\n/top-only.txt\ndocs/**/draft.md\n*.tmp\nnode_modules\n# a comment\n\\#hash.txt\n',
+      'sub/.gitignore': '!*.tmp\nlocal/\ntop-only.txt\n',
+      'sub/deeper/.gitignore': '*.ts\n!main.ts\n',
+      'a.log': 'marker\n',
+      'keep.log': 'marker\n',
+      'x/b.log': 'marker\n',
+      'x/keep.log': 'marker\n',
+      'build/out.js': 'marker\n',
+      'build/kept.txt': 'marker\n',
+      'src/build/gen.js': 'marker\n',
+      'top-only.txt': 'marker\n',
+      'x/top-only.txt': 'marker\n',
+      'sub/top-only.txt': 'marker\n',
+      'docs/draft.md': 'marker\n',
+      'docs/a/b/draft.md': 'marker\n',
+      'docs/final.md': 'marker\n',
+      'c.tmp': 'marker\n',
+      'sub/d.tmp': 'marker\n',
+      'sub/local/e.txt': 'marker\n',
+      'sub/deeper/x.ts': 'marker\n',
+      'sub/deeper/main.ts': 'marker\n',
+      'node_modules/pkg/index.js': 'marker\n',
+      '#hash.txt': 'marker\n',
+      'excluded-by-info.txt': 'marker\n',
+      'normal.txt': 'marker\n',
+      'src/index.ts': 'marker\n',
+    })
+    execFileSync('git', ['init', '-q'], { cwd: repo })
+    fs.writeFileSync(path.join(repo, '.git/info/exclude'), 'excluded-by-info.txt\n')
+    const files = execFileSync('find', ['.', '-type', 'f', '-not', '-path', './.git/*'], { cwd: repo }).toString().split('\n').filter(Boolean).map((file) => file.slice(2))
+    let ignored = ''
+    try {
+      ignored = execFileSync('git', ['check-ignore', '--no-index', '--stdin'], { cwd: repo, input: files.join('\n') + '\n' }).toString()
+    } catch (error) {
+      if ((error as { status?: number }).status !== 1) throw error
+    }
+    const out = new Set(ignored.split('\n').filter(Boolean))
+    expected = files.filter((file) => !out.has(file)).map((file) => '/' + file).sort()
+  })
+
+  it('the oracle ignores what the rules say (a sanity check of the fixture itself)', () => {
+    expect(expected).toContain('/keep.log')
+    expect(expected).toContain('/sub/d.tmp')
+    expect(expected).toContain('/sub/deeper/main.ts')
+    expect(expected).not.toContain('/build/kept.txt')
+    expect(expected).not.toContain('/excluded-by-info.txt')
+    expect(expected).not.toContain('/sub/top-only.txt')
+  })
+
+  for (const kind of ['directory', 'fixture'] as const) {
+    it(`find_files, search_files and list_directory leave out what git ignores (${kind} lower)`, async () => {
+      const ws = await Workspace.open({ lower: kind === 'directory' ? directory(repo) : fixtureOf(repo) })
+      const tools = createAgentTools(ws)
+      const found = await ok(tools, 'find_files', { pattern: '*', path: '/', max_results: 1000 })
+      expect(found.files).toEqual(expected)
+      expect(await search(tools, { pattern: 'marker' })).toEqual(expected.filter((file) => !file.endsWith('.gitignore')).map((file) => `${file}:1:marker`))
+      const listed = await ok(tools, 'list_directory', { path: '/', recursive: true })
+      expect(listed.entries.filter((entry: Json) => entry.type === 'file').map((entry: Json) => '/' + entry.path)).toEqual(expected)
+      expect(listed.ignored_by_gitignore).toBeGreaterThan(0)
+      // include_ignored: everything but .git, as find lists it.
+      const all = await ok(tools, 'find_files', { pattern: '*', path: '/', include_ignored: true, max_results: 1000 })
+      expect(all.files.filter((file: string) => !file.startsWith('/.git/'))).toEqual(
+        execFileSync('find', ['.', '-type', 'f', '-not', '-path', './.git/*'], { cwd: repo }).toString().split('\n').filter(Boolean).map((file) => file.slice(1)).sort(),
+      )
+      // A .gitignore the agent edits applies at once.
+      ws.fs.writeFileSync('/sub/deeper/.gitignore', '*.ts\n')
+      expect((await ok(tools, 'find_files', { pattern: '*.ts', path: '/sub' })).files).toEqual([])
+      // A directory the rules exclude, asked for by name, is searched (only the rules inside it apply).
+      expect((await ok(tools, 'find_files', { pattern: '*', path: '/node_modules' })).files).toEqual(['/node_modules/pkg/index.js'])
+      await ws.close()
+    })
+  }
+})
+
+describe('find_files', () => {
+  it('sorts by modification time, newest first, and pages with offset', async () => {
+    const root = path.join(tmp, 'mtime')
+    write(root, { 'old.ts': '', 'middle.ts': '', 'new.ts': '', 'other.js': '' })
+    const at = (rel: string, seconds: number) => fs.utimesSync(path.join(root, rel), seconds, seconds)
+    at('old.ts', 1_000_000)
+    at('middle.ts', 2_000_000)
+    at('new.ts', 3_000_000)
+    const ws = await Workspace.open({ lower: directory(root) })
+    const tools = createAgentTools(ws)
+    expect((await ok(tools, 'find_files', { pattern: '*.ts', sort: 'mtime' })).files).toEqual(['/new.ts', '/middle.ts', '/old.ts'])
+    ws.fs.writeFileSync('/old.ts', 'touched now') // through the overlay: the newest
+    expect((await ok(tools, 'find_files', { pattern: '*.ts', sort: 'mtime' })).files).toEqual(['/old.ts', '/new.ts', '/middle.ts'])
+    const page = await ok(tools, 'find_files', { pattern: '*.ts', max_results: 2 })
+    expect(page).toMatchObject({ files: ['/middle.ts', '/new.ts'], truncated: true, next_offset: 2 })
+    expect(await ok(tools, 'find_files', { pattern: '*.ts', max_results: 2, offset: 2 })).toMatchObject({ files: ['/old.ts'], truncated: false, total: 3 })
+    await ws.close()
+  })
+})
+
+describe('the line matcher', () => {
+  it('finds exactly the lines a line-by-line search finds, for literals, regexes and any bytes', async () => {
+    const fc = await import('fast-check')
+    const { LineMatcher, loadGrep } = await import('../tools/grep.js')
+    await loadGrep()
+    const alphabet = fc.constantFrom('a', 'b', 'z', 'q', '\n', ' ', 'é', '.', '(')
+    const text = fc.array(alphabet, { maxLength: 300 }).map((chars) => chars.join(''))
+    const needle = fc.array(fc.constantFrom('a', 'b', 'z', 'q', ' ', 'é', '.', '('), { minLength: 1, maxLength: 4 }).map((chars) => chars.join(''))
+    const reference = (body: string, test: (line: string) => boolean) => {
+      const lines = body.split('\n')
+      if (lines[lines.length - 1] === '') lines.pop()
+      return lines.flatMap((line, i) => (test(line) ? [`${i + 1}:${line}`] : []))
+    }
+    const found = (matcher: InstanceType<typeof LineMatcher>, body: string) => {
+      const out: string[] = []
+      matcher.search(new TextEncoder().encode(body), 0, (match) => (out.push(`${match.line_number}:${match.line}`), true))
+      return out
+    }
+    fc.assert(
+      fc.property(text, needle, fc.boolean(), (body, pattern, caseSensitive) => {
+        const literal = new LineMatcher({ pattern, regex: false, caseSensitive })
+        const folded = (line: string) => (caseSensitive ? line.includes(pattern) : line.toLowerCase().includes(pattern.toLowerCase()))
+        expect(found(literal, body)).toEqual(reference(body, folded))
+        const source = pattern.replace(/[.(]/g, '\\$&') + '[ab]*'
+        const regex = new LineMatcher({ pattern: source, regex: true, caseSensitive: true })
+        expect(found(regex, body)).toEqual(reference(body, (line) => new RegExp(source, 'u').test(line)))
+        // A class that matches newlines too: matches may cross lines, each line is still judged alone.
+        const crossing = new LineMatcher({ pattern: `${source}[^x]*z`, regex: true, caseSensitive: true })
+        expect(found(crossing, body)).toEqual(reference(body, (line) => new RegExp(`${source}[^x]*z`, 'u').test(line)))
+      }),
+      { numRuns: 500 },
+    )
+  })
+})
