@@ -11,12 +11,15 @@ const HELP: Record<string, OptionSpec> = { help: { type: 'boolean', short: 'h' }
 const SPECS: Record<CommandName, { options: Record<string, OptionSpec>; positionals: [min: number, max: number, name?: string] }> = {
   // --json is accepted everywhere so demo and mcp can say why it does not apply to them.
   demo: { options: { json: { type: 'boolean' } }, positionals: [0, 0] },
-  mcp: { options: PROJECT, positionals: [0, 0] },
+  mcp: { options: { ...PROJECT, 'allow-commands': { type: 'boolean' } }, positionals: [0, 0] },
   status: { options: PROJECT, positionals: [0, 0] },
   log: { options: { ...PROJECT, limit: { type: 'string' }, path: { type: 'string' } }, positionals: [0, 0] },
   checkpoints: { options: PROJECT, positionals: [0, 0] },
   diff: { options: { ...PROJECT, patch: { type: 'boolean' } }, positionals: [0, 1, 'checkpoint'] },
-  restore: { options: { ...PROJECT, 'dry-run': { type: 'boolean' }, patch: { type: 'boolean' }, force: { type: 'boolean' } }, positionals: [1, 1, 'checkpoint'] },
+  restore: {
+    options: { ...PROJECT, 'dry-run': { type: 'boolean' }, patch: { type: 'boolean' }, force: { type: 'boolean' }, limit: { type: 'string' }, path: { type: 'string' } },
+    positionals: [1, 1, 'checkpoint'],
+  },
   flush: { options: { ...PROJECT, 'dry-run': { type: 'boolean' }, force: { type: 'boolean' } }, positionals: [0, 0] },
 }
 
@@ -35,6 +38,8 @@ export interface Options {
   readonly patch: boolean
   readonly dryRun: boolean
   readonly force: boolean
+  /** mcp: offer run_command. */
+  readonly allowCommands: boolean
 }
 
 /** Whether --json appears anywhere, so even a usage error can be reported as JSON. */
@@ -102,6 +107,7 @@ function parseOptions(command: CommandName, args: readonly string[]): { options:
       patch: values.patch === true,
       dryRun: values['dry-run'] === true,
       force: values.force === true,
+      allowCommands: values['allow-commands'] === true,
     },
   }
 }

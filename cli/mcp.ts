@@ -23,7 +23,8 @@ import { packageVersion } from './version.js'
 /** The MCP answer for one tool run: the result or error as JSON text. */
 function toCallToolResult(outcome: Awaited<ReturnType<AgentTool['run']>>): CallToolResult {
   const body = outcome.isError ? { error: outcome.error } : outcome.result
-  return { isError: outcome.isError, content: [{ type: 'text', text: JSON.stringify(body ?? null, null, 2) }] }
+  // Compact: the result budget counts characters of compact JSON, and indentation would add a third.
+  return { isError: outcome.isError, content: [{ type: 'text', text: JSON.stringify(body ?? null) }] }
 }
 
 function listing(tools: readonly AgentTool[]): Tool[] {
@@ -53,14 +54,17 @@ export async function serveMcp(options: Options): Promise<number> {
     await ws.close()
     throw Object.assign(new Error(`${ws.status.degraded}; not serving (rewindfs status shows the store's health)`), { code: 'ESTOREUNAVAILABLE' })
   }
-  const tools = createAgentTools(ws, { flushTarget: lower })
+  // ws.exec's runner comes with the node-fs adapter's shell module (loaded only when commands are allowed).
+  if (options.allowCommands) await import('../adapters/node-fs/shell.js')
+  const tools = createAgentTools(ws, { flushTarget: lower, commands: options.allowCommands })
   const server = new Server(
     { name: 'rewindfs', version: packageVersion() },
     {
       capabilities: { tools: {} },
       instructions:
         `A workspace over ${lower.root}: every write lands in an overlay, undoable with undo_operation and ` +
-        'rollback_to_checkpoint. The directory on disk is unchanged until commit_changes.',
+        'rollback_to_checkpoint. The directory on disk is unchanged until commit_changes.' +
+        (options.allowCommands ? ' run_command runs shell commands over the workspace; their changes land in it the same way.' : ''),
     },
   )
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing(tools) }))

@@ -24,16 +24,20 @@ const PROJECT = '--dir <project> --store <dir> [--session <name>]'
 export const COMMANDS = {
   demo: { usage: 'demo', summary: 'the write / checkpoint / break / restore story in memory (what npm start runs; the default)' },
   mcp: {
-    usage: 'mcp --dir <project> [--store <dir>] [--session <name>]',
-    summary: 'serve the agent tools over MCP stdio; nothing on disk changes until commit_changes (in memory without --store)',
+    usage: 'mcp --dir <project> [--store <dir>] [--session <name>] [--allow-commands]',
+    summary:
+      'serve the agent tools over MCP stdio; nothing on disk changes until commit_changes (in memory without --store); ' +
+      '--allow-commands adds run_command (a command runs on the host as you)',
   },
   status: { usage: `status ${PROJECT}`, summary: 'changes against the project, checkpoint count and store health' },
   log: { usage: `log ${PROJECT} [--limit <n>] [--path <path>]`, summary: 'operation history, newest first' },
   checkpoints: { usage: `checkpoints ${PROJECT}`, summary: 'checkpoints, oldest first' },
   diff: { usage: `diff [checkpoint] ${PROJECT} [--patch]`, summary: 'changes against the project, or since a checkpoint; --patch adds unified diffs' },
   restore: {
-    usage: `restore <checkpoint> ${PROJECT} [--dry-run] [--patch] [--force]`,
-    summary: 'bring the workspace back to a checkpoint (the project on disk is untouched until flush)',
+    usage: `restore <checkpoint> ${PROJECT} [--dry-run] [--patch [--limit <lines>] [--path <path>]] [--force]`,
+    summary:
+      'bring the workspace back to a checkpoint (the project on disk is untouched until flush); --patch shows at most ' +
+      '400 diff lines (--limit changes it), --path only the changes under a path',
   },
   flush: { usage: `flush ${PROJECT} [--dry-run] [--force]`, summary: 'write the workspace changes into the project directory, all or nothing' },
 } as const

@@ -171,6 +171,71 @@ describe('rewindfs mcp', () => {
     expect(JSON.parse(status.stdout).changes).toEqual([{ path: '/app/late.md', type: 'added', entry: 'file' }])
   })
 
+  it('searches and finds over the workspace view; run_command only with --allow-commands, its changes kept off the disk until commit', async () => {
+    fs.writeFileSync(path.join(project, '.gitignore'), 'dist/\n')
+    fs.mkdirSync(path.join(project, 'dist'))
+    fs.writeFileSync(path.join(project, 'dist/bundle.js'), '"port": 1\n')
+    const plain = await connect()
+    const names = (await plain.client.listTools()).tools.map((tool) => tool.name)
+    expect(names).toEqual(expect.arrayContaining(['search_files', 'find_files', 'insert_text']))
+    expect(names).not.toContain('run_command')
+    await call(plain.client, 'write_file', { path: '/app/extra.json', content: '{ "port": 9090 }\n' })
+    const found = await call(plain.client, 'search_files', { pattern: '"port"' })
+    expect(found.body.matches).toEqual([
+      { path: '/app/config.json', line_number: 1, line: '{ "port": 8080 }' },
+      { path: '/app/extra.json', line_number: 1, line: '{ "port": 9090 }' },
+    ])
+    expect((await call(plain.client, 'find_files', { pattern: '*.json' })).body.files).toEqual(['/app/config.json', '/app/extra.json'])
+    await plain.client.close()
+    open.splice(0)
+
+    const { client } = await connect('--allow-commands')
+    const tools = (await client.listTools()).tools
+    expect(tools.map((tool) => tool.name)).toContain('run_command')
+    expect(tools.find((tool) => tool.name === 'run_command')!.description).toContain('result budget')
+    const ran = await call(client, 'run_command', { command: 'sed -i s/8080/7070/ app/config.json && echo ok > made.txt && cat app/config.json' })
+    expect(ran).toMatchObject({ isError: false, body: { exit_code: 0, stdout: '{ "port": 7070 }\n', changes: { added: ['/made.txt'], modified: ['/app/config.json'], deleted: [] } } })
+    expect(onDisk('app/config.json')).toBe('{ "port": 8080 }\n')
+    expect(onDisk('made.txt')).toBeUndefined()
+    expect((await call(client, 'read_file', { path: '/made.txt' })).body.content).toBe('ok')
+    await call(client, 'commit_changes', {})
+    expect(onDisk('app/config.json')).toBe('{ "port": 7070 }\n')
+    expect(onDisk('made.txt')).toBe('ok\n')
+  })
+
+  it('keeps every answer within the result budget on a project with thousands of files, and a rollback is undone only on request', async () => {
+    for (let i = 0; i < 3000; i++) {
+      const dir = path.join(project, 'lib', `m${i % 30}`)
+      fs.mkdirSync(dir, { recursive: true })
+      fs.writeFileSync(path.join(dir, `f${i}.js`), `export const value${i} = ${i}\n`.repeat(20))
+    }
+    const { client } = await connect()
+    const sizes: Record<string, number> = {}
+    const sized = async (label: string, name: string, args: Record<string, unknown>) => {
+      const result = (await client.callTool({ name, arguments: args })) as CallToolResult
+      const text = (result.content[0] as { text: string }).text
+      sizes[label] = text.length
+      return { isError: result.isError === true, body: JSON.parse(text) }
+    }
+    await sized('checkpoint', 'manage_checkpoint', { action: 'create', checkpoint_name: 'start' })
+    await sized('delete', 'delete_path', { path: '/lib', recursive: true })
+    await sized('write', 'write_file', { path: '/app/new.txt', content: 'new\n' })
+    const preview = await sized('preview', 'rollback_to_checkpoint', { target: { checkpoint_id: 'start' } })
+    expect(preview.body.summary.paths).toBe(3032)
+    expect(preview.body.next_offset).toBeGreaterThan(0)
+    const rollback = await sized('rollback', 'rollback_to_checkpoint', { target: { checkpoint_id: 'start' }, preview_changes: false })
+    expect(rollback.body.applied).toBe(true)
+    await sized('history', 'operation_history', { limit: 5 })
+    const trap = await sized('undo', 'undo_operation', { steps: 2 })
+    expect(trap).toMatchObject({ isError: true, body: { error: { code: 'ENOTHINGTOUNDO', message: expect.stringContaining('operation_type "restore"') } } })
+    expect((await call(client, 'find_files', { pattern: '*.js', max_results: 1 })).body.files).toEqual(['/lib/m0/f0.js'])
+    await sized('list', 'list_directory', { path: '/', recursive: true })
+    await sized('search', 'search_files', { pattern: 'value' })
+    await sized('commit', 'commit_changes', {})
+    expect(fs.existsSync(path.join(project, 'lib/m0/f0.js'))).toBe(true)
+    for (const [label, size] of Object.entries(sizes)) expect([label, size <= 8000]).toEqual([label, true])
+  })
+
   it('fails at once, with the reason on stderr, for a project directory that does not exist', () => {
     const result = runCli(['mcp', '--dir', path.join(tmp, 'missing')])
     expect(result.code).toBe(4)

@@ -35,7 +35,8 @@ export function toToolError(error: unknown): ToolError {
   if (error instanceof ToolFailure) return { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) }
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code
-    const fallback = error instanceof TypeError || error instanceof RangeError ? 'EINVAL' : 'EINTERNAL'
+    // Validators refusing a transaction (run_command's changes) carry no errno-style code of their own.
+    const fallback = error.name === 'ValidationError' ? 'EVALIDATION' : error instanceof TypeError || error instanceof RangeError ? 'EINVAL' : 'EINTERNAL'
     return { code: typeof code === 'string' ? code : fallback, message: error.message.replace(/^rewindfs: /, '') }
   }
   return { code: 'EINTERNAL', message: String(error) }
