@@ -18,6 +18,8 @@ import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransacti
 import type { Validator } from './engine/validator.js'
 import type { CheckpointRecord, Durability, IntegrityReport, LoadReport } from './engine/durability.js'
 import { RollbackStack } from './engine/rollback-stack.js'
+import { type AutoCheckpointOptions, AutoCheckpoints } from './engine/auto-checkpoint.js'
+export type { AutoCheckpointOptions }
 import type { PurgeReport } from './engine/purge.js'
 export type { PurgeReport }
 import { type TieredRetention, retained } from './engine/retention.js'
@@ -89,13 +91,6 @@ export interface ResumePoint {
   phase: 'plan' | 'execute' | 'verify' | 'stopped'
   turn: number
   data?: JsonValue
-}
-
-export interface AutoCheckpointOptions {
-  /** Checkpoint before high-risk operations (directory deletes and renames, lower overwrites, side effects). Default true. */
-  highRisk?: boolean
-  /** Checkpoint before any write when the last checkpoint is older than this (ms). Default 30 minutes; 0 turns it off. */
-  interval?: number
 }
 
 export interface WorkspaceOptions {
@@ -237,6 +232,7 @@ export class Workspace {
   readonly status: { degraded?: string; warnings: string[]; loaded?: LoadReport } = { warnings: [] }
   /** The restore record the last undoRestore() reverted, so a second call re-applies it. */
   private undoneRestore: OperationRecord | undefined
+  private readonly autoCheckpoints: AutoCheckpoints
   private readonly idPrefix = `${(++workspaceCount).toString(36)}${Math.random().toString(36).slice(2, 6)}`
 
   /** The lower source, as this workspace's trees see it (old states pinned by flushes into it). */
@@ -267,6 +263,18 @@ export class Workspace {
     if (from) this.state.setRoot(from.state)
     this.journal = new Journal(this.overlay, this.session, this.idPrefix, options.retention?.operations, this.state)
     this.ops.journal = this.journal
+    this.autoCheckpoints = new AutoCheckpoints(options.autoCheckpoint, {
+      isDirectory: (path) => this.overlay.lookup(path, false)?.type === 'dir',
+      isLowerFile: (path) => {
+        const entry = this.overlay.lookup(path, true)
+        return entry?.type === 'file' && entry.node === undefined
+      },
+      lastCheckpoint: () => {
+        const last = this.records.findLast((r) => r.kind !== 'guard')
+        return last && { createdAt: last.createdAt, unchanged: last.root === this.overlay.root && last.opSeq === this.journal.lastSeq }
+      },
+      hasOperations: () => this.journal.lastSeq > 0,
+    })
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
     this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]) }) as unknown as NodeFs
     this.collector = shared.collector ??= new Collector(shared.blobs)
@@ -546,6 +554,7 @@ export class Workspace {
   async beginTurn(turn: number): Promise<Checkpoint> {
     if (!Number.isInteger(turn) || turn < 0) throw new TypeError('rewindfs: a turn is a non-negative integer')
     this.journal.turn = turn
+    this.autoCheckpoints.newBurst()
     const name = this.records.some((r) => r.name === `turn-${turn}`) ? undefined : `turn-${turn}`
     return this.addCheckpoint('turn', name)
   }
@@ -642,31 +651,11 @@ export class Workspace {
     return { compensated, uncompensated }
   }
 
-  /** Called by the fs layer before each mutating call: automatic checkpoints by risk. */
+  /** Called by the fs layer before each mutating call: automatic checkpoints (see engine/auto-checkpoint.ts). */
   private autoCheckpoint(type: OperationType, paths: readonly string[]): void {
-    const settings = this.options.autoCheckpoint
-    if (settings === false || this.transactionDepth > 0) return
-    const highRisk =
-      settings?.highRisk !== false &&
-      (type === 'side_effect' ||
-        ((type === 'rmdir' || type === 'file_delete' || type === 'rename') && paths.some((p) => this.isDirectory(p))) ||
-        (type === 'file_edit' && paths.some((p) => this.isLowerFile(p))))
-    const interval = settings?.interval ?? 30 * 60_000
-    const last = this.records.findLast((r) => r.kind !== 'guard')
-    const stale = interval > 0 && (last === undefined || Date.now() - last.createdAt > interval) && this.journal.lastSeq > 0
-    if (!highRisk && !stale) return
-    // One automatic checkpoint per state: no new one if nothing changed since the last.
-    if (last && last.root === this.overlay.root && last.opSeq === this.journal.lastSeq) return
-    this.addCheckpoint('auto', undefined, `before ${type} ${paths.join(', ')}`.trim())
-  }
-
-  private isDirectory(path: string): boolean {
-    return this.overlay.lookup(path, false)?.type === 'dir'
-  }
-
-  private isLowerFile(path: string): boolean {
-    const entry = this.overlay.lookup(path, true)
-    return entry?.type === 'file' && entry.node === undefined
+    if (this.transactionDepth > 0) return
+    const reason = this.autoCheckpoints.before(type, paths)
+    if (reason !== undefined) this.addCheckpoint('auto', undefined, reason)
   }
 
   /**
