@@ -536,15 +536,16 @@ export class Workspace {
     this.collector.maybeSchedule()
   }
 
-  /** Size of the tree at a checkpoint and what changed since the one before it. O(tree). */
+  /** Size of the tree at a checkpoint and what changed since the one before it: O(paths changed) after a first call. */
   async checkpointInfo(idOrName: string): Promise<CheckpointInfo> {
     const record = this.find(idOrName)
     const index = this.records.indexOf(record)
-    const previous = index > 0 ? this.records[index - 1].root : Overlay.emptyRoot(this.lower)
+    const lowerRoot = Overlay.emptyRoot(this.lower)
+    const previous = index > 0 ? this.records[index - 1].root : lowerRoot
     const last = this.journal.records.findLast((r) => r.seq <= record.opSeq)
-    const { treeSummary } = await loadReports()
+    const { treeSize } = await loadReports()
     return {
-      ...treeSummary(this.overlay, record.root),
+      ...treeSize(this.overlay, this.lower, lowerRoot, record.root),
       ...(last ? { lastOperation: publicOperation(last) } : {}),
       changesSincePrevious: diffTrees(this.overlay, previous, record.root).length,
     }

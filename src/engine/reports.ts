@@ -3,7 +3,7 @@
  * checkpoint's size. Loaded on first use.
  */
 import { decode, isProbablyText } from '../bytes.js'
-import { rootEntry } from '../diff.js'
+import { diffTrees, rootEntry } from '../diff.js'
 import type { DirNode } from '../layer/nodes.js'
 import type { Entry, Overlay } from '../overlay.js'
 
@@ -31,22 +31,66 @@ export function lineCounts(before: Uint8Array | undefined, after: Uint8Array | u
 }
 
 /** Files, text lines and bytes in a tree. */
-export function treeSummary(overlay: Overlay, root: DirNode): { files: number; totalLines: number; bytes: number } {
-  let files = 0
-  let totalLines = 0
-  let bytes = 0
+export interface TreeSize {
+  files: number
+  totalLines: number
+  bytes: number
+}
+
+/**
+ * The lower layer's size, per lower source, taken the first time it is asked for: the lower as the
+ * workspace's trees see it stays the same (a flush pins what it rewrites), so once is enough. A
+ * lower directory changed outside the workspace afterwards is not counted again.
+ */
+const lowerSizes = new WeakMap<object, TreeSize>()
+
+/**
+ * A tree's size: the lower layer's, plus and minus the files that differ from it. O(paths the tree
+ * changed), after the first call over a lower source (which reads the whole lower layer once).
+ */
+export function treeSize(overlay: Overlay, lower: object, lowerRoot: DirNode, root: DirNode): TreeSize {
+  let base = lowerSizes.get(lower)
+  if (base === undefined) {
+    base = walkSize(overlay, lowerRoot)
+    lowerSizes.set(lower, base)
+  }
+  const size = { ...base }
+  const count = (entry: Entry | undefined, sign: 1 | -1) => {
+    if (entry?.type !== 'file') return
+    const content = overlay.readBytes(entry)
+    size.files += sign
+    size.bytes += sign * content.byteLength
+    size.totalLines += sign * newlines(content)
+  }
+  for (const record of diffTrees(overlay, lowerRoot, root)) {
+    count(record.before, -1)
+    count(record.after, 1)
+  }
+  return size
+}
+
+function newlines(content: Uint8Array): number {
+  if (!isProbablyText(content)) return 0
+  let lines = 0
+  for (let at = content.indexOf(10); at !== -1; at = content.indexOf(10, at + 1)) lines++
+  return lines
+}
+
+/** Files, text lines and bytes of a whole tree, read entry by entry. */
+function walkSize(overlay: Overlay, root: DirNode): TreeSize {
+  const size: TreeSize = { files: 0, totalLines: 0, bytes: 0 }
   const walk = (dir: Entry) => {
     for (const name of overlay.names(dir)) {
       const entry = overlay.child(dir, name)!
       if (entry.type === 'dir') walk(entry)
       else if (entry.type === 'file') {
-        files++
         const content = overlay.readBytes(entry)
-        bytes += content.byteLength
-        if (isProbablyText(content)) for (const byte of content) if (byte === 10) totalLines++
+        size.files++
+        size.bytes += content.byteLength
+        size.totalLines += newlines(content)
       }
     }
   }
   walk(rootEntry(root))
-  return { files, totalLines, bytes }
+  return size
 }
