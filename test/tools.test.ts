@@ -261,6 +261,54 @@ describe('file tools', () => {
     expect(await fails(tools, 'edit_file', { path: '/app/logo.png', old_string: 'PNG', new_string: 'GIF' })).toMatchObject({ code: 'EBINARY' })
   })
 
+  it('edit_file with edits applies them in order, all or nothing, as one operation', async () => {
+    const path = '/app/src/main.ts'
+    const before = ws.fs.readFileSync(path, 'utf8')
+    const refused = await fails(tools, 'edit_file', { path, edits: [{ old_string: 'serve }', new_string: 'start }' }, { old_string: 'missing', new_string: 'x' }] })
+    expect(refused).toMatchObject({ code: 'ENOMATCH', message: expect.stringMatching(/^edits\[1\]: old_string was not found in '\/app\/src\/main.ts' \(after the edits before it\)/) })
+    const ambiguous = await fails(tools, 'edit_file', { path, edits: [{ old_string: 'import', new_string: 'export' }, { old_string: 'serve()', new_string: 'x' }] })
+    expect(ambiguous).toMatchObject({ code: 'EAMBIGUOUS', message: expect.stringContaining('edits[1]: old_string occurs 2 times'), details: { lines: [2, 3] } })
+    expect(ws.fs.readFileSync(path, 'utf8')).toBe(before)
+    expect(ws.history()).toEqual([])
+
+    // Each edit sees the text the ones before it left: the second finds what the first wrote.
+    const done = await ok(tools, 'edit_file', {
+      path,
+      edits: [
+        { old_string: 'serve()\nserve()', new_string: 'serve()\nstop()' },
+        { old_string: 'stop()', new_string: 'stop(now)' },
+        { old_string: 'serve', new_string: 'start', replace_all: true },
+      ],
+    })
+    expect(done).toMatchObject({ replacements: 5, edits_applied: 3 })
+    expect(ws.fs.readFileSync(path, 'utf8')).toBe('import { start } from "./start"\nstart()\nstop(now)\n')
+    expect(ws.history()).toHaveLength(1)
+    expect(done.operation_ids).toEqual([ws.history()[0].id])
+    expect((await fails(tools, 'edit_file', { path, old_string: 'a', new_string: 'b', edits: [{ old_string: 'a', new_string: 'b' }] })).issues).toEqual([
+      { path: 'edits', message: 'give either edits or old_string/new_string, not both' },
+    ])
+    expect((await fails(tools, 'edit_file', { path, old_string: 'a' })).issues).toEqual([{ path: 'new_string', message: 'new_string is required (or give edits)' }])
+  })
+
+  it('insert_text inserts after a line, at the start with 0 and at the end with the line count', async () => {
+    ws.fs.writeFileSync('/list.txt', 'one\ntwo\nthree')
+    expect(await ok(tools, 'insert_text', { path: '/list.txt', insert_line: 0, text: 'zero' })).toMatchObject({ inserted_lines: { from: 1, to: 1 }, total_lines: 4 })
+    expect(await ok(tools, 'insert_text', { path: '/list.txt', insert_line: 2, text: 'one and a half\none and three quarters\n' })).toMatchObject({ inserted_lines: { from: 3, to: 4 }, total_lines: 6 })
+    expect(await ok(tools, 'insert_text', { path: '/list.txt', insert_line: 6, text: 'four' })).toMatchObject({ inserted_lines: { from: 7, to: 7 }, total_lines: 7 })
+    expect(ws.fs.readFileSync('/list.txt', 'utf8')).toBe('zero\none\none and a half\none and three quarters\ntwo\nthree\nfour\n')
+    expect(await fails(tools, 'insert_text', { path: '/list.txt', insert_line: 8, text: 'x' })).toEqual({
+      code: 'EOUTOFRANGE',
+      message: "insert_line 8 is past the end of '/list.txt', which has 7 lines (use 7 to append)",
+    })
+    expect(await fails(tools, 'insert_text', { path: '/app/logo.png', insert_line: 0, text: 'x' })).toMatchObject({ code: 'EBINARY' })
+    ws.fs.writeFileSync('/empty.txt', '')
+    await ok(tools, 'insert_text', { path: '/empty.txt', insert_line: 0, text: 'first' })
+    expect(ws.fs.readFileSync('/empty.txt', 'utf8')).toBe('first\n')
+    const [insert] = ws.history()
+    expect((await ok(tools, 'undo_operation', {})).undone_operations[0].operation_id).toBe(insert.id)
+    expect(ws.fs.readFileSync('/empty.txt', 'utf8')).toBe('')
+  })
+
   it('list_directory lists names, types and sizes, sorted, recursively when asked', async () => {
     ws.fs.symlinkSync('config.json', '/app/link.json')
     expect(await ok(tools, 'list_directory', { path: '/app' })).toEqual({
