@@ -5,7 +5,7 @@
  *   npm run bench:quick    small sizes, prints only (a smoke run)
  *
  * Flags: --quick, --out <file> (write the markdown there), --no-git, --only <section,...> with
- * sections ops, lower, checkpoint, memory, bundle, engine, adapters.
+ * sections ops, lower, checkpoint, memory, bundle, engine, adapters, search.
  *
  * Sections
  *   1. ops        writeFileSync / readFileSync / statSync of 1 KiB files spread over directories:
@@ -19,6 +19,9 @@
  *   6. engine     the rollback engine (bench/engine.ts): undo latency, restore latency against changed
  *                 paths, journal append throughput with MemoryStore and directoryStore, history bytes
  *                 of 100 versions of a 1 MB file vs a shadow git repository and full copies.
+ *   7. adapters   flush to a directory, IndexedDB, Docker volumes (scripts of their own).
+ *   8. search     the agent tools' search_files / find_files vs grep -rn / find on the same
+ *                 directory (bench/search.ts): 100k files, 500 MB.
  */
 import { execFileSync } from 'node:child_process'
 import * as nodeFs from 'node:fs'
@@ -31,6 +34,7 @@ import { Union } from 'unionfs'
 import type { Workspace } from '../src/index.js'
 import { GZIP_BUDGET_BYTES, bundleSize, kib } from '../scripts/bundle-size.js'
 import { benchEngine } from './engine.js'
+import { benchSearch } from './search.js'
 import {
   Content,
   FILE_SIZE,
@@ -646,6 +650,7 @@ const sections: [string, () => Promise<void>][] = [
   ['bundle', benchBundle],
   ['engine', () => benchEngine({ quick: QUICK, withGit: WITH_GIT, emit })],
   ['adapters', benchAdapters],
+  ['search', () => benchSearch({ quick: QUICK, emit })],
 ]
 let failed = false
 for (const [name, section] of sections) {
