@@ -137,3 +137,36 @@ describe('a session on a 16 000-file project', () => {
     expect(() => createAgentTools(ws, { budget: { chars: 10 } })).toThrow('budget.chars must be a whole number of characters, at least 1000')
   })
 })
+
+describe('the last guard', () => {
+  it('fits any JSON value into the budget, keeping what fits and saying it cut', async () => {
+    const fc = await import('fast-check')
+    const { fitJson } = await import('../tools/budget.js')
+    fc.assert(
+      // Deep values, wide objects and long arrays: most of them over the budget.
+      fc.property(
+        fc.oneof(
+          fc.jsonValue({ maxDepth: 6, size: 'large' }),
+          fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 }), { minKeys: 20, maxKeys: 300 }),
+          fc.array(fc.jsonValue({ maxDepth: 4 }), { minLength: 20, maxLength: 300 }),
+        ),
+        fc.integer({ min: 300, max: 2000 }),
+        (value, chars) => {
+          const fitted = fitJson(value, chars) as { result_chars?: number }
+          expect(JSON.stringify(fitted).length).toBeLessThanOrEqual(chars)
+          if (JSON.stringify(value).length <= chars) expect(fitted).toBe(value)
+          else expect(fitted?.result_chars).toBeUndefined() // something kept, not only the note
+        },
+      ),
+      { numRuns: 500 },
+    )
+    const big = { summary: 'kept whole', items: Array.from({ length: 5000 }, (_, i) => ({ path: `/lib/file${i}.js`, n: i })), text: 'x'.repeat(50_000) }
+    const fitted = fitJson(big, 4000) as { summary: string; items: unknown[]; text: string; truncated_to_budget: string }
+    expect(JSON.stringify(fitted).length).toBeLessThanOrEqual(4000)
+    expect(fitted.summary).toBe('kept whole')
+    expect(fitted.truncated_to_budget).toContain('4000 characters')
+    expect(fitted.items.at(-1)).toMatch(/^… \d+ more not shown$/)
+    expect(fitted.items[0]).toEqual({ path: '/lib/file0.js', n: 0 })
+    expect(fitted.text).toMatch(/… \[\d+ characters cut\]$/)
+  })
+})

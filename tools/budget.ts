@@ -107,12 +107,16 @@ export function fitPathGroups<K extends string>(groups: Record<K, readonly strin
  * with a note of how many were left out. Deterministic, one pass per level.
  */
 export function fitJson(value: unknown, chars: number): unknown {
-  if (jsonSize(value) <= chars) return value
+  const size = jsonSize(value)
+  if (size <= chars) return value
   const note = `this answer was cut to the result budget of ${chars} characters; ask for less (a path, an offset, a smaller limit)`
-  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    return { truncated_to_budget: note, ...(shrink({ ...(value as object) }, chars - jsonSize(note) - 30) as object) }
+  const object = value !== null && typeof value === 'object' && !Array.isArray(value)
+  // Members that cannot shrink (numbers, keys) can overrun their shares: aim lower until it fits.
+  for (let limit = chars - (object ? jsonSize(note) + 30 : 0); limit > 0; limit = Math.floor(limit * 0.7)) {
+    const fitted = object ? { truncated_to_budget: note, ...(shrink({ ...(value as object) }, limit) as object) } : shrink(value, limit)
+    if (jsonSize(fitted) <= chars) return fitted
   }
-  return shrink(value, chars)
+  return { truncated_to_budget: note, result_chars: size }
 }
 
 function shrink(value: unknown, limit: number): unknown {
@@ -153,7 +157,12 @@ function shrink(value: unknown, limit: number): unknown {
       fitted.set(key, kept)
       left -= memberSize <= share ? memberSize : jsonSize(kept)
     })
-    return Object.fromEntries(entries.map(([key]) => [key, fitted.get(key)]))
+    const out = entries.map(([key]): [string, unknown] => [key, fitted.get(key)])
+    // Too many members to shrink into their shares: the last ones give way, and a note says how many.
+    let kept = out.length
+    while (kept > 0 && jsonSize(Object.fromEntries(out.slice(0, kept))) > limit - (kept < out.length ? 40 : 0)) kept--
+    if (kept === out.length) return Object.fromEntries(out)
+    return Object.fromEntries([...out.slice(0, kept), ['…', `${out.length - kept} more not shown`]])
   }
   return value
 }
