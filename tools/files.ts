@@ -149,18 +149,18 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         let text = await readText(ws, path)
         const edits = input.edits ?? [{ old_string: input.old_string!, new_string: input.new_string!, replace_all: input.replace_all }]
         let replacements = 0
-        let lines: number[] = []
+        let changed: number[] = []
         edits.forEach((edit, index) => {
           const which = edits.length > 1 ? `edits[${index}]: ` : ''
           const applied = replaceIn(text, path, edit, which)
           text = applied.text
           replacements += applied.at.length
           // Line numbers of earlier edits can move: only the last edit's are exact in the final text.
-          lines = lineNumbers(text, applied.at)
+          changed = lineNumbers(text, applied.at)
         })
         const mark = lastSeq(ws)
         await fs.writeFile(path, text)
-        return { path, replacements, ...(edits.length === 1 ? { lines } : { edits_applied: edits.length }), operation_ids: recordedSince(ws, mark) }
+        return { path, replacements, ...(edits.length === 1 ? { lines: changed } : { edits_applied: edits.length }), operation_ids: recordedSince(ws, mark) }
       },
     ),
     defineTool(
