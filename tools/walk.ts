@@ -120,8 +120,14 @@ async function diskOf(ws: Workspace): Promise<{ module: Disk; root: string; dirt
   const { DirectorySource } = await import('../adapters/node-fs/directory.js')
   const source = ws.lower.source
   if (!(source instanceof DirectorySource)) return undefined
+  let changes: { path: string }[]
+  try {
+    changes = ws.changes()
+  } catch {
+    return undefined // content the change list needs is unreadable (a damaged store): all through the overlay
+  }
   const dirty = new Set<string>()
-  for (const change of ws.changes()) {
+  for (const change of changes) {
     for (let path = change.path; !dirty.has(path); path = dirname(path)) {
       dirty.add(path)
       if (path === '/') break
