@@ -16,14 +16,15 @@ import { type MapRoot, mapEntries } from './layer/persistent-map.js'
 import { type JsonValue, SessionState } from './engine/state.js'
 import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
 import type { Validator } from './engine/validator.js'
-import type { CheckpointRecord, Durability, IntegrityReport, LoadReport } from './engine/durability.js'
+import type { CheckpointRecord, Durability, IntegrityReport, LoadReport, StoreDamage } from './engine/durability.js'
+import type { RepairOptions, RepairReport } from './engine/repair.js'
 import { RollbackStack } from './engine/rollback-stack.js'
 import { type AutoCheckpointOptions, AutoCheckpoints } from './engine/auto-checkpoint.js'
 export type { AutoCheckpointOptions }
 import type { PurgeReport } from './engine/purge.js'
 export type { PurgeReport }
 import { type TieredRetention, retained } from './engine/retention.js'
-import type { Store } from './engine/store.js'
+import { LOWER_KEY, type Store } from './engine/store.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
 import { ABSENT, Overlay } from './overlay.js'
@@ -198,11 +199,10 @@ let workspaceCount = 0
 const loadDurability = () => import('./engine/durability.js')
 const loadFlushRecords = () => import('./flush/state.js')
 const loadReports = () => import('./engine/reports.js')
+const loadRepair = () => import('./engine/repair.js')
 let flushCode: typeof import('./flush/flush.js') | undefined
 const loadFlush = async () => (flushCode ??= await import('./flush/flush.js'))
 
-/** Store metadata naming the lower source the store was made over. */
-const LOWER_KEY = 'lower'
 
 export class Workspace {
   readonly fs: NodeFs
@@ -228,8 +228,11 @@ export class Workspace {
   private integrity: Promise<IntegrityReport> | undefined
   /** Compensations running (inside a restore's hold): a sync() from one must not wait for the hold. */
   private compensating = 0
-  /** Why the configured store is not in use (the workspace runs in memory), and what open repaired. */
-  readonly status: { degraded?: string; warnings: string[]; loaded?: LoadReport } = { warnings: [] }
+  /**
+   * Why the configured store is not in use (the workspace runs in memory), what open repaired, and
+   * `corrupt`: the damage that made open read-only (the workspace is frozen; see `repair()`).
+   */
+  readonly status: { degraded?: string; warnings: string[]; loaded?: LoadReport; corrupt?: StoreDamage } = { warnings: [] }
   /** The restore record the last undoRestore() reverted, so a second call re-applies it. */
   private undoneRestore: OperationRecord | undefined
   private readonly autoCheckpoints: AutoCheckpoints
@@ -310,12 +313,12 @@ export class Workspace {
     )
     try {
       // Before any replay: a journal of another source must not be replayed over this one.
-      await this.checkLowerIdentity(store)
+      await this.checkLowerIdentity(store, durability)
       this.status.loaded = await durability.load()
       this.status.warnings.push(...this.status.loaded.warnings)
     } catch (error) {
       const code = (error as { code?: string }).code
-      if (code === 'EJOURNALVERSION' || code === 'ELOWERMISMATCH' || code === 'EFLUSHSTATE') throw error
+      if (code === 'EJOURNALVERSION' || code === 'ELOWERMISMATCH') throw error
       // Unavailable: run in memory, flagged with the reason, never silently.
       this.status.degraded = `the ${store.kind} store is unavailable: ${(error as Error)?.message ?? String(error)}`
       this.options.onAlert?.({ kind: 'safe-stop', message: this.status.degraded })
@@ -334,7 +337,8 @@ export class Workspace {
       }
       return report
     })
-    await this.loadFlushState(store)
+    await this.loadFlushState(durability)
+    if (durability.damage.length > 0) this.openedDamaged(durability)
     this.prune() // retention applies to what was reopened too
     const every = this.options.compactEvery ?? 10_000
     this.journal.onAppend = (record) => {
@@ -348,9 +352,13 @@ export class Workspace {
   }
 
   /** Refuses a store made over another lower source; remembers this one's identity in a new store. */
-  private async checkLowerIdentity(store: Store): Promise<void> {
+  private async checkLowerIdentity(store: Store, durability: Durability): Promise<void> {
     if (this.lower.id === undefined) return
-    const known = await store.getMeta(LOWER_KEY)
+    const known = await durability.readMeta(LOWER_KEY, (value) => {
+      if (typeof value !== 'string') throw new Error('it is not the name of a lower source')
+      return value
+    })
+    if (known === 'damaged') return
     if (known !== undefined && known !== this.lower.id) {
       throw Object.assign(new Error(`rewindfs: this ${store.kind} store belongs to the lower source '${String(known)}', not '${this.lower.id}'; open it over the same source or use a new store`), {
         code: 'ELOWERMISMATCH',
@@ -359,14 +367,40 @@ export class Workspace {
     if (known === undefined && !store.readOnly) await store.putMeta(LOWER_KEY, this.lower.id)
   }
 
-  /** Loads pins and flush ledgers. */
-  private async loadFlushState(store: Store): Promise<void> {
+  /** Loads pins and flush ledgers; unreadable ones are damage (reported, left in the store). */
+  private async loadFlushState(durability: Durability): Promise<void> {
     const { FLUSH_STATE_KEY, decodeFlushState } = await loadFlushRecords()
-    const saved = await store.getMeta(FLUSH_STATE_KEY)
-    if (saved !== undefined) {
-      decodeFlushState(saved, this.lower, this.shared.book)
-      await loadFlush() // changes() reads the ledgers through it
+    const loaded = await durability.readMeta(FLUSH_STATE_KEY, (value) => decodeFlushState(value, this.lower, this.shared.book))
+    if (loaded !== undefined && loaded !== 'damaged') await loadFlush() // changes() reads the ledgers through it
+  }
+
+  /** A damaged store: open read-only at the state it proves, frozen, and say so. */
+  private openedDamaged(durability: Durability): void {
+    const [first, ...more] = durability.damage
+    this.status.corrupt = first
+    const message = `the ${durability.store.kind} store is damaged: ${durability.describe(first)}; it was opened read-only at the last state it proves and nothing in it was changed (ws.repair() or rewindfs repair; rewindfs verify reports it)`
+    this.status.warnings.push(message, ...more.map((damage) => `also damaged: ${durability.describe(damage)}`))
+    this.ops.frozenReason = message
+    this.options.onAlert?.({ kind: 'integrity', message })
+  }
+
+  /**
+   * Repairs a damaged store (journal or metadata; blobs that fail their checksum stay, reported):
+   * keeps the journal aside, writes a fresh one of the last state it proves — with `salvage`, plus
+   * every later group commit that still applies — and switches to it atomically. The workspace
+   * is rebuilt from it and writable again. Reports what was kept and what was lost.
+   */
+  async repair(options: RepairOptions = {}): Promise<RepairReport> {
+    this.assertOpen()
+    if (!this.durability) throw Object.assign(new Error('rewindfs: repair needs a workspace opened on a store it could read'), { code: 'EINVAL' })
+    const { repair } = await loadRepair()
+    const wasDamaged = this.status.corrupt !== undefined
+    const report = await repair(this.durability, { ...options, lowerId: this.lower.id })
+    if (report.repaired) {
+      this.status.corrupt = undefined
+      if (wasDamaged) this.ops.frozenReason = undefined
     }
+    return report
   }
 
   /**

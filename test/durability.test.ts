@@ -112,17 +112,72 @@ describe('write-ahead journal and crash recovery', () => {
     expect(new Set(ids).size).toBe(ids.length)
   })
 
-  it('refuses a journal of an unknown format version with a clear error', async () => {
+  it('refuses a journal a newer rewindfs wrote with a clear error, and reports one damaged version field as damage', async () => {
     const store = new MemoryStore()
     const ws = await Workspace.open({ store })
     ws.fs.writeFileSync('/a', '1')
     await ws.sync()
-    const image = store.image()
-    image.journal = image.journal.replace(`{"v":${FORMAT_VERSION},`, '{"v":99,')
-    await expect(Workspace.open({ store: MemoryStore.from(image) })).rejects.toThrow(/format version 99/)
+    ws.fs.writeFileSync('/b', '2')
+    await ws.sync()
+    const newer = store.image()
+    newer.journal = newer.journal.replaceAll(`{"v":${FORMAT_VERSION},`, '{"v":99,')
+    await expect(Workspace.open({ store: MemoryStore.from(newer) })).rejects.toMatchObject({ code: 'EJOURNALVERSION', message: expect.stringMatching(/format version 99/) })
+    // One record's version digit rotted, in the middle: ours follow it, so it is damage.
+    const rotted = store.image()
+    rotted.journal = rotted.journal.replace(`{"v":${FORMAT_VERSION},`, '{"v":7,')
+    const opened = await Workspace.open({ store: MemoryStore.from(rotted) })
+    expect(opened.status.corrupt).toMatchObject({ part: 'journal', record: 0, offset: 0, reason: 'format version 7' })
   })
 
-  it('drops a corrupt tail, moves an unreadable journal aside, and marks checkpoints with missing content broken', async () => {
+  it('drops a torn last record after keeping the journal aside, and appends whole records after it', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a', 'acknowledged')
+    await ws.sync()
+    ws.fs.writeFileSync('/b', 'never acknowledged')
+    await ws.sync()
+    const whole = store.image().journal
+    const firstGroup = whole.split('\n').slice(0, 2).join('\n').length + 1
+    // A crash in the middle of the second group commit: one whole record and part of the next.
+    const cut = MemoryStore.from(store.image(firstGroup + Math.floor((whole.length - firstGroup) * 0.7)))
+    const torn = (await cut.readJournal()).torn
+    expect(torn).toBeDefined()
+    const before = cut.image().journal
+    const reopened = await Workspace.open({ store: cut, autoCheckpoint: false })
+    expect(reopened.status.corrupt).toBeUndefined()
+    expect(reopened.frozen).toBeUndefined()
+    expect(reopened.fs.readFileSync('/a', 'utf8')).toBe('acknowledged')
+    expect(reopened.fs.existsSync('/b')).toBe(false)
+    const [kept] = await cut.keptAside()
+    expect(kept).toMatch(/^journal\.torn-\d{8}T\d{9}Z$/)
+    expect(reopened.status.loaded?.keptAside).toBe(kept)
+    expect(reopened.status.warnings.join()).toContain(`kept aside as '${kept}'`)
+    // Every byte that was there is still there: in the kept copy, whole.
+    expect(cut.keptItem(kept)).toEqual({ journal: before })
+    expect(cut.image().journal).toBe(whole.slice(0, firstGroup))
+    reopened.fs.writeFileSync('/c', 'after the tear')
+    await reopened.sync()
+    const again = await Workspace.open({ store: MemoryStore.from(cut.image()), autoCheckpoint: false })
+    expect(again.status.warnings).toEqual([])
+    expect(again.fs.readFileSync('/c', 'utf8')).toBe('after the tear')
+  })
+
+  it('counts a last record whole but for its line end, and restores the line end so the next append cannot merge with it', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a', 'one')
+    await ws.sync()
+    const image = MemoryStore.from(store.image(store.journalLength - 1))
+    const reopened = await Workspace.open({ store: image, autoCheckpoint: false })
+    expect(reopened.fs.readFileSync('/a', 'utf8')).toBe('one')
+    reopened.fs.writeFileSync('/b', 'two')
+    await reopened.sync()
+    const again = await Workspace.open({ store: MemoryStore.from(image.image()), autoCheckpoint: false })
+    expect(again.status.corrupt).toBeUndefined()
+    expect(again.fs.readFileSync('/b', 'utf8')).toBe('two')
+  })
+
+  it('a flipped character in the last record is damage, not a tear: read-only at the state before it, nothing changed, an integrity alert', async () => {
     const store = new MemoryStore()
     const ws = await Workspace.open({ store, autoCheckpoint: false })
     ws.fs.writeFileSync('/a', 'first')
@@ -130,28 +185,135 @@ describe('write-ahead journal and crash recovery', () => {
     await ws.sync()
     ws.fs.writeFileSync('/a', 'second')
     await ws.sync()
-    // A flipped character in the last record: its checksum fails, so it is dropped.
     const flipped = store.image()
     const lines = flipped.journal.trimEnd().split('\n')
     const last = lines.length - 2 // the last operation, just before its group commit's marker
     lines[last] = lines[last].replace('"p":"/a"', '"p":"/b"')
     flipped.journal = lines.join('\n') + '\n'
-    const reopened = await Workspace.open({ store: MemoryStore.from(flipped) })
+    const damaged = MemoryStore.from(flipped)
+    const alerts: string[] = []
+    const reopened = await Workspace.open({ store: damaged, autoCheckpoint: false, onAlert: (alert) => alerts.push(`${alert.kind}: ${alert.message}`) })
     expect(reopened.fs.readFileSync('/a', 'utf8')).toBe('first')
-    expect(reopened.status.warnings.join()).toMatch(/dropped 2/) // the operation and its commit marker
+    expect(reopened.checkpoints().map((c) => c.name)).toEqual(['cp'])
+    const offset = new TextEncoder().encode(lines.slice(0, last).join('\n') + '\n').length
+    expect(reopened.status.corrupt).toEqual({ part: 'journal', record: last, offset, reason: 'checksum mismatch', unreplayed: 1 })
+    expect(alerts).toEqual([expect.stringMatching(new RegExp(`^integrity: .*journal record ${last} at byte ${offset} cannot be read: checksum mismatch`))])
+    expect(reopened.frozen).toMatch(/damaged/)
+    expect(() => reopened.fs.writeFileSync('/x', 'no')).toThrow(expect.objectContaining({ code: 'EROFS' }))
+    // Even unfrozen, nothing reaches the damaged store.
+    reopened.unfreeze()
+    reopened.fs.writeFileSync('/x', 'only in memory')
+    await expect(reopened.sync()).rejects.toMatchObject({ code: 'EDEGRADED', message: expect.stringMatching(/damaged/) })
+    await reopened.compact()
+    expect(damaged.image()).toEqual(flipped)
+  })
 
-    const garbage = MemoryStore.from({ journal: 'not a journal\nat all\n', blobs: [], meta: [] })
-    const repaired = await Workspace.open({ store: garbage })
-    expect(repaired.status.warnings.join()).toMatch(/moved aside/)
-    expect(await garbage.readJournal()).toEqual([])
-    expect(repaired.fs.readdirSync('/')).toEqual([])
+  it('a bad record in the middle: open keeps every record before it and changes nothing; repair keeps them, salvage also the later group commits', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    for (let i = 0; i < 6; i++) {
+      ws.fs.writeFileSync(`/f${i}`, `v${i}`)
+      if (i === 2) await ws.checkpoint({ name: 'mid' })
+      await ws.sync()
+    }
+    const expected = await workspaceSnapshot(ws)
+    const image = store.image()
+    const lines = image.journal.trimEnd().split('\n')
+    const victim = lines.findIndex((line) => line.includes('"paths":["/f3"]'))
+    lines[victim] = lines[victim].replace('v', 'w')
+    image.journal = lines.join('\n') + '\n'
+    const damaged = MemoryStore.from(image)
+    const opened = await Workspace.open({ store: damaged, autoCheckpoint: false })
+    expect(opened.status.corrupt).toMatchObject({ part: 'journal', record: victim, reason: 'not a journal record', unreplayed: lines.length - victim - 1 })
+    expect(opened.fs.readdirSync('/')).toEqual(['f0', 'f1', 'f2'])
+    expect(opened.checkpoints().map((c) => c.name)).toEqual(['mid'])
+    expect(damaged.image()).toEqual(image)
 
+    // A dry run reports, changes nothing.
+    const dry = await opened.repair({ salvage: true, dryRun: true })
+    expect(dry).toMatchObject({ repaired: false, kept: { salvaged: 2 } })
+    expect(damaged.image()).toEqual(image)
+    expect(opened.fs.readdirSync('/')).toEqual(['f0', 'f1', 'f2'])
+
+    // Salvage: the groups after the damage still apply (f4, f5); f3's group is lost and said so.
+    const salvaged = MemoryStore.from(image)
+    const ws2 = await Workspace.open({ store: salvaged, autoCheckpoint: false })
+    const report = await ws2.repair({ salvage: true })
+    expect(report).toMatchObject({ repaired: true, kept: { operations: 5, checkpoints: 1, salvaged: 2 }, lost: [{ first: victim, last: victim }, { first: victim + 1, last: victim + 1 }] })
+    expect(report.lost.map((l) => l.reason)).toEqual(['not a journal record', `in a group commit (records ${victim}..${victim + 1}) that lost record ${victim}`])
+    expect(ws2.frozen).toBeUndefined()
+    expect(ws2.status.corrupt).toBeUndefined()
+    expect(ws2.fs.readdirSync('/')).toEqual(['f0', 'f1', 'f2', 'f4', 'f5'])
+    expect(await salvaged.keptAside()).toEqual([report.keptAside])
+    expect(salvaged.keptItem(report.keptAside!)).toEqual({ journal: image.journal })
+    ws2.fs.writeFileSync('/after', 'repair')
+    await ws2.sync()
+    const reopened = await Workspace.open({ store: MemoryStore.from(salvaged.image()), autoCheckpoint: false })
+    expect(reopened.status.warnings).toEqual([])
+    expect(reopened.fs.readdirSync('/')).toEqual(['after', 'f0', 'f1', 'f2', 'f4', 'f5'])
+    await reopened.restore('mid')
+    expect(reopened.fs.readdirSync('/')).toEqual(['f0', 'f1', 'f2'])
+
+    // Without salvage the journal ends at the damage.
+    const cut = MemoryStore.from(image)
+    const ws3 = await Workspace.open({ store: cut, autoCheckpoint: false })
+    const plain = await ws3.repair()
+    expect(plain).toMatchObject({ repaired: true, kept: { operations: 3, salvaged: 0 }, lost: [{ first: victim, last: lines.length - 1 }] })
+    expect((await Workspace.open({ store: MemoryStore.from(cut.image()) })).fs.readdirSync('/')).toEqual(['f0', 'f1', 'f2'])
+    expect(expected.files['/f5']).toBe('644 v5')
+  })
+
+  it('duplicated and reordered records are damage that open reports and salvage puts back in order', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    for (let i = 0; i < 4; i++) {
+      ws.fs.writeFileSync('/f', `v${i}`)
+      await ws.sync()
+    }
+    const expected = await workspaceSnapshot(ws)
+    const lines = store.image().journal.trimEnd().split('\n')
+    const shapes = {
+      duplicated: [...lines.slice(0, 3), lines[2], ...lines.slice(3)],
+      reordered: [lines[0], lines[1], lines[4], lines[5], lines[2], lines[3], ...lines.slice(6)],
+    }
+    for (const [shape, damaged] of Object.entries(shapes)) {
+      const image = { ...store.image(), journal: damaged.join('\n') + '\n' }
+      const opened = await Workspace.open({ store: MemoryStore.from(image), autoCheckpoint: false })
+      expect(opened.status.corrupt?.reason, shape).toMatch(/found at position .* \(a duplicated, reordered or lost record\)/)
+      expect(opened.fs.readFileSync('/f', 'utf8'), shape).toBe('v0') // the group commits before the first record out of place
+      const report = await opened.repair({ salvage: true })
+      expect(report.lost, shape).toEqual(shape === 'duplicated' ? [expect.objectContaining({ first: 3, reason: expect.stringMatching(/a duplicate of record 2/) })] : [])
+      expect(await workspaceSnapshot(opened), shape).toEqual(expected)
+    }
+  })
+
+  it('marks checkpoints whose content is missing from the store broken, and keeps them', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a', 'first')
+    await ws.checkpoint({ name: 'cp' })
+    ws.fs.writeFileSync('/a', 'second')
+    await ws.sync()
     const missing = store.image()
     missing.blobs = missing.blobs.filter(([, bytes]) => new TextDecoder().decode(bytes) !== 'first')
     const damaged = await Workspace.open({ store: MemoryStore.from(missing) })
     expect(damaged.checkpoints()[0]).toMatchObject({ name: 'cp', broken: true })
     await expect(damaged.restore('cp')).rejects.toMatchObject({ code: 'EBROKEN' })
     expect(damaged.fs.readFileSync('/a', 'utf8')).toBe('second')
+  })
+
+  it('a journal with nothing readable opens read-only and empty, and is kept as it is', async () => {
+    const garbage = MemoryStore.from({ journal: 'not a journal\nat all\n', blobs: [], meta: [] })
+    const opened = await Workspace.open({ store: garbage })
+    expect(opened.status.corrupt).toEqual({ part: 'journal', record: 0, offset: 0, reason: 'not a journal record', unreplayed: 0 })
+    expect(opened.fs.readdirSync('/')).toEqual([])
+    expect(garbage.image().journal).toBe('not a journal\nat all\n')
+    const report = await opened.repair({ salvage: true })
+    expect(report).toMatchObject({ repaired: true, kept: { records: 0 }, lost: [{ first: 0 }, { first: 1 }] })
+    expect(garbage.keptItem(report.keptAside!)).toEqual({ journal: 'not a journal\nat all\n' })
+    opened.fs.writeFileSync('/new', 'start')
+    await opened.sync()
+    expect((await Workspace.open({ store: MemoryStore.from(garbage.image()) })).fs.readFileSync('/new', 'utf8')).toBe('start')
   })
 
   it('runs in memory, flagged degraded with the reason, when the store is unavailable', async () => {
@@ -182,7 +344,7 @@ describe('write-ahead journal and crash recovery', () => {
     const expected = await workspaceSnapshot(ws)
     const before = store.journalLength
     await ws.compact()
-    expect((await store.readJournal()).length).toBe(2) // the snapshot and its commit marker
+    expect((await store.readJournal()).records.length).toBe(2) // the snapshot and its commit marker
     const reopened = await Workspace.open({ lower, store: MemoryStore.from(store.image()), autoCheckpoint: false })
     expect(await workspaceSnapshot(reopened)).toEqual(expected)
     // The tail after a snapshot replays on top of it, and history from before it still undoes.
@@ -207,7 +369,7 @@ describe('write-ahead journal and crash recovery', () => {
     }
     await ws.sync()
     await new Promise((resolve) => setTimeout(resolve, 10))
-    const lines = await store.readJournal()
+    const { records: lines } = await store.readJournal()
     expect(lines.length).toBeLessThan(150)
     const reopened = await Workspace.open({ store: MemoryStore.from(store.image()) })
     expect(reopened.fs.readFileSync('/f9', 'utf8')).toBe('v399')

@@ -1,7 +1,8 @@
 /**
  * The durable Store (src/engine/store.ts) in IndexedDB: one database, one object store, a key prefix
- * per record kind (`j:<seq>` journal records, `b:<blobId>` blobs, `m:<key>` metadata), so every call
- * is one transaction and a group commit is one atomic `setMany`.
+ * per record kind (`j:<seq>` journal records, `b:<blobId>` blobs, `m:<key>` metadata, `k:<name>`
+ * what was set aside), so every call is one transaction and a group commit is one atomic `setMany`:
+ * an append never tears, so every record that cannot be read is damage.
  *
  * Two tabs on one store: the first takes a Web Lock held for the store's life and writes; the others
  * open read-only (every mutating call rejects with EROFS) and hear over a BroadcastChannel when the
@@ -11,13 +12,14 @@ import { del, delMany, get, promisifyRequest, set, setMany } from 'idb-keyval'
 import * as z from 'zod/mini'
 import type { BlobId } from '../../src/blob/store.js'
 import type { JsonValue } from '../../src/engine/state.js'
-import type { Store } from '../../src/engine/store.js'
+import { type JournalRead, type Store, type StoreItem, keptName } from '../../src/engine/store.js'
 import { Database, prefixRange, prefixRangeFrom, tight } from './database.js'
 import { corruptError, indexedDbError, readOnlyError } from './errors.js'
 
 const JOURNAL = 'j:'
 const BLOB = 'b:'
 const META = 'm:'
+const KEPT = 'k:'
 /** Fixed width so string order is append order (16 digits hold any safe integer). */
 const SEQ_DIGITS = 16
 
@@ -30,7 +32,6 @@ const READ_AHEAD = 64
 
 const journalKey = (seq: number) => JOURNAL + String(seq).padStart(SEQ_DIGITS, '0')
 
-const journalSchema = z.array(z.string())
 const blobSchema = z.optional(z.custom<Uint8Array>((value) => value instanceof Uint8Array))
 const metaSchema = z.optional(z.json())
 const commitMessage = z.object({ type: z.literal('commit'), store: z.string() })
@@ -169,12 +170,12 @@ class IndexedDbJournalStore implements IndexedDbStore {
     })
   }
 
-  readJournal(): Promise<string[]> {
+  readJournal(): Promise<JournalRead> {
     return this.queue('readJournal', async () => {
-      const records: unknown = await this.database.use('readonly', (store) => promisifyRequest(store.getAll(prefixRange(JOURNAL))))
-      const parsed = journalSchema.safeParse(records)
-      if (!parsed.success) throw corruptError('readJournal', `${this.name} ${JOURNAL}*`, 'a journal record is not a string')
-      return parsed.data
+      const records: unknown[] = await this.database.use('readonly', (store) => promisifyRequest(store.getAll(prefixRange(JOURNAL))))
+      // A value that is not a string is a damaged record: it stays one record (that no decoder
+      // accepts), so the engine reports its position instead of failing the whole read.
+      return { records: records.map((record) => (typeof record === 'string' ? record : `(not a string: ${typeof record})`)) }
     })
   }
 
@@ -243,6 +244,41 @@ class IndexedDbJournalStore implements IndexedDbStore {
 
   deleteMeta(key: string): Promise<void> {
     return this.write('deleteMeta', () => del(META + key, this.database.use))
+  }
+
+  setAside(item: StoreItem, label: string): Promise<string> {
+    let name = ''
+    return this.write('setAside', async () => {
+      this.readAhead.clear()
+      await this.database.use('readwrite', async (store) => {
+        const taken = new Set((await promisifyRequest(store.getAllKeys(prefixRange(KEPT)))).map((key) => String(key).slice(KEPT.length)))
+        if ('journal' in item) {
+          name = keptName('journal', label, undefined, (n) => taken.has(n))
+          store.put(await promisifyRequest(store.getAll(prefixRange(JOURNAL))), KEPT + name)
+        } else {
+          const [kind, key, what] = 'blob' in item ? (['blob', BLOB + item.blob, item.blob] as const) : (['meta', META + item.meta, item.meta] as const)
+          const value: unknown = await promisifyRequest(store.get(key))
+          if (value === undefined) throw indexedDbError('ENOENT', 'setAside', this.name, `no ${kind === 'blob' ? 'blob' : 'metadata'} '${what}' to set aside`)
+          name = keptName(kind, label, what, (n) => taken.has(n))
+          store.put(value, KEPT + name)
+          store.delete(key)
+        }
+        return promisifyRequest(store.transaction)
+      })
+    }, false).then(() => name)
+  }
+
+  keptAside(): Promise<string[]> {
+    return this.queue('keptAside', async () => {
+      const keys = await this.database.use('readonly', (store) => promisifyRequest(store.getAllKeys(prefixRange(KEPT))))
+      return keys.map((key) => String(key).slice(KEPT.length)).sort()
+    })
+  }
+
+  removeKept(names: readonly string[]): Promise<void> {
+    return this.write('removeKept', async () => {
+      if (names.length > 0) await delMany(names.map((name) => KEPT + name), this.database.use)
+    }, false)
   }
 
   /** Waits for queued calls, then gives up the writer lock and the connection. */

@@ -4,15 +4,18 @@
  *   blobs/ab/<hex>     content-addressed files (the blob id's UTF-8 bytes in hex), temp+fsync+rename
  *   meta/<hex>.json    one file per key, replaced atomically
  *   lock               the writer's pid: one writer at a time, readers may open read-only
+ *   journal.<label>-<time>, blob.<label>-<time>.<hex>, meta.<label>-<time>.<hex>.json
+ *                      what was set aside (a torn or damaged journal, a damaged blob or metadata);
+ *                      never read or deleted by rewindfs, only by the user
  */
 import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
 import type { BlobId } from '../../src/blob/store.js'
-import type { Store } from '../../src/engine/store.js'
+import { type JournalRead, type Store, type StoreItem, keptName } from '../../src/engine/store.js'
 import type { JsonValue } from '../../src/engine/state.js'
 import { FsError } from '../../src/errors.js'
 import { checkPath, codeOf } from './confine.js'
-import { inParallel, isTempName, removeIfPresent, syncDirectory, writeAtomically, writeDurably } from './files.js'
+import { inParallel, isTempName, removeIfPresent, syncDirectory, tempName, writeAtomically, writeDurably } from './files.js'
 import { LockFile } from './lock.js'
 
 export interface DirectoryStoreOptions {
@@ -122,19 +125,20 @@ export class DirectoryStore implements Store {
     })
   }
 
-  readJournal(): Promise<string[]> {
+  readJournal(): Promise<JournalRead> {
     return this.read('readJournal', async () => {
       let text: string
       try {
         text = await fs.promises.readFile(this.file('journal'), 'utf8')
       } catch (error) {
-        if (codeOf(error) === 'ENOENT') return []
+        if (codeOf(error) === 'ENOENT') return { records: [] }
         throw error
       }
-      if (text === '') return []
+      if (text === '') return { records: [] }
       const records = text.split('\n')
-      // A whole journal ends with a line end; what follows the last one is a torn record (kept: the engine drops it).
-      return records[records.length - 1] === '' ? records.slice(0, -1) : records
+      // A whole journal ends with a line end; what follows the last one is an append a crash cut short.
+      const torn = records.pop()!
+      return torn === '' ? { records } : { records, torn }
     })
   }
 
@@ -250,6 +254,52 @@ export class DirectoryStore implements Store {
     })
   }
 
+  setAside(item: StoreItem, label: string): Promise<string> {
+    return this.write('setAside', async () => {
+      const taken = (name: string) => fs.existsSync(this.file(name))
+      let name: string
+      if ('journal' in item) {
+        // A copy, byte for byte (the caller replaces the journal next, atomically).
+        name = keptName('journal', label, undefined, taken)
+        const temp = tempName(this.file(name))
+        try {
+          fs.copyFileSync(this.file('journal'), temp)
+        } catch (error) {
+          if (codeOf(error) !== 'ENOENT') throw error
+          fs.writeFileSync(temp, '')
+        }
+        const fd = fs.openSync(temp, 'r')
+        try {
+          fs.fsyncSync(fd)
+        } finally {
+          fs.closeSync(fd)
+        }
+        fs.renameSync(temp, this.file(name))
+      } else if ('blob' in item) {
+        name = keptName('blob', label, hex(item.blob), taken)
+        moveOrFail(this.blobFile(item.blob), this.file(name), `no blob '${item.blob}' to set aside`)
+        syncDirectory(this.blobFile(item.blob).slice(0, this.blobFile(item.blob).lastIndexOf('/')))
+      } else {
+        name = keptName('meta', label, `${hex(item.meta)}.json`, taken)
+        moveOrFail(this.metaFile(item.meta), this.file(name), `no metadata '${item.meta}' to set aside`)
+        syncDirectory(this.file('meta'))
+      }
+      syncDirectory(this.root)
+      return name
+    })
+  }
+
+  keptAside(): Promise<string[]> {
+    return this.read('keptAside', async () => (await fs.promises.readdir(this.root)).filter(isKeptName).sort())
+  }
+
+  removeKept(names: readonly string[]): Promise<void> {
+    return this.write('removeKept', () => {
+      for (const name of names) if (isKeptName(name)) removeIfPresent(this.file(name))
+      syncDirectory(this.root)
+    })
+  }
+
   /** Waits for writes in flight, closes the journal and releases the lock. */
   async close(): Promise<void> {
     if (this.closed) return
@@ -258,6 +308,20 @@ export class DirectoryStore implements Store {
     if (this.journalFd !== undefined) fs.closeSync(this.journalFd)
     this.journalFd = undefined
     this.lock?.release()
+  }
+}
+
+/** A name setAside made (and nothing else in the store's directory). */
+function isKeptName(name: string): boolean {
+  return /^(journal|blob|meta)\.[a-z][a-z0-9-]*-\d{8}T\d{9}Z(-\d+)?(\.[0-9a-f]+(\.json)?)?$/.test(name) && !isTempName(name)
+}
+
+function moveOrFail(from: string, to: string, missing: string): void {
+  try {
+    fs.renameSync(from, to)
+  } catch (error) {
+    if (codeOf(error) === 'ENOENT') throw storeError('ENOENT', missing)
+    throw error
   }
 }
 

@@ -2,7 +2,9 @@
  * Write-ahead durability: every operation and checkpoint event is encoded (persistence.ts) the
  * moment it happens and made durable by a group commit — blobs first, then one journal append —
  * within a tick, or when `sync()` is awaited. Opening replays the journal: the reopened workspace
- * is exactly the last acknowledged state, never a torn one.
+ * is exactly the last acknowledged state, never a torn one. A crash loses at most what was never
+ * acknowledged; damage is reported and kept, never deleted: a torn tail is dropped only after the
+ * journal is kept aside, and a damaged store is replayed up to the damage and written no more.
  */
 import type { BlobId, BlobStore } from '../blob/store.js'
 import { hashBytes, madeHere } from '../blob/hash.js'
@@ -13,17 +15,22 @@ import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
 import type { Change, Journal, Operation, OperationRecord, OperationType, SideEffect, UndoStrategy } from './journal.js'
 import {
+  type Group,
   NodeTable,
   type RecordBody,
   type SerialChange,
   type SnapshotChange,
   type SnapshotData,
   blobsOf,
+  bodyText,
   decodeJournal,
+  decodeLine,
   decodeNode,
   decodeTable,
   encodeNode,
   encodeRecord,
+  frameRecord,
+  journalOffset,
   tableNode,
 } from './persistence.js'
 import { type JsonValue, SessionState } from './state.js'
@@ -52,7 +59,7 @@ export interface DurableHost {
   readonly journal: Journal
   readonly blobs: BlobStore
   readonly checkpoints: CheckpointRecord[]
-  setResume(point: JsonValue): void
+  setResume(point: JsonValue | undefined): void
   getResume(): JsonValue | undefined
   checkpointSeq(): number
   /** Raises the checkpoint sequence after replay so new ones do not reuse numbers. */
@@ -62,19 +69,37 @@ export interface DurableHost {
 export interface IntegrityReport {
   /** Blobs whose bytes were checked against their ids. */
   verified: number
-  /** Blobs whose bytes did not match (dropped). */
+  /** Blobs whose bytes did not match: dropped from memory (reads fail with EIO), kept in the store. */
   corrupt: string[]
   /** Checkpoints marked broken because of them. */
   broken: string[]
 }
 
+/** Damage found on open: the store is then open read-only at the last state it can prove. */
+export interface StoreDamage {
+  /** The journal, or one metadata entry. */
+  readonly part: 'journal' | 'meta'
+  /** Journal: the first record that cannot be read or applied (0-based) and its byte offset. */
+  readonly record?: number
+  readonly offset?: number
+  /** Meta: the key. */
+  readonly key?: string
+  readonly reason: string
+  /** Journal: records after the damage that are intact on their own and were not replayed. */
+  readonly unreplayed?: number
+}
+
 export interface LoadReport {
   operations: number
   checkpoints: number
-  /** Records dropped from the end of the journal (a torn or corrupt tail). */
+  /** Records dropped from the end of the journal: an append a crash cut short (never acknowledged). */
   droppedTail: number
+  /** Where the journal was kept aside before its torn tail was dropped. */
+  keptAside?: string
   broken: string[]
   warnings: string[]
+  /** Damage found: the store was not modified and is written no more until repaired. */
+  damage?: StoreDamage[]
 }
 
 /** Stand-in for a compensation that was a function: functions do not survive a reopen. */
@@ -83,7 +108,14 @@ const lostCompensation = () => {
 }
 
 export class Durability {
+  /** Record texts (bodyText) waiting for the next group commit; numbered when it frames them. */
   private lines: string[] = []
+  /** Whole records in the store's journal: the number the next one gets. */
+  private position = 0
+  /** Damage found on open: nothing is written to the store while there is any. */
+  readonly damage: StoreDamage[] = []
+  /** Blobs whose stored bytes are damaged (or unreadable): kept in the store, never deleted by compaction. */
+  readonly corrupt = new Set<BlobId>()
   private blobIds = new Set<BlobId>()
   private readonly durableBlobs = new Set<BlobId>()
   private flushing: Promise<void> = Promise.resolve()
@@ -122,7 +154,7 @@ export class Durability {
   }
 
   record(body: RecordBody, blobs: Iterable<BlobId> = []): void {
-    this.lines.push(encodeRecord(body))
+    this.lines.push(bodyText(body))
     for (const id of blobs) if (!this.durableBlobs.has(id)) this.blobIds.add(id)
     this.schedule()
   }
@@ -197,18 +229,25 @@ export class Durability {
     this.flushing = this.flushing.then(async () => {
       const held = this.holds > 0 && !evenIfHeld
       const seen = this.host.overlay.unrecorded
-      if (seen && seen.length > 0 && !this.failure && !held) {
-        this.lines.push(encodeRecord({ t: 'seen', entries: seen.splice(0) }))
+      // Reads of a damaged store's workspace record nothing (its lower sightings wait for the repair's snapshot).
+      if (seen && seen.length > 0 && !this.failure && !held && this.damage.length === 0) {
+        this.lines.push(bodyText({ t: 'seen', entries: seen.splice(0) }))
       }
       if (this.lines.length === 0 || this.failure || held) return
+      if (this.damage.length > 0) {
+        this.failure = `the ${this.store.kind} store is damaged (${describeDamage(this.damage[0])}) and open read-only: nothing is written to it until it is repaired (ws.repair())`
+        return
+      }
       const lines = this.lines
       const ids = [...this.blobIds]
       this.lines = []
       this.blobIds = new Set()
       try {
         const blobs = ids.filter((id) => this.host.blobs.has(id)).map((id) => [id, this.host.blobs.get(id)] as const)
-        if (blobs.length > 0) await this.store.putBlobs(blobs)
-        await this.store.appendJournal([...lines, encodeRecord({ t: 'commit' })])
+        if (blobs.length > 0) await this.putBlobs(blobs)
+        const first = this.position
+        await this.store.appendJournal([...lines.map((text, i) => frameRecord(text, first + i)), encodeRecord({ t: 'commit' }, first + lines.length)])
+        this.position = first + lines.length + 1
         this.sinceCompaction += lines.length
         for (const id of ids) this.durableBlobs.add(id)
       } catch (error) {
@@ -218,37 +257,92 @@ export class Durability {
     return this.flushing
   }
 
+  /**
+   * Puts blobs in the store. A blob whose stored copy is damaged is set aside first (the store
+   * keeps what it has under an id): the good bytes replace it, the bad ones stay for inspection.
+   */
+  private async putBlobs(blobs: readonly (readonly [BlobId, Uint8Array])[]): Promise<void> {
+    for (const [id] of blobs) {
+      if (!this.corrupt.has(id)) continue
+      if ((await this.store.blobIds()).includes(id)) await this.store.setAside({ blob: id }, 'damaged')
+      this.corrupt.delete(id)
+    }
+    await this.store.putBlobs(blobs)
+  }
+
   /** Records committed since the journal was last compacted. */
   sinceCompaction = 0
 
   /**
    * Replaces the journal with one snapshot of the live state and kept history (so open time stays
-   * bounded as history grows), then removes blobs nothing refers to any more from the store.
+   * bounded as history grows), then removes blobs nothing refers to any more from the store. A blob
+   * known damaged, or not verified yet, is never removed: damage is kept until the user repairs.
    */
   async compact(reachable: () => Set<BlobId>): Promise<void> {
     await this.atomically(async () => {
       // Another hold (a restore that triggered this compaction) must end first: its records commit as one group.
       await this.holdsAtMost(1)
       await this.drain()
-      if (this.failure) return
-      const snapshot = this.snapshot()
-      const blobs = new Set<BlobId>()
-      for (const dir of snapshot.dirs) for (const child of Object.values(dir.c)) if (child !== 'W' && child.t === 'f') blobs.add(child.b)
-      for (const op of snapshot.operations) {
-        for (const c of op.changes) {
-          if (c.k !== 'slot') continue
-          for (const n of [c.b, c.a]) if (n && n !== 'W' && n.t === 'f') blobs.add(n.b)
-        }
-      }
-      await this.putDurable(blobs)
-      await this.store.replaceJournal([encodeRecord({ t: 'snapshot', data: snapshot }), encodeRecord({ t: 'commit' })])
+      if (this.failure || this.damage.length > 0 || this.store.readOnly) return
+      const blobs = await this.writeSnapshot()
       this.sinceCompaction = 0
       const keep = reachable()
       for (const id of blobs) keep.add(id)
-      const stale = (await this.store.blobIds()).filter((id) => !keep.has(id))
+      const pending = new Set(this.unverified)
+      const stale = (await this.store.blobIds()).filter((id) => !keep.has(id) && !this.corrupt.has(id) && !pending.has(id))
       if (stale.length > 0) await this.store.deleteBlobs(stale)
       for (const id of stale) this.durableBlobs.delete(id)
     })
+  }
+
+  /** Replaces the journal with a snapshot of the host and its commit marker; returns the blobs it needs. */
+  private async writeSnapshot(): Promise<Set<BlobId>> {
+    const snapshot = this.snapshot()
+    const blobs = new Set<BlobId>()
+    for (const dir of snapshot.dirs) for (const child of Object.values(dir.c)) if (child !== 'W' && child.t === 'f') blobs.add(child.b)
+    for (const op of snapshot.operations) {
+      for (const c of op.changes) {
+        if (c.k !== 'slot') continue
+        for (const n of [c.b, c.a]) if (n && n !== 'W' && n.t === 'f') blobs.add(n.b)
+      }
+    }
+    await this.putDurable(blobs)
+    await this.store.replaceJournal([encodeRecord({ t: 'snapshot', data: snapshot }, 0), encodeRecord({ t: 'commit' }, 1)])
+    this.position = 2
+    return blobs
+  }
+
+  /**
+   * Repair's last step: keeps the journal aside under `label`, then replaces it atomically with a
+   * snapshot of the host as rebuilt (repair.ts). The damage is then behind: writing resumes.
+   */
+  async rewrite(label: string): Promise<string> {
+    return this.atomically(async () => {
+      await this.flushing
+      const kept = await this.store.setAside({ journal: true }, label)
+      this.damage.splice(0)
+      this.failure = undefined
+      this.lines = []
+      this.blobIds = new Set()
+      await this.writeSnapshot()
+      this.sinceCompaction = 0
+      return kept
+    })
+  }
+
+  /** Damage that repair dealt with without rewriting the journal (metadata only): writing resumes. */
+  clearDamage(): void {
+    this.damage.splice(0)
+    this.failure = undefined
+  }
+
+  describe(damage: StoreDamage): string {
+    return describeDamage(damage)
+  }
+
+  /** Record texts recorded but not in the store (a damaged store takes none). */
+  get pending(): number {
+    return this.lines.length
   }
 
   /** Waits for the commit in flight, then commits what is pending even while held (by the caller alone). */
@@ -399,7 +493,7 @@ export class Durability {
   /** Writes the blobs the store does not have yet (and remembers that it has them). */
   private async putDurable(ids: Iterable<BlobId>): Promise<void> {
     const missing = [...ids].filter((id) => !this.durableBlobs.has(id) && this.host.blobs.has(id))
-    if (missing.length > 0) await this.store.putBlobs(missing.map((id) => [id, this.host.blobs.get(id)] as const))
+    if (missing.length > 0) await this.putBlobs(missing.map((id) => [id, this.host.blobs.get(id)] as const))
     for (const id of missing) this.durableBlobs.add(id)
   }
 
@@ -408,6 +502,7 @@ export class Durability {
    * the blobs it refers to are durable.
    */
   async saveMeta(key: string, value: JsonValue, blobs: readonly BlobId[]): Promise<void> {
+    if (this.damage.length > 0) throw damagedError(this.store.kind, this.damage[0])
     await this.sync()
     await this.putDurable(blobs)
     await this.store.putMeta(key, value)
@@ -427,121 +522,224 @@ export class Durability {
 
   // ---- reading ---------------------------------------------------------------------------------
 
-  /** Loads blobs and replays the journal into the (empty) host. */
+  /**
+   * Loads blobs and replays the journal into the (empty) host. A torn tail (a crash in the middle
+   * of the last group commit) is dropped after the journal is kept aside; damage is reported in
+   * `damage` and nothing is modified: the host holds the last state the journal proves.
+   */
   async load(): Promise<LoadReport> {
-    const { overlay, state, journal, blobs, checkpoints } = this.host
     const warnings: string[] = []
-    let lines = await this.store.readJournal()
-    let decoded = decodeJournal(lines)
-    // A bad first record followed by more is damage, not a torn tail (only the last can be torn).
-    if (lines.length > 1 && decoded.damagedAt === 0) {
-      // Nothing in it can be read: keep it aside for inspection and start afresh (self-repair).
-      const aside = `journal.unreadable.${Date.now()}`
-      await this.store.putMeta(aside, lines)
-      await this.store.replaceJournal([])
-      warnings.push(`the ${this.store.kind} store's journal could not be read; it was moved aside to meta '${aside}' and a fresh one started`)
-      lines = []
-      decoded = { bodies: [], droppedTail: 0 }
-    } else if (decoded.droppedTail > 0) {
-      // The unacknowledged tail is cut, so later appends follow the last good record.
-      // A read-only store is the writer's to repair: its reader may just have seen an append in flight.
-      if (!this.store.readOnly) await this.store.replaceJournal(lines.slice(0, lines.length - decoded.droppedTail))
-      warnings.push(`dropped ${decoded.droppedTail} torn or corrupt record(s) at the end of the journal`)
+    const read = await this.store.readJournal()
+    // A last record whole but for its line end counts (it was written out); the line end is restored below.
+    const unterminated = read.torn !== undefined && decodeLine(read.torn).ok
+    const records = unterminated ? [...read.records, read.torn!] : read.records
+    const decoded = decodeJournal(unterminated ? { records } : read)
+    const droppedTail = decoded.damage ? 0 : decoded.tail + (decoded.torn ? 1 : 0)
+    let keptAside: string | undefined
+    if (decoded.damage) {
+      this.damage.push({ part: 'journal', record: decoded.damage.record, offset: decoded.damage.offset, reason: decoded.damage.reason, unreplayed: decoded.damage.intactAfter })
+    } else if (droppedTail > 0 || unterminated) {
+      if (this.store.readOnly) {
+        // The writer's to handle: a reader may just have seen an append in flight.
+        if (droppedTail > 0) warnings.push(`ignored ${droppedTail} torn record(s) at the end of the journal (an append in flight, or a crash the writer recovers from)`)
+      } else {
+        // Never cut in place: the journal as it was is kept aside first, then replaced by its whole group commits.
+        keptAside = await this.store.setAside({ journal: true }, 'torn')
+        await this.store.replaceJournal(records.slice(0, decoded.proven))
+        warnings.push(
+          droppedTail > 0
+            ? `dropped ${droppedTail} torn record(s) at the end of the journal (a group commit a crash cut short, never acknowledged); the journal as it was is kept aside as '${keptAside}'`
+            : `the journal's last record lacked its line end (a crash); it was rewritten whole, and kept aside as it was as '${keptAside}'`,
+        )
+      }
     }
+    this.position = decoded.proven
+    await this.loadBlobs(warnings)
+    let { operations, failed } = this.replay(decoded.groups)
+    if (failed) {
+      // An intact record that cannot be applied (it refers to what is not there): damage too. The
+      // host is rebuilt without its group, so it holds exactly the state before it.
+      const group = decoded.groups[failed.group]
+      const record = group.start + failed.body
+      this.damage.unshift({
+        part: 'journal',
+        record,
+        offset: journalOffset(records, record),
+        reason: `it cannot be applied: ${failed.error.replace(/^rewindfs: /, '')}`,
+        unreplayed: records.length - group.start,
+      })
+      this.damage.splice(1, this.damage.length - 1, ...this.damage.slice(1).filter((d) => d.part !== 'journal'))
+      this.resetHost()
+      operations = this.replay(decoded.groups.slice(0, failed.group)).operations
+    }
+    const broken = this.checkIntegrity()
+    for (const id of broken) warnings.push(`checkpoint ${id} refers to content missing from the store; it is kept but cannot be restored`)
+    return {
+      operations,
+      checkpoints: this.host.checkpoints.length,
+      droppedTail,
+      ...(keptAside !== undefined ? { keptAside } : {}),
+      broken,
+      warnings,
+      ...(this.damage.length > 0 ? { damage: [...this.damage] } : {}),
+    }
+  }
+
+  /** Adopts the store's blobs; one that cannot be read is damage of that blob alone, kept in the store. */
+  private async loadBlobs(warnings: string[]): Promise<void> {
+    const { blobs } = this.host
     for (const id of await this.store.blobIds()) {
-      const bytes = await this.store.getBlob(id)
+      let bytes: Uint8Array | undefined
+      try {
+        bytes = await this.store.getBlob(id)
+      } catch (error) {
+        this.corrupt.add(id)
+        warnings.push(`blob ${id} cannot be read (${(error as Error)?.message ?? String(error)}); it is kept in the store, and what needs it reads as EIO`)
+        continue
+      }
       if (bytes) {
         blobs.adopt(id, bytes)
         this.durableBlobs.add(id)
         if (madeHere(id)) this.unverified.push(id)
       }
     }
+  }
+
+  /**
+   * Metadata read back: undefined when absent; unreadable metadata (the store cannot read it, or
+   * `check` refuses it) is damage, reported and left as it is. Returns 'damaged' then.
+   */
+  async readMeta<T>(key: string, check: (value: JsonValue) => T): Promise<T | undefined | 'damaged'> {
+    let value: JsonValue | undefined
+    try {
+      value = await this.store.getMeta(key)
+      return value === undefined ? undefined : check(value)
+    } catch (error) {
+      const code = (error as { code?: unknown })?.code
+      // An unavailable store is not damage: the caller runs degraded, as for the journal.
+      if (value === undefined && code !== 'ERR_REWINDFS_STORE_META' && code !== 'EIO') throw error
+      this.damage.push({ part: 'meta', key, reason: ((error as Error)?.message ?? String(error)).replace(/^rewindfs: /, '') })
+      return 'damaged'
+    }
+  }
+
+  /** Replays whole group commits in order; stops at the first record that cannot be applied. */
+  replay(groups: readonly Group[]): { operations: number; failed?: { group: number; body: number; error: string } } {
+    const { overlay } = this.host
     let operations = 0
     let maxIno = 0
     const noteIno = (node: UpperNode | undefined) => {
       if (node && node.type !== 'whiteout') maxIno = Math.max(maxIno, node.meta.ino)
     }
-    for (const body of decoded.bodies) {
-      switch (body.t) {
-        case 'op': {
-          operations++
-          const operation: Operation = {
-            id: body.id,
-            seq: body.seq,
-            type: body.type as OperationType,
-            paths: body.paths,
-            time: body.time,
-            session: body.session,
-            ...(body.turn !== undefined ? { turn: body.turn } : {}),
-            ...(body.group !== undefined ? { group: body.group } : {}),
-            ...(body.description !== undefined ? { description: body.description } : {}),
-            strategy: body.strategy as UndoStrategy,
+    try {
+      for (let g = 0; g < groups.length; g++) {
+        const bodies = groups[g].bodies
+        for (let b = 0; b < bodies.length; b++) {
+          try {
+            if (this.apply(bodies[b], noteIno)) operations++
+          } catch (error) {
+            return { operations, failed: { group: g, body: b, error: (error as Error)?.message ?? String(error) } }
           }
-          journal.replay(operation, (push) => this.applyChanges(body.changes, push, noteIno))
-          break
         }
-        case 'checkpoint':
-          checkpoints.push({
-            id: body.id,
-            name: body.name,
-            kind: body.kind as CheckpointRecord['kind'],
-            seq: body.seq,
-            createdAt: body.createdAt,
-            ...(body.description !== undefined ? { description: body.description } : {}),
-            superseded: false,
-            root: overlay.freeze(),
-            state: state.freeze(),
-            opSeq: body.opSeq,
-          })
-          this.host.seenCheckpointSeq(body.seq)
-          break
-        case 'checkpoint-rename': {
-          const record = checkpoints.find((c) => c.id === body.id)
-          if (record) record.name = body.name
-          break
+      }
+      return { operations }
+    } finally {
+      overlay.inodes.next = Math.max(overlay.inodes.next, maxIno + 1)
+    }
+  }
+
+  /** Empties the host, so a replay can start over (a group that failed half-way, a repair). */
+  resetHost(): void {
+    const { overlay, state, journal, checkpoints } = this.host
+    overlay.setRoot(Overlay.emptyRoot(overlay.lower))
+    state.setRoot(new SessionState().freeze())
+    journal.load([], 0)
+    checkpoints.splice(0)
+    overlay.observed.clear()
+    this.host.setResume(undefined)
+  }
+
+  /** Applies one record to the host; true for an operation. */
+  private apply(body: RecordBody, noteIno: (node: UpperNode | undefined) => void): boolean {
+    const { overlay, state, journal, checkpoints } = this.host
+    switch (body.t) {
+      case 'op': {
+        const operation: Operation = {
+          id: body.id,
+          seq: body.seq,
+          type: body.type as OperationType,
+          paths: body.paths,
+          time: body.time,
+          session: body.session,
+          ...(body.turn !== undefined ? { turn: body.turn } : {}),
+          ...(body.group !== undefined ? { group: body.group } : {}),
+          ...(body.description !== undefined ? { description: body.description } : {}),
+          strategy: body.strategy as UndoStrategy,
         }
-        case 'checkpoint-delete': {
-          const index = checkpoints.findIndex((c) => c.id === body.id)
-          if (index >= 0) checkpoints.splice(index, 1)
-          break
+        journal.replay(operation, (push) => this.applyChanges(body.changes, push, noteIno))
+        return true
+      }
+      case 'checkpoint':
+        checkpoints.push({
+          id: body.id,
+          name: body.name,
+          kind: body.kind as CheckpointRecord['kind'],
+          seq: body.seq,
+          createdAt: body.createdAt,
+          ...(body.description !== undefined ? { description: body.description } : {}),
+          superseded: false,
+          root: overlay.freeze(),
+          state: state.freeze(),
+          opSeq: body.opSeq,
+        })
+        this.host.seenCheckpointSeq(body.seq)
+        break
+      case 'checkpoint-rename': {
+        const record = checkpoints.find((c) => c.id === body.id)
+        if (record) record.name = body.name
+        break
+      }
+      case 'checkpoint-delete': {
+        const index = checkpoints.findIndex((c) => c.id === body.id)
+        if (index >= 0) checkpoints.splice(index, 1)
+        break
+      }
+      case 'superseded':
+        for (const record of checkpoints) if (body.ids.includes(record.id)) record.superseded = true
+        break
+      case 'seen':
+        for (const [path, version] of body.entries) if (!overlay.observed.has(path)) overlay.observed.set(path, version)
+        break
+      case 'undo':
+      case 'redo':
+        for (const id of body.ids) {
+          const record = journal.find(id)
+          if (!record) continue
+          if (body.t === 'undo') journal.revert(record)
+          else journal.reapply(record)
+          record.undone = body.t === 'undo'
         }
-        case 'superseded':
-          for (const record of checkpoints) if (body.ids.includes(record.id)) record.superseded = true
-          break
-        case 'seen':
-          for (const [path, version] of body.entries) if (!overlay.observed.has(path)) overlay.observed.set(path, version)
-          break
-        case 'undo':
-        case 'redo':
-          for (const id of body.ids) {
-            const record = journal.find(id)
-            if (!record) continue
-            if (body.t === 'undo') journal.revert(record)
-            else journal.reapply(record)
-            record.undone = body.t === 'undo'
-          }
-          break
-        case 'compensated': {
-          const record = journal.find(body.id)
-          for (const change of record?.changes ?? []) if (change.kind === 'effect') change.effect.compensated = true
-          break
-        }
-        case 'resume':
-          this.host.setResume(body.point)
-          break
-        case 'commit':
-          break
-        case 'snapshot':
-          this.restoreSnapshot(body.data)
-          for (const dir of body.data.dirs) for (const child of Object.values(dir.c)) if (child !== 'W' && child.t !== 'r') noteIno(tableNode(child, []))
-          for (const dir of body.data.dirs) maxIno = Math.max(maxIno, dir.m.ino)
-          break
+        break
+      case 'compensated': {
+        const record = journal.find(body.id)
+        for (const change of record?.changes ?? []) if (change.kind === 'effect') change.effect.compensated = true
+        break
+      }
+      case 'resume':
+        this.host.setResume(body.point)
+        break
+      case 'commit':
+        break
+      case 'snapshot': {
+        this.restoreSnapshot(body.data)
+        for (const dir of body.data.dirs) for (const child of Object.values(dir.c)) if (child !== 'W' && child.t !== 'r') noteIno(tableNode(child, []))
+        let maxIno = 0
+        for (const dir of body.data.dirs) maxIno = Math.max(maxIno, dir.m.ino)
+        overlay.inodes.next = Math.max(overlay.inodes.next, maxIno + 1)
+        break
       }
     }
-    overlay.inodes.next = Math.max(overlay.inodes.next, maxIno + 1)
-    const broken = this.checkIntegrity()
-    if (decoded.droppedTail > 0 || broken.length > 0) for (const id of broken) warnings.push(`checkpoint ${id} refers to content missing from the store; it is kept but cannot be restored`)
-    return { operations, checkpoints: checkpoints.length, droppedTail: decoded.droppedTail, broken, warnings }
+    return false
   }
 
   private applyChanges(changes: readonly SerialChange[], push: (change: Change) => void, noteIno: (node: UpperNode | undefined) => void): void {
@@ -549,7 +747,11 @@ export class Durability {
     // Moved directories are looked up in the tree as it was before this operation.
     const moved = new Map<string, UpperNode | undefined>()
     for (const change of changes) {
-      if (change.k === 'slot' && change.a !== null && change.a !== 'W' && change.a.t === 'moved') moved.set(change.a.p, upperSlot(overlay.root, change.a.p))
+      if (change.k === 'slot' && change.a !== null && change.a !== 'W' && change.a.t === 'moved') {
+        const node = upperSlot(overlay.root, change.a.p)
+        if (node?.type !== 'dir') throw new Error(`rewindfs: the journal moves the directory at ${change.a.p}, which is not there`)
+        moved.set(change.a.p, node)
+      }
     }
     for (const change of changes) {
       switch (change.k) {
@@ -597,7 +799,8 @@ export class Durability {
   /**
    * Re-hashes the blobs loaded from the store, about `budget` bytes per slice with the event loop
    * free in between, so open never waits for it. A blob whose bytes no longer match its id is
-   * dropped and the checkpoints that need it are marked broken.
+   * dropped from memory (what needs it reads as EIO) and the checkpoints that need it are marked
+   * broken; its bytes stay in the store (`corrupt`), for the user to inspect.
    */
   async verify(budget = 4 * 1024 * 1024): Promise<IntegrityReport> {
     const { blobs } = this.host
@@ -614,6 +817,7 @@ export class Durability {
         report.corrupt.push(id)
         blobs.erase(id)
         this.durableBlobs.delete(id)
+        this.corrupt.add(id)
       }
     }
     if (report.corrupt.length > 0) report.broken = this.checkIntegrity()
@@ -621,7 +825,7 @@ export class Durability {
   }
 
   /** Marks checkpoints whose content is missing from the store as broken; returns their ids. */
-  private checkIntegrity(): string[] {
+  checkIntegrity(): string[] {
     const { blobs, checkpoints } = this.host
     const verdict = new Map<DirNode, boolean>()
     const intact = (dir: DirNode): boolean => {
@@ -646,6 +850,17 @@ export class Durability {
     }
     return broken
   }
+}
+
+/** A damage in a sentence: where it is and why. */
+export function describeDamage(damage: StoreDamage): string {
+  if (damage.part === 'meta') return `metadata '${damage.key}' cannot be read: ${damage.reason}`
+  return `journal record ${damage.record} at byte ${damage.offset} cannot be read: ${damage.reason}`
+}
+
+/** The error for a write to a store that is open read-only because it is damaged. */
+export function damagedError(kind: string, damage: StoreDamage): Error {
+  return Object.assign(new Error(`rewindfs: the ${kind} store is damaged (${describeDamage(damage)}); it is open read-only until repaired (ws.repair(), rewindfs repair)`), { code: 'EROFS' })
 }
 
 /** The persisted identity of an operation (everything but its changes). */

@@ -1,8 +1,10 @@
 /**
- * The journal's durable form. Each record is one line: `{"v":1,"c":<crc32 of b>,"b":<body>}`.
+ * The journal's durable form. Each record is one line: `{"v":1,"c":<crc32 of b>,"b":<body>}`, the
+ * body starting with `"n":<its position in the journal>`.
  * Bodies describe what to do again on replay, not the state before it: replaying them in order
  * rebuilds the tree, and the "before" side of every change is whatever the replayed tree held,
- * exactly as it was the first time. A torn or corrupt tail is dropped; an unknown version is
+ * exactly as it was the first time. Each record carries its position, so a duplicated, reordered
+ * or lost record shows. A torn tail is told from damage (decodeJournal); an unknown version is
  * refused. Bodies are checked with zod at this trust boundary.
  */
 import * as z from 'zod/mini'
@@ -231,63 +233,162 @@ export function crc32(text: string): number {
   return (crc ^ 0xffffffff) >>> 0
 }
 
-export function encodeRecord(body: RecordBody): string {
-  const text = JSON.stringify(body)
-  return `{"v":${FORMAT_VERSION},"c":${crc32(text)},"b":${text}}`
+/** A record body as the text `frameRecord` numbers and checksums. */
+export function bodyText(body: RecordBody): string {
+  return JSON.stringify(body)
+}
+
+/**
+ * One journal line: the body with its position `n` in the journal first, checksummed. The number
+ * makes a duplicated, reordered or missing record visible, which a checksum per record alone
+ * cannot; readers older than it ignore the extra key.
+ */
+export function frameRecord(text: string, n: number): string {
+  const numbered = `{"n":${n},${text.slice(1)}`
+  return `{"v":${FORMAT_VERSION},"c":${crc32(numbered)},"b":${numbered}}`
+}
+
+export function encodeRecord(body: RecordBody, n: number): string {
+  return frameRecord(bodyText(body), n)
 }
 
 export class JournalFormatError extends Error {
   readonly code = 'EJOURNALVERSION'
 }
 
+/** One line read back: its body and number, or why it cannot be read. */
+export type LineVerdict =
+  | { readonly ok: true; readonly body: RecordBody; readonly n: number | undefined }
+  | { readonly ok: false; readonly reason: string; readonly version?: number }
+
+const FRAME = /^\{"v":(\d+),"c":(\d+),"b":(.*)\}$/
+
+/** Decodes one line, checking its frame, version, checksum and shape. */
+export function decodeLine(line: string): LineVerdict {
+  const match = FRAME.exec(line)
+  if (!match) return { ok: false, reason: 'not a journal record' }
+  const version = Number(match[1])
+  const checksumOk = crc32(match[3]) === Number(match[2])
+  if (version !== FORMAT_VERSION) return { ok: false, reason: `format version ${version}`, version }
+  if (!checksumOk) return { ok: false, reason: 'checksum mismatch' }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(match[3])
+  } catch {
+    return { ok: false, reason: 'not JSON' }
+  }
+  const checked = bodySchema.safeParse(parsed)
+  if (!checked.success) return { ok: false, reason: 'not a record rewindfs writes' }
+  const n = (parsed as { n?: unknown }).n
+  if (n !== undefined && (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)) return { ok: false, reason: 'its record number is not a number' }
+  return { ok: true, body: checked.data as RecordBody, n }
+}
+
+/** A group commit: the records between two commit markers, and where it starts. */
+export interface Group {
+  /** Index of its first record in the journal. */
+  readonly start: number
+  /** Index of its commit marker. */
+  readonly end: number
+  readonly bodies: RecordBody[]
+}
+
+/** The first record that cannot be read, in a journal with intact records after it: damage, not a tear. */
+export interface JournalDamage {
+  /** Its index in the journal (0-based). */
+  readonly record: number
+  /** Its byte offset in the journal as a file holds it (UTF-8, one line end per record). */
+  readonly offset: number
+  readonly reason: string
+  /** Records after it that are intact on their own (open does not replay them; repair may). */
+  readonly intactAfter: number
+}
+
 export interface DecodedJournal {
-  bodies: RecordBody[]
-  /** Records dropped from the end (torn by a crash, or corrupt). */
-  droppedTail: number
-  /** Index of the first record that could not be read, if any. */
-  damagedAt?: number
+  /** The whole group commits before any damage, in order: the state open can prove. */
+  groups: Group[]
+  /** Records those groups span (everything up to and including the last good commit marker). */
+  proven: number
+  /**
+   * Whole records after `proven` that were never acknowledged (no commit marker follows them),
+   * dropped with a torn append. Zero when there is damage: then nothing is dropped.
+   */
+  tail: number
+  /** The last append was cut short (the store returned torn bytes). */
+  torn: boolean
+  damage?: JournalDamage
 }
 
 /**
- * Decodes records in order, stopping at the first torn or corrupt one: everything after it is an
- * unacknowledged tail. A record of a newer format version is refused, never guessed at.
+ * Decodes a journal and tells a torn tail from damage. A crash can only cut the last append short:
+ * it leaves whole records without their commit marker and at most one record without its line end
+ * (`read.torn`). A whole record that cannot be read, or one out of its place, is damage wherever it
+ * is, since no crash produces it; then nothing after it is replayed and nothing is dropped. A
+ * record of a newer format version is refused with EJOURNALVERSION, never guessed at.
  */
-export function decodeJournal(lines: readonly string[]): DecodedJournal {
-  const bodies: RecordBody[] = []
-  // Only whole group commits count: records after the last commit marker are dropped with the tail.
-  let committedBodies = 0
-  let committedLines = 0
-  let damagedAt: number | undefined
-  const result = (): DecodedJournal => ({
-    bodies: bodies.slice(0, committedBodies),
-    droppedTail: lines.length - committedLines,
-    ...(damagedAt !== undefined ? { damagedAt } : {}),
-  })
+export function decodeJournal(read: { records: readonly string[]; torn?: string }): DecodedJournal {
+  const lines = read.records
+  const groups: Group[] = []
+  let bodies: RecordBody[] = []
+  let start = 0
+  let proven = 0
+  const torn = read.torn !== undefined
   for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]
-    const match = /^\{"v":(\d+),"c":(\d+),"b":(.*)\}$/.exec(line)
-    damagedAt = i
-    if (!match) return result()
-    const version = Number(match[1])
-    if (version !== FORMAT_VERSION) {
-      throw new JournalFormatError(`rewindfs: the store's journal has format version ${version}; this rewindfs reads version ${FORMAT_VERSION}. Open it with a matching rewindfs version.`)
+    const verdict = decodeLine(lines[i])
+    let reason: string | undefined
+    if (!verdict.ok) {
+      if (verdict.version !== undefined && writtenByNewer(lines, i, verdict.version)) {
+        throw new JournalFormatError(`rewindfs: the store's journal has format version ${verdict.version}; this rewindfs reads version ${FORMAT_VERSION}. Open it with a matching rewindfs version.`)
+      }
+      reason = verdict.reason
+    } else if (verdict.n !== undefined && verdict.n !== i) {
+      reason = `record number ${verdict.n} found at position ${i} (a duplicated, reordered or lost record)`
     }
-    if (crc32(match[3]) !== Number(match[2])) return result()
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(match[3])
-    } catch {
-      return result()
+    if (reason !== undefined) {
+      let intactAfter = 0
+      for (let j = i + 1; j < lines.length; j++) if (decodeLine(lines[j]).ok) intactAfter++
+      return { groups, proven, tail: 0, torn, damage: { record: i, offset: journalOffset(lines, i), reason, intactAfter } }
     }
-    const checked = bodySchema.safeParse(parsed)
-    if (!checked.success) return result()
-    damagedAt = undefined
-    if (checked.data.t === 'commit') {
-      committedBodies = bodies.length
-      committedLines = i + 1
-    } else bodies.push(checked.data as RecordBody)
+    const body = (verdict as { body: RecordBody }).body
+    if (body.t === 'commit') {
+      groups.push({ start, end: i, bodies })
+      bodies = []
+      start = i + 1
+      proven = i + 1
+    } else bodies.push(body)
   }
-  return result()
+  return { groups, proven, tail: lines.length - proven, torn }
+}
+
+/**
+ * Whether the records from `index` on were written by a newer rewindfs: all of that version, at
+ * least a whole group commit (two records), nothing of ours after them. One record with another
+ * version between or after ours is a damaged version field, reported as damage.
+ */
+function writtenByNewer(lines: readonly string[], index: number, version: number): boolean {
+  if (version < FORMAT_VERSION || lines.length - index < 2) return false
+  return lines.slice(index).every((line) => FRAME.exec(line)?.[1] === String(version))
+}
+
+/** The byte offset of record `index` in the journal's text (records are UTF-8 lines). */
+export function journalOffset(lines: readonly string[], index: number): number {
+  let offset = 0
+  for (let i = 0; i < index; i++) offset += utf8Length(lines[i]) + 1
+  return offset
+}
+
+function utf8Length(text: string): number {
+  let length = 0
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 0x80) length += 1
+    else if (code < 0x800) length += 2
+    else if (code >= 0xd800 && code < 0xdc00 && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      length += 4
+      i++
+    } else length += 3
+  }
+  return length
 }
 
 // ---- snapshots (compaction) -----------------------------------------------------------------
