@@ -19,18 +19,18 @@ const text = (data: Uint8Array | undefined) => (data === undefined ? undefined :
 
 
 describe('directoryStore: the Store contract on disk', () => {
-  it('appends journal lines durably, returns a torn last line as it is, and replaces the journal atomically', async () => {
+  it('appends journal lines durably, returns a torn last line apart, and replaces the journal atomically', async () => {
     const path = fresh()
     const store = directoryStore(path)
-    expect(await store.readJournal()).toEqual([])
+    expect(await store.readJournal()).toEqual({ records: [] })
     await store.appendJournal(['one', 'two'])
     await store.appendJournal(['three'])
     expect(fs.readFileSync(`${path}/journal`, 'utf8')).toBe('one\ntwo\nthree\n')
-    expect(await store.readJournal()).toEqual(['one', 'two', 'three'])
+    expect(await store.readJournal()).toEqual({ records: ['one', 'two', 'three'] })
     await expect(store.appendJournal(['two\nlines'])).rejects.toThrow(/single line/)
-    // A crash mid-append leaves part of a line: it comes back last, for the engine to drop.
+    // A crash mid-append leaves part of a line: it comes back apart, for the engine to drop.
     fs.appendFileSync(`${path}/journal`, '{"torn')
-    expect(await store.readJournal()).toEqual(['one', 'two', 'three', '{"torn'])
+    expect(await store.readJournal()).toEqual({ records: ['one', 'two', 'three'], torn: '{"torn' })
     await store.replaceJournal(['snapshot'])
     await store.appendJournal(['after'])
     expect(fs.readFileSync(`${path}/journal`, 'utf8')).toBe('snapshot\nafter\n')
@@ -107,8 +107,8 @@ describe('directoryStore: the Store contract on disk', () => {
   })
 })
 
-describe('directoryStore: a torn journal tail under the engine', () => {
-  it('reopens past a half-written last record, cuts it off, and appends whole records after it', async () => {
+describe('directoryStore: a torn journal tail and damage under the engine', () => {
+  it('reopens past a half-written last record: the journal is copied aside whole, then rewritten without it', async () => {
     const path = fresh()
     let ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
     ws.fs.writeFileSync('/kept.txt', 'acknowledged')
@@ -116,8 +116,12 @@ describe('directoryStore: a torn journal tail under the engine', () => {
     await ws.close()
     // What a crash in the middle of the next group commit leaves.
     fs.appendFileSync(`${path}/journal`, '{"v":1,"t":"op","half')
+    const before = fs.readFileSync(`${path}/journal`)
     ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
-    expect(ws.status.warnings).toEqual([expect.stringMatching(/dropped 1 torn/)])
+    const kept = fs.readdirSync(path).filter((name) => name.startsWith('journal.'))
+    expect(kept).toEqual([expect.stringMatching(/^journal\.torn-\d{8}T\d{9}Z$/)])
+    expect(fs.readFileSync(`${path}/${kept[0]}`)).toEqual(before)
+    expect(ws.status.warnings).toEqual([expect.stringMatching(new RegExp(`dropped 1 torn .*kept aside as '${kept[0]}'`))])
     expect(ws.fs.readFileSync('/kept.txt', 'utf8')).toBe('acknowledged')
     ws.fs.writeFileSync('/after.txt', 'after the tear')
     await ws.sync()
@@ -126,6 +130,57 @@ describe('directoryStore: a torn journal tail under the engine', () => {
     ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
     expect(ws.status.warnings).toEqual([])
     expect(ws.fs.readFileSync('/after.txt', 'utf8')).toBe('after the tear')
+    await ws.close()
+    const store = directoryStore(path)
+    expect(await store.keptAside()).toEqual(kept)
+    await store.removeKept([...kept, 'journal', 'lock'])
+    expect(fs.readdirSync(path).sort()).toEqual(['blobs', 'journal', 'lock', 'meta'])
+    await store.close()
+  })
+
+  it('one flipped byte in the middle of the journal: every earlier record is kept, the files are untouched, repair salvages the rest', async () => {
+    const path = fresh()
+    let ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
+    for (let i = 0; i < 30; i++) {
+      ws.fs.writeFileSync(`/f${i % 7}`, `version ${i}`)
+      if (i % 8 === 7) await ws.checkpoint({ name: `cp${i}` })
+      await ws.sync()
+    }
+    const expected = await workspaceSnapshot(ws)
+    await ws.close()
+    const journal = fs.readFileSync(`${path}/journal`)
+    const middle = Math.floor(journal.length / 2)
+    journal[middle] ^= 0x04
+    fs.writeFileSync(`${path}/journal`, journal)
+    const lines = journal.toString('utf8').split('\n')
+    let record = 0
+    for (let offset = 0; offset + lines[record].length + 1 <= middle; record++) offset += lines[record].length + 1
+    const offset = lines.slice(0, record).reduce((sum, line) => sum + line.length + 1, 0)
+
+    ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
+    expect(ws.status.corrupt).toMatchObject({ part: 'journal', record, offset })
+    expect(ws.frozen).toMatch(/damaged/)
+    expect(ws.history().length).toBeGreaterThan(0)
+    await ws.close()
+    expect(fs.readFileSync(`${path}/journal`)).toEqual(journal)
+    expect(fs.readdirSync(path).sort()).toEqual(['blobs', 'journal', 'meta'])
+
+    ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
+    const report = await ws.repair({ salvage: true })
+    expect(report.repaired).toBe(true)
+    // The flipped record's group commit is lost; every other one still applies.
+    const lost = report.lost.flatMap((l) => Array.from({ length: l.last - l.first + 1 }, (_, i) => l.first + i))
+    expect(lost).toContain(record)
+    expect(lost).toEqual(Array.from({ length: lost.length }, (_, i) => lost[0] + i))
+    expect(lost.length).toBeLessThanOrEqual(3)
+    expect(report.kept.records + lost.length).toBe(lines.length - 1)
+    const salvaged = await workspaceSnapshot(ws)
+    await ws.close()
+    expect(fs.readFileSync(`${path}/${report.keptAside}`)).toEqual(journal)
+    ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
+    expect(ws.status.corrupt).toBeUndefined()
+    expect(await workspaceSnapshot(ws)).toEqual(salvaged)
+    expect(salvaged.history.length).toBeGreaterThanOrEqual(expected.history.length - 1)
     await ws.close()
   })
 })
@@ -148,7 +203,7 @@ describe('directoryStore: the lock', () => {
     const reader = directoryStore(path, { readOnly: true })
     expect(reader.readOnly).toBe(true)
     expect(writer.readOnly).toBe(false)
-    expect(await reader.readJournal()).toEqual(['record'])
+    expect(await reader.readJournal()).toEqual({ records: ['record'] })
     const writes: [string, () => Promise<unknown>][] = [
       ['appendJournal', () => reader.appendJournal(['x'])],
       ['replaceJournal', () => reader.replaceJournal([])],
@@ -156,6 +211,8 @@ describe('directoryStore: the lock', () => {
       ['deleteBlobs', () => reader.deleteBlobs(['id'])],
       ['putMeta', () => reader.putMeta('k', 1)],
       ['deleteMeta', () => reader.deleteMeta('k')],
+      ['setAside', () => reader.setAside({ journal: true }, 'torn')],
+      ['removeKept', () => reader.removeKept(['journal.torn-20260101T000000000Z'])],
     ]
     for (const [method, call] of writes) await expect(call(), method).rejects.toThrow(expect.objectContaining({ code: 'EROFS', syscall: method }))
     await reader.close()
@@ -164,7 +221,7 @@ describe('directoryStore: the lock', () => {
     await writer.close()
     expect(fs.existsSync(`${path}/lock`)).toBe(false)
     const again = directoryStore(path)
-    expect(await again.readJournal()).toEqual(['record'])
+    expect(await again.readJournal()).toEqual({ records: ['record'] })
     await again.close()
   })
 

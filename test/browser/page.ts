@@ -216,7 +216,7 @@ const scenarios = {
     const store = indexedDbStore(name)
     try {
       await store.appendJournal(['round trip'])
-      return show('round trip', await store.readJournal())
+      return show('round trip', (await store.readJournal()).records)
     } catch (error) {
       return show('round trip failed', codeOf(error))
     } finally {
