@@ -65,3 +65,90 @@ describe('content dropped by the integrity check', () => {
     await reopened.close()
   })
 })
+
+describe('damaged blobs are kept until the user deals with them', () => {
+  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
+
+  async function storeWithDamagedBlob(content: string) {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/data.txt', content)
+    await ws.close()
+    const image = store.image()
+    const victim = image.blobs.find(([, bytes]) => decode(bytes) === content)!
+    victim[1][0] ^= 1
+    return { image, id: victim[0], bad: new Uint8Array(victim[1]) }
+  }
+
+  it('compaction never deletes a damaged blob, even once nothing refers to it', async () => {
+    const { image, id, bad } = await storeWithDamagedBlob('precious')
+    const store = MemoryStore.from(image)
+    const ws = await Workspace.open({ store, autoCheckpoint: false, retention: { operations: 1 } })
+    expect((await ws.verify()).corrupt).toEqual([id])
+    ws.fs.rmSync('/data.txt')
+    for (let i = 0; i < 40; i++) ws.fs.writeFileSync('/other', `v${i}`) // the history that referred to it is pruned
+    await ws.compact()
+    expect(store.image().blobs.find(([blob]) => blob === id)?.[1]).toEqual(bad)
+    await ws.close()
+  })
+
+  it('compaction right after open keeps blobs not verified yet; a later one removes the unreferenced good ones', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a', 'a')
+    await ws.close()
+    const image = store.image()
+    const stray = new TextEncoder().encode('nothing refers to me')
+    const { hashBytes } = await import('../src/blob/hash.js')
+    image.blobs.push([hashBytes(stray), stray])
+    const reopened = MemoryStore.from(image)
+    const again = await Workspace.open({ store: reopened, autoCheckpoint: false })
+    await again.compact() // before the background check has looked at anything
+    expect(reopened.image().blobs.map(([blob]) => blob)).toContain(hashBytes(stray))
+    await again.verify()
+    await again.compact()
+    expect(reopened.image().blobs.map(([blob]) => blob)).not.toContain(hashBytes(stray))
+    await again.close()
+  })
+
+  it('writing the same content again heals a damaged blob: the bad copy is set aside, the good one stored', async () => {
+    const { image, id, bad } = await storeWithDamagedBlob('precious')
+    const store = MemoryStore.from(image)
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    await ws.verify()
+    expect(() => ws.fs.readFileSync('/data.txt')).toThrow(expect.objectContaining({ code: 'EIO' }))
+    ws.fs.writeFileSync('/copy.txt', 'precious')
+    await ws.sync()
+    await ws.close()
+    const [kept] = await store.keptAside()
+    expect(kept).toBe(`blob.damaged-${kept.slice('blob.damaged-'.length, 'blob.damaged-'.length + 19)}.${id}`)
+    expect(store.keptItem(kept)).toEqual({ blob: bad })
+    const reopened = await Workspace.open({ store: MemoryStore.from(store.image()), autoCheckpoint: false })
+    expect(await reopened.verify()).toMatchObject({ corrupt: [] })
+    expect(reopened.fs.readFileSync('/data.txt', 'utf8')).toBe('precious')
+    expect(reopened.fs.readFileSync('/copy.txt', 'utf8')).toBe('precious')
+  })
+
+  it('a blob the store cannot read is damage of that blob alone: reported, kept, the rest opens', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a', 'readable')
+    ws.fs.writeFileSync('/b', 'unreadable')
+    await ws.close()
+    const image = store.image()
+    const bad = image.blobs.find(([, bytes]) => decode(bytes) === 'unreadable')![0]
+    const failing = MemoryStore.from(image)
+    const getBlob = failing.getBlob.bind(failing)
+    failing.getBlob = async (id) => {
+      if (id === bad) throw Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' })
+      return getBlob(id)
+    }
+    const reopened = await Workspace.open({ store: failing, autoCheckpoint: false })
+    expect(reopened.status.degraded).toBeUndefined()
+    expect(reopened.status.warnings).toEqual([expect.stringMatching(new RegExp(`blob ${bad.replace(/[+/=]/g, '\\$&')} cannot be read`))])
+    expect(reopened.fs.readFileSync('/a', 'utf8')).toBe('readable')
+    expect(() => reopened.fs.readFileSync('/b')).toThrow(expect.objectContaining({ code: 'EIO' }))
+    await reopened.compact()
+    expect(failing.image().blobs.map(([id]) => id)).toContain(bad)
+  })
+})

@@ -91,6 +91,11 @@ export function keptName(kind: 'journal' | 'blob' | 'meta', label: string, what:
 
 const SEPARATOR = '\n'
 
+/** A copy that shares no memory (a Buffer's slice is a view: the engine zeroes erased bytes). */
+function copy(bytes: Uint8Array): Uint8Array {
+  return new Uint8Array(bytes)
+}
+
 /**
  * The in-memory Store: the journal is one string, as a file would be, so tests can cut it at any
  * byte to simulate a crash mid-append.
@@ -107,7 +112,7 @@ export class MemoryStore implements Store {
   static from(image: StoreImage): MemoryStore {
     const store = new MemoryStore()
     store.journal = image.journal
-    for (const [id, bytes] of image.blobs) store.blobs.set(id, bytes.slice())
+    for (const [id, bytes] of image.blobs) store.blobs.set(id, copy(bytes))
     for (const [key, value] of image.meta) store.meta.set(key, structuredClone(value))
     for (const [name, value] of image.kept ?? []) store.kept.set(name, structuredClone(value))
     return store
@@ -117,7 +122,7 @@ export class MemoryStore implements Store {
   image(journalBytes?: number): StoreImage {
     return {
       journal: journalBytes === undefined ? this.journal : this.journal.slice(0, journalBytes),
-      blobs: [...this.blobs].map(([id, bytes]) => [id, bytes.slice()]),
+      blobs: [...this.blobs].map(([id, bytes]) => [id, copy(bytes)]),
       meta: [...this.meta].map(([key, value]) => [key, structuredClone(value)]),
       kept: [...this.kept].map(([name, value]) => [name, structuredClone(value)]),
     }
@@ -148,11 +153,12 @@ export class MemoryStore implements Store {
 
   async putBlobs(blobs: readonly (readonly [BlobId, Uint8Array])[]): Promise<void> {
     // Content-addressed: a blob already stored is kept as it is (a damaged one is set aside first).
-    for (const [id, bytes] of blobs) if (!this.blobs.has(id)) this.blobs.set(id, bytes.slice())
+    for (const [id, bytes] of blobs) if (!this.blobs.has(id)) this.blobs.set(id, copy(bytes))
   }
 
   async getBlob(id: BlobId): Promise<Uint8Array | undefined> {
-    return this.blobs.get(id)?.slice()
+    const bytes = this.blobs.get(id)
+    return bytes === undefined ? undefined : copy(bytes)
   }
 
   async deleteBlobs(ids: readonly BlobId[]): Promise<void> {
