@@ -21,6 +21,8 @@ const SPECS: Record<CommandName, { options: Record<string, OptionSpec>; position
     positionals: [1, 1, 'checkpoint'],
   },
   flush: { options: { ...PROJECT, 'dry-run': { type: 'boolean' }, force: { type: 'boolean' } }, positionals: [0, 0] },
+  verify: { options: { store: { type: 'string' }, json: { type: 'boolean' } }, positionals: [0, 0] },
+  repair: { options: { ...PROJECT, 'dry-run': { type: 'boolean' } }, positionals: [0, 0] },
 }
 
 export type Invocation =

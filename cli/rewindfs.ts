@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The rewindfs command: `demo` (what `npm start` runs), `mcp` (the MCP stdio server) and the store
- * commands status, log, checkpoints, diff, restore and flush. `rewindfs --help` documents the
+ * commands status, log, checkpoints, diff, restore, flush, verify and repair. `rewindfs --help` documents the
  * options and exit codes (usage.ts).
  */
 import { type Invocation, type Options, parseCommandLine, wantsJson } from './arguments.js'
@@ -9,6 +9,7 @@ import { flush, restore } from './change.js'
 import { demo } from './demo.js'
 import { describeFailure, failureJson } from './failure.js'
 import { checkpoints, diff, log, status } from './inspect.js'
+import { repair, verify } from './store-check.js'
 import type { Outcome } from './outcome.js'
 import { colourful, palette } from './terminal.js'
 import { EXIT, UsageError, commandHelp, help } from './usage.js'
@@ -40,6 +41,10 @@ async function run(invocation: Extract<Invocation, { kind: 'run' }>): Promise<nu
       return print(await restore(options, positionals[0]), options)
     case 'flush':
       return print(await flush(options), options)
+    case 'verify':
+      return print(await verify(options), options)
+    case 'repair':
+      return print(await repair(options), options)
   }
 }
 

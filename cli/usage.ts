@@ -40,6 +40,11 @@ export const COMMANDS = {
       '400 diff lines (--limit changes it), --path only the changes under a path',
   },
   flush: { usage: `flush ${PROJECT} [--dry-run] [--force]`, summary: 'write the workspace changes into the project directory, all or nothing' },
+  verify: { usage: 'verify --store <dir>', summary: 'check journal, blobs and metadata without opening the store for writing; exit 1 on any damage' },
+  repair: {
+    usage: `repair ${PROJECT} [--dry-run]`,
+    summary: 'rebuild a damaged store: keep every group commit that still applies, the old journal kept aside; reports what was lost',
+  },
 } as const
 
 export type CommandName = keyof typeof COMMANDS
@@ -66,13 +71,13 @@ export function help(): string {
     '  -h, --help         this help (also: rewindfs help <command>)',
     '  -v, --version      the version',
     '',
-    'status, log, checkpoints and diff open the store read-only, so they work while an MCP server',
-    'holds it; restore and flush take the store\'s lock. Colour only on a terminal and not with',
-    'NO_COLOR; flush draws a progress bar on stderr when stderr is a terminal.',
+    'status, log, checkpoints, diff and verify open the store read-only, so they work while an MCP',
+    "server holds it; restore, flush and repair take the store's lock. Colour only on a terminal and",
+    'not with NO_COLOR; flush draws a progress bar on stderr when stderr is a terminal.',
     '',
     'Exit codes:',
     `  ${EXIT.ok}  ok`,
-    `  ${EXIT.failure}  failure (an error the message explains); status: the store has problems`,
+    `  ${EXIT.failure}  failure (an error the message explains); status, verify: the store has problems`,
     `  ${EXIT.usage}  usage error (unknown command or option, missing argument)`,
     `  ${EXIT.conflict}  conflict refused: the project changed underneath since it was read (--force overrides)`,
     `  ${EXIT.notFound}  not found: no such project directory, store or checkpoint`,

@@ -394,6 +394,7 @@ export class Workspace {
     this.assertOpen()
     if (!this.durability) throw Object.assign(new Error('rewindfs: repair needs a workspace opened on a store it could read'), { code: 'EINVAL' })
     const { repair } = await loadRepair()
+    await this.verify() // the blob checks too, so the report names every damaged blob
     const wasDamaged = this.status.corrupt !== undefined
     const report = await repair(this.durability, { ...options, lowerId: this.lower.id })
     if (report.repaired) {

@@ -30,6 +30,8 @@ import { toLowerSource } from '../src/lower/index.js'
 import type { LowerInput, LowerSource } from '../src/lower/index.js'
 import { type NodeFs, Workspace, type WorkspaceOptions } from '../src/workspace.js'
 
+export { type ContractCheck, type RawStore, type StoreSubject, type StoreUnderTest, storeContract } from './store-contract.js'
+
 /** Workspace options for a fixture: no store (a fixture lives in memory) and no lower (given apart). */
 export type FixtureOptions = Omit<WorkspaceOptions, 'lower' | 'store'>
 

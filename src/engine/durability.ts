@@ -76,7 +76,7 @@ export interface IntegrityReport {
 }
 
 /** Damage found on open: the store is then open read-only at the last state it can prove. */
-export interface StoreDamage {
+export type StoreDamage = {
   /** The journal, or one metadata entry. */
   readonly part: 'journal' | 'meta'
   /** Journal: the first record that cannot be read or applied (0-based) and its byte offset. */

@@ -22,7 +22,7 @@ export interface RepairOptions {
 }
 
 /** Journal records repair did not keep: lines `first`..`last` (0-based) and why. */
-export interface LostRecords {
+export type LostRecords = {
   first: number
   last: number
   /** Byte offset of `first` in the journal. */
@@ -71,7 +71,7 @@ export async function repair(durability: Durability, options: RepairOptions & { 
     corruptBlobs: [...durability.corrupt],
   }
   if (damage.length === 0) return report
-  if (store.readOnly) throw Object.assign(new Error(`rewindfs: the ${store.kind} store is open read-only; repair needs the writer's lock`), { code: 'EROFS' })
+  if (store.readOnly && !options.dryRun) throw Object.assign(new Error(`rewindfs: the ${store.kind} store is open read-only; repair needs the writer's lock`), { code: 'EROFS' })
   if (durability.pending > 0) {
     throw Object.assign(new Error(`rewindfs: the workspace changed after it was opened on the damaged store (${durability.pending} record(s) only in memory); repair rebuilds it from the store: close it, reopen and repair first`), { code: 'EBUSY' })
   }
