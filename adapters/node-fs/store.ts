@@ -208,12 +208,13 @@ export class DirectoryStore implements Store {
         if (codeOf(error) === 'ENOENT') return ids
         throw error
       }
-      for (const bucket of buckets) {
+      // Several buckets listed at once: one after another, each waits its turn in the thread pool.
+      await inParallel(buckets, PARALLEL, async (bucket) => {
         for (const name of await fs.promises.readdir(`${folder}/${bucket}`)) {
           const id = isTempName(name) ? undefined : unhex(name)
           if (id !== undefined) ids.push(id)
         }
-      }
+      })
       return ids
     })
   }

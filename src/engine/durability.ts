@@ -102,6 +102,9 @@ export interface LoadReport {
   damage?: StoreDamage[]
 }
 
+/** Blob reads in flight while a store is opened. */
+const BLOB_READS = 16
+
 /** Stand-in for a compensation that was a function: functions do not survive a reopen. */
 const lostCompensation = () => {
   throw new Error('its compensation was a function, which does not survive a reopen (register a named compensator)')
@@ -585,24 +588,34 @@ export class Durability {
     }
   }
 
-  /** Adopts the store's blobs; one that cannot be read is damage of that blob alone, kept in the store. */
+  /**
+   * Adopts the store's blobs, several reads in flight (a disk answers each from a thread pool; in
+   * order they would wait on each other). One that cannot be read is damage of that blob alone,
+   * kept in the store.
+   */
   private async loadBlobs(warnings: string[]): Promise<void> {
     const { blobs } = this.host
-    for (const id of await this.store.blobIds()) {
-      let bytes: Uint8Array | undefined
-      try {
-        bytes = await this.store.getBlob(id)
-      } catch (error) {
-        this.corrupt.add(id)
-        warnings.push(`blob ${id} cannot be read (${(error as Error)?.message ?? String(error)}); it is kept in the store, and what needs it reads as EIO`)
-        continue
-      }
-      if (bytes) {
-        blobs.adopt(id, bytes)
-        this.durableBlobs.add(id)
-        if (madeHere(id)) this.unverified.push(id)
+    const ids = await this.store.blobIds()
+    let next = 0
+    const lane = async () => {
+      while (next < ids.length) {
+        const id = ids[next++]
+        let bytes: Uint8Array | undefined
+        try {
+          bytes = await this.store.getBlob(id)
+        } catch (error) {
+          this.corrupt.add(id)
+          warnings.push(`blob ${id} cannot be read (${(error as Error)?.message ?? String(error)}); it is kept in the store, and what needs it reads as EIO`)
+          continue
+        }
+        if (bytes) {
+          blobs.adopt(id, bytes)
+          this.durableBlobs.add(id)
+          if (madeHere(id)) this.unverified.push(id)
+        }
       }
     }
+    await Promise.all(Array.from({ length: Math.min(BLOB_READS, ids.length) }, lane))
   }
 
   /**

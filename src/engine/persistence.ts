@@ -357,7 +357,31 @@ export function decodeJournal(read: { records: readonly string[]; torn?: string 
       proven = i + 1
     } else bodies.push(body)
   }
+  // A crash leaves a prefix of a record; a whole record with more on its line lost its line end to damage.
+  const whole = read.torn === undefined ? undefined : leadingRecord(read.torn)
+  if (whole !== undefined && whole < read.torn!.length) {
+    const reason = `a whole record followed by ${read.torn!.length - whole} stray character(s) where its line end belongs`
+    return { groups, proven, tail: 0, torn, damage: { record: lines.length, offset: journalOffset(lines, lines.length), reason, intactAfter: 0 } }
+  }
   return { groups, proven, tail: lines.length - proven, torn }
+}
+
+/** The length of a whole, readable record at the start of `text`, if there is one. */
+function leadingRecord(text: string): number | undefined {
+  const head = /^\{"v":\d+,"c":\d+,"b":\{/.exec(text)
+  if (!head) return undefined
+  let depth = 1
+  let quoted = false
+  for (let i = head[0].length; i < text.length; i++) {
+    const c = text[i]
+    if (quoted) {
+      if (c === '\\') i++
+      else if (c === '"') quoted = false
+    } else if (c === '"') quoted = true
+    else if (c === '{') depth++
+    else if (c === '}' && --depth === 0) return text[i + 1] === '}' && decodeLine(text.slice(0, i + 2)).ok ? i + 2 : undefined
+  }
+  return undefined
 }
 
 /**
