@@ -370,8 +370,11 @@ export class Workspace {
   /** Loads pins and flush ledgers; unreadable ones are damage (reported, left in the store). */
   private async loadFlushState(durability: Durability): Promise<void> {
     const { FLUSH_STATE_KEY, decodeFlushState } = await loadFlushRecords()
-    const loaded = await durability.readMeta(FLUSH_STATE_KEY, (value) => decodeFlushState(value, this.lower, this.shared.book))
-    if (loaded !== undefined && loaded !== 'damaged') await loadFlush() // changes() reads the ledgers through it
+    const loaded = await durability.readMeta(FLUSH_STATE_KEY, (value) => {
+      decodeFlushState(value, this.lower, this.shared.book)
+      return true
+    })
+    if (loaded === true) await loadFlush() // changes() reads the ledgers through it
   }
 
   /** A damaged store: open read-only at the state it proves, frozen, and say so. */

@@ -316,6 +316,31 @@ describe('write-ahead journal and crash recovery', () => {
     expect((await Workspace.open({ store: MemoryStore.from(garbage.image()) })).fs.readFileSync('/new', 'utf8')).toBe('start')
   })
 
+  it('unreadable flush state is damage: read-only, named; repair sets it aside and says what is lost', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a', 'kept')
+    await ws.close()
+    const image = store.image()
+    image.meta.push(['flush-state', { v: 99, pins: 'not a list' }])
+    const damaged = MemoryStore.from(image)
+    const opened = await Workspace.open({ store: damaged, autoCheckpoint: false })
+    expect(opened.status.corrupt).toMatchObject({ part: 'meta', key: 'flush-state', reason: expect.stringMatching(/flush state is unreadable/) })
+    expect(opened.frozen).toMatch(/metadata 'flush-state' cannot be read/)
+    expect(opened.fs.readFileSync('/a', 'utf8')).toBe('kept')
+    expect(damaged.image()).toEqual(image)
+    const report = await opened.repair()
+    expect(report).toMatchObject({ repaired: true, meta: [{ key: 'flush-state', rewritten: false, keptAs: expect.stringMatching(/^meta\.damaged-.*\.flush-state$/) }] })
+    expect(report.keptAside).toBeUndefined() // the journal was sound: not rewritten
+    expect(opened.frozen).toBeUndefined()
+    expect(damaged.keptItem(report.meta[0].keptAs)).toEqual({ meta: { v: 99, pins: 'not a list' } })
+    opened.fs.writeFileSync('/b', 'after')
+    await opened.sync()
+    const again = await Workspace.open({ store: MemoryStore.from(damaged.image()), autoCheckpoint: false })
+    expect(again.status.corrupt).toBeUndefined()
+    expect(again.fs.readFileSync('/b', 'utf8')).toBe('after')
+  })
+
   it('runs in memory, flagged degraded with the reason, when the store is unavailable', async () => {
     const store = new MemoryStore()
     store.readJournal = async () => {
