@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { MemoryStore, Workspace } from '../src/index.js'
+import { IndexedSource } from '../src/lower/indexed.js'
 import { FORMAT_VERSION } from '../src/engine/persistence.js'
 import { workspaceSnapshot } from './support/workspace-snapshot.js'
 
@@ -339,6 +340,29 @@ describe('write-ahead journal and crash recovery', () => {
     const again = await Workspace.open({ store: MemoryStore.from(damaged.image()), autoCheckpoint: false })
     expect(again.status.corrupt).toBeUndefined()
     expect(again.fs.readFileSync('/b', 'utf8')).toBe('after')
+  })
+
+  it('a store with damaged metadata is not touched even to drop a torn tail; repair drops it with the rest', async () => {
+    // A lower source with an identity, so the store records which source it was made over.
+    const lower = new IndexedSource('test', 'lower-with-an-id', [], async () => new Map())
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ lower, store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a', 'kept')
+    await ws.close()
+    const image = store.image()
+    image.journal += '{"v":1,"c":1,"b":{"n":'
+    image.meta = image.meta.map(([key, value]) => [key, key === 'lower' ? 42 : value])
+    const damaged = MemoryStore.from(image)
+    const opened = await Workspace.open({ lower, store: damaged, autoCheckpoint: false })
+    expect(opened.status.corrupt).toMatchObject({ part: 'meta', key: 'lower' })
+    expect(damaged.image()).toEqual(image)
+    const report = await opened.repair()
+    expect(report.lost).toEqual([expect.objectContaining({ reason: expect.stringMatching(/^torn/) })])
+    expect(report.meta).toEqual([expect.objectContaining({ key: 'lower', rewritten: true })])
+    expect(damaged.keptItem(report.keptAside!)).toEqual({ journal: image.journal })
+    const again = await Workspace.open({ lower, store: MemoryStore.from(damaged.image()), autoCheckpoint: false })
+    expect(again.status.warnings).toEqual([])
+    expect(again.fs.readFileSync('/a', 'utf8')).toBe('kept')
   })
 
   it('runs in memory, flagged degraded with the reason, when the store is unavailable', async () => {

@@ -542,8 +542,9 @@ export class Durability {
     if (decoded.damage) {
       this.damage.push({ part: 'journal', record: decoded.damage.record, offset: decoded.damage.offset, reason: decoded.damage.reason, unreplayed: decoded.damage.intactAfter })
     } else if (droppedTail > 0 || unterminated) {
-      if (this.store.readOnly) {
-        // The writer's to handle: a reader may just have seen an append in flight.
+      // Read-only: a reader may just have seen an append in flight; a store already found damaged
+      // (its metadata) is not modified at all: repair drops the tail with the rest.
+      if (this.store.readOnly || this.damage.length > 0) {
         if (droppedTail > 0) warnings.push(`ignored ${droppedTail} torn record(s) at the end of the journal (an append in flight, or a crash the writer recovers from)`)
       } else {
         // Never cut in place: the journal as it was is kept aside first, then replaced by its whole group commits.
@@ -564,14 +565,15 @@ export class Durability {
       // host is rebuilt without its group, so it holds exactly the state before it.
       const group = decoded.groups[failed.group]
       const record = group.start + failed.body
-      this.damage.unshift({
+      const applying: StoreDamage = {
         part: 'journal',
         record,
         offset: journalOffset(records, record),
         reason: `it cannot be applied: ${failed.error.replace(/^rewindfs: /, '')}`,
         unreplayed: records.length - group.start,
-      })
-      this.damage.splice(1, this.damage.length - 1, ...this.damage.slice(1).filter((d) => d.part !== 'journal'))
+      }
+      // It comes before any damage the decoding found (its group was whole): the first is what counts.
+      this.damage.splice(0, this.damage.length, applying, ...this.damage.filter((d) => d.part !== 'journal'))
       this.resetHost()
       operations = this.replay(decoded.groups.slice(0, failed.group)).operations
     }

@@ -76,10 +76,16 @@ export async function repair(durability: Durability, options: RepairOptions & { 
     throw Object.assign(new Error(`rewindfs: the workspace changed after it was opened on the damaged store (${durability.pending} record(s) only in memory); repair rebuilds it from the store: close it, reopen and repair first`), { code: 'EBUSY' })
   }
   const read = await store.readJournal()
-  const journalDamaged = damage.some((d) => d.part === 'journal')
+  // A torn tail open left alone (the store was damaged) goes with the rest.
+  const untidy = read.torn !== undefined || decodeJournal({ records: read.records }).tail > 0
+  const journalDamaged = damage.some((d) => d.part === 'journal') || untidy
   if (journalDamaged) {
     const plan = options.salvage ? numberedPlan(read.records) : positionalPlan(read.records)
     report.lost.push(...plan.lost)
+    if (read.torn !== undefined) {
+      const at = read.records.length
+      report.lost.push({ first: at, last: at, offset: journalOffset(read.records, at), reason: 'torn: an append a crash cut short, never acknowledged' })
+    }
     const accepted: Candidate[] = []
     durability.resetHost()
     for (const candidate of plan.candidates) {
