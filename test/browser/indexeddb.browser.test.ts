@@ -134,4 +134,13 @@ describe.skipIf(!available)('IndexedDB adapter in Chromium', () => {
     expect(await call(page, 'storeRoundTrip', 'shared-name')).toEqual(['round trip'])
     await screenshot(page, 'blocked-upgrade')
   })
+
+  it('sets the journal, a blob and metadata aside, each in one transaction that reads then writes', async () => {
+    context = await harness.newContext()
+    const page = await harness.open(context)
+    const result = await call(page, 'setAsideRoundTrip', 'set-aside')
+    expect(result.names).toEqual([expect.stringMatching(/^journal\.torn-/), expect.stringMatching(/^blob\.damaged-.*\.blob$/), expect.stringMatching(/^meta\.damaged-.*\.key$/)])
+    expect(result.kept).toEqual([...result.names].sort())
+    expect(result).toMatchObject({ journal: ['one', 'two'], blobs: [], meta: null })
+  })
 })

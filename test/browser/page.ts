@@ -211,6 +211,20 @@ const scenarios = {
     return show('foreign connection closed', true)
   },
 
+  /** Sets the journal, a blob and metadata aside (reads inside one transaction), then lists what is kept. */
+  async setAsideRoundTrip(name: string) {
+    const store = indexedDbStore(name)
+    try {
+      await store.appendJournal(['one', 'two'])
+      await store.putBlobs([['blob', new TextEncoder().encode('bytes')]])
+      await store.putMeta('key', { v: 1 })
+      const names = [await store.setAside({ journal: true }, 'torn'), await store.setAside({ blob: 'blob' }, 'damaged'), await store.setAside({ meta: 'key' }, 'damaged')]
+      return show('set aside', { names, kept: await store.keptAside(), journal: (await store.readJournal()).records, blobs: await store.blobIds(), meta: (await store.getMeta('key')) ?? null })
+    } finally {
+      await store.close()
+    }
+  },
+
   /** Opens the store, appends, reads back: the journal, or the error code. */
   async storeRoundTrip(name: string) {
     const store = indexedDbStore(name)
