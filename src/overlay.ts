@@ -214,7 +214,7 @@ export class Overlay {
   readBytes(entry: Entry): Uint8Array {
     if (entry.node?.type === 'file') {
       // A blob the integrity check dropped (its bytes were corrupt) reads as an I/O error, as a bad disk block would.
-      if (!this.blobs.has(entry.node.blob)) throw new FsError('EIO', 'read', entry.path, undefined, 'i/o error: the stored content failed its checksum')
+      if (!this.blobs.intact(entry.node.blob)) throw new FsError('EIO', 'read', entry.path, undefined, 'i/o error: the stored content failed its checksum')
       return this.blobs.get(entry.node.blob)
     }
     if (entry.lowerPath !== null && entry.type === 'file') return this.lower.readFile(entry.lowerPath)

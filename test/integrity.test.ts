@@ -47,6 +47,32 @@ describe('store integrity checked in the background after open', () => {
   })
 })
 
+describe('content read before the background check reaches it', () => {
+  it('is checked on first read: damaged bytes read as EIO, never as content, and are reported with the rest', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/plan.md', '1. migrate the database')
+    const good = await ws.checkpoint({ name: 'good' })
+    ws.fs.writeFileSync('/other.md', 'intact')
+    await ws.close()
+    const image = store.image()
+    const victim = image.blobs.find(([, bytes]) => new TextDecoder().decode(bytes) === '1. migrate the database')!
+    victim[1][0] ^= 1
+    const alerts: string[] = []
+    const reopened = await Workspace.open({ store: MemoryStore.from(image), autoCheckpoint: false, onAlert: (a) => alerts.push(a.kind) })
+    // Synchronously after open: the background check has not run a slice yet.
+    expect(() => reopened.fs.readFileSync('/plan.md')).toThrow(expect.objectContaining({ code: 'EIO', syscall: 'read', path: '/plan.md' }))
+    expect(reopened.fs.readFileSync('/other.md', 'utf8')).toBe('intact')
+    // Nothing else reads the bad bytes either: a diff sees no content, a second read is EIO again.
+    expect(() => reopened.fs.readFileSync('/plan.md')).toThrow(expect.objectContaining({ code: 'EIO' }))
+    const report = await reopened.verify()
+    expect(report.corrupt).toEqual([victim[0]])
+    expect(report.broken).toEqual([good.id])
+    expect(alerts).toEqual(['integrity'])
+    await reopened.close()
+  })
+})
+
 describe('content dropped by the integrity check', () => {
   it('reads as EIO from the live tree, and changes() still lists the file (without a patch)', async () => {
     const store = new MemoryStore()

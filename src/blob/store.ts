@@ -4,6 +4,7 @@
  * it is given. Unreachable blobs are removed by the collector (collector.ts), never by the store.
  */
 import { bytesEqual } from '../bytes.js'
+import { FsError } from '../errors.js'
 import { type Delta, MIN_DELTA_SIZE, applyDelta, makeDelta } from './delta.js'
 import { hashBytes } from './hash.js'
 
@@ -50,16 +51,49 @@ export class BlobStore {
     return id
   }
 
-  /** Inserts content under the id a durable store knows it by (ids may come from another hash). */
-  adopt(id: BlobId, bytes: Uint8Array): void {
+  /**
+   * Inserts content under the id a durable store knows it by (ids may come from another hash).
+   * `unchecked`: the bytes have not been hashed against the id yet; the first read checks them, so
+   * damaged content is never returned, whether the background check has reached it or not.
+   */
+  adopt(id: BlobId, bytes: Uint8Array, unchecked = false): void {
     if (this.blobs.has(id)) return
     this.blobs.set(id, bytes)
     this.storedBytes += bytes.byteLength
+    if (unchecked) this.unchecked.add(id)
+  }
+
+  /** Adopted blobs whose bytes have not been hashed against their ids. */
+  private readonly unchecked = new Set<BlobId>()
+
+  /** Told when a check finds an adopted blob's bytes do not match its id (the blob is dropped first). */
+  onCorrupt: ((id: BlobId) => void) | undefined
+
+  /**
+   * Hashes an adopted blob's bytes against its id if that has not been done: true when they match
+   * (or were checked before), false when the blob is missing or corrupt (then dropped from memory).
+   */
+  check(id: BlobId): boolean {
+    if (!this.unchecked.delete(id)) return this.blobs.has(id)
+    const stored = this.blobs.get(id)
+    if (stored === undefined) return false
+    if (!(stored instanceof Uint8Array) || hashBytes(stored) === id) return true
+    this.erase(id)
+    this.onCorrupt?.(id)
+    return false
+  }
+
+  /** Whether a blob can be read: present, and its bytes match its id. */
+  intact(id: BlobId): boolean {
+    return this.unchecked.has(id) ? this.check(id) : this.blobs.has(id)
   }
 
   /** The stored bytes: callers must not modify them (copy before handing them out). */
   get(id: BlobId): Uint8Array {
     this.counters.touched++
+    if (this.unchecked.size > 0 && this.unchecked.has(id) && !this.check(id)) {
+      throw new FsError('EIO', 'read', undefined, undefined, `i/o error: stored content ${id} failed its checksum`)
+    }
     const stored = this.blobs.get(id)
     if (stored === undefined) throw new Error(`rewindfs: blob ${id} is missing from the store`)
     if (stored instanceof Uint8Array) return stored

@@ -7,7 +7,7 @@
  * journal is kept aside, and a damaged store is replayed up to the damage and written no more.
  */
 import type { BlobId, BlobStore } from '../blob/store.js'
-import { hashBytes, madeHere } from '../blob/hash.js'
+import { madeHere } from '../blob/hash.js'
 import type { DirNode, UpperNode } from '../layer/nodes.js'
 import { WHITEOUT } from '../layer/nodes.js'
 import { type MapRoot, mapEntries, mapGet } from '../layer/persistent-map.js'
@@ -611,9 +611,10 @@ export class Durability {
           continue
         }
         if (bytes) {
-          blobs.adopt(id, bytes)
+          const checkable = madeHere(id)
+          blobs.adopt(id, bytes, checkable)
           this.durableBlobs.add(id)
-          if (madeHere(id)) this.unverified.push(id)
+          if (checkable) this.unverified.push(id)
         }
       }
     }
@@ -820,21 +821,24 @@ export class Durability {
   async verify(budget = 4 * 1024 * 1024): Promise<IntegrityReport> {
     const { blobs } = this.host
     const report: IntegrityReport = { verified: 0, corrupt: [], broken: [] }
+    // A read that reaches a blob first checks it there (BlobStore.check): both land here.
+    const found: BlobId[] = []
+    blobs.onCorrupt = (id) => {
+      found.push(id)
+      this.durableBlobs.delete(id)
+      this.corrupt.add(id)
+    }
     while (this.unverified.length > 0) {
       await new Promise((resolve) => setTimeout(resolve, 0))
       for (let spent = 0; spent < budget && this.unverified.length > 0; ) {
         const id = this.unverified.pop()!
-        if (!blobs.has(id)) continue // collected meanwhile
-        const bytes = blobs.get(id)
-        spent += bytes.byteLength + 64
+        if (!blobs.has(id)) continue // collected meanwhile, or found corrupt by a read
+        spent += blobs.size(id) + 64
         report.verified++
-        if (hashBytes(bytes) === id) continue
-        report.corrupt.push(id)
-        blobs.erase(id)
-        this.durableBlobs.delete(id)
-        this.corrupt.add(id)
+        blobs.check(id)
       }
     }
+    report.corrupt = found
     if (report.corrupt.length > 0) report.broken = this.checkIntegrity()
     return report
   }
