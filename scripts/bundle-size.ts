@@ -9,6 +9,7 @@
  * Also imported by bench/run.ts.
  */
 import { build } from 'esbuild'
+import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 
@@ -45,7 +46,8 @@ export async function bundleSize(entry: string = ENTRY): Promise<BundleSize> {
     logLevel: 'silent',
   })
   const outputs = result.metafile.outputs
-  const entryName = Object.keys(outputs).find((name) => outputs[name].entryPoint !== undefined)
+  // Chunks of dynamic imports name their module as entryPoint too: match the entry itself.
+  const entryName = Object.keys(outputs).find((name) => outputs[name].entryPoint !== undefined && resolve(outputs[name].entryPoint!) === resolve(entry))
   if (!entryName) throw new Error('esbuild produced no entry chunk')
   // The entry and everything it reaches through static imports load together.
   const eager = new Set<string>()

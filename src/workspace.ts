@@ -32,6 +32,8 @@ import { FlushBook } from './flush/book.js'
 import type { FlushOptions, FlushReport } from './flush/flush.js'
 import { PinnedLower } from './flush/pinned-lower.js'
 import { type FlushTarget, isFlushTarget } from './flush/target.js'
+import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
+import type { FileSystemTree } from './lower/file-system-tree.js'
 import { absolute, basename, dirname, normalize, pathMatcher } from './path.js'
 
 export type CheckpointKind = 'manual' | 'auto' | 'turn' | 'compact' | 'guard'
@@ -986,6 +988,18 @@ export class Workspace {
   /** Installs the runner ws.exec uses (rewindfs/adapters/node-fs does this when imported). */
   static useShell(runner: ShellRunner): void {
     shell = runner
+  }
+
+  /**
+   * The view (or the directory `path`) as a WebContainers FileSystemTree, or as a zip archive
+   * streamed in chunks (modes, symlinks and times as Info-ZIP stores them), read from a fork taken
+   * now. The code loads on first use.
+   */
+  export(options: FileSystemTreeExportOptions): Promise<FileSystemTree>
+  export(options: ZipExportOptions): Promise<AsyncIterable<Uint8Array>>
+  export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>>
+  async export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>> {
+    return (await import('./engine/export.js')).exportView(this, options)
   }
 
   /** Loads the contents of these paths from an asynchronous lower source, so sync reads work. */
