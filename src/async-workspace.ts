@@ -10,10 +10,16 @@ import type { Change } from './diff.js'
 import type { Operation } from './engine/journal.js'
 import type { JsonValue } from './engine/state.js'
 import type { ApprovalHook } from './engine/transaction.js'
+import type { IntegrityReport } from './engine/durability.js'
+import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
+import type { FlushOptions, FlushReport } from './flush/flush.js'
+import type { FileSystemTree } from './lower/file-system-tree.js'
 import type {
   Checkpoint,
   CheckpointInfo,
   CheckpointKind,
+  ExecOptions,
+  ExecResult,
   HistoryFilter,
   PurgeReport,
   RestoreOptions,
@@ -22,11 +28,12 @@ import type {
   ResumePoint,
   UndoOptions,
   UndoResult,
+  WorkspaceCounters,
 } from './workspace.js'
 
 export type Awaitable<T> = T | Promise<T>
 
-/** The promise-form fs members a remote workspace carries (Node's own signatures). */
+/** The promise-form fs members that take paths, carried as they are (Node's own signatures). */
 export type AsyncFsMember =
   | 'access'
   | 'appendFile'
@@ -34,7 +41,9 @@ export type AsyncFsMember =
   | 'chown'
   | 'copyFile'
   | 'cp'
+  | 'lchmod'
   | 'lchown'
+  | 'link'
   | 'lstat'
   | 'lutimes'
   | 'mkdir'
@@ -47,6 +56,7 @@ export type AsyncFsMember =
   | 'rm'
   | 'rmdir'
   | 'stat'
+  | 'statfs'
   | 'symlink'
   | 'truncate'
   | 'unlink'
@@ -54,12 +64,60 @@ export type AsyncFsMember =
   | 'writeFile'
 
 /** A type query only: nothing from Node is loaded. */
-export type AsyncFs = Pick<typeof import('node:fs').promises, AsyncFsMember>
+type NodePromises = typeof import('node:fs').promises
+type NodeFileHandle = import('node:fs/promises').FileHandle
 
-/** What `fs` must offer: Node's `fs.promises` subset, as `ws.fs.promises`. */
+/** FileHandle members both sides carry (Node's own signatures). */
+export type AsyncFileHandleMember =
+  | 'fd'
+  | 'read'
+  | 'write'
+  | 'readv'
+  | 'writev'
+  | 'readFile'
+  | 'writeFile'
+  | 'appendFile'
+  | 'stat'
+  | 'truncate'
+  | 'chmod'
+  | 'chown'
+  | 'utimes'
+  | 'sync'
+  | 'datasync'
+  | 'close'
+  | 'readableWebStream'
+  | 'createReadStream'
+  | 'createWriteStream'
+
+/** fs/promises FileHandle as both sides offer it; `readLines` yields the lines (Node's readline.Interface is one such iterable). */
+export interface AsyncFileHandle extends Pick<NodeFileHandle, AsyncFileHandleMember> {
+  readLines(options?: Parameters<NodeFileHandle['readLines']>[0]): AsyncIterable<string>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** fs.Dir as both sides offer it: read, close and async iteration. */
+export type AsyncDir = Pick<import('node:fs').Dir, 'path' | 'read' | 'close' | typeof Symbol.asyncIterator>
+
+/** Node's fs.promises as both sides offer it. */
+export interface AsyncFs extends Pick<NodePromises, AsyncFsMember | 'constants'> {
+  open(path: import('node:fs').PathLike, flags?: string | number, mode?: import('node:fs').Mode): Promise<AsyncFileHandle>
+  opendir(path: import('node:fs').PathLike, options?: import('node:fs').OpenDirOptions): Promise<AsyncDir>
+}
+
+/**
+ * What `fs` must offer: Node's `fs.promises` (as `ws.fs.promises`), `exists` and the streams. A
+ * host without Node streams (a browser page) gets web streams from createReadStream and
+ * createWriteStream instead.
+ */
 export interface AsyncFsRoot {
   readonly promises: AsyncFs
+  exists(path: import('node:fs').PathLike, callback: (exists: boolean) => void): void
+  createReadStream: typeof import('node:fs').createReadStream
+  createWriteStream: typeof import('node:fs').createWriteStream
 }
+
+/** flush() options that can cross a message channel (canary targets are the worker's, by descriptor). */
+export type AsyncFlushOptions = Pick<FlushOptions, 'force' | 'dryRun' | 'onProgress'>
 
 export interface AsyncSessionState {
   get(key: string): Promise<JsonValue | undefined>
@@ -91,6 +149,11 @@ export interface AsyncWorkspace {
   readonly status: { readonly degraded?: string; readonly warnings: readonly string[] }
   readonly resume: ResumePoint | undefined
   readonly state: AsyncSessionState
+  /** Why writes are refused (freeze()), if they are. */
+  readonly frozen: string | undefined
+  /** Work counters and blob store occupancy (a worker answers them in a round trip: await them). */
+  readonly counters: Awaitable<WorkspaceCounters>
+  readonly storage: Awaitable<{ blobs: number; bytes: number }>
 
   chdir(path: string): Awaitable<void>
   cwd(): Awaitable<string>
@@ -121,6 +184,15 @@ export interface AsyncWorkspace {
   collectGarbage(): Awaitable<void>
   fork(session?: string): Promise<AsyncWorkspace>
 
+  /** Into the workspace's own lower source (a worker also takes target descriptors). */
+  flush(target?: undefined, options?: AsyncFlushOptions): Promise<FlushReport>
+  exec(command: string, options?: ExecOptions): Promise<ExecResult>
+  prefetch(paths: readonly string[]): Promise<void>
+  /** The view as a WebContainers FileSystemTree, or as a zip streamed in chunks. */
+  export(options: FileSystemTreeExportOptions): Promise<FileSystemTree>
+  export(options: ZipExportOptions): Promise<AsyncIterable<Uint8Array>>
+  export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>>
+  verify(): Promise<IntegrityReport>
   sync(): Promise<void>
   compact(): Promise<void>
   close(): Promise<void>

@@ -24,7 +24,20 @@ export type {
   ShellRunner,
 } from './workspace.js'
 export type { Change } from './diff.js'
-export type { AsyncWorkspace, AsyncFs, AsyncFsMember, AsyncFsRoot, AsyncSessionState, AsyncSideEffect, AsyncTransactionOptions, Awaitable } from './async-workspace.js'
+export type {
+  AsyncWorkspace,
+  AsyncDir,
+  AsyncFileHandle,
+  AsyncFlushOptions,
+  AsyncFs,
+  AsyncFsMember,
+  AsyncFsRoot,
+  AsyncSessionState,
+  AsyncSideEffect,
+  AsyncTransactionOptions,
+  Awaitable,
+} from './async-workspace.js'
+export type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
 export type { FlushTarget, FlushEntry, FlushProgress } from './flush/target.js'
 export type { FlushOptions, FlushReport } from './flush/flush.js'
 export { NotLoadedError, isNotLoaded } from './lower/source.js'

@@ -4,17 +4,23 @@
  * fs errors keep Node's fields; a worker that dies rejects every pending call and is reported.
  */
 import * as Comlink from 'comlink'
-import type { AsyncFsMember, AsyncFsRoot, AsyncSessionState, AsyncSideEffect, AsyncTransactionOptions, AsyncWorkspace } from '../src/async-workspace.js'
+import type { AsyncFlushOptions, AsyncFsMember, AsyncFsRoot, AsyncSessionState, AsyncSideEffect, AsyncTransactionOptions, AsyncWorkspace } from '../src/async-workspace.js'
 import type { Change } from '../src/diff.js'
 import type { Operation } from '../src/engine/journal.js'
 import type { JsonValue } from '../src/engine/state.js'
 import type { ApprovalHook } from '../src/engine/transaction.js'
 import type { Validator } from '../src/engine/validator.js'
+import type { IntegrityReport } from '../src/engine/durability.js'
+import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from '../src/engine/export.js'
+import type { FlushReport } from '../src/flush/flush.js'
+import type { FileSystemTree } from '../src/lower/file-system-tree.js'
 import type {
   Alert,
   Checkpoint,
   CheckpointInfo,
   CheckpointKind,
+  ExecOptions,
+  ExecResult,
   HistoryFilter,
   PurgeReport,
   RestoreOptions,
@@ -23,13 +29,14 @@ import type {
   ResumePoint,
   UndoOptions,
   UndoResult,
+  WorkspaceCounters,
 } from '../src/workspace.js'
 import { Channel, type WorkerLike, coded } from './channel.js'
 import { WORKER_CLOSED } from './constants.js'
 import type { CallCallbacks, StagedServer } from './host.js'
-import type { LowerDescriptor, Member, Opened, Outcome, StatusRecord, StoreDescriptor } from './protocol.js'
+import type { FlushTargetDescriptor, LowerDescriptor, Member, Opened, Outcome, StatusRecord, StoreDescriptor } from './protocol.js'
 import { type WorkerFs, createWorkerFs, withoutTransfer } from './remote-fs.js'
-import { type BatchWire, errorRecord, packBatch, unpackResults } from './values.js'
+import { type BatchWire, cursorId, decodeValue, errorRecord, packBatch, unpackResults } from './values.js'
 
 export interface OpenWorkerOptions {
   lower?: LowerDescriptor
@@ -53,6 +60,12 @@ export interface BatchOp {
 }
 
 export type BatchResult = { ok: true; value: unknown } | { ok: false; error: Error }
+
+/** flush() across the channel: canary targets are checked by `verify`, given the ids of those written. */
+export interface WorkerFlushOptions extends AsyncFlushOptions {
+  canary?: number
+  verify?: (targets: readonly { id: string }[]) => unknown
+}
 
 export interface WorkerStatus {
   readonly degraded?: string
@@ -83,7 +96,7 @@ export class WorkerWorkspace implements AsyncWorkspace {
     this.umask = opened.umask
     this.mirrored = opened.status
     this.resume = opened.resume as ResumePoint | undefined
-    this.fs = createWorkerFs((call, transfers) => this.send({ t: 'fs', handle, ...call }, undefined, transfers))
+    this.fs = createWorkerFs((message, transfers) => this.send({ ...message, handle }, undefined, transfers))
     this.state = {
       get: (key) => this.call('stateGet', [key]) as Promise<JsonValue | undefined>,
       set: async (key, value) => void (await this.call('stateSet', [key, value])),
@@ -99,6 +112,21 @@ export class WorkerWorkspace implements AsyncWorkspace {
       ...(this.channel.crashed ? { crashed: this.channel.crashed.message } : {}),
       closed: this.closed || this.channel.closed,
     }
+  }
+
+  /** Why writes are refused (freeze()), as of the last engine call. */
+  get frozen(): string | undefined {
+    return this.mirrored.frozen
+  }
+
+  /** The engine's work counters, now (a round trip). */
+  get counters(): Promise<WorkspaceCounters> {
+    return this.call('counters', []) as Promise<WorkspaceCounters>
+  }
+
+  /** Blob store occupancy, now (a round trip). */
+  get storage(): Promise<{ blobs: number; bytes: number }> {
+    return this.call('storage', []) as Promise<{ blobs: number; bytes: number }>
   }
 
   /** A closed session (a fork closed on its own) refuses calls here, as the whole worker does once closed. */
@@ -183,9 +211,9 @@ export class WorkerWorkspace implements AsyncWorkspace {
     const channel = this.channel
     const callbacks: CallCallbacks = {
       async body(server: StagedServer): Promise<Outcome> {
-        const staged = createWorkerFs((call, transfers) => channel.settle(server.request(transfers.length > 0 ? Comlink.transfer(call, transfers) : call)))
+        const staged = createWorkerFs((message, transfers) => channel.settle(server.request(transfers.length > 0 ? Comlink.transfer(message, transfers) : message)))
         try {
-          return { ok: true, value: await body({ promises: staged }) }
+          return { ok: true, value: await body(staged) }
         } catch (error) {
           return { ok: false, error: errorRecord(error) }
         }
@@ -230,6 +258,66 @@ export class WorkerWorkspace implements AsyncWorkspace {
   }
   sync(): Promise<void> {
     return this.call('sync', []) as Promise<void>
+  }
+  verify(): Promise<IntegrityReport> {
+    return this.call('verify', []) as Promise<IntegrityReport>
+  }
+  prefetch(paths: readonly string[]): Promise<void> {
+    return this.call('prefetch', [[...paths]]) as Promise<void>
+  }
+  /** Runs a shell command against the worker's workspace (a Node worker only: a browser's answers ENOSYS). */
+  exec(command: string, options?: ExecOptions): Promise<ExecResult> {
+    return this.call('exec', options === undefined ? [command] : [command, options]) as Promise<ExecResult>
+  }
+
+  /**
+   * Flushes into the worker's lower source, or into targets the worker opens by descriptor (a
+   * directory in a Node worker, an IndexedDB tree in a browser's). Progress and a canary's verify
+   * run here.
+   */
+  flush(target?: FlushTargetDescriptor | readonly FlushTargetDescriptor[], options: WorkerFlushOptions = {}): Promise<FlushReport> {
+    const { onProgress, verify, ...rest } = options
+    const callbacks: CallCallbacks = {
+      ...(onProgress ? { progress: async (progress) => onProgress(progress) } : {}),
+      ...(verify ? { verify: async (targets) => verify(targets) } : {}),
+    }
+    const args = [target === undefined ? undefined : Array.isArray(target) ? [...target] : target, { ...rest, ...(onProgress ? { progress: true } : {}), ...(verify ? { verify: true } : {}) }]
+    return this.call('flush', args, onProgress || verify ? callbacks : undefined) as Promise<FlushReport>
+  }
+
+  /** The worker's view as a FileSystemTree (one message), or a zip pulled chunk by chunk as it is iterated. */
+  export(options: FileSystemTreeExportOptions): Promise<FileSystemTree>
+  export(options: ZipExportOptions): Promise<AsyncIterable<Uint8Array>>
+  export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>>
+  async export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>> {
+    const result = await this.call('export', [options])
+    const id = cursorId(result)
+    return id === undefined ? (result as FileSystemTree) : this.cursor(id)
+  }
+
+  /** A worker cursor as an async iterable: each step pulls one value; breaking off ends it in the worker. */
+  private cursor(id: number): AsyncIterable<Uint8Array> {
+    const pull = (op: 'next' | 'return') => this.send({ t: 'cursor', handle: this.handle, op, id }) as Promise<{ done: boolean; value?: unknown }>
+    return {
+      [Symbol.asyncIterator]: () => {
+        let done = false
+        return {
+          async next(): Promise<IteratorResult<Uint8Array>> {
+            if (done) return { done: true, value: undefined }
+            const step = await pull('next')
+            if (step.done) done = true
+            return step.done ? { done: true, value: undefined } : { done: false, value: decodeValue(step.value) as Uint8Array }
+          },
+          async return(): Promise<IteratorResult<Uint8Array>> {
+            if (!done) {
+              done = true
+              await pull('return')
+            }
+            return { done: true, value: undefined }
+          },
+        }
+      },
+    }
   }
   compact(): Promise<void> {
     return this.call('compact', []) as Promise<void>

@@ -7,7 +7,10 @@ export const BAD_CALL = 'ERR_REWINDFS_BAD_CALL'
 export const WORKER_CRASHED = 'ERR_REWINDFS_WORKER_CRASHED'
 export const WORKER_CLOSED = 'ERR_REWINDFS_WORKER_CLOSED'
 
-/** Node's fs.promises members the worker serves, each run by its synchronous form. */
+/**
+ * fs calls that name paths: Node's fs.promises members, and `exists`. The worker runs each by its
+ * synchronous form; a batch names them by their index here.
+ */
 export const fsMembers = [
   'access',
   'appendFile',
@@ -33,10 +36,33 @@ export const fsMembers = [
   'unlink',
   'utimes',
   'writeFile',
-] as const satisfies readonly AsyncFsMember[]
+  'lchmod',
+  'link',
+  'statfs',
+  'exists',
+] as const satisfies readonly (AsyncFsMember | 'exists')[]
 
 // Compile-time: the list above covers every AsyncFs member.
 type Missing = Exclude<AsyncFsMember, (typeof fsMembers)[number]>
-const everyMember: Missing extends never ? true : Missing = true
+const everyMember: [Missing] extends [never] ? true : Missing = true
 void everyMember
 
+/** FileHandle methods, run on the worker's descriptor by the matching fd call (read → readSync(fd, …)). */
+export const fileMembers = [
+  'read',
+  'write',
+  'readv',
+  'writev',
+  'readFile',
+  'writeFile',
+  'appendFile',
+  'stat',
+  'truncate',
+  'chmod',
+  'chown',
+  'utimes',
+  'sync',
+  'datasync',
+  'close',
+] as const
+export type FileMember = (typeof fileMembers)[number]

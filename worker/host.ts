@@ -11,10 +11,12 @@ import type { ApprovalRequest } from '../src/engine/transaction.js'
 import type { ValidateResult, Validator } from '../src/engine/validator.js'
 import type { JsonValue } from '../src/engine/state.js'
 import type { LowerSource } from '../src/lower/source.js'
-import { isNotLoaded } from '../src/lower/source.js'
 import type { LowerInput } from '../src/lower/index.js'
+import type { FlushTarget } from '../src/flush/target.js'
+import type { FlushProgress } from '../src/flush/target.js'
+import { FsServer, type FsFunctions, runLoading, tryRun } from './fs-server.js'
 import {
-  type FsCall,
+  type FlushTargetDescriptor,
   type LowerDescriptor,
   type Member,
   type OpenOptions,
@@ -23,13 +25,12 @@ import {
   type StatusRecord,
   type StoreDescriptor,
   badCall,
-  fsCall,
-  fsMembers,
+  fsMessage,
   memberArguments,
   parse,
   request as requestSchema,
 } from './protocol.js'
-import { ResultPacker, encodeValue, errorRecord, toError, unpackBatch } from './values.js'
+import { ResultPacker, cursorRecord, encodeValue, errorRecord, toError, unpackBatch } from './values.js'
 
 const validators = new Map<string, Validator>()
 
@@ -48,11 +49,14 @@ export interface Hooks {
   validate?(name: string, content: Uint8Array, path: string): Promise<ValidateResult>
 }
 
-/** What a call's callback can carry: a transaction body (with its approval hook) or a compensation. */
+/** What a call's callback can carry: a transaction body (with its approval hook), a compensation, or a flush's hooks. */
 export interface CallCallbacks {
   body?(fs: StagedServer): Promise<Outcome>
   approve?(request: ApprovalRequest): Promise<boolean>
   compensate?(): Promise<unknown>
+  progress?(progress: FlushProgress & { target: string }): Promise<void>
+  /** A canary flush's check, given the ids of the targets written so far. */
+  verify?(targets: { id: string }[]): Promise<unknown>
 }
 
 /** The staged fs of a running transaction, served to the caller's body. */
@@ -74,7 +78,7 @@ export function registerAdapter(name: AdapterName, module: object): void {
   adapters.set(name, module as Record<string, unknown>)
 }
 
-async function adapterFunction(adapter: AdapterName, name: string): Promise<(arg: string) => unknown> {
+async function adapterModule(adapter: AdapterName): Promise<Record<string, unknown>> {
   let module = adapters.get(adapter)
   if (!module) {
     // A specifier in a variable: bundlers leave it alone, so a browser bundle never pulls node:fs in.
@@ -88,7 +92,11 @@ async function adapterFunction(adapter: AdapterName, name: string): Promise<(arg
     }
     adapters.set(adapter, module)
   }
-  const fn = module[name]
+  return module
+}
+
+async function adapterFunction(adapter: AdapterName, name: string): Promise<(arg: string) => unknown> {
+  const fn = (await adapterModule(adapter))[name]
   if (typeof fn !== 'function') throw Object.assign(new Error(`rewindfs worker: the ${adapter} adapter has no ${name}()`), { code: 'ERR_REWINDFS_NO_ADAPTER' })
   return fn as (arg: string) => unknown
 }
@@ -121,6 +129,15 @@ async function resolveStore(store: StoreDescriptor | undefined): Promise<Store |
   }
 }
 
+async function resolveFlushTarget(target: FlushTargetDescriptor): Promise<FlushTarget> {
+  switch (target.kind) {
+    case 'directory':
+      return (await (await adapterFunction('node-fs', 'directory'))(target.path)) as FlushTarget
+    case 'indexeddb-tree':
+      return (await (await adapterFunction('indexeddb', 'indexedDbTree'))(target.name)) as FlushTarget
+  }
+}
+
 function status(ws: Workspace): StatusRecord {
   return {
     ...(ws.status.degraded !== undefined ? { degraded: ws.status.degraded } : {}),
@@ -129,42 +146,19 @@ function status(ws: Workspace): StatusRecord {
   }
 }
 
-type FsFunctions = Record<string, (...args: unknown[]) => unknown>
-
-/** Each member's sync form by name, made once rather than per call. */
-const syncName = Object.fromEntries(fsMembers.map((op) => [op, `${op}Sync`])) as Record<FsCall['op'], string>
-
-/** Runs one fs call by its sync form; `undefined` when it needs contents an asynchronous lower has not loaded. */
-function tryFs(fs: FsFunctions, call: FsCall): Outcome | undefined {
-  try {
-    return { ok: true, value: fs[syncName[call.op]](...call.args) }
-  } catch (error) {
-    return isNotLoaded(error) ? undefined : { ok: false, error: errorRecord(error) }
-  }
-}
-
-/** One fs call; contents of an asynchronous lower load on demand (a call can name several: cp), then it runs again. */
-async function runFs(fs: FsFunctions, lower: LowerSource, call: FsCall): Promise<Outcome> {
-  for (let loads = 0; ; loads++) {
-    try {
-      return { ok: true, value: fs[syncName[call.op]](...call.args) }
-    } catch (error) {
-      if (!isNotLoaded(error) || !lower.prefetch || loads >= 64) return { ok: false, error: errorRecord(error) }
-      await lower.prefetch([error.path])
-    }
-  }
-}
-
-/** A single call's answer: its value ready to post (contents as their own transferred buffer). */
-function encoded(outcome: Outcome, transfers: Transferable[]): Outcome {
-  return outcome.ok ? { ok: true, value: encodeValue(outcome.value, transfers) } : outcome
+/** An open workspace: its fs server and the cursors (zip exports) it has handed out. */
+interface Session {
+  readonly ws: Workspace
+  readonly server: FsServer
+  readonly cursors: Map<number, AsyncIterator<unknown>>
 }
 
 export class WorkspaceHost {
-  private readonly workspaces = new Map<number, Workspace>()
+  private readonly workspaces = new Map<number, Session>()
   /** The caller's hooks, by the handle of the workspace opened with them (its forks share them). */
   private readonly hooks = new Map<number, Hooks>()
   private nextHandle = 1
+  private nextCursor = 1
 
   /** Answers one request; never throws. Transferable buffers of the answer are pushed on `transfers`. */
   async request(message: unknown, callbacks: CallCallbacks | undefined, hooks: Hooks | undefined, transfers: Transferable[]): Promise<Outcome> {
@@ -173,26 +167,41 @@ export class WorkspaceHost {
     const req = parsed.value
     try {
       if (req.t === 'open') return { ok: true, value: await this.open(req.options, hooks) }
-      const ws = this.workspaces.get(req.handle)
-      if (!ws) return { ok: false, error: badCall(`no open workspace has handle ${req.handle} (closed already?)`) }
+      const session = this.workspaces.get(req.handle)
+      if (!session) return { ok: false, error: badCall(`no open workspace has handle ${req.handle} (closed already?)`) }
+      const { ws, server } = session
       switch (req.t) {
         case 'fs':
-          return encoded(await runFs(ws.fs as unknown as FsFunctions, ws.lower, req), transfers)
+        case 'file':
+        case 'dir':
+          return await server.serve(req, transfers)
         case 'batch': {
-          const fs = ws.fs as unknown as FsFunctions
           const calls = unpackBatch(req)
           if (!calls) return { ok: false, error: badCall('batch: contents lie outside the packed buffer') }
           const packer = new ResultPacker(calls.length)
           for (const call of calls) {
+            const run = server.runPath(call)
             // Synchronously where possible: a batch is one task, not one task per operation.
-            const outcome = tryFs(fs, call) ?? (await runFs(fs, ws.lower, call))
+            const outcome = tryRun(run) ?? (await runLoading(ws.lower, run))
             if (outcome.ok) packer.value(outcome.value, transfers)
             else packer.error(outcome.error)
           }
           return { ok: true, value: packer.finish(transfers) }
         }
+        case 'cursor': {
+          const cursor = session.cursors.get(req.id)
+          if (!cursor) return { ok: false, error: badCall(`no open cursor has id ${req.id} (ended already?)`) }
+          if (req.op === 'return') {
+            session.cursors.delete(req.id)
+            await cursor.return?.()
+            return { ok: true, value: { done: true } }
+          }
+          const next = await cursor.next()
+          if (next.done) session.cursors.delete(req.id)
+          return { ok: true, value: next.done ? { done: true } : { done: false, value: encodeValue(next.value, transfers) } }
+        }
         case 'close':
-          await ws.close()
+          await this.closeSession(session)
           this.workspaces.delete(req.handle)
           release(this.hooks.get(req.handle))
           this.hooks.delete(req.handle)
@@ -200,7 +209,7 @@ export class WorkspaceHost {
         case 'call': {
           const args = parse(memberArguments[req.member] as z.ZodType<unknown[]>, req.args, `the arguments of ${req.member}()`)
           if (!args.ok) return args
-          const result = await this.call(ws, req.member, args.value, callbacks)
+          const result = await this.call(session, req.member, args.value, callbacks)
           return { ok: true, value: { result, status: status(ws), resume: ws.resume } }
         }
       }
@@ -239,11 +248,26 @@ export class WorkspaceHost {
 
   private register(ws: Workspace): Opened {
     const handle = this.nextHandle++
-    this.workspaces.set(handle, ws)
+    this.workspaces.set(handle, { ws, server: new FsServer(ws.fs as unknown as FsFunctions, ws.lower), cursors: new Map() })
     return { handle, session: ws.session, umask: ws.umask, status: status(ws), resume: ws.resume }
   }
 
-  private async call(ws: Workspace, member: Member, args: unknown[], callbacks: CallCallbacks | undefined): Promise<unknown> {
+  private async closeSession(session: Session): Promise<void> {
+    for (const cursor of session.cursors.values()) await cursor.return?.().catch(() => undefined)
+    session.cursors.clear()
+    session.server.dispose()
+    await session.ws.close()
+  }
+
+  /** Hands out an async iterable as a cursor the caller pulls from. */
+  private cursor(session: Session, iterable: AsyncIterable<unknown>): unknown {
+    const id = this.nextCursor++
+    session.cursors.set(id, iterable[Symbol.asyncIterator]())
+    return cursorRecord(id)
+  }
+
+  private async call(session: Session, member: Member, args: unknown[], callbacks: CallCallbacks | undefined): Promise<unknown> {
+    const { ws } = session
     switch (member) {
       case 'transaction':
         return this.transaction(ws, args[0] as { label?: string; group?: string; riskThreshold?: number; approve?: boolean } | undefined, callbacks)
@@ -263,11 +287,41 @@ export class WorkspaceHost {
         return ws.state.delete(args[0] as string)
       case 'stateEntries':
         return ws.state.entries()
+      case 'counters':
+        return ws.counters
+      case 'storage':
+        return ws.storage
+      case 'export': {
+        const result = await ws.export(args[0] as Parameters<Workspace['export']>[0])
+        return Symbol.asyncIterator in result ? this.cursor(session, result as AsyncIterable<unknown>) : result
+      }
+      case 'flush':
+        return this.flush(ws, args[0] as FlushTargetDescriptor | FlushTargetDescriptor[] | undefined, args[1] as FlushCallOptions | undefined, callbacks)
+      case 'exec':
+        // Node's shell runner installs itself when the node-fs adapter loads; without it ws.exec says ENOSYS.
+        await adapterModule('node-fs').catch(() => undefined)
+        return ws.exec(args[0] as string, args[1] as Parameters<Workspace['exec']>[1])
       default: {
         // The remaining members take their validated arguments as they are.
         const method = (ws as unknown as Record<string, (...a: unknown[]) => unknown>)[member]
         return await method.apply(ws, args)
       }
+    }
+  }
+
+  private async flush(ws: Workspace, target: FlushTargetDescriptor | FlushTargetDescriptor[] | undefined, options: FlushCallOptions = {}, callbacks: CallCallbacks | undefined): Promise<unknown> {
+    const { progress, verify, ...rest } = options
+    if (progress && !callbacks?.progress) throw badCallError('flush: progress is set but no progress callback was passed')
+    if (verify && !callbacks?.verify) throw badCallError('flush: verify is set but no verify callback was passed')
+    const targets = target === undefined ? undefined : Array.isArray(target) ? await Promise.all(target.map(resolveFlushTarget)) : await resolveFlushTarget(target)
+    try {
+      return await ws.flush(targets, {
+        ...rest,
+        ...(progress ? { onProgress: (p: FlushProgress & { target: string }) => void callbacks!.progress!(p).catch(() => undefined) } : {}),
+        ...(verify ? { verify: (written: readonly FlushTarget[]) => callbacks!.verify!(written.map((t) => ({ id: t.id }))) } : {}),
+      })
+    } finally {
+      release(callbacks)
     }
   }
 
@@ -281,19 +335,20 @@ export class WorkspaceHost {
     if (approve && !callbacks.approve) throw badCallError('transaction: approve is set but no approval callback was passed')
     const body = async (staged: NodeFs) => {
       let running = true
+      const fs = new FsServer(staged as unknown as FsFunctions, ws.lower)
       const server: StagedServer = Comlink.proxy({
         request: async (call: unknown) => {
           // The staging fs lives as long as the body: a call kept past it would write nowhere.
           if (!running) return { ok: false, error: badCall('this transaction has ended: its staging fs is gone') }
-          const parsed = parse(fsCall, call)
+          const parsed = parse(fsMessage, call)
           if (!parsed.ok) return parsed
           const transfers: Transferable[] = []
-          const outcome = encoded(await runFs(staged as unknown as FsFunctions, ws.lower, parsed.value), transfers)
-          return Comlink.transfer(outcome, transfers)
+          return Comlink.transfer(await fs.serve(parsed.value, transfers), transfers)
         },
       })
       const outcome = await callbacks.body!(server).finally(() => {
         running = false
+        fs.dispose()
       })
       if (!outcome.ok) throw toError(outcome.error)
       return outcome.value
@@ -309,6 +364,14 @@ export class WorkspaceHost {
 /** Closes a comlink proxy's port now rather than whenever it is collected (a side effect's compensation is kept: it runs later). */
 function release(remote: object | undefined): void {
   ;(remote as { [Comlink.releaseProxy]?: () => void } | undefined)?.[Comlink.releaseProxy]?.()
+}
+
+interface FlushCallOptions {
+  force?: boolean
+  dryRun?: boolean
+  canary?: number
+  progress?: boolean
+  verify?: boolean
 }
 
 function badCallError(detail: string): Error {

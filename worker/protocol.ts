@@ -4,9 +4,9 @@
  * call is answered with ERR_REWINDFS_BAD_CALL and the worker keeps serving.
  */
 import * as z from 'zod'
-import { BAD_CALL, fsMembers } from './constants.js'
+import { BAD_CALL, fileMembers, fsMembers } from './constants.js'
 
-export { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED, fsMembers } from './constants.js'
+export { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED, fileMembers, fsMembers } from './constants.js'
 
 const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected a Uint8Array')
 const json: z.ZodType<unknown> = z.json()
@@ -49,6 +49,13 @@ export const openOptions = z.object({
 export type OpenOptions = z.infer<typeof openOptions>
 export type LowerDescriptor = z.infer<typeof lower>
 export type StoreDescriptor = z.infer<typeof store>
+
+/** A place a worker's workspace can flush into, named rather than passed (the worker opens it). */
+const flushTarget = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('directory'), path: z.string().min(1) }),
+  z.object({ kind: z.literal('indexeddb-tree'), name: z.string().min(1) }),
+])
+export type FlushTargetDescriptor = z.infer<typeof flushTarget>
 
 const name = z.string()
 const optionalObject = <T extends z.ZodRawShape>(shape: T) => z.object(shape).optional()
@@ -113,6 +120,21 @@ export const memberArguments = {
   fork: z.tuple([name.optional()]),
   sync: z.tuple([]),
   compact: z.tuple([]),
+  verify: z.tuple([]),
+  prefetch: z.tuple([z.array(z.string()).max(1_000_000)]),
+  /** `progress` / `verify`: the caller passed those hooks (they travel as callbacks). */
+  flush: z.tuple([
+    z.union([flushTarget, z.array(flushTarget).min(1)]).optional(),
+    optionalObject({ force: z.boolean().optional(), dryRun: z.boolean().optional(), canary: z.int().min(0).optional(), progress: z.boolean().optional(), verify: z.boolean().optional() }),
+  ]),
+  exec: z.tuple([
+    z.string(),
+    optionalObject({ cwd: z.string().optional(), env: z.record(z.string(), z.string().optional()).optional(), timeout: z.number().min(0).optional(), tmpdir: z.string().optional() }),
+  ]),
+  /** A FileSystemTree comes back whole; a zip comes back as a cursor of chunks. */
+  export: z.tuple([z.object({ format: z.enum(['file-system-tree', 'zip']), path: z.string().optional(), level: z.int().min(0).max(9).optional() })]),
+  counters: z.tuple([]),
+  storage: z.tuple([]),
   stateGet: z.tuple([name]),
   stateSet: z.tuple([name, json]),
   stateDelete: z.tuple([name]),
@@ -122,35 +144,62 @@ export type Member = keyof typeof memberArguments
 const memberNames = Object.keys(memberArguments) as [Member, ...Member[]]
 
 const handle = z.int().positive()
+const id = z.int().positive()
 /** Arguments are checked by the fs itself, with Node's own errors (ERR_INVALID_ARG_TYPE…). */
 const fsArguments = z.array(z.unknown()).max(8)
-export const fsCall = z.object({ op: z.enum(fsMembers), args: fsArguments })
-export type FsCall = z.infer<typeof fsCall>
+
+/** The fs messages: path calls, FileHandle calls on a descriptor, and Dir reads. A transaction's staged fs takes the same. */
+const fsShapes = {
+  fs: { t: z.literal('fs'), op: z.enum(fsMembers), args: fsArguments },
+  /** `open` makes a descriptor (its number is the answer); every other op runs on `fd`. */
+  file: { t: z.literal('file'), op: z.enum(['open', ...fileMembers]), fd: z.int().optional(), args: fsArguments },
+  /** `open` answers a Dir id; `read` answers up to `count` entries (none: the end); `close` drops it. */
+  dir: { t: z.literal('dir'), op: z.enum(['open', 'read', 'close']), id: id.optional(), args: fsArguments.optional(), count: z.int().min(1).max(65_536).optional() },
+} as const
+
+function checkFsMessage(message: { t: string; op: string; fd?: number; id?: number }, context: z.RefinementCtx): void {
+  if (message.t === 'file' && message.op !== 'open' && message.fd === undefined) context.addIssue({ code: 'custom', path: ['fd'], message: `file ${message.op} needs the descriptor` })
+  if (message.t === 'dir' && message.op !== 'open' && message.id === undefined) context.addIssue({ code: 'custom', path: ['id'], message: `dir ${message.op} needs the Dir id` })
+}
+
+export const fsMessage = z.discriminatedUnion('t', [z.object(fsShapes.fs), z.object(fsShapes.file), z.object(fsShapes.dir)]).superRefine(checkFsMessage)
+export type FsMessage = z.infer<typeof fsMessage>
+/** A path call as a batch carries it. */
+export type FsCall = Omit<Extract<FsMessage, { t: 'fs' }>, 't'>
 
 export const MAX_BATCH = 100_000
 
-export const request = z.discriminatedUnion('t', [
-  z.object({ t: z.literal('open'), options: openOptions }),
-  z.object({ t: z.literal('call'), handle, member: z.enum(memberNames), args: z.array(z.unknown()).max(4) }),
-  z.object({ t: z.literal('fs'), handle, op: z.enum(fsMembers), args: fsArguments }),
-  z
-    .object({
-      t: z.literal('batch'),
-      handle,
-      // Columns (see BatchRequestWire): cloning thousands of small objects costs more than running them.
-      ops: z.instanceof(Uint8Array).refine((ops) => ops.length <= MAX_BATCH, `at most ${MAX_BATCH} operations`),
-      counts: z.instanceof(Uint8Array),
-      args: z.array(z.unknown()),
-      bytes: z.instanceof(ArrayBuffer),
-    })
-    .superRefine((batch, context) => {
-      const invalid = batch.ops.findIndex((code) => code >= fsMembers.length)
-      if (invalid >= 0) context.addIssue({ code: 'custom', path: ['ops', invalid], message: `operation ${invalid} is not { op, args: [...] } naming an fs operation the worker serves` })
-      if (batch.counts.length !== batch.ops.length) context.addIssue({ code: 'custom', path: ['counts'], message: 'one argument count per operation' })
-      else if (batch.counts.reduce((sum, n) => sum + n, 0) !== batch.args.length) context.addIssue({ code: 'custom', path: ['args'], message: 'the argument counts do not add up to the arguments' })
-    }),
-  z.object({ t: z.literal('close'), handle }),
-])
+export const request = z
+  .discriminatedUnion('t', [
+    z.object({ t: z.literal('open'), options: openOptions }),
+    z.object({ t: z.literal('call'), handle, member: z.enum(memberNames), args: z.array(z.unknown()).max(4) }),
+    z.object({ ...fsShapes.fs, handle }),
+    z.object({ ...fsShapes.file, handle }),
+    z.object({ ...fsShapes.dir, handle }),
+    /** Pulls the next value of a cursor (a zip export's chunks), or ends it. */
+    z.object({ t: z.literal('cursor'), handle, op: z.enum(['next', 'return']), id }),
+    z
+      .object({
+        t: z.literal('batch'),
+        handle,
+        // Columns (see BatchRequestWire): cloning thousands of small objects costs more than running them.
+        ops: z.instanceof(Uint8Array).refine((ops) => ops.length <= MAX_BATCH, `at most ${MAX_BATCH} operations`),
+        counts: z.instanceof(Uint8Array),
+        args: z.array(z.unknown()),
+        bytes: z.instanceof(ArrayBuffer),
+      })
+      .superRefine((batch, context) => {
+        const invalid = batch.ops.findIndex((code) => code >= fsMembers.length)
+        if (invalid >= 0) context.addIssue({ code: 'custom', path: ['ops', invalid], message: `operation ${invalid} is not { op, args: [...] } naming an fs operation the worker serves` })
+        if (batch.counts.length !== batch.ops.length) context.addIssue({ code: 'custom', path: ['counts'], message: 'one argument count per operation' })
+        else if (batch.counts.reduce((sum, n) => sum + n, 0) !== batch.args.length) context.addIssue({ code: 'custom', path: ['args'], message: 'the argument counts do not add up to the arguments' })
+      }),
+    z.object({ t: z.literal('close'), handle }),
+  ])
+  .superRefine((message, context) => {
+    if (message.t === 'file' || message.t === 'dir') checkFsMessage(message, context)
+  })
+export type Request = z.infer<typeof request>
 
 /** An error as it crosses: Node's fields survive (comlink's own error transfer keeps only the message). */
 export interface ErrorRecord {

@@ -1,9 +1,13 @@
 /**
- * fs.promises on the page's side: each member sends one call and rebuilds its answer (Buffers,
- * Stats, Dirents, Node-shaped errors).
+ * fs on the page's side: every fs.promises member (FileHandle and Dir forwarded by descriptor and
+ * id), exists, and streams (Node's where the host has node:stream, web streams everywhere). Each
+ * call is one message; answers are rebuilt (Buffers, Stats, Dirents, Node-shaped errors).
  */
-import type { AsyncFs, AsyncFsMember } from '../src/async-workspace.js'
+import type { AsyncFileHandle, AsyncFs, AsyncFsMember } from '../src/async-workspace.js'
+import { constants, validateFunction } from '../src/fs/arguments.js'
 import { fsMembers } from './constants.js'
+import { type FsSend, WorkerDir, WorkerFileHandle } from './remote-handle.js'
+import { type StreamOptions, nodeReadStream, nodeWriteStream, webReadStream, webWriteStream } from './remote-streams.js'
 import { decodeValue } from './values.js'
 
 /** `transfer: true` hands the data's buffer to the worker (it is detached here) instead of copying it. */
@@ -13,16 +17,31 @@ export interface TransferOption {
 
 type WriteData = Uint8Array
 type WriteOptions = TransferOption & { encoding?: null; mode?: number; flag?: string }
+type PathLike = import('node:fs').PathLike
 
-/** Node's fs.promises subset, plus `{ transfer: true }` on writes of bytes. */
+/** Stream options as the page takes them: `fd` may be a FileHandle from `open()`. */
+export type WorkerStreamOptions = Omit<StreamOptions, 'fd'> & { fd?: AsyncFileHandle | number }
+
+/** Node's fs.promises, plus `{ transfer: true }` on writes of bytes, `exists`, and the streams. */
 export type WorkerFs = AsyncFs & {
   readonly promises: WorkerFs
   writeFile(file: string, data: WriteData, options: WriteOptions): Promise<void>
   appendFile(file: string, data: WriteData, options: WriteOptions): Promise<void>
+  /** Node's callback form, or a promise of the answer without a callback. */
+  exists(path: PathLike): Promise<boolean>
+  exists(path: PathLike, callback: (exists: boolean) => void): void
+  /** A Node ReadStream where the host has node:stream; in a browser, a web ReadableStream. */
+  createReadStream: typeof import('node:fs').createReadStream
+  /** A Node WriteStream where the host has node:stream; in a browser, a web WritableStream. */
+  createWriteStream: typeof import('node:fs').createWriteStream
+  /** The file's bytes as a web ReadableStream, in any host; `start`/`end` as createReadStream's. */
+  readableWebStream(path: PathLike, options?: WorkerStreamOptions): ReadableStream<Uint8Array>
+  /** A web WritableStream into the file (flags 'w' unless given), in any host. */
+  writableWebStream(path: PathLike, options?: WorkerStreamOptions): WritableStream<Uint8Array | string>
 }
 
 /** Strips `transfer: true` from a write's options and lists the buffer to hand over. */
-function transferable(op: AsyncFsMember, args: readonly unknown[], transfers: Transferable[]): readonly unknown[] {
+function transferable(op: string, args: readonly unknown[], transfers: Transferable[]): readonly unknown[] {
   if (op !== 'writeFile' && op !== 'appendFile') return args
   const options = args[2]
   if (typeof options !== 'object' || options === null || !('transfer' in options)) return args
@@ -36,14 +55,54 @@ export function withoutTransfer(op: AsyncFsMember, args: readonly unknown[]): re
   return transferable(op, args, [])
 }
 
-export function createWorkerFs(send: (call: { op: AsyncFsMember; args: readonly unknown[] }, transfers: Transferable[]) => Promise<unknown>): WorkerFs {
+export function createWorkerFs(send: FsSend): WorkerFs {
   const fs: Record<string, unknown> = {}
-  for (const op of fsMembers) {
-    fs[op] = async (...args: unknown[]) => {
-      const transfers: Transferable[] = []
-      return decodeValue(await send({ op, args: transferable(op, args, transfers) }, transfers))
-    }
+  const call = async (op: string, args: readonly unknown[]) => {
+    const transfers: Transferable[] = []
+    return decodeValue(await send({ t: 'fs', op, args: transferable(op, args, transfers) }, transfers))
   }
+  for (const op of fsMembers) if (op !== 'exists') fs[op] = (...args: unknown[]) => call(op, args)
+
+  const open = async (path: unknown, flags?: unknown, mode?: unknown) => new WorkerFileHandle(send, (await send({ t: 'file', op: 'open', args: [path, flags, mode] }, [])) as number)
+  fs.open = open
+  fs.opendir = async (path: unknown, options?: unknown) => {
+    const { id, path: opened } = (await send({ t: 'dir', op: 'open', args: [path, options] }, [])) as { id: number; path: string }
+    const bufferSize = (options as { bufferSize?: unknown } | undefined)?.bufferSize
+    return new WorkerDir(send, id, opened, typeof bufferSize === 'number' ? bufferSize : 32)
+  }
+  fs.exists = (path: unknown, callback?: unknown) => {
+    const answer = call('exists', [path]) as Promise<boolean>
+    if (callback === undefined) return answer
+    validateFunction(callback, 'cb')
+    void answer.then(callback as (exists: boolean) => void, () => (callback as (exists: boolean) => void)(false))
+  }
+
+  /** The descriptor a stream reads or writes: its `fd` option, or `path` opened with its flags. */
+  const opener = (path: unknown, opts: WorkerStreamOptions, flags: string) => {
+    const fd = opts.fd
+    if (fd instanceof WorkerFileHandle) return async () => fd
+    if (typeof fd === 'number') return async () => new WorkerFileHandle(send, fd)
+    return () => open(path, opts.flags ?? flags, opts.mode ?? 0o666)
+  }
+  const streamOptions = (value: unknown): WorkerStreamOptions => (typeof value === 'string' ? { encoding: value } : ((value ?? {}) as WorkerStreamOptions))
+  const named = (path: unknown, opts: WorkerStreamOptions) => (opts.fd === undefined && typeof path === 'string' ? path : undefined)
+  fs.createReadStream = (path: unknown, value?: unknown) => {
+    const opts = streamOptions(value)
+    return nodeReadStream(opener(path, opts, 'r'), named(path, opts), { ...opts, fd: undefined })
+  }
+  fs.createWriteStream = (path: unknown, value?: unknown) => {
+    const opts = streamOptions(value)
+    return nodeWriteStream(opener(path, opts, 'w'), named(path, opts), { ...opts, fd: undefined })
+  }
+  fs.readableWebStream = (path: unknown, value?: unknown) => {
+    const opts = streamOptions(value)
+    return webReadStream(opener(path, opts, 'r'), { ...opts, fd: undefined })
+  }
+  fs.writableWebStream = (path: unknown, value?: unknown) => {
+    const opts = streamOptions(value)
+    return webWriteStream(opener(path, opts, 'w'), { ...opts, fd: undefined })
+  }
+  fs.constants = constants
   fs.promises = fs
   return fs as unknown as WorkerFs
 }

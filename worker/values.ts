@@ -66,6 +66,16 @@ export function encodeValue(value: unknown, transfers: Transferable[]): unknown 
   return value
 }
 
+/** A cursor handed out by the worker (a zip export's chunks): the caller pulls it by id. */
+export function cursorRecord(id: number): unknown {
+  return { [TAG]: 'cursor', id }
+}
+
+export function cursorId(value: unknown): number | undefined {
+  if (typeof value !== 'object' || value === null || (value as Record<string, unknown>)[TAG] !== 'cursor') return undefined
+  return (value as { id: number }).id
+}
+
 export function decodeValue(value: unknown): unknown {
   if (value instanceof Uint8Array) return asCallerBytes(value)
   // readdir with { encoding: 'buffer' }: names as the host's Buffer too.

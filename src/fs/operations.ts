@@ -183,7 +183,7 @@ export class FsOperations {
     const { given, path } = this.path(dirPath)
     encodingOption(options, 'utf8')
     const entry = this.overlay.resolve(path, 'opendir', true, given)
-    if (entry.type !== 'dir') throw new FsError('ENOTDIR', 'opendir')
+    if (entry.type !== 'dir') throw new FsError('ENOTDIR', 'opendir', given)
     return new Dir(given, () => this.readdir(given, { withFileTypes: true }) as Dirent[])
   }
 

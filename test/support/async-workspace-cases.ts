@@ -1,0 +1,338 @@
+/**
+ * One behaviour suite for every AsyncWorkspace: the in-process Workspace, the engine in a worker
+ * thread and the engine in a browser's Web Worker must answer the same calls the same way (values,
+ * Node-shaped errors, engine reports). Platform-neutral: only `expect` comes from vitest, so a
+ * browser page bundles these cases with @vitest/expect in its place (test/browser/expect-shim.ts).
+ */
+import { unzipSync } from 'fflate'
+import { expect } from 'vitest'
+import type { AsyncWorkspace } from '../../src/async-workspace.js'
+
+/** Opens a fresh workspace over `files` as its lower layer (a fixture: path → text); closed after the case. */
+export type Fresh = (files?: Record<string, string>) => Promise<AsyncWorkspace>
+
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
+
+/** What a member threw or rejected with: synchronous members of Workspace throw, remote ones reject. */
+async function failure(call: () => unknown): Promise<unknown> {
+  try {
+    await call()
+  } catch (error) {
+    return error
+  }
+  throw new Error('expected the call to fail')
+}
+
+export const asyncWorkspaceCases: Record<string, (fresh: Fresh) => Promise<void>> = {
+  'reads the lower layer and writes, lists, stats, renames and removes through fs.promises': async (fresh) => {
+    const ws = await fresh({ '/app/config.json': '{ "port": 8080 }\n', '/app/src/index.js': 'serve()\n' })
+    const fs = ws.fs.promises
+    expect(await fs.readFile('/app/config.json', 'utf8')).toBe('{ "port": 8080 }\n')
+    const bytes = await fs.readFile('/app/src/index.js')
+    expect(bytes).toBeInstanceOf(Uint8Array)
+    expect(text(bytes)).toBe('serve()\n')
+
+    await fs.mkdir('/app/lib/deep', { recursive: true })
+    await fs.writeFile('/app/lib/deep/a.bin', new Uint8Array([0, 1, 254, 255]))
+    await fs.appendFile('/app/lib/log.txt', 'one\n')
+    await fs.appendFile('/app/lib/log.txt', 'two\n')
+    expect([...(await fs.readFile('/app/lib/deep/a.bin'))]).toEqual([0, 1, 254, 255])
+    expect(await fs.readFile('/app/lib/log.txt', 'utf8')).toBe('one\ntwo\n')
+
+    const entries = await fs.readdir('/app', { withFileTypes: true })
+    expect(entries.map((e) => `${e.name}:${e.isDirectory() ? 'dir' : e.isFile() ? 'file' : '?'}:${e.parentPath}`).sort()).toEqual([
+      'config.json:file:/app',
+      'lib:dir:/app',
+      'src:dir:/app',
+    ])
+    expect((await fs.readdir('/app', { recursive: true })).sort()).toEqual(
+      ['config.json', 'lib', 'lib/deep', 'lib/deep/a.bin', 'lib/log.txt', 'src', 'src/index.js'].sort(),
+    )
+
+    const stats = await fs.stat('/app/lib/log.txt')
+    expect(stats.isFile()).toBe(true)
+    expect(stats.isDirectory()).toBe(false)
+    expect(stats.size).toBe(8)
+    expect(stats.mtime).toBeInstanceOf(Date)
+    expect(stats.mtime.getTime()).toBe(Math.trunc(stats.mtimeMs))
+    const big = await fs.stat('/app/lib/log.txt', { bigint: true })
+    expect(big.size).toBe(8n)
+
+    await fs.symlink('config.json', '/app/link')
+    expect(await fs.readlink('/app/link')).toBe('config.json')
+    expect((await fs.lstat('/app/link')).isSymbolicLink()).toBe(true)
+    expect(await fs.realpath('/app/link')).toBe('/app/config.json')
+
+    await fs.rename('/app/lib/log.txt', '/app/log.txt')
+    await fs.copyFile('/app/log.txt', '/app/copy.txt')
+    await fs.unlink('/app/log.txt')
+    await fs.rm('/app/lib', { recursive: true })
+    expect((await fs.readdir('/app')).sort()).toEqual(['config.json', 'copy.txt', 'link', 'src'])
+    expect(await fs.readFile('/app/copy.txt', 'utf8')).toBe('one\ntwo\n')
+  },
+
+  "keeps Node's error shape: code, errno, syscall, path and message": async (fresh) => {
+    const ws = await fresh({ '/dir/file.txt': 'x' })
+    const fs = ws.fs.promises
+    const missing = await fs.readFile('/missing.txt').catch((e: unknown) => e)
+    expect(missing).toBeInstanceOf(Error)
+    expect(missing).toMatchObject({ code: 'ENOENT', errno: -2, syscall: 'open', path: '/missing.txt' })
+    expect((missing as Error).message).toBe("ENOENT: no such file or directory, open '/missing.txt'")
+
+    await expect(fs.mkdir('/dir')).rejects.toMatchObject({ code: 'EEXIST', errno: -17, syscall: 'mkdir', path: '/dir' })
+    await expect(fs.rmdir('/dir')).rejects.toMatchObject({ code: 'ENOTEMPTY', syscall: 'rmdir', path: '/dir' })
+    await expect(fs.rename('/nope', '/dir/b')).rejects.toMatchObject({ code: 'ENOENT', syscall: 'rename', path: '/nope', dest: '/dir/b' })
+    const badArgument = await fs.writeFile('/dir/n.txt', 42 as unknown as string).catch((e: unknown) => e)
+    expect(badArgument).toBeInstanceOf(TypeError)
+    expect(badArgument).toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' })
+    // Nothing of the failed calls landed.
+    expect(await fs.readdir('/dir')).toEqual(['file.txt'])
+  },
+
+  'checkpoints, diffs and restores (also as a dry run), and refuses a duplicate name': async (fresh) => {
+    const ws = await fresh({ '/app/config.json': '{ "port": 8080 }\n', '/app/server.js': 'serve()\n' })
+    const fs = ws.fs.promises
+    const good = await ws.checkpoint({ name: 'known-good', description: 'before the config change' })
+    expect(good).toMatchObject({ name: 'known-good', kind: 'manual', session: ws.session, description: 'before the config change' })
+    await expect(ws.checkpoint({ name: 'known-good' })).rejects.toMatchObject({ code: 'EEXIST' })
+
+    await fs.writeFile('/app/config.json', '{ broken')
+    await fs.rm('/app/server.js')
+    const changes = await ws.diff('known-good')
+    expect(changes.map((c) => `${c.type} ${c.path}`).sort()).toEqual(['deleted /app/server.js', 'modified /app/config.json'])
+    expect(changes.find((c) => c.path === '/app/config.json')?.patch).toContain('+{ broken')
+
+    const preview = await ws.restore('known-good', { dryRun: true })
+    expect(preview.applied).toBe(false)
+    expect(await fs.readFile('/app/config.json', 'utf8')).toBe('{ broken')
+
+    const report = await ws.restore(good.id)
+    expect(report.applied).toBe(true)
+    expect(report.guard?.kind).toBe('guard')
+    expect(await fs.readFile('/app/config.json', 'utf8')).toBe('{ "port": 8080 }\n')
+    expect(await fs.readFile('/app/server.js', 'utf8')).toBe('serve()\n')
+    expect((await ws.checkpoints()).map((c) => c.kind)).toEqual(['manual', 'guard'])
+
+    await ws.undoRestore()
+    expect(await fs.readFile('/app/config.json', 'utf8')).toBe('{ broken')
+  },
+
+  'undoes, redoes and lists history with per-operation diffs': async (fresh) => {
+    const ws = await fresh()
+    const fs = ws.fs.promises
+    await fs.writeFile('/a.txt', 'one\n')
+    await fs.appendFile('/a.txt', 'two\n')
+    const history = await ws.history()
+    expect(history.map((op) => op.type)).toEqual(['file_edit', 'file_create'])
+    const detail = await ws.operation(history[0].id)
+    expect(detail?.diff[0].patch).toContain('+two')
+
+    const undone = await ws.undo()
+    expect(undone.undone.map((op) => op.id)).toEqual([history[0].id])
+    expect(undone.changesReverted['/a.txt']).toEqual({ linesRestored: 0, linesRemoved: 1 })
+    expect(await fs.readFile('/a.txt', 'utf8')).toBe('one\n')
+    const redone = await ws.redo()
+    expect(redone.redone).toHaveLength(1)
+    expect(await fs.readFile('/a.txt', 'utf8')).toBe('one\ntwo\n')
+  },
+
+  'resets to the lower layer and lists changes against it': async (fresh) => {
+    const ws = await fresh({ '/keep.txt': 'lower\n' })
+    const fs = ws.fs.promises
+    await fs.writeFile('/keep.txt', 'upper\n')
+    await fs.writeFile('/new.txt', 'new\n')
+    expect((await ws.changes()).map((c) => `${c.type} ${c.path}`).sort()).toEqual(['added /new.txt', 'modified /keep.txt'])
+    await ws.reset()
+    expect(await ws.changes()).toEqual([])
+    expect(await fs.readFile('/keep.txt', 'utf8')).toBe('lower\n')
+    await expect(fs.access('/new.txt')).rejects.toMatchObject({ code: 'ENOENT', syscall: 'access' })
+  },
+
+  'commits a transaction as one operation, and leaves nothing behind when its body throws': async (fresh) => {
+    const ws = await fresh({ '/servers/s1.json': '{}' })
+    const result = await ws.transaction(
+      async (staged) => {
+        await staged.promises.writeFile('/servers/s1.json', '{"v":2}')
+        await staged.promises.writeFile('/servers/s2.json', '{"v":2}')
+        // The staging overlay is not visible outside until the commit.
+        await expect(ws.fs.promises.readFile('/servers/s2.json')).rejects.toMatchObject({ code: 'ENOENT' })
+        return { staged: 2 }
+      },
+      { group: 'rollout', label: 'two servers' },
+    )
+    expect(result).toEqual({ staged: 2 })
+    expect(await ws.fs.promises.readFile('/servers/s2.json', 'utf8')).toBe('{"v":2}')
+    const [op] = await ws.history({ limit: 1 })
+    expect(op).toMatchObject({ type: 'transaction', group: 'rollout' })
+
+    const before = await ws.history()
+    const failure = await ws
+      .transaction(async (staged) => {
+        await staged.promises.writeFile('/servers/s3.json', 'x')
+        await staged.promises.readFile('/servers/absent.json')
+      })
+      .catch((e: unknown) => e)
+    expect(failure).toMatchObject({ code: 'ENOENT', syscall: 'open', path: '/servers/absent.json' })
+    await expect(ws.fs.promises.access('/servers/s3.json')).rejects.toMatchObject({ code: 'ENOENT' })
+    expect(await ws.history()).toEqual(before)
+  },
+
+  'asks the approval hook above the risk threshold and refuses when it says no': async (fresh) => {
+    const ws = await fresh({ '/a': '1', '/b': '2' })
+    const asked: number[] = []
+    const refused = await ws
+      .transaction(
+        async (staged) => {
+          await staged.promises.rm('/a')
+          await staged.promises.rm('/b')
+        },
+        { riskThreshold: 1, approve: (request) => (asked.push(request.risk.score), false) },
+      )
+      .catch((e: unknown) => e)
+    expect(asked).toEqual([12]) // two deletes (3 each), two files touched, two lower overwrites (2 each)
+    expect(refused).toMatchObject({ code: 'EAPPROVAL' })
+    expect(await ws.fs.promises.readFile('/a', 'utf8')).toBe('1')
+  },
+
+  'keeps session state with checkpoints and restores files and state together': async (fresh) => {
+    const ws = await fresh()
+    await ws.state.set('plan', ['migrate', 'verify'])
+    await ws.fs.promises.writeFile('/plan.md', '1. migrate')
+    await ws.checkpoint({ name: 'planned' })
+    await ws.state.set('plan', ['abandoned'])
+    await ws.state.set('extra', 1)
+    expect(await ws.state.delete('extra')).toBe(true)
+    expect(await ws.state.delete('extra')).toBe(false)
+    const report = await ws.restore('planned')
+    expect(report.state).toEqual({ plan: ['migrate', 'verify'] })
+    expect(await ws.state.get('plan')).toEqual(['migrate', 'verify'])
+    expect(await ws.state.entries()).toEqual([['plan', ['migrate', 'verify']]])
+  },
+
+  'runs a side effect’s compensation on undo and reports it compensated': async (fresh) => {
+    const ws = await fresh()
+    const sent: string[] = ['hello']
+    await ws.recordSideEffect({ description: 'sent email hello', compensate: () => void sent.splice(0, 1) })
+    const result = await ws.undo()
+    expect(result.compensated).toEqual(['sent email hello'])
+    expect(sent).toEqual([])
+  },
+
+  'marks turns, keeps the resume point, renames and deletes checkpoints': async (fresh) => {
+    const ws = await fresh()
+    const turn = await ws.beginTurn(3)
+    expect(turn).toMatchObject({ kind: 'turn', name: 'turn-3' })
+    await ws.fs.promises.writeFile('/t.txt', 'a\nb\n')
+    expect((await ws.history({ limit: 1 }))[0].turn).toBe(3)
+    await ws.setResume({ phase: 'verify', turn: 3, data: { step: 2 } })
+    expect(ws.resume).toEqual({ phase: 'verify', turn: 3, data: { step: 2 } })
+
+    const manual = await ws.checkpoint({ name: 'm' })
+    expect(await ws.renameCheckpoint('m', 'renamed')).toMatchObject({ id: manual.id, name: 'renamed' })
+    const info = await ws.checkpointInfo('renamed')
+    expect(info).toMatchObject({ files: 1, totalLines: 2, bytes: 4 })
+    await ws.deleteCheckpoint('renamed')
+    expect((await ws.checkpoints()).map((c) => c.name)).toEqual(['turn-3'])
+    await expect(ws.restore('renamed')).rejects.toMatchObject({ code: 'ENOENT' })
+  },
+
+  'forks a session that shares the tree at the fork and writes on its own': async (fresh) => {
+    const ws = await fresh({ '/base.txt': 'base' })
+    await ws.fs.promises.writeFile('/before.txt', 'shared')
+    const fork = await ws.fork('experiment')
+    expect(fork.session).toBe('experiment')
+    await fork.fs.promises.writeFile('/before.txt', 'fork only')
+    expect(await ws.fs.promises.readFile('/before.txt', 'utf8')).toBe('shared')
+    expect(await fork.fs.promises.readFile('/before.txt', 'utf8')).toBe('fork only')
+    await fork.close()
+  },
+
+  'resolves relative paths against chdir, freezes writes with EROFS, and purges content': async (fresh) => {
+    const ws = await fresh({ '/app/a.txt': 'a' })
+    await ws.chdir('/app')
+    expect(await ws.cwd()).toBe('/app')
+    expect(await ws.fs.promises.readFile('a.txt', 'utf8')).toBe('a')
+    expect(await failure(() => ws.chdir('/app/a.txt'))).toMatchObject({ code: 'ENOTDIR', syscall: 'chdir' })
+
+    await ws.freeze('maintenance')
+    await expect(ws.fs.promises.writeFile('/x', '1')).rejects.toMatchObject({ code: 'EROFS' })
+    await ws.unfreeze()
+    await ws.fs.promises.writeFile('/.env', 'TOKEN=leaked')
+    await ws.checkpoint({ name: 'with-secret' })
+    const report = await ws.purge('/.env')
+    expect(report).toMatchObject({ lowerStillHasIt: false })
+    expect(report.erased).toBeGreaterThan(0)
+    expect(await ws.fs.promises.readFile('/.env', 'utf8')).toBe('')
+    await ws.collectGarbage()
+    await ws.sync()
+    await ws.compact()
+    expect(ws.status.degraded).toBeUndefined()
+  },
+
+  'exports the view as a FileSystemTree and as a zip, each as it was when the export began': async (fresh) => {
+    const ws = await fresh({ '/app/a.txt': 'lower a', '/app/src/index.js': 'serve()\n', '/other.txt': 'outside' })
+    const fs = ws.fs.promises
+    await fs.writeFile('/app/bin.dat', new Uint8Array([0, 1, 2, 255]))
+    await fs.symlink('src/index.js', '/app/main')
+    await fs.mkdir('/app/empty')
+    const tree = await ws.export({ format: 'file-system-tree', path: '/app' })
+    const bytes = (node: unknown) => [...((node as { file: { contents: Uint8Array } }).file.contents)]
+    expect(Object.keys(tree).sort()).toEqual(['a.txt', 'bin.dat', 'empty', 'main', 'src'])
+    expect(text((tree['a.txt'] as { file: { contents: Uint8Array } }).file.contents)).toBe('lower a')
+    expect(bytes(tree['bin.dat'])).toEqual([0, 1, 2, 255])
+    expect(tree.main).toEqual({ file: { symlink: 'src/index.js' } })
+    expect(tree.empty).toEqual({ directory: {} })
+    expect(Object.keys((tree.src as { directory: object }).directory)).toEqual(['index.js'])
+
+    const archive = await ws.export({ format: 'zip', level: 9 })
+    // Written after the export began: not in it.
+    await fs.writeFile('/app/later.txt', 'later')
+    await fs.rm('/other.txt')
+    const chunks: Uint8Array[] = []
+    for await (const chunk of archive) chunks.push(chunk)
+    const zipped = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0))
+    let at = 0
+    for (const chunk of chunks) {
+      zipped.set(chunk, at)
+      at += chunk.byteLength
+    }
+    const files = unzipSync(zipped)
+    expect(Object.keys(files).sort()).toEqual(['app/', 'app/a.txt', 'app/bin.dat', 'app/empty/', 'app/main', 'app/src/', 'app/src/index.js', 'other.txt'])
+    expect(text(files['app/src/index.js'])).toBe('serve()\n')
+    expect(text(files['app/main'])).toBe('src/index.js')
+    expect([...files['app/bin.dat']]).toEqual([0, 1, 2, 255])
+    expect(text(files['other.txt'])).toBe('outside')
+    await expect(ws.export({ format: 'tar' as 'zip' })).rejects.toMatchObject({ code: expect.stringMatching(/ERR_INVALID_ARG_VALUE|ERR_REWINDFS_BAD_CALL/) })
+    await expect(ws.export({ format: 'file-system-tree', path: '/app/a.txt' })).rejects.toMatchObject({ code: 'ENOTDIR' })
+  },
+
+  'answers frozen, counters, storage, verify and prefetch as the in-process Workspace does': async (fresh) => {
+    const ws = await fresh({ '/a.txt': 'a' })
+    expect(ws.frozen).toBeUndefined()
+    await ws.freeze('read-only review')
+    expect(ws.frozen).toBe('read-only review')
+    await ws.unfreeze()
+    expect(ws.frozen).toBeUndefined()
+    const before = await ws.counters
+    await ws.fs.promises.writeFile('/b.txt', 'new content')
+    const after = await ws.counters
+    expect(after.blobsTouched).toBeGreaterThan(before.blobsTouched)
+    expect((await ws.storage).blobs).toBeGreaterThan(0)
+    expect(await ws.verify()).toEqual({ verified: 0, corrupt: [], broken: [] })
+    await ws.prefetch(['/a.txt', '/missing'])
+    expect(await ws.fs.promises.readFile('/a.txt', 'utf8')).toBe('a')
+  },
+
+  'opens FileHandles and Dirs on a transaction’s staged fs': async (fresh) => {
+    const ws = await fresh({ '/d/one.txt': '1' })
+    await ws.transaction(async (staged) => {
+      const fh = await staged.promises.open('/d/two.txt', 'w')
+      await fh.write('staged two')
+      await fh.close()
+      const names: string[] = []
+      for await (const entry of await staged.promises.opendir('/d')) names.push(entry.name)
+      expect(names.sort()).toEqual(['one.txt', 'two.txt'])
+    })
+    expect(await ws.fs.promises.readFile('/d/two.txt', 'utf8')).toBe('staged two')
+  },
+}
