@@ -12,6 +12,10 @@ import { type Browser, type Page, chromium } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { capability } from './support/require.js'
 import { CHROMIUM } from './browser/driver.js'
+import type { Suite } from './browser/suite-page.js'
+import { asyncWorkspaceCases } from './support/async-workspace-cases.js'
+import { fsScenarios } from './support/fs-scenarios.js'
+import { realTranscript } from './support/real-fs.js'
 
 const available = capability('chromium', existsSync(CHROMIUM) ? undefined : `no ${CHROMIUM} (run scripts/provision-chromium.sh)`)
 
@@ -67,7 +71,8 @@ window.scenarios = {
 document.getElementById('status').textContent = 'ready'
 `
 
-const HTML = '<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"></head><body><pre id="status">loading…</pre><script type="module" src="/page.js"></script></body></html>'
+const html = (script: string) =>
+  `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"></head><body><pre id="status">loading…</pre><script type="module" src="${script}"></script></body></html>`
 
 /** A worker whose engine throws outside any call, as a bug would (the 'error' event path of a Web Worker). */
 const CRASH_WORKER = `
@@ -76,22 +81,25 @@ registerValidator('explodes', { name: 'explodes', match: '**', validate() { setT
 await serve()
 `
 
-async function bundles(): Promise<{ page: string; worker: string; crashWorker: string }> {
+async function bundles(): Promise<{ page: string; worker: string; crashWorker: string; suite: string }> {
   const common = { bundle: true, platform: 'browser', format: 'esm', target: 'es2022', write: false, logLevel: 'silent' } as const
   const here = fileURLToPath(new URL('.', import.meta.url))
-  const [page, worker, crashWorker] = await Promise.all([
+  const [page, worker, crashWorker, suite] = await Promise.all([
     build({ ...common, stdin: { contents: PAGE, resolveDir: here, sourcefile: 'worker-page.js', loader: 'js' } }),
     // serve() reaches node:worker_threads only outside a Web Worker.
     build({ ...common, entryPoints: [fileURLToPath(new URL('../worker/browser-entry.ts', import.meta.url))], external: ['node:worker_threads'] }),
     build({ ...common, stdin: { contents: CRASH_WORKER, resolveDir: here, sourcefile: 'crash-worker.js', loader: 'js' }, external: ['node:worker_threads'] }),
+    // The shared suite's cases take `expect` from 'vitest': in the page, vitest's own matchers without its runner.
+    build({ ...common, entryPoints: [fileURLToPath(new URL('./browser/suite-page.ts', import.meta.url))], alias: { vitest: fileURLToPath(new URL('./browser/expect-shim.ts', import.meta.url)) } }),
   ])
-  return { page: page.outputFiles[0].text, worker: worker.outputFiles[0].text, crashWorker: crashWorker.outputFiles[0].text }
+  return { page: page.outputFiles[0].text, worker: worker.outputFiles[0].text, crashWorker: crashWorker.outputFiles[0].text, suite: suite.outputFiles[0].text }
 }
 
 function serve(files: Record<string, string>): Promise<Server> {
   const server = createServer((request, response) => {
     const path = new URL(request.url ?? '/', 'http://127.0.0.1').pathname
-    if (path === '/') response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(HTML)
+    if (path === '/') response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html('/page.js'))
+    else if (path === '/suite') response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html('/suite.js'))
     else if (files[path] !== undefined) response.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }).end(files[path])
     else response.writeHead(404).end()
   })
@@ -108,8 +116,8 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
   const errors: string[] = []
 
   beforeAll(async () => {
-    const { page, worker, crashWorker } = await bundles()
-    server = await serve({ '/page.js': page, '/worker.js': worker, '/crash-worker.js': crashWorker })
+    const { page, worker, crashWorker, suite } = await bundles()
+    server = await serve({ '/page.js': page, '/worker.js': worker, '/crash-worker.js': crashWorker, '/suite.js': suite })
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] })
   })
@@ -162,5 +170,36 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
     // The worker's uncaught error is the point of this test; the page itself must stay clean.
     expect(errors.filter((error) => !/engine exploded/.test(error))).toEqual([])
     errors.length = 0
+  })
+
+  describe('the shared AsyncWorkspace suite, in the page against a Web Worker', () => {
+    let page: Page
+    beforeAll(async () => {
+      const context = await browser.newContext()
+      page = await context.newPage()
+      page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`))
+      await page.goto(`${url}suite`)
+      await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready')
+    })
+    afterAll(async () => {
+      await page?.context().close()
+      expect(errors).toEqual([])
+    })
+    const runCase = (title: string) => page.evaluate((t) => (window as unknown as { suite: Suite }).suite.runCase(t), title)
+    const runScenario = (title: string) => page.evaluate((t) => (window as unknown as { suite: Suite }).suite.runScenario(t), title)
+
+    for (const title of Object.keys(asyncWorkspaceCases)) {
+      it(title, async () => {
+        const result = await runCase(title)
+        if (!result.ok) throw new Error(`in Chromium: ${result.error}`)
+      })
+    }
+    for (const title of Object.keys(fsScenarios)) {
+      it(`fs as node:fs answers: ${title}`, async (context) => {
+        const result = await runScenario(title)
+        if ('skipped' in result) return context.skip()
+        expect(result.transcript).toEqual(await realTranscript(title))
+      })
+    }
   })
 })

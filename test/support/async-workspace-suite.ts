@@ -5,8 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { AsyncWorkspace } from '../../src/async-workspace.js'
 import { asyncWorkspaceCases } from './async-workspace-cases.js'
-import { fsScenarios, transcript } from './fs-scenarios.js'
-import { SCENARIO_ROOT, realTranscript, scenarioLower } from './real-fs.js'
+import { SCENARIO_ROOT, fsScenarios, scenarioLower, transcript } from './fs-scenarios.js'
+import { realTranscript } from './real-fs.js'
 
 /** Opens a fresh workspace over `files` as its lower layer (a fixture: path → text). */
 export type OpenAsyncWorkspace = (files?: Record<string, string>) => Promise<AsyncWorkspace>

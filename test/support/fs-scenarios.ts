@@ -287,6 +287,16 @@ export const fsScenarios: Record<string, FsScenario> = {
   },
 }
 
+/** Where a workspace holds a scenario's files. */
+export const SCENARIO_ROOT = '/scenario'
+
+/** A scenario's files as a workspace's lower layer under SCENARIO_ROOT (the root exists even with no files). */
+export function scenarioLower(scenario: FsScenario): Record<string, string> {
+  const files = Object.entries(scenario.files)
+  if (files.length === 0) return { [`${SCENARIO_ROOT}/.keep`]: '' }
+  return Object.fromEntries(files.map(([name, contents]) => [`${SCENARIO_ROOT}/${name}`, contents]))
+}
+
 /** Runs one scenario and returns its transcript. */
 export async function transcript(scenario: FsScenario, fs: AsyncFsRoot, root: string): Promise<[string, unknown][]> {
   const notes: [string, unknown][] = []

@@ -6,17 +6,7 @@ import nodeFs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import type { AsyncFsRoot } from '../../src/async-workspace.js'
-import { type FsScenario, fsScenarios, transcript } from './fs-scenarios.js'
-
-/** Where a workspace holds a scenario's files. */
-export const SCENARIO_ROOT = '/scenario'
-
-/** A scenario's files as a workspace's lower layer under SCENARIO_ROOT (the root exists even with no files). */
-export function scenarioLower(scenario: FsScenario): Record<string, string> {
-  const files = Object.entries(scenario.files)
-  if (files.length === 0) return { [`${SCENARIO_ROOT}/.keep`]: '' }
-  return Object.fromEntries(files.map(([name, contents]) => [`${SCENARIO_ROOT}/${name}`, contents]))
-}
+import { fsScenarios, transcript } from './fs-scenarios.js'
 
 const cache = new Map<string, Promise<[string, unknown][]>>()
 
