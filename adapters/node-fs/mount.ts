@@ -5,7 +5,8 @@
  * unionfs does) writes into whichever layer already has the parent directory, so a new file in a
  * lower-only directory would land on disk. Every form (sync, callback, promise) is generated from
  * one table; descriptors the workspace opened are told apart from real ones by a set.
- * `patchFs` installs such an object over the process's `fs` module (fs-monkey's way).
+ * `patchFs` installs such an object over the process's `fs` module (fs-monkey's way), and module
+ * hooks so `import` and `require` load the workspace's files too (module-hooks.ts).
  */
 import realFs from 'node:fs'
 import { syncBuiltinESMExports } from 'node:module'
@@ -16,6 +17,7 @@ import { Dir, Dirent } from '../../src/fs/stats.js'
 import { Workspace, type NodeFs } from '../../src/workspace.js'
 import { DirectorySource } from './directory.js'
 import { isHostAccess } from './host-fs.js'
+import { installModuleHooks } from './module-hooks.js'
 
 type Call = (...args: unknown[]) => unknown
 type Members = Record<string, unknown>
@@ -81,6 +83,9 @@ const direct: Record<string, [Route, Result]> = {
   createReadStream: ['stream', 'stream'],
   createWriteStream: ['stream', 'stream'],
 }
+
+/** The host roots each mounted fs routes to its workspace, for patchFs's module hooks. */
+const mountRoots = new WeakMap<object, readonly string[]>()
 
 const REAL = Symbol('real')
 const CROSS = Symbol('cross')
@@ -365,14 +370,16 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
   for (const [key, value] of Object.entries(original)) if (!(key in mounted) && key !== 'promises') mounted[key] = value
   for (const [key, value] of Object.entries(originalPromises)) if (!(key in promises)) promises[key] = value
   mounted.promises = promises
+  mountRoots.set(mounted, roots)
   return mounted as unknown as NodeFs
 }
 
 /**
  * Puts a mounted fs's functions onto the real `fs` module object (and `fs.promises`, which is
  * `node:fs/promises`) and updates ESM importers' live bindings (`syncBuiltinESMExports`), so
- * unmodified code in this process, CommonJS or ESM, goes through it. Returns the undo. Child
- * processes are not affected.
+ * unmodified code in this process, CommonJS or ESM, goes through it. For an fs from mountOver it
+ * also routes module loading through it: `import()` and `require()` of files that exist only in
+ * the workspace work (module-hooks.ts). Returns the undo. Child processes are not affected.
  */
 export function patchFs(mounted: NodeFs, target: NodeFs = realFs): () => void {
   const saved: [Members, string, unknown][] = []
@@ -386,7 +393,10 @@ export function patchFs(mounted: NodeFs, target: NodeFs = realFs): () => void {
   install(target as unknown as Members, mounted as unknown as Members)
   install(target.promises as unknown as Members, mounted.promises as unknown as Members)
   syncBuiltinESMExports()
+  const roots = mountRoots.get(mounted)
+  const uninstall = roots ? installModuleHooks({ roots, fs: mounted }) : undefined
   return () => {
+    uninstall?.()
     for (const [into, key, value] of saved.reverse()) into[key] = value
     saved.length = 0
     syncBuiltinESMExports()
