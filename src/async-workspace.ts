@@ -10,7 +10,8 @@ import type { Change } from './diff.js'
 import type { Operation } from './engine/journal.js'
 import type { JsonValue } from './engine/state.js'
 import type { ApprovalHook } from './engine/transaction.js'
-import type { IntegrityReport } from './engine/durability.js'
+import type { IntegrityReport, StoreDamage } from './engine/durability.js'
+import type { RepairOptions, RepairReport } from './engine/repair.js'
 import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
 import type { FlushOptions, FlushReport } from './flush/flush.js'
 import type { FileSystemTree } from './lower/file-system-tree.js'
@@ -146,7 +147,7 @@ export interface AsyncWorkspace {
   readonly session: string
   readonly umask: number
   /** Why a configured store is not in use, and what open repaired. */
-  readonly status: { readonly degraded?: string; readonly warnings: readonly string[] }
+  readonly status: { readonly degraded?: string; readonly warnings: readonly string[]; readonly corrupt?: StoreDamage }
   readonly resume: ResumePoint | undefined
   readonly state: AsyncSessionState
   /** Why writes are refused (freeze()), if they are. */
@@ -193,6 +194,8 @@ export interface AsyncWorkspace {
   export(options: ZipExportOptions): Promise<AsyncIterable<Uint8Array>>
   export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>>
   verify(): Promise<IntegrityReport>
+  /** Rebuilds a damaged store (the old journal kept aside). */
+  repair(options?: RepairOptions): Promise<RepairReport>
   sync(): Promise<void>
   compact(): Promise<void>
   close(): Promise<void>

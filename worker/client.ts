@@ -10,7 +10,8 @@ import type { Operation } from '../src/engine/journal.js'
 import type { JsonValue } from '../src/engine/state.js'
 import type { ApprovalHook } from '../src/engine/transaction.js'
 import type { Validator } from '../src/engine/validator.js'
-import type { IntegrityReport } from '../src/engine/durability.js'
+import type { IntegrityReport, StoreDamage } from '../src/engine/durability.js'
+import type { RepairOptions, RepairReport } from '../src/engine/repair.js'
 import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from '../src/engine/export.js'
 import type { FlushReport } from '../src/flush/flush.js'
 import type { FileSystemTree } from '../src/lower/file-system-tree.js'
@@ -70,6 +71,7 @@ export interface WorkerFlushOptions extends AsyncFlushOptions {
 export interface WorkerStatus {
   readonly degraded?: string
   readonly warnings: readonly string[]
+  readonly corrupt?: StoreDamage
   readonly frozen?: string
   /** Set when the worker died: why. */
   readonly crashed?: string
@@ -261,6 +263,9 @@ export class WorkerWorkspace implements AsyncWorkspace {
   }
   verify(): Promise<IntegrityReport> {
     return this.call('verify', []) as Promise<IntegrityReport>
+  }
+  repair(options?: RepairOptions): Promise<RepairReport> {
+    return this.call('repair', [options]) as Promise<RepairReport>
   }
   prefetch(paths: readonly string[]): Promise<void> {
     return this.call('prefetch', [[...paths]]) as Promise<void>

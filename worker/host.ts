@@ -143,6 +143,7 @@ function status(ws: Workspace): StatusRecord {
     ...(ws.status.degraded !== undefined ? { degraded: ws.status.degraded } : {}),
     warnings: [...ws.status.warnings],
     ...(ws.frozen !== undefined ? { frozen: ws.frozen } : {}),
+    ...(ws.status.corrupt !== undefined ? { corrupt: ws.status.corrupt } : {}),
   }
 }
 

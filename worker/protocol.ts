@@ -4,6 +4,7 @@
  * call is answered with ERR_REWINDFS_BAD_CALL and the worker keeps serving.
  */
 import * as z from 'zod'
+import type { StoreDamage } from '../src/engine/durability.js'
 import { BAD_CALL, fileMembers, fsMembers } from './constants.js'
 
 export { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED, fileMembers, fsMembers } from './constants.js'
@@ -121,6 +122,7 @@ export const memberArguments = {
   sync: z.tuple([]),
   compact: z.tuple([]),
   verify: z.tuple([]),
+  repair: z.tuple([optionalObject({ salvage: z.boolean().optional(), dryRun: z.boolean().optional() })]),
   prefetch: z.tuple([z.array(z.string()).max(1_000_000)]),
   /** `progress` / `verify`: the caller passed those hooks (they travel as callbacks). */
   flush: z.tuple([
@@ -221,6 +223,8 @@ export interface StatusRecord {
   degraded?: string
   warnings: string[]
   frozen?: string
+  /** The damage that opened the store read-only. */
+  corrupt?: StoreDamage
 }
 
 export interface Opened {

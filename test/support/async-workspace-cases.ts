@@ -306,7 +306,7 @@ export const asyncWorkspaceCases: Record<string, (fresh: Fresh) => Promise<void>
     await expect(ws.export({ format: 'file-system-tree', path: '/app/a.txt' })).rejects.toMatchObject({ code: 'ENOTDIR' })
   },
 
-  'answers frozen, counters, storage, verify and prefetch as the in-process Workspace does': async (fresh) => {
+  'answers frozen, counters, storage, verify, repair and prefetch as the in-process Workspace does': async (fresh) => {
     const ws = await fresh({ '/a.txt': 'a' })
     expect(ws.frozen).toBeUndefined()
     await ws.freeze('read-only review')
@@ -319,6 +319,9 @@ export const asyncWorkspaceCases: Record<string, (fresh: Fresh) => Promise<void>
     expect(after.blobsTouched).toBeGreaterThan(before.blobsTouched)
     expect((await ws.storage).blobs).toBeGreaterThan(0)
     expect(await ws.verify()).toEqual({ verified: 0, corrupt: [], broken: [] })
+    // Without a store there is nothing to repair: Node-shaped EINVAL, on both sides.
+    await expect(ws.repair({ dryRun: true })).rejects.toMatchObject({ code: 'EINVAL', message: /repair needs a workspace opened on a store/ })
+    expect(ws.status.corrupt).toBeUndefined()
     await ws.prefetch(['/a.txt', '/missing'])
     expect(await ws.fs.promises.readFile('/a.txt', 'utf8')).toBe('a')
   },
