@@ -21,6 +21,7 @@ import type { RepairOptions, RepairReport } from './engine/repair.js'
 import { RollbackStack } from './engine/rollback-stack.js'
 import { type AutoCheckpointOptions, AutoCheckpoints } from './engine/auto-checkpoint.js'
 export type { AutoCheckpointOptions }
+import { SerialQueue } from './engine/serial.js'
 import type { PurgeReport } from './engine/purge.js'
 export type { PurgeReport }
 import { type TieredRetention, retained } from './engine/retention.js'
@@ -238,6 +239,8 @@ export class Workspace {
   /** The restore record the last undoRestore() reverted, so a second call re-applies it. */
   private undoneRestore: OperationRecord | undefined
   private readonly autoCheckpoints: AutoCheckpoints
+  /** Recording calls run in turn and resolve once durable (see engine/serial.ts). */
+  private readonly serial = new SerialQueue(() => this.sync())
   private readonly idPrefix = `${(++workspaceCount).toString(36)}${Math.random().toString(36).slice(2, 6)}`
 
   /** The lower source, as this workspace's trees see it (old states pinned by flushes into it). */
@@ -415,6 +418,11 @@ export class Workspace {
    * stays proportional to the live state plus a bounded tail.
    */
   async compact(): Promise<void> {
+    // In turn; it writes the store itself and records nothing else to acknowledge.
+    return this.serial.run(() => this.compactNow())
+  }
+
+  private async compactNow(): Promise<void> {
     this.ops.settle()
     await this.durability?.compact(() => this.collector.reachable())
   }
@@ -471,13 +479,15 @@ export class Workspace {
 
   /** Records the whole environment as it is now. O(1) in the size of the tree. */
   async checkpoint(options: { name?: string; kind?: Exclude<CheckpointKind, 'guard'>; description?: string } = {}): Promise<Checkpoint> {
-    this.assertOpen()
-    const kind = options.kind ?? 'manual'
-    if (!['manual', 'auto', 'turn', 'compact'].includes(kind)) {
-      throw new TypeError(`rewindfs: checkpoint kind must be manual, auto, turn or compact (guard checkpoints are made by restore); got ${String(kind)}`)
-    }
-    if (options.description !== undefined && typeof options.description !== 'string') throw new TypeError('rewindfs: a checkpoint description must be a string')
-    return this.addCheckpoint(kind, options.name, options.description)
+    return this.serial.call(async () => {
+      this.assertOpen()
+      const kind = options.kind ?? 'manual'
+      if (!['manual', 'auto', 'turn', 'compact'].includes(kind)) {
+        throw new TypeError(`rewindfs: checkpoint kind must be manual, auto, turn or compact (guard checkpoints are made by restore); got ${String(kind)}`)
+      }
+      if (options.description !== undefined && typeof options.description !== 'string') throw new TypeError('rewindfs: a checkpoint description must be a string')
+      return this.addCheckpoint(kind, options.name, options.description)
+    })
   }
 
   private addCheckpoint(kind: CheckpointKind, name?: string, description?: string): Checkpoint {
@@ -561,19 +571,23 @@ export class Workspace {
   }
 
   async renameCheckpoint(idOrName: string, newName: string): Promise<Checkpoint> {
-    const record = this.find(idOrName)
-    if (typeof newName !== 'string' || newName === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
-    if (record.name !== newName) this.assertNameFree(newName)
-    record.name = newName
-    this.durability?.record({ t: 'checkpoint-rename', id: record.id, name: newName })
-    return this.publicCheckpoint(record)
+    return this.serial.call(async () => {
+      const record = this.find(idOrName)
+      if (typeof newName !== 'string' || newName === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
+      if (record.name !== newName) this.assertNameFree(newName)
+      record.name = newName
+      this.durability?.record({ t: 'checkpoint-rename', id: record.id, name: newName })
+      return this.publicCheckpoint(record)
+    })
   }
 
   async deleteCheckpoint(idOrName: string): Promise<void> {
-    const record = this.find(idOrName)
-    this.records.splice(this.records.indexOf(record), 1)
-    this.durability?.record({ t: 'checkpoint-delete', id: record.id })
-    this.collector.maybeSchedule()
+    return this.serial.call(async () => {
+      const record = this.find(idOrName)
+      this.records.splice(this.records.indexOf(record), 1)
+      this.durability?.record({ t: 'checkpoint-delete', id: record.id })
+      this.collector.maybeSchedule()
+    })
   }
 
   /** Size of the tree at a checkpoint and what changed since the one before it: O(paths changed) after a first call. */
@@ -593,11 +607,13 @@ export class Workspace {
 
   /** Marks the start of agent turn `n`: a 'turn' checkpoint, and later operations carry the turn. */
   async beginTurn(turn: number): Promise<Checkpoint> {
-    if (!Number.isInteger(turn) || turn < 0) throw new TypeError('rewindfs: a turn is a non-negative integer')
-    this.journal.turn = turn
-    this.autoCheckpoints.newBurst()
-    const name = this.records.some((r) => r.name === `turn-${turn}`) ? undefined : `turn-${turn}`
-    return this.addCheckpoint('turn', name)
+    return this.serial.call(async () => {
+      if (!Number.isInteger(turn) || turn < 0) throw new TypeError('rewindfs: a turn is a non-negative integer')
+      this.journal.turn = turn
+      this.autoCheckpoints.newBurst()
+      const name = this.records.some((r) => r.name === `turn-${turn}`) ? undefined : `turn-${turn}`
+      return this.addCheckpoint('turn', name)
+    })
   }
 
   /** The resume point of this session (phase and turn to continue from), if one was set. */
@@ -606,11 +622,13 @@ export class Workspace {
   }
 
   async setResume(point: ResumePoint): Promise<void> {
-    if (!point || !['plan', 'execute', 'verify', 'stopped'].includes(point.phase) || !Number.isInteger(point.turn)) {
-      throw new TypeError("rewindfs: a resume point is { phase: 'plan'|'execute'|'verify'|'stopped', turn: integer, data? }")
-    }
-    this.resumePoint = structuredClone(point)
-    this.durability?.record({ t: 'resume', point: this.resumePoint as unknown as JsonValue })
+    return this.serial.call(async () => {
+      if (!point || !['plan', 'execute', 'verify', 'stopped'].includes(point.phase) || !Number.isInteger(point.turn)) {
+        throw new TypeError("rewindfs: a resume point is { phase: 'plan'|'execute'|'verify'|'stopped', turn: integer, data? }")
+      }
+      this.resumePoint = structuredClone(point)
+      this.durability?.record({ t: 'resume', point: this.resumePoint as unknown as JsonValue })
+    })
   }
 
   /** Registers a named compensation, so side effects recorded with `{ name, args }` can be compensated after a reopen. */
@@ -631,6 +649,10 @@ export class Workspace {
     tier?: number
     group?: string
   }): Promise<Operation> {
+    return this.serial.call(async () => this.recordSideEffectNow(effect))
+  }
+
+  private recordSideEffectNow(effect: Parameters<Workspace['recordSideEffect']>[0]): Operation {
     this.assertOpen()
     if (!effect || typeof effect.description !== 'string' || effect.description === '') throw new TypeError('rewindfs: a side effect needs a description')
     const c = effect.compensate
@@ -662,13 +684,15 @@ export class Workspace {
       for (const change of record.changes) {
         if (change.kind !== 'effect' || change.effect.compensated) continue
         const { effect } = change
-        const run = async () => {
-          const c = effect.compensate
-          if (typeof c === 'function') return c()
-          const registered = compensators.get(c.name)
-          if (!registered) throw new Error(`no compensator named '${c.name}' is registered`)
-          return registered(c.args)
-        }
+        // User code on behalf of the running call: engine calls it makes join that call.
+        const run = () =>
+          this.serial.lend(() => {
+            const c = effect.compensate
+            if (typeof c === 'function') return c()
+            const registered = compensators.get(c.name)
+            if (!registered) throw new Error(`no compensator named '${c.name}' is registered`)
+            return registered(c.args)
+          })
         try {
           // A failing compensation is retried once before it is reported.
           let outcome: unknown
@@ -706,7 +730,7 @@ export class Workspace {
    * after the target are compensated, and later checkpoints are marked superseded.
    */
   async restore(target: RestoreTarget, options: RestoreOptions = {}): Promise<RestoreReport> {
-    return this.atomically(() => this.restoreNow(target, options))
+    return this.serial.call(() => this.atomically(() => this.restoreNow(target, options)))
   }
 
   /** Runs `body` so that everything it records lands in the store as one group commit. */
@@ -766,6 +790,10 @@ export class Workspace {
 
   /** Undoes the last restore; called again, re-applies it. */
   async undoRestore(): Promise<{ undone?: Operation; redone?: Operation }> {
+    return this.serial.call(() => this.undoRestoreNow())
+  }
+
+  private async undoRestoreNow(): Promise<{ undone?: Operation; redone?: Operation }> {
     this.assertOpen()
     this.ops.settle()
     if (this.undoneRestore && this.undoneRestore.undone) {
@@ -778,7 +806,7 @@ export class Workspace {
     }
     const record = this.journal.records.findLast((r) => r.type === 'restore' && !r.undone)
     if (!record) throw Object.assign(new Error('rewindfs: there is no restore to undo'), { code: 'ENOENT' })
-    const result = await this.undo({ types: ['restore'] })
+    const result = await this.atomically(() => this.undoNow({ types: ['restore'] }))
     this.undoneRestore = record
     return { undone: result.undone[0] }
   }
@@ -855,8 +883,9 @@ export class Workspace {
     if (this.stagedFs) return body(this.stagedFs as unknown as NodeFs)
     this.ops.settle()
     this.transactionDepth++
+    let result: T
     try {
-      return await runTransaction(
+      result = await runTransaction(
         {
           overlay: this.overlay,
           journal: this.journal,
@@ -864,17 +893,24 @@ export class Workspace {
           umask: this.ops.umask,
           validators: this.options.validators ?? [],
           ...(this.options.approve ? { approve: this.options.approve } : {}),
+          // Only the commit takes a turn: the body, validators and approval run before it.
+          exclusive: (commit) => this.serial.run(async () => commit()),
         },
-        (fs) => {
+        async (fs) => {
           this.stagedFs = fs
-          return body(fs as unknown as NodeFs)
+          try {
+            return await body(fs as unknown as NodeFs)
+          } finally {
+            this.stagedFs = undefined
+          }
         },
         options,
       )
     } finally {
-      this.stagedFs = undefined
       this.transactionDepth--
     }
+    await this.sync()
+    return result
   }
 
   /** Applies selected differences one path at a time: parents before children, deletions deepest first. */
@@ -949,6 +985,10 @@ export class Workspace {
    * Without a target, flushes into the lower source (when it is a FlushTarget, e.g. directory()).
    */
   async flush(target?: FlushTarget | readonly FlushTarget[], options: FlushOptions = {}): Promise<FlushReport> {
+    return this.serial.call(() => this.flushNow(target, options))
+  }
+
+  private async flushNow(target: FlushTarget | readonly FlushTarget[] | undefined, options: FlushOptions): Promise<FlushReport> {
     this.assertOpen()
     this.ops.settle()
     // No target, or ws.lower: the lower source itself, when it can take a flush.
@@ -967,7 +1007,8 @@ export class Workspace {
         persist: async (blobs) => durability?.saveMeta(FLUSH_STATE_KEY, encodeFlushState(this.lower, this.shared.book), blobs),
       },
       targets,
-      options,
+      // The verify callback is user code on behalf of this call: engine calls it makes join it.
+      typeof options.verify === 'function' ? { ...options, verify: (done) => this.serial.lend(() => options.verify!(done)) } : options,
     )
   }
 
@@ -1015,6 +1056,10 @@ export class Workspace {
 
   /** Discards the upper layer: the lower tree shows again. O(1); checkpoints are kept. */
   async reset(): Promise<void> {
+    return this.serial.call(async () => this.resetNow())
+  }
+
+  private resetNow(): void {
     this.assertOpen()
     this.ops.settle()
     const before = this.overlay.freeze()
@@ -1030,7 +1075,7 @@ export class Workspace {
    * the blockers, unless `cascade` undoes them too.
    */
   async undo(options: UndoOptions = {}): Promise<UndoResult> {
-    return this.atomically(() => this.undoNow(options))
+    return this.serial.call(() => this.atomically(() => this.undoNow(options)))
   }
 
   private async undoNow(options: UndoOptions): Promise<UndoResult> {
@@ -1156,6 +1201,10 @@ export class Workspace {
    * another path holds the same content.
    */
   async purge(path: string): Promise<PurgeReport> {
+    return this.serial.call(() => this.purgeNow(path))
+  }
+
+  private async purgeNow(path: string): Promise<PurgeReport> {
     this.assertOpen()
     this.ops.settle()
     const { purge } = await import('./engine/purge.js')
@@ -1166,7 +1215,7 @@ export class Workspace {
         checkpoints: this.records,
         journal: this.journal,
         reachable: () => this.collector.reachable(),
-        compact: () => this.compact(),
+        compact: () => this.compactNow(),
       },
       normalize(absolute(path, this.ops.cwd)),
     )
@@ -1174,6 +1223,10 @@ export class Workspace {
 
   /** Re-applies what the last undo removed, until a new operation is recorded. */
   async redo(): Promise<{ redone: Operation[] }> {
+    return this.serial.call(async () => this.redoNow())
+  }
+
+  private redoNow(): { redone: Operation[] } {
     this.assertOpen()
     this.ops.settle()
     if (this.journal.records.length !== this.redoMark || this.redoable.length === 0) return { redone: [] }
@@ -1246,6 +1299,7 @@ export class Workspace {
 
   async close(): Promise<void> {
     if (this.closed) return
+    await this.serial.idle() // calls already made finish first
     for (const file of [...this.ops.descriptors.all()]) this.ops.close(file.fd)
     await this.sync().catch(() => undefined)
     await this.durability?.store.close?.()

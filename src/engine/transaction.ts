@@ -72,6 +72,8 @@ export interface TransactionHost {
   umask: number
   validators: readonly Validator[]
   approve?: ApprovalHook
+  /** Runs the commit (conflict check and journal append) in the engine's turn; at once without it. */
+  exclusive?: (commit: () => void) => Promise<void>
 }
 
 export type StagedFs = ReturnType<typeof createFs>
@@ -119,22 +121,26 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
     if ((await approve(request)) !== true) throw new ApprovalError(score)
   }
 
-  // Conflict: a staged path (or its parent chain) changed in the live tree since the base.
-  const live = overlay.freeze()
-  if (live !== base) {
-    const stagedPaths = records.map((r) => r.change.path)
-    const changedLive = diffTrees(overlay, base, live).map((r) => r.change.path)
-    const conflicts = changedLive.filter((p) => stagedPaths.some((q) => p === q || q.startsWith(p + '/') || p.startsWith(q + '/')))
-    if (conflicts.length > 0) throw new ConflictError(conflicts)
-  }
+  const commit = () => {
+    // Conflict: a staged path (or its parent chain) changed in the live tree since the base.
+    const live = overlay.freeze()
+    if (live !== base) {
+      const stagedPaths = records.map((r) => r.change.path)
+      const changedLive = diffTrees(overlay, base, live).map((r) => r.change.path)
+      const conflicts = changedLive.filter((p) => stagedPaths.some((q) => p === q || q.startsWith(p + '/') || p.startsWith(q + '/')))
+      if (conflicts.length > 0) throw new ConflictError(conflicts)
+    }
 
-  journal.run({ type: 'transaction', paths: records.map((r) => r.change.path), group: options.group, description: options.label }, () => {
-    upperSlotDiff(
-      base,
-      staged,
-      (path, _before, after) => overlay.setSlot(path, after),
-      (path, _before, after) => overlay.setDirMeta(path, after),
-    )
-  })
+    journal.run({ type: 'transaction', paths: records.map((r) => r.change.path), group: options.group, description: options.label }, () => {
+      upperSlotDiff(
+        base,
+        staged,
+        (path, _before, after) => overlay.setSlot(path, after),
+        (path, _before, after) => overlay.setDirMeta(path, after),
+      )
+    })
+  }
+  if (host.exclusive) await host.exclusive(commit)
+  else commit()
   return result
 }
