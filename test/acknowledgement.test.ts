@@ -12,7 +12,8 @@ import path from 'node:path'
 import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
-import { Workspace } from '../src/index.js'
+import { MemoryStore, Workspace } from '../src/index.js'
+import { callTool, createAgentTools } from '../tools/index.js'
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-acknowledgement-'))
 const child = path.join(scratch, 'child.mjs')
@@ -118,5 +119,37 @@ describe('with a directory store, a call that resolved survives a SIGKILL right 
     } finally {
       await ws.close()
     }
+  })
+})
+
+/** A store whose disk fails on demand (ENOSPC cannot be produced on the test machine's disk). */
+class FailingStore extends MemoryStore {
+  failing = false
+  override appendJournal(records: readonly string[]): Promise<void> {
+    return this.failing ? Promise.reject(Object.assign(new Error('no space left on device'), { code: 'ENOSPC' })) : super.appendJournal(records)
+  }
+}
+
+describe('a store that fails: the call rejects, it is not acknowledged', () => {
+  it('checkpoint() and transaction() reject with EDEGRADED and status.degraded says why', async () => {
+    const store = new FailingStore()
+    const ws = await Workspace.open({ lower: {}, store })
+    await ws.checkpoint({ name: 'fine' })
+    store.failing = true
+    await expect(ws.checkpoint({ name: 'lost' })).rejects.toMatchObject({ code: 'EDEGRADED', message: expect.stringContaining('no space left on device') })
+    expect(ws.status.degraded).toContain('no space left on device')
+    await expect(ws.transaction((staged) => staged.writeFileSync('/a.txt', 'a'))).rejects.toMatchObject({ code: 'EDEGRADED' })
+  })
+
+  it('a mutating tool answers EDEGRADED instead of a result; a reading tool still answers', async () => {
+    const store = new FailingStore()
+    const ws = await Workspace.open({ lower: { '/readme.md': 'hello\n' }, store })
+    const tools = createAgentTools(ws)
+    expect(await callTool(tools, 'write_file', { path: '/a.txt', content: 'a' })).toMatchObject({ isError: false })
+    store.failing = true
+    const failed = await callTool(tools, 'write_file', { path: '/b.txt', content: 'b' })
+    expect(failed).toMatchObject({ isError: true, error: { code: 'EDEGRADED', message: expect.stringContaining('not durable') } })
+    expect(await callTool(tools, 'read_file', { path: '/readme.md' })).toMatchObject({ isError: false, result: { content: 'hello' } })
+    expect(tools.filter((tool) => tool.readOnly).map((tool) => tool.name).sort()).toEqual(['find_files', 'list_directory', 'operation_history', 'read_file', 'search_files'])
   })
 })

@@ -16,7 +16,7 @@ import { historyTool } from './history.js'
 import type { ToolResult } from './result.js'
 import { rollbackTool } from './rollback.js'
 import { searchTool } from './search.js'
-import type { AgentTool } from './tool.js'
+import { type AgentTool, acknowledged } from './tool.js'
 import { undoTool } from './undo.js'
 
 export type { AgentTool, JsonSchema } from './tool.js'
@@ -26,6 +26,9 @@ export type { BudgetOptions } from './budget.js'
 export type { CommandOptions, CommandSandbox } from './command.js'
 export * as schemas from './schemas.js'
 export { isConfigPath } from './operations.js'
+
+/** Tools that only read: they run beside the others and wait for no commit. */
+const READ_ONLY = new Set(['read_file', 'list_directory', 'operation_history', 'search_files', 'find_files'])
 
 export interface AgentToolsOptions {
   /** Where commit_changes writes (ws.flush); without one there is no commit_changes tool. */
@@ -56,7 +59,12 @@ export function createAgentTools(ws: Workspace, options: AgentToolsOptions = {})
     historyTool(ws, budget),
     ...(options.flushTarget ? [commitTool(ws, options.flushTarget, budget)] : []),
   ]
-  return tools.map((tool) => withinBudget(tool, tool.name === 'read_file' ? budget.readChars + 2000 : budget.chars))
+  // Every tool goes through one runner: changes in turn, each result only once durable.
+  return acknowledged(
+    ws,
+    tools.map((tool) => withinBudget(tool, tool.name === 'read_file' ? budget.readChars + 2000 : budget.chars)),
+    READ_ONLY,
+  )
 }
 
 /** Runs the tool a model named; an unknown name is a tool error too (EUNKNOWNTOOL). */

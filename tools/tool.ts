@@ -1,4 +1,8 @@
-/** One agent tool: a name, a description, a JSON Schema for the model and a `run` that never throws. */
+/**
+ * One agent tool: a name, a description, a JSON Schema for the model and a `run` that never throws;
+ * and the runner every tool set goes through (`acknowledged`), which makes a result an
+ * acknowledgement.
+ */
 import * as z from 'zod'
 import { type ToolResult, toToolError } from './result.js'
 
@@ -9,7 +13,48 @@ export interface AgentTool {
   readonly name: string
   readonly description: string
   readonly inputSchema: JsonSchema
+  /** It only reads: it records nothing, so it runs beside other calls and waits for no commit. */
+  readonly readOnly?: boolean
   run(input: unknown): Promise<ToolResult>
+}
+
+/** What the runner needs of a workspace: a way to wait until everything recorded so far is durable. */
+export interface Durable {
+  sync(): Promise<void>
+}
+
+/**
+ * The tool runner: calls to tools that change something run one at a time, in the order they were
+ * made (a host such as the MCP server runs calls concurrently; each result then names what that
+ * call did, not what a neighbour did), and a successful result is returned only once everything it
+ * recorded is durable (`ws.sync()`: the store's group commit). A model told "written" never loses
+ * it to a crash; a store that failed turns the result into EDEGRADED. Tools named in `readOnly`
+ * neither queue nor wait.
+ */
+export function acknowledged(ws: Durable, tools: readonly AgentTool[], readOnly: ReadonlySet<string>): AgentTool[] {
+  let tail: Promise<unknown> = Promise.resolve()
+  return tools.map((tool): AgentTool => {
+    if (readOnly.has(tool.name)) return { ...tool, readOnly: true }
+    return {
+      ...tool,
+      async run(input: unknown): Promise<ToolResult> {
+        const turn = tail.then(() => tool.run(input))
+        tail = turn.catch(() => undefined)
+        const outcome = await turn
+        if (outcome.isError) return outcome
+        try {
+          await ws.sync()
+        } catch (error) {
+          const { message } = toToolError(error)
+          return {
+            isError: true,
+            error: { code: 'EDEGRADED', message: `${tool.name} ran, but what it changed is not durable: ${message}. Stop and have the store checked (rewindfs status).` },
+          }
+        }
+        return outcome
+      },
+    }
+  })
 }
 
 export function defineTool<S extends z.ZodType>(
