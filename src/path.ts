@@ -63,39 +63,3 @@ export function relative(from: string, to: string): string {
   while (common < a.length && common < b.length && a[common] === b[common]) common++
   return [...a.slice(common).map(() => '..'), ...b.slice(common)].join('/')
 }
-
-/** Glob matching for include/exclude filters: `*`, `**`, `?`, `{a,b}`; a bare name matches anywhere. */
-export function globToRegExp(glob: string): RegExp {
-  let source = ''
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]
-    if (c === '*') {
-      if (glob[i + 1] === '*') {
-        i++
-        if (glob[i + 1] === '/') {
-          i++
-          source += '(?:.*/)?'
-        } else source += '.*'
-      } else source += '[^/]*'
-    } else if (c === '?') source += '[^/]'
-    else if (c === '{') {
-      const end = glob.indexOf('}', i)
-      if (end < 0) source += '\\{'
-      else {
-        source += '(?:' + glob.slice(i + 1, end).split(',').map(escape).join('|') + ')'
-        i = end
-      }
-    } else source += escape(c)
-  }
-  const anchored = glob.startsWith('/') ? source : '(?:.*/)?' + source
-  // A pattern naming a directory also matches everything under it.
-  return new RegExp('^' + (glob.startsWith('/') ? '' : '/?') + anchored + '(?:/.*)?$')
-}
-
-const escape = (text: string) => text.replace(/[.+^${}()|[\]\\]/g, '\\$&')
-
-export function pathMatcher(include?: readonly string[], exclude?: readonly string[]): (path: string) => boolean {
-  const inc = include?.map(globToRegExp)
-  const exc = exclude?.map(globToRegExp)
-  return (path) => (!inc || inc.some((r) => r.test(path))) && !(exc && exc.some((r) => r.test(path)))
-}

@@ -35,7 +35,8 @@ import { PinnedLower } from './flush/pinned-lower.js'
 import { type FlushTarget, isFlushTarget } from './flush/target.js'
 import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
 import type { FileSystemTree } from './lower/file-system-tree.js'
-import { absolute, basename, dirname, normalize, pathMatcher } from './path.js'
+import { pathMatcher } from './glob.js'
+import { absolute, basename, dirname, normalize } from './path.js'
 
 export type CheckpointKind = 'manual' | 'auto' | 'turn' | 'compact' | 'guard'
 

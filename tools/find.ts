@@ -3,7 +3,7 @@
  * honoured unless asked otherwise. Sorted by path the walk can stop at max_results; sorted by
  * modification time (newest first, as agents' Glob tools do) it has to see every match first.
  */
-import { globToRegExp } from '../src/path.js'
+import { compileGlob } from '../src/glob.js'
 import type { Workspace } from '../src/workspace.js'
 import { type Budget, fitList } from './budget.js'
 import { resolvePath } from './operations.js'
@@ -20,7 +20,7 @@ export function findTool(ws: Workspace, budget: Budget): AgentTool {
       `paths within the result budget (${budget.chars} characters); when truncated, call again with offset: next_offset.`,
     findFilesInput,
     async (input) => {
-      const glob = globToRegExp(input.pattern)
+      const glob = compileGlob(input.pattern)
       const root = resolvePath(ws, input.path ?? '.')
       const reader = await ViewReader.open(ws)
       const wanted = input.offset + input.max_results

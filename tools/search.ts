@@ -4,7 +4,7 @@
  * otherwise, and the walk stops at the first match past max_results or the result budget, so a
  * search with a common pattern on a large tree costs what it returns.
  */
-import { globToRegExp } from '../src/path.js'
+import { compileGlob } from '../src/glob.js'
 import type { Workspace } from '../src/workspace.js'
 import { type Budget, Room } from './budget.js'
 import { type LineMatch, LineMatcher, isBinary, loadGrep } from './grep.js'
@@ -16,8 +16,8 @@ import { ViewReader, type WalkEntry, walk } from './walk.js'
 
 /** include and exclude as a walk filter: include picks files, exclude also prunes directories. */
 export function globFilter(include: readonly string[] | undefined, exclude: readonly string[] | undefined): (entry: WalkEntry) => boolean {
-  const wanted = include?.map(globToRegExp)
-  const unwanted = exclude?.map(globToRegExp)
+  const wanted = include?.map(compileGlob)
+  const unwanted = exclude?.map(compileGlob)
   return (entry) =>
     (unwanted !== undefined && unwanted.some((glob) => glob.test(entry.path))) ||
     (wanted !== undefined && entry.type !== 'dir' && !wanted.some((glob) => glob.test(entry.path)))

@@ -8,7 +8,7 @@ import { LineCounter, parseAllDocuments } from 'yaml'
 import { TomlError, parse as parseToml } from 'smol-toml'
 import * as z from 'zod/mini'
 import type { Validator } from '../src/engine/validator.js'
-import { globToRegExp } from '../src/path.js'
+import { compileGlob } from '../src/glob.js'
 
 export type { ValidateResult, ValidatedFile, ValidationFailure, ValidationReport, ValidationResult, Validator } from '../src/engine/validator.js'
 export { ValidationError, runValidators } from '../src/engine/validator.js'
@@ -147,8 +147,8 @@ export function json(options?: JsonOptions): Validator {
 }
 
 function pathMatcherFor(patterns: string | string[]): (path: string) => boolean {
-  const regexps = listGlobs(patterns).map(globToRegExp)
-  return (path) => regexps.some((r) => r.test(path))
+  const globs = listGlobs(patterns).map(compileGlob)
+  return (path) => globs.some((glob) => glob.test(path))
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y

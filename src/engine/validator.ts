@@ -4,7 +4,7 @@
  * Kept tiny and dependency-light (the path globs; zod/mini loads with the first run): it is part of the browser-safe core;
  * the concrete validators (JSON, YAML, TOML, secrets…) live in the separate `rewindfs/validators`.
  */
-import { pathMatcher } from '../path.js'
+import { pathMatcher } from '../glob.js'
 
 /** Result of `validate`: true/undefined pass; false rejects; a string rejects with that message. */
 export type ValidateResult = boolean | string | void
