@@ -2,14 +2,20 @@
  * POSIX paths inside the workspace, without node:path (src/ must run in a browser). The root is
  * '/'; '..' never climbs above it (chroot semantics).
  */
+import { typeError } from './errors.js'
 
-/** Lexical normalisation: absolute, no '.', '..' folded, no trailing slash except for '/'. */
-/** Matches what normalize would change: '//', a '.' or '..' component. */
-const NOT_NORMAL = /\/\/|\/\.\.?(?:\/|$)/
+/** Matches what normalize would change ('//', a '.' or '..' component) or refuses (a NUL byte). */
+const NOT_NORMAL = /\/\/|\/\.\.?(?:\/|$)|\0/
 
+/**
+ * Lexical normalisation: absolute, no '.', '..' folded, no trailing slash except for '/'. A NUL
+ * byte anywhere is refused as Node's fs refuses it (ERR_INVALID_ARG_VALUE), even where a later
+ * '..' would fold its component away: no path with a NUL names anything.
+ */
 export function normalize(path: string): string {
   // Most paths callers pass are normal already: no array to build (a hot path of every fs call).
   if (path.charCodeAt(0) === 47 && (path.length === 1 || path.charCodeAt(path.length - 1) !== 47) && !NOT_NORMAL.test(path)) return path
+  if (path.includes('\0')) throw nulError(path)
   const parts: string[] = []
   for (const part of path.split('/')) {
     if (part === '' || part === '.') continue
@@ -17,6 +23,12 @@ export function normalize(path: string): string {
     else parts.push(part)
   }
   return '/' + parts.join('/')
+}
+
+/** Node's error for a path with a NUL byte, word for word. */
+function nulError(path: string): Error {
+  const shown = path.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n').replace(/\0/g, '\\x00')
+  return typeError('ERR_INVALID_ARG_VALUE', `The argument 'path' must be a string, Uint8Array, or URL without null bytes. Received '${shown}'`)
 }
 
 /** Resolves a caller's path against a working directory without folding '..' early. */
