@@ -313,6 +313,15 @@ export class Overlay {
     return node
   }
 
+  /**
+   * Refuses to create `path` when the lower source keeps it to itself (its flush staging folder):
+   * EINVAL with the source's reason, before anything changes.
+   */
+  refuseReserved(path: string, syscall: string, given: string, dest?: string): void {
+    const why = this.lower.reserved?.(path)
+    if (why !== undefined) throw new FsError('EINVAL', syscall, given, dest, `${why}; choose another name`)
+  }
+
   /** Puts `node` at `parent.path/name`, replacing what was there; bumps the parent's times. */
   put(parent: Entry, name: string, node: EntryNode, touchParent = true): Entry {
     const path = join(parent.path, name)

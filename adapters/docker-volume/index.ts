@@ -119,6 +119,11 @@ export class DockerVolume extends IndexedSource implements FlushTarget {
     return this.helper.volume
   }
 
+  /** The flush staging folder at the volume root. */
+  reserved(path: string): string | undefined {
+    return isWithin(path, STAGING) ? `${STAGING} is the volume's flush staging folder, which rewindfs keeps to itself` : undefined
+  }
+
   private open(operation: string): void {
     if (this.closed) throw new DockerVolumeError('ERR_DOCKER_VOLUME_CLOSED', `${operation} on volume '${this.name}' after close()`)
   }

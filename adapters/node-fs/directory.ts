@@ -39,6 +39,11 @@ export class DirectorySource implements LowerSource, FlushTarget {
     this.recoverNow()
   }
 
+  /** Names starting with '.rewindfs-flush', in any directory: the flush's staging folder and temp files. */
+  reserved(path: string): string | undefined {
+    return isHidden(path) ? `names starting with '${RESERVED_PREFIX}' are reserved for the directory's flush staging area` : undefined
+  }
+
   stat(path: string): LowerStat | undefined {
     const normal = normalize(checkPath(path))
     if (isHidden(normal)) return undefined

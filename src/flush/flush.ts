@@ -7,6 +7,7 @@
  * every path it replaces is pinned first (PinnedLower), so no tree's view changes.
  */
 import type { BlobId } from '../blob/store.js'
+import { FsError } from '../errors.js'
 import { diffTrees } from '../diff.js'
 import type { Change } from '../diff.js'
 import { ABSENT, Overlay, type Entry } from '../overlay.js'
@@ -66,6 +67,7 @@ export async function flush(host: FlushHost, targets: readonly FlushTarget[], op
   const conflicts: FlushReport['conflicts'] = []
   for (const target of targets) {
     const plan = await planFor(host, target)
+    refuseReserved(target, plan)
     plans.set(target, plan)
     for (const path of await conflictsOf(host, target, plan)) conflicts.push({ target: target.id, path })
   }
@@ -107,6 +109,15 @@ export async function flush(host: FlushHost, targets: readonly FlushTarget[], op
     done.push(target)
   }
   return report(true, done)
+}
+
+/** A path the target keeps to itself (its staging folder) is refused before anything is written. */
+function refuseReserved(target: FlushTarget, plan: readonly Planned[]): void {
+  if (!target.reserved) return
+  for (const p of plan) {
+    const why = p.current ? target.reserved(p.path) : undefined
+    if (why !== undefined) throw new FsError('EINVAL', 'flush', p.path, undefined, `${why}; rename or delete it in the workspace, then flush again`)
+  }
 }
 
 /** Rolls an interrupted flush forward: the target finishes its manifest, we record what it holds. */

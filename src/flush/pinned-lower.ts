@@ -31,7 +31,11 @@ export class PinnedLower implements LowerSource {
   ) {
     this.kind = source.kind
     this.id = source.id
+    if (source.reserved) this.reserved = (path) => source.reserved!(path)
   }
+
+  /** The source's reserved paths (see LowerSource.reserved). */
+  readonly reserved?: (path: string) => string | undefined
 
   stat(path: string): LowerStat | undefined {
     if (this.pins.size > 0) {

@@ -35,6 +35,11 @@ export interface FlushTarget {
   apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void): Promise<(string | undefined)[]>
   /** Rolls an interrupted apply forward (called before every flush; targets also call it on open). */
   recover?(): Promise<void>
+  /**
+   * Paths the target keeps to itself (its staging folder): why, when `path` is one of them. A flush
+   * that would write such a path is refused before anything is written (EINVAL naming the path).
+   */
+  reserved?(path: string): string | undefined
 }
 
 export function isFlushTarget(value: unknown): value is FlushTarget {

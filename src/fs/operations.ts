@@ -69,6 +69,25 @@ const operationTypes: Partial<Record<string, OperationType>> = {
   writeFile: 'file_edit',
 }
 
+/** Calls that create a path: which argument names it, and the syscall Node reports. */
+const CREATES: Partial<Record<string, readonly [index: number, syscall: string]>> = {
+  appendFile: [0, 'open'],
+  copyFile: [1, 'copyfile'],
+  cp: [1, 'cp'],
+  mkdir: [0, 'mkdir'],
+  mkdtemp: [0, 'mkdtemp'],
+  open: [0, 'open'],
+  rename: [1, 'rename'],
+  symlink: [1, 'symlink'],
+  writeFile: [0, 'open'],
+}
+
+/** Whether open's flags may create the file (w, a, x forms, or O_CREAT). */
+function createsFile(flags: unknown): boolean {
+  if (typeof flags === 'number') return (flags & 0o100) !== 0
+  return typeof flags === 'string' && /[wax]/.test(flags)
+}
+
 export class FsOperations {
   readonly descriptors = new DescriptorTable()
   cwd = '/'
@@ -107,6 +126,7 @@ export class FsOperations {
       const target = typeof args[0] === 'string' ? args[0] : undefined
       throw new FsError('EROFS', name, target, undefined, `read-only file system: the workspace is frozen (${this.frozenReason})`)
     }
+    if (this.overlay.lower.reserved) this.refuseReserved(name, args)
     const journal = this.journal
     const fd = typeof args[0] === 'number' ? this.descriptors.find(args[0]) : undefined
     this.settle(fd)
@@ -117,6 +137,21 @@ export class FsOperations {
     for (const value of pathArgs) if (typeof value === 'string') paths.push(normalize(absolute(value, this.cwd)))
     if (!journal.running) this.beforeOperation?.(type, paths)
     return journal.run({ type, paths }, body)
+  }
+
+  /** A call that would create a path the lower source keeps to itself fails with EINVAL before it starts. */
+  private refuseReserved(name: string, args: readonly unknown[]): void {
+    const created = CREATES[name]
+    if (created === undefined) return
+    const [index, syscall] = created
+    if (name === 'open' && !createsFile(args[1])) return
+    let given: string
+    try {
+      given = pathArgument(args[index]) + (name === 'mkdtemp' ? 'XXXXXX' : '')
+    } catch {
+      return // the call itself reports a bad argument
+    }
+    this.overlay.refuseReserved(normalize(absolute(given, this.cwd)), syscall, given)
   }
 
   private path(value: unknown, name = 'path'): { given: string; path: string } {

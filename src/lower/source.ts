@@ -43,6 +43,12 @@ export interface LowerSource {
   /** Sources whose contents load asynchronously make these paths readable synchronously. */
   prefetch?(paths: readonly string[]): Promise<void>
   close?(): Promise<void> | void
+  /**
+   * Paths the source keeps to itself as a flush target (its staging folder): why, when `path` (a
+   * normalised workspace path) is one of them; otherwise undefined. The workspace refuses to create
+   * such a path (EINVAL with the reason), since no flush could ever write it there.
+   */
+  reserved?(path: string): string | undefined
 }
 
 /**

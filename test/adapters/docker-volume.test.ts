@@ -247,6 +247,11 @@ describe.runIf(capability('docker', dockerProblem()))('docker volume adapter (re
     await expect(vol.apply([{ path: 'relative', kind: 'file', mode: 0o644, mtimeMs: 0, content }])).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' })
     await expect(vol.apply([{ path: '/.rewindfs-flush/x', kind: 'file', mode: 0o644, mtimeMs: 0, content }])).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' })
     expect(oracleListing(name)).toEqual(before)
+    // It declares the staging folder, so a workspace over it refuses to create the name at all.
+    expect(vol.reserved('/.rewindfs-flush/x')).toContain('staging folder')
+    expect(vol.reserved('/.rewindfs-flushed')).toBeUndefined()
+    const ws = await Workspace.open({ lower: vol })
+    expect(() => ws.fs.mkdirSync('/.rewindfs-flush')).toThrow(expect.objectContaining({ code: 'EINVAL', syscall: 'mkdir' }))
   })
 
   it('finishes an interrupted flush on the next open: resumed after its last step, never re-running one', async () => {
