@@ -2,43 +2,69 @@
  * `rewindfs mcp`: the agent tools (rewindfs/tools) served over MCP stdio. The project directory is
  * the lower layer and commit_changes' flush target, so nothing on disk changes until the agent
  * commits. The tools carry their JSON Schemas and validate their own input, so the low-level Server
- * passes calls straight through: every failure, a malformed argument included, is a tool result
- * with isError and the error's JSON as text.
+ * passes calls straight through: every failure, a malformed argument or a missing tool name
+ * included, is a tool result with isError and the error's JSON as text, naming workspace paths
+ * (never the project's host path). Messages arrive through a transport with stated limits
+ * (mcp-transport.ts): an oversized or malformed one is answered with an error, and the server
+ * keeps serving. A result that changed something is returned once it is durable (the tool runner).
  *
  * tools/call is answered by the fallback handler rather than one registered with
  * CallToolRequestSchema: the SDK checks that schema first and turns `arguments` that are not an
  * object into a JSON-RPC internal error, where the model should get a tool error it can read.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { type CallToolResult, ErrorCode, type JSONRPCRequest, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js'
-import * as z from 'zod'
 import { directoryStore } from '../adapters/node-fs/store.js'
 import { Workspace } from '../src/index.js'
 import { type AgentTool, callTool, createAgentTools } from '../tools/index.js'
+import type { ToolError, ToolResult } from '../tools/result.js'
 import type { Options } from './arguments.js'
+import { DEFAULT_LIMITS, LimitedStdioTransport } from './mcp-transport.js'
 import { projectDirectory } from './project.js'
 import { packageVersion } from './version.js'
 
+/**
+ * An error as the model should read it: a host path inside the project (`root`, its real path)
+ * becomes the workspace path it stands for. Only a path standing on its own is replaced (quoted,
+ * or after a space), not one inside an identifier such as 'directory:/…'.
+ */
+function inWorkspaceTerms(outcome: ToolResult, root: string): ToolResult {
+  if (!outcome.isError || root === '/') return outcome
+  const text = JSON.stringify(outcome.error)
+  if (!text.includes(root)) return outcome
+  const escaped = JSON.stringify(root).slice(1, -1).replace(/[.*+?^${}()|[\]\\]/g, '\\$&') // as JSON text holds it, as a pattern
+  const pattern = new RegExp(`(^|[\\s'(]|\\\\")${escaped}(/|(?=[\\s',;:)]|\\\\"|$))`, 'g')
+  const scrubbed = text.replace(pattern, (_match, before: string) => `${before}/`)
+  return { isError: true, error: JSON.parse(scrubbed) as ToolError }
+}
+
 /** The MCP answer for one tool run: the result or error as JSON text. */
-function toCallToolResult(outcome: Awaited<ReturnType<AgentTool['run']>>): CallToolResult {
+function toCallToolResult(outcome: ToolResult): CallToolResult {
   const body = outcome.isError ? { error: outcome.error } : outcome.result
   // Compact: the result budget counts characters of compact JSON, and indentation would add a third.
   return { isError: outcome.isError, content: [{ type: 'text', text: JSON.stringify(body ?? null) }] }
 }
 
+const LIMITS = `A call's message may be at most ${DEFAULT_LIMITS.maxMessageBytes / (1024 * 1024)} MiB (larger content: several calls).`
+
 function listing(tools: readonly AgentTool[]): Tool[] {
-  return tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'] }))
+  return tools.map((tool) => ({
+    name: tool.name,
+    description: `${tool.description} ${LIMITS}`,
+    inputSchema: tool.inputSchema as Tool['inputSchema'],
+    ...(tool.readOnly ? { annotations: { readOnlyHint: true } } : {}),
+  }))
 }
 
-const toolCallParams = z.object({ name: z.string(), arguments: z.unknown().optional() })
-
 /** The tool a tools/call request names and its arguments as sent; any other method is not found. */
-function toolCall(request: JSONRPCRequest): [name: string, input: unknown] {
+function toolCall(request: JSONRPCRequest): { name: string; input: unknown } | ToolResult {
   if (request.method !== 'tools/call') throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`)
-  const params = toolCallParams.safeParse(request.params)
-  if (!params.success) throw new McpError(ErrorCode.InvalidParams, 'tools/call needs params.name, the name of a tool (tools/list lists them)')
-  return [params.data.name, params.data.arguments ?? {}]
+  const params = request.params as { name?: unknown; arguments?: unknown } | undefined
+  if (typeof params?.name !== 'string') {
+    const got = params?.name === undefined ? 'none' : `${typeof params.name === 'object' ? (params.name === null ? 'null' : 'an object') : `a ${typeof params.name}`}`
+    return { isError: true, error: { code: 'EINVALIDINPUT', message: `tools/call needs params.name, the name of a tool as a string (got ${got}); tools/list lists them` } }
+  }
+  return { name: params.name, input: params.arguments ?? {} }
 }
 
 /** Serves until stdin ends or a signal arrives, then closes the workspace (its store made durable). */
@@ -71,14 +97,18 @@ export async function serveMcp(options: Options): Promise<number> {
   // Calls still running at shutdown finish before the workspace closes (a commit_changes mid-flush).
   const running = new Set<Promise<unknown>>()
   server.fallbackRequestHandler = async (request) => {
-    const call = callTool(tools, ...toolCall(request))
+    const named = toolCall(request)
+    if ('isError' in named) return toCallToolResult(named)
+    const call = callTool(tools, named.name, named.input)
     running.add(call)
     try {
-      return toCallToolResult(await call)
+      return toCallToolResult(inWorkspaceTerms(await call, lower.root))
     } finally {
       running.delete(call)
     }
   }
+  // Refused messages (over a limit, malformed) are answered by the transport and noted here.
+  server.onerror = (error) => process.stderr.write(`rewindfs MCP server: ${error.message}\n`)
 
   const done = new Promise<void>((resolve) => {
     process.stdin.once('end', resolve)
@@ -87,7 +117,7 @@ export async function serveMcp(options: Options): Promise<number> {
     process.once('SIGTERM', resolve)
     server.onclose = resolve
   })
-  await server.connect(new StdioServerTransport())
+  await server.connect(new LimitedStdioTransport())
   process.stderr.write(`rewindfs MCP server: ${tools.length} tools over ${lower.root} (${store ? `store ${store.root}` : 'in memory'}, session ${ws.session})\n`)
   await done
   await Promise.allSettled(running)

@@ -1,8 +1,10 @@
 /**
  * `rewindfs mcp` as an MCP client sees it: the SDK's own Client over stdio to a real child process
  * serving a real temp directory. The directory must not change until commit_changes; every failure,
- * malformed arguments included, comes back as a tool result with isError (or, for arguments that
- * are not even an object, a JSON-RPC error) and the server keeps serving.
+ * malformed arguments and a missing tool name included, comes back as a tool result with isError
+ * naming workspace paths, never the host's; an oversized or malformed message gets an error naming
+ * the limit (mcp-oversize-kills-session.js: one over 10 MiB made the server exit), and the server
+ * keeps serving.
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -114,8 +116,12 @@ describe('rewindfs mcp', () => {
     const text = (await client.callTool({ name: 'write_file', arguments: 'text' as unknown as Record<string, unknown> })) as CallToolResult
     expect(text.isError).toBe(true)
     expect(JSON.parse((text.content[0] as { text: string }).text).error).toMatchObject({ code: 'EINVALIDINPUT', message: expect.stringContaining('expected object') })
-    // A call naming no tool is a protocol error (there is no tool to answer it), and not a crash either.
-    await expect(client.request({ method: 'tools/call', params: { arguments: {} } } as never, CallToolResultSchema)).rejects.toMatchObject({ code: -32602 })
+    // A call naming no tool, or not by a string, is a tool error too (it was JSON-RPC -32602).
+    for (const params of [{ arguments: {} }, { name: 42, arguments: {} }, { name: null }, {}]) {
+      const result = await client.request({ method: 'tools/call', params } as never, CallToolResultSchema)
+      expect(result.isError).toBe(true)
+      expect(JSON.parse((result.content[0] as { text: string }).text).error).toMatchObject({ code: 'EINVALIDINPUT', message: expect.stringContaining('params.name') })
+    }
 
     expect(await call(client, 'write_file', { path: '/still.txt', content: 'alive\n' })).toMatchObject({ isError: false })
     expect(await call(client, 'read_file', { path: '/still.txt' })).toMatchObject({ isError: false })
@@ -235,6 +241,83 @@ describe('rewindfs mcp', () => {
     expect(fs.existsSync(path.join(project, 'lib/m0/f0.js'))).toBe(true)
     for (const [label, size] of Object.entries(sizes)) expect([label, size <= 8000]).toEqual([label, true])
   })
+
+  it('names workspace paths in errors, never the project directory on the host', async () => {
+    const { client } = await connect()
+    expect(await call(client, 'write_file', { path: '/app/extra/new.txt', content: 'new\n' })).toMatchObject({ isError: false })
+    // The directory the change goes into became a file on disk: the commit fails naming the path.
+    fs.rmSync(path.join(project, 'app'), { recursive: true })
+    fs.writeFileSync(path.join(project, 'app'), 'now a file\n')
+    const failed = await call(client, 'commit_changes', { force: true })
+    expect(failed.isError).toBe(true)
+    const text = JSON.stringify(failed.body)
+    expect(text).toContain("'/app")
+    expect(text).not.toContain(tmp)
+    expect(text).not.toContain(fs.realpathSync(tmp))
+  })
+
+  it('states the message limit in every tool description, and marks the reading tools read-only', async () => {
+    const { client } = await connect()
+    const { tools } = await client.listTools()
+    for (const tool of tools) expect(tool.description).toContain('at most 32 MiB')
+    expect(tools.filter((tool) => tool.annotations?.readOnlyHint).map((tool) => tool.name).sort()).toEqual(['find_files', 'list_directory', 'operation_history', 'read_file', 'search_files'])
+  })
+
+  it('answers messages up to 64 MiB: within the limit they run, above it a tool error names the limit; the server keeps serving', async () => {
+    const { client, transport, stderr } = await connect()
+    const exited = new Promise((resolve) => transport['_process']?.once('exit', resolve))
+    const sizes = [16, 31, 33, 64]
+    for (const mib of sizes) {
+      const content = 'A'.repeat(mib * 1024 * 1024)
+      const result = await call(client, 'write_file', { path: `/big-${mib}.txt`, content })
+      if (mib < 32) expect(result).toMatchObject({ isError: false, body: { bytes: content.length } })
+      else expect(result).toMatchObject({ isError: true, body: { error: { code: 'EMSGSIZE', message: expect.stringContaining('at most 32 MiB') } } })
+    }
+    expect(await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('alive'), 100))])).toBe('alive')
+    expect(await call(client, 'read_file', { path: '/README.md' })).toMatchObject({ isError: false })
+    expect((await call(client, 'list_directory', { path: '/' })).body.entries.map((entry: { path: string }) => entry.path)).toEqual(
+      expect.arrayContaining(['big-16.txt', 'big-31.txt']),
+    )
+    expect(stderr()).toContain('refused tools/call write_file')
+  }, 120_000)
+
+  it('answers deep JSON, invalid UTF-8, non-JSON and non-JSON-RPC lines with errors, and keeps serving', async () => {
+    const { client, transport } = await connect()
+    // Raw lines straight to the server's stdin; its raw answers read from its stdout.
+    const child = (transport as unknown as { _process: import('node:child_process').ChildProcess })._process
+    let raw = ''
+    child.stdout!.on('data', (chunk: Buffer) => (raw += chunk.toString()))
+    const answer = async (id: number | null): Promise<any> => {
+      for (let i = 0; i < 200; i++) {
+        const line = raw.split('\n').find((candidate) => candidate.includes(`"id":${JSON.stringify(id)}`))
+        if (line) return JSON.parse(line)
+        await new Promise((resolve) => setTimeout(resolve, 25))
+      }
+      throw new Error(`no answer with id ${id}; got ${raw.slice(0, 500)}`)
+    }
+    const send = (bytes: Buffer | string) => child.stdin!.write(bytes)
+
+    // Deep JSON through the SDK client: a tool error naming the limit.
+    let deep: unknown = 'x'
+    for (let i = 0; i < 1000; i++) deep = [deep]
+    const tooDeep = await call(client, 'write_file', { path: '/deep.txt', content: deep })
+    expect(tooDeep).toMatchObject({ isError: true, body: { error: { code: 'EINVALIDINPUT', message: expect.stringContaining('at most 64') } } })
+    // Far deeper, written raw (the SDK cannot serialise it): refused before it is parsed.
+    send(`{"jsonrpc":"2.0","id":9001,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/d.txt","content":${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}}}}\n`)
+    expect((await answer(9001)).result).toMatchObject({ isError: true })
+    // Invalid UTF-8 in a tool's content: a tool error, nothing written.
+    send(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":9002,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/u.txt","content":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}}}\n')]))
+    const utf8 = await answer(9002)
+    expect(JSON.parse(utf8.result.content[0].text).error).toMatchObject({ code: 'EILSEQ', message: expect.stringContaining('UTF-8') })
+    // Not JSON at all, and JSON that is no JSON-RPC message.
+    send('this is not json\n')
+    expect((await answer(null)).error).toMatchObject({ code: -32700 })
+    send('{"jsonrpc":"2.0","id":9003,"method":42}\n')
+    expect((await answer(9003)).error).toMatchObject({ code: -32600 })
+    // Still serving, and nothing of the refused calls was written.
+    expect(await call(client, 'write_file', { path: '/after.txt', content: 'fine\n' })).toMatchObject({ isError: false })
+    for (const name of ['/deep.txt', '/d.txt', '/u.txt']) expect(await call(client, 'read_file', { path: name })).toMatchObject({ isError: true, body: { error: { code: 'ENOENT' } } })
+  }, 60_000)
 
   it('fails at once, with the reason on stderr, for a project directory that does not exist', () => {
     const result = runCli(['mcp', '--dir', path.join(tmp, 'missing')])
