@@ -142,6 +142,13 @@ export interface AsyncSideEffect {
   group?: string
 }
 
+/**
+ * The promise every implementation keeps (README, "What each call promises"): with a durable
+ * store, a member that records something (checkpoint, restore, undo, redo, undoRestore, reset,
+ * transaction, flush, renameCheckpoint, deleteCheckpoint, beginTurn, setResume, recordSideEffect,
+ * purge, compact) resolves only once that is durable, and such calls run one at a time; an fs call
+ * is durable at the next group commit or once `sync()` resolves.
+ */
 export interface AsyncWorkspace {
   readonly fs: AsyncFsRoot
   readonly session: string

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads'
+import { directoryStore } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/workspace.js'
 import type { AsyncWorkspace } from '../src/async-workspace.js'
 import { openWorkerWorkspace } from '../worker/index.js'
@@ -11,13 +12,13 @@ const satisfied = (ws: Workspace): AsyncWorkspace => ws
 void satisfied
 
 // The in-process fs's FileHandle and streams are being brought to Node's behaviour in part 1 of issue 12.
-asyncWorkspaceSuite('in-process Workspace', (files) => Workspace.open({ lower: files }), {
+asyncWorkspaceSuite('in-process Workspace', (files, store) => Workspace.open({ lower: files, ...(store ? { store: directoryStore(store) } : {}) }), {
   knownDifferences: [
     'FileHandle: writes and reads at offsets and positions, stats, truncates, and refuses calls once closed',
     'streams: ranges and highWaterMark chunks, writes at a start, appends, and errors',
     'streams: a 3 MiB file crosses in bounded chunks and arrives whole',
   ],
 })
-asyncWorkspaceSuite('engine in a worker thread', (files) =>
-  openWorkerWorkspace(new Worker(bootstrap), { lower: files ? { kind: 'fixture', files } : undefined }),
+asyncWorkspaceSuite('engine in a worker thread', (files, store) =>
+  openWorkerWorkspace(new Worker(bootstrap), { lower: files ? { kind: 'fixture', files } : undefined, ...(store ? { store: { kind: 'directory', path: store } } : {}) }),
 )
