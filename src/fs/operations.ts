@@ -276,7 +276,14 @@ export class FsOperations {
     // inside a link's target report 'stat'; the native one reports 'realpath' throughout.
     // The JS realpath also resolves the path lexically first (path.resolve), so 'missing/..' is fine.
     const start = syscall === 'lstat' ? normalize(path) : path
-    const entry = this.overlay.resolve(start, syscall, true, given, undefined, syscall === 'lstat' ? 'stat' : syscall)
+    let entry
+    try {
+      entry = this.overlay.resolve(start, syscall, true, given, undefined, syscall === 'lstat' ? 'stat' : syscall)
+    } catch (error) {
+      // The JS realpath meets a loop only in the stat() it calls on each link, never in an lstat().
+      if (syscall === 'lstat' && error instanceof FsError && error.code === 'ELOOP') throw new FsError('ELOOP', 'stat', given)
+      throw error
+    }
     return encoding === 'buffer' ? toCallerBytes(new TextEncoder().encode(entry.path)) : entry.path
   }
 
