@@ -269,6 +269,7 @@ export class Workspace {
     if (from) this.ops.cwd = from.cwd
     this.options = options
     this.state = new SessionState()
+    this.state.guard = (syscall) => this.assertWritable(syscall)
     if (from) this.state.setRoot(from.state)
     this.journal = new Journal(this.overlay, this.session, this.idPrefix, options.retention?.operations, this.state)
     this.ops.journal = this.journal
@@ -402,15 +403,20 @@ export class Workspace {
   async repair(options: RepairOptions = {}): Promise<RepairReport> {
     this.assertOpen()
     if (!this.durability) throw Object.assign(new Error('rewindfs: repair needs a workspace opened on a store it could read'), { code: 'EINVAL' })
-    const { repair } = await loadRepair()
-    await this.verify() // the blob checks too, so the report names every damaged blob
-    const wasDamaged = this.status.corrupt !== undefined
-    const report = await repair(this.durability, { ...options, lowerId: this.lower.id })
-    if (report.repaired) {
-      this.status.corrupt = undefined
-      if (wasDamaged) this.ops.frozenReason = undefined
-    }
-    return report
+    const durability = this.durability
+    // In turn with the other recording calls: a repair rewrites the journal they append to.
+    return this.serial.run(async () => {
+      const { repair } = await loadRepair()
+      await this.verify() // the blob checks too, so the report names every damaged blob
+      const wasDamaged = this.status.corrupt !== undefined
+      const report = await repair(durability, { ...options, lowerId: this.lower.id })
+      if (report.repaired) {
+        this.status.corrupt = undefined
+        if (wasDamaged) this.ops.frozenReason = undefined
+        this.status.warnings.push(`repaired: ${report.kept.groups} group commit(s) kept, ${report.lost.length} range(s) of records lost${report.keptAside ? `; the old journal is kept aside as ${report.keptAside}` : ""}`)
+      }
+      return report
+    })
   }
 
   /**
@@ -480,7 +486,7 @@ export class Workspace {
 
   /** Records the whole environment as it is now. O(1) in the size of the tree. */
   async checkpoint(options: { name?: string; kind?: Exclude<CheckpointKind, 'guard'>; description?: string } = {}): Promise<Checkpoint> {
-    return this.serial.call(async () => {
+    return this.recording('checkpoint', async () => {
       this.assertOpen()
       const kind = options.kind ?? 'manual'
       if (!['manual', 'auto', 'turn', 'compact'].includes(kind)) {
@@ -572,7 +578,7 @@ export class Workspace {
   }
 
   async renameCheckpoint(idOrName: string, newName: string): Promise<Checkpoint> {
-    return this.serial.call(async () => {
+    return this.recording('renameCheckpoint', async () => {
       const record = this.find(idOrName)
       if (typeof newName !== 'string' || newName === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
       if (record.name !== newName) this.assertNameFree(newName)
@@ -583,7 +589,7 @@ export class Workspace {
   }
 
   async deleteCheckpoint(idOrName: string): Promise<void> {
-    return this.serial.call(async () => {
+    return this.recording('deleteCheckpoint', async () => {
       const record = this.find(idOrName)
       this.records.splice(this.records.indexOf(record), 1)
       this.durability?.record({ t: 'checkpoint-delete', id: record.id })
@@ -608,7 +614,7 @@ export class Workspace {
 
   /** Marks the start of agent turn `n`: a 'turn' checkpoint, and later operations carry the turn. */
   async beginTurn(turn: number): Promise<Checkpoint> {
-    return this.serial.call(async () => {
+    return this.recording('beginTurn', async () => {
       if (!Number.isInteger(turn) || turn < 0) throw new TypeError('rewindfs: a turn is a non-negative integer')
       this.journal.turn = turn
       this.autoCheckpoints.newBurst()
@@ -623,7 +629,7 @@ export class Workspace {
   }
 
   async setResume(point: ResumePoint): Promise<void> {
-    return this.serial.call(async () => {
+    return this.recording('setResume', async () => {
       if (!point || !['plan', 'execute', 'verify', 'stopped'].includes(point.phase) || !Number.isInteger(point.turn)) {
         throw new TypeError("rewindfs: a resume point is { phase: 'plan'|'execute'|'verify'|'stopped', turn: integer, data? }")
       }
@@ -650,7 +656,7 @@ export class Workspace {
     tier?: number
     group?: string
   }): Promise<Operation> {
-    return this.serial.call(async () => this.recordSideEffectNow(effect))
+    return this.recording('recordSideEffect', async () => this.recordSideEffectNow(effect))
   }
 
   private recordSideEffectNow(effect: Parameters<Workspace['recordSideEffect']>[0]): Operation {
@@ -731,7 +737,7 @@ export class Workspace {
    * after the target are compensated, and later checkpoints are marked superseded.
    */
   async restore(target: RestoreTarget, options: RestoreOptions = {}): Promise<RestoreReport> {
-    return this.serial.call(() => this.atomically(() => this.restoreNow(target, options)))
+    return this.recording('restore', () => this.atomically(() => this.restoreNow(target, options)))
   }
 
   /** Runs `body` so that everything it records lands in the store as one group commit. */
@@ -791,7 +797,7 @@ export class Workspace {
 
   /** Undoes the last restore; called again, re-applies it. */
   async undoRestore(): Promise<{ undone?: Operation; redone?: Operation }> {
-    return this.serial.call(() => this.undoRestoreNow())
+    return this.recording('undoRestore', () => this.undoRestoreNow())
   }
 
   private async undoRestoreNow(): Promise<{ undone?: Operation; redone?: Operation }> {
@@ -882,6 +888,7 @@ export class Workspace {
     this.assertOpen()
     if (typeof body !== 'function') throw new TypeError('rewindfs: transaction(body) needs a function')
     if (this.stagedFs) return body(this.stagedFs as unknown as NodeFs)
+    this.assertWritable('transaction')
     this.ops.settle()
     this.transactionDepth++
     let result: T
@@ -895,7 +902,11 @@ export class Workspace {
           validators: this.options.validators ?? [],
           ...(this.options.approve ? { approve: this.options.approve } : {}),
           // Only the commit takes a turn: the body, validators and approval run before it.
-          exclusive: (commit) => this.serial.run(async () => commit()),
+          exclusive: (commit) =>
+            this.serial.run(async () => {
+              this.assertWritable('transaction')
+              return commit()
+            }),
         },
         async (fs) => {
           this.stagedFs = fs
@@ -986,7 +997,7 @@ export class Workspace {
    * Without a target, flushes into the lower source (when it is a FlushTarget, e.g. directory()).
    */
   async flush(target?: FlushTarget | readonly FlushTarget[], options: FlushOptions = {}): Promise<FlushReport> {
-    return this.serial.call(() => this.flushNow(target, options))
+    return this.recording('flush', () => this.flushNow(target, options))
   }
 
   private async flushNow(target: FlushTarget | readonly FlushTarget[] | undefined, options: FlushOptions): Promise<FlushReport> {
@@ -1057,7 +1068,7 @@ export class Workspace {
 
   /** Discards the upper layer: the lower tree shows again. O(1); checkpoints are kept. */
   async reset(): Promise<void> {
-    return this.serial.call(async () => this.resetNow())
+    return this.recording('reset', async () => this.resetNow())
   }
 
   private resetNow(): void {
@@ -1076,7 +1087,7 @@ export class Workspace {
    * the blockers, unless `cascade` undoes them too.
    */
   async undo(options: UndoOptions = {}): Promise<UndoResult> {
-    return this.serial.call(() => this.atomically(() => this.undoNow(options)))
+    return this.recording('undo', () => this.atomically(() => this.undoNow(options)))
   }
 
   private async undoNow(options: UndoOptions): Promise<UndoResult> {
@@ -1181,6 +1192,23 @@ export class Workspace {
     throw Object.assign(new Error(`rewindfs: ${message}; the workspace is frozen (safe stop)`), { code: 'ESAFESTOP' })
   }
 
+  /**
+   * A recording call: run in turn with the others and acknowledged once durable (engine/serial.ts),
+   * and refused while the workspace is frozen, as fs writes are (checked when its turn comes).
+   */
+  private recording<T>(syscall: string, body: () => Promise<T>): Promise<T> {
+    return this.serial.call(async () => {
+      this.assertWritable(syscall)
+      return body()
+    })
+  }
+
+  /** EROFS naming the reason, while frozen (a safe stop, a read-only or damaged store). */
+  private assertWritable(syscall: string): void {
+    const reason = this.ops.frozenReason
+    if (reason !== undefined) throw new FsError('EROFS', syscall, undefined, undefined, `read-only file system: the workspace is frozen (${reason})`)
+  }
+
   /** Safe stop: keeps every record and refuses writes until `unfreeze()`. */
   freeze(reason: string): void {
     this.ops.frozenReason = reason
@@ -1202,7 +1230,7 @@ export class Workspace {
    * another path holds the same content.
    */
   async purge(path: string): Promise<PurgeReport> {
-    return this.serial.call(() => this.purgeNow(path))
+    return this.recording('purge', () => this.purgeNow(path))
   }
 
   private async purgeNow(path: string): Promise<PurgeReport> {
@@ -1224,7 +1252,7 @@ export class Workspace {
 
   /** Re-applies what the last undo removed, until a new operation is recorded. */
   async redo(): Promise<{ redone: Operation[] }> {
-    return this.serial.call(async () => this.redoNow())
+    return this.recording('redo', async () => this.redoNow())
   }
 
   private redoNow(): { redone: Operation[] } {

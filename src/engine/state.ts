@@ -37,11 +37,16 @@ export class SessionState {
     return value === undefined ? undefined : structuredClone(value)
   }
 
+  /** Checked before the public setters change anything (a frozen workspace refuses, as fs writes do). */
+  guard: ((syscall: string) => void) | undefined
+
   async set(key: string, value: JsonValue): Promise<void> {
+    this.guard?.('state.set')
     this.write(validateKey(key), toJson(value, key))
   }
 
   async delete(key: string): Promise<boolean> {
+    this.guard?.('state.delete')
     const before = mapGet(this.root, validateKey(key))
     if (before === undefined) return false
     this.write(key, undefined)
