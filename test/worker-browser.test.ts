@@ -87,8 +87,8 @@ async function bundles(): Promise<{ page: string; worker: string; crashWorker: s
   const [page, worker, crashWorker, suite] = await Promise.all([
     build({ ...common, stdin: { contents: PAGE, resolveDir: here, sourcefile: 'worker-page.js', loader: 'js' } }),
     // serve() reaches node:worker_threads only outside a Web Worker.
-    build({ ...common, entryPoints: [fileURLToPath(new URL('../worker/browser-entry.ts', import.meta.url))], external: ['node:worker_threads'] }),
-    build({ ...common, stdin: { contents: CRASH_WORKER, resolveDir: here, sourcefile: 'crash-worker.js', loader: 'js' }, external: ['node:worker_threads'] }),
+    build({ ...common, entryPoints: [fileURLToPath(new URL('../worker/browser-entry.ts', import.meta.url))] }),
+    build({ ...common, stdin: { contents: CRASH_WORKER, resolveDir: here, sourcefile: 'crash-worker.js', loader: 'js' } }),
     // The shared suite's cases take `expect` from 'vitest': in the page, vitest's own matchers without its runner.
     build({ ...common, entryPoints: [fileURLToPath(new URL('./browser/suite-page.ts', import.meta.url))], alias: { vitest: fileURLToPath(new URL('./browser/expect-shim.ts', import.meta.url)) } }),
   ])

@@ -8,4 +8,8 @@ import { registerAdapter, serve } from './serve.js'
 
 registerBuiltInValidators()
 registerAdapter('indexeddb', indexeddb)
-await serve()
+// No top-level await: a bundler's default output (esbuild's iife) cannot hold one. A failure to
+// serve is thrown from a task of its own, so the page's Worker gets an 'error' event.
+serve().catch((error: unknown) => setTimeout(() => {
+  throw error
+}))

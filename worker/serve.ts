@@ -21,7 +21,11 @@ export interface WorkerApi {
 async function currentEndpoint(): Promise<Endpoint> {
   const scope = globalThis as { WorkerGlobalScope?: unknown; postMessage?: unknown }
   if (scope.WorkerGlobalScope !== undefined) return globalThis as unknown as Endpoint
-  const { parentPort } = await import('node:worker_threads')
+  // Through getBuiltinModule, not import(): a bundler for the browser must not meet a node: module.
+  const host = globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }
+  const threads = host.process?.getBuiltinModule?.('node:worker_threads') as typeof import('node:worker_threads') | undefined
+  if (!threads) throw new Error('rewindfs: serve() runs inside a Web Worker or a Node worker thread (Node ≥ 20.16)')
+  const { parentPort } = threads
   if (!parentPort) throw new Error('rewindfs: serve() runs inside a worker (no parentPort: this is the main thread)')
   return nodeEndpoint(parentPort as unknown as Parameters<typeof nodeEndpoint>[0])
 }
