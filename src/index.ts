@@ -19,10 +19,8 @@ export type {
   AutoCheckpointOptions,
   WorkspaceCounters,
   WorkspaceOptions,
-  ExecOptions,
-  ExecResult,
-  ShellRunner,
 } from './workspace.js'
+export type { ExecHost, ExecMode, ExecOptions, ExecResult, ExecRunner, ExecSandbox, ExecSession } from './exec.js'
 export type { Change } from './diff.js'
 export type {
   AsyncWorkspace,

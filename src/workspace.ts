@@ -8,6 +8,7 @@ import { Collector } from './blob/collector.js'
 import { BlobStore } from './blob/store.js'
 import { type Change, type ChangeRecord, diffTrees, unifiedDiff } from './diff.js'
 import { FsError } from './errors.js'
+import type { ExecOptions, ExecResult, ExecRunner, ExecSession } from './exec.js'
 import { Journal, type Operation, type OperationRecord, type OperationType, publicOperation } from './engine/journal.js'
 import { FsOperations, MAX_FILE_SIZE } from './fs/operations.js'
 import { createFs } from './fs/surface.js'
@@ -128,6 +129,8 @@ export interface WorkspaceOptions {
   compactEvery?: number
   /** Told when the engine escalates: an undo that failed, a compensation that failed, a safe stop. */
   onAlert?: (alert: Alert) => void
+  /** Runs ws.exec's commands (e.g. hostShell() from rewindfs/adapters/node-fs); default: the lower source's own, if it has one. */
+  exec?: ExecRunner
 }
 
 export interface Alert {
@@ -137,37 +140,7 @@ export interface Alert {
 }
 
 
-/** ws.exec's options: see exec in rewindfs/adapters/node-fs, which installs the runner. */
-export interface ExecOptions {
-  /** Workspace directory to run in (absolute, or relative to ws.cwd()); default ws.cwd(). */
-  cwd?: string
-  /** Variables set over the environment; a variable set to undefined is removed. */
-  env?: Record<string, string | undefined>
-  /** Milliseconds before the command's process group is killed. */
-  timeout?: number
-  /** Where the private temp directory is made. */
-  tmpdir?: string
-}
-
-export interface ExecResult {
-  /** The shell's exit code; null when a signal ended it. */
-  exitCode: number | null
-  signal: string | null
-  /** The timeout ran out and the process group was killed. */
-  timedOut: boolean
-  stdout: string
-  stderr: string
-  /** Output beyond the runner's limit per stream (16 MiB) was dropped. */
-  truncated: boolean
-  /** Workspace paths the command created, changed and deleted (recorded as one transaction). */
-  changes: { added: string[]; modified: string[]; deleted: string[] }
-  /** FIFOs, sockets or devices the command made: a workspace cannot hold them. */
-  skipped: string[]
-}
-
-export type ShellRunner = (ws: Workspace, command: string, options?: ExecOptions) => Promise<ExecResult>
-
-let shell: ShellRunner | undefined
+export type { ExecOptions, ExecResult } from './exec.js'
 
 /** The Node fs shape we implement. A type query only: nothing from Node is loaded by the core. */
 export type NodeFs = typeof import('node:fs')
@@ -242,6 +215,8 @@ export class Workspace {
   private readonly autoCheckpoints: AutoCheckpoints
   /** Recording calls run in turn and resolve once durable (see engine/serial.ts). */
   private readonly serial = new SerialQueue(() => this.sync())
+  /** ws.exec's runner state (overlay mode keeps its exec layer here), closed with the workspace. */
+  private execSession: ExecSession | undefined
   private readonly idPrefix = `${(++workspaceCount).toString(36)}${Math.random().toString(36).slice(2, 6)}`
 
   /** The lower source, as this workspace's trees see it (old states pinned by flushes into it). */
@@ -1025,22 +1000,26 @@ export class Workspace {
   }
 
   /**
-   * Runs a shell command against the workspace: the view is materialised into a private temp
-   * directory, the command runs there, and what it created, changed or deleted comes back as one
-   * transaction (validators apply, one undo step). Node only: importing rewindfs/adapters/node-fs
-   * installs the runner (the browser-safe core cannot start processes).
+   * Runs a shell command against the workspace; what it created, changed or deleted comes back as
+   * one transaction (validators apply, one undo step). The runner is the `exec` option or the lower
+   * source's own (a directory from rewindfs/adapters/node-fs); the core cannot start processes.
    */
-  async exec(command: string, options?: ExecOptions): Promise<ExecResult> {
+  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     this.assertOpen()
-    if (!shell) {
-      throw Object.assign(new Error("rewindfs: ws.exec needs a shell runner: import 'rewindfs/adapters/node-fs' (Node only) before calling it"), { code: 'ENOSYS' })
+    const runner = this.options.exec ?? this.lower.source.exec
+    if (!runner) {
+      throw Object.assign(
+        new Error("rewindfs: ws.exec needs a runner: open the workspace over directory(path) from 'rewindfs/adapters/node-fs', or pass Workspace.open({ exec: hostShell() }) (Node only)"),
+        { code: 'ENOSYS' },
+      )
     }
-    return shell(this, command, options)
-  }
-
-  /** Installs the runner ws.exec uses (rewindfs/adapters/node-fs does this when imported). */
-  static useShell(runner: ShellRunner): void {
-    shell = runner
+    this.execSession ??= runner.open({
+      workspace: this,
+      tree: () => this.overlay.freeze(),
+      view: (root) => new Overlay(this.lower, this.shared.blobs, this.shared.inodes, root),
+      changed: (from, to) => diffTrees(this.overlay, from, to).map((record) => record.change.path),
+    })
+    return this.execSession.run(command, options)
   }
 
   /**
@@ -1330,6 +1309,7 @@ export class Workspace {
     if (this.closed) return
     await this.serial.idle() // calls already made finish first
     for (const file of [...this.ops.descriptors.all()]) this.ops.close(file.fd)
+    await this.execSession?.close().catch(() => undefined)
     await this.sync().catch(() => undefined)
     await this.durability?.store.close?.()
     this.closed = true

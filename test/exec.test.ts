@@ -1,14 +1,15 @@
 /**
- * exec(ws, command): a real `sh` runs in a materialised copy of the workspace; what it leaves on
- * a real Linux directory is the oracle for what lands in the workspace.
+ * ws.exec: a real `sh` runs against the workspace, in both modes (overlay: kernel overlayfs at the
+ * project's own path; copy: a materialised copy); what it leaves on a real Linux directory is the
+ * oracle for what lands in the workspace.
  */
 import fs from 'node:fs'
 import os from 'node:os'
 import { afterAll, describe, expect, it } from 'vitest'
-import { directory, directoryStore } from '../adapters/node-fs/index.js'
-import { exec } from '../adapters/node-fs/exec.js'
+import { directory, directoryStore, hostShell } from '../adapters/node-fs/index.js'
+import { support } from '../adapters/node-fs/exec-support.js'
 import { ConflictError, ValidationError, Workspace } from '../src/index.js'
-import type { Validator } from '../src/index.js'
+import type { ExecMode, ExecOptions, ExecResult, Validator, WorkspaceOptions } from '../src/index.js'
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-exec-test-`)
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
@@ -78,33 +79,39 @@ const project = () =>
     '/old/b.txt': 'b\n',
   })
 
-describe('exec: a shell command against the workspace', () => {
+const overlayProblem = (await support()).overlay
+if (overlayProblem) console.log(`[rewindfs] exec.test.ts runs copy mode only: ${overlayProblem}`)
+const modes: ExecMode[] = overlayProblem ? ['copy'] : ['overlay', 'copy']
+
+describe.each(modes)('ws.exec in %s mode: a shell command against the workspace', (mode) => {
+  /** A workspace over a real directory, its commands in this suite's mode. */
+  const open = (root: string, options: WorkspaceOptions = {}) => Workspace.open({ lower: directory(root), exec: hostShell({ mode }), ...options })
+  const run = (ws: Workspace, command: string, options: ExecOptions = {}): Promise<ExecResult> => ws.exec(command, options)
+
   it('takes back files, directories, symlinks, modes and deletes as one undo step; the lower directory is untouched', async () => {
     const root = project()
     const lowerBefore = tree(root)
-    const ws = await Workspace.open({ lower: directory(root) })
+    const temps = tmpdir()
+    const ws = await open(root, { exec: hostShell({ mode, tmpdir: temps }) })
     ws.fs.writeFileSync('/notes.txt', 'from the workspace\n')
     ws.fs.rmSync('/src/util.c')
     const viewBefore = view(ws)
     const checkpointsBefore = ws.checkpoints()
-    const temps = tmpdir()
 
-    const result = await exec(
-      ws,
-      [
-        'cat notes.txt', // upper-layer content is there
-        'test -e src/util.c || echo "util.c is gone"', // and a workspace delete is too
-        'echo more >> README.md', // appending to a lower file must not reach the lower directory
-        'mkdir -p build/out && echo binary > build/out/app',
-        'chmod 755 build/out/app',
-        'ln -s ../README.md build/readme',
-        'rm -r old',
-        'echo "int x;" > src/main.c',
-      ].join(' && '),
-      { tmpdir: temps },
-    )
+    const command = [
+      'cat notes.txt', // upper-layer content is there
+      'test -e src/util.c || echo "util.c is gone"', // and a workspace delete is too
+      'echo more >> README.md', // appending to a lower file must not reach the lower directory
+      'mkdir -p build/out && echo binary > build/out/app',
+      'chmod 755 build/out/app',
+      'ln -s ../README.md build/readme',
+      'rm -r old',
+      'echo "int x;" > src/main.c',
+    ].join(' && ')
+    const result = await run(ws, command)
 
     expect(result.exitCode).toBe(0)
+    expect(result.mode).toBe(mode)
     expect(result.stdout).toBe('from the workspace\nutil.c is gone\n')
     expect(result.changes).toEqual({
       added: ['/build', '/build/out', '/build/out/app', '/build/readme'],
@@ -122,137 +129,153 @@ describe('exec: a shell command against the workspace', () => {
       '/src/main.c': '644 int x;\n',
     })
     expect(tree(root)).toEqual(lowerBefore)
-    expect(fs.readdirSync(temps)).toEqual([])
-    expect(ws.checkpoints()).toEqual(checkpointsBefore) // exec's own checkpoint is gone
+    expect(ws.checkpoints()).toEqual(checkpointsBefore) // exec keeps no checkpoint of its own
 
     const [operation] = ws.history({ limit: 1 })
     expect(operation.type).toBe('transaction')
+    expect(operation.description).toBe(`exec: ${command}`)
     await ws.undo()
     expect(view(ws)).toEqual(viewBefore)
+    await ws.close()
+    expect(fs.readdirSync(temps)).toEqual([]) // the temp directory (overlay mode: the session's) is gone
   })
 
-  it('is durable like any transaction: after a reopen the writes are there, undoable, and no exec checkpoint is left', async () => {
+  it('is durable like any transaction: after a reopen the writes are there and undoable', async () => {
     const root = project()
     const storePath = `${scratch}/store${serial++}`
-    let ws = await Workspace.open({ lower: directory(root), store: directoryStore(storePath) })
-    await exec(ws, 'echo built > app && rm README.md')
+    let ws = await open(root, { store: directoryStore(storePath) })
+    await run(ws, 'echo built > app && rm README.md')
     await ws.sync()
     await ws.close()
-    ws = await Workspace.open({ lower: directory(root), store: directoryStore(storePath) })
+    ws = await open(root, { store: directoryStore(storePath) })
     expect(ws.fs.readFileSync('/app', 'utf8')).toBe('built\n')
     expect(ws.fs.existsSync('/README.md')).toBe(false)
-    expect(ws.checkpoints().filter((c) => c.name.startsWith('exec-'))).toEqual([])
+    expect(ws.checkpoints()).toEqual([])
     await ws.undo()
     expect(ws.fs.existsSync('/app')).toBe(false)
     expect(ws.fs.readFileSync('/README.md', 'utf8')).toBe('hello\n')
+    // The next command sees the undo: overlay mode's layer follows the tree back.
+    expect((await run(ws, 'ls')).stdout).toBe('README.md\nold\nsrc\n')
     await ws.close()
   })
 
-  it('gives the command a distinct inode for every lower file (no hard link into the lower directory)', async () => {
-    const root = project()
-    const ws = await Workspace.open({ lower: directory(root) })
-    const result = await exec(ws, 'stat -c %i README.md src/main.c')
-    const inodes = result.stdout.trim().split('\n').map(Number)
-    expect(inodes).toHaveLength(2)
-    expect(inodes).not.toContain(fs.statSync(`${root}/README.md`).ino)
-    expect(inodes).not.toContain(fs.statSync(`${root}/src/main.c`).ino)
-    expect(result.changes).toEqual({ added: [], modified: [], deleted: [] })
-    expect(ws.history()).toEqual([])
-  })
-
-  it('runs in cwd mapped into the copy; absolute link targets are rooted at the workspace both ways', async () => {
-    const ws = await Workspace.open({ lower: { '/app/config.json': '{}\n', '/app/lib/x.js': 'x\n' } })
+  it('runs in cwd; absolute link targets are rooted at the workspace both ways', async () => {
+    const root = tempDirectory({ '/app/config.json': '{}\n', '/app/lib/x.js': 'x\n' })
+    const ws = await open(root)
     ws.fs.symlinkSync('/app/config.json', '/app/current')
-    const result = await exec(ws, 'ls; cat current; ln -s "$PWD/lib/x.js" abs; ln -s "$PWD" self', { cwd: 'app' })
+    const result = await run(ws, 'ls; cat current; ln -s "$PWD/lib/x.js" abs; ln -s "$PWD" self', { cwd: 'app' })
     expect(result.stdout).toBe('config.json\ncurrent\nlib\n{}\n')
     expect(ws.fs.readlinkSync('/app/abs')).toBe('/app/lib/x.js')
     expect(ws.fs.readlinkSync('/app/self')).toBe('/app')
     expect(ws.fs.readFileSync('/app/abs', 'utf8')).toBe('x\n')
+    await ws.close()
+  })
+
+  it("shows the project's own path in the output (copy mode maps the copy's back)", async () => {
+    const root = tempDirectory({ '/bad.js': 'x\n' })
+    const ws = await open(root)
+    const result = await run(ws, 'echo "$PWD/bad.js:1"; cat "$(pwd)/missing.js"; pwd')
+    expect(result.stdout).toBe(`${root}/bad.js:1\n${root}\n`)
+    expect(result.stderr).toContain(`${root}/missing.js`)
+    await ws.close()
   })
 
   it('records the writes of a failing command and reports its exit code', async () => {
-    const ws = await Workspace.open({ lower: { '/Makefile': 'all:\n' } })
-    const result = await exec(ws, 'echo partial > out.o; echo "error: boom" >&2; exit 3')
+    const ws = await open(tempDirectory({ '/Makefile': 'all:\n' }))
+    const result = await run(ws, 'echo partial > out.o; echo "error: boom" >&2; exit 3')
     expect(result).toMatchObject({ exitCode: 3, signal: null, timedOut: false, stderr: 'error: boom\n' })
     expect(result.changes.added).toEqual(['/out.o'])
     expect(ws.fs.readFileSync('/out.o', 'utf8')).toBe('partial\n')
+    await ws.close()
   })
 
-  it('sees a same-size rewrite, a mode change and a touch right after materialising', async () => {
-    const ws = await Workspace.open({ lower: { '/a.txt': 'abcd', '/b.sh': 'echo\n', '/c.txt': 'c' } })
-    const result = await exec(ws, "printf wxyz > a.txt; chmod 700 b.sh; touch -d '2001-02-03 04:05:06Z' c.txt")
-    expect(result.changes.modified).toEqual(['/a.txt', '/b.sh', '/c.txt'])
+  it('sees a same-size rewrite, a mode change and a touch', async () => {
+    const ws = await open(tempDirectory({ '/a.txt': 'abcd', '/b.sh': 'echo\n', '/c.txt': 'c' }))
+    ws.fs.writeFileSync('/d.txt', 'from the workspace') // an upper file too
+    const result = await run(ws, "printf wxyz > a.txt; chmod 700 b.sh; touch -d '2001-02-03 04:05:06Z' c.txt; touch -d '2002-02-03 04:05:06Z' d.txt")
+    expect(result.changes.modified).toEqual(['/a.txt', '/b.sh', '/c.txt', '/d.txt'])
     expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('wxyz')
     expect(ws.fs.statSync('/b.sh').mode & 0o777).toBe(0o700)
     expect(ws.fs.statSync('/c.txt').mtime.toISOString()).toBe('2001-02-03T04:05:06.000Z')
     expect(ws.fs.readFileSync('/c.txt', 'utf8')).toBe('c')
+    expect(ws.fs.statSync('/d.txt').mtime.toISOString()).toBe('2002-02-03T04:05:06.000Z')
+    await ws.close()
   })
 
   it('turns a file into a directory and a directory into a link', async () => {
-    const ws = await Workspace.open({ lower: { '/x': 'file', '/d/inner.txt': 'i' } })
-    const result = await exec(ws, 'rm x && mkdir x && echo y > x/y && rm -r d && ln -s x d')
+    const ws = await open(tempDirectory({ '/x': 'file', '/d/inner.txt': 'i' }))
+    const result = await run(ws, 'rm x && mkdir x && echo y > x/y && rm -r d && ln -s x d')
     expect(result.changes).toEqual({ added: ['/x/y'], modified: ['/d', '/x'], deleted: ['/d/inner.txt'] })
     expect(view(ws)).toEqual({ '/d': '-> x', '/x/': '755', '/x/y': '644 y\n' })
+    await ws.close()
   })
 
   it('empties the workspace root when the command removes the directory it ran in', async () => {
-    const ws = await Workspace.open({ lower: { '/a': 'a', '/d/b': 'b' } })
-    const result = await exec(ws, 'rm -rf "$PWD"')
+    const ws = await open(tempDirectory({ '/a': 'a', '/d/b': 'b' }))
+    const result = await run(ws, 'rm -rf "$PWD"')
     expect(result.changes.deleted).toEqual(['/a', '/d', '/d/b'])
     expect(ws.fs.readdirSync('/')).toEqual([])
+    await ws.close()
   })
 
   it('leaves out what a workspace cannot hold (a FIFO) and says so', async () => {
-    const ws = await Workspace.open({ lower: { '/a': 'a' } })
-    const result = await exec(ws, 'mkfifo pipe && echo ok > ok.txt')
+    const ws = await open(tempDirectory({ '/a': 'a' }))
+    const result = await run(ws, 'mkfifo pipe && echo ok > ok.txt')
     expect(result.skipped).toEqual(['/pipe'])
     expect(result.changes.added).toEqual(['/ok.txt'])
     expect(ws.fs.existsSync('/pipe')).toBe(false)
+    await ws.close()
   })
 
   it('kills the command and what it started at the timeout, keeping what it wrote so far', async () => {
-    const ws = await Workspace.open({ lower: { '/a': 'a' } })
-    const marker = `${scratch}/late-${serial++}`
     const temps = tmpdir()
+    const ws = await open(tempDirectory({ '/a': 'a' }), { exec: hostShell({ mode, tmpdir: temps }) })
+    const marker = `${scratch}/late-${serial++}`
     const started = Date.now()
-    const result = await exec(ws, `echo early > early.txt; (sleep 0.6; echo alive > ${marker}) & sleep 5; echo late > late.txt`, { timeout: 300, tmpdir: temps })
+    const result = await run(ws, `echo early > early.txt; (sleep 0.6; echo alive > ${marker}) & sleep 5; echo late > late.txt`, { timeout: 300 })
     expect(Date.now() - started).toBeLessThan(2000)
     expect(result).toMatchObject({ timedOut: true, signal: 'SIGKILL', exitCode: null })
     expect(result.changes.added).toEqual(['/early.txt'])
-    expect(fs.readdirSync(temps)).toEqual([])
     await new Promise((resolve) => setTimeout(resolve, 900))
-    expect(fs.existsSync(marker)).toBe(false) // the background subshell died with its group
+    expect(fs.existsSync(marker)).toBe(false) // the background subshell died with the command
+    await ws.close()
+    expect(fs.readdirSync(temps)).toEqual([])
   })
 
-  it('kills background processes left behind when the shell exits', async () => {
-    const ws = await Workspace.open({ lower: { '/a': 'a' } })
+  it('kills background processes left behind when the shell exits, setsid daemons included', async () => {
+    const ws = await open(tempDirectory({ '/a': 'a' }))
     const marker = `${scratch}/bg-${serial++}`
-    const result = await exec(ws, `(sleep 0.5; echo alive > ${marker}) & echo started`)
+    const daemon = `${scratch}/daemon-${serial++}`
+    const result = await run(ws, `(sleep 0.5; echo alive > ${marker}) & setsid sh -c 'sleep 0.5; echo alive > ${daemon}' & echo started`)
     expect(result.stdout).toBe('started\n')
     await new Promise((resolve) => setTimeout(resolve, 900))
     expect(fs.existsSync(marker)).toBe(false)
+    // Without a PID namespace a daemon that left the process group survives (the old limit).
+    if ((await support()).pid) expect(fs.existsSync(daemon)).toBe(false)
+    await ws.close()
   })
 
   it('lands nothing when a validator refuses, says why, and still hands back the output', async () => {
     const noTodo: Validator = { name: 'no-todo', match: '**/*.txt', validate: (content) => !new TextDecoder().decode(content).includes('TODO') || 'TODO left in' }
-    const root = project()
-    const ws = await Workspace.open({ lower: directory(root), validators: [noTodo] })
+    const ws = await open(project(), { validators: [noTodo] })
     const before = view(ws)
-    const temps = tmpdir()
-    const error = await exec(ws, 'echo TODO > notes.txt; rm README.md; echo done', { tmpdir: temps }).catch((e: unknown) => e)
+    const error = await run(ws, 'echo TODO > notes.txt; rm README.md; echo done').catch((e: unknown) => e)
     expect(error).toBeInstanceOf(ValidationError)
     expect((error as ValidationError).message).toContain('/notes.txt (no-todo): TODO left in')
-    expect((error as { result: { stdout: string } }).result.stdout).toBe('done\n')
+    expect((error as { result: ExecResult }).result.stdout).toBe('done\n')
+    expect((error as { result: ExecResult }).result.mode).toBe(mode)
     expect(view(ws)).toEqual(before)
     expect(ws.history()).toEqual([])
-    expect(fs.readdirSync(temps)).toEqual([])
     expect(ws.checkpoints()).toEqual([])
+    // The next command starts from the workspace as it is, not from what was refused.
+    expect((await run(ws, 'ls')).stdout).toBe('README.md\nold\nsrc\n')
+    await ws.close()
   })
 
   it('refuses when the workspace changed a path the command changed while it ran, and keeps the workspace write', async () => {
-    const ws = await Workspace.open({ lower: { '/a.txt': 'a', '/b.txt': 'b' } })
-    const running = exec(ws, 'sleep 0.4; echo command > a.txt')
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    const ws = await open(tempDirectory({ '/a.txt': 'a', '/b.txt': 'b' }))
+    const running = run(ws, 'sleep 0.4; echo command > a.txt')
+    await new Promise((resolve) => setTimeout(resolve, 150))
     ws.fs.writeFileSync('/a.txt', 'workspace')
     const error = await running.catch((e: unknown) => e)
     expect(error).toBeInstanceOf(ConflictError)
@@ -260,8 +283,8 @@ describe('exec: a shell command against the workspace', () => {
     expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('workspace')
 
     // An unrelated write meanwhile is no conflict.
-    const second = exec(ws, 'sleep 0.4; echo command > a.txt')
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    const second = run(ws, 'sleep 0.4; echo command > a.txt')
+    await new Promise((resolve) => setTimeout(resolve, 150))
     ws.fs.writeFileSync('/b.txt', 'workspace')
     await second
     expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('command\n')
@@ -269,28 +292,88 @@ describe('exec: a shell command against the workspace', () => {
 
     // A directory removed in the workspace while the command wrote into it.
     ws.fs.mkdirSync('/d')
-    const third = exec(ws, 'sleep 0.4; echo x > d/x')
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    const third = run(ws, 'sleep 0.4; echo x > d/x')
+    await new Promise((resolve) => setTimeout(resolve, 150))
     ws.fs.rmdirSync('/d')
     await expect(third).rejects.toMatchObject({ code: 'ECONFLICT', paths: ['/d'] })
     expect(ws.fs.existsSync('/d')).toBe(false)
-  })
-
-  it('refuses bad input with clear errors before running anything', async () => {
-    const ws = await Workspace.open({ lower: { '/a': 'a' } })
-    await expect(exec(ws, '')).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE', message: expect.stringContaining('non-empty string') })
-    await expect(exec(ws, 'true', { timeout: -1 })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' })
-    await expect(exec(ws, 'true', { env: { X: 1 as unknown as string } })).rejects.toThrow(/env\.X must be a string/)
-    await expect(exec({} as Workspace, 'true')).rejects.toThrow(/must be a Workspace/)
-    await expect(exec(ws, 'true', { cwd: '/missing' })).rejects.toMatchObject({ code: 'ENOENT' })
-    await expect(exec(ws, 'true', { cwd: '/a' })).rejects.toMatchObject({ code: 'ENOTDIR' })
+    await ws.close()
   })
 
   it('passes env over process.env and removes variables set to undefined', async () => {
-    const ws = await Workspace.open({ lower: { '/a': 'a' } })
-    const result = await exec(ws, 'echo "$GREETING ${HOME:-unset}"; test -n "$PATH" && echo path', { env: { GREETING: 'hi', HOME: undefined, PWD: '/elsewhere' } })
+    const ws = await open(tempDirectory({ '/a': 'a' }))
+    const result = await run(ws, 'echo "$GREETING ${HOME:-unset}"; test -n "$PATH" && echo path', { env: { GREETING: 'hi', HOME: undefined, PWD: '/elsewhere' } })
     expect(result.stdout).toBe('hi unset\npath\n')
-    const where = await exec(ws, 'echo "$PWD" > where.txt', { env: { PWD: '/elsewhere' } })
+    const where = await run(ws, 'echo "$PWD" > where.txt', { env: { PWD: '/elsewhere' } })
     expect(where.changes.added).toEqual(['/where.txt'])
+    await ws.close()
+  })
+})
+
+describe('ws.exec: where it comes from, modes and bad input', () => {
+  it('needs a runner: a directory lower has one; other lowers take hostShell()', async () => {
+    const bare = await Workspace.open({ lower: { '/a': 'x' } })
+    await expect(bare.exec('true')).rejects.toMatchObject({ code: 'ENOSYS', message: expect.stringContaining('hostShell()') })
+    await bare.close()
+    const ws = await Workspace.open({ lower: { '/a': 'x\n', '/d/b': 'b' }, exec: hostShell() })
+    const result = await ws.exec('cat a; echo y > d/c')
+    expect(result).toMatchObject({ stdout: 'x\n', mode: 'copy', modeReason: expect.stringContaining('not a directory(path)') })
+    expect(ws.fs.readFileSync('/d/c', 'utf8')).toBe('y\n')
+    await ws.close()
+  })
+
+  it('copy mode maps the copy\'s paths in the output back to workspace paths for a lower that is not a directory', async () => {
+    const ws = await Workspace.open({ lower: { '/src/bad.js': 'x' }, exec: hostShell() })
+    const result = await ws.exec('echo "$PWD/bad.js:1"', { cwd: '/src' })
+    expect(result.stdout).toBe('/src/bad.js:1\n')
+    await ws.close()
+  })
+
+  it('gives the command a distinct inode for every lower file in copy mode (no hard link into the lower directory)', async () => {
+    const root = project()
+    const ws = await Workspace.open({ lower: directory(root) })
+    const result = await ws.exec('stat -c %i README.md src/main.c', { mode: 'copy' })
+    const inodes = result.stdout.trim().split('\n').map(Number)
+    expect(inodes).toHaveLength(2)
+    expect(inodes).not.toContain(fs.statSync(`${root}/README.md`).ino)
+    expect(inodes).not.toContain(fs.statSync(`${root}/src/main.c`).ino)
+    expect(result.changes).toEqual({ added: [], modified: [], deleted: [] })
+    expect(ws.history()).toEqual([])
+    await ws.close()
+  })
+
+  it('says which mode ran and why; forcing overlay where it cannot run is ENOTSUP with the reason', async () => {
+    const fixture = await Workspace.open({ lower: { '/a': 'a' }, exec: hostShell() })
+    await expect(fixture.exec('true', { mode: 'overlay' })).rejects.toMatchObject({ code: 'ENOTSUP', syscall: 'exec', message: expect.stringContaining('not a directory(path)') })
+    expect(await fixture.exec('true', { mode: 'copy' })).toMatchObject({ mode: 'copy', modeReason: 'options.mode is copy' })
+    await fixture.close()
+    const root = project()
+    const ws = await Workspace.open({ lower: directory(root) })
+    const auto = await ws.exec('true')
+    if (overlayProblem) expect(auto).toMatchObject({ mode: 'copy', modeReason: overlayProblem })
+    else expect(auto).toMatchObject({ mode: 'overlay', modeReason: expect.stringContaining('kernel overlayfs') })
+    // A temp directory inside the project would nest overlayfs's layers.
+    fs.mkdirSync(`${root}/.tmp`)
+    const nested = await Workspace.open({ lower: directory(root), exec: hostShell({ tmpdir: `${root}/.tmp` }) })
+    // ...and copy mode's copy would contain itself.
+    await expect(nested.exec('true')).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE', message: expect.stringContaining('inside the project') })
+    if (!overlayProblem) await expect(nested.exec('true', { mode: 'overlay' })).rejects.toMatchObject({ code: 'ENOTSUP', message: expect.stringContaining('inside the project') })
+    await nested.close()
+    await ws.close()
+  })
+
+  it('refuses bad input with clear errors before running anything', async () => {
+    const ws = await Workspace.open({ lower: { '/a': 'a' }, exec: hostShell() })
+    await expect(ws.exec('')).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE', message: expect.stringContaining('non-empty string') })
+    await expect(ws.exec('true', { timeout: -1 })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' })
+    await expect(ws.exec('true', { env: { X: 1 as unknown as string } })).rejects.toThrow(/env\.X must be a string/)
+    await expect(ws.exec('true', { mode: 'fast' as ExecMode })).rejects.toThrow(/mode must be 'overlay' or 'copy'/)
+    await expect(ws.exec('true', { sandbox: { host: 'none' as 'read-only' } })).rejects.toThrow(/sandbox\.host must be/)
+    await expect(ws.exec('true', { sandbox: { writable: ['relative/path'] } })).rejects.toThrow(/absolute paths/)
+    await expect(ws.exec('true', { cwd: '/missing' })).rejects.toMatchObject({ code: 'ENOENT' })
+    await expect(ws.exec('true', { cwd: '/a' })).rejects.toMatchObject({ code: 'ENOTDIR' })
+    expect(() => hostShell({ timeout: 0 })).toThrow(/timeout must be a positive number/)
+    expect(ws.history()).toEqual([])
+    await ws.close()
   })
 })

@@ -8,7 +8,6 @@ import { createRequire } from 'node:module'
 import os from 'node:os'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { directory } from '../adapters/node-fs/index.js'
-import { exec } from '../adapters/node-fs/exec.js'
 import { hostFs } from '../adapters/node-fs/host-fs.js'
 import { mountOver, patchFs } from '../adapters/node-fs/mount.js'
 import { Workspace } from '../src/index.js'
@@ -240,7 +239,7 @@ describe('patchFs: unmodified tools from npm through the mounted fs', () => {
     expect(hostFs.readFileSync(`${root}/README.md`, 'utf8')).toBe('hello\n')
     expect(fs.readFileSync(`${root}/README.md`, 'utf8')).toBe('in the workspace')
     // exec while patched: its materialising reads the lower directory (a renamed one, too) from disk.
-    const result = await exec(ws, 'cat lib/main.c README.md && echo built > lib/out.o')
+    const result = await ws.exec('cat lib/main.c README.md && echo built > lib/out.o', { mode: 'copy' })
     expect(result.stdout).toBe('int main;\nin the workspace')
     expect(fs.readFileSync(`${root}/lib/out.o`, 'utf8')).toBe('built\n')
     expect(hostFs.existsSync(`${root}/lib`)).toBe(false)

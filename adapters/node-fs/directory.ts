@@ -5,11 +5,13 @@
  */
 import { hostFs as fs } from './host-fs.js'
 import { FsError } from '../../src/errors.js'
+import type { ExecRunner } from '../../src/exec.js'
 import type { FlushEntry, FlushProgress, FlushTarget } from '../../src/flush/target.js'
 import type { LowerSource, LowerStat } from '../../src/lower/source.js'
 import { lowerStatOf, lowerVersionOf } from '../../src/lower/sync-fs.js'
 import { normalize } from '../../src/path.js'
 import { Confinement, RESERVED_PREFIX, checkPath, isReserved, lstatOrUndefined } from './confine.js'
+import { hostShell } from './exec.js'
 import { clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
 import { syncDirectory } from './files.js'
 import { LockFile } from './lock.js'
@@ -27,6 +29,8 @@ export class DirectorySource implements LowerSource, FlushTarget {
   readonly root: string
   private readonly confinement: Confinement
   private queue: Promise<unknown> = Promise.resolve()
+  /** ws.exec over this directory: overlay mode where the host allows, else copy mode (see exec.ts). */
+  readonly exec: ExecRunner = hostShell()
   /** Tests only: stop an apply where a crash would (after staging, or right after the commit point). */
   stopAfter?: 'staged' | 'committed'
 

@@ -1,8 +1,9 @@
 /**
- * The two halves of exec's round trip through a real directory. `materialise` writes the
- * workspace's current view into a host directory and remembers, per path, what it wrote (host
- * stats to the nanosecond, a content hash or the lower file it cloned); `scan` walks the directory
- * after the command and turns what differs into edits for one transaction.
+ * Copy mode's round trip through a real directory. `materialise` writes the workspace's current
+ * view into a host directory and remembers, per path, what it wrote (host stats to the nanosecond,
+ * a content hash or the lower file it cloned); `scan` walks the directory after the command and
+ * turns what differs into edits for one transaction. `apply` lands a Scan (copy mode's or overlay
+ * mode's, see exec-readback.ts) in a transaction's staging fs.
  */
 import crypto from 'node:crypto'
 import type { BigIntStats, Stats } from 'node:fs'
@@ -42,6 +43,10 @@ export interface CloneSource {
 
 export type Edit =
   | { readonly op: 'dir'; readonly path: string; readonly mode: number }
+  /** Removes a subtree at this point of the order (overlay mode: a delete under a renamed directory). */
+  | { readonly op: 'remove'; readonly path: string }
+  /** Puts the directory stashed as `stash[source]` at `path`, replacing what is there (a renamed directory). */
+  | { readonly op: 'place'; readonly path: string; readonly source: number }
   | { readonly op: 'chmod'; readonly path: string; readonly mode: number }
   | { readonly op: 'symlink'; readonly path: string; readonly target: string }
   /** A file made or changed: `content` undefined when only its mode or times changed. */
@@ -56,6 +61,8 @@ export interface Scan {
   /** Subtrees to remove first (topmost only), then the edits in order (parents before children). */
   removals: string[]
   edits: Edit[]
+  /** Directories moved aside before anything else (renamed directories' sources), for 'place' edits. */
+  stash?: string[]
 }
 
 const join = (dir: string, name: string) => (dir === '/' ? '/' + name : `${dir}/${name}`)
@@ -234,9 +241,25 @@ export function scan(manifest: Manifest): Scan {
 
 /** Applies a scan's edits to a staging fs (a transaction's). */
 export function apply(target: NodeFs, result: Scan): void {
+  // Renamed directories' sources move aside first (deepest first, so a source inside another one
+  // goes with its own name), before anything is removed or made where they land.
+  const stash = result.stash ?? []
+  const temps: string[] = []
+  for (let index = 0; index < stash.length; index++) {
+    let temp: string
+    do temp = `/.rewindfs-exec-move-${index}-${Math.random().toString(36).slice(2, 8)}`
+    while (target.existsSync(temp))
+    temps.push(temp)
+  }
+  const order = stash.map((_, index) => index).sort((a, b) => stash[b].split('/').length - stash[a].split('/').length)
+  for (const index of order) target.renameSync(stash[index], temps[index])
   for (const path of result.removals) target.rmSync(path, { recursive: true, force: true })
   for (const edit of result.edits) {
-    if (edit.op === 'dir') {
+    if (edit.op === 'remove') target.rmSync(edit.path, { recursive: true, force: true })
+    else if (edit.op === 'place') {
+      target.rmSync(edit.path, { recursive: true, force: true })
+      target.renameSync(temps[edit.source], edit.path)
+    } else if (edit.op === 'dir') {
       target.mkdirSync(edit.path)
       target.chmodSync(edit.path, edit.mode)
     } else if (edit.op === 'chmod') target.chmodSync(edit.path, edit.mode)

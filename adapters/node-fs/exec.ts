@@ -1,208 +1,201 @@
 /**
- * `exec(ws, command)`: runs a shell command against a workspace. The current view is written into
- * a private temp directory, `sh -c command` runs there, and everything it created, changed or
- * deleted comes back as one `ws.transaction` (validators apply; one undo takes it all back). The
- * temp directory is removed in all cases. Node only.
+ * ws.exec's runner for Node: `hostShell()` runs `sh -c command` on this host against a workspace
+ * and records everything it created, changed or deleted as one `ws.transaction` labelled
+ * `exec: <command>` (validators and the approve hook apply; one undo takes it all back). A
+ * `directory(path)` lower carries one, so `ws.exec` works over it without configuration; other
+ * lowers get it through `Workspace.open({ exec: hostShell() })`.
+ *
+ * Overlay mode (Linux, a directory lower) runs the command on kernel overlayfs at the project's own
+ * path; copy mode (everything else) in a temporary copy of the view. Both yield the same changes.
  */
-import { execFile, spawn } from 'node:child_process'
-import { hostFs as fs, onHost } from './host-fs.js'
 import os from 'node:os'
+import { hostFs as fs, onHost } from './host-fs.js'
 import { FsError } from '../../src/errors.js'
+import type { ExecHost, ExecMode, ExecOptions, ExecResult, ExecRunner, ExecSandbox, ExecSession } from '../../src/exec.js'
+import type { DirNode } from '../../src/layer/nodes.js'
 import { ConflictError } from '../../src/engine/transaction.js'
-import { type ExecOptions, type ExecResult, Workspace } from '../../src/workspace.js'
 import { DirectorySource } from './directory.js'
-import { type CloneSource, type Scan, apply, materialise, scan } from './exec-tree.js'
+import { runCopy } from './exec-copy.js'
+import { type Launch, OverlaySession, type Ran, SetupError } from './exec-overlay.js'
+import { type Support, support } from './exec-support.js'
+import { type Scan, apply } from './exec-tree.js'
 
-/** The core declares ws.exec's contract; this adapter is its runner (the core cannot start processes). */
-export type { ExecOptions, ExecResult } from '../../src/workspace.js'
+export type { ExecMode, ExecOptions, ExecResult, ExecRunner, ExecSandbox } from '../../src/exec.js'
+export { MAX_OUTPUT } from './exec-process.js'
 
-/** Per stream: an agent needs the gist, and a runaway command must not exhaust memory. */
-export const MAX_OUTPUT = 16 * 1024 * 1024
+/** Defaults for every command of the workspaces a runner serves; each call's options override them. */
+export type ExecDefaults = Pick<ExecOptions, 'mode' | 'sandbox' | 'tmpdir' | 'timeout' | 'env'>
 
-/** After the shell exits, how long its output pipes may stay open (held by a process that left its group). */
-const DRAIN_MS = 1000
+/** Tool caches a read-only host leaves writable by default (those that exist). */
+export const DEFAULT_WRITABLE: readonly string[] = ['~/.cache', '~/.npm', '~/.yarn', '~/.local/share/pnpm', '~/.cargo/registry', '~/go/pkg/mod']
 
 function invalid(message: string): TypeError {
   return Object.assign(new TypeError(`rewindfs: exec: ${message}`), { code: 'ERR_INVALID_ARG_VALUE' })
 }
 
-function checkOptions(ws: unknown, command: unknown, options: ExecOptions): void {
-  if (!(ws instanceof Workspace)) throw invalid('the first argument must be a Workspace')
-  if (typeof command !== 'string' || command.trim() === '') throw invalid('the command must be a non-empty string')
-  if (typeof options !== 'object' || options === null) throw invalid('options must be an object')
-  const { cwd, env, timeout, tmpdir } = options
+/** Node's shape for a system error, with Linux's ENOTSUP (95). */
+function unsupported(message: string): Error {
+  return Object.assign(new Error(`ENOTSUP: ${message}, exec`), { errno: -95, code: 'ENOTSUP', syscall: 'exec' })
+}
+
+function checkOptions(options: unknown, what = 'options'): asserts options is ExecOptions {
+  if (typeof options !== 'object' || options === null) throw invalid(`${what} must be an object`)
+  const { cwd, env, timeout, tmpdir, mode, sandbox, stdio } = options as ExecOptions
   if (cwd !== undefined && typeof cwd !== 'string') throw invalid('cwd must be a string')
   if (tmpdir !== undefined && typeof tmpdir !== 'string') throw invalid('tmpdir must be a string')
   if (timeout !== undefined && !(typeof timeout === 'number' && timeout > 0 && Number.isFinite(timeout))) throw invalid('timeout must be a positive number of milliseconds')
+  if (mode !== undefined && mode !== 'overlay' && mode !== 'copy') throw invalid(`mode must be 'overlay' or 'copy', not ${JSON.stringify(mode)}`)
+  if (stdio !== undefined && stdio !== 'pipe' && stdio !== 'inherit') throw invalid(`stdio must be 'pipe' or 'inherit', not ${JSON.stringify(stdio)}`)
   if (env !== undefined) {
     if (typeof env !== 'object' || env === null) throw invalid('env must be an object of strings')
     for (const [name, value] of Object.entries(env)) if (value !== undefined && typeof value !== 'string') throw invalid(`env.${name} must be a string or undefined`)
   }
-}
-
-interface Outcome {
-  exitCode: number | null
-  signal: NodeJS.Signals | null
-  timedOut: boolean
-  stdout: string
-  stderr: string
-  truncated: boolean
-}
-
-/** Kills the whole process group (the shell was made its leader), so nothing it started keeps writing. */
-function killGroup(pid: number | undefined): void {
-  if (pid === undefined) return
-  try {
-    process.kill(-pid, 'SIGKILL')
-  } catch {
-    // ESRCH: the group is already gone.
-  }
-}
-
-function run(command: string, cwd: string, env: NodeJS.ProcessEnv, timeout: number | undefined): Promise<Outcome> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', command], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-    let truncated = false
-    const collect = (stream: NodeJS.ReadableStream) => {
-      const chunks: Buffer[] = []
-      let size = 0
-      stream.on('data', (chunk: Buffer) => {
-        if (size + chunk.length > MAX_OUTPUT) {
-          truncated = true
-          chunk = chunk.subarray(0, Math.max(0, MAX_OUTPUT - size))
-        }
-        size += chunk.length
-        if (chunk.length > 0) chunks.push(chunk)
-      })
-      return () => Buffer.concat(chunks).toString('utf8')
+  if (sandbox !== undefined) {
+    if (typeof sandbox !== 'object' || sandbox === null) throw invalid('sandbox must be an object ({ network?, host?, writable? })')
+    const { network, host, writable } = sandbox
+    if (network !== undefined && typeof network !== 'boolean') throw invalid('sandbox.network must be a boolean')
+    if (host !== undefined && host !== 'read-write' && host !== 'read-only') throw invalid(`sandbox.host must be 'read-write' or 'read-only', not ${JSON.stringify(host)}`)
+    if (writable !== undefined) {
+      if (!Array.isArray(writable)) throw invalid('sandbox.writable must be an array of absolute paths')
+      for (const path of writable) {
+        if (typeof path !== 'string' || !(path.startsWith('/') || path === '~' || path.startsWith('~/'))) throw invalid(`sandbox.writable entries must be absolute paths (or start with ~/), not ${JSON.stringify(path)}`)
+        if (path.includes('\n')) throw invalid('sandbox.writable entries cannot contain a newline')
+      }
     }
-    const stdout = collect(child.stdout!)
-    const stderr = collect(child.stderr!)
-    let timedOut = false
-    const timer = timeout === undefined ? undefined : setTimeout(() => {
-      timedOut = true
-      killGroup(child.pid)
-    }, timeout)
-    child.on('error', (error) => {
-      clearTimeout(timer)
-      reject(error)
-    })
-    child.on('exit', (exitCode, signal) => {
-      clearTimeout(timer)
-      // Background processes of the command would keep writing into a directory about to be read and removed.
-      killGroup(child.pid)
-      const finish = () => resolve({ exitCode, signal, timedOut, stdout: stdout(), stderr: stderr(), truncated })
-      const drained = setTimeout(() => {
-        child.stdout!.destroy()
-        child.stderr!.destroy()
-        finish()
-      }, DRAIN_MS)
-      child.on('close', () => {
-        clearTimeout(drained)
-        finish()
-      })
-    })
-  })
-}
-
-/**
- * Removes the temp directory. `rm -rf` is many times faster than fs.rmSync on a large tree; where
- * it cannot (directories the command left without write permission, for a non-root user), they are
- * opened up and removed here.
- */
-async function remove(path: string): Promise<void> {
-  await new Promise<void>((resolve) => execFile('/bin/rm', ['-rf', '--', path], () => resolve()))
-  if (!fs.existsSync(path)) return
-  const open = (dir: string) => {
-    fs.chmodSync(dir, 0o700)
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) open(`${dir}/${entry.name}`)
   }
-  open(path)
-  fs.rmSync(path, { recursive: true, force: true })
 }
 
-/**
- * Runs `command` with `sh -c` in a materialised copy of the workspace's current view and records
- * what it changed as one transaction. A command that exits non-zero or times out still has its
- * writes recorded (a failed build's output is what an agent needs to see); the exit code, signal
- * and `timedOut` say how it ended. If validators refuse, or a path the command changed was changed
- * in the workspace while it ran, the promise rejects (ValidationError, ConflictError) with the
- * command's `result` attached, and nothing lands.
- */
-export function exec(ws: Workspace, command: string, options: ExecOptions = {}): Promise<ExecResult> {
-  // Host access throughout: with a mount patched over fs, the lower directory's reads and the
-  // workspace's own work still reach the disk (validators and approve hooks run inside too).
-  return onHost(() => execute(ws, command, options))
+/** The writable allow-list as existing real host paths. */
+function writablePaths(list: readonly string[]): string[] {
+  const home = process.env.HOME ?? os.homedir()
+  const out = new Set<string>()
+  for (const path of list) {
+    const expanded = path === '~' ? home : path.startsWith('~/') ? `${home}/${path.slice(2)}` : path
+    try {
+      const real = fs.realpathSync(expanded)
+      if (fs.statSync(real).isDirectory() || fs.statSync(real).isFile()) out.add(real)
+    } catch {
+      // Not there: nothing to keep writable.
+    }
+  }
+  return [...out]
 }
 
-async function execute(ws: Workspace, command: string, options: ExecOptions): Promise<ExecResult> {
-  checkOptions(ws, command, options)
-  const view = ws.fs
-  const cwd = view.realpathSync(options.cwd ?? ws.cwd())
-  if (!view.statSync(cwd).isDirectory()) throw new FsError('ENOTDIR', 'exec', options.cwd ?? ws.cwd())
-  const source = ws.lower.source
-  // Sources that load lazily (IndexedDB, Docker volumes) must have the view's files in memory first.
-  if (source.prefetch) await ws.prefetch(listFiles(ws))
+/** A runner for commands on this host (Node). `defaults` apply to every command it runs. */
+export function hostShell(defaults: ExecDefaults = {}): ExecRunner {
+  checkOptions(defaults, 'hostShell defaults')
+  return { open: (host) => new HostShellSession(host, defaults) }
+}
 
-  const temp = fs.mkdtempSync(`${options.tmpdir ?? os.tmpdir()}/rewindfs-exec-`)
-  let checkpoint: string | undefined
-  try {
-    // The checkpoint and the materialised view are taken in one synchronous stretch: the same state.
-    const before = ws.checkpoint({ name: `exec-${temp.slice(temp.lastIndexOf('-') + 1)}`, description: `before exec: ${command}` })
-    const lower: CloneSource | undefined = source instanceof DirectorySource ? { root: source.root, changed: new Set(ws.changes().map((c) => c.path)) } : undefined
-    const materialised = attempt(() => materialise(view, `${temp}/root`, `${temp}/clock`, lower))
-    checkpoint = (await before).id
-    if ('error' in materialised) throw materialised.error
-    const manifest = materialised.value
+class HostShellSession implements ExecSession {
+  private overlay: OverlaySession | undefined
+  /** Why overlay mode failed to set up in this session: later commands go straight to copy mode. */
+  private overlayFailed: string | undefined
 
-    const hostCwd = manifest.root + (cwd === '/' ? '' : cwd)
+  constructor(
+    private readonly host: ExecHost,
+    private readonly defaults: ExecDefaults,
+  ) {}
+
+  run(command: string, options: ExecOptions): Promise<ExecResult> {
+    // Host access throughout: with a mount patched over fs, the lower directory's reads and the
+    // workspace's own work still reach the disk (validators and approve hooks run inside too).
+    return onHost(() => this.execute(command, options))
+  }
+
+  async close(): Promise<void> {
+    await this.overlay?.close()
+  }
+
+  private async execute(command: string, given: ExecOptions): Promise<ExecResult> {
+    if (typeof command !== 'string' || command.trim() === '') throw invalid('the command must be a non-empty string')
+    checkOptions(given)
+    const options: ExecOptions = { ...this.defaults, ...given, env: { ...this.defaults.env, ...given.env }, sandbox: { ...this.defaults.sandbox, ...given.sandbox } }
+    const ws = this.host.workspace
+    const view = ws.fs
+    const cwd = view.realpathSync(options.cwd ?? ws.cwd())
+    if (!view.statSync(cwd).isDirectory()) throw new FsError('ENOTDIR', 'exec', options.cwd ?? ws.cwd())
+
+    const host = await support()
+    const sandbox: Required<ExecSandbox> = { network: true, host: 'read-write', writable: DEFAULT_WRITABLE, ...options.sandbox }
+    const confined = sandbox.network === false || sandbox.host === 'read-only'
+    if (confined && host.namespaces !== undefined) {
+      throw unsupported(`the sandbox (${[sandbox.network === false ? 'network: false' : '', sandbox.host === 'read-only' ? "host: 'read-only'" : ''].filter(Boolean).join(', ')}) cannot be honoured: ${host.namespaces}`)
+    }
     const env: NodeJS.ProcessEnv = { ...process.env }
     for (const [name, value] of Object.entries(options.env ?? {})) {
       if (value === undefined) delete env[name]
       else env[name] = value
     }
-    env.PWD = hostCwd
-    const outcome = await run(command, hostCwd, env, options.timeout)
-    const found = scan(manifest)
-    const result: ExecResult = { ...outcome, changes: { added: found.added, modified: found.modified, deleted: found.deleted }, skipped: found.skipped }
+    const launch: Launch = {
+      command,
+      cwd,
+      env,
+      timeout: options.timeout,
+      stdio: options.stdio ?? 'pipe',
+      network: sandbox.network !== false,
+      readOnlyHost: sandbox.host === 'read-only',
+      writable: sandbox.host === 'read-only' ? writablePaths(sandbox.writable) : [],
+    }
+
+    const { mode, reason } = this.chooseMode(options, host)
+    let ran: Ran | Omit<Ran, 'work'>
+    let modeReason = reason
+    if (mode === 'overlay') {
+      const overlay = this.overlay!
+      try {
+        ran = await overlay.run({ ...launch, cwd: overlay.project + (cwd === '/' ? '' : cwd), env: { ...env, PWD: overlay.project + (cwd === '/' ? '' : cwd) } }, options.tmpdir)
+      } catch (error) {
+        if (!(error instanceof SetupError) || options.mode === 'overlay') throw error
+        this.overlayFailed = error.message.replace(/^rewindfs: exec: overlay mode could not be set up: /, '')
+        modeReason = `overlay mode could not be set up: ${this.overlayFailed}`
+        ran = await runCopy(this.host, host, launch, options.tmpdir)
+      }
+    } else ran = await runCopy(this.host, host, launch, options.tmpdir)
+
+    const { status: _status, ...outcome } = ran.outcome
+    const found = ran.scan
+    const result: ExecResult = {
+      ...outcome,
+      changes: { added: found.added, modified: found.modified, deleted: found.deleted },
+      skipped: found.skipped,
+      mode: 'work' in ran ? 'overlay' : 'copy',
+      modeReason,
+      ...('work' in ran ? { work: ran.work } : {}),
+    }
     try {
-      if (found.removals.length + found.edits.length > 0) await record(ws, checkpoint, found, command)
+      if (found.removals.length + found.edits.length + (found.stash?.length ?? 0) > 0) await record(this.host, ran.before, found, command)
     } catch (error) {
       throw Object.assign(error as Error, { result })
     }
     return result
-  } finally {
-    await remove(temp)
-    if (checkpoint !== undefined) await ws.deleteCheckpoint(checkpoint)
   }
-}
 
-function attempt<T>(body: () => T): { value: T } | { error: unknown } {
-  try {
-    return { value: body() }
-  } catch (error) {
-    return { error }
-  }
-}
-
-/** The files of the current view (for a lazily loading source to fetch before materialising). */
-function listFiles(ws: Workspace): string[] {
-  const files: string[] = []
-  const walk = (dir: string) => {
-    for (const entry of ws.fs.readdirSync(dir, { withFileTypes: true })) {
-      const path = dir === '/' ? '/' + entry.name : `${dir}/${entry.name}`
-      if (entry.isDirectory()) walk(path)
-      else if (entry.isFile()) files.push(path)
+  private chooseMode(options: ExecOptions, host: Support): { mode: ExecMode; reason: string } {
+    const problem = this.overlayProblem(options, host)
+    if (options.mode === 'overlay') {
+      if (problem !== undefined) throw unsupported(`overlay mode cannot run: ${problem}`)
+      return { mode: 'overlay', reason: 'options.mode is overlay' }
     }
+    if (options.mode === 'copy') return { mode: 'copy', reason: 'options.mode is copy' }
+    if (problem !== undefined) return { mode: 'copy', reason: problem }
+    return { mode: 'overlay', reason: `kernel overlayfs over the lower directory (${host.privileged ? 'as root, in a mount namespace' : 'in an unprivileged user namespace'})` }
   }
-  walk('/')
-  return files
+
+  private overlayProblem(options: ExecOptions, host: Support): string | undefined {
+    const source = this.host.workspace.lower.source
+    if (!(source instanceof DirectorySource)) return `the lower source is ${source.kind === 'directory' ? 'another adapter\'s directory' : `a ${source.kind}`}, not a directory(path): overlay mode needs the project on this host's disk`
+    if (this.overlayFailed !== undefined) return `overlay mode could not be set up earlier in this workspace: ${this.overlayFailed}`
+    if (host.overlay !== undefined) return host.overlay
+    this.overlay ??= new OverlaySession(this.host, host, source.root)
+    return this.overlay.placeProblem(options.tmpdir)
+  }
 }
 
 const parent = (path: string): string | undefined => (path === '/' ? undefined : path.slice(0, path.lastIndexOf('/')) || '/')
 
-/** One transaction, refused when the workspace changed a path the command changed since the checkpoint. */
-async function record(ws: Workspace, checkpoint: string, found: Scan, command: string): Promise<void> {
+/** One transaction, refused when the workspace changed a path the command changed since it started. */
+async function record(host: ExecHost, before: DirNode, found: Scan, command: string): Promise<void> {
   const touched = new Set([...found.added, ...found.modified, ...found.deleted])
   // A path is related to what the command touched when it is one of them, above one or below one.
   const above = new Set<string>()
@@ -211,9 +204,9 @@ async function record(ws: Workspace, checkpoint: string, found: Scan, command: s
     for (let at: string | undefined = path; at !== undefined; at = parent(at)) if (touched.has(at)) return true
     return above.has(path)
   }
-  await ws.transaction(
+  await host.workspace.transaction(
     (staged) => {
-      const conflicts = ws.diff(checkpoint).map((c) => c.path).filter(related)
+      const conflicts = host.changed(before, host.tree()).filter(related)
       if (conflicts.length > 0) throw new ConflictError(conflicts)
       apply(staged, found)
     },

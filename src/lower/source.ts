@@ -4,6 +4,8 @@
  * ('/' is its root). Sources are read lazily; a path the workspace never read stays live, as in
  * overlayfs.
  */
+import type { ExecRunner } from '../exec.js'
+
 export type EntryType = 'file' | 'dir' | 'symlink'
 
 export interface LowerStat {
@@ -42,6 +44,8 @@ export interface LowerSource {
   readlink(path: string): string
   /** Sources whose contents load asynchronously make these paths readable synchronously. */
   prefetch?(paths: readonly string[]): Promise<void>
+  /** Runs commands over the source's own files (a directory can): ws.exec's default runner. */
+  readonly exec?: ExecRunner
   close?(): Promise<void> | void
   /**
    * Paths the source keeps to itself as a flush target (its staging folder): why, when `path` (a

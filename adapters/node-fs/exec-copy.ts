@@ -1,0 +1,96 @@
+/**
+ * Copy mode: the view is written into a private temp directory (exec-tree.ts), the command runs
+ * there, and the directory is compared with what was written. For lowers that are not a directory
+ * (fixtures, IndexedDB, Docker volumes), other hosts, and kernels without overlayfs or user
+ * namespaces. Where namespaces are available the command still gets them (a PID namespace, the
+ * sandbox); output naming the temp copy is mapped back to the project's (or the workspace's) paths.
+ */
+import os from 'node:os'
+import { hostFs as fs } from './host-fs.js'
+import type { ExecHost } from '../../src/exec.js'
+import type { LowerSource } from '../../src/lower/source.js'
+import { HELPER_SCRIPT, helperArguments } from './exec-helper.js'
+import { DirectorySource } from './directory.js'
+import { removeTree } from './exec-layer.js'
+import { type Launch, type Ran, SetupError } from './exec-overlay.js'
+import { runProcess } from './exec-process.js'
+import { type Support, unshareArguments } from './exec-support.js'
+import { type CloneSource, materialise, scan } from './exec-tree.js'
+
+/** `cwd` is a workspace path here (the copy's location is known only once it is made). */
+export async function runCopy(host: ExecHost, support: Support, launch: Launch, tmpdir: string | undefined): Promise<Omit<Ran, 'work'>> {
+  const ws = host.workspace
+  const source: LowerSource = ws.lower.source
+  const lazy = source.prefetch !== undefined
+  // Sources that load lazily (IndexedDB, Docker volumes) must have the view's files in memory first.
+  const base = fs.realpathSync(tmpdir ?? os.tmpdir())
+  if (source instanceof DirectorySource && (base === source.root || base.startsWith(source.root + '/'))) {
+    throw Object.assign(new TypeError(`rewindfs: exec: the temp directory '${base}' is inside the project '${source.root}': the copy would contain itself; pass tmpdir elsewhere`), { code: 'ERR_INVALID_ARG_VALUE' })
+  }
+  if (lazy) await ws.prefetch(listFiles(ws))
+  const temp = fs.mkdtempSync(`${base}/rewindfs-exec-`)
+  try {
+    // The tree and the copy are taken in one synchronous stretch: the same state.
+    const before = host.tree()
+    const lower: CloneSource | undefined = source instanceof DirectorySource ? { root: source.root, changed: new Set(ws.changes().map((c) => c.path)) } : undefined
+    const manifest = materialise(ws.fs, `${temp}/root`, `${temp}/clock`, lower)
+    const cwd = manifest.root + (launch.cwd === '/' ? '' : launch.cwd)
+    const env = { ...launch.env, PWD: cwd }
+    const namespaces = support.namespaces === undefined
+    if (namespaces && launch.readOnlyHost) fs.mkdirSync(`${temp}/stash`)
+    const outcome = namespaces
+      ? await runProcess({
+          file: support.tools.unshare,
+          args: [
+            ...unshareArguments(support, launch.network),
+            '/bin/sh',
+            '-c',
+            HELPER_SCRIPT,
+            'rewindfs-exec',
+            ...helperArguments({
+              root: manifest.root,
+              layer: '',
+              upper: '',
+              work: '',
+              overlayOptions: '',
+              cwd,
+              network: launch.network ? 'on' : 'off',
+              host: launch.readOnlyHost ? 'read-only' : 'read-write',
+              writable: launch.writable,
+              map: support.privileged ? '' : `${process.getuid!()}:${process.getgid!()}`,
+              stash: `${temp}/stash`,
+              command: launch.command,
+            }),
+          ],
+          cwd: '/',
+          env,
+          timeout: launch.timeout,
+          stdio: launch.stdio,
+          status: true,
+        })
+      : await runProcess({ file: '/bin/sh', args: ['-c', launch.command], cwd, env, timeout: launch.timeout, stdio: launch.stdio, status: false })
+    if (namespaces && !outcome.status.startsWith('ok')) {
+      throw new SetupError(`rewindfs: exec: the command's namespaces could not be set up: ${outcome.status.replace(/^error /, '').trim() || outcome.stderr.trim()}`)
+    }
+    // Paths in the output name the copy; people and models need the project's (or the workspace's).
+    const shown = source instanceof DirectorySource ? source.root : ''
+    const mapPaths = (text: string) => text.replaceAll(manifest.root + '/', shown + '/').replaceAll(manifest.root, shown || '/')
+    return { outcome: { ...outcome, stdout: mapPaths(outcome.stdout), stderr: mapPaths(outcome.stderr) }, scan: scan(manifest), before }
+  } finally {
+    removeTree(temp)
+  }
+}
+
+/** The files of the current view (for a lazily loading source to fetch before materialising). */
+function listFiles(ws: ExecHost['workspace']): string[] {
+  const files: string[] = []
+  const walk = (dir: string) => {
+    for (const entry of ws.fs.readdirSync(dir, { withFileTypes: true })) {
+      const path = dir === '/' ? '/' + entry.name : `${dir}/${entry.name}`
+      if (entry.isDirectory()) walk(path)
+      else if (entry.isFile()) files.push(path)
+    }
+  }
+  walk('/')
+  return files
+}

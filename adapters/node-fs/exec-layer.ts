@@ -1,0 +1,357 @@
+/**
+ * The exec layer: the workspace's upper tree written in overlayfs's own format (files, symlinks,
+ * directories, whiteouts as 0/0 character devices, opaque directories by xattr) into a host
+ * directory that overlay mode mounts as the lowerdir above the project. It lives for the workspace
+ * and is brought up to date before each command by diffing the tree it was last written from
+ * against the live one: persistent maps share unchanged subtrees, so the cost is O(paths changed
+ * since the last exec), never O(files in the project) or O(all earlier changes).
+ *
+ * What the layer holds at a path is whatever makes (layer over project) show the workspace's view:
+ * an upper node as itself; a directory the project's own directory at that path merges with
+ * stays a plain directory; a directory that must hide the project's (replaced, or renamed here
+ * from elsewhere: overlayfs cannot follow redirects in a user namespace) is opaque and, when
+ * renamed, holds its whole view. Paths a flush pinned (the view shows their old state while the
+ * project on disk has the new one) are written out explicitly.
+ */
+import { hostFs as fs } from './host-fs.js'
+import type { ExecHost } from '../../src/exec.js'
+import type { PinnedLower } from '../../src/flush/pinned-lower.js'
+import type { DirNode, Meta, UpperNode } from '../../src/layer/nodes.js'
+import { mapDiff, mapEntries, mapGet } from '../../src/layer/persistent-map.js'
+import type { Entry, Overlay } from '../../src/overlay.js'
+import { RESERVED_PREFIX } from './confine.js'
+import { hostTarget } from './exec-tree.js'
+import { run } from './exec-support.js'
+
+const join = (dir: string, name: string) => (dir === '/' ? '/' + name : `${dir}/${name}`)
+
+function dirEntry(path: string, node: DirNode): Entry {
+  return { path, type: 'dir', node, lowerPath: node.lower, lowerStat: undefined }
+}
+
+export interface LayerTools {
+  readonly mknod: string
+  readonly setfattr: string
+}
+
+export class ExecLayer {
+  /** The tree the layer was last written from (frozen); undefined: the layer is empty. */
+  private synced: DirNode | undefined
+  private template: string | undefined
+  private templateSerial = 0
+  /** Entries written or removed by the sync in progress. */
+  private writes = 0
+  private reader!: Overlay
+  private dirMeta: { host: string; meta: Meta }[] = []
+  private opaque: string[] = []
+  private whiteouts: string[] = []
+
+  constructor(
+    /** The host directory of the layer (created by the caller, empty). */
+    readonly dir: string,
+    /** The project directory (the lowerdir under the layer). */
+    readonly project: string,
+    /** A private directory for the whiteout templates (on the layer's file system, for hard links). */
+    private readonly templates: string,
+    private readonly tools: LayerTools,
+    private readonly privileged: boolean,
+    private readonly opaqueXattr: string,
+  ) {}
+
+  /** The tree the layer now shows, after bringing it up to date; and how many entries that took. */
+  async sync(host: ExecHost, lower: PinnedLower): Promise<{ root: DirNode; writes: number }> {
+    const now = host.tree()
+    this.writes = 0
+    this.dirMeta = []
+    this.opaque = []
+    this.whiteouts = []
+    this.reader = host.view(now)
+    const before = this.synced
+    // Until the sync completes the layer is in between: a failure leaves it to be written afresh.
+    this.synced = undefined
+    if (before === undefined) this.clearRoot()
+    this.placeRoot(before, now)
+    if (lower.pinned > 0) this.writePins(lower, now)
+    this.hideStaging(now)
+    await this.linkWhiteouts()
+    if (this.opaque.length > 0) await this.setOpaque()
+    // Directory modes and times last, deepest first: a directory may forbid writing into it.
+    for (const { host: path, meta } of this.dirMeta.sort((a, b) => b.host.length - a.host.length)) this.setMeta(path, meta)
+    this.synced = now
+    return { root: now, writes: this.writes }
+  }
+
+  // ---- the tree walk ------------------------------------------------------------------------------
+
+  private placeRoot(before: DirNode | undefined, after: DirNode): void {
+    const entry = dirEntry('/', after)
+    this.dirMeta.push({ host: this.dir, meta: after.meta })
+    if (before !== undefined && before.lower === after.lower) {
+      this.openUp(this.dir)
+      mapDiff(before.children, after.children, (name, was, now) => this.place(join('/', name), true, was, now, entry, name))
+      return
+    }
+    if (before !== undefined) this.clearRoot()
+    // The layer's root is never opaque (overlayfs keeps lower roots merged): an opaque workspace root
+    // hides the project's entries with whiteouts instead.
+    const names = new Set(after.lower === '/' ? [] : this.diskNames('/'))
+    if (after.lower === '/') for (const [name] of mapEntries(after.children)) names.add(name)
+    else for (const name of this.reader.names(entry)) names.add(name)
+    for (const name of [...names].sort()) this.place(join('/', name), true, undefined, mapGet(after.children, name), entry, name)
+  }
+
+  /**
+   * Makes the layer at `path` show the view, given what it showed (`was`, the old tree's node) and
+   * the new tree's node. `parentMerges`: the layer's parent directory is merged with the
+   * project's directory at the same path (not opaque), so the project shows through where the
+   * layer has nothing.
+   */
+  private place(path: string, parentMerges: boolean, was: UpperNode | undefined, now: UpperNode | undefined, parent: Entry, name: string): void {
+    if (was === now) return
+    if (now === undefined) {
+      const entry = this.reader.child(parent, name)
+      this.clear(path)
+      if (!entry) {
+        if (parentMerges) this.whiteout(path)
+      } else if (!(parentMerges && entry.node === undefined && entry.lowerPath === path)) this.materialise(entry, path, parentMerges)
+      return
+    }
+    if (now.type === 'whiteout') {
+      this.clear(path)
+      if (parentMerges) this.whiteout(path)
+      return
+    }
+    if (now.type === 'file') {
+      this.clear(path)
+      this.writeFile(path, this.reader.readBytes({ path, type: 'file', node: now, lowerPath: null, lowerStat: undefined }), now.meta)
+      return
+    }
+    if (now.type === 'symlink') {
+      this.clear(path)
+      this.writeLink(path, now.target, now.meta)
+      return
+    }
+    const merges = parentMerges && now.lower === path
+    const entry = dirEntry(path, now)
+    if (was?.type === 'dir' && was.lower === now.lower) {
+      this.dirMeta.push({ host: this.host(path), meta: now.meta })
+      this.openUp(this.host(path))
+      mapDiff(was.children, now.children, (child, before, after) => this.place(join(path, child), merges, before, after, entry, child))
+      return
+    }
+    this.clear(path)
+    this.makeDir(path, now.meta, parentMerges && !merges && this.diskIsDir(path))
+    if (merges || now.lower === null) {
+      for (const [child, node] of mapEntries(now.children)) this.place(join(path, child), merges, undefined, node, entry, child)
+    } else {
+      // Renamed from elsewhere (or merged with a path the layer hides): its whole view.
+      for (const child of this.reader.names(entry)) this.place(join(path, child), false, undefined, mapGet(now.children, child), entry, child)
+    }
+  }
+
+  /** Writes the view's entry (and, for a directory, its whole subtree) at `path`. */
+  private materialise(entry: Entry, path: string, parentMerges: boolean): void {
+    const meta = this.reader.meta(entry)
+    if (entry.type === 'file') this.writeFile(path, this.reader.readBytes(entry), meta)
+    else if (entry.type === 'symlink') this.writeLink(path, this.reader.readLink(entry), meta)
+    else {
+      this.makeDir(path, meta, parentMerges && this.diskIsDir(path))
+      for (const name of this.reader.names(entry)) this.materialise(this.reader.child(entry, name)!, join(path, name), false)
+    }
+  }
+
+  /**
+   * Paths a flush pinned show their old state in the view while the project has the new one: where
+   * the view reads them from the lower layer through merged directories, the layer gets them
+   * explicitly. O(pinned paths), only once a flush has pinned any.
+   */
+  private writePins(lower: PinnedLower, root: DirNode): void {
+    for (const [path] of (lower.toJSON() as { pins: [string, unknown][] }).pins) {
+      if (path === '/' || !this.readsLower(root, path) || fs.lstatSync(this.host(path), { throwIfNoEntry: false })) continue
+      this.makeParents(path)
+      const entry = this.reader.lookup(path, false)
+      if (!entry) this.whiteout(path)
+      else if (entry.type === 'dir') this.makeDir(path, this.reader.meta(entry), false)
+      else this.materialise(entry, path, true)
+    }
+  }
+
+  /** Whether the view at `path` is the lower layer's `path`, through directories merged with the project's. */
+  private readsLower(root: DirNode, path: string): boolean {
+    let node: DirNode = root
+    let at = '/'
+    for (const name of path.slice(1).split('/')) {
+      if (node.lower !== at) return false
+      const child = mapGet(node.children, name)
+      at = join(at, name)
+      if (child === undefined) return true
+      if (at === path || child.type !== 'dir') return false
+      node = child
+    }
+    return false
+  }
+
+  /** The flush's staging folder in the project is not part of the view. */
+  private hideStaging(root: DirNode): void {
+    const path = '/' + RESERVED_PREFIX
+    if (mapGet(root.children, RESERVED_PREFIX) !== undefined || !fs.lstatSync(this.project + path, { throwIfNoEntry: false })) return
+    if (fs.lstatSync(this.host(path), { throwIfNoEntry: false })) return
+    this.whiteout(path)
+  }
+
+  // ---- writing the layer --------------------------------------------------------------------------
+
+  private host(path: string): string {
+    return path === '/' ? this.dir : this.dir + path
+  }
+
+  private diskIsDir(path: string): boolean {
+    return fs.lstatSync(this.project + path, { throwIfNoEntry: false })?.isDirectory() ?? false
+  }
+
+  private diskNames(path: string): string[] {
+    try {
+      return fs.readdirSync(this.project + (path === '/' ? '' : path))
+    } catch {
+      return []
+    }
+  }
+
+  private clearRoot(): void {
+    for (const name of fs.readdirSync(this.dir)) removeTree(`${this.dir}/${name}`)
+  }
+
+  private clear(path: string): void {
+    const host = this.host(path)
+    const stats = fs.lstatSync(host, { throwIfNoEntry: false })
+    if (!stats) return
+    this.writes++
+    if (stats.isDirectory()) removeTree(host)
+    else fs.unlinkSync(host)
+  }
+
+  private writeFile(path: string, bytes: Uint8Array, meta: Meta): void {
+    const host = this.host(path)
+    fs.writeFileSync(host, bytes, { mode: 0o600 })
+    this.setMeta(host, meta)
+    this.writes++
+  }
+
+  private writeLink(path: string, target: string, meta: Meta): void {
+    const host = this.host(path)
+    fs.symlinkSync(hostTarget(target, this.project), host)
+    fs.lutimesSync(host, meta.atimeMs / 1000, meta.mtimeMs / 1000)
+    this.writes++
+  }
+
+  private makeDir(path: string, meta: Meta, opaque: boolean): void {
+    const host = this.host(path)
+    fs.mkdirSync(host, { mode: 0o700 })
+    if (opaque) this.opaque.push(host)
+    this.dirMeta.push({ host, meta })
+    this.writes++
+  }
+
+  /** Directories above a pinned path, as plain (merged) directories with the view's metadata. */
+  private makeParents(path: string): void {
+    const parts = path.slice(1).split('/').slice(0, -1)
+    let at = '/'
+    for (const name of parts) {
+      at = join(at, name)
+      if (fs.lstatSync(this.host(at), { throwIfNoEntry: false })) {
+        this.openUp(this.host(at))
+        continue
+      }
+      const entry = this.reader.lookup(at, false)
+      if (entry?.type !== 'dir') return
+      this.makeDir(at, this.reader.meta(entry), false)
+    }
+  }
+
+  private whiteout(path: string): void {
+    this.whiteouts.push(this.host(path))
+    this.writes++
+  }
+
+  /**
+   * Every whiteout is a hard link of one made with mknod (as overlayfs does itself): one process
+   * per session, not one per whiteout; a new template when a file system's link limit is reached.
+   */
+  private async linkWhiteouts(): Promise<void> {
+    for (const host of this.whiteouts) {
+      for (;;) {
+        this.template ??= await this.makeTemplate()
+        try {
+          fs.linkSync(this.template, host)
+          break
+        } catch (error) {
+          const code = (error as NodeJS.ErrnoException).code
+          if (code === 'EEXIST') break // written twice in one sync (a pinned path the tree also removes)
+          if (code !== 'EMLINK') throw error
+          this.template = undefined
+        }
+      }
+    }
+  }
+
+  private async makeTemplate(): Promise<string> {
+    const path = `${this.templates}/whiteout-${this.templateSerial++}`
+    const made = await run(this.tools.mknod, [path, 'c', '0', '0'])
+    if (made.code !== 0) throw Object.assign(new Error(`rewindfs: exec: cannot make a whiteout (mknod: ${made.stderr.trim()})`), { code: 'ENOTSUP' })
+    return path
+  }
+
+  private async setOpaque(): Promise<void> {
+    for (const batch of batches(this.opaque)) {
+      const result = await run(this.tools.setfattr, ['-n', this.opaqueXattr, '-v', 'y', '--', ...batch])
+      if (result.code !== 0) throw new Error(`rewindfs: exec: cannot mark directories opaque (setfattr: ${result.stderr.trim()})`)
+    }
+  }
+
+  /** A directory the layer writes into must let its owner in (a non-root user is bound by modes). */
+  private openUp(host: string): void {
+    if (this.privileged) return
+    const mode = fs.lstatSync(host).mode & 0o7777
+    if ((mode & 0o700) !== 0o700) fs.chmodSync(host, mode | 0o700)
+  }
+
+  /** Mode and times (to the microsecond: seconds as a float). Owners stay this process's: the workspace keeps none. */
+  private setMeta(host: string, meta: Meta): void {
+    fs.chmodSync(host, meta.mode & 0o7777)
+    fs.utimesSync(host, meta.atimeMs / 1000, meta.mtimeMs / 1000)
+  }
+}
+
+/** Arguments in groups that stay well under the kernel's argument size limit. */
+export function batches(paths: readonly string[], budget = 64 * 1024): string[][] {
+  const out: string[][] = []
+  let current: string[] = []
+  let size = 0
+  for (const path of paths) {
+    if (current.length > 0 && size + path.length + 1 > budget) {
+      out.push(current)
+      current = []
+      size = 0
+    }
+    current.push(path)
+    size += path.length + 1
+  }
+  if (current.length > 0) out.push(current)
+  return out
+}
+
+/** rm -rf that also gets through directories without owner write or search permission. */
+export function removeTree(path: string): void {
+  try {
+    fs.rmSync(path, { recursive: true, force: true })
+    return
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EACCES' && (error as NodeJS.ErrnoException).code !== 'EPERM') throw error
+  }
+  const open = (dir: string) => {
+    fs.chmodSync(dir, 0o700)
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) open(`${dir}/${entry.name}`)
+  }
+  open(path)
+  fs.rmSync(path, { recursive: true, force: true })
+}

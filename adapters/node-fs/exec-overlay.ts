@@ -1,0 +1,141 @@
+/**
+ * Overlay mode: the command runs in a private mount namespace where kernel overlayfs merges the
+ * project directory with the workspace's exec layer (exec-layer.ts) and a fresh upper directory,
+ * mounted at the project's own absolute path. Nothing on disk changes; what the command did is
+ * exactly the upper directory's contents (exec-readback.ts). The session directory (layer,
+ * uppers, work directories) lives under tmpdir for the workspace and is removed on close.
+ */
+import os from 'node:os'
+import { hostFs as fs } from './host-fs.js'
+import type { ExecHost } from '../../src/exec.js'
+import type { DirNode } from '../../src/layer/nodes.js'
+import { HELPER_SCRIPT, helperArguments } from './exec-helper.js'
+import { ExecLayer, removeTree } from './exec-layer.js'
+import { type ProcessOutcome, runProcess } from './exec-process.js'
+import { readBack } from './exec-readback.js'
+import { type Support, overlayOptions, unshareArguments, xattrPrefix } from './exec-support.js'
+import type { Scan } from './exec-tree.js'
+
+/** How the command runs, resolved from its options. */
+export interface Launch {
+  readonly command: string
+  /** The host directory the command starts in. */
+  readonly cwd: string
+  readonly env: NodeJS.ProcessEnv
+  readonly timeout: number | undefined
+  readonly stdio: 'pipe' | 'inherit'
+  readonly network: boolean
+  readonly readOnlyHost: boolean
+  readonly writable: readonly string[]
+}
+
+export interface Ran {
+  readonly outcome: ProcessOutcome
+  readonly scan: Scan
+  /** The tree the command started from (conflicts are what changed since). */
+  readonly before: DirNode
+  readonly work: { layerWrites: number; upperEntries: number }
+}
+
+/** The helper could not set the namespaces or the overlay up: nothing ran. */
+export class SetupError extends Error {
+  readonly code = 'ENOTSUP'
+}
+
+/** Characters overlayfs's mount options cannot carry in a path (they separate options and layers). */
+export function mountPathProblem(path: string): string | undefined {
+  return /[,:\\\n]/.test(path) ? `the path '${path}' has a character (',', ':', '\\' or a newline) overlayfs's mount options cannot carry` : undefined
+}
+
+export class OverlaySession {
+  private dir: string | undefined
+  private layer: ExecLayer | undefined
+  private serial = 0
+  private queue: Promise<unknown> = Promise.resolve()
+
+  constructor(
+    private readonly host: ExecHost,
+    private readonly support: Support,
+    /** The project directory's real path: the lowerdir and the mount point. */
+    readonly project: string,
+  ) {}
+
+  /** Why this session's temp directory cannot hold an overlay for the project, if it cannot. */
+  placeProblem(tmpdir: string | undefined): string | undefined {
+    const base = this.dir ?? fs.realpathSync(tmpdir ?? os.tmpdir())
+    // The session directory is made inside `base`: inside the project, the layers would nest.
+    if (base === this.project || base.startsWith(this.project + '/')) {
+      return `the temp directory '${base}' is inside the project '${this.project}' (overlayfs refuses nested layers); pass tmpdir elsewhere`
+    }
+    return mountPathProblem(this.project) ?? mountPathProblem(base)
+  }
+
+  /** Runs one command; commands of one workspace take turns (the layer is their shared lowerdir). */
+  run(launch: Launch, tmpdir: string | undefined): Promise<Ran> {
+    const turn = this.queue.then(() => this.runNow(launch, tmpdir))
+    this.queue = turn.catch(() => undefined)
+    return turn
+  }
+
+  private async runNow(launch: Launch, tmpdir: string | undefined): Promise<Ran> {
+    const dir = (this.dir ??= fs.mkdtempSync(`${fs.realpathSync(tmpdir ?? os.tmpdir())}/rewindfs-exec-`))
+    const { privileged, tools } = this.support
+    if (!this.layer) {
+      fs.mkdirSync(`${dir}/layer`)
+      fs.mkdirSync(`${dir}/templates`)
+      this.layer = new ExecLayer(`${dir}/layer`, this.project, `${dir}/templates`, tools, privileged, xattrPrefix(privileged) + 'opaque')
+    }
+    const { root: before, writes } = await this.layer.sync(this.host, this.host.workspace.lower)
+    const id = ++this.serial
+    const upper = `${dir}/upper-${id}`
+    const work = `${dir}/work-${id}`
+    const stash = `${dir}/stash-${id}`
+    // The mount's root directory is the upper's: it carries the view's root mode and times.
+    fs.mkdirSync(upper)
+    fs.mkdirSync(work)
+    if (launch.readOnlyHost) fs.mkdirSync(stash)
+    try {
+      const view = this.host.view(before)
+      const rootMeta = view.meta(view.rootEntry())
+      fs.chmodSync(upper, rootMeta.mode & 0o7777)
+      fs.utimesSync(upper, rootMeta.atimeMs / 1000, rootMeta.mtimeMs / 1000)
+      const args = [
+        ...unshareArguments(this.support, launch.network),
+        '/bin/sh',
+        '-c',
+        HELPER_SCRIPT,
+        'rewindfs-exec',
+        ...helperArguments({
+          root: this.project,
+          layer: `${dir}/layer`,
+          upper,
+          work,
+          overlayOptions: overlayOptions(privileged),
+          cwd: launch.cwd,
+          network: launch.network ? 'on' : 'off',
+          host: launch.readOnlyHost ? 'read-only' : 'read-write',
+          writable: launch.writable,
+          map: privileged ? '' : `${process.getuid!()}:${process.getgid!()}`,
+          stash,
+          command: launch.command,
+        }),
+      ]
+      const outcome = await runProcess({ file: tools.unshare, args, cwd: '/', env: launch.env, timeout: launch.timeout, stdio: launch.stdio, status: true })
+      if (!outcome.status.startsWith('ok')) {
+        const why = outcome.status.replace(/^error /, '').trim() || (outcome.timedOut ? 'timed out while setting up' : `the namespace helper ended with ${outcome.signal ?? `exit status ${outcome.exitCode}`}: ${outcome.stderr.trim()}`)
+        throw new SetupError(`rewindfs: exec: overlay mode could not be set up: ${why}`)
+      }
+      const { scan, entries } = await readBack({ upper, before: view, project: this.project, xattr: xattrPrefix(privileged), getfattr: tools.getfattr, redirects: privileged })
+      return { outcome, scan, before, work: { layerWrites: writes, upperEntries: entries } }
+    } finally {
+      for (const path of [upper, work, stash]) if (fs.existsSync(path)) removeTree(path)
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.queue
+    if (this.dir !== undefined) removeTree(this.dir)
+    this.dir = undefined
+    this.layer = undefined
+  }
+}

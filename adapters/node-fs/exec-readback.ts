@@ -1,0 +1,329 @@
+/**
+ * Overlay mode's take-back: the command ran with a fresh, empty upper directory over (exec layer +
+ * project), so that directory holds exactly what the command changed, in overlayfs's format: new
+ * and copied-up files, symlinks and directories, whiteouts (deletes), opaque directories (a
+ * directory replaced) and, as root with redirect_dir=on, renamed directories (a redirect xattr
+ * naming the source). Reading it back costs O(entries the command changed); the workspace view the
+ * command started from (`before`) says what each entry replaced. The result is a Scan for apply().
+ */
+import type { BigIntStats } from 'node:fs'
+import { hostFs as fs } from './host-fs.js'
+import type { Entry, Overlay } from '../../src/overlay.js'
+import { bytesEqual } from '../../src/bytes.js'
+import { isReserved } from './confine.js'
+import { batches } from './exec-layer.js'
+import { run } from './exec-support.js'
+import { type Edit, type Scan, workspaceTarget } from './exec-tree.js'
+
+const join = (dir: string, name: string) => (dir === '/' ? '/' + name : `${dir}/${name}`)
+
+type Kind = 'file' | 'dir' | 'symlink' | 'whiteout' | 'other'
+
+interface UpperEntry {
+  readonly name: string
+  readonly path: string
+  readonly host: string
+  readonly stats: BigIntStats
+  readonly kind: Kind
+  children?: Map<string, UpperEntry>
+  opaque?: boolean
+  redirect?: string
+}
+
+export interface ReadbackOptions {
+  /** The command's upper directory. */
+  readonly upper: string
+  /** A read-only view of the tree the command started from (what the exec layer showed). */
+  readonly before: Overlay
+  /** The project directory (absolute link targets into it become workspace paths). */
+  readonly project: string
+  /** 'trusted.overlay.' as root, 'user.overlay.' in a user namespace. */
+  readonly xattr: string
+  readonly getfattr: string
+  /** Whether renamed directories can carry a redirect (root, redirect_dir=on). */
+  readonly redirects: boolean
+}
+
+function kindOf(stats: BigIntStats): Kind {
+  if (stats.isFile()) return 'file'
+  if (stats.isDirectory()) return 'dir'
+  if (stats.isSymbolicLink()) return 'symlink'
+  if (stats.isCharacterDevice() && stats.rdev === 0n) return 'whiteout'
+  return 'other'
+}
+
+/** Whole milliseconds, as copy mode records them. */
+const mtimeOf = (stats: BigIntStats) => Number(stats.mtimeNs / 1_000_000n)
+/** Times closer than this are the same: the layer writes them from float milliseconds. */
+const sameTime = (a: number, b: number) => Math.abs(a - b) < 1
+
+export async function readBack(options: ReadbackOptions): Promise<{ scan: Scan; entries: number }> {
+  const reader = new Readback(options)
+  const root = reader.load()
+  await reader.readXattrs()
+  reader.walkRoot(root)
+  return { scan: reader.result(), entries: reader.entries }
+}
+
+class Readback {
+  entries = 0
+  /** Directories that can be opaque; any directory can be a rename's target. */
+  private readonly dirs: UpperEntry[] = []
+  private readonly allDirs: UpperEntry[] = []
+  private whiteouts = 0
+  private readonly added = new Set<string>()
+  private readonly modified = new Set<string>()
+  private readonly deleted = new Set<string>()
+  private readonly skipped: string[] = []
+  private readonly edits: Edit[] = []
+  private readonly stash: string[] = []
+  private readonly before: Overlay
+
+  constructor(private readonly options: ReadbackOptions) {
+    this.before = options.before
+  }
+
+  // ---- the upper directory ------------------------------------------------------------------------
+
+  load(): UpperEntry {
+    const stats = fs.lstatSync(this.options.upper, { bigint: true })
+    const root: UpperEntry = { name: '', path: '/', host: this.options.upper, stats, kind: 'dir' }
+    this.loadChildren(root)
+    return root
+  }
+
+  private loadChildren(dir: UpperEntry): void {
+    dir.children = new Map()
+    let names: string[]
+    try {
+      names = fs.readdirSync(dir.host)
+    } catch (error) {
+      // A directory the command made unreadable (a non-root user is bound by its modes).
+      if ((error as NodeJS.ErrnoException).code !== 'EACCES') throw error
+      fs.chmodSync(dir.host, Number(dir.stats.mode & 0o7777n) | 0o700)
+      names = fs.readdirSync(dir.host)
+    }
+    for (const name of names) {
+      const host = `${dir.host}/${name}`
+      const stats = fs.lstatSync(host, { bigint: true })
+      const entry: UpperEntry = { name, path: join(dir.path, name), host, stats, kind: kindOf(stats) }
+      this.entries++
+      dir.children.set(name, entry)
+      if (entry.kind === 'whiteout') this.whiteouts++
+      if (entry.kind === 'dir') {
+        this.allDirs.push(entry)
+        // Only a directory that replaced or merges with one below can be opaque.
+        if (this.before.lookup(entry.path, false) !== undefined) this.dirs.push(entry)
+        this.loadChildren(entry)
+      }
+    }
+  }
+
+  /** overlayfs's opaque and redirect xattrs of the directories that can have them: one getfattr per batch. */
+  async readXattrs(): Promise<void> {
+    const { xattr, getfattr } = this.options
+    // A renamed merged directory leaves a whiteout where it was: without one, no directory is a rename.
+    const candidates = this.options.redirects && this.whiteouts > 0 ? this.allDirs : this.dirs
+    const byHost = new Map(candidates.map((dir) => [dir.host, dir]))
+    if (byHost.size === 0) return
+    const pattern = `^${xattr.replaceAll('.', '\\.')}(opaque|redirect)$`
+    for (const batch of batches([...byHost.keys()])) {
+      const result = await run(getfattr, ['--absolute-names', '-h', '-d', '-e', 'hex', '-m', pattern, '--', ...batch])
+      if (result.code !== 0 && result.stdout === '') throw new Error(`rewindfs: exec: cannot read overlayfs's xattrs (getfattr: ${result.stderr.trim()})`)
+      let current: UpperEntry | undefined
+      for (const line of result.stdout.split('\n')) {
+        if (line.startsWith('# file: ')) current = byHost.get(unescapeName(line.slice(8)))
+        else if (current && line.startsWith(xattr)) {
+          const [name, value] = line.slice(xattr.length).split('=', 2)
+          const text = value?.startsWith('0x') ? Buffer.from(value.slice(2), 'hex').toString('utf8') : ''
+          if (name === 'opaque' && text === 'y') current.opaque = true
+          else if (name === 'redirect') current.redirect = text
+        }
+      }
+    }
+  }
+
+  // ---- the walk -----------------------------------------------------------------------------------
+
+  walkRoot(root: UpperEntry): void {
+    const old = this.before.lookup('/', false)!
+    const mode = Number(root.stats.mode & 0o7777n)
+    if (mode !== this.before.meta(old).mode) {
+      this.edits.push({ op: 'chmod', path: '/', mode })
+      this.modified.add('/')
+    }
+    this.walkDir(root, old, old)
+  }
+
+  /**
+   * An upper directory at `dir.path`: `old` is what the view had there (for the report), `through`
+   * the view's directory whose entries show through where the upper directory has none (the same
+   * one when merged, a rename's source, none when opaque or new). What the transaction's staging
+   * fs holds there before the edits is `through`'s contents, so edits are made against it.
+   */
+  private walkDir(dir: UpperEntry, old: Entry | undefined, through: Entry | undefined): void {
+    const upper = dir.children!
+    const same = through !== undefined && through === old
+    let names: string[]
+    if (same) names = [...upper.keys()]
+    else {
+      const all = new Set(upper.keys())
+      if (through) for (const name of this.before.names(through)) all.add(name)
+      if (old) for (const name of this.before.names(old)) all.add(name)
+      names = [...all]
+    }
+    for (const name of names.sort()) {
+      const path = join(dir.path, name)
+      const childOld = old ? this.before.child(old, name) : undefined
+      const childThrough = same ? childOld : through ? this.before.child(through, name) : undefined
+      const entry = upper.get(name)
+      if (entry) this.entry(entry, childOld, childThrough, through?.path ?? dir.path)
+      else this.compareViews(path, childOld, childThrough)
+    }
+  }
+
+  private entry(entry: UpperEntry, old: Entry | undefined, base: Entry | undefined, lowerParent: string): void {
+    const { path } = entry
+    if (entry.kind === 'whiteout' || entry.kind === 'other' || isReserved(entry.name)) {
+      if (entry.kind !== 'whiteout') this.skipped.push(path)
+      if (base) this.edits.push({ op: 'remove', path })
+      this.removed(path, old)
+      return
+    }
+    const mode = Number(entry.stats.mode & 0o7777n)
+    if (entry.kind === 'file') {
+      let bytes: Uint8Array | undefined
+      const content = () => (bytes ??= fs.readFileSync(entry.host))
+      const differs = (was: Entry) => this.fileDiffers(entry, content, was)
+      const change = base?.type === 'file' ? differs(base) : undefined
+      if (base?.type === 'file') {
+        if (change!.content || change!.meta) this.edits.push({ op: 'file', path, content: change!.content ? content() : undefined, mode, mtimeMs: mtimeOf(entry.stats) })
+      } else {
+        if (base) this.edits.push({ op: 'remove', path })
+        this.edits.push({ op: 'file', path, content: content(), mode, mtimeMs: mtimeOf(entry.stats) })
+      }
+      if (!old) this.added.add(path)
+      else if (old.type !== 'file') this.replaced(path, old)
+      else {
+        const versusOld = old === base ? change! : differs(old)
+        if (versusOld.content || versusOld.meta) this.modified.add(path)
+      }
+      return
+    }
+    if (entry.kind === 'symlink') {
+      const target = workspaceTarget(fs.readlinkSync(entry.host, 'utf8'), this.options.project)
+      if (!(base?.type === 'symlink' && this.before.readLink(base) === target)) {
+        if (base) this.edits.push({ op: 'remove', path })
+        this.edits.push({ op: 'symlink', path, target })
+      }
+      if (!old) this.added.add(path)
+      else if (old.type !== 'symlink') this.replaced(path, old)
+      else if (this.before.readLink(old) !== target) this.modified.add(path)
+      return
+    }
+    // A directory.
+    let through: Entry | undefined
+    if (entry.redirect !== undefined) {
+      // Renamed: the source moves aside first and lands here; the entries below edit it.
+      const source = entry.redirect.startsWith('/') ? entry.redirect : join(lowerParent, entry.redirect)
+      through = this.before.lookup(source, false)
+      if (through?.type !== 'dir') throw new Error(`rewindfs: exec: '${path}' was renamed from '${source}', which the view it started from does not have as a directory`)
+      this.edits.push({ op: 'place', path, source: this.stash.push(source) - 1 })
+      if (this.before.meta(through).mode !== mode) this.edits.push({ op: 'chmod', path, mode })
+    } else if (entry.opaque || base?.type !== 'dir') {
+      if (base) this.edits.push({ op: 'remove', path })
+      this.edits.push({ op: 'dir', path, mode })
+      through = undefined
+    } else {
+      if (this.before.meta(base).mode !== mode) this.edits.push({ op: 'chmod', path, mode })
+      through = base
+    }
+    if (!old) this.added.add(path)
+    else if (old.type !== 'dir') this.replaced(path, old)
+    else if (this.before.meta(old).mode !== mode) this.modified.add(path)
+    this.walkDir(entry, old?.type === 'dir' ? old : undefined, through)
+  }
+
+  /** Content and metadata differences of an upper file against a view entry. */
+  private fileDiffers(entry: UpperEntry, content: () => Uint8Array, was: Entry): { content: boolean; meta: boolean } {
+    const meta = this.before.meta(was)
+    const changedMeta = Number(entry.stats.mode & 0o7777n) !== meta.mode || !sameTime(Number(entry.stats.mtimeNs) / 1e6, meta.mtimeMs)
+    if (BigInt(this.before.size(was)) !== entry.stats.size) return { content: true, meta: changedMeta }
+    let same: boolean
+    try {
+      same = bytesEqual(content(), this.before.readBytes(was))
+    } catch {
+      same = false // the old content is unreadable (changed underneath): take the new one
+    }
+    return { content: !same, meta: changedMeta }
+  }
+
+  /** Two view entries (a rename's contents against what was at its target before). */
+  private compareViews(path: string, old: Entry | undefined, now: Entry | undefined): void {
+    if (!old && !now) return
+    if (!now) return this.removed(path, old)
+    if (!old) return this.addedTree(path, now)
+    if (old.type !== now.type) {
+      this.replaced(path, old)
+      if (now.type === 'dir') for (const name of this.before.names(now)) this.addedTree(join(path, name), this.before.child(now, name)!)
+      return
+    }
+    const a = this.before.meta(old)
+    const b = this.before.meta(now)
+    if (now.type === 'dir') {
+      if (a.mode !== b.mode) this.modified.add(path)
+      const names = new Set([...this.before.names(old), ...this.before.names(now)])
+      for (const name of [...names].sort()) this.compareViews(join(path, name), this.before.child(old, name), this.before.child(now, name))
+    } else if (now.type === 'symlink') {
+      if (this.before.readLink(old) !== this.before.readLink(now)) this.modified.add(path)
+    } else if (a.mode !== b.mode || !sameTime(a.mtimeMs, b.mtimeMs) || this.before.size(old) !== this.before.size(now) || !bytesEqual(this.before.readBytes(old), this.before.readBytes(now))) {
+      this.modified.add(path)
+    }
+  }
+
+  // ---- the report ---------------------------------------------------------------------------------
+
+  private removed(path: string, old: Entry | undefined): void {
+    if (!old) return
+    this.deleted.add(path)
+    if (old.type === 'dir') for (const name of this.before.names(old)) this.removed(join(path, name), this.before.child(old, name))
+  }
+
+  private replaced(path: string, old: Entry): void {
+    this.modified.add(path)
+    if (old.type === 'dir') for (const name of this.before.names(old)) this.removed(join(path, name), this.before.child(old, name))
+  }
+
+  private addedTree(path: string, entry: Entry): void {
+    this.added.add(path)
+    if (entry.type === 'dir') for (const name of this.before.names(entry)) this.addedTree(join(path, name), this.before.child(entry, name)!)
+  }
+
+  result(): Scan {
+    const sorted = (set: Set<string>) => [...set].sort()
+    return {
+      added: sorted(this.added),
+      modified: sorted(this.modified),
+      deleted: sorted(this.deleted),
+      skipped: this.skipped.sort(),
+      removals: [],
+      edits: this.edits,
+      ...(this.stash.length > 0 ? { stash: this.stash } : {}),
+    }
+  }
+}
+
+/** getfattr (in the C locale) writes names with backslash-octal escapes per byte: \012 for a newline, \\ for a backslash. */
+function unescapeName(name: string): string {
+  const bytes: number[] = []
+  for (let i = 0; i < name.length; i++) {
+    if (name[i] === '\\' && name[i + 1] === '\\') {
+      bytes.push(0x5c)
+      i++
+    } else if (name[i] === '\\' && /^[0-7]{3}$/.test(name.slice(i + 1, i + 4))) {
+      bytes.push(parseInt(name.slice(i + 1, i + 4), 8))
+      i += 3
+    } else bytes.push(...Buffer.from(name[i], 'utf8'))
+  }
+  return Buffer.from(bytes).toString('utf8')
+}

@@ -1,0 +1,171 @@
+/**
+ * What this host lets ws.exec do, found out once per process and cached: whether commands can get
+ * private namespaces (as root, or through an unprivileged user namespace), a PID namespace, and
+ * kernel overlayfs with the options overlay mode needs. Each "no" carries the reason, which
+ * becomes `result.modeReason` or the ENOTSUP error's message.
+ */
+import { execFile, spawn } from 'node:child_process'
+import os from 'node:os'
+import { hostFs as fs } from './host-fs.js'
+import { HELPER_SCRIPT, helperArguments } from './exec-helper.js'
+
+export interface Support {
+  /** Why commands cannot get namespaces, or undefined when they can. */
+  readonly namespaces: string | undefined
+  /** Whether they run as root in the host's user namespace (no user namespace needed). */
+  readonly privileged: boolean
+  /** A PID namespace: everything the command starts dies with it. */
+  readonly pid: boolean
+  /** Why overlay mode cannot run here, or undefined when it can. */
+  readonly overlay: string | undefined
+  /** The util-linux tools, resolved on PATH. */
+  readonly tools: Readonly<Record<Tool, string>>
+}
+
+type Tool = 'unshare' | 'mount' | 'getfattr' | 'setfattr' | 'mknod' | 'rm'
+const TOOLS: readonly Tool[] = ['unshare', 'mount', 'getfattr', 'setfattr', 'mknod', 'rm']
+const PACKAGES: Record<Tool, string> = { unshare: 'util-linux', mount: 'util-linux', getfattr: 'attr', setfattr: 'attr', mknod: 'coreutils', rm: 'coreutils' }
+
+function which(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':').concat(['/usr/sbin', '/sbin', '/usr/bin', '/bin'])) {
+    if (!dir) continue
+    const path = `${dir}/${name}`
+    try {
+      fs.accessSync(path, fs.constants.X_OK)
+      return path
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+/** Runs a helper tool to its end (C locale: its messages and escapes are stable). */
+export function run(file: string, args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, [...args], { encoding: 'utf8', cwd: '/', env: { ...process.env, LC_ALL: 'C' }, maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : null) : 0
+      resolve({ code, stdout, stderr: stderr || (error && code === null ? error.message : '') })
+    })
+  })
+}
+
+/** `unshare` arguments for a command's namespaces (before the program). */
+export function unshareArguments(support: Pick<Support, 'privileged' | 'pid'>, network: boolean): string[] {
+  return [
+    // Propagation private (unshare's default): the command's mounts never reach the host.
+    '--mount',
+    '--propagation=private',
+    ...(support.privileged ? [] : ['--user', '--map-root-user']),
+    ...(support.pid ? ['--pid', '--fork', '--mount-proc', '--kill-child'] : []),
+    ...(network ? [] : ['--net']),
+  ]
+}
+
+let cached: Promise<Support> | undefined
+
+/** The host's support, probed on first use (a few small namespace set-ups, tens of milliseconds). */
+export function support(): Promise<Support> {
+  return (cached ??= probe())
+}
+
+async function probe(): Promise<Support> {
+  const tools = {} as Record<Tool, string>
+  const missing: Tool[] = []
+  for (const tool of TOOLS) {
+    const path = which(tool)
+    if (path) tools[tool] = path
+    else missing.push(tool)
+  }
+  const privileged = process.getuid?.() === 0
+  const none = (namespaces: string, overlay = namespaces): Support => ({ namespaces, overlay, privileged, pid: false, tools })
+  if (process.platform !== 'linux') return none(`namespaces and overlayfs are Linux's (this is ${process.platform})`)
+  if (!tools.unshare || !tools.mount) return none(`util-linux's ${!tools.unshare ? 'unshare' : 'mount'} is not on PATH`)
+
+  // Namespaces: with a PID namespace if the kernel allows it, else without.
+  const trial = (pid: boolean) => run(tools.unshare, [...unshareArguments({ privileged, pid }, true), '/bin/sh', '-c', 'echo ok'])
+  let pid = true
+  let attempt = await trial(true)
+  if (attempt.stdout.trim() !== 'ok') {
+    pid = false
+    attempt = await trial(false)
+  }
+  if (attempt.stdout.trim() !== 'ok') {
+    const why = (attempt.stderr.trim().split('\n').pop() ?? '') || `exit status ${attempt.code}`
+    return none(`${privileged ? 'a mount namespace' : 'an unprivileged user namespace'} cannot be made here (unshare: ${why})`)
+  }
+  const base = { namespaces: undefined, privileged, pid, tools }
+  if (missing.length > 0) {
+    const packages = [...new Set(missing.map((tool) => PACKAGES[tool]))].join(', ')
+    return { ...base, overlay: `${missing.join(', ')} not found on PATH (package ${packages})` }
+  }
+  return { ...base, overlay: await probeOverlay(tools, privileged, pid) }
+}
+
+/**
+ * Mounts an overlay the way exec does (an exec layer with a whiteout and an opaque directory over
+ * a lower directory, a fresh upper) and checks the merged view and where a write lands.
+ */
+async function probeOverlay(tools: Record<Tool, string>, privileged: boolean, pid: boolean): Promise<string | undefined> {
+  const dir = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-exec-probe-`)
+  try {
+    for (const sub of ['lower/kept', 'lower/hidden', 'layer/hidden', 'upper', 'work', 'stash']) fs.mkdirSync(`${dir}/${sub}`, { recursive: true })
+    fs.writeFileSync(`${dir}/lower/gone`, '')
+    fs.writeFileSync(`${dir}/lower/hidden/old`, '')
+    fs.writeFileSync(`${dir}/layer/hidden/new`, '')
+    const whiteout = await run(tools.mknod, [`${dir}/layer/gone`, 'c', '0', '0'])
+    if (whiteout.code !== 0) return `whiteouts cannot be made (mknod c 0 0: ${whiteout.stderr.trim()})`
+    const xattr = await run(tools.setfattr, ['-n', `${privileged ? 'trusted' : 'user'}.overlay.opaque`, '-v', 'y', `${dir}/layer/hidden`])
+    if (xattr.code !== 0) return `the opaque xattr cannot be set in ${os.tmpdir()} (setfattr: ${xattr.stderr.trim()})`
+    const args = [
+      ...unshareArguments({ privileged, pid }, true),
+      '/bin/sh',
+      '-c',
+      HELPER_SCRIPT,
+      'rewindfs-exec',
+      ...helperArguments({
+        root: `${dir}/lower`,
+        layer: `${dir}/layer`,
+        upper: `${dir}/upper`,
+        work: `${dir}/work`,
+        overlayOptions: overlayOptions(privileged),
+        cwd: `${dir}/lower`,
+        network: 'on',
+        host: 'read-write',
+        writable: [],
+        map: privileged ? '' : `${process.getuid!()}:${process.getgid!()}`,
+        stash: `${dir}/stash`,
+        command: 'ls -A . hidden && echo made > made',
+      }),
+    ]
+    const result = await new Promise<{ stdout: string; status: string; stderr: string }>((resolve) => {
+      const child = spawn(tools.unshare, args, { cwd: '/', stdio: ['ignore', 'pipe', 'pipe', 'pipe'] })
+      const out: Buffer[] = []
+      const err: Buffer[] = []
+      const status: Buffer[] = []
+      child.stdout!.on('data', (chunk: Buffer) => out.push(chunk))
+      child.stderr!.on('data', (chunk: Buffer) => err.push(chunk))
+      ;(child.stdio[3] as NodeJS.ReadableStream).on('data', (chunk: Buffer) => status.push(chunk))
+      child.on('error', (error) => resolve({ stdout: '', status: `error ${error.message}`, stderr: '' }))
+      child.on('close', () => resolve({ stdout: Buffer.concat(out).toString(), status: Buffer.concat(status).toString(), stderr: Buffer.concat(err).toString() }))
+    })
+    if (!result.status.startsWith('ok')) return `kernel overlayfs cannot be mounted here (${result.status.replace(/^error /, '').trim()})`
+    const expected = '.:\nhidden\nkept\n\nhidden:\nnew\n'
+    if (result.stdout !== expected || !fs.existsSync(`${dir}/upper/made`) || fs.existsSync(`${dir}/lower/made`)) {
+      return `kernel overlayfs does not merge as expected here (saw ${JSON.stringify(result.stdout)}${result.stderr ? `, ${result.stderr.trim()}` : ''})`
+    }
+    return undefined
+  } finally {
+    await run(tools.rm, ['-rf', '--', dir])
+  }
+}
+
+/** Mount options beyond the layers: a user namespace needs overlayfs's user.* xattrs; root gets renames of merged directories. */
+export function overlayOptions(privileged: boolean): string {
+  return privileged ? ',redirect_dir=on' : ',userxattr'
+}
+
+/** The xattr name prefix overlayfs uses for its own attributes in this mode. */
+export function xattrPrefix(privileged: boolean): string {
+  return privileged ? 'trusted.overlay.' : 'user.overlay.'
+}
