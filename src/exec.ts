@@ -63,9 +63,10 @@ export interface ExecResult {
   modeReason: string
   /**
    * Work done around the command (overlay mode): entries written to or removed from the exec
-   * layer to bring it up to date, and entries read back from the command's upper directory.
+   * layer to bring it up to date, entries read back from the command's upper directory, and
+   * lookups in the workspace's tree for both. Each is O(paths changed), not O(files in the project).
    */
-  work?: { layerWrites: number; upperEntries: number }
+  work?: { layerWrites: number; upperEntries: number; lookups: number }
 }
 
 /**

@@ -25,6 +25,9 @@ import { run } from './exec-support.js'
 
 const join = (dir: string, name: string) => (dir === '/' ? '/' + name : `${dir}/${name}`)
 
+/** `was` for a path the layer has nothing at yet (a directory just made). */
+const FRESH = Symbol('fresh')
+
 function dirEntry(path: string, node: DirNode): Entry {
   return { path, type: 'dir', node, lowerPath: node.lower, lowerStat: undefined }
 }
@@ -59,7 +62,7 @@ export class ExecLayer {
   ) {}
 
   /** The tree the layer now shows, after bringing it up to date; and how many entries that took. */
-  async sync(host: ExecHost, lower: PinnedLower): Promise<{ root: DirNode; writes: number }> {
+  async sync(host: ExecHost, lower: PinnedLower): Promise<{ root: DirNode; writes: number; lookups: number }> {
     const now = host.tree()
     this.writes = 0
     this.dirMeta = []
@@ -78,7 +81,7 @@ export class ExecLayer {
     // Directory modes and times last, deepest first: a directory may forbid writing into it.
     for (const { host: path, meta } of this.dirMeta.sort((a, b) => b.host.length - a.host.length)) this.setMeta(path, meta)
     this.synced = now
-    return { root: now, writes: this.writes }
+    return { root: now, writes: this.writes, lookups: this.reader.counters.lookups }
   }
 
   // ---- the tree walk ------------------------------------------------------------------------------
@@ -97,16 +100,16 @@ export class ExecLayer {
     const names = new Set(after.lower === '/' ? [] : this.diskNames('/'))
     if (after.lower === '/') for (const [name] of mapEntries(after.children)) names.add(name)
     else for (const name of this.reader.names(entry)) names.add(name)
-    for (const name of [...names].sort()) this.place(join('/', name), true, undefined, mapGet(after.children, name), entry, name)
+    for (const name of [...names].sort()) this.place(join('/', name), true, FRESH, mapGet(after.children, name), entry, name)
   }
 
   /**
-   * Makes the layer at `path` show the view, given what it showed (`was`, the old tree's node) and
-   * the new tree's node. `parentMerges`: the layer's parent directory is merged with the
-   * project's directory at the same path (not opaque), so the project shows through where the
-   * layer has nothing.
+   * Makes the layer at `path` show the view, given what it showed (`was`: the old tree's node, or
+   * FRESH when the layer has nothing there yet) and the new tree's node. `parentMerges`: the
+   * layer's parent directory is merged with the project's directory at the same path (not
+   * opaque), so the project shows through where the layer has nothing.
    */
-  private place(path: string, parentMerges: boolean, was: UpperNode | undefined, now: UpperNode | undefined, parent: Entry, name: string): void {
+  private place(path: string, parentMerges: boolean, was: UpperNode | undefined | typeof FRESH, now: UpperNode | undefined, parent: Entry, name: string): void {
     if (was === now) return
     if (now === undefined) {
       const entry = this.reader.child(parent, name)
@@ -133,7 +136,7 @@ export class ExecLayer {
     }
     const merges = parentMerges && now.lower === path
     const entry = dirEntry(path, now)
-    if (was?.type === 'dir' && was.lower === now.lower) {
+    if (was !== FRESH && was?.type === 'dir' && was.lower === now.lower) {
       this.dirMeta.push({ host: this.host(path), meta: now.meta })
       this.openUp(this.host(path))
       mapDiff(was.children, now.children, (child, before, after) => this.place(join(path, child), merges, before, after, entry, child))
@@ -142,10 +145,10 @@ export class ExecLayer {
     this.clear(path)
     this.makeDir(path, now.meta, parentMerges && !merges && this.diskIsDir(path))
     if (merges || now.lower === null) {
-      for (const [child, node] of mapEntries(now.children)) this.place(join(path, child), merges, undefined, node, entry, child)
+      for (const [child, node] of mapEntries(now.children)) this.place(join(path, child), merges, FRESH, node, entry, child)
     } else {
       // Renamed from elsewhere (or merged with a path the layer hides): its whole view.
-      for (const child of this.reader.names(entry)) this.place(join(path, child), false, undefined, mapGet(now.children, child), entry, child)
+      for (const child of this.reader.names(entry)) this.place(join(path, child), false, FRESH, mapGet(now.children, child), entry, child)
     }
   }
 

@@ -34,7 +34,7 @@ export interface Ran {
   readonly scan: Scan
   /** The tree the command started from (conflicts are what changed since). */
   readonly before: DirNode
-  readonly work: { layerWrites: number; upperEntries: number }
+  readonly work: { layerWrites: number; upperEntries: number; lookups: number }
 }
 
 /** The helper could not set the namespaces or the overlay up: nothing ran. */
@@ -85,7 +85,7 @@ export class OverlaySession {
       fs.mkdirSync(`${dir}/templates`)
       this.layer = new ExecLayer(`${dir}/layer`, this.project, `${dir}/templates`, tools, privileged, xattrPrefix(privileged) + 'opaque')
     }
-    const { root: before, writes } = await this.layer.sync(this.host, this.host.workspace.lower)
+    const { root: before, writes, lookups } = await this.layer.sync(this.host, this.host.workspace.lower)
     const id = ++this.serial
     const upper = `${dir}/upper-${id}`
     const work = `${dir}/work-${id}`
@@ -126,7 +126,7 @@ export class OverlaySession {
         throw new SetupError(`rewindfs: exec: overlay mode could not be set up: ${why}`)
       }
       const { scan, entries } = await readBack({ upper, before: view, project: this.project, xattr: xattrPrefix(privileged), getfattr: tools.getfattr, redirects: privileged })
-      return { outcome, scan, before, work: { layerWrites: writes, upperEntries: entries } }
+      return { outcome, scan, before, work: { layerWrites: writes, upperEntries: entries, lookups: lookups + view.counters.lookups } }
     } finally {
       for (const path of [upper, work, stash]) if (fs.existsSync(path)) removeTree(path)
     }

@@ -1,0 +1,34 @@
+/**
+ * Running exec scenarios as the unprivileged test user that scripts/provision-exec-user.sh makes:
+ * `runuser -u rewindfs-exec -- node --import tsx test/support/exec-user.ts name…`, one process for
+ * all of them, its JSON answer parsed.
+ */
+import { execFileSync, spawnSync } from 'node:child_process'
+import os from 'node:os'
+
+export const EXEC_USER = 'rewindfs-exec'
+
+/** Why the scenarios cannot run as the unprivileged user, if they cannot. */
+export function userProblem(): string | undefined {
+  if (process.getuid?.() !== 0) return 'this process is not root (it cannot switch users; the in-process run is already unprivileged)'
+  try {
+    execFileSync('id', ['-u', EXEC_USER], { stdio: 'ignore' })
+  } catch {
+    return `the user ${EXEC_USER} does not exist (run scripts/provision-exec-user.sh as root)`
+  }
+  return undefined
+}
+
+/** Runs scenarios as the unprivileged user in one process; resolves to name → observation. */
+export function runAsUser(names: readonly string[], env: Record<string, string> = {}): Record<string, { value?: unknown; error?: string }> {
+  const home = execFileSync('sh', ['-c', `getent passwd ${EXEC_USER} | cut -d: -f6`], { encoding: 'utf8' }).trim()
+  const result = spawnSync('runuser', ['-u', EXEC_USER, '--', process.execPath, '--import', 'tsx', 'test/support/exec-user.ts', ...names], {
+    cwd: new URL('../..', import.meta.url).pathname,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, TMPDIR: os.tmpdir(), ...env },
+    timeout: 900_000,
+    maxBuffer: 64 * 1024 * 1024,
+  })
+  if (result.status !== 0) throw new Error(`the scenarios as ${EXEC_USER} failed (status ${result.status}, ${result.signal ?? 'no signal'}): ${result.stderr}`)
+  return JSON.parse(result.stdout) as Record<string, { value?: unknown; error?: string }>
+}
