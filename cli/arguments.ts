@@ -2,10 +2,12 @@
 import { parseArgs } from 'node:util'
 import { type CommandName, UsageError, isCommand } from './usage.js'
 
-type OptionSpec = { type: 'string' | 'boolean'; short?: string }
+type OptionSpec = { type: 'string' | 'boolean'; short?: string; multiple?: boolean }
 
 const PROJECT: Record<string, OptionSpec> = { dir: { type: 'string' }, store: { type: 'string' }, session: { type: 'string' }, json: { type: 'boolean' } }
 const HELP: Record<string, OptionSpec> = { help: { type: 'boolean', short: 'h' } }
+/** How run and shell run their command (ws.exec's mode and sandbox). */
+const EXEC: Record<string, OptionSpec> = { mode: { type: 'string' }, 'no-network': { type: 'boolean' }, 'read-only-host': { type: 'boolean' }, writable: { type: 'string', multiple: true } }
 
 /** Each command's options and how many positionals it takes. */
 const SPECS: Record<CommandName, { options: Record<string, OptionSpec>; positionals: [min: number, max: number, name?: string] }> = {
@@ -23,6 +25,8 @@ const SPECS: Record<CommandName, { options: Record<string, OptionSpec>; position
   flush: { options: { ...PROJECT, 'dry-run': { type: 'boolean' }, force: { type: 'boolean' } }, positionals: [0, 0] },
   verify: { options: { store: { type: 'string' }, json: { type: 'boolean' } }, positionals: [0, 0] },
   repair: { options: { ...PROJECT, 'dry-run': { type: 'boolean' } }, positionals: [0, 0] },
+  run: { options: { ...PROJECT, ...EXEC }, positionals: [1, Number.POSITIVE_INFINITY, 'command'] },
+  shell: { options: { ...PROJECT, ...EXEC }, positionals: [0, 0] },
 }
 
 export type Invocation =
@@ -42,6 +46,11 @@ export interface Options {
   readonly force: boolean
   /** mcp: offer run_command. */
   readonly allowCommands: boolean
+  /** run and shell: ws.exec's mode and sandbox. */
+  readonly mode?: 'overlay' | 'copy'
+  readonly noNetwork: boolean
+  readonly readOnlyHost: boolean
+  readonly writable: readonly string[]
 }
 
 /** Whether --json appears anywhere, so even a usage error can be reported as JSON. */
@@ -82,11 +91,14 @@ function parseOptions(command: CommandName, args: readonly string[]): { options:
   const values = parsed.values as Record<string, string | boolean | undefined>
   const help = values.help === true
   const [min, max, name] = spec.positionals
-  if (!help && parsed.positionals.length < min) throw new UsageError(`${command} needs a ${name} (an id or a name)`)
+  if (!help && parsed.positionals.length < min) {
+    throw new UsageError(name === 'command' ? `${command} needs a command after '--' (rewindfs run --dir <project> -- npm test)` : `${command} needs a ${name} (an id or a name)`)
+  }
   if (parsed.positionals.length > max) {
     const extra = parsed.positionals.slice(max).map((p) => `'${p}'`).join(', ')
     throw new UsageError(`${command} takes ${max === 0 ? 'no arguments' : `one ${name}`}; unexpected ${extra}`)
   }
+  if (values.mode !== undefined && values.mode !== 'overlay' && values.mode !== 'copy') throw new UsageError(`${command}: --mode takes overlay or copy, not '${String(values.mode)}'`)
   for (const key of ['dir', 'store', 'session', 'path', 'limit'] as const) {
     if (values[key] === '') throw new UsageError(`${command}: --${key} needs a non-empty value`)
   }
@@ -110,6 +122,10 @@ function parseOptions(command: CommandName, args: readonly string[]): { options:
       dryRun: values['dry-run'] === true,
       force: values.force === true,
       allowCommands: values['allow-commands'] === true,
+      ...(values.mode === 'overlay' || values.mode === 'copy' ? { mode: values.mode } : {}),
+      noNetwork: values['no-network'] === true,
+      readOnlyHost: values['read-only-host'] === true,
+      writable: ((parsed.values as Record<string, unknown>).writable as string[] | undefined) ?? [],
     },
   }
 }

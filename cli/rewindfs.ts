@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
- * The rewindfs command: `demo` (what `npm start` runs), `mcp` (the MCP stdio server) and the store
- * commands status, log, checkpoints, diff, restore, flush, verify and repair. `rewindfs --help` documents the
+ * The rewindfs command: `demo` (what `npm start` runs), `mcp` (the MCP stdio server), the store
+ * commands status, log, checkpoints, diff, restore, flush, verify and repair, and run and shell
+ * (commands in the workspace). `rewindfs --help` documents the
  * options and exit codes (usage.ts).
  */
 import { type Invocation, type Options, parseCommandLine, wantsJson } from './arguments.js'
@@ -10,6 +11,8 @@ import { demo } from './demo.js'
 import { describeFailure, failureJson } from './failure.js'
 import { checkpoints, diff, log, status } from './inspect.js'
 import { repair, verify } from './store-check.js'
+import { run as runCommand } from './run.js'
+import { shell } from './shell.js'
 import type { Outcome } from './outcome.js'
 import { colourful, palette } from './terminal.js'
 import { EXIT, UsageError, commandHelp, help } from './usage.js'
@@ -45,6 +48,10 @@ async function run(invocation: Extract<Invocation, { kind: 'run' }>): Promise<nu
       return print(await verify(options), options)
     case 'repair':
       return print(await repair(options), options)
+    case 'run':
+      return runCommand(options, positionals)
+    case 'shell':
+      return shell(options)
   }
 }
 

@@ -44,7 +44,11 @@ export interface ExecOptions {
 export type ExecMode = 'overlay' | 'copy'
 
 export interface ExecResult {
-  /** The shell's exit code; null when a signal ended it. */
+  /**
+   * The shell's exit code; null when a signal ended it from outside (the timeout). Where the command
+   * runs in its own PID namespace, a signal it got from within (kill $$, Ctrl-C) shows as
+   * 128 + its number, as a shell reports it.
+   */
   exitCode: number | null
   signal: string | null
   /** The timeout ran out and the command was killed with everything it started. */

@@ -111,7 +111,17 @@ cd "$cwd" || fail "cannot enter $cwd"
 printf 'ok\n' >&3
 exec 3>&-
 if [ -n "$map" ]; then
-  exec unshare --user --map-user="%{map%:*}" --map-group="%{map#*:}" -- /bin/sh -c "$command"
+  set -- unshare --user --map-user="%{map%:*}" --map-group="%{map#*:}" -- /bin/sh -c "$command"
+else
+  set -- /bin/sh -c "$command"
 fi
-exec /bin/sh -c "$command"
+# As a PID namespace's init (pid 1) the command's shell would ignore every signal it has no handler
+# for (kill $$, Ctrl-C): it runs as this script's child instead, and its status is the script's
+# (a signal's death as 128 + its number, as shells report it). When the script ends, the kernel
+# kills whatever is left in the namespace.
+if [ $$ = 1 ]; then
+  "$@"
+  exit $?
+fi
+exec "$@"
 `.replaceAll('%{', '${')

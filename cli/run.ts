@@ -1,0 +1,119 @@
+/**
+ * `rewindfs run --dir <project> [--store <dir>] -- <command…>`: one command in the workspace over
+ * the project (overlay mode where the kernel allows it), its changes printed and, with --store,
+ * recorded for diff, restore and flush. The project on disk never changes. The exit code is the
+ * command's. shell.ts opens an interactive shell the same way.
+ */
+import os from 'node:os'
+import { directory } from '../adapters/node-fs/directory.js'
+import { directoryStore } from '../adapters/node-fs/store.js'
+import { Workspace } from '../src/index.js'
+import type { ExecOptions, ExecResult } from '../src/index.js'
+import type { Options } from './arguments.js'
+import { changeLines } from './inspect.js'
+import { colourful, palette } from './terminal.js'
+import { UsageError } from './usage.js'
+
+/** A workspace over --dir, durable in --store when given (made if missing, its lock taken). */
+export async function openForExec(command: string, options: Options): Promise<Workspace> {
+  if (options.dir === undefined) throw new UsageError(`${command} needs --dir <project>`)
+  const lower = directory(options.dir)
+  const store = options.store !== undefined ? directoryStore(options.store) : undefined
+  const ws = await Workspace.open({ lower, ...(store ? { store } : {}), ...(options.session !== undefined ? { session: options.session } : {}) }).catch(async (error: unknown) => {
+    await store?.close()
+    throw error
+  })
+  if (ws.status.degraded !== undefined) {
+    await ws.close()
+    throw Object.assign(new Error(`${ws.status.degraded}; nothing was run (rewindfs status shows the store's health)`), { code: 'ESTOREUNAVAILABLE' })
+  }
+  return ws
+}
+
+/** ws.exec's options from the command line. */
+export function execOptions(options: Options, stdio: 'pipe' | 'inherit'): ExecOptions {
+  const writable = options.writable.map((path) => (path.startsWith('/') || path.startsWith('~') ? path : `${process.cwd()}/${path}`))
+  return {
+    stdio,
+    ...(options.mode ? { mode: options.mode } : {}),
+    sandbox: {
+      ...(options.noNetwork ? { network: false } : {}),
+      ...(options.readOnlyHost ? { host: 'read-only' as const } : {}),
+      ...(writable.length > 0 ? { writable } : {}),
+    },
+  }
+}
+
+/** One shell word: as is when plain, else single-quoted. */
+function quote(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`
+}
+
+/** The words after `--`: one is a shell command line as written; several are quoted into one. */
+export function commandLine(words: readonly string[]): string {
+  return words.length === 1 ? words[0] : words.map(quote).join(' ')
+}
+
+/** The summary people see on stderr after the command (stdout stays the command's). */
+export function summaryLines(result: ExecResult, recorded: string): string[] {
+  const paint = palette(colourful(process.stderr))
+  const { added, modified, deleted } = result.changes
+  const total = added.length + modified.length + deleted.length
+  const entries = [
+    ...added.map((path) => ({ path, type: 'added' as const })),
+    ...modified.map((path) => ({ path, type: 'modified' as const })),
+    ...deleted.map((path) => ({ path, type: 'deleted' as const })),
+  ].sort((a, b) => (a.path < b.path ? -1 : 1))
+  const shown = entries.slice(0, 50).map((e) => ({ ...e, entry: 'file' as const }))
+  return [
+    paint.bold(`rewindfs: ${total === 0 ? 'no changes' : `${total} change(s)`}`) + paint.dim(` (${result.mode} mode: ${result.modeReason})`),
+    ...changeLines(shown, false, paint).map((line) => line.replace(/ file {4}/, ' ')),
+    ...(entries.length > shown.length ? [paint.dim(`  … and ${entries.length - shown.length} more`)] : []),
+    ...(result.skipped.length > 0 ? [paint.yellow(`  not kept (FIFOs, sockets, devices): ${result.skipped.join(', ')}`)] : []),
+    ...(total > 0 ? [paint.dim(recorded)] : []),
+  ]
+}
+
+/** The exit code a shell would give: the command's, or 128 + the signal's number. */
+export function exitCodeOf(result: ExecResult): number {
+  if (result.exitCode !== null) return result.exitCode
+  const number = result.signal ? os.constants.signals[result.signal as NodeJS.Signals] : undefined
+  return number !== undefined ? 128 + number : 1
+}
+
+/**
+ * Runs the command with the terminal handed over (stdin, stdout, stderr), or collected for --json.
+ * The terminal's Ctrl-C goes to the command; this process waits for it and records what it did.
+ */
+export async function runInWorkspace(options: Options, command: string, json: boolean): Promise<{ result: ExecResult; lines: string[] }> {
+  const ws = await openForExec('run', options)
+  const ignore = () => undefined
+  process.on('SIGINT', ignore)
+  process.on('SIGQUIT', ignore)
+  try {
+    const result = await ws.exec(command, execOptions(options, json ? 'pipe' : 'inherit')).catch((error: unknown) => {
+      // Refused (a validator, a conflict): the command ran; say so with the error.
+      const ran = (error as { result?: ExecResult }).result
+      if (ran) Object.assign(error as object, { message: `${(error as Error).message} (the command exited with ${exitCodeOf(ran)}; nothing it did was kept)` })
+      throw error
+    })
+    await ws.sync()
+    const recorded = options.store
+      ? `recorded as one operation in ${options.store} (rewindfs diff / restore / flush --dir ${options.dir} --store ${options.store})`
+      : 'in memory only: pass --store <dir> to keep it'
+    return { result, lines: summaryLines(result, recorded) }
+  } finally {
+    process.off('SIGINT', ignore)
+    process.off('SIGQUIT', ignore)
+    await ws.close()
+  }
+}
+
+export async function run(options: Options, words: readonly string[]): Promise<number> {
+  const { result, lines } = await runInWorkspace(options, commandLine(words), options.json)
+  if (options.json) {
+    const { stdout, stderr, exitCode, signal, timedOut, truncated, changes, skipped, mode, modeReason } = result
+    process.stdout.write(JSON.stringify({ exitCode, signal, timedOut, stdout, stderr, truncated, changes, skipped, mode, modeReason, stored: options.store !== undefined }, null, 2) + '\n')
+  } else for (const line of lines) process.stderr.write(line + '\n')
+  return exitCodeOf(result)
+}

@@ -1,0 +1,140 @@
+/**
+ * `rewindfs run` and `rewindfs shell` as a person uses them: run as a child process (exit codes,
+ * --json, the sandbox flags, usage errors), and shell driven through a real terminal with tmux
+ * (send-keys, capture-pane): the marked prompt, commands in the workspace, the summary on exit,
+ * and diff and flush working on what it recorded. The project on disk changes only at flush.
+ */
+import { execFileSync, spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { support } from '../adapters/node-fs/exec-support.js'
+import { CLI, buildCli, removeCli, runCli } from './cli-process.js'
+import { capability } from './support/require.js'
+
+const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-cli-shell-`)
+let serial = 0
+beforeAll(buildCli)
+afterAll(() => {
+  removeCli()
+  fs.rmSync(scratch, { recursive: true, force: true })
+})
+
+function project(files: Record<string, string>): { dir: string; store: string } {
+  const dir = `${scratch}/p${serial}`
+  const store = `${scratch}/s${serial++}`
+  fs.mkdirSync(dir)
+  for (const [path, content] of Object.entries(files)) fs.writeFileSync(dir + path, content)
+  return { dir, store }
+}
+
+const host = await support()
+
+describe('rewindfs run', () => {
+  it("runs one command in the workspace, prints its changes, exits with the command's code, and records it in --store", () => {
+    const { dir, store } = project({ '/a.txt': 'hello\n' })
+    const result = runCli(['run', '--dir', dir, '--store', store, '--', 'sh', '-c', 'echo world >> a.txt; echo new > b.txt; echo out; exit 3'])
+    expect(result.code).toBe(3)
+    expect(result.stdout).toBe('out\n')
+    expect(result.stderr).toContain('2 change(s)')
+    expect(result.stderr).toMatch(/modified \/a\.txt/)
+    expect(result.stderr).toMatch(/added {4}\/b\.txt/)
+    expect(fs.readFileSync(`${dir}/a.txt`, 'utf8')).toBe('hello\n') // the project is untouched
+    expect(fs.existsSync(`${dir}/b.txt`)).toBe(false)
+    const diff = runCli(['diff', '--dir', dir, '--store', store, '--json'])
+    expect(JSON.parse(diff.stdout).changes.map((c: { path: string }) => c.path)).toEqual(['/a.txt', '/b.txt'])
+    const log = runCli(['log', '--dir', dir, '--store', store, '--json'])
+    expect(JSON.parse(log.stdout).operations[0].description).toBe("exec: sh -c 'echo world >> a.txt; echo new > b.txt; echo out; exit 3'")
+  })
+
+  it('takes one argument as a shell command line; --json gives the result; --mode copy forces copy mode', () => {
+    const { dir } = project({ '/a.txt': 'hello\n' })
+    const result = runCli(['run', '--dir', dir, '--json', '--mode', 'copy', '--', 'cat a.txt && echo x > x.txt'])
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.stdout)).toMatchObject({ exitCode: 0, stdout: 'hello\n', mode: 'copy', modeReason: 'options.mode is copy', changes: { added: ['/x.txt'] }, stored: false })
+  })
+
+  it('reports a signal as 128 + its number, like a shell', () => {
+    const { dir } = project({})
+    expect(runCli(['run', '--dir', dir, '--', 'kill -TERM $$']).code).toBe(128 + os.constants.signals.SIGTERM)
+  })
+
+  it.skipIf(host.namespaces !== undefined)('passes the sandbox flags: --no-network and --read-only-host', () => {
+    const { dir } = project({})
+    const outside = fs.mkdtempSync(`${os.homedir()}/rewindfs-cli-outside-`)
+    try {
+      const result = runCli(['run', '--dir', dir, '--no-network', '--read-only-host', '--json', '--', `tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; touch ${outside}/x; echo inside > in.txt`])
+      const parsed = JSON.parse(result.stdout)
+      expect(parsed.stdout).toBe('lo\n')
+      expect(parsed.stderr).toContain('Read-only file system')
+      expect(parsed.changes.added).toEqual(['/in.txt'])
+      expect(fs.readdirSync(outside)).toEqual([])
+    } finally {
+      fs.rmSync(outside, { recursive: true, force: true })
+    }
+  })
+
+  it('refuses a bad command line with exit code 2', () => {
+    const { dir } = project({})
+    expect(runCli(['run', '--dir', dir])).toMatchObject({ code: 2, stderr: expect.stringContaining("needs a command after '--'") })
+    expect(runCli(['run', '--dir', dir, '--mode', 'fast', '--', 'true'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--mode takes overlay or copy') })
+    expect(runCli(['run', '--', 'true'])).toMatchObject({ code: 2, stderr: expect.stringContaining('needs --dir') })
+    expect(runCli(['shell', '--dir', dir])).toMatchObject({ code: 2, stderr: expect.stringContaining('needs a terminal') })
+  })
+})
+
+function tmuxProblem(): string | undefined {
+  if (host.overlay !== undefined) return `overlay mode cannot run here: ${host.overlay}`
+  const found = spawnSync('tmux', ['-V'], { encoding: 'utf8' })
+  return found.status === 0 ? undefined : 'tmux is not installed (scripts/provision-exec-user.sh installs it)'
+}
+const terminal = capability('tmux', tmuxProblem())
+
+describe.skipIf(!terminal)('rewindfs shell in a terminal (tmux)', () => {
+  const socket = `rewindfs-test-${process.pid}`
+  const tmux = (...args: string[]) => execFileSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' })
+  const screen = () => tmux('capture-pane', '-p', '-J', '-t', 'shell', '-S', '-200')
+  async function waitFor(text: string | RegExp, timeout = 60_000): Promise<string> {
+    const started = Date.now()
+    for (;;) {
+      const shown = screen()
+      if (typeof text === 'string' ? shown.includes(text) : text.test(shown)) return shown
+      if (Date.now() - started > timeout) throw new Error(`the terminal never showed ${String(text)}; it shows:\n${shown}`)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+  }
+  afterAll(() => {
+    spawnSync('tmux', ['-L', socket, 'kill-server'])
+  })
+
+  it('opens a marked shell over the project, records what was done in it as one operation, and diff and flush work on it', { timeout: 180_000 }, async () => {
+    const { dir, store } = project({ '/a.txt': 'hello\n' })
+    const home = fs.mkdtempSync(`${scratch}/home-`)
+    fs.writeFileSync(`${home}/.bashrc`, "PS1='\\w\\$ '\n")
+    const command = `cd ${dir} && ${process.execPath} ${CLI} shell --dir ${dir} --store ${store}; echo "shell exited with $?"; sleep 600`
+    tmux('new-session', '-d', '-s', 'shell', '-x', '160', '-y', '50', '-e', 'SHELL=/bin/bash', '-e', `HOME=${home}`, '-e', 'NO_COLOR=1', command)
+    // The prompt: the user's own (~/.bashrc), marked.
+    await waitFor(`(rewindfs) ${dir}# `)
+    tmux('send-keys', '-t', 'shell', 'echo made > made.txt && echo more >> a.txt && rm -f gone.txt && cat a.txt && echo "[$(ls | tr "\\n" " ")]"', 'Enter')
+    await waitFor('[a.txt made.txt ]')
+    expect(screen()).toContain('hello\nmore\n')
+    // Meanwhile the project on disk is as it was.
+    expect(fs.readdirSync(dir)).toEqual(['a.txt'])
+    tmux('send-keys', '-t', 'shell', 'exit', 'Enter')
+    const shown = await waitFor('shell exited with 0')
+    expect(shown).toMatch(/rewindfs: 2 change\(s\) \(overlay mode/)
+    expect(shown).toMatch(/modified \/a\.txt/)
+    expect(shown).toMatch(/added {4}\/made\.txt/)
+    expect(fs.readFileSync(`${dir}/a.txt`, 'utf8')).toBe('hello\n')
+
+    const log = JSON.parse(runCli(['log', '--dir', dir, '--store', store, '--json']).stdout)
+    expect(log.operations).toHaveLength(1)
+    expect(log.operations[0].description).toMatch(/^exec: /)
+    const diff = runCli(['diff', '--dir', dir, '--store', store])
+    expect(diff.stdout).toMatch(/modified +file +\/a\.txt/)
+    expect(diff.stdout).toMatch(/added +file +\/made\.txt/)
+    expect(runCli(['flush', '--dir', dir, '--store', store]).code).toBe(0)
+    expect(fs.readFileSync(`${dir}/a.txt`, 'utf8')).toBe('hello\nmore\n')
+    expect(fs.readFileSync(`${dir}/made.txt`, 'utf8')).toBe('made\n')
+  })
+})
