@@ -5,7 +5,7 @@
  *   npm run bench:quick    small sizes, prints only (a smoke run)
  *
  * Flags: --quick, --out <file> (write the markdown there), --no-git, --only <section,...> with
- * sections ops, lower, checkpoint, memory, bundle, engine, adapters, search.
+ * sections ops, lower, checkpoint, memory, bundle, engine, adapters, search, exec.
  *
  * Sections
  *   1. ops        writeFileSync / readFileSync / statSync of 1 KiB files spread over directories:
@@ -22,6 +22,8 @@
  *   7. adapters   flush to a directory, IndexedDB, Docker volumes (scripts of their own).
  *   8. search     the agent tools' search_files / find_files vs grep -rn / find on the same
  *                 directory (bench/search.ts): 100k files, 500 MB.
+ *   9. exec       ws.exec around a command (bench/exec.ts): overlay mode vs copy mode vs the command
+ *                 run directly, in projects of 1k–100k files, and a real build (tsc -p).
  */
 import { execFileSync } from 'node:child_process'
 import * as nodeFs from 'node:fs'
@@ -35,6 +37,7 @@ import type { Workspace } from '../src/index.js'
 import { GZIP_BUDGET_BYTES, bundleSize, kib } from '../scripts/bundle-size.js'
 import { benchEngine } from './engine.js'
 import { benchSearch } from './search.js'
+import { benchExec } from './exec.js'
 import {
   Content,
   FILE_SIZE,
@@ -651,6 +654,7 @@ const sections: [string, () => Promise<void>][] = [
   ['engine', () => benchEngine({ quick: QUICK, withGit: WITH_GIT, emit })],
   ['adapters', benchAdapters],
   ['search', () => benchSearch({ quick: QUICK, emit })],
+  ['exec', () => benchExec({ quick: QUICK, emit })],
 ]
 let failed = false
 for (const [name, section] of sections) {
