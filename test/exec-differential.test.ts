@@ -25,9 +25,9 @@ describe.skipIf(!overlayHere)('overlay mode against copy mode, in this process',
 })
 
 describe.skipIf(!asUser)(`overlay mode against copy mode, as ${EXEC_USER}`, () => {
-  it('every seed', { timeout: 900_000 }, () => {
+  it('every seed', { timeout: 900_000 }, async () => {
     const names = seeds().map((seed) => `differential:${seed}`)
-    const seen = runAsUser(names, { REWINDFS_DIFFERENTIAL_RUNS: String(RUNS) })
+    const seen = await runAsUser(names, { REWINDFS_DIFFERENTIAL_RUNS: String(RUNS) })
     for (const name of names) {
       expect(seen[name].error).toBeUndefined()
       expect(seen[name].value, name).toBeUndefined()

@@ -5,7 +5,7 @@
  * twice: in this process (root in CI: a mount namespace) and as an unprivileged user (a user
  * namespace with overlayfs's userxattr), spawned with runuser against the same sources.
  */
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { support } from '../adapters/node-fs/exec-support.js'
 import { type Observation, type ScenarioName, scenarios } from './support/exec-scenarios.js'
 import { EXEC_USER, runAsUser, userProblem } from './support/exec-user-run.js'
@@ -94,23 +94,23 @@ const names = Object.keys(scenarios) as ScenarioName[]
 
 describe.skipIf(!overlayHere)(`overlay mode in this process (${process.getuid?.() === 0 ? 'root: a mount namespace' : 'a user namespace'})`, () => {
   for (const name of names) {
-    it(name, async () => {
+    it(name, { timeout: 180_000 }, async () => {
       checks[name](await scenarios[name]())
     })
   }
 })
 
 describe.skipIf(!asUser)(`overlay mode as the unprivileged user ${EXEC_USER} (a user namespace, userxattr)`, () => {
-  let seen: ReturnType<typeof runAsUser> | undefined
-  const observed = (name: string) => {
-    seen ??= runAsUser(names)
-    const result = seen[name]
-    if (result.error !== undefined) throw new Error(result.error)
-    return result.value as Observation
-  }
+  let seen: Awaited<ReturnType<typeof runAsUser>> = {}
+  // One process for all of them (tsx starts once).
+  beforeAll(async () => {
+    seen = await runAsUser(names)
+  }, 900_000)
   for (const name of names) {
     it(name, () => {
-      checks[name](observed(name))
+      const result = seen[name]
+      if (result?.error !== undefined) throw new Error(result.error)
+      checks[name](result?.value as Observation)
     })
   }
 })

@@ -11,7 +11,7 @@ import type { ExecHost } from '../../src/exec.js'
 import type { LowerSource } from '../../src/lower/source.js'
 import { HELPER_SCRIPT, helperArguments } from './exec-helper.js'
 import { DirectorySource } from './directory.js'
-import { removeTree } from './exec-layer.js'
+import { removeLargeTree } from './exec-files.js'
 import { type Launch, type Ran, SetupError } from './exec-overlay.js'
 import { runProcess } from './exec-process.js'
 import { type Support, unshareArguments } from './exec-support.js'
@@ -77,7 +77,7 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
     const mapPaths = (text: string) => text.replaceAll(manifest.root + '/', shown + '/').replaceAll(manifest.root, shown || '/')
     return { outcome: { ...outcome, stdout: mapPaths(outcome.stdout), stderr: mapPaths(outcome.stderr) }, scan: scan(manifest), before }
   } finally {
-    removeTree(temp)
+    await removeLargeTree(temp)
   }
 }
 

@@ -21,6 +21,7 @@ import { mapDiff, mapEntries, mapGet } from '../../src/layer/persistent-map.js'
 import type { Entry, Overlay } from '../../src/overlay.js'
 import { RESERVED_PREFIX } from './confine.js'
 import { hostTarget } from './exec-tree.js'
+import { batches, removeTree } from './exec-files.js'
 import { run } from './exec-support.js'
 
 const join = (dir: string, name: string) => (dir === '/' ? '/' + name : `${dir}/${name}`)
@@ -229,8 +230,7 @@ export class ExecLayer {
     const stats = fs.lstatSync(host, { throwIfNoEntry: false })
     if (!stats) return
     this.writes++
-    if (stats.isDirectory()) removeTree(host)
-    else fs.unlinkSync(host)
+    removeTree(host)
   }
 
   private writeFile(path: string, bytes: Uint8Array, meta: Meta): void {
@@ -323,38 +323,4 @@ export class ExecLayer {
     fs.chmodSync(host, meta.mode & 0o7777)
     fs.utimesSync(host, meta.atimeMs / 1000, meta.mtimeMs / 1000)
   }
-}
-
-/** Arguments in groups that stay well under the kernel's argument size limit. */
-export function batches(paths: readonly string[], budget = 64 * 1024): string[][] {
-  const out: string[][] = []
-  let current: string[] = []
-  let size = 0
-  for (const path of paths) {
-    if (current.length > 0 && size + path.length + 1 > budget) {
-      out.push(current)
-      current = []
-      size = 0
-    }
-    current.push(path)
-    size += path.length + 1
-  }
-  if (current.length > 0) out.push(current)
-  return out
-}
-
-/** rm -rf that also gets through directories without owner write or search permission. */
-export function removeTree(path: string): void {
-  try {
-    fs.rmSync(path, { recursive: true, force: true })
-    return
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EACCES' && (error as NodeJS.ErrnoException).code !== 'EPERM') throw error
-  }
-  const open = (dir: string) => {
-    fs.chmodSync(dir, 0o700)
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) open(`${dir}/${entry.name}`)
-  }
-  open(path)
-  fs.rmSync(path, { recursive: true, force: true })
 }

@@ -10,7 +10,8 @@ import { hostFs as fs } from './host-fs.js'
 import type { ExecHost } from '../../src/exec.js'
 import type { DirNode } from '../../src/layer/nodes.js'
 import { HELPER_SCRIPT, helperArguments } from './exec-helper.js'
-import { ExecLayer, removeTree } from './exec-layer.js'
+import { removeLargeTree, removeTree } from './exec-files.js'
+import { ExecLayer } from './exec-layer.js'
 import { type ProcessOutcome, runProcess } from './exec-process.js'
 import { readBack } from './exec-readback.js'
 import { type Support, overlayOptions, unshareArguments, xattrPrefix } from './exec-support.js'
@@ -128,13 +129,13 @@ export class OverlaySession {
       const { scan, entries } = await readBack({ upper, before: view, project: this.project, xattr: xattrPrefix(privileged), getfattr: tools.getfattr, redirects: privileged })
       return { outcome, scan, before, work: { layerWrites: writes, upperEntries: entries, lookups: lookups + view.counters.lookups } }
     } finally {
-      for (const path of [upper, work, stash]) if (fs.existsSync(path)) removeTree(path)
+      for (const path of [upper, work, stash]) removeTree(path)
     }
   }
 
   async close(): Promise<void> {
     await this.queue
-    if (this.dir !== undefined) removeTree(this.dir)
+    if (this.dir !== undefined) await removeLargeTree(this.dir)
     this.dir = undefined
     this.layer = undefined
   }

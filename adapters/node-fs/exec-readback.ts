@@ -11,7 +11,7 @@ import { hostFs as fs } from './host-fs.js'
 import type { Entry, Overlay } from '../../src/overlay.js'
 import { bytesEqual } from '../../src/bytes.js'
 import { isReserved } from './confine.js'
-import { batches } from './exec-layer.js'
+import { batches } from './exec-files.js'
 import { run } from './exec-support.js'
 import { type Edit, type Scan, workspaceTarget } from './exec-tree.js'
 
@@ -67,10 +67,8 @@ export async function readBack(options: ReadbackOptions): Promise<{ scan: Scan; 
 
 class Readback {
   entries = 0
-  /** Directories that can be opaque; any directory can be a rename's target. */
+  /** Directories that can carry overlayfs's xattrs. */
   private readonly dirs: UpperEntry[] = []
-  private readonly allDirs: UpperEntry[] = []
-  private whiteouts = 0
   private readonly added = new Set<string>()
   private readonly modified = new Set<string>()
   private readonly deleted = new Set<string>()
@@ -109,11 +107,10 @@ class Readback {
       const entry: UpperEntry = { name, path: join(dir.path, name), host, stats, kind: kindOf(stats) }
       this.entries++
       dir.children.set(name, entry)
-      if (entry.kind === 'whiteout') this.whiteouts++
       if (entry.kind === 'dir') {
-        this.allDirs.push(entry)
-        // Only a directory that replaced or merges with one below can be opaque.
-        if (this.before.lookup(entry.path, false) !== undefined) this.dirs.push(entry)
+        // Only a directory that replaced or merges with one below can be opaque; any can be a
+        // renamed one (its old name's whiteout may be gone: a file made there since replaces it).
+        if (this.options.redirects || this.before.lookup(entry.path, false) !== undefined) this.dirs.push(entry)
         this.loadChildren(entry)
       }
     }
@@ -122,9 +119,7 @@ class Readback {
   /** overlayfs's opaque and redirect xattrs of the directories that can have them: one getfattr per batch. */
   async readXattrs(): Promise<void> {
     const { xattr, getfattr } = this.options
-    // A renamed merged directory leaves a whiteout where it was: without one, no directory is a rename.
-    const candidates = this.options.redirects && this.whiteouts > 0 ? this.allDirs : this.dirs
-    const byHost = new Map(candidates.map((dir) => [dir.host, dir]))
+    const byHost = new Map(this.dirs.map((dir) => [dir.host, dir]))
     if (byHost.size === 0) return
     const pattern = `^${xattr.replaceAll('.', '\\.')}(opaque|redirect)$`
     for (const batch of batches([...byHost.keys()])) {

@@ -3,7 +3,7 @@
  * `runuser -u rewindfs-exec -- node --import tsx test/support/exec-user.ts name…`, one process for
  * all of them, its JSON answer parsed.
  */
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import os from 'node:os'
 
 export const EXEC_USER = 'rewindfs-exec'
@@ -20,15 +20,22 @@ export function userProblem(): string | undefined {
 }
 
 /** Runs scenarios as the unprivileged user in one process; resolves to name → observation. */
-export function runAsUser(names: readonly string[], env: Record<string, string> = {}): Record<string, { value?: unknown; error?: string }> {
+export function runAsUser(names: readonly string[], env: Record<string, string> = {}): Promise<Record<string, { value?: unknown; error?: string }>> {
   const home = execFileSync('sh', ['-c', `getent passwd ${EXEC_USER} | cut -d: -f6`], { encoding: 'utf8' }).trim()
-  const result = spawnSync('runuser', ['-u', EXEC_USER, '--', process.execPath, '--import', 'tsx', 'test/support/exec-user.ts', ...names], {
-    cwd: new URL('../..', import.meta.url).pathname,
-    encoding: 'utf8',
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, TMPDIR: os.tmpdir(), ...env },
-    timeout: 900_000,
-    maxBuffer: 64 * 1024 * 1024,
+  return new Promise((resolve, reject) => {
+    const child = spawn('runuser', ['-u', EXEC_USER, '--', process.execPath, '--import', 'tsx', 'test/support/exec-user.ts', ...names], {
+      cwd: new URL('../..', import.meta.url).pathname,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, TMPDIR: os.tmpdir(), ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on('error', reject)
+    child.on('close', (status, signal) => {
+      if (status !== 0) reject(new Error(`the scenarios as ${EXEC_USER} failed (status ${status}, ${signal ?? 'no signal'}): ${stderr}`))
+      else resolve(JSON.parse(stdout) as Record<string, { value?: unknown; error?: string }>)
+    })
   })
-  if (result.status !== 0) throw new Error(`the scenarios as ${EXEC_USER} failed (status ${result.status}, ${result.signal ?? 'no signal'}): ${result.stderr}`)
-  return JSON.parse(result.stdout) as Record<string, { value?: unknown; error?: string }>
 }
