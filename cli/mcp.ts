@@ -80,8 +80,7 @@ export async function serveMcp(options: Options): Promise<number> {
     await ws.close()
     throw Object.assign(new Error(`${ws.status.degraded}; not serving (rewindfs status shows the store's health)`), { code: 'ESTOREUNAVAILABLE' })
   }
-  // ws.exec's runner comes with the node-fs adapter's shell module (loaded only when commands are allowed).
-  if (options.allowCommands) await import('../adapters/node-fs/shell.js')
+  // ws.exec's runner is the project directory's own (directory() carries it): nothing to install.
   const tools = createAgentTools(ws, { flushTarget: lower, commands: options.allowCommands })
   const server = new Server(
     { name: 'rewindfs', version: packageVersion() },
