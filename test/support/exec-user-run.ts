@@ -16,6 +16,13 @@ export function userProblem(): string | undefined {
   } catch {
     return `the user ${EXEC_USER} does not exist (run scripts/provision-exec-user.sh as root)`
   }
+  // The scenarios run from this checkout: the user must be able to read it and its node_modules.
+  const script = new URL('exec-user.ts', import.meta.url).pathname
+  try {
+    execFileSync('runuser', ['-u', EXEC_USER, '--', 'test', '-r', script], { stdio: 'ignore' })
+  } catch {
+    return `${EXEC_USER} cannot read ${script} (the checkout must be readable by other users)`
+  }
   return undefined
 }
 
