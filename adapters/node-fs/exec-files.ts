@@ -35,6 +35,28 @@ export async function removeLargeTree(path: string): Promise<void> {
   removeTree(path)
 }
 
+const privileged = () => process.getuid?.() === 0
+
+/**
+ * A directory of a private tree (a temp copy, a command's upper directory) that the command left
+ * without owner read or search permission: opened up to be read back (a non-root user is bound by
+ * modes). `mode` is what the caller recorded; the tree is removed afterwards.
+ */
+export function openPrivateDirectory(host: string, mode: number): void {
+  if (!privileged() && (mode & 0o500) !== 0o500) fs.chmodSync(host, mode | 0o700)
+}
+
+/** A file of a private tree, read even when the command took its owner's read permission away. */
+export function readPrivateFile(host: string): Buffer {
+  try {
+    return fs.readFileSync(host)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EACCES' || privileged()) throw error
+    fs.chmodSync(host, (fs.lstatSync(host).mode & 0o7777) | 0o600)
+    return fs.readFileSync(host)
+  }
+}
+
 /** Arguments in groups that stay well under the kernel's argument size limit. */
 export function batches(paths: readonly string[], budget = 64 * 1024): string[][] {
   const out: string[][] = []

@@ -11,7 +11,7 @@ import { hostFs as fs } from './host-fs.js'
 import type { Entry, Overlay } from '../../src/overlay.js'
 import { bytesEqual } from '../../src/bytes.js'
 import { isReserved } from './confine.js'
-import { batches } from './exec-files.js'
+import { batches, openPrivateDirectory, readPrivateFile } from './exec-files.js'
 import { run } from './exec-support.js'
 import { type Edit, type Scan, workspaceTarget } from './exec-tree.js'
 
@@ -92,16 +92,8 @@ class Readback {
 
   private loadChildren(dir: UpperEntry): void {
     dir.children = new Map()
-    let names: string[]
-    try {
-      names = fs.readdirSync(dir.host)
-    } catch (error) {
-      // A directory the command made unreadable (a non-root user is bound by its modes).
-      if ((error as NodeJS.ErrnoException).code !== 'EACCES') throw error
-      fs.chmodSync(dir.host, Number(dir.stats.mode & 0o7777n) | 0o700)
-      names = fs.readdirSync(dir.host)
-    }
-    for (const name of names) {
+    openPrivateDirectory(dir.host, Number(dir.stats.mode & 0o7777n))
+    for (const name of fs.readdirSync(dir.host)) {
       const host = `${dir.host}/${name}`
       const stats = fs.lstatSync(host, { bigint: true })
       const entry: UpperEntry = { name, path: join(dir.path, name), host, stats, kind: kindOf(stats) }
@@ -188,7 +180,7 @@ class Readback {
     const mode = Number(entry.stats.mode & 0o7777n)
     if (entry.kind === 'file') {
       let bytes: Uint8Array | undefined
-      const content = () => (bytes ??= fs.readFileSync(entry.host))
+      const content = () => (bytes ??= readPrivateFile(entry.host))
       const differs = (was: Entry) => this.fileDiffers(entry, content, was)
       const change = base?.type === 'file' ? differs(base) : undefined
       if (base?.type === 'file') {

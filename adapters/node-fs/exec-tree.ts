@@ -8,6 +8,7 @@
 import crypto from 'node:crypto'
 import type { BigIntStats, Stats } from 'node:fs'
 import { hostFs as fs } from './host-fs.js'
+import { openPrivateDirectory, readPrivateFile } from './exec-files.js'
 import type { NodeFs } from '../../src/workspace.js'
 
 type Kind = 'file' | 'dir' | 'symlink'
@@ -165,7 +166,7 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
 
 /** Whether the file at `host` holds what was written there (asked only when its stats changed). */
 function sameContent(host: string, before: Written): boolean {
-  const data = fs.readFileSync(host)
+  const data = readPrivateFile(host)
   if (before.sha1 !== undefined) return sha1(data) === before.sha1
   try {
     return Buffer.compare(data, fs.readFileSync(before.clonedFrom!)) === 0
@@ -187,7 +188,7 @@ export function scan(manifest: Manifest): Scan {
     const mode = Number(stats.mode) & 0o7777
     if (kind === 'dir') out.edits.push({ op: 'dir', path, mode })
     else if (kind === 'symlink') out.edits.push({ op: 'symlink', path, target: workspaceTarget(fs.readlinkSync(host), root) })
-    else out.edits.push({ op: 'file', path, content: fs.readFileSync(host), mode, mtimeMs: Number(stats.mtimeNs / 1_000_000n) })
+    else out.edits.push({ op: 'file', path, content: readPrivateFile(host), mode, mtimeMs: Number(stats.mtimeNs / 1_000_000n) })
   }
   const visit = (path: string) => {
     const host = root + (path === '/' ? '' : path)
@@ -218,11 +219,14 @@ export function scan(manifest: Manifest): Scan {
         const contentChanged = stats.size !== old.size || !sameContent(host, before)
         if (contentChanged || mode !== before.mode || stats.mtimeNs !== old.mtimeNs) {
           out.modified.push(path)
-          out.edits.push({ op: 'file', path, content: contentChanged ? fs.readFileSync(host) : undefined, mode, mtimeMs: Number(stats.mtimeNs / 1_000_000n) })
+          out.edits.push({ op: 'file', path, content: contentChanged ? readPrivateFile(host) : undefined, mode, mtimeMs: Number(stats.mtimeNs / 1_000_000n) })
         }
       }
     }
-    if (kind === 'dir') for (const name of fs.readdirSync(host).sort()) visit(join(path, name))
+    if (kind === 'dir') {
+      openPrivateDirectory(host, mode)
+      for (const name of fs.readdirSync(host).sort()) visit(join(path, name))
+    }
   }
   // The command may remove the directory it ran in, root included: the workspace's root stays, empty.
   if (fs.lstatSync(root, { throwIfNoEntry: false })?.isDirectory()) visit('/')

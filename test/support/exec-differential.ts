@@ -15,7 +15,13 @@ import { project } from './exec-scenarios.js'
 
 const PATHS = ['a', 'b', 'c', 'a/x', 'a/y', 'a/sub', 'a/sub/z', 'b/x', 'b/sub', 'n', 'a/n', 'c/m']
 const WORDS = ['one', 'two', 'foo', 'o_o']
-const MODES = ['755', '700', '644', '600']
+/**
+ * As a normal user, overlayfs in a user namespace does not follow redirects, so renaming a directory
+ * from the project or the exec layer fails with EXDEV and `mv` copies it instead: a copy that cannot
+ * read a directory its owner cannot search, where copy mode's rename moves it whole. That difference
+ * is overlayfs's (README, exec limits); there the modes stay searchable for the owner.
+ */
+const MODES = process.getuid?.() === 0 ? ['755', '700', '644', '600'] : ['755', '700', '750', '711']
 const TARGETS = ['x', '../a', 'a/x', 'missing', 'sub']
 const FILES: Record<string, string> = { '/a/x': 'one\n', '/a/y': 'two\nfoo\n', '/a/sub/z': 'zed\n', '/b/x': 'bee\n', '/c/m': 'em\n', '/top': 'top\n' }
 
@@ -47,7 +53,7 @@ const wsOp: fc.Arbitrary<WsOp> = fc.oneof(
   path.map((p) => ({ op: 'rm' as const, path: '/' + p })),
   fc.tuple(path, path).map(([p, q]) => ({ op: 'rename' as const, from: '/' + p, to: '/' + q })),
   path.map((p) => ({ op: 'mkdir' as const, path: '/' + p })),
-  fc.tuple(path, fc.constantFrom(0o755, 0o700, 0o600)).map(([p, m]) => ({ op: 'chmod' as const, path: '/' + p, mode: m })),
+  fc.tuple(path, fc.constantFrom(...MODES.map((m) => parseInt(m, 8)))).map(([p, m]) => ({ op: 'chmod' as const, path: '/' + p, mode: m })),
 )
 
 const round = fc.record({ before: fc.array(wsOp, { maxLength: 4 }), script: fc.array(step, { minLength: 1, maxLength: 8 }) })
@@ -143,7 +149,8 @@ export function differentialProject(): string {
 
 /**
  * Cases that once disagreed, always run first: a directory renamed where the whiteout its move left
- * was replaced since (by a file, or by a new directory of the same name) is still a rename.
+ * was replaced since (by a file, or by a new directory of the same name) is still a rename; a
+ * directory the command left without search permission is still read back (as a normal user).
  */
 const REGRESSIONS: Round[][] = [
   [
@@ -154,6 +161,7 @@ const REGRESSIONS: Round[][] = [
     { before: [{ op: 'write', path: '/a/sub/z', word: 'foo' }], script: ['mv a/x b/sub', 'rm -rf a/y'] },
     { before: [], script: ['chmod 755 a', 'mv a b', 'ln -s a/x a/n', 'mkdir -p a/y/a_n'] },
   ],
+  [{ before: [{ op: 'mkdir', path: '/c' }], script: ['chmod 644 c', 'chmod 600 a/sub', 'mkdir -p a/sub/z/a_x', 'echo one > a/y'] }],
 ]
 
 /**
