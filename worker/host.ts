@@ -14,6 +14,7 @@ import type { LowerSource } from '../src/lower/source.js'
 import type { LowerInput } from '../src/lower/index.js'
 import type { FlushTarget } from '../src/flush/target.js'
 import type { FlushProgress } from '../src/flush/target.js'
+import type { ExecRunner, ExecSession } from '../src/exec.js'
 import { FsServer, type FsFunctions, runLoading, tryRun } from './fs-server.js'
 import {
   type FlushTargetDescriptor,
@@ -93,6 +94,24 @@ async function adapterModule(adapter: AdapterName): Promise<Record<string, unkno
     adapters.set(adapter, module)
   }
   return module
+}
+
+/**
+ * ws.exec in the worker: the node-fs adapter's hostShell(), loaded on the first command. A Node
+ * worker runs commands over any lower (overlay mode over a directory); a browser worker has no
+ * such adapter to load, and the command fails saying so.
+ */
+const workerShell: ExecRunner = {
+  open(host) {
+    let session: Promise<ExecSession> | undefined
+    const opened = () => (session ??= adapterModule('node-fs').then((module) => (module.hostShell as () => ExecRunner)().open(host)))
+    return {
+      run: async (command, options) => (await opened()).run(command, options),
+      close: async () => {
+        if (session) await (await session).close()
+      },
+    }
+  },
 }
 
 async function adapterFunction(adapter: AdapterName, name: string): Promise<(arg: string) => unknown> {
@@ -239,6 +258,7 @@ export class WorkspaceHost {
       ...(options.autoCheckpoint !== undefined ? { autoCheckpoint: options.autoCheckpoint } : {}),
       ...(options.compactEvery !== undefined ? { compactEvery: options.compactEvery } : {}),
       validators: [...named, ...remote],
+      exec: workerShell,
       ...(options.hooks?.approve && hooks?.approve ? { approve: (request: ApprovalRequest) => hooks.approve!(request) } : {}),
       ...(options.hooks?.alert && hooks?.alert ? { onAlert: (alert) => void hooks.alert!(alert).catch(() => undefined) } : {}),
     }
@@ -299,8 +319,6 @@ export class WorkspaceHost {
       case 'flush':
         return this.flush(ws, args[0] as FlushTargetDescriptor | FlushTargetDescriptor[] | undefined, args[1] as FlushCallOptions | undefined, callbacks)
       case 'exec':
-        // Node's shell runner installs itself when the node-fs adapter loads; without it ws.exec says ENOSYS.
-        await adapterModule('node-fs').catch(() => undefined)
         return ws.exec(args[0] as string, args[1] as Parameters<Workspace['exec']>[1])
       default: {
         // The remaining members take their validated arguments as they are.

@@ -131,7 +131,14 @@ export const memberArguments = {
   ]),
   exec: z.tuple([
     z.string(),
-    optionalObject({ cwd: z.string().optional(), env: z.record(z.string(), z.string().optional()).optional(), timeout: z.number().min(0).optional(), tmpdir: z.string().optional() }),
+    optionalObject({
+      cwd: z.string().optional(),
+      env: z.record(z.string(), z.string().optional()).optional(),
+      timeout: z.number().min(0).optional(),
+      tmpdir: z.string().optional(),
+      mode: z.enum(['overlay', 'copy']).optional(),
+      sandbox: z.object({ network: z.boolean().optional(), host: z.enum(['read-write', 'read-only']).optional(), writable: z.array(z.string()).max(1000).optional() }).strict().optional(),
+    }),
   ]),
   /** A FileSystemTree comes back whole; a zip comes back as a cursor of chunks. */
   export: z.tuple([z.object({ format: z.enum(['file-system-tree', 'zip']), path: z.string().optional(), level: z.int().min(0).max(9).optional() })]),
