@@ -104,7 +104,10 @@ async function adapterModule(adapter: AdapterName): Promise<Record<string, unkno
 const workerShell: ExecRunner = {
   open(host) {
     let session: Promise<ExecSession> | undefined
-    const opened = () => (session ??= adapterModule('node-fs').then((module) => (module.hostShell as () => ExecRunner)().open(host)))
+    const load = adapterModule('node-fs').catch((error: unknown) => {
+      throw Object.assign(new Error(`rewindfs worker: ws.exec runs commands in a Node worker only (${(error as Error).message})`), { code: 'ENOSYS' })
+    })
+    const opened = () => (session ??= load.then((module) => (module.hostShell as () => ExecRunner)().open(host)))
     return {
       run: async (command, options) => (await opened()).run(command, options),
       close: async () => {
