@@ -27,7 +27,7 @@ export interface ExecOptions {
   cwd?: string
   /** Variables set over the environment; a variable set to undefined is removed. */
   env?: Record<string, string | undefined>
-  /** Milliseconds before the command and everything it started are killed. */
+  /** Milliseconds the command may run (counted once its namespaces are set up) before it and everything it started are killed. */
   timeout?: number
   /** Where the private temp directory is made (overlay mode: the first exec's choice holds for the workspace). */
   tmpdir?: string

@@ -48,6 +48,24 @@ export function mountPathProblem(path: string): string | undefined {
   return /[,:\\\n]/.test(path) ? `the path '${path}' has a character (',', ':', '\\' or a newline) overlayfs's mount options cannot carry` : undefined
 }
 
+/** Session directories of workspaces not closed yet: removed when the process exits, if still there. */
+const live = new Set<string>()
+let exitHook = false
+function track(dir: string): void {
+  live.add(dir)
+  if (exitHook) return
+  exitHook = true
+  process.once('exit', () => {
+    for (const path of live) {
+      try {
+        removeTree(path)
+      } catch {
+        // Best effort at exit.
+      }
+    }
+  })
+}
+
 export class OverlaySession {
   private dir: string | undefined
   private layer: ExecLayer | undefined
@@ -79,7 +97,11 @@ export class OverlaySession {
   }
 
   private async runNow(launch: Launch, tmpdir: string | undefined): Promise<Ran> {
-    const dir = (this.dir ??= fs.mkdtempSync(`${fs.realpathSync(tmpdir ?? os.tmpdir())}/rewindfs-exec-`))
+    if (this.dir === undefined) {
+      this.dir = fs.mkdtempSync(`${fs.realpathSync(tmpdir ?? os.tmpdir())}/rewindfs-exec-`)
+      track(this.dir)
+    }
+    const dir = this.dir
     const { privileged, tools } = this.support
     if (!this.layer) {
       fs.mkdirSync(`${dir}/layer`)
@@ -135,7 +157,10 @@ export class OverlaySession {
 
   async close(): Promise<void> {
     await this.queue
-    if (this.dir !== undefined) await removeLargeTree(this.dir)
+    if (this.dir !== undefined) {
+      await removeLargeTree(this.dir)
+      live.delete(this.dir)
+    }
     this.dir = undefined
     this.layer = undefined
   }

@@ -19,7 +19,10 @@ export interface ProcessSpec {
   readonly timeout: number | undefined
   /** 'inherit' hands the terminal over (an interactive shell): no new session, output not collected. */
   readonly stdio: 'pipe' | 'inherit'
-  /** Open fd 3 as a pipe and collect what is written to it (the helper's set-up report). */
+  /**
+   * Open fd 3 as a pipe and collect what is written to it (the helper's set-up report). The timeout
+   * then starts when the set-up reports 'ok': it is the command's time, not the namespaces'.
+   */
   readonly status: boolean
 }
 
@@ -77,13 +80,20 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     }
     const stdout = collect(child.stdout, MAX_OUTPUT)
     const stderr = collect(child.stderr, MAX_OUTPUT)
-    const status = collect(spec.status ? (child.stdio[3] as NodeJS.ReadableStream) : undefined, 64 * 1024)
+    const statusStream = spec.status ? (child.stdio[3] as NodeJS.ReadableStream) : undefined
+    const status = collect(statusStream, 64 * 1024)
     const kill = () => (piped ? killGroup(child.pid) : killProcess(child.pid))
     let timedOut = false
-    const timer = spec.timeout === undefined ? undefined : setTimeout(() => {
-      timedOut = true
-      kill()
-    }, spec.timeout)
+    let timer: NodeJS.Timeout | undefined
+    const startTimer = () => {
+      if (spec.timeout === undefined || timer !== undefined) return
+      timer = setTimeout(() => {
+        timedOut = true
+        kill()
+      }, spec.timeout)
+    }
+    if (statusStream) statusStream.once('data', startTimer)
+    else startTimer()
     child.on('error', (error) => {
       clearTimeout(timer)
       reject(error)

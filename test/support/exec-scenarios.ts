@@ -144,14 +144,16 @@ export const scenarios = {
   async lifetime(): Promise<Observation> {
     return withWorkspace({ '/a': 'a' }, async (ws) => {
       const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-exec-marks-`)
-      const daemon = await ws.exec(`setsid sh -c 'sleep 0.6; echo alive > ${scratch}/daemon' > /dev/null 2>&1 & echo started`, overlay)
-      const started = Date.now()
-      const slow = await ws.exec(`echo early > early.txt; (sleep 0.6; echo alive > ${scratch}/child) & sleep 5`, { ...overlay, timeout: 300 })
-      const elapsed = Date.now() - started
-      await new Promise((resolve) => setTimeout(resolve, 1000))
-      const marks = fs.readdirSync(scratch)
-      fs.rmSync(scratch, { recursive: true, force: true })
-      return { daemon: daemon.stdout, timedOut: slow.timedOut, signal: slow.signal, quick: elapsed < 3000, added: slow.changes.added, marks }
+      try {
+        const daemon = await ws.exec(`setsid sh -c 'sleep 0.6; echo alive > ${scratch}/daemon' > /dev/null 2>&1 & echo started`, overlay)
+        const started = Date.now()
+        const slow = await ws.exec(`echo early > early.txt; (sleep 0.6; echo alive > ${scratch}/child) & sleep 5`, { ...overlay, timeout: 300 })
+        const elapsed = Date.now() - started
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+        return { daemon: daemon.stdout, timedOut: slow.timedOut, signal: slow.signal, quick: elapsed < 4500, added: slow.changes.added, marks: fs.readdirSync(scratch) }
+      } finally {
+        fs.rmSync(scratch, { recursive: true, force: true })
+      }
     })
   },
 
