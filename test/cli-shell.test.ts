@@ -59,7 +59,7 @@ describe('rewindfs run', () => {
     expect(runCli(['run', '--dir', dir, '--', 'kill -TERM $$']).code).toBe(128 + os.constants.signals.SIGTERM)
   })
 
-  it.skipIf(host.namespaces !== undefined)('passes the sandbox flags: --no-network and --read-only-host', () => {
+  it.runIf(capability('exec-overlay', host.namespaces))('passes the sandbox flags: --no-network and --read-only-host', () => {
     const { dir } = project({})
     const outside = fs.mkdtempSync(`${os.homedir()}/rewindfs-cli-outside-`)
     try {
