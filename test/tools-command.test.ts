@@ -8,9 +8,11 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { directory } from '../adapters/node-fs/index.js'
+import { support } from '../adapters/node-fs/exec-support.js'
 import { Workspace } from '../src/index.js'
 import { type AgentTool, callTool, createAgentTools } from '../tools/index.js'
 import { json } from '../validators/index.js'
+import { capability } from './support/require.js'
 
 /** Tool results are plain JSON, picked apart by the tests. */
 type Json = any
@@ -21,6 +23,8 @@ async function ok(tools: readonly AgentTool[], name: string, input: unknown): Pr
   expect(JSON.parse(JSON.stringify(outcome))).toEqual(outcome)
   return outcome.result
 }
+
+const overlayHere = capability('exec-overlay', (await support()).overlay)
 
 let root: string
 let ws: Workspace
@@ -90,6 +94,15 @@ describe('run_command', () => {
     const many = await ok(tools, 'run_command', { command: 'mkdir -p gen && for i in $(seq 1 2000); do : > gen/file-$i.txt; done' })
     expect(JSON.stringify(many).length).toBeLessThanOrEqual(8000)
     expect(many.changes.not_listed.added).toBe(2001 - many.changes.added.length)
+  })
+
+  it.runIf(overlayHere)('runs in overlay mode over a directory, inside the sandbox the host gave the tools', async () => {
+    const sandboxed = createAgentTools(ws, { commands: { sandbox: { network: false } } })
+    const result = await ok(sandboxed, 'run_command', { command: "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; pwd" })
+    expect(result).toMatchObject({ exit_code: 0, stdout: `lo\n${fs.realpathSync(root)}\n`, mode: 'overlay', mode_reason: expect.stringContaining('kernel overlayfs') })
+    // Without the sandbox the command has this host's network devices.
+    const devices = fs.readFileSync('/proc/net/dev', 'utf8').split('\n').slice(2).filter(Boolean).map((line) => line.split(':')[0].trim() + '\n').join('')
+    expect((await ok(tools, 'run_command', { command: "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '" })).stdout).toBe(devices)
   })
 
   it('a validator refusing the changes is a tool error with the output, and nothing lands', async () => {

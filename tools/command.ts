@@ -20,9 +20,6 @@ export interface CommandOptions {
   sandbox?: CommandSandbox
 }
 
-/** Which exec mode ran and why, when the runner says. */
-type Described = ExecResult & { mode?: string; modeReason?: string }
-
 /** Both streams within `chars`: each gets half, and what one does not need goes to the other. */
 function outputs(stdout: string, stderr: string, chars: number): { stdout: string; stderr: string; cut: boolean } {
   const half = Math.floor(chars / 2)
@@ -50,7 +47,7 @@ export function commandTool(ws: Workspace, budget: Budget, options: CommandOptio
         ...(input.env ? { env: input.env } : {}),
         ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
       } as ExecOptions
-      let result: Described
+      let result: ExecResult
       try {
         result = await ws.exec(input.command, exec)
       } catch (error) {
@@ -79,8 +76,8 @@ export function commandTool(ws: Workspace, budget: Budget, options: CommandOptio
           changes,
           ...(result.skipped.length > 0 ? { skipped: result.skipped.slice(0, 20) } : {}),
           operation_id: operations.at(-1) ?? null,
-          mode: result.mode ?? 'copy',
-          ...(result.modeReason !== undefined ? { mode_reason: result.modeReason } : {}),
+          mode: result.mode,
+          mode_reason: result.modeReason,
         }
       }
       // Escapes (newlines, quotes, control characters) make the JSON longer than the text: shrink by the excess.
