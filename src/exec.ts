@@ -39,6 +39,8 @@ export interface ExecOptions {
    * command uses this process's terminal (an interactive shell); the result's output is empty.
    */
   stdio?: 'pipe' | 'inherit'
+  /** The recorded operation's description; default `exec: <command>`. */
+  label?: string
 }
 
 export type ExecMode = 'overlay' | 'copy'

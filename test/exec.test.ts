@@ -323,6 +323,14 @@ describe('ws.exec: where it comes from, modes and bad input', () => {
     await ws.close()
   })
 
+  it('names the operation exec: <command>, or the label given', async () => {
+    const ws = await Workspace.open({ lower: directory(project()) })
+    await ws.exec('echo a > a.txt')
+    await ws.exec('echo b > b.txt', { label: 'exec: a build' })
+    expect(ws.history().map((op) => op.description)).toEqual(['exec: a build', 'exec: echo a > a.txt'])
+    await ws.close()
+  })
+
   it('copy mode maps the copy\'s paths in the output back to workspace paths for a lower that is not a directory', async () => {
     const ws = await Workspace.open({ lower: { '/src/bad.js': 'x' }, exec: hostShell() })
     const result = await ws.exec('echo "$PWD/bad.js:1"', { cwd: '/src' })
@@ -371,6 +379,7 @@ describe('ws.exec: where it comes from, modes and bad input', () => {
     await expect(ws.exec('true', { mode: 'fast' as ExecMode })).rejects.toThrow(/mode must be 'overlay' or 'copy'/)
     await expect(ws.exec('true', { sandbox: { host: 'none' as 'read-only' } })).rejects.toThrow(/sandbox\.host must be/)
     await expect(ws.exec('true', { sandbox: { writable: ['relative/path'] } })).rejects.toThrow(/absolute paths/)
+    await expect(ws.exec('true', { label: ' ' })).rejects.toThrow(/label must be a non-empty string/)
     await expect(ws.exec('true', { cwd: '/missing' })).rejects.toMatchObject({ code: 'ENOENT' })
     await expect(ws.exec('true', { cwd: '/a' })).rejects.toMatchObject({ code: 'ENOTDIR' })
     expect(() => hostShell({ timeout: 0 })).toThrow(/timeout must be a positive number/)

@@ -137,6 +137,7 @@ export const memberArguments = {
       timeout: z.number().min(0).optional(),
       tmpdir: z.string().optional(),
       mode: z.enum(['overlay', 'copy']).optional(),
+      label: z.string().optional(),
       sandbox: z.object({ network: z.boolean().optional(), host: z.enum(['read-write', 'read-only']).optional(), writable: z.array(z.string()).max(1000).optional() }).strict().optional(),
     }),
   ]),

@@ -40,9 +40,10 @@ function unsupported(message: string): Error {
 
 function checkOptions(options: unknown, what = 'options'): asserts options is ExecOptions {
   if (typeof options !== 'object' || options === null) throw invalid(`${what} must be an object`)
-  const { cwd, env, timeout, tmpdir, mode, sandbox, stdio } = options as ExecOptions
+  const { cwd, env, timeout, tmpdir, mode, sandbox, stdio, label } = options as ExecOptions
   if (cwd !== undefined && typeof cwd !== 'string') throw invalid('cwd must be a string')
   if (tmpdir !== undefined && typeof tmpdir !== 'string') throw invalid('tmpdir must be a string')
+  if (label !== undefined && (typeof label !== 'string' || label.trim() === '')) throw invalid('label must be a non-empty string')
   if (timeout !== undefined && !(typeof timeout === 'number' && timeout > 0 && Number.isFinite(timeout))) throw invalid('timeout must be a positive number of milliseconds')
   if (mode !== undefined && mode !== 'overlay' && mode !== 'copy') throw invalid(`mode must be 'overlay' or 'copy', not ${JSON.stringify(mode)}`)
   if (stdio !== undefined && stdio !== 'pipe' && stdio !== 'inherit') throw invalid(`stdio must be 'pipe' or 'inherit', not ${JSON.stringify(stdio)}`)
@@ -164,7 +165,7 @@ class HostShellSession implements ExecSession {
       ...('work' in ran ? { work: ran.work } : {}),
     }
     try {
-      if (found.removals.length + found.edits.length + (found.stash?.length ?? 0) > 0) await record(this.host, ran.before, found, command)
+      if (found.removals.length + found.edits.length + (found.stash?.length ?? 0) > 0) await record(this.host, ran.before, found, options.label ?? `exec: ${command}`)
     } catch (error) {
       throw Object.assign(error as Error, { result })
     }
@@ -195,7 +196,7 @@ class HostShellSession implements ExecSession {
 const parent = (path: string): string | undefined => (path === '/' ? undefined : path.slice(0, path.lastIndexOf('/')) || '/')
 
 /** One transaction, refused when the workspace changed a path the command changed since it started. */
-async function record(host: ExecHost, before: DirNode, found: Scan, command: string): Promise<void> {
+async function record(host: ExecHost, before: DirNode, found: Scan, label: string): Promise<void> {
   const touched = new Set([...found.added, ...found.modified, ...found.deleted])
   // A path is related to what the command touched when it is one of them, above one or below one.
   const above = new Set<string>()
@@ -210,6 +211,6 @@ async function record(host: ExecHost, before: DirNode, found: Scan, command: str
       if (conflicts.length > 0) throw new ConflictError(conflicts)
       apply(staged, found)
     },
-    { label: `exec: ${command}` },
+    { label },
   )
 }
