@@ -22,6 +22,7 @@ const SPECS: Record<CommandName, { options: Record<string, OptionSpec>; position
     options: { ...PROJECT, 'dry-run': { type: 'boolean' }, patch: { type: 'boolean' }, force: { type: 'boolean' }, limit: { type: 'string' }, path: { type: 'string' } },
     positionals: [1, 1, 'checkpoint'],
   },
+  undo: { options: { ...PROJECT, 'dry-run': { type: 'boolean' }, steps: { type: 'string' } }, positionals: [0, 0] },
   flush: { options: { ...PROJECT, 'dry-run': { type: 'boolean' }, force: { type: 'boolean' } }, positionals: [0, 0] },
   verify: { options: { store: { type: 'string' }, json: { type: 'boolean' } }, positionals: [0, 0] },
   repair: { options: { ...PROJECT, 'dry-run': { type: 'boolean' } }, positionals: [0, 0] },
@@ -40,6 +41,8 @@ export interface Options {
   readonly session?: string
   readonly json: boolean
   readonly limit?: number
+  /** undo: how many operations (1–50). */
+  readonly steps?: number
   readonly path?: string
   readonly patch: boolean
   readonly dryRun: boolean
@@ -99,13 +102,18 @@ function parseOptions(command: CommandName, args: readonly string[]): { options:
     throw new UsageError(`${command} takes ${max === 0 ? 'no arguments' : `one ${name}`}; unexpected ${extra}`)
   }
   if (values.mode !== undefined && values.mode !== 'overlay' && values.mode !== 'copy') throw new UsageError(`${command}: --mode takes overlay or copy, not '${String(values.mode)}'`)
-  for (const key of ['dir', 'store', 'session', 'path', 'limit'] as const) {
+  for (const key of ['dir', 'store', 'session', 'path', 'limit', 'steps'] as const) {
     if (values[key] === '') throw new UsageError(`${command}: --${key} needs a non-empty value`)
   }
   let limit: number | undefined
   if (typeof values.limit === 'string') {
     limit = Number(values.limit)
     if (!/^\d+$/.test(values.limit) || !Number.isSafeInteger(limit) || limit < 1) throw new UsageError(`${command}: --limit takes a positive whole number, not '${values.limit}'`)
+  }
+  let steps: number | undefined
+  if (typeof values.steps === 'string') {
+    steps = Number(values.steps)
+    if (!/^\d+$/.test(values.steps) || steps < 1 || steps > 50) throw new UsageError(`${command}: --steps takes a whole number from 1 to 50, not '${values.steps}'`)
   }
   const text = (key: string) => (typeof values[key] === 'string' ? (values[key] as string) : undefined)
   return {
@@ -117,6 +125,7 @@ function parseOptions(command: CommandName, args: readonly string[]): { options:
       session: text('session'),
       json: values.json === true,
       limit,
+      ...(steps !== undefined ? { steps } : {}),
       path: text('path'),
       patch: values.patch === true,
       dryRun: values['dry-run'] === true,

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The rewindfs command: `demo` (what `npm start` runs), `mcp` (the MCP stdio server), the store
- * commands status, log, checkpoints, diff, restore, flush, verify and repair, and run and shell
+ * commands status, log, checkpoints, diff, restore, undo, flush, verify and repair, and run and shell
  * (commands in the workspace). `rewindfs --help` documents the
  * options and exit codes (usage.ts).
  */
@@ -13,6 +13,7 @@ import { checkpoints, diff, log, status } from './inspect.js'
 import { repair, verify } from './store-check.js'
 import { run as runCommand } from './run.js'
 import { shell } from './shell.js'
+import { undo } from './undo.js'
 import type { Outcome } from './outcome.js'
 import { colourful, palette } from './terminal.js'
 import { EXIT, UsageError, commandHelp, help } from './usage.js'
@@ -42,6 +43,8 @@ async function run(invocation: Extract<Invocation, { kind: 'run' }>): Promise<nu
       return print(await diff(options, positionals[0]), options)
     case 'restore':
       return print(await restore(options, positionals[0]), options)
+    case 'undo':
+      return print(await undo(options), options)
     case 'flush':
       return print(await flush(options), options)
     case 'verify':

@@ -1,7 +1,7 @@
 /**
  * `rewindfs run --dir <project> [--store <dir>] -- <command…>`: one command in the workspace over
  * the project (overlay mode where the kernel allows it), its changes printed and, with --store,
- * recorded for diff, restore and flush. The project on disk never changes. The exit code is the
+ * recorded for diff, undo and flush. The project on disk never changes. The exit code is the
  * command's. shell.ts opens an interactive shell the same way.
  */
 import os from 'node:os'
@@ -31,10 +31,11 @@ export async function openForExec(command: string, options: Options): Promise<Wo
 }
 
 /** ws.exec's options from the command line. */
-export function execOptions(options: Options, stdio: 'pipe' | 'inherit'): ExecOptions {
+export function execOptions(options: Options, stdio: 'pipe' | 'inherit', label?: string): ExecOptions {
   const writable = options.writable.map((path) => (path.startsWith('/') || path.startsWith('~') ? path : `${process.cwd()}/${path}`))
   return {
     stdio,
+    ...(label !== undefined ? { label } : {}),
     ...(options.mode ? { mode: options.mode } : {}),
     sandbox: {
       ...(options.noNetwork ? { network: false } : {}),
@@ -85,13 +86,13 @@ export function exitCodeOf(result: ExecResult): number {
  * Runs the command with the terminal handed over (stdin, stdout, stderr), or collected for --json.
  * The terminal's Ctrl-C goes to the command; this process waits for it and records what it did.
  */
-export async function runInWorkspace(options: Options, command: string, json: boolean): Promise<{ result: ExecResult; lines: string[] }> {
+export async function runInWorkspace(options: Options, command: string, json: boolean, label?: string): Promise<{ result: ExecResult; lines: string[] }> {
   const ws = await openForExec('run', options)
   const ignore = () => undefined
   process.on('SIGINT', ignore)
   process.on('SIGQUIT', ignore)
   try {
-    const result = await ws.exec(command, execOptions(options, json ? 'pipe' : 'inherit')).catch((error: unknown) => {
+    const result = await ws.exec(command, execOptions(options, json ? 'pipe' : 'inherit', label)).catch((error: unknown) => {
       // Refused (a validator, a conflict): the command ran; say so with the error.
       const ran = (error as { result?: ExecResult }).result
       if (ran) Object.assign(error as object, { message: `${(error as Error).message} (the command exited with ${exitCodeOf(ran)}; nothing it did was kept)` })
@@ -99,7 +100,7 @@ export async function runInWorkspace(options: Options, command: string, json: bo
     })
     await ws.sync()
     const recorded = options.store
-      ? `recorded as one operation in ${options.store} (rewindfs diff / restore / flush --dir ${options.dir} --store ${options.store})`
+      ? `recorded as one operation in ${options.store} (rewindfs diff / undo / flush --dir ${options.dir} --store ${options.store})`
       : 'in memory only: pass --store <dir> to keep it'
     return { result, lines: summaryLines(result, recorded) }
   } finally {

@@ -1,7 +1,7 @@
 /**
  * `rewindfs shell --dir <project> [--store <dir>]`: an interactive $SHELL in the workspace over
  * the project, its prompt marked `(rewindfs)`. Everything done in it is recorded as one operation
- * when it exits (diff, restore and flush work on it afterwards); the project on disk is untouched.
+ * when it exits (diff, undo and flush work on it afterwards); the project on disk is untouched.
  */
 import tty from 'node:tty'
 import type { Options } from './arguments.js'
@@ -27,7 +27,8 @@ export async function shell(options: Options): Promise<number> {
   if (!tty.isatty(0)) throw new UsageError('shell needs a terminal on stdin (for one command, use rewindfs run -- <command>)')
   const program = process.env.SHELL || '/bin/sh'
   process.stderr.write(`rewindfs: a shell in the workspace over ${options.dir}; exit to record what it did\n`)
-  const { lines } = await runInWorkspace(options, shellCommand(program), false)
+  // The operation is named after the shell, not the start-up line that marks its prompt.
+  const { lines } = await runInWorkspace(options, shellCommand(program), false, `exec: ${program} (rewindfs shell)`)
   for (const line of lines) process.stderr.write(line + '\n')
   return 0
 }

@@ -39,6 +39,10 @@ export const COMMANDS = {
       'bring the workspace back to a checkpoint (the project on disk is untouched until flush); --patch shows at most ' +
       '400 diff lines (--limit changes it), --path only the changes under a path',
   },
+  undo: {
+    usage: `undo ${PROJECT} [--steps <n>] [--dry-run]`,
+    summary: 'take back the newest operation (or n of them: a run, a shell session, an edit) in the workspace; the project on disk is untouched until flush',
+  },
   flush: { usage: `flush ${PROJECT} [--dry-run] [--force]`, summary: 'write the workspace changes into the project directory, all or nothing' },
   verify: { usage: 'verify --store <dir>', summary: 'check journal, blobs and metadata without opening the store for writing; exit 1 on any damage' },
   repair: {
@@ -77,6 +81,7 @@ export function help(): string {
     '  --json             machine-readable output on stdout (all commands but demo and mcp);',
     '                     errors too, as { "error": { "code", "message" } }',
     '  -h, --help         this help (also: rewindfs help <command>)',
+    '  -v, --version      the version',
     '',
     'Exec options (run, shell):',
     '  --mode <overlay|copy>   force a mode (default: overlay where the kernel allows, else copy)',
@@ -84,12 +89,11 @@ export function help(): string {
     '  --read-only-host        everything outside the project read-only, /tmp private',
     '  --writable <path>       with --read-only-host, a host path that stays writable (repeatable;',
     '                          default: tool caches such as ~/.cache and ~/.npm)',
-    '  -v, --version      the version',
     '',
     'run and shell keep the session in memory without --store (what the command did is printed and',
-    "then gone); with --store it is recorded there for diff, restore and flush.",
+    "then gone); with --store it is recorded there for diff, undo and flush.",
     'status, log, checkpoints, diff and verify open the store read-only, so they work while an MCP',
-    "server holds it; restore, flush, repair, run and shell take the store's lock. Colour only on a",
+    "server holds it; restore, undo, flush, repair, run and shell take the store's lock. Colour only on a",
     'terminal and not with NO_COLOR; flush draws a progress bar on stderr when stderr is a terminal.',
     '',
     'Exit codes:',

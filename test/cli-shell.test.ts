@@ -31,7 +31,7 @@ function project(files: Record<string, string>): { dir: string; store: string } 
 const host = await support()
 
 describe('rewindfs run', () => {
-  it("runs one command in the workspace, prints its changes, exits with the command's code, and records it in --store", () => {
+  it("runs one command in the workspace, prints its changes, exits with the command's code, and records it in --store, where diff, log and undo work on it", () => {
     const { dir, store } = project({ '/a.txt': 'hello\n' })
     const result = runCli(['run', '--dir', dir, '--store', store, '--', 'sh', '-c', 'echo world >> a.txt; echo new > b.txt; echo out; exit 3'])
     expect(result.code).toBe(3)
@@ -45,6 +45,17 @@ describe('rewindfs run', () => {
     expect(JSON.parse(diff.stdout).changes.map((c: { path: string }) => c.path)).toEqual(['/a.txt', '/b.txt'])
     const log = runCli(['log', '--dir', dir, '--store', store, '--json'])
     expect(JSON.parse(log.stdout).operations[0].description).toBe("exec: sh -c 'echo world >> a.txt; echo new > b.txt; echo out; exit 3'")
+    expect(result.stderr).toContain(`rewindfs diff / undo / flush --dir ${dir} --store ${store}`)
+
+    // undo takes the command back in the workspace (a dry run first changes nothing).
+    const dry = runCli(['undo', '--dir', dir, '--store', store, '--dry-run', '--json'])
+    expect(JSON.parse(dry.stdout)).toMatchObject({ dryRun: true, undone: [{ description: expect.stringMatching(/^exec: sh -c/) }] })
+    expect(JSON.parse(runCli(['diff', '--dir', dir, '--store', store, '--json']).stdout).changes).toHaveLength(2)
+    const undone = runCli(['undo', '--dir', dir, '--store', store])
+    expect(undone).toMatchObject({ code: 0, stdout: expect.stringMatching(/^undid 1 operation\(s\):\n.*exec: sh -c/) })
+    expect(JSON.parse(runCli(['diff', '--dir', dir, '--store', store, '--json']).stdout).changes).toEqual([])
+    expect(runCli(['undo', '--dir', dir, '--store', store]).stdout).toBe('nothing to undo\n')
+    expect(fs.readdirSync(dir)).toEqual(['a.txt'])
   })
 
   it('takes one argument as a shell command line; --json gives the result; --mode copy forces copy mode', () => {
@@ -80,6 +91,7 @@ describe('rewindfs run', () => {
     expect(runCli(['run', '--dir', dir, '--mode', 'fast', '--', 'true'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--mode takes overlay or copy') })
     expect(runCli(['run', '--', 'true'])).toMatchObject({ code: 2, stderr: expect.stringContaining('needs --dir') })
     expect(runCli(['shell', '--dir', dir])).toMatchObject({ code: 2, stderr: expect.stringContaining('needs a terminal') })
+    expect(runCli(['undo', '--dir', dir, '--store', `${dir}-store`, '--steps', '51'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--steps takes a whole number from 1 to 50') })
   })
 })
 
@@ -107,7 +119,7 @@ describe.skipIf(!terminal)('rewindfs shell in a terminal (tmux)', () => {
     spawnSync('tmux', ['-L', socket, 'kill-server'])
   })
 
-  it('opens a marked shell over the project, records what was done in it as one operation, and diff and flush work on it', { timeout: 180_000 }, async () => {
+  it('opens a marked shell over the project, records what was done in it as one operation, and diff, flush and undo work on it', { timeout: 180_000 }, async () => {
     const { dir, store } = project({ '/a.txt': 'hello\n' })
     const home = fs.mkdtempSync(`${scratch}/home-`)
     fs.writeFileSync(`${home}/.bashrc`, "PS1='\\w\\$ '\n")
@@ -129,12 +141,17 @@ describe.skipIf(!terminal)('rewindfs shell in a terminal (tmux)', () => {
 
     const log = JSON.parse(runCli(['log', '--dir', dir, '--store', store, '--json']).stdout)
     expect(log.operations).toHaveLength(1)
-    expect(log.operations[0].description).toMatch(/^exec: /)
+    expect(log.operations[0].description).toBe('exec: /bin/bash (rewindfs shell)')
     const diff = runCli(['diff', '--dir', dir, '--store', store])
     expect(diff.stdout).toMatch(/modified +file +\/a\.txt/)
     expect(diff.stdout).toMatch(/added +file +\/made\.txt/)
     expect(runCli(['flush', '--dir', dir, '--store', store]).code).toBe(0)
     expect(fs.readFileSync(`${dir}/a.txt`, 'utf8')).toBe('hello\nmore\n')
     expect(fs.readFileSync(`${dir}/made.txt`, 'utf8')).toBe('made\n')
+    // undo takes the whole session back in the workspace; the next flush brings the disk back too.
+    expect(runCli(['undo', '--dir', dir, '--store', store]).stdout).toContain('exec: /bin/bash (rewindfs shell)')
+    expect(runCli(['flush', '--dir', dir, '--store', store]).code).toBe(0)
+    expect(fs.existsSync(`${dir}/made.txt`)).toBe(false)
+    expect(fs.readFileSync(`${dir}/a.txt`, 'utf8')).toBe('hello\n')
   })
 })

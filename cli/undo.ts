@@ -1,0 +1,40 @@
+/**
+ * `rewindfs undo --dir <project> --store <dir> [--steps <n>] [--dry-run]`: takes back the session's
+ * newest operations (a `run`, a `shell` session, an agent's edit) in the workspace, as ws.undo does:
+ * the project on disk changes only at flush. An operation later ones depend on is refused
+ * (EDEPENDENT) with the blockers named.
+ */
+import type { Operation } from '../src/index.js'
+import type { Options } from './arguments.js'
+import { type Json, type Outcome, iso } from './outcome.js'
+import { openProject } from './project.js'
+import { stdoutPalette } from './terminal.js'
+
+function operationJson(op: Operation): { [key: string]: Json | undefined } {
+  return { id: op.id, seq: op.seq, type: op.type, time: iso(op.time), paths: [...op.paths], ...(op.description !== undefined ? { description: op.description } : {}) }
+}
+
+export async function undo(options: Options): Promise<Outcome> {
+  const { ws } = await openProject('undo', options, options.dryRun ? 'read' : 'write')
+  try {
+    const report = await ws.undo({ steps: options.steps ?? 1, dryRun: options.dryRun })
+    await ws.sync()
+    const paint = stdoutPalette()
+    const what = options.dryRun ? 'would undo' : 'undid'
+    const lines =
+      report.undone.length === 0
+        ? ['nothing to undo']
+        : [
+            `${paint.bold(what)} ${report.undone.length} operation(s):`,
+            ...report.undone.map((op) => `  ${paint.bold(op.id)} ${op.type.padEnd(12)} ${op.paths.join(', ')}${op.description ? paint.dim(` (${op.description})`) : ''}`),
+            ...(report.next ? [paint.dim(`next: ${report.next.id} ${report.next.type} ${report.next.paths.join(', ')}${report.next.description ? ` (${report.next.description})` : ''}`)] : []),
+            ...(!options.dryRun ? [paint.dim('the project on disk is unchanged; rewindfs flush writes the workspace into it')] : []),
+          ]
+    return {
+      data: { dryRun: options.dryRun, undone: report.undone.map(operationJson), filesAffected: report.filesAffected, ...(report.next ? { next: operationJson(report.next) } : {}) },
+      lines,
+    }
+  } finally {
+    await ws.close()
+  }
+}
