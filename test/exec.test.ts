@@ -331,6 +331,16 @@ describe('ws.exec: where it comes from, modes and bad input', () => {
     await ws.close()
   })
 
+  it('runs in a frozen workspace, where a command that changed something is refused with EROFS and nothing lands', async () => {
+    const ws = await Workspace.open({ lower: directory(tempDirectory({ '/a.txt': 'a\n' })) })
+    ws.freeze('a test')
+    expect(await ws.exec('cat a.txt')).toMatchObject({ stdout: 'a\n', changes: { added: [], modified: [], deleted: [] } })
+    await expect(ws.exec('echo b > b.txt; echo done')).rejects.toMatchObject({ code: 'EROFS', message: expect.stringContaining('frozen (a test)'), result: { stdout: 'done\n', changes: { added: ['/b.txt'] } } })
+    expect(ws.fs.existsSync('/b.txt')).toBe(false)
+    expect(ws.history()).toEqual([])
+    await ws.close()
+  })
+
   it('copy mode maps the copy\'s paths in the output back to workspace paths for a lower that is not a directory', async () => {
     const ws = await Workspace.open({ lower: { '/src/bad.js': 'x' }, exec: hostShell() })
     const result = await ws.exec('echo "$PWD/bad.js:1"', { cwd: '/src' })
