@@ -712,7 +712,7 @@ export class Workspace {
    * after the target are compensated, and later checkpoints are marked superseded.
    */
   async restore(target: RestoreTarget, options: RestoreOptions = {}): Promise<RestoreReport> {
-    return this.recording('restore', () => this.atomically(() => this.restoreNow(target, options)))
+    return this.recording('restore', () => this.atomically(() => this.restoreNow(target, options)), options.dryRun === true)
   }
 
   /** Runs `body` so that everything it records lands in the store as one group commit. */
@@ -972,7 +972,7 @@ export class Workspace {
    * Without a target, flushes into the lower source (when it is a FlushTarget, e.g. directory()).
    */
   async flush(target?: FlushTarget | readonly FlushTarget[], options: FlushOptions = {}): Promise<FlushReport> {
-    return this.recording('flush', () => this.flushNow(target, options))
+    return this.recording('flush', () => this.flushNow(target, options), options.dryRun === true)
   }
 
   private async flushNow(target: FlushTarget | readonly FlushTarget[] | undefined, options: FlushOptions): Promise<FlushReport> {
@@ -1066,7 +1066,7 @@ export class Workspace {
    * the blockers, unless `cascade` undoes them too.
    */
   async undo(options: UndoOptions = {}): Promise<UndoResult> {
-    return this.recording('undo', () => this.atomically(() => this.undoNow(options)))
+    return this.recording('undo', () => this.atomically(() => this.undoNow(options)), options.dryRun === true)
   }
 
   private async undoNow(options: UndoOptions): Promise<UndoResult> {
@@ -1173,11 +1173,13 @@ export class Workspace {
 
   /**
    * A recording call: run in turn with the others and acknowledged once durable (engine/serial.ts),
-   * and refused while the workspace is frozen, as fs writes are (checked when its turn comes).
+   * and refused while the workspace is frozen, as fs writes are (checked when its turn comes). A
+   * dry run records nothing, so a frozen workspace answers it (restore, undo, flush --dry-run on a
+   * read-only store).
    */
-  private recording<T>(syscall: string, body: () => Promise<T>): Promise<T> {
+  private recording<T>(syscall: string, body: () => Promise<T>, dryRun = false): Promise<T> {
     return this.serial.call(async () => {
-      this.assertWritable(syscall)
+      if (!dryRun) this.assertWritable(syscall)
       return body()
     })
   }

@@ -48,6 +48,11 @@ describe('a frozen workspace', () => {
     expect(ws.checkpoints().map((c) => c.name)).toEqual(['c'])
     expect(ws.fs.readFileSync('/b', 'utf8')).toBe('two')
     expect(ws.state.read('k')).toBe(0)
+    // Dry runs record nothing: they are answered, and change nothing either.
+    expect(await ws.restore('c', { dryRun: true })).toMatchObject({ applied: false, changes: [{ path: '/b' }] })
+    expect((await ws.undo({ dryRun: true })).undone).toHaveLength(1)
+    expect(ws.history()).toHaveLength(history)
+    expect(ws.fs.readFileSync('/b', 'utf8')).toBe('two')
     // Unfrozen, the same calls work again.
     ws.unfreeze()
     await ws.checkpoint({ name: 'd' })
