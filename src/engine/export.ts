@@ -1,11 +1,12 @@
 /**
  * ws.export(): the view as a WebContainers FileSystemTree, or as a zip archive streamed in chunks.
  * It reads a fork taken when the export starts (O(1)), so writes made meanwhile are not in it and
- * the archive is one consistent state. Loaded on first use, and fflate only for zip, so the core
- * entry carries neither.
+ * the archive is one consistent state. Loaded on first use, and the zip writer (./zip.ts) only for
+ * zip, so the core entry carries neither.
  */
 import type { DirectoryNode, FileNode, FileSystemTree, SymlinkNode } from '../lower/file-system-tree.js'
 import type { Workspace } from '../workspace.js'
+import type { ZipEntry } from './zip.js'
 
 interface CommonOptions {
   /** The directory to export (its contents become the top level); '/' by default. */
@@ -24,19 +25,8 @@ export interface ZipExportOptions extends CommonOptions {
 
 export type ExportOptions = FileSystemTreeExportOptions | ZipExportOptions
 
-/** Beyond these a zip needs zip64 records, which the writer (fflate) does not make. */
-export const ZIP_MAX_ENTRIES = 0xffff
-export const ZIP_MAX_BYTES = 0xffffffff
-
 /** Contents are read and fed to the compressor this much at a time, so big files stream too. */
 const SLICE = 1 << 20
-
-const S_IFMT = 0o170000
-const UNIX = 3
-/** MS-DOS directory attribute, set beside the Unix mode as Info-ZIP does. */
-const DOS_DIRECTORY = 0x10
-/** Info-ZIP's extended timestamp field: flags (mtime present) then the mtime in seconds, UTC. */
-const EXTENDED_TIMESTAMP = 0x5455
 
 type Kind = 'file' | 'dir' | 'symlink'
 
@@ -74,7 +64,6 @@ export async function exportView(ws: Workspace, options: ExportOptions): Promise
     // The fork keeps the cwd: relative paths resolve as fs calls do, and readdir's errors are Node's.
     const entries = walk(view.fs, given)
     if (format === 'file-system-tree') return await tree(view.fs, entries)
-    checkZipLimits(entries, given)
     handedOver = true
     return zip(view, entries, level)
   } finally {
@@ -122,77 +111,48 @@ async function tree(fs: FsLike, entries: readonly Entry[]): Promise<FileSystemTr
   return top
 }
 
-function checkZipLimits(entries: readonly Entry[], given: string): void {
-  let bytes = 22
-  for (const entry of entries) bytes += entry.size + 2 * (46 + entry.name.length * 3 + 9) + 16
-  if (entries.length > ZIP_MAX_ENTRIES || bytes > ZIP_MAX_BYTES) {
-    throw Object.assign(
-      new RangeError(
-        `rewindfs: '${given}' holds ${entries.length} entries and about ${bytes} bytes; a zip without zip64 records holds at most ${ZIP_MAX_ENTRIES} entries and 4 GiB. Export a subdirectory, or flush to a directory.`,
-      ),
-      { code: 'ERR_REWINDFS_EXPORT_TOO_LARGE' },
-    )
-  }
-}
-
-/** Info-ZIP's extended timestamp: mtime in UTC seconds, so an unzip anywhere restores the same time. */
-function timestamp(mtimeMs: number): Record<number, Uint8Array> {
-  const field = new Uint8Array(5)
-  field[0] = 1
-  new DataView(field.buffer).setUint32(1, Math.max(0, Math.min(0xffffffff, Math.floor(mtimeMs / 1000))), true)
-  return { [EXTENDED_TIMESTAMP]: field }
-}
-
-/** DOS times cannot hold dates before 1980: clamp as zip tools do. */
-const DOS_EPOCH = new Date(1980, 0, 1, 0, 0, 2).getTime()
-
 /** One pass only: the fork it reads is closed when the pass ends (or is abandoned through return()). */
 function zip(view: Workspace, entries: readonly Entry[], level: number): AsyncIterable<Uint8Array> {
-  const encoder = new TextEncoder()
   let started = false
   return {
     async *[Symbol.asyncIterator]() {
       if (started) throw Object.assign(new Error('rewindfs: an export is read once; call ws.export() again for another pass'), { code: 'ERR_REWINDFS_EXPORT_CONSUMED' })
       started = true
       try {
-        const { Zip, ZipDeflate, ZipPassThrough } = await import('fflate')
-        const chunks: Uint8Array[] = []
-        let failure: Error | undefined
-        const archive = new Zip((error, chunk) => {
-          if (error) failure = error
-          else chunks.push(chunk)
-        })
-        const drain = function* (): Generator<Uint8Array> {
-          if (failure) throw failure
-          while (chunks.length > 0) yield chunks.shift()!
-        }
-        for (const entry of entries) {
-          const type = entry.mode & S_IFMT
-          const stored = entry.kind !== 'file' || level === 0
-          const name = entry.kind === 'dir' ? `${entry.name}/` : entry.name
-          const file = stored ? new ZipPassThrough(name) : new ZipDeflate(name, { level: level as 1 })
-          file.os = UNIX
-          file.attrs = (((type | (entry.mode & 0o7777)) << 16) | (entry.kind === 'dir' ? DOS_DIRECTORY : 0)) >>> 0
-          file.mtime = Math.max(entry.mtimeMs, DOS_EPOCH)
-          file.extra = timestamp(entry.mtimeMs)
-          archive.add(file)
-          if (entry.kind === 'dir') file.push(new Uint8Array(0), true)
-          else if (entry.kind === 'symlink') file.push(encoder.encode(view.fs.readlinkSync(entry.path) as string), true)
-          else {
-            const contents = (await view.fs.promises.readFile(entry.path)) as Uint8Array
-            if (contents.byteLength === 0) file.push(contents, true)
-            for (let at = 0; at < contents.byteLength; at += SLICE) {
-              file.push(contents.subarray(at, at + SLICE), at + SLICE >= contents.byteLength)
-              yield* drain()
-            }
-          }
-          yield* drain()
-        }
-        archive.end()
-        yield* drain()
+        const { nativeDeflate, writeZip } = await import('./zip.js')
+        const deflate = level === 0 ? undefined : nativeDeflate(level)
+        if (level !== 0 && !deflate) throw Object.assign(new Error('rewindfs: this host has neither node:zlib nor CompressionStream; export with level 0 to store files'), { code: 'ERR_REWINDFS_NO_DEFLATE' })
+        yield* writeZip(entries.map((entry) => zipEntry(view.fs, entry)), deflate)
       } finally {
         await view.close()
       }
     },
+  }
+}
+
+function zipEntry(fs: FsLike, entry: Entry): ZipEntry {
+  const { name, kind, mode, mtimeMs, size } = entry
+  if (kind === 'dir') return { name, kind: 'directory', mode, mtimeMs }
+  if (kind === 'symlink') return { name, kind, mode, mtimeMs, contents: () => [new TextEncoder().encode(fs.readlinkSync(entry.path) as string)] }
+  return { name, kind, mode, mtimeMs, size, contents: () => slices(fs, entry) }
+}
+
+/** A file's contents a slice at a time through a descriptor, so a big file is never whole in memory here. */
+async function* slices(fs: FsLike, entry: Entry): AsyncGenerator<Uint8Array> {
+  // The promise forms load contents an asynchronous lower source has not loaded yet.
+  if (entry.size <= SLICE) {
+    yield (await fs.promises.readFile(entry.path)) as Uint8Array
+    return
+  }
+  const handle = await fs.promises.open(entry.path, 'r')
+  try {
+    for (let position = 0; ; ) {
+      const { bytesRead, buffer } = await handle.read(new Uint8Array(SLICE), 0, SLICE, position)
+      if (bytesRead === 0) return
+      position += bytesRead
+      yield bytesRead === SLICE ? buffer : buffer.subarray(0, bytesRead)
+    }
+  } finally {
+    await handle.close()
   }
 }
