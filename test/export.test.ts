@@ -3,13 +3,14 @@
  * zipfile, and unzipping it must give the same directory (contents, modes, symlinks, times) as
  * flushing the workspace into a real directory; the FileSystemTree must read back as the same view.
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import zlib from 'node:zlib'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { directory } from '../adapters/node-fs/index.js'
-import { type ZipEntry, crc32Table, writeZip } from '../src/engine/zip.js'
+import { type ZipEntry, compressionStreamDeflate, crc32Table, nativeDeflate, writeZip } from '../src/engine/zip.js'
 import { Workspace } from '../src/index.js'
 
 const scratch: string[] = []
@@ -325,4 +326,159 @@ print(n, z.read('after/tail.txt').decode(), z.read('after/link').decode())`,
     expect(execFileSync('unzip', ['-p', archive, 'after/tail.txt'], { encoding: 'utf8' })).toBe('the tail, past 4 GiB')
     expect(execFileSync('unzip', ['-tq', archive, 'before.txt', 'after/*'], { encoding: 'utf8' })).toMatch(/No errors detected/)
   }, 120_000)
+
+  it('writes zip64 end records exactly from 65 535 entries on', async () => {
+    const directories = (count: number) =>
+      Array.from({ length: count }, (_, i): ZipEntry => ({ name: `d${i}`, kind: 'directory', mode: 0o040755, mtimeMs: 1_700_000_000_000 }))
+    for (const [count, zip64] of [
+      [65_534, false],
+      [65_535, true],
+    ] as const) {
+      const archive = path.join(tmp('count'), 'dirs.zip')
+      await writeTo(archive, writeZip(directories(count)))
+      expect(ends(tail(archive))).toEqual({ zip64, count: Math.min(count, 0xffff) })
+      const python = execFileSync('python3', ['-c', 'import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1]); print(len(z.infolist()), z.infolist()[-1].filename)', archive], { encoding: 'utf8' })
+      expect(python.trim()).toBe(`${count} d${count - 1}/`)
+      // Info-ZIP must take 0xffff in the classic record as "see the zip64 record".
+      if (zip64) expect(execFileSync('unzip', ['-tq', archive], { encoding: 'utf8' })).toMatch(/No errors detected in compressed data/)
+    }
+  }, 60_000)
+
+  it('computes CRC-32 with its table as node:zlib does, in one call or continued slice by slice', () => {
+    const random = new Uint8Array(1 << 20)
+    for (let i = 0; i < random.length; i++) random[i] = (Math.imul(i, 2654435761) >>> 13) & 0xff
+    for (const length of [0, 1, 7, 8, 9, 15, 16, 17, 100, 4095, random.length]) {
+      expect(crc32Table(random.subarray(0, length))).toBe(zlib.crc32(random.subarray(0, length)))
+    }
+    let continued = 0
+    for (let at = 0; at < random.length; at += 1000) continued = crc32Table(random.subarray(at, at + 1000), continued)
+    expect(continued).toBe(zlib.crc32(random))
+  })
+
+  /** Several slices of text that deflates well, and its bytes whole. */
+  const slicedText = (slices: number) => {
+    const parts = Array.from({ length: slices }, (_, i) => text(`slice ${i}: ${'the quick brown fox jumps over the lazy dog. '.repeat(1500)}\n`))
+    return { parts, whole: Buffer.concat(parts) }
+  }
+
+  it('deflates a file of several slices with node:zlib and with CompressionStream, read back by unzip, Python and a streaming reader (Java’s ZipInputStream)', async () => {
+    const { parts, whole } = slicedText(5)
+    const entries = (): ZipEntry[] => [
+      { name: 'dir', kind: 'directory', mode: 0o040700, mtimeMs: 1_700_000_000_000 },
+      file('dir/small.txt', 'small'),
+      file('dir/sliced.txt', () => parts, whole.byteLength),
+      { name: 'dir/link', kind: 'symlink', mode: 0o120777, mtimeMs: 1_700_000_000_000, contents: () => [text('sliced.txt')] },
+      file('dir/repeat.txt', 'repeat '.repeat(100)),
+    ]
+    const expected = (sliced: number) => [
+      `dir/ 0 0 ${zlib.crc32(new Uint8Array(0)).toString(16)}`,
+      `dir/small.txt 0 5 ${zlib.crc32('small').toString(16)}`,
+      `dir/sliced.txt ${sliced} ${whole.byteLength} ${zlib.crc32(whole).toString(16)}`,
+      `dir/link 0 10 ${zlib.crc32('sliced.txt').toString(16)}`,
+      `dir/repeat.txt ${sliced} 700 ${zlib.crc32('repeat '.repeat(100)).toString(16)}`,
+    ]
+    for (const [label, deflate] of [
+      ['zlib', nativeDeflate(6)],
+      ['CompressionStream', compressionStreamDeflate],
+      ['stored', undefined],
+    ] as const) {
+      const archive = path.join(tmp('sliced'), `${label}.zip`)
+      await writeTo(archive, writeZip(entries(), deflate))
+      expect(Buffer.from(execFileSync('unzip', ['-p', archive, 'dir/sliced.txt'], { maxBuffer: 1 << 26 })).equals(whole)).toBe(true)
+      expect(execFileSync('unzip', ['-tq', archive], { encoding: 'utf8' })).toMatch(/No errors detected/)
+      const python = execFileSync('python3', ['-c', 'import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nfor i in z.infolist(): print(i.filename, i.compress_type, len(z.read(i)), format(i.CRC, "x"))', archive], { encoding: 'utf8' })
+      expect(python.trim().split('\n')).toEqual(expected(deflate ? 8 : 0))
+      const streaming = javaStreaming(archive)
+      if (streaming === undefined) console.log('[rewindfs] no JDK: the streaming reader check is skipped')
+      else expect(streaming.trim().split('\n')).toEqual(expected(deflate ? 8 : 0))
+    }
+  }, 120_000)
+
+  it('gives a file of unknown size a zip64 local header and an 8-byte descriptor', async () => {
+    const { parts, whole } = slicedText(3)
+    const archive = path.join(tmp('unknown'), 'unknown.zip')
+    const stored = path.join(tmp('unknown'), 'stored.zip')
+    await writeTo(archive, writeZip([file('unknown.txt', () => parts)], nativeDeflate(6)))
+    await writeTo(stored, writeZip([file('unknown.txt', () => parts)]))
+    const bytes = fs.readFileSync(archive)
+    // The local header: version 4.5, the descriptor flag, sizes 0xffffffff, and a zip64 field with sizes to come.
+    expect([bytes.readUInt16LE(4), bytes.readUInt16LE(6) & 8, bytes.readUInt32LE(18), bytes.readUInt32LE(22)]).toEqual([45, 8, 0xffffffff, 0xffffffff])
+    const extra = bytes.subarray(30 + 'unknown.txt'.length, 30 + 'unknown.txt'.length + bytes.readUInt16LE(28))
+    expect(extra.readUInt16LE(9)).toBe(0x0001)
+    expect(extra.readUInt16LE(11)).toBe(16)
+    for (const zip of [archive, stored]) {
+      expect(Buffer.from(execFileSync('unzip', ['-p', zip, 'unknown.txt'], { maxBuffer: 1 << 26 })).equals(whole)).toBe(true)
+      const python = execFileSync('python3', ['-c', 'import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1]); i = z.infolist()[0]; print(i.file_size, len(z.read(i)))', zip], { encoding: 'utf8' })
+      expect(python.trim()).toBe(`${whole.byteLength} ${whole.byteLength}`)
+    }
+    // The descriptor, last before the central directory, has 8-byte sizes.
+    const directory = bytes.indexOf(Buffer.from([0x50, 0x4b, 0x01, 0x02]))
+    const descriptor = bytes.subarray(directory - 24, directory)
+    expect(descriptor.readUInt32LE(0)).toBe(0x08074b50)
+    expect(descriptor.readUInt32LE(4)).toBe(zlib.crc32(whole))
+    expect(Number(descriptor.readBigUInt64LE(16))).toBe(whole.byteLength)
+  })
+
+  it('closes a file’s contents when the archive is abandoned part way, and refuses contents that change between two readings', async () => {
+    for (const deflate of [nativeDeflate(1), undefined]) {
+      let closed = 0
+      const contents = async function* () {
+        try {
+          for (let i = 0; i < 100; i++) yield new Uint8Array(256 * 1024).fill(i)
+        } finally {
+          closed++
+        }
+      }
+      const archive = writeZip([file('a.bin', contents, 100 * 256 * 1024)], deflate)
+      for await (const chunk of archive) {
+        expect(chunk.byteLength).toBeGreaterThan(0)
+        break
+      }
+      // Stored, it was read once whole for its CRC, then again until abandoned.
+      expect(closed).toBe(deflate ? 1 : 2)
+    }
+    let readings = 0
+    const changing = () => (++readings === 1 ? [text('one'), text('two')] : [text('one'), text('three')])
+    await expect((async () => {
+      for await (const chunk of writeZip([file('changing.txt', changing, 6)])) void chunk
+    })()).rejects.toMatchObject({ code: 'ERR_REWINDFS_ZIP_SIZE' })
+  })
+})
+
+let javaClasses: string | null | undefined
+
+/** What Java's ZipInputStream, which reads an archive front to back as a stream (no central directory), reads from it; undefined without a JDK. */
+function javaStreaming(archive: string): string | undefined {
+  if (javaClasses === undefined) {
+    javaClasses = null
+    if (spawnSync('javac', ['-version']).status !== 0) return undefined
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-export-java-'))
+    fs.writeFileSync(
+      path.join(dir, 'StreamRead.java'),
+      `import java.io.*;
+import java.util.zip.*;
+public class StreamRead {
+  public static void main(String[] args) throws Exception {
+    try (ZipInputStream zip = new ZipInputStream(new BufferedInputStream(new FileInputStream(args[0])))) {
+      byte[] buffer = new byte[65536];
+      for (ZipEntry entry; (entry = zip.getNextEntry()) != null; ) {
+        CRC32 crc = new CRC32();
+        long size = 0;
+        for (int n; (n = zip.read(buffer)) > 0; size += n) crc.update(buffer, 0, n);
+        System.out.println(entry.getName() + " " + entry.getMethod() + " " + size + " " + Long.toHexString(crc.getValue()));
+      }
+    }
+  }
+}
+`,
+    )
+    execFileSync('javac', ['-d', dir, path.join(dir, 'StreamRead.java')])
+    javaClasses = dir
+  }
+  if (javaClasses === null) return undefined
+  return execFileSync('java', ['-cp', javaClasses, 'StreamRead', archive], { encoding: 'utf8' })
+}
+
+afterAll(() => {
+  if (javaClasses) fs.rmSync(javaClasses, { recursive: true, force: true })
 })

@@ -512,7 +512,8 @@ async function* zlibDeflate(zlib: NodeZlib, level: number, slices: AsyncIterable
   }
 }
 
-async function* compressionStreamDeflate(slices: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+/** Deflate through the web's CompressionStream, as in browsers: no level, the platform's default. */
+export async function* compressionStreamDeflate(slices: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
   const stream = new CompressionStream('deflate-raw')
   const writer = stream.writable.getWriter()
   const reader = stream.readable.getReader()

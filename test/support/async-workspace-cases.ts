@@ -4,6 +4,7 @@
  * Node-shaped errors, engine reports). Platform-neutral: only `expect` comes from vitest, so a
  * browser page bundles these cases with @vitest/expect in its place (test/browser/expect-shim.ts).
  */
+// The zip is read back by fflate, a reader of its own that runs in browsers too (a devDependency only).
 import { unzipSync } from 'fflate'
 import { expect } from 'vitest'
 import type { AsyncWorkspace } from '../../src/async-workspace.js'
