@@ -285,6 +285,9 @@ export const asyncWorkspaceCases: Record<string, (fresh: Fresh) => Promise<void>
     expect(tree.empty).toEqual({ directory: {} })
     expect(Object.keys((tree.src as { directory: object }).directory)).toEqual(['index.js'])
 
+    // Past one read slice (1 MiB) and compressible: deflated as a stream (CompressionStream in a browser).
+    const long = Array.from({ length: 40_000 }, (_, i) => `line ${i} of a file that deflates well\n`).join('')
+    await fs.writeFile('/app/long.txt', long)
     const archive = await ws.export({ format: 'zip', level: 9 })
     // Written after the export began: not in it.
     await fs.writeFile('/app/later.txt', 'later')
@@ -298,7 +301,9 @@ export const asyncWorkspaceCases: Record<string, (fresh: Fresh) => Promise<void>
       at += chunk.byteLength
     }
     const files = unzipSync(zipped)
-    expect(Object.keys(files).sort()).toEqual(['app/', 'app/a.txt', 'app/bin.dat', 'app/empty/', 'app/main', 'app/src/', 'app/src/index.js', 'other.txt'])
+    expect(Object.keys(files).sort()).toEqual(['app/', 'app/a.txt', 'app/bin.dat', 'app/empty/', 'app/long.txt', 'app/main', 'app/src/', 'app/src/index.js', 'other.txt'])
+    expect(text(files['app/long.txt'])).toBe(long)
+    expect(zipped.byteLength).toBeLessThan(long.length / 3)
     expect(text(files['app/src/index.js'])).toBe('serve()\n')
     expect(text(files['app/main'])).toBe('src/index.js')
     expect([...files['app/bin.dat']]).toEqual([0, 1, 2, 255])
