@@ -6,7 +6,7 @@
  */
 import type { DirectoryNode, FileNode, FileSystemTree, SymlinkNode } from '../lower/file-system-tree.js'
 import type { Workspace } from '../workspace.js'
-import type { ZipEntry } from './zip.js'
+import type { Deflate, ZipEntry } from './zip.js'
 
 interface CommonOptions {
   /** The directory to export (its contents become the top level); '/' by default. */
@@ -58,14 +58,19 @@ export async function exportView(ws: Workspace, options: ExportOptions): Promise
   }
   const given = options.path ?? '/'
   if (typeof given !== 'string') throw Object.assign(new TypeError('rewindfs: export path must be a string'), { code: 'ERR_INVALID_ARG_TYPE' })
+  const writer = format === 'zip' ? await import('./zip.js') : undefined
+  const deflate = writer && level > 0 ? writer.nativeDeflate(level) : undefined
+  if (writer && level > 0 && !deflate) {
+    throw Object.assign(new Error('rewindfs: this host has neither node:zlib nor CompressionStream to deflate with; export with level 0 to store files'), { code: 'ERR_REWINDFS_NO_DEFLATE' })
+  }
   const view = await ws.fork(`${ws.session}-export-${++exports}`)
   let handedOver = false
   try {
     // The fork keeps the cwd: relative paths resolve as fs calls do, and readdir's errors are Node's.
     const entries = walk(view.fs, given)
-    if (format === 'file-system-tree') return await tree(view.fs, entries)
+    if (!writer) return await tree(view.fs, entries)
     handedOver = true
-    return zip(view, entries, level)
+    return zip(view, entries, writer.writeZip, deflate)
   } finally {
     // The zip's iterator closes the fork when it ends or is returned.
     if (!handedOver) await view.close()
@@ -112,16 +117,13 @@ async function tree(fs: FsLike, entries: readonly Entry[]): Promise<FileSystemTr
 }
 
 /** One pass only: the fork it reads is closed when the pass ends (or is abandoned through return()). */
-function zip(view: Workspace, entries: readonly Entry[], level: number): AsyncIterable<Uint8Array> {
+function zip(view: Workspace, entries: readonly Entry[], writeZip: typeof import('./zip.js').writeZip, deflate: Deflate | undefined): AsyncIterable<Uint8Array> {
   let started = false
   return {
     async *[Symbol.asyncIterator]() {
       if (started) throw Object.assign(new Error('rewindfs: an export is read once; call ws.export() again for another pass'), { code: 'ERR_REWINDFS_EXPORT_CONSUMED' })
       started = true
       try {
-        const { nativeDeflate, writeZip } = await import('./zip.js')
-        const deflate = level === 0 ? undefined : nativeDeflate(level)
-        if (level !== 0 && !deflate) throw Object.assign(new Error('rewindfs: this host has neither node:zlib nor CompressionStream; export with level 0 to store files'), { code: 'ERR_REWINDFS_NO_DEFLATE' })
         yield* writeZip(entries.map((entry) => zipEntry(view.fs, entry)), deflate)
       } finally {
         await view.close()

@@ -45,7 +45,6 @@ const STORED = 0
 const DEFLATED = 8
 /** Made on Unix (3), by a writer of spec version 4.5 (zip64). */
 const MADE_BY = (3 << 8) | 45
-const S_IFMT = 0o170000
 const S_IFDIR = 0o040000
 const S_IFLNK = 0o120000
 const S_IFREG = 0o100000
