@@ -171,7 +171,7 @@ describe('ws.export as a zip', () => {
     await ws.close()
   }, 120_000)
 
-  it('reads a file of several slices through a descriptor, deflated as a stream or stored after a CRC pass, and unzip gives it back byte for byte', async () => {
+  it('reads a file of several slices through a FileHandle, deflated as a stream or stored after a CRC pass, and unzip gives it back byte for byte', async () => {
     const ws = await Workspace.open()
     const big = new Uint8Array(3 * 1024 * 1024 + 12345)
     for (let i = 0; i < big.length; i++) big[i] = (i * 2654435761) >>> 27

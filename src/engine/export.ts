@@ -139,7 +139,7 @@ function zipEntry(fs: FsLike, entry: Entry): ZipEntry {
   return { name, kind, mode, mtimeMs, size, contents: () => slices(fs, entry) }
 }
 
-/** A file's contents a slice at a time through a descriptor, so a big file is never whole in memory here. */
+/** A file's contents a slice at a time through a FileHandle, so a big file is never whole in memory here. */
 async function* slices(fs: FsLike, entry: Entry): AsyncGenerator<Uint8Array> {
   // The promise forms load contents an asynchronous lower source has not loaded yet.
   if (entry.size <= SLICE) {
