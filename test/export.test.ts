@@ -177,13 +177,19 @@ describe('ws.export as a zip', () => {
     for (let i = 0; i < big.length; i++) big[i] = (i * 2654435761) >>> 27
     ws.fs.writeFileSync('/big.bin', big)
     ws.fs.writeFileSync('/é and ü.txt', 'unicode name')
+    const sizes: Record<number, number> = {}
     for (const level of [0, 1, 9]) {
       const archive = path.join(tmp('zip'), `big-${level}.zip`)
-      fs.writeFileSync(archive, (await zipOf(ws, { level })).bytes)
+      const { bytes } = await zipOf(ws, { level })
+      sizes[level] = bytes.byteLength
+      fs.writeFileSync(archive, bytes)
       expect(Buffer.from(execFileSync('unzip', ['-p', archive, 'big.bin'], { maxBuffer: 1 << 26 })).equals(Buffer.from(big))).toBe(true)
       const python = execFileSync('python3', ['-c', 'import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nfor i in z.infolist(): print(i.filename, i.compress_type, i.file_size, len(z.read(i)))', archive], { encoding: 'utf8' })
       expect(python.trim().split('\n')).toEqual([`big.bin ${level === 0 ? 0 : 8} ${big.length} ${big.length}`, 'é and ü.txt 0 12 12'])
     }
+    // node:zlib is given the level.
+    expect(sizes[9]).toBeLessThan(sizes[1])
+    expect(sizes[1]).toBeLessThan(sizes[0])
     await ws.close()
   })
 
