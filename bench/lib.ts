@@ -212,6 +212,8 @@ export function progress(message: string): void {
 /** Timed loops over one fs. Each returns milliseconds and checks the bytes/sizes it saw. */
 export interface Loops {
   write(): number
+  /** n writes of one identical payload over the n files: content the fs already holds elsewhere. */
+  writeSame(payload: Uint8Array): number
   read(order: Uint32Array): number
   stat(order: Uint32Array): number
 }
@@ -224,6 +226,11 @@ return {
   write() {
     const start = performance.now()
     for (let i = 0; i < n; i++) fs.writeFileSync(paths[i], content.stamp(i))
+    return performance.now() - start
+  },
+  writeSame(payload) {
+    const start = performance.now()
+    for (let i = 0; i < n; i++) fs.writeFileSync(paths[i], payload)
     return performance.now() - start
   },
   read(order) {

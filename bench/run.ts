@@ -5,12 +5,14 @@
  *   npm run bench:quick    small sizes, prints only (a smoke run)
  *
  * Flags: --quick, --out <file> (write the markdown there), --no-git, --only <section,...> with
- * sections ops, lower, checkpoint, memory, bundle, engine, adapters, search, exec.
+ * sections ops, streams, lower, checkpoint, memory, bundle, engine, adapters, search, exec.
  *
  * Sections
  *   1. ops        writeFileSync / readFileSync / statSync of 1 KiB files spread over directories:
  *                 memfs Volume, unionfs (memfs lower + memfs upper), ZenFS CopyOnWrite (InMemory
- *                 readable + InMemory writable, through ZenFS's synchronous fs API) and rewindfs.
+ *                 readable + InMemory writable, through ZenFS's synchronous fs API) and rewindfs;
+ *                 also n writes of one identical payload over the files (duplicate content).
+ *   1b. streams   createWriteStream then createReadStream of one 100 MB file: memfs and rewindfs.
  *   2. lower      reading files that live in the lower layer only (cold first pass, warm second pass).
  *   3. checkpoint rewindfs checkpoint()/restore() vs a shadow git repository on disk vs memfs's
  *                 snapshot API (@jsonjoy.com/fs-snapshot toSnapshotSync / fromSnapshotSync).
@@ -29,6 +31,7 @@ import { execFileSync } from 'node:child_process'
 import * as nodeFs from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
 import { fromSnapshotSync, toSnapshotSync } from '@jsonjoy.com/fs-snapshot'
 import { CopyOnWrite, InMemory, configureSingle, fs as zenfs } from '@zenfs/core'
 import { Volume } from 'memfs'
@@ -170,6 +173,8 @@ interface OpsResult {
   write: number
   read: number
   stat: number
+  /** Writes of one identical payload over every file (duplicate content). */
+  same: number
 }
 
 /** One run: a fresh fs, n writes, then n reads and n stats in strided order. */
@@ -182,8 +187,9 @@ async function opsOnce(subject: Subject, paths: readonly string[], dirs: readonl
   verify(fs, paths, subject.name)
   const read = loops.read(order)
   const stat = loops.stat(order)
+  const same = loops.writeSame(new Content(1).bytes)
   await close?.()
-  return { write: (n / write) * 1000, read: (n / read) * 1000, stat: (n / stat) * 1000 }
+  return { write: (n / write) * 1000, read: (n / read) * 1000, stat: (n / stat) * 1000, same: (n / same) * 1000 }
 }
 
 async function benchOps(): Promise<void> {
@@ -198,7 +204,7 @@ async function benchOps(): Promise<void> {
         const heapBefore = retainedBytes()
         const r = await opsOnce(subject, paths, dirs, order)
         samples.push(r)
-        progress(`ops ${subject.name} rep ${rep + 1}/${subject.reps}: write ${fmtOps(r.write)}, read ${fmtOps(r.read)}, stat ${fmtOps(r.stat)} (heap before: ${fmtBytes(heapBefore)})`)
+        progress(`ops ${subject.name} rep ${rep + 1}/${subject.reps}: write ${fmtOps(r.write)}, read ${fmtOps(r.read)}, stat ${fmtOps(r.stat)}, same-content write ${fmtOps(r.same)} (heap before: ${fmtBytes(heapBefore)})`)
       }
     } catch (error) {
       failures.set(subject.name, failure(subject.name, error))
@@ -208,6 +214,7 @@ async function benchOps(): Promise<void> {
       write: median(samples.map((s) => s.write)),
       read: median(samples.map((s) => s.read)),
       stat: median(samples.map((s) => s.stat)),
+      same: median(samples.map((s) => s.same)),
     })
   }
   const ours = results.get('rewindfs')
@@ -216,13 +223,89 @@ async function benchOps(): Promise<void> {
     fmtOps(r.write),
     fmtOps(r.read),
     fmtOps(r.stat),
-    name === 'rewindfs' ? '1' : ours ? `${fmtRatio(ours.write / r.write)} / ${fmtRatio(ours.read / r.read)} / ${fmtRatio(ours.stat / r.stat)}` : 'n/a',
+    fmtOps(r.same),
+    name === 'rewindfs'
+      ? '1'
+      : ours
+        ? `${fmtRatio(ours.write / r.write)} / ${fmtRatio(ours.read / r.read)} / ${fmtRatio(ours.stat / r.stat)} / ${fmtRatio(ours.same / r.same)}`
+        : 'n/a',
   ])
-  for (const [name, message] of failures) rows.push([name, 'FAILED', message, '', ''])
+  for (const [name, message] of failures) rows.push([name, 'FAILED', message, '', '', ''])
   emit(
     `### 1. Sync fs ops: ${fmtCount(CONFIG.files)} × 1 KiB files in ${CONFIG.dirs} dirs (empty lower; median of ${CONFIG.reps} runs, ZenFS ${ZENFS_REPS})\n\n` +
-      table(['fs', 'writeFileSync', 'readFileSync', 'statSync', 'rewindfs ÷ it (write / read / stat)'], rows) +
-      '\n\nRatios above 1× mean rewindfs is faster. Reads and stats visit the files in a strided (non-write) order.',
+      table(['fs', 'writeFileSync', 'readFileSync', 'statSync', 'writeFileSync, same content', 'rewindfs ÷ it (write / read / stat / same)'], rows) +
+      '\n\nRatios above 1× mean rewindfs is faster. Reads and stats visit the files in a strided (non-write) order. ' +
+      '"Same content" writes one identical 1 KiB payload over each of the files (content the fs already holds: agents and package managers do this all the time).',
+  )
+}
+
+// ---- 1b. streams -------------------------------------------------------------------------------
+
+type StreamFs = {
+  createWriteStream(path: string, options?: { highWaterMark?: number }): NodeJS.WritableStream
+  createReadStream(path: string, options?: { highWaterMark?: number }): NodeJS.ReadableStream
+  statSync(path: string): { size: number }
+}
+
+/** Writes `size` bytes through createWriteStream in 64 KiB chunks, then reads them back with createReadStream; MB/s. */
+async function streamOnce(fs: StreamFs, size: number): Promise<{ write: number; read: number }> {
+  const chunk = new Uint8Array(64 * 1024).fill(120)
+  const chunks = Math.ceil(size / chunk.byteLength)
+  const write = await timeAsync(() =>
+    pipeline(
+      (async function* () {
+        for (let i = 0; i < chunks; i++) yield chunk
+      })(),
+      fs.createWriteStream('/big.bin'),
+    ),
+  )
+  if (fs.statSync('/big.bin').size !== chunks * chunk.byteLength) throw new Error('the streamed file has the wrong size')
+  let seen = 0
+  const read = await timeAsync(async () => {
+    for await (const part of fs.createReadStream('/big.bin')) seen += (part as Uint8Array).byteLength
+  })
+  if (seen !== chunks * chunk.byteLength) throw new Error(`read ${seen} bytes back, expected ${chunks * chunk.byteLength}`)
+  const mb = (chunks * chunk.byteLength) / 1e6
+  return { write: (mb / write) * 1000, read: (mb / read) * 1000 }
+}
+
+async function benchStreams(): Promise<void> {
+  const size = QUICK ? 10e6 : 100e6
+  const subjects: [string, () => Promise<{ fs: StreamFs; close?: () => Promise<void> }>][] = [
+    ['memfs', async () => ({ fs: memfsVolume() as unknown as StreamFs })],
+    [
+      'rewindfs',
+      async () => {
+        const { ws, fs } = await rewind()
+        return { fs: fs as unknown as StreamFs, close: () => ws.close() }
+      },
+    ],
+  ]
+  const results = new Map<string, { write: number; read: number } | string>()
+  for (const [name, open] of subjects) {
+    const samples: { write: number; read: number }[] = []
+    try {
+      for (let rep = 0; rep < CONFIG.reps; rep++) {
+        fullGc()
+        const { fs, close } = await open()
+        samples.push(await streamOnce(fs, size))
+        await close?.()
+        progress(`streams ${name} rep ${rep + 1}: write ${samples.at(-1)!.write.toFixed(0)} MB/s, read ${samples.at(-1)!.read.toFixed(0)} MB/s`)
+      }
+      results.set(name, { write: median(samples.map((s) => s.write)), read: median(samples.map((s) => s.read)) })
+    } catch (error) {
+      results.set(name, failure(`streams ${name}`, error))
+    }
+  }
+  const ours = results.get('rewindfs')
+  const rows = [...results].map(([name, r]) => {
+    if (typeof r === 'string') return [name, 'FAILED', r, '']
+    const ratio = name === 'rewindfs' ? '1' : typeof ours === 'object' ? `${fmtRatio(ours.write / r.write)} / ${fmtRatio(ours.read / r.read)}` : 'n/a'
+    return [name, `${r.write.toFixed(0)} MB/s`, `${r.read.toFixed(0)} MB/s`, ratio]
+  })
+  emit(
+    `### 1b. Streams: one ${(size / 1e6).toFixed(0)} MB file (median of ${CONFIG.reps} runs)\n\n` +
+      table(['fs', 'createWriteStream (64 KiB chunks)', 'createReadStream', 'rewindfs ÷ it (write / read)'], rows),
   )
 }
 
@@ -647,6 +730,7 @@ const header =
 emit(header)
 const sections: [string, () => Promise<void>][] = [
   ['ops', benchOps],
+  ['streams', benchStreams],
   ['lower', benchLower],
   ['checkpoint', benchCheckpoint],
   ['memory', benchMemory],

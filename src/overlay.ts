@@ -413,11 +413,11 @@ export class Overlay {
     return this.replace(entry, { ...node, meta })
   }
 
-  /** New file content for an existing file entry; keeps its inode and mode. */
-  setContent(entry: Entry, bytes: Uint8Array): Entry {
+  /** New file content for an existing file entry; keeps its inode and mode. `owned`: the store may keep `bytes`. */
+  setContent(entry: Entry, bytes: Uint8Array, owned = true): Entry {
     const meta = this.meta(entry)
     const now = this.now()
-    const blob = this.blobs.put(bytes)
+    const blob = owned ? this.blobs.put(bytes) : this.blobs.putCopy(bytes)
     if (entry.node?.type === 'file') this.blobs.succeeded(entry.node.blob, blob)
     return this.replace(entry, { type: 'file', meta: { ...meta, mtimeMs: now, ctimeMs: now }, blob, size: bytes.byteLength })
   }

@@ -3,10 +3,10 @@
  * across files, sessions and checkpoints. Blobs are immutable once stored; the store owns the bytes
  * it is given. Unreachable blobs are removed by the collector (collector.ts), never by the store.
  */
-import { bytesEqual } from '../bytes.js'
 import { FsError } from '../errors.js'
 import { type Delta, MIN_DELTA_SIZE, applyDelta, makeDelta } from './delta.js'
 import { hashBytes } from './hash.js'
+import { sameContent } from './same-content.js'
 
 export type BlobId = string
 
@@ -32,19 +32,28 @@ export class BlobStore {
 
   /** Stores `bytes` (taking ownership) and returns their id. */
   put(bytes: Uint8Array): BlobId {
+    return this.store(bytes, true)
+  }
+
+  /** Stores a copy of `bytes` (the caller keeps them), made only when the content is new. */
+  putCopy(bytes: Uint8Array): BlobId {
+    return this.store(bytes, false)
+  }
+
+  private store(bytes: Uint8Array, owned: boolean): BlobId {
     this.counters.touched++
     const base = hashBytes(bytes)
     let id = base
-    // A hash match is confirmed byte by byte; a true collision gets a suffixed id.
+    // A hash match is confirmed byte by byte (why: same-content.ts); a true collision gets a suffixed id.
     for (let n = 1; ; n++) {
       const existing = this.blobs.get(id)
       if (existing === undefined) {
-        this.blobs.set(id, bytes)
+        this.blobs.set(id, owned ? bytes : bytes.slice())
         this.storedBytes += bytes.byteLength
         this.allocatedSinceCollection += bytes.byteLength
         break
       }
-      if (bytesEqual(existing instanceof Uint8Array ? existing : this.get(id), bytes)) break
+      if (sameContent(existing instanceof Uint8Array ? existing : this.get(id), bytes)) break
       id = `${base}~${n}`
     }
     this.protectedIds?.add(id)

@@ -306,18 +306,17 @@ export class FsOperations {
     // Truncation is folded into the one content change below: one blob, one journal slot.
     const entry = this.openEntry(path, given, flags & ~O_TRUNC, mode, () => {
       created = true
-      return bytes.slice()
+      return bytes
     })
     if (created) return
     if (entry.type === 'dir') throw new FsError('EISDIR', 'open', given)
     const append = (flags & O_APPEND) !== 0
     const current = append || (flags & O_TRUNC) === 0 ? this.overlay.readBytes(entry) : new Uint8Array(0)
     this.checkSize(append ? current.byteLength + bytes.byteLength : Math.max(current.byteLength, bytes.byteLength), 'write', given)
-    let next: Uint8Array
-    if (append) next = concatBytes([current, bytes])
-    else if (current.byteLength > bytes.byteLength) next = concatBytes([bytes, current.subarray(bytes.byteLength)])
-    else next = bytes.slice()
-    this.overlay.setContent(entry, next)
+    // The caller's bytes are copied only if the store does not hold that content already.
+    if (append) this.overlay.setContent(entry, concatBytes([current, bytes]))
+    else if (current.byteLength > bytes.byteLength) this.overlay.setContent(entry, concatBytes([bytes, current.subarray(bytes.byteLength)]))
+    else this.overlay.setContent(entry, bytes, false)
   }
 
   appendFile(file: unknown, data: unknown, options?: unknown): void {
@@ -767,10 +766,11 @@ export class FsOperations {
         return this.checkOpen(existing, given, flags, writable)
       }
       const meta = this.overlay.newMeta(mode & ~this.umask & 0o7777)
-      // A file created with its content (writeFile) is stored once, not empty first.
+      // A file created with its content (writeFile) is stored once, not empty first; the caller's
+      // bytes are copied only when the store does not hold that content already.
       const bytes = content?.() ?? new Uint8Array(0)
       this.journal?.classify('file_create')
-      return this.overlay.put(parent, name, { type: 'file', meta, blob: this.overlay.blobs.put(bytes), size: bytes.byteLength })
+      return this.overlay.put(parent, name, { type: 'file', meta, blob: this.overlay.blobs.putCopy(bytes), size: bytes.byteLength })
     }
   }
 
