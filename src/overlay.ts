@@ -159,6 +159,8 @@ export class Overlay {
   }
 
   private walk(path: string, follow: boolean, fail: (code: 'ENOENT' | 'ENOTDIR' | 'ELOOP', inLink: boolean) => undefined): Entry | undefined {
+    // The kernel refuses an empty path (ENOENT) rather than taking it as the working directory.
+    if (path === '') return fail('ENOENT', false)
     const queue = components(path).reverse()
     const trailingSlash = path.endsWith('/') || path.endsWith('/.') || path.endsWith('/..')
     const stack: Entry[] = [this.rootEntry()]
@@ -200,6 +202,7 @@ export class Overlay {
    * component is returned raw ('.', '..' included) for the caller's own rules.
    */
   resolveParent(path: string, syscall: string, reportPath: string = path, dest?: string): ParentLookup {
+    if (path === '') throw new FsError('ENOENT', syscall, reportPath, dest)
     const parts = components(path)
     const trailingSlash = path.endsWith('/')
     if (parts.length === 0) return { parent: undefined, name: '', trailingSlash, existing: this.rootEntry() }

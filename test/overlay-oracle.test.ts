@@ -1,7 +1,10 @@
 /**
  * Differential tests: random sequences of fs calls run against the workspace (over a real lower
  * directory) and against a real Linux directory with node:fs. After every step the results or
- * error codes, and the whole tree, must be equal. The lower directory must never change.
+ * errors (code, syscall and message: paths named exactly as given), and the whole tree, must be
+ * equal. Paths are absolute, relative (the host runs in the real directory, the workspace in '/')
+ * or empty; descriptors are driven through random sequences of their calls. The lower directory
+ * must never change.
  */
 import * as nodeFs from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -60,55 +63,130 @@ const staysInside = (parts: string[]) => {
   for (const part of parts) if ((depth += part === '..' ? -1 : part === '.' ? 0 : 1) < 0) return false
   return true
 }
-const path = fc
-  .array(fc.oneof({ weight: 8, arbitrary: name }, { weight: 1, arbitrary: fc.constantFrom('.', '..') }), { minLength: 1, maxLength: 3 })
-  .filter(staysInside)
-  .chain((parts) => fc.constantFrom('/' + parts.join('/'), '/' + parts.join('/') + '/'))
-  .map((p) => (p.endsWith('/') && Math.random() < 0.7 ? p.slice(0, -1) : p))
+/** Absolute ('/a/b'), relative to the working directory ('a/b', './a'), or now and then empty. */
+const path = fc.oneof(
+  {
+    weight: 30,
+    arbitrary: fc
+      .record({
+        parts: fc.array(fc.oneof({ weight: 8, arbitrary: name }, { weight: 1, arbitrary: fc.constantFrom('.', '..') }), { minLength: 1, maxLength: 3 }).filter(staysInside),
+        form: fc.constantFrom('absolute', 'absolute', 'relative', 'dot'),
+        slash: fc.oneof({ weight: 7, arbitrary: fc.constant(false) }, { weight: 3, arbitrary: fc.constant(true) }),
+      })
+      .map(({ parts, form, slash }) => (form === 'absolute' ? '/' : form === 'dot' ? './' : '') + parts.join('/') + (slash ? '/' : '')),
+  },
+  { weight: 1, arbitrary: fc.constant('') },
+)
+/** The path on one side: absolute paths under that side's root, relative and empty ones as they are. */
+const at = (root: string, p: string) => (p.startsWith('/') ? root + p : p)
 const text = fc.constantFrom('', 'one', 'two words', 'x'.repeat(20))
 
 type Op = { name: string; args: (root: string, prefix: string) => unknown[] }
+
+/** One call on an open descriptor, with small arguments so reads, writes and truncations overlap. */
+type FdCall =
+  | { call: 'read'; length: number; position: number | null }
+  | { call: 'write'; text: string; position: number | null }
+  | { call: 'readv'; lengths: number[]; position: number | null }
+  | { call: 'writev'; texts: string[]; position: number | null }
+  | { call: 'ftruncate'; length: number }
+  | { call: 'fstat' }
+  | { call: 'fsync' }
+const position = fc.constantFrom(null, null, 0, 2, 40)
+const fdCall: fc.Arbitrary<FdCall> = fc.oneof(
+  fc.record({ call: fc.constant('read' as const), length: fc.constantFrom(0, 3, 64), position }),
+  fc.record({ call: fc.constant('write' as const), text: text, position }),
+  fc.record({ call: fc.constant('readv' as const), lengths: fc.array(fc.constantFrom(0, 2, 5, 64), { maxLength: 3 }), position }),
+  fc.record({ call: fc.constant('writev' as const), texts: fc.array(text, { maxLength: 3 }), position }),
+  fc.record({ call: fc.constant('ftruncate' as const), length: fc.constantFrom(0, 3, 50) }),
+  fc.constant({ call: 'fstat' as const }),
+  fc.constant({ call: 'fsync' as const }),
+)
+
+/** Runs a descriptor's calls; each outcome (bytes read, written, sizes or the error) is compared. */
+function runFd(fs: typeof nodeFs, path: string, flags: string, calls: FdCall[]): unknown[] {
+  const out: unknown[] = []
+  const fd = fs.openSync(path, flags)
+  try {
+    for (const c of calls) {
+      try {
+        if (c.call === 'read') {
+          const buffer = Buffer.alloc(c.length)
+          const n = fs.readSync(fd, buffer, 0, c.length, c.position)
+          out.push(buffer.subarray(0, n).toString())
+        } else if (c.call === 'write') out.push(fs.writeSync(fd, c.text, c.position))
+        else if (c.call === 'readv') {
+          const buffers = c.lengths.map((n) => Buffer.alloc(n))
+          const n = fs.readvSync(fd, buffers, c.position as number)
+          out.push([n, Buffer.concat(buffers).subarray(0, n).toString()])
+        } else if (c.call === 'writev') out.push(fs.writevSync(fd, c.texts.map((t) => Buffer.from(t)), c.position as number))
+        else if (c.call === 'ftruncate') out.push(fs.ftruncateSync(fd, c.length) ?? null)
+        else if (c.call === 'fstat') {
+          const s = fs.fstatSync(fd)
+          out.push([s.size, s.mode & 0o7777, s.isFile()])
+        } else out.push(fs.fsyncSync(fd) ?? null)
+      } catch (error) {
+        const e = error as { code?: string; syscall?: string }
+        out.push({ error: e.code, syscall: e.syscall })
+      }
+    }
+  } finally {
+    fs.closeSync(fd)
+  }
+  return out
+}
 const op: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ p: path, t: text, flag: fc.constantFrom('w', 'a', 'wx', 'r+') }).map(({ p, t, flag }) => ({ name: 'writeFileSync', args: (r: string) => [r + p, t, { flag }] })),
-  fc.record({ p: path, t: text }).map(({ p, t }) => ({ name: 'appendFileSync', args: (r: string) => [r + p, t] })),
-  fc.record({ p: path, recursive: fc.boolean() }).map(({ p, recursive }) => ({ name: 'mkdirSync', args: (r: string) => [r + p, { recursive }] })),
-  path.map((p) => ({ name: 'rmdirSync', args: (r: string) => [r + p] })),
+  fc.record({ p: path, t: text, flag: fc.constantFrom('w', 'a', 'wx', 'r+') }).map(({ p, t, flag }) => ({ name: 'writeFileSync', args: (r: string) => [at(r, p), t, { flag }] })),
+  fc.record({ p: path, t: text }).map(({ p, t }) => ({ name: 'appendFileSync', args: (r: string) => [at(r, p), t] })),
+  fc
+    .record({ p: path, recursive: fc.boolean(), mode: fc.constantFrom(undefined, 0o700, 0o755, 0o1777, 0o7777, 0o2775, '750') })
+    .map(({ p, recursive, mode }) => ({ name: 'mkdirSync', args: (r: string) => [at(r, p), { recursive, mode }] })),
+  path.map((p) => ({ name: 'rmdirSync', args: (r: string) => [at(r, p)] })),
   // rm -r of 'x/..' removes children through a name it deletes on the way, in the kernel's
   // readdir order: what survives is order-dependent on the host, so it is not compared.
   fc
     .record({ p: path.filter((p) => !/\/\.\.\/?$/.test(p)), recursive: fc.boolean(), force: fc.boolean() })
-    .map(({ p, recursive, force }) => ({ name: 'rmSync', args: (r: string) => [r + p, { recursive, force }] })),
-  path.map((p) => ({ name: 'unlinkSync', args: (r: string) => [r + p] })),
-  fc.record({ from: path, to: path }).map(({ from, to }) => ({ name: 'renameSync', args: (r: string) => [r + from, r + to] })),
-  fc.record({ from: path, to: path, excl: fc.boolean() }).map(({ from, to, excl }) => ({ name: 'copyFileSync', args: (r: string) => [r + from, r + to, excl ? 1 : 0] })),
-  fc.record({ target: fc.constantFrom('a', 'a/f', 'a/../c', 'missing', 'l2', '/a', '/c'), p: path }).map(({ target, p }) => ({
+    .map(({ p, recursive, force }) => ({ name: 'rmSync', args: (r: string) => [at(r, p), { recursive, force }] })),
+  path.map((p) => ({ name: 'unlinkSync', args: (r: string) => [at(r, p)] })),
+  fc.record({ from: path, to: path }).map(({ from, to }) => ({ name: 'renameSync', args: (r: string) => [at(r, from), at(r, to)] })),
+  fc.record({ from: path, to: path, excl: fc.boolean() }).map(({ from, to, excl }) => ({ name: 'copyFileSync', args: (r: string) => [at(r, from), at(r, to), excl ? 1 : 0] })),
+  fc.record({ target: fc.constantFrom('a', 'a/f', 'a/../c', 'missing', 'l2', '/a', '/c', ''), p: path }).map(({ target, p }) => ({
     name: 'symlinkSync',
     // Absolute targets inside the root: '/x' in the workspace is root + '/x' on the host. Relative
     // targets never climb above the link's directory, which could leave the root (tested apart).
-    args: (r: string, prefix: string) => [target.startsWith('/') ? prefix + target : target, r + p],
+    args: (r: string, prefix: string) => [target.startsWith('/') ? prefix + target : target, at(r, p)],
   })),
-  path.map((p) => ({ name: 'readlinkSync', args: (r: string) => [r + p] })),
-  fc.record({ p: path, mode: fc.constantFrom(0o644, 0o600, 0o755, 0o700) }).map(({ p, mode }) => ({ name: 'chmodSync', args: (r: string) => [r + p, mode] })),
-  fc.record({ p: path, len: fc.constantFrom(0, 2, 30) }).map(({ p, len }) => ({ name: 'truncateSync', args: (r: string) => [r + p, len] })),
-  path.map((p) => ({ name: 'readFileSync', args: (r: string) => [r + p, 'utf8'] })),
-  path.map((p) => ({ name: 'readdirSync', args: (r: string) => [r + p] })),
-  path.map((p) => ({ name: 'readdirSync', args: (r: string) => [r + p, { recursive: true }] })),
-  path.map((p) => ({ name: 'statSync', args: (r: string) => [r + p] })),
-  path.map((p) => ({ name: 'lstatSync', args: (r: string) => [r + p] })),
-  path.map((p) => ({ name: 'existsSync', args: (r: string) => [r + p] })),
-  path.map((p) => ({ name: 'realpathSync', args: (r: string) => [r + p] })),
-  path.map((p) => ({ name: 'accessSync', args: (r: string) => [r + p] })),
+  path.map((p) => ({ name: 'readlinkSync', args: (r: string) => [at(r, p)] })),
+  fc.record({ p: path, mode: fc.constantFrom(0o644, 0o600, 0o755, 0o700) }).map(({ p, mode }) => ({ name: 'chmodSync', args: (r: string) => [at(r, p), mode] })),
+  fc.record({ p: path, len: fc.constantFrom(0, 2, 30) }).map(({ p, len }) => ({ name: 'truncateSync', args: (r: string) => [at(r, p), len] })),
+  path.map((p) => ({ name: 'readFileSync', args: (r: string) => [at(r, p), 'utf8'] })),
+  path.map((p) => ({ name: 'readdirSync', args: (r: string) => [at(r, p)] })),
+  path.map((p) => ({ name: 'readdirSync', args: (r: string) => [at(r, p), { recursive: true }] })),
+  path.map((p) => ({ name: 'readdirSync', args: (r: string) => [at(r, p), { recursive: true, withFileTypes: true }] })),
+  path.map((p) => ({ name: 'statSync', args: (r: string) => [at(r, p)] })),
+  path.map((p) => ({ name: 'lstatSync', args: (r: string) => [at(r, p)] })),
+  path.map((p) => ({ name: 'existsSync', args: (r: string) => [at(r, p)] })),
+  path.map((p) => ({ name: 'realpathSync', args: (r: string) => [at(r, p)] })),
+  path.map((p) => ({ name: 'accessSync', args: (r: string) => [at(r, p)] })),
   // Node's cp copies a directory into itself forever when the destination reaches it through a
   // link (stack overflow or ENAMETOOLONG, after minutes); those cases are tested on their own.
   fc
-    .record({ from: path, to: path.filter((p) => !p.split('/').includes('abs')) })
-    .map(({ from, to }) => ({ name: 'cpSync', args: (r: string) => [r + from, r + to, { recursive: true }] })),
-  fc.record({ p: path, t: text }).map(({ p, t }) => ({ name: 'fdWrite', args: (r: string) => [r + p, t] })),
+    .record({ from: path, to: path.filter((p) => !p.split('/').includes('abs')), dereference: fc.boolean() })
+    .map(({ from, to, dereference }) => ({ name: 'cpSync', args: (r: string) => [at(r, from), at(r, to), { recursive: true, dereference }] })),
+  fc.record({ p: path, t: text }).map(({ p, t }) => ({ name: 'fdWrite', args: (r: string) => [at(r, p), t] })),
+  fc.record({ p: path, flags: fc.constantFrom('r', 'r+', 'w', 'w+', 'a', 'a+', 'wx', 'ax+'), calls: fc.array(fdCall, { maxLength: 6 }) }).map(({ p, flags, calls }) => ({
+    name: 'fdSequence',
+    args: (r: string) => [at(r, p), flags, calls],
+  })),
 )
 
 /** Runs one call; returns a comparable outcome (values normalised, errors by code and syscall). */
 function run(fs: typeof nodeFs, o: Op, root: string, prefix: string): unknown {
   try {
+    if (o.name === 'fdSequence') {
+      const [p, flags, calls] = o.args(root, prefix) as [string, string, FdCall[]]
+      return runFd(fs, p, flags, calls)
+    }
     if (o.name === 'fdWrite') {
       const [p, t] = o.args(root, prefix) as [string, string]
       const fd = fs.openSync(p, 'a+')
@@ -124,14 +202,23 @@ function run(fs: typeof nodeFs, o: Op, root: string, prefix: string): unknown {
       // A link's size is its target's length, which differs by the host prefix for absolute ones.
       return { type: s.isFile() ? 'file' : s.isDirectory() ? 'dir' : 'link', mode: s.mode & 0o7777, size: s.isFile() ? s.size : 0 }
     }
-    if (o.name === 'readdirSync') return [...(result as string[])].sort()
+    if (o.name === 'readdirSync') {
+      const entries = result as (string | nodeFs.Dirent)[]
+      // Host parent paths carry the root in front of absolute ones; order within a directory is the disk's.
+      const shown = entries.map((e) =>
+        typeof e === 'string' ? e : `${prefix && e.parentPath.startsWith(prefix) ? e.parentPath.slice(prefix.length) || '/' : e.parentPath}|${e.name}|${e.isDirectory() ? 'd' : e.isSymbolicLink() ? 'l' : 'f'}`,
+      )
+      return [...shown].sort()
+    }
     if (o.name === 'realpathSync') return (result as string).slice(prefix.length) || '/'
     if (o.name === 'readlinkSync') return (result as string).startsWith(prefix) ? (result as string).slice(prefix.length) : result
-    if (o.name === 'mkdirSync') return result === undefined ? undefined : (result as string).slice(prefix.length)
+    if (o.name === 'mkdirSync') return typeof result === 'string' && prefix && result.startsWith(prefix) ? result.slice(prefix.length) : result
     return result ?? null
   } catch (error) {
-    const e = error as { code?: string; syscall?: string }
-    return { error: e.code ?? String(error), syscall: e.syscall }
+    const e = error as { code?: string; syscall?: string; message?: string }
+    // Paths in messages as the caller gave them: the host's absolute ones have the root in front.
+    const message = prefix ? e.message?.replaceAll(`'${prefix}/`, "'/").replaceAll(`'${prefix}'`, "'/'").replaceAll(` ${prefix}/`, ' /') : e.message
+    return { error: e.code ?? String(error), syscall: e.syscall, message }
   }
 }
 
@@ -150,6 +237,8 @@ describe('the workspace matches a real Linux directory', () => {
           const lowerBefore = snapshot(nodeFs, lowerDir, lowerDir)
           const ws = await Workspace.open({ lower: syncFsSource(nodeFs, lowerDir), autoCheckpoint: false })
           const wfs = ws.fs as unknown as typeof nodeFs
+          const cwd = process.cwd()
+          process.chdir(realDir) // relative paths: the host's working directory is the real root
           try {
             for (const [i, o] of ops.entries()) {
               const expected = run(nodeFs, o, realDir, realDir)
@@ -160,6 +249,7 @@ describe('the workspace matches a real Linux directory', () => {
             }
             expect(snapshot(nodeFs, lowerDir, lowerDir)).toEqual(lowerBefore)
           } finally {
+            process.chdir(cwd)
             nodeFs.rmSync(lowerDir, { recursive: true, force: true })
             nodeFs.rmSync(realDir, { recursive: true, force: true })
           }

@@ -5,7 +5,8 @@
  */
 import { type Encoding, concatBytes, decode, toCallerBytes } from '../bytes.js'
 import { FsError, systemError, typeError } from '../errors.js'
-import type { Entry, Overlay } from '../overlay.js'
+import { HostBuffer } from '../host.js'
+import type { Entry, Overlay, StatFields } from '../overlay.js'
 import { absolute, basename, components, dirname, isWithin, join, normalize } from '../path.js'
 import {
   constants,
@@ -21,7 +22,7 @@ import {
 import { dirNode } from '../layer/nodes.js'
 import type { Journal, OperationType } from '../engine/journal.js'
 import { type OpenFile, DescriptorTable } from './descriptors.js'
-import { Dir, Dirent, createStats } from './stats.js'
+import { Dir, Dirent, StatFs, createStats } from './stats.js'
 
 const { O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_DIRECTORY, O_NOFOLLOW } = constants
 const ACCMODE = 3
@@ -105,6 +106,12 @@ export class FsOperations {
     }
   }
 
+  /**
+   * Access times set by reads, by inode. Kept beside the tree: a read is never an operation, a
+   * copy-up of a lower file or a change in a diff, and access times are not part of checkpoints.
+   */
+  private readonly accessTimes = new Map<number, number>()
+
   /** Records mutating calls as operations (the rollback engine); absent, nothing is recorded. */
   journal: Journal | undefined
   /** Set by the engine's safe stop: every mutating call then fails with EROFS naming the reason. */
@@ -154,13 +161,44 @@ export class FsOperations {
     this.overlay.refuseReserved(normalize(absolute(given, this.cwd)), syscall, given)
   }
 
+  /** The caller's path as given (for errors) and as an absolute path; '' stays '' (the kernel's ENOENT). */
   private path(value: unknown, name = 'path'): { given: string; path: string } {
     const given = pathArgument(value, name)
     this.settle()
-    return { given, path: absolute(given, this.cwd) }
+    return { given, path: given === '' ? '' : absolute(given, this.cwd) }
   }
 
   // ---- reading -----------------------------------------------------------------------------------
+
+  /**
+   * A read of `entry` (file content, a listing, a link): Linux's default relatime updates the access
+   * time when it is not later than the modification or change time, or is a day old.
+   */
+  private accessed(entry: Entry): void {
+    if (this.frozenReason !== undefined) return // a read-only file system keeps its access times
+    const meta = this.overlay.meta(entry)
+    const atime = this.accessTimes.get(meta.ino) ?? meta.atimeMs
+    if (atime > meta.mtimeMs && atime > meta.ctimeMs) {
+      const now = this.overlay.now()
+      if (now - atime >= DAY_MS) this.accessTimes.set(meta.ino, now)
+      return
+    }
+    this.accessTimes.set(meta.ino, Math.max(atime, this.overlay.now()))
+  }
+
+  /** stat(2) of an entry: the tree's fields with the access time reads have set. */
+  private statFields(entry: Entry): StatFields {
+    const fields = this.overlay.stat(entry)
+    const atime = this.accessTimes.get(fields.ino)
+    if (atime !== undefined) fields.atimeMs = atime
+    return fields
+  }
+
+  /** Times set explicitly (utimes) replace any access time reads set. */
+  private setTimes(entry: Entry, change: { atimeMs: number; mtimeMs: number; ctimeMs: number }): void {
+    this.accessTimes.delete(this.overlay.meta(entry).ino)
+    this.overlay.setMeta(entry, change)
+  }
 
   readFile(file: unknown, options?: unknown): Uint8Array | string {
     const encoding = encodingOption(options, null)
@@ -170,7 +208,7 @@ export class FsOperations {
       const open = this.descriptors.get(file, 'read')
       this.settle(open)
       if (!open.readable) throw new FsError('EBADF', 'read')
-      const all = this.descriptorBytes(open)
+      const all = this.descriptorBytes(open, true)
       bytes = all.slice(Math.min(open.position, all.byteLength))
       open.position += bytes.byteLength
       return encoding && encoding !== 'buffer' ? decode(bytes, encoding) : toCallerBytes(bytes)
@@ -180,37 +218,55 @@ export class FsOperations {
     const entry = flags === constants.O_RDONLY ? this.overlay.resolve(path, 'open', true, given) : this.openEntry(path, given, flags, 0o666)
     if (entry.type === 'dir') throw new FsError('EISDIR', 'read')
     bytes = this.overlay.readBytes(entry)
+    this.accessed(entry)
     return encoding && encoding !== 'buffer' ? decode(bytes, encoding) : toCallerBytes(bytes)
   }
 
-  readdir(dirPath: unknown, options?: unknown): (string | Uint8Array | Dirent)[] {
+  /**
+   * readdir as Node does it. Recursive listings walk as Node's own JS does: the sync and callback
+   * forms breadth first (a queue), the promise form from a stack (`stack`), so entries come in the
+   * same order. Names mode descends into whatever stat()s as a directory (links too); withFileTypes
+   * only into real directories. Dirents carry the parent path as Node builds it: the caller's path
+   * at the top, path.join of it below.
+   */
+  readdir(dirPath: unknown, options?: unknown, stack = false): (string | Uint8Array | Dirent)[] {
     const { given, path } = this.path(dirPath)
     const encoding = encodingOption(options, 'utf8')
     const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
     const root = this.overlay.resolve(path, 'scandir', true, given)
     if (root.type !== 'dir') throw new FsError('ENOTDIR', 'scandir', given)
+    this.accessed(root)
+    const withTypes = opts.withFileTypes === true
     const results: (string | Uint8Array | Dirent)[] = []
-    // Node's recursive listing also descends into links to directories; a link back into the
-    // directories being walked is listed but not entered (Node would loop forever).
-    // Node descends by joining names to the path as given (lexically), so 'link/..' children are
-    // looked up from the lexical parent.
-    const walking = new Set<string>()
-    const visit = (dir: Entry, lexical: string, prefix: string, parentPath: string) => {
-      walking.add(dir.path)
-      const children: [string, Entry][] = []
+    const encoder = new TextEncoder()
+    // A directory to list: its entry, its path relative to the top, the parent path Dirents show,
+    // and its lexical absolute path (Node descends by joining names, so 'link/..' is not physical).
+    // `above`: the directories it was reached through, so a link back into them is not entered (Node
+    // would loop forever); the same directory reached by two ways is listed twice, as Node does.
+    type Above = { path: string; above: Above | undefined }
+    type Pending = { dir: Entry; relative: string; parentPath: string; lexical: string; above: Above }
+    const pending: Pending[] = [{ dir: root, relative: '', parentPath: given, lexical: normalize(path), above: { path: root.path, above: undefined } }]
+    const inside = (target: string, chain: Above | undefined): boolean => chain !== undefined && (chain.path === target || inside(target, chain.above))
+    while (pending.length > 0) {
+      const { dir, relative, parentPath, lexical, above } = stack ? pending.pop()! : pending.shift()!
       for (const name of this.overlay.names(dir)) {
         const child = this.overlay.child(dir, name)!
-        const relative = prefix ? prefix + '/' + name : name
-        if (opts.withFileTypes) results.push(new Dirent(name, child.type, parentPath))
-        else results.push(encoding === 'buffer' ? toCallerBytes(new TextEncoder().encode(relative)) : relative)
-        if (!opts.recursive || (child.type !== 'dir' && child.type !== 'symlink')) continue
-        const target = this.tryResolveDir(join(lexical, name))
-        if (target && !walking.has(target.path)) children.push([name, target])
+        const childRelative = relative ? relative + '/' + name : name
+        if (withTypes) results.push(new Dirent(name, child.type, parentPath))
+        else results.push(encoding === 'buffer' ? toCallerBytes(encoder.encode(childRelative)) : childRelative)
+        if (opts.recursive !== true) continue
+        const childLexical = join(lexical, name)
+        const childParentPath = joinLexically(parentPath, name)
+        let target: Entry | undefined
+        if (withTypes) {
+          if (child.type !== 'dir') continue
+          target = this.overlay.resolve(childLexical, 'scandir', true, childParentPath)
+          if (target.type !== 'dir') throw new FsError('ENOTDIR', 'scandir', childParentPath)
+        } else target = this.tryResolveDir(childLexical)
+        if (!target || inside(target.path, above)) continue
+        pending.push({ dir: target, relative: childRelative, parentPath: childParentPath, lexical: childLexical, above: { path: target.path, above } })
       }
-      for (const [name, child] of children) visit(child, join(lexical, name), prefix ? prefix + '/' + name : name, parentPath + '/' + name)
-      walking.delete(dir.path)
     }
-    visit(root, normalize(path), '', given.replace(/\/+$/, '') || '/')
     return results
   }
 
@@ -235,7 +291,7 @@ export class FsOperations {
     const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
     try {
       const entry = this.overlay.resolve(path, syscall, follow, given)
-      return createStats(this.overlay.stat(entry), opts.bigint === true)
+      return createStats(this.statFields(entry), opts.bigint === true)
     } catch (error) {
       if (opts.throwIfNoEntry === false && error instanceof FsError && error.code === 'ENOENT') return undefined
       throw error
@@ -266,25 +322,78 @@ export class FsOperations {
     const entry = this.overlay.resolve(path, 'readlink', false, given)
     if (entry.type !== 'symlink') throw new FsError('EINVAL', 'readlink', given)
     const target = this.overlay.readLink(entry)
+    this.accessed(entry)
     return encoding === 'buffer' ? toCallerBytes(new TextEncoder().encode(target)) : target
   }
 
+  /**
+   * realpath: `syscall` 'realpath' is the native one (realpath(3): the kernel's resolution, errors
+   * name the path as given); 'lstat' is Node's JS realpath, reproduced step for step.
+   */
   realpath(file: unknown, options?: unknown, syscall = 'lstat'): string | Uint8Array {
     const { given, path } = this.path(file)
     const encoding = encodingOption(options, 'utf8')
-    // Node's JS realpath lstat()s each component and stat()s each link it follows, so errors met
-    // inside a link's target report 'stat'; the native one reports 'realpath' throughout.
-    // The JS realpath also resolves the path lexically first (path.resolve), so 'missing/..' is fine.
-    const start = syscall === 'lstat' ? normalize(path) : path
-    let entry
-    try {
-      entry = this.overlay.resolve(start, syscall, true, given, undefined, syscall === 'lstat' ? 'stat' : syscall)
-    } catch (error) {
-      // The JS realpath meets a loop only in the stat() it calls on each link, never in an lstat().
-      if (syscall === 'lstat' && error instanceof FsError && error.code === 'ELOOP') throw new FsError('ELOOP', 'stat', given)
-      throw error
+    const resolved = syscall === 'lstat' ? this.realpathLexical(given) : this.overlay.resolve(path, syscall, true, given).path
+    return encoding === 'buffer' ? toCallerBytes(new TextEncoder().encode(resolved)) : resolved
+  }
+
+  /**
+   * Node's JS realpathSync: resolve the path lexically (path.resolve), then lstat each prefix; a
+   * link is stat()ed, read, and the rest of the path is resolved lexically against its target.
+   * Errors name the prefix being looked at ('lstat', or 'stat' for a link that leads nowhere).
+   */
+  private realpathLexical(given: string): string {
+    let path = normalize(absolute(given, this.cwd))
+    let done = '/'
+    let rest = components(path)
+    while (rest.length > 0) {
+      const base = join(done, rest[0])
+      const entry = this.overlay.resolve(base, 'lstat', false, base)
+      if (entry.type !== 'symlink') {
+        done = base
+        rest = rest.slice(1)
+        continue
+      }
+      this.overlay.resolve(base, 'stat', true, base)
+      const link = this.overlay.readLink(entry)
+      path = normalize((link.startsWith('/') ? link : join(done, link)) + '/' + rest.slice(1).join('/'))
+      done = '/'
+      rest = components(path)
     }
-    return encoding === 'buffer' ? toCallerBytes(new TextEncoder().encode(entry.path)) : entry.path
+    return done
+  }
+
+  /**
+   * statfs(2) of the workspace: one in-memory file system, so every path reports the same. Sizes are
+   * nominal (4 KiB blocks; 'used' is the content the blob store holds): memory is the real limit.
+   */
+  statfs(file: unknown, options?: unknown): StatFs {
+    const { given, path } = this.path(file)
+    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    this.overlay.resolve(path, 'statfs', true, given)
+    const used = Math.ceil(this.overlay.blobs.bytes / STATFS_BLOCK)
+    const files = this.overlay.inodes.next
+    return new StatFs(
+      [STATFS_TYPE, STATFS_BLOCK, STATFS_BLOCKS, STATFS_BLOCKS - used, STATFS_BLOCKS - used, STATFS_FILES, STATFS_FILES - files],
+      opts.bigint === true,
+    )
+  }
+
+  /** fs.openAsBlob: the file's content now, as a Blob (Node 20 throws synchronously when it cannot open it). */
+  openAsBlob(file: unknown, options?: unknown): Promise<Blob> {
+    const opts = options === undefined ? {} : options
+    if (typeof opts !== 'object' || opts === null || Array.isArray(opts)) {
+      throw typeError('ERR_INVALID_ARG_TYPE', `The "options" argument must be of type object.${describeReceived(opts)}`)
+    }
+    const type = (opts as Options).type || ''
+    if (typeof type !== 'string') throw typeError('ERR_INVALID_ARG_TYPE', `The "options.type" property must be of type string.${describeReceived(type)}`)
+    const { path } = this.path(file)
+    const entry = this.overlay.lookup(path, true)
+    if (!entry) throw typeError('ERR_INVALID_ARG_VALUE', 'Unable to open file as blob')
+    if (entry.type === 'dir') return Promise.reject(new FsError('EISDIR', 'read'))
+    const bytes = this.overlay.readBytes(entry)
+    this.accessed(entry)
+    return Promise.resolve(new Blob([bytes as Uint8Array<ArrayBuffer>], { type }))
   }
 
   // ---- writing -----------------------------------------------------------------------------------
@@ -327,57 +436,62 @@ export class FsOperations {
     const { given, path } = this.path(dirPath)
     const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
     const mode = modeArgument(typeof options === 'number' || typeof options === 'string' ? options : opts.mode, 'mode', 0o777)
-    if (opts.recursive) return this.mkdirRecursive(path, given, mode)
+    if (opts.recursive) return this.mkdirRecursive(given, given, mode)
     const { parent, name, existing } = this.overlay.resolveParent(path, 'mkdir', given)
     if (!parent || existing || name === '.' || name === '..') throw new FsError('EEXIST', 'mkdir', given)
-    this.overlay.put(parent, name, this.newDir(mode))
+    this.overlay.put(parent, name, this.newDir(mode, parent))
     return undefined
   }
 
-  private newDir(mode: number) {
-    return dirNode(this.overlay.newMeta(mode & ~this.umask & 0o7777), null, null)
+  /** mkdir(2)'s mode: the umask applied, set-id bits dropped, set-group-id inherited from the parent. */
+  private newDir(mode: number, parent: Entry) {
+    const inherited = this.overlay.meta(parent).mode & 0o2000
+    return dirNode(this.overlay.newMeta((mode & ~this.umask & 0o1777) | inherited), null, null)
   }
 
   /**
-   * Node's mkdirp, step for step: mkdir the path; on ENOENT make its (string) parent first, then
-   * retry; on EEXIST accept only a directory (stat follows links, so a dangling one is ENOENT).
-   * Returns the first directory it made.
+   * Node's mkdirp (its C++ MKDirpSync), step for step, on the path as given: mkdir it; on ENOENT
+   * push it back and make its parent (the string up to the last '/') first; on EEXIST accept only a
+   * directory (stat follows links, so a dangling one is ENOENT). Returns the first directory it
+   * made, as the caller named it ('./a/b' stays relative, 'w//v' makes 'w/').
    */
-  private mkdirRecursive(path: string, given: string, mode: number): string | undefined {
-    const made: string[] = []
-    const make = (target: string): void => {
+  private mkdirRecursive(target: string, given: string, mode: number): string | undefined {
+    const stack = [target]
+    let first: string | undefined
+    while (stack.length > 0) {
+      const next = stack.pop()!
+      const path = next === '' ? '' : absolute(next, this.cwd)
       try {
-        this.mkdirOne(target, given, mode)
-        made.push(target)
+        this.mkdirOne(path, given, mode)
+        first ??= next
+        continue
       } catch (error) {
         if (!(error instanceof FsError)) throw error
-        if (error.code === 'EEXIST') {
-          let entry: Entry
-          try {
-            entry = this.overlay.resolve(target, 'mkdir', true, given)
-          } catch (statError) {
-            throw statError instanceof FsError ? new FsError(statError.code, 'mkdir', given) : statError
+        if (error.code === 'ENOENT') {
+          const parent = next.slice(0, Math.max(0, next.lastIndexOf('/')))
+          if (next.includes('/') && parent !== next) {
+            stack.push(next, parent)
+            continue
           }
-          if (entry.type !== 'dir') throw new FsError('EEXIST', 'mkdir', given)
-          return
         }
-        const trimmed = target.replace(/\/+$/, '') || '/'
-        const parent = dirname(trimmed)
-        if (error.code !== 'ENOENT' || parent === trimmed) throw new FsError(error.code, 'mkdir', given)
-        make(parent)
-        make(target)
+        if (error.code !== 'EEXIST') throw new FsError(error.code, 'mkdir', given)
       }
+      let entry: Entry
+      try {
+        entry = this.overlay.resolve(path, 'mkdir', true, given)
+      } catch (statError) {
+        throw statError instanceof FsError ? new FsError(statError.code, 'mkdir', given) : statError
+      }
+      if (entry.type !== 'dir') throw new FsError('EEXIST', 'mkdir', given)
     }
-    make(path)
-    // The shallowest directory made is the first one created.
-    return made[0]
+    return first
   }
 
   /** mkdir(2) of one directory, with the kernel's errors. */
   private mkdirOne(path: string, given: string, mode: number): void {
     const { parent, name, existing } = this.overlay.resolveParent(path, 'mkdir', given)
     if (!parent || existing || name === '.' || name === '..') throw new FsError('EEXIST', 'mkdir', given)
-    this.overlay.put(parent, name, this.newDir(mode))
+    this.overlay.put(parent, name, this.newDir(mode, parent))
   }
 
 
@@ -435,7 +549,7 @@ export class FsOperations {
       if (opts.force && opts.recursive && error instanceof FsError && error.code === 'ENOTDIR') throw new FsError('ENOTDIR', 'unlink', given)
       throw error
     }
-    if (entry.type === 'dir' && !opts.recursive) throw systemError('ERR_FS_EISDIR', 'Path is a directory', 'EISDIR', 'rm', given)
+    if (entry.type === 'dir' && !opts.recursive) throw systemError('ERR_FS_EISDIR', 'Path is a directory', 'EISDIR', 'rm', given, 'is a directory')
     // 'link/' names the directory behind the link; rimraf's first rmdir('link/') fails at once.
     if (path.endsWith('/') && this.overlay.resolveParent(path, 'rmdir', given).existing?.type === 'symlink') throw new FsError('ENOTDIR', 'rmdir', given)
     const last = components(path).pop()
@@ -461,17 +575,20 @@ export class FsOperations {
     const moving = source.existing
     if (!moving) throw fail('ENOENT')
     if ((source.trailingSlash || target.trailingSlash) && moving.type !== 'dir') throw fail('ENOTDIR')
+    // Ancestry before types, as renameat2 does with lock_rename's trap: the source may not be an
+    // ancestor of the target's directory (EINVAL), the target not one of the source's (ENOTEMPTY).
+    if (target.parent.path !== source.parent.path) {
+      if (isWithin(target.parent.path, moving.path)) throw fail('EINVAL')
+      if (isWithin(source.parent.path, join(target.parent.path, target.name))) throw fail('ENOTEMPTY')
+    }
     const replaced = target.existing
     if (replaced) {
       if (replaced.path === moving.path) return
       if (moving.type === 'dir') {
         if (replaced.type !== 'dir') throw fail('ENOTDIR')
-        if (isWithin(replaced.path, moving.path)) throw fail('EINVAL')
         if (!this.overlay.isEmptyDir(replaced)) throw fail('ENOTEMPTY')
       } else if (replaced.type === 'dir') throw fail('EISDIR')
     }
-    const destination = join(target.parent.path, target.name)
-    if (moving.type === 'dir' && isWithin(destination, moving.path)) throw fail('EINVAL')
     const node = this.overlay.copyUp(moving)
     this.overlay.remove(source.parent, source.name)
     this.overlay.put(target.parent, target.name, node)
@@ -510,6 +627,7 @@ export class FsOperations {
   /** Shares the blob: copying a file costs no bytes. */
   private copyFileEntry(source: Entry, existing: Entry | undefined, parent: Entry, name: string, preserveTimes = false): void {
     const node = this.overlay.copyUp(source)
+    this.accessed(source)
     if (node.type !== 'file') throw new Error('rewindfs: copyFileEntry expects a file')
     const sourceMeta = node.meta
     const now = this.overlay.now()
@@ -557,7 +675,7 @@ export class FsOperations {
       throw systemError('ERR_FS_CP_DIR_TO_NON_DIR', 'Cannot overwrite non-directory with directory', 'EISDIR', 'cp', to.given, `cannot overwrite non-directory ${to.given} with directory ${from.given}`)
     }
     if (target && source.type !== 'dir' && target.type === 'dir') {
-      throw systemError('ERR_FS_CP_NON_DIR_TO_DIR', 'Cannot overwrite directory with non-directory', 'EISDIR', 'cp', to.given, `cannot overwrite directory ${to.given} with non-directory ${from.given}`)
+      throw systemError('ERR_FS_CP_NON_DIR_TO_DIR', 'Cannot overwrite directory with non-directory', 'ENOTDIR', 'cp', to.given, `cannot overwrite directory ${to.given} with non-directory ${from.given}`)
     }
     if (source.type === 'dir' && isWithin(destPath, sourcePath)) throw invalid(`cannot copy ${from.given} to a subdirectory of self ${to.given}`)
     const destParent = this.tryResolveDir(dirname(destPath))
@@ -570,9 +688,9 @@ export class FsOperations {
       throw systemError('ERR_FS_EISDIR', 'Recursive option is required to copy a directory', 'EISDIR', 'cp', from.given, `${from.given} is a directory (not copied)`)
     }
     if (opts.filter && !opts.filter(from.given, to.given)) return
-    // Missing parents of the destination are created, as Node does (of the path as given).
-    const parent = dirname(to.path.replace(/\/+$/, '') || '/')
-    if (!this.tryResolveDir(parent)) this.mkdirRecursive(parent, to.given, 0o777)
+    // Missing parents of the destination are created, as Node does: mkdir -p of path.dirname(dest).
+    const parent = dirnameOf(to.given)
+    if (!this.tryResolveDir(absolute(parent, this.cwd))) this.mkdirRecursive(parent, parent, 0o777)
     if (source.type === 'dir' && !target) {
       // The top directory is made with mkdir(2) on the path as given ('b/.' fails with EEXIST).
       this.mkdirOne(to.path, to.given, this.overlay.meta(source).mode | this.umask)
@@ -615,16 +733,17 @@ export class FsOperations {
       throw systemError('ERR_FS_CP_DIR_TO_NON_DIR', 'Cannot overwrite non-directory with directory', 'EISDIR', 'cp', dest, `cannot overwrite non-directory ${dest} with directory ${src}`)
     }
     if (existing && source.type !== 'dir' && existing.type === 'dir') {
-      throw systemError('ERR_FS_CP_NON_DIR_TO_DIR', 'Cannot overwrite directory with non-directory', 'EISDIR', 'cp', dest, `cannot overwrite directory ${dest} with non-directory ${src}`)
+      throw systemError('ERR_FS_CP_NON_DIR_TO_DIR', 'Cannot overwrite directory with non-directory', 'ENOTDIR', 'cp', dest, `cannot overwrite directory ${dest} with non-directory ${src}`)
     }
     const parent = this.overlay.resolve(dirname(destPath), 'cp', true, dest)
     const name = basename(destPath)
     if (source.type === 'dir') {
-      const dir = existing ?? this.overlay.put(parent, name, this.newDir(this.overlay.meta(source).mode | this.umask))
+      const dir = existing ?? this.overlay.put(parent, name, this.newDir(this.overlay.meta(source).mode | this.umask, parent))
       // A directory cp made takes the source's mode; one that was there keeps its own.
       if (!existing || made) this.overlay.setMeta(dir, { mode: this.overlay.meta(source).mode })
       for (const child of this.overlay.names(source)) {
-        const entry = this.overlay.child(source, child)!
+        // dereference: every entry is stat()ed, so links inside are copied as what they point to.
+        const entry = opts.dereference ? this.overlay.resolve(join(source.path, child), 'stat', true) : this.overlay.child(source, child)!
         this.copyTree(entry, join(destPath, child), opts, src, dest)
       }
       return
@@ -664,6 +783,8 @@ export class FsOperations {
     const linkTarget = pathArgument(target, 'target')
     const { given, path } = this.path(file)
     if (type !== undefined && type !== null && typeof type !== 'string') throw typeError('ERR_INVALID_ARG_TYPE', `The "type" argument must be of type string. Received ${typeof type}`)
+    // The kernel refuses an empty target before it looks at the new name.
+    if (linkTarget === '') throw new FsError('ENOENT', 'symlink', linkTarget, given)
     const { parent, name, existing, trailingSlash } = this.overlay.resolveParent(path, 'symlink', linkTarget, given)
     if (!parent || existing || isDots(name)) throw new FsError('EEXIST', 'symlink', linkTarget, given)
     if (trailingSlash) throw new FsError('ENOENT', 'symlink', linkTarget, given)
@@ -702,7 +823,7 @@ export class FsOperations {
     const atimeMs = timeArgument(atime, 'atime')
     const mtimeMs = timeArgument(mtime, 'mtime')
     const entry = this.overlay.resolve(path, follow ? 'utime' : 'lutime', follow, given)
-    this.overlay.setMeta(entry, { atimeMs, mtimeMs, ctimeMs: this.overlay.now() })
+    this.setTimes(entry, { atimeMs, mtimeMs, ctimeMs: this.overlay.now() })
   }
 
   lutimes(file: unknown, atime: unknown, mtime: unknown): void {
@@ -805,7 +926,7 @@ export class FsOperations {
     this.settle()
     if (open.dirty) this.flushDescriptor(open)
     const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
-    return createStats(this.overlay.stat(this.descriptorEntry(open, 'fstat')), opts.bigint === true)
+    return createStats(this.statFields(this.descriptorEntry(open, 'fstat')), opts.bigint === true)
   }
 
   ftruncate(fd: unknown, len?: unknown): void {
@@ -827,7 +948,7 @@ export class FsOperations {
     const mtimeMs = timeArgument(mtime, 'mtime')
     this.settle()
     if (open.dirty) this.flushDescriptor(open)
-    this.overlay.setMeta(this.descriptorEntry(open, 'futime'), { atimeMs, mtimeMs, ctimeMs: this.overlay.now() })
+    this.setTimes(this.descriptorEntry(open, 'futime'), { atimeMs, mtimeMs, ctimeMs: this.overlay.now() })
   }
 
   fchmod(fd: unknown, mode: unknown): void {
@@ -855,16 +976,53 @@ export class FsOperations {
    */
   read(fd: unknown, buffer: unknown, offsetOrOptions?: unknown, length?: unknown, position?: unknown): number {
     const open = this.descriptors.get(validateFd(fd), 'read')
-    const { target, offset, count, at } = readWriteArguments(buffer, offsetOrOptions, length, position, 'buffer')
+    const { target, offset, count, at } = readWriteArguments(buffer, offsetOrOptions, length, position, 'buffer', true)
+    // Node answers a read of nothing itself, before the descriptor is looked at.
+    if (count === 0) return 0
     if (open.directory) throw new FsError('EISDIR', 'read')
     if (!open.readable) throw new FsError('EBADF', 'read')
     this.settle(open)
-    const bytes = this.descriptorBytes(open)
+    const bytes = this.descriptorBytes(open, true)
     const start = at ?? open.position
     const n = Math.max(0, Math.min(count, bytes.byteLength - start))
     if (n > 0) target.set(bytes.subarray(start, start + n), offset)
     if (at === null) open.position += n
     return n
+  }
+
+  /** readv(fd, buffers, position?): fills the buffers in order until the file ends; a non-number position reads at the file position. */
+  readv(fd: unknown, buffers: unknown, position?: unknown): number {
+    const open = this.descriptors.get(validateFd(fd), 'read')
+    const views = bufferArray(buffers)
+    if (views.length === 0) throw new FsError('EINVAL', 'read')
+    if (open.directory) throw new FsError('EISDIR', 'read')
+    if (!open.readable) throw new FsError('EBADF', 'read')
+    let at = typeof position === 'number' && position >= 0 ? position : null
+    let total = 0
+    for (const view of views) {
+      if (view.byteLength === 0) continue
+      const n = this.read(open.fd, view, 0, view.byteLength, at)
+      total += n
+      if (at !== null) at += n
+      if (n < view.byteLength) break
+    }
+    return total
+  }
+
+  /** writev(fd, buffers, position?): writes the buffers in order, at `position` or the file position. */
+  writev(fd: unknown, buffers: unknown, position?: unknown): number {
+    const open = this.descriptors.get(validateFd(fd), 'write')
+    const views = bufferArray(buffers)
+    if (views.length === 0) return 0 // Node answers it itself
+    if (!open.writable) throw new FsError('EBADF', 'write')
+    let at = typeof position === 'number' && position >= 0 ? position : null
+    let total = 0
+    for (const view of views) {
+      const n = this.writeDescriptor(open, view, 0, view.byteLength, at)
+      total += n
+      if (at !== null) at += n
+    }
+    return total
   }
 
   /** write(fd, buffer, offset?, length?, position?) and write(fd, string, position?, encoding?). */
@@ -886,6 +1044,8 @@ export class FsOperations {
 
   private writeDescriptor(open: OpenFile, bytes: Uint8Array, offset: number, count: number, at: number | null): number {
     if (!open.writable) throw new FsError('EBADF', 'write')
+    // Writing nothing changes nothing: not the file, its times or (with O_APPEND) the position.
+    if (count === 0) return 0
     this.settle(open)
     const start = open.append ? (open.buffer ? open.length : this.overlay.size(this.descriptorEntry(open, 'write'))) : (at ?? open.position)
     const end = start + count
@@ -894,7 +1054,8 @@ export class FsOperations {
     if (start > open.length) buffer.fill(0, open.length, start)
     buffer.set(bytes.subarray(offset, offset + count), start)
     open.length = Math.max(open.length, end)
-    if (at === null || open.append) open.position = end
+    // pwrite() never moves the file position, not even with O_APPEND (where it writes at the end).
+    if (at === null) open.position = end
     this.descriptors.markDirty(open)
     return count
   }
@@ -922,9 +1083,12 @@ export class FsOperations {
     return open.buffer
   }
 
-  private descriptorBytes(open: OpenFile): Uint8Array {
+  /** What a descriptor reads: its unsettled working copy, else the file; `reading` counts as an access. */
+  private descriptorBytes(open: OpenFile, reading = false): Uint8Array {
     if (open.buffer) return open.buffer.subarray(0, open.length)
-    return this.overlay.readBytes(this.descriptorEntry(open, 'read'))
+    const entry = this.descriptorEntry(open, 'read')
+    if (reading) this.accessed(entry)
+    return this.overlay.readBytes(entry)
   }
 
   /** The entry an open descriptor names; EBADF-free: a vanished file reads as empty. */
@@ -958,10 +1122,39 @@ export class FsOperations {
   }
 }
 
+/** Node's path.join(parent, name): the joined path normalised, '..' folded lexically, relative kept relative. */
+export function joinLexically(parent: string, name: string): string {
+  const absolutePath = parent.startsWith('/')
+  const parts: string[] = []
+  for (const part of (parent + '/' + name).split('/')) {
+    if (part === '' || part === '.') continue
+    if (part === '..' && parts.length > 0 && parts[parts.length - 1] !== '..') parts.pop()
+    else if (part !== '..' || !absolutePath) parts.push(part)
+  }
+  const joined = parts.join('/')
+  return absolutePath ? '/' + joined : joined || '.'
+}
+
+/** Node's path.dirname: trailing slashes ignored, '.' when there is no directory part. */
+function dirnameOf(path: string): string {
+  const trimmed = path.replace(/\/+$/, '')
+  if (trimmed === '') return path.startsWith('/') ? '/' : '.'
+  const slash = trimmed.lastIndexOf('/')
+  if (slash < 0) return '.'
+  return trimmed.slice(0, slash).replace(/\/+$/, '') || '/'
+}
+
 function isDots(name: string): boolean {
   return name === '.' || name === '..'
 }
 
+
+const DAY_MS = 24 * 60 * 60 * 1000
+/** statfs: the device magic ('rwfs', as st_dev), 4 KiB blocks, nominal totals of 4 TiB and 2^31 inodes. */
+const STATFS_TYPE = 0x72776673
+const STATFS_BLOCK = 4096
+const STATFS_BLOCKS = 2 ** 30
+const STATFS_FILES = 2 ** 31 - 1
 
 /** Node's kIoMaxLength: readFile refuses larger files, so no write may make one. */
 export const MAX_FILE_SIZE = 2 ** 31 - 1
@@ -971,6 +1164,14 @@ function resize(bytes: Uint8Array, length: number): Uint8Array {
   const out = new Uint8Array(length)
   out.set(bytes.subarray(0, Math.min(length, bytes.byteLength)))
   return out
+}
+
+/** Node's validateBufferArray: an array of ArrayBufferViews, as byte views. */
+function bufferArray(buffers: unknown): Uint8Array[] {
+  if (!Array.isArray(buffers) || !buffers.every((b) => ArrayBuffer.isView(b))) {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "buffers" argument must be an ArrayBufferView[].${describeReceived(buffers)}`)
+  }
+  return buffers.map((b: ArrayBufferView) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength))
 }
 
 function validateFd(fd: unknown): number {
@@ -990,6 +1191,7 @@ function readWriteArguments(
   length: unknown,
   position: unknown,
   name: string,
+  reading = false,
 ): ReadWriteArguments {
   if (!ArrayBuffer.isView(buffer)) {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" argument must be an instance of Buffer, TypedArray, or DataView.${describeReceived(buffer)}`)
@@ -1001,6 +1203,10 @@ function readWriteArguments(
     offset = opts.offset
     length = opts.length
     position = opts.position
+  }
+  if (reading && length !== undefined && length !== null && typeof length === 'number' && (length | 0) === 0) return { target, offset: 0, count: 0, at: null }
+  if (reading && target.byteLength === 0 && (length === undefined || length === null ? false : true)) {
+    throw typeError('ERR_INVALID_ARG_VALUE', `The argument '${name}' is empty and cannot be written. Received ${HostBuffer ? '<Buffer >' : 'Uint8Array(0) []'}`)
   }
   const start = offset === undefined || offset === null ? 0 : validateInteger(offset, 'offset', 0, target.byteLength)
   const count =

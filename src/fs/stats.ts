@@ -105,6 +105,22 @@ export function createStats(fields: StatFields, bigint: boolean): Stats | BigInt
   return bigint ? new BigIntStats(fields) : new Stats(fields)
 }
 
+/** What fs.statfs returns (Node's StatFs: the same fields, numbers or bigints). */
+export class StatFs<N extends number | bigint = number | bigint> {
+  declare type: N
+  declare bsize: N
+  declare blocks: N
+  declare bfree: N
+  declare bavail: N
+  declare files: N
+  declare ffree: N
+
+  constructor(values: readonly number[], bigint: boolean) {
+    const [type, bsize, blocks, bfree, bavail, files, ffree] = values.map((v) => (bigint ? BigInt(v) : v)) as N[]
+    Object.assign(this, { type, bsize, blocks, bfree, bavail, files, ffree })
+  }
+}
+
 export class Dirent {
   /** Node 20 also exposes the parent directory as `path` (deprecated alias of parentPath). */
   readonly path: string

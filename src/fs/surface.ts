@@ -3,7 +3,7 @@
  * written once (synchronously) and gets its `xSync`, callback `x` and `promises.x` forms here.
  * Members that are not triples keep Node's own shapes (exists, streams, watch, FileHandle).
  */
-import { FsError } from '../errors.js'
+import { typeError } from '../errors.js'
 import { type NotLoadedError, isNotLoaded } from '../lower/source.js'
 import { constants, pathArgument, validateFunction } from './arguments.js'
 import { FileHandle } from './file-handle.js'
@@ -14,54 +14,58 @@ import { type FSWatcher, WatchRegistry } from './watch.js'
 
 type Operation = (...args: unknown[]) => unknown
 
-/** Operations with all three forms; the value is the FsOperations method. */
+/**
+ * Operations with all three forms, each with the number of arguments Node declares before the
+ * callback: a missing callback is reported as Node does, naming what is in that position.
+ */
 const triples = {
-  access: 'access',
-  appendFile: 'appendFile',
-  chmod: 'chmod',
-  chown: 'chown',
-  copyFile: 'copyFile',
-  cp: 'cp',
-  lchown: 'lchown',
-  link: 'link',
-  lstat: 'lstat',
-  lutimes: 'lutimes',
-  mkdir: 'mkdir',
-  mkdtemp: 'mkdtemp',
-  opendir: 'opendir',
-  readdir: 'readdir',
-  readFile: 'readFile',
-  readlink: 'readlink',
-  realpath: 'realpath',
-  rename: 'rename',
-  rm: 'rm',
-  rmdir: 'rmdir',
-  stat: 'stat',
-  symlink: 'symlink',
-  truncate: 'truncate',
-  unlink: 'unlink',
-  utimes: 'utimes',
-  writeFile: 'writeFile',
-} as const satisfies Record<string, keyof FsOperations>
+  access: 2,
+  appendFile: 3,
+  chmod: 2,
+  chown: 3,
+  copyFile: 3,
+  cp: 3,
+  lchown: 3,
+  link: 2,
+  lstat: 2,
+  lutimes: 3,
+  mkdir: 2,
+  mkdtemp: 2,
+  opendir: 2,
+  readdir: 2,
+  readFile: 2,
+  readlink: 2,
+  realpath: 2,
+  rename: 2,
+  rm: 2,
+  rmdir: 2,
+  stat: 2,
+  statfs: 2,
+  symlink: 3,
+  truncate: 2,
+  unlink: 1,
+  utimes: 3,
+  writeFile: 3,
+} as const satisfies Partial<Record<keyof FsOperations, number>>
 
 /** Descriptor operations: sync and callback forms (the promise API uses FileHandle instead). */
 const descriptorCalls = {
-  close: 'close',
-  fchmod: 'fchmod',
-  fchown: 'fchown',
-  fdatasync: 'fdatasync',
-  fstat: 'fstat',
-  fsync: 'fsync',
-  ftruncate: 'ftruncate',
-  futimes: 'futimes',
-  open: 'open',
-} as const satisfies Record<string, keyof FsOperations>
+  close: 1,
+  fchmod: 2,
+  fchown: 3,
+  fdatasync: 1,
+  fstat: 2,
+  fsync: 1,
+  ftruncate: 2,
+  futimes: 3,
+  open: 3,
+} as const satisfies Partial<Record<keyof FsOperations, number>>
 
 /** Members whose sync and callback forms also take a descriptor, but whose promise forms take a path only. */
 const byPath = new Set(['appendFile', 'readFile', 'truncate', 'writeFile'])
 
-/** Node members we do not implement: each throws ENOSYS rather than silently missing. */
-const unsupported = ['readv', 'writev', 'statfs', 'openAsBlob', 'watchFile', 'unwatchFile'] as const
+/** Node takes these members' options as the callback when none follows (`callback ||= options`). */
+const optionsAsCallback: Record<string, number> = { readFile: 1, writeFile: 2, appendFile: 2 }
 
 /** Node's fs callbacks run on a later turn of the event loop. */
 const later: (fn: () => void) => void =
@@ -92,11 +96,33 @@ async function runLoading(run: Operation, args: unknown[], load: Loader | undefi
   }
 }
 
-function callbackForm(run: Operation, load?: Loader, spread?: (result: unknown, args: unknown[]) => unknown[]): Operation {
+/**
+ * The callback of a callback-form call: the last argument when it is a function. Otherwise the
+ * error names what Node would find in the callback's place (usually nothing: 'Received undefined').
+ */
+function takeCallback(name: string, args: unknown[], arity: number): (...results: unknown[]) => void {
+  if (typeof args[args.length - 1] === 'function') return args.pop() as (...results: unknown[]) => void
+  const required = optionsAsCallback[name]
+  const received = required !== undefined ? (args.length > required ? args[args.length - 1] : undefined) : args[arity]
+  validateFunction(received, 'cb')
+  throw new Error('unreachable')
+}
+
+function callbackForm(
+  name: string,
+  arity: number,
+  run: Operation,
+  load?: Loader,
+  spread?: (result: unknown, args: unknown[]) => unknown[],
+): Operation {
   return (...args: unknown[]) => {
-    const callback = args.pop()
-    validateFunction(callback, 'cb')
-    const cb = callback as (...results: unknown[]) => void
+    let cb: (...results: unknown[]) => void
+    if (name === 'close' && typeof args[args.length - 1] !== 'function' && args.length <= 1) {
+      // Node's default close callback rethrows an error on a later turn.
+      cb = (error) => {
+        if (error) throw error
+      }
+    } else cb = takeCallback(name, args, arity)
     let result: unknown
     try {
       result = run(...args)
@@ -122,11 +148,9 @@ function promiseForm(run: Operation, load?: Loader): Operation {
   return (...args: unknown[]) => runLoading(run, args, load)
 }
 
-function enosys(name: string): Operation {
-  return () => {
-    throw new FsError('ENOSYS', name)
-  }
-}
+
+/** Arguments the callback gets after the error for read/write-like calls: (bytes, buffer). */
+const bytesAndBuffer = (n: unknown, args: unknown[]) => [n, args[1]]
 
 export interface SurfaceOptions {
   /** Loads contents an asynchronous lower source has not loaded yet (promise and callback forms). */
@@ -139,32 +163,34 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
   const promises: Record<string, unknown> = {}
   const bind = (method: keyof FsOperations): Operation => (ops[method] as Operation).bind(ops)
 
-  for (const [name, method] of Object.entries(triples)) {
-    const run = bind(method)
+  for (const [name, arity] of Object.entries(triples)) {
+    const run = bind(name as keyof typeof triples)
     fs[name + 'Sync'] = run
-    fs[name] = callbackForm(run, options.load)
+    fs[name] = callbackForm(name, arity, run, options.load)
     // The promise API takes FileHandles, never numeric descriptors: a number is a bad path there.
     promises[name] = promiseForm(byPath.has(name) ? (file, ...rest) => run(file instanceof FileHandle ? file.fd : pathArgument(file), ...rest) : run, options.load)
   }
-  for (const [name, method] of Object.entries(descriptorCalls)) {
-    const run = bind(method)
+  for (const [name, arity] of Object.entries(descriptorCalls)) {
+    const run = bind(name as keyof typeof descriptorCalls)
     fs[name + 'Sync'] = run
-    fs[name] = callbackForm(run, options.load)
+    fs[name] = callbackForm(name, arity, run, options.load)
   }
+  // Node's promise readdir walks a recursive listing from a stack: the same entries, another order.
+  promises.readdir = promiseForm((path, opts) => ops.readdir(path, opts, true), options.load)
 
   // realpath: the JS implementation reports 'lstat', the native one (and promises) 'realpath'.
   const realpathNative: Operation = (path, options) => ops.realpath(path, options, 'realpath')
   Object.assign(fs.realpathSync as object, { native: realpathNative })
-  Object.assign(fs.realpath as object, { native: callbackForm(realpathNative, options.load) })
+  Object.assign(fs.realpath as object, { native: callbackForm('realpath', 2, realpathNative, options.load) })
   promises.realpath = promiseForm(realpathNative, options.load)
 
-  // read/write report two results to callbacks: (err, bytes, buffer).
-  const read = bind('read')
-  const write = bind('write')
-  fs.readSync = read
-  fs.writeSync = write
-  fs.read = callbackForm(read, options.load, (n, args) => [n, args[1]])
-  fs.write = callbackForm(write, options.load, (n, args) => [n, args[1]])
+  // read/write report two results to callbacks: (err, bytes, buffer), readv/writev (err, bytes, buffers).
+  for (const [name, arity] of [['read', 5], ['write', 5], ['readv', 3], ['writev', 3]] as const) {
+    const run = bind(name)
+    fs[name + 'Sync'] = run
+    fs[name] = callbackForm(name, arity, run, options.load, bytesAndBuffer)
+  }
+  fs.openAsBlob = (path: unknown, opts?: unknown) => ops.openAsBlob(path, opts)
 
   fs.existsSync = (path: unknown) => ops.exists(path)
   fs.exists = (path: unknown, callback: unknown) => {
@@ -175,19 +201,16 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
 
   promises.open = async (path: unknown, flags?: unknown, mode?: unknown) =>
     new FileHandle(ops, (await runLoading(() => ops.open(path, flags ?? 'r', mode), [], options.load)) as number)
-  promises.lchmod = enosys('lchmod')
+  // As on Linux, where Node has no lchmod: the promise member exists and rejects.
+  promises.lchmod = async () => {
+    throw typeError('ERR_METHOD_NOT_IMPLEMENTED', 'The lchmod() method is not implemented')
+  }
   const watches = new WatchRegistry(ops)
   fs.watch = (filename: unknown, opts?: unknown, listener?: unknown): FSWatcher => watches.watch(filename, opts, listener)
   promises.watch = (filename: unknown, opts?: unknown) => watches.iterate(filename, opts)
 
   fs.createReadStream = (path: unknown, opts?: unknown) => createReadStream(ops, path, opts)
   fs.createWriteStream = (path: unknown, opts?: unknown) => createWriteStream(ops, path, opts)
-
-  for (const name of unsupported) {
-    fs[name] = enosys(name)
-    if (!name.endsWith('File') && name !== 'openAsBlob') fs[name + 'Sync'] = enosys(name)
-  }
-  promises.statfs = enosys('statfs')
 
   Object.assign(fs, { Dirent, Stats, Dir, constants, F_OK: 0, R_OK: 4, W_OK: 2, X_OK: 1, promises })
   promises.constants = constants
