@@ -69,8 +69,8 @@ export class Overlay {
   readonly observed = new Map<string, string>()
   /** First sightings not yet in the durable journal (only kept while a store is attached). */
   unrecorded: [string, string][] | undefined
-  /** Called after every change with the canonical path; the fs watchers listen here. */
-  onChange: ((path: string, kind: 'change' | 'rename') => void) | undefined
+  /** Told about every change to the view, recorded or not (fs.watch and ws.events listen here). */
+  observer: ChangeObserver | undefined
   /** Receives every upper-layer slot change: what the journal needs to undo and redo. */
   recorder: Recorder | undefined
 
@@ -98,8 +98,10 @@ export class Overlay {
 
   /** Moves the view to another tree (a restore). O(1). */
   setRoot(root: DirNode): void {
+    const before = this.root
     this.token = {}
     this.root = root
+    if (this.observer?.active) this.observer.root(before, root)
   }
 
   now(): number {
@@ -333,7 +335,7 @@ export class Overlay {
     dir.children = mapSet<UpperNode>(dir.children, name, node, this.token)
     if (touchParent) this.touch(dir)
     this.recorder?.slot(path, before, node)
-    this.onChange?.(path, 'rename')
+    if (this.observer?.active) this.observer.slot(path, before, node, lowerChild(dir, name))
     return entryFromNode(path, node)
   }
 
@@ -347,7 +349,7 @@ export class Overlay {
       : mapDelete(dir.children, name, this.token)
     this.touch(dir)
     this.recorder?.slot(join(parent.path, name), before, lowerHas ? WHITEOUT : undefined)
-    this.onChange?.(join(parent.path, name), 'rename')
+    if (this.observer?.active) this.observer.slot(join(parent.path, name), before, lowerHas ? WHITEOUT : undefined, lowerChild(dir, name))
   }
 
   /**
@@ -363,7 +365,7 @@ export class Overlay {
     dir.children = value === undefined ? mapDelete(dir.children, name, this.token) : mapSet(dir.children, name, value, this.token)
     this.touch(dir)
     this.recorder?.slot(path, before, value)
-    this.onChange?.(path, 'rename')
+    if (this.observer?.active) this.observer.slot(path, before, value, lowerChild(dir, name))
   }
 
   /** Sets a directory's metadata (undo/redo of chmod and utimes on directories). */
@@ -372,7 +374,7 @@ export class Overlay {
     const before = dir.meta
     dir.meta = meta
     this.recorder?.meta(path, before, meta)
-    this.onChange?.(path, 'change')
+    if (this.observer?.active && before !== meta) this.observer.meta(path, before, meta)
   }
 
   /** Replaces an entry's node in place (content or metadata change), copying it up first if lower-only. */
@@ -389,7 +391,7 @@ export class Overlay {
     const before = mapGet(dir.children, name)
     dir.children = mapSet<UpperNode>(dir.children, name, node, this.token)
     this.recorder?.slot(entry.path, before, node)
-    this.onChange?.(entry.path, 'change')
+    if (this.observer?.active) this.observer.slot(entry.path, before, node, lowerChild(dir, name))
     return entryFromNode(entry.path, node)
   }
 
@@ -434,6 +436,26 @@ export class Overlay {
     const now = this.now()
     dir.meta = { ...dir.meta, mtimeMs: now, ctimeMs: now }
   }
+}
+
+/**
+ * Observer of the merged view's changes, recorded or not (undo and redo write unrecorded): the
+ * change feed behind fs.watch and ws.events. Called only while `active`, so an unwatched
+ * workspace pays one property check per change.
+ */
+export interface ChangeObserver {
+  readonly active: boolean
+  /** One upper slot changed; `lowerPath` is the lower entry the slot shows when it holds nothing. */
+  slot(path: string, before: UpperNode | undefined, after: UpperNode | undefined, lowerPath: string | null): void
+  /** A directory's metadata changed in place. */
+  meta(path: string, before: Meta, after: Meta): void
+  /** The whole tree moved (restore, reset). */
+  root(before: DirNode, after: DirNode): void
+}
+
+/** The lower path a name in an upper directory shows when the directory holds nothing for it. */
+function lowerChild(dir: DirNode, name: string): string | null {
+  return dir.lower === null ? null : join(dir.lower, name)
 }
 
 /** Observer of upper-layer changes (the journal). */

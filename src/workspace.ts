@@ -8,6 +8,7 @@ import { Collector } from './blob/collector.js'
 import { BlobStore } from './blob/store.js'
 import { type Change, type ChangeRecord, diffTrees, unifiedDiff } from './diff.js'
 import { FsError } from './errors.js'
+import { WorkspaceEvents } from './engine/events.js'
 import type { ExecOptions, ExecResult, ExecRunner, ExecSession } from './exec.js'
 import { Journal, type Operation, type OperationRecord, type OperationType, publicOperation } from './engine/journal.js'
 import { FsOperations, MAX_FILE_SIZE } from './fs/operations.js'
@@ -183,6 +184,8 @@ const loadFlush = async () => (flushCode ??= await import('./flush/flush.js'))
 
 export class Workspace {
   readonly fs: NodeFs
+  /** Operations, undo/redo, checkpoints, restores and changed paths, for timelines (engine/events.ts). */
+  readonly events: WorkspaceEvents
   readonly session: string
   private readonly overlay: Overlay
   private readonly ops: FsOperations
@@ -262,6 +265,7 @@ export class Workspace {
     })
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
     this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]) }) as unknown as NodeFs
+    this.events = new WorkspaceEvents(this.ops.changes)
     this.collector = shared.collector ??= new Collector(shared.blobs)
     this.unregister = this.collector.register({ roots: () => this.gcRoots() })
   }
@@ -502,7 +506,9 @@ export class Workspace {
       opSeq: record.opSeq,
     })
     this.prune()
-    return this.publicCheckpoint(record)
+    const checkpoint = this.publicCheckpoint(record)
+    this.ops.changes.post('checkpoint', checkpoint)
+    return checkpoint
   }
 
   private assertNameFree(name: string): void {
@@ -767,6 +773,7 @@ export class Workspace {
     for (const record of superseded) record.superseded = true
     if (superseded.length > 0) this.durability?.record({ t: 'superseded', ids: superseded.map((r) => r.id) })
     this.collector.maybeSchedule()
+    this.ops.changes.post('restore', { target: point.label, applied: true, changes: changes.length, guard })
     return report(true, { guard, compensated, uncompensated })
   }
 
@@ -1315,6 +1322,7 @@ export class Workspace {
     await this.sync().catch(() => undefined)
     await this.durability?.store.close?.()
     this.closed = true
+    this.events.close()
     this.unregister()
     this.shared.sessions.delete(this.session)
     // The lower source and the collector belong to every session sharing them: the last one closes them.

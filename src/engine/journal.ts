@@ -5,6 +5,7 @@
  * nodes over an immutable lower layer, putting a slot back restores the merged view exactly.
  */
 import { upperSlotDiff } from '../diff.js'
+import type { ChangeFeed } from './change-feed.js'
 import type { JsonValue, SessionState, StateRecorder } from './state.js'
 import type { DirNode, Meta, UpperNode } from '../layer/nodes.js'
 import { type MapRoot, mapDiff } from '../layer/persistent-map.js'
@@ -113,6 +114,8 @@ export class Journal implements Recorder, StateRecorder {
   private muted = 0
   turn: number | undefined
   group: string | undefined
+  /** Told when an operation ends (or is undone or redone): its changes form one batch for watchers. */
+  feed: ChangeFeed | undefined
 
   constructor(
     private readonly overlay: Overlay,
@@ -215,7 +218,10 @@ export class Journal implements Recorder, StateRecorder {
     }
     // Rewriting a file with the same bytes and mode changes nothing an undo could bring back.
     const changes = current.changes.filter((c) => !(c.kind === 'slot' && sameFile(c.before, c.after)))
-    if (changes.length === 0) return undefined // no-op writes record nothing
+    if (changes.length === 0) {
+      this.feed?.seal() // no-op writes record nothing, but watchers still see them (as on Linux)
+      return undefined
+    }
     // Directory nodes held by the record must never change in place afterwards.
     if (current.needsFreeze) this.overlay.freeze()
     return this.append(current.context, changes)
@@ -244,6 +250,7 @@ export class Journal implements Recorder, StateRecorder {
     }
     this.records.push(record)
     if (!identity) this.onAppend?.(record)
+    this.feed?.seal(record)
     // Dropped in batches so trimming stays amortised O(1) per operation.
     if (this.records.length > this.limit + Math.max(16, this.limit >> 3)) this.records.splice(0, this.records.length - this.limit)
     return record
@@ -288,6 +295,7 @@ export class Journal implements Recorder, StateRecorder {
       }
     })
     this.overlay.freeze()
+    this.feed?.seal(record, 'undo')
   }
 
   /** Applies an operation's slots again (redo). */
@@ -302,6 +310,7 @@ export class Journal implements Recorder, StateRecorder {
       }
     })
     this.overlay.freeze()
+    this.feed?.seal(record, 'redo')
   }
 
   /** Runs `body` without recording it (undo, redo, purge). */

@@ -20,6 +20,7 @@ import {
   validateInteger,
 } from './arguments.js'
 import { dirNode } from '../layer/nodes.js'
+import { ChangeFeed, type NotificationKind } from '../engine/change-feed.js'
 import type { Journal, OperationType } from '../engine/journal.js'
 import { type OpenFile, DescriptorTable } from './descriptors.js'
 import { Dir, Dirent, StatFs, createStats } from './stats.js'
@@ -96,7 +97,12 @@ export class FsOperations {
   /** The largest file a write may make (EFBIG above it, nothing written): Node's own I/O limit by default. */
   maxFileSize = MAX_FILE_SIZE
 
+  /** Every change to this overlay's view, for fs.watch and ws.events (collected only while watched). */
+  readonly changes: ChangeFeed
+
   constructor(readonly overlay: Overlay) {
+    this.changes = new ChangeFeed(overlay)
+    overlay.observer = this.changes
     // Every mutating call, whoever makes it (fs surface, FileHandle, streams, the engine), is
     // journaled: the wrapping is done once here instead of at each call site.
     const self = this as unknown as Record<string, (...args: unknown[]) => unknown>
@@ -112,8 +118,16 @@ export class FsOperations {
    */
   private readonly accessTimes = new Map<number, number>()
 
+  private currentJournal: Journal | undefined
   /** Records mutating calls as operations (the rollback engine); absent, nothing is recorded. */
-  journal: Journal | undefined
+  get journal(): Journal | undefined {
+    return this.currentJournal
+  }
+  set journal(journal: Journal | undefined) {
+    this.currentJournal = journal
+    // The journal closes each operation's batch of changes.
+    if (journal) journal.feed = this.changes
+  }
   /** Set by the engine's safe stop: every mutating call then fails with EROFS naming the reason. */
   frozenReason: string | undefined
   /** Called before each mutating call starts (automatic checkpoints by risk). */
@@ -419,6 +433,8 @@ export class FsOperations {
     })
     if (created) return
     if (entry.type === 'dir') throw new FsError('EISDIR', 'open', given)
+    // Writing nothing without truncating changes nothing: not the content, the times or a watcher.
+    if (bytes.byteLength === 0 && (flags & O_TRUNC) === 0) return
     const append = (flags & O_APPEND) !== 0
     const current = append || (flags & O_TRUNC) === 0 ? this.overlay.readBytes(entry) : new Uint8Array(0)
     this.checkSize(append ? current.byteLength + bytes.byteLength : Math.max(current.byteLength, bytes.byteLength), 'write', given)
@@ -589,9 +605,12 @@ export class FsOperations {
         if (!this.overlay.isEmptyDir(replaced)) throw fail('ENOTEMPTY')
       } else if (replaced.type === 'dir') throw fail('EISDIR')
     }
+    const mark = this.changes.mark()
     const node = this.overlay.copyUp(moving)
     this.overlay.remove(source.parent, source.name)
     this.overlay.put(target.parent, target.name, node)
+    const gone = replaced && { type: replaced.type, ino: this.overlay.meta(replaced).ino }
+    this.changes.moved(mark, moving.path, join(target.parent.path, target.name), moving.type, node.meta.ino, gone)
   }
 
   copyFile(src: unknown, dest: unknown, mode?: unknown): void {
@@ -606,11 +625,14 @@ export class FsOperations {
     if (isDots(target.name) || !target.parent) throw new FsError(flags & constants.COPYFILE_EXCL ? 'EEXIST' : 'EISDIR', 'copyfile', from.given, to.given)
     if (target.trailingSlash) throw new FsError('EISDIR', 'copyfile', from.given, to.given)
     if (target.existing && flags & constants.COPYFILE_EXCL) throw new FsError('EEXIST', 'copyfile', from.given, to.given)
+    const mark = this.changes.mark()
     let existing = target.existing
+    let created = !existing
     if (existing?.type === 'symlink') existing = this.followForCreate(existing, 'copyfile', from.given, to.given)
     // A dangling link: the copy is created where it points, as open(O_CREAT) does.
     if (target.existing?.type === 'symlink' && !existing && source.type !== 'dir') {
       existing = this.openEntry(to.path, to.given, O_WRONLY | O_CREAT, this.overlay.meta(source).mode)
+      created = true
     }
     if (existing?.type === 'dir') throw new FsError('EISDIR', 'copyfile', from.given, to.given)
     if (source.type === 'dir') {
@@ -622,6 +644,13 @@ export class FsOperations {
       throw new FsError('EISDIR', 'copyfile', from.given, to.given)
     }
     this.copyFileEntry(source, existing, target.parent, target.name)
+    // What libuv's copy does, step by step, as watchers see it: open (O_CREAT), ftruncate (not with
+    // COPYFILE_EXCL), fchmod, then the data.
+    const steps: NotificationKind[] = created ? ['create'] : []
+    if ((flags & constants.COPYFILE_EXCL) === 0) steps.push('modify')
+    steps.push('attrib')
+    if (this.overlay.size(source) > 0) steps.push('modify')
+    this.changes.override(mark, existing?.path ?? join(target.parent.path, target.name), steps)
   }
 
   /** Shares the blob: copying a file costs no bytes. */
@@ -696,12 +725,14 @@ export class FsOperations {
       this.mkdirOne(to.path, to.given, this.overlay.meta(source).mode | this.umask)
     }
     if (source.type === 'file' && !target) {
-      // Node's onFile without a destination: copyFile(2) on the paths as given.
+      // Node's onFile without a destination: copyFile(2) on the paths as given, then chmod.
       this.copyFile(from.given, to.given)
       if (opts.preserveTimestamps) {
         const meta = this.overlay.meta(source)
         this.utimes(to.given, meta.atimeMs / 1000, meta.mtimeMs / 1000)
       }
+      const copied = this.overlay.lookup(to.path, true)
+      if (copied) this.changes.override(this.changes.mark(), copied.path, ['attrib'])
       return
     }
     if (source.type === 'symlink' && !target) {
@@ -739,12 +770,17 @@ export class FsOperations {
     const name = basename(destPath)
     if (source.type === 'dir') {
       const dir = existing ?? this.overlay.put(parent, name, this.newDir(this.overlay.meta(source).mode | this.umask, parent))
-      // A directory cp made takes the source's mode; one that was there keeps its own.
-      if (!existing || made) this.overlay.setMeta(dir, { mode: this.overlay.meta(source).mode })
       for (const child of this.overlay.names(source)) {
         // dereference: every entry is stat()ed, so links inside are copied as what they point to.
         const entry = opts.dereference ? this.overlay.resolve(join(source.path, child), 'stat', true) : this.overlay.child(source, child)!
         this.copyTree(entry, join(destPath, child), opts, src, dest)
+      }
+      // A directory cp made takes the source's mode (a chmod after its entries); one that was there keeps its own.
+      if (!existing || made) {
+        const mark = this.changes.mark()
+        const copied = this.overlay.resolve(dir.path, 'cp', false, dest)
+        this.overlay.setMeta(copied, { mode: this.overlay.meta(source).mode, ctimeMs: this.overlay.now() })
+        this.changes.override(mark, copied.path, ['attrib'])
       }
       return
     }
@@ -776,7 +812,13 @@ export class FsOperations {
       return
     }
     if (trailingSlash) throw new FsError('EISDIR', 'copyfile', src, dest)
-    this.copyFileEntry(source, existing, parent, name, opts.preserveTimestamps === true)
+    // Node's onFile: with force it unlinks what is there, then copyFile(2) and chmod: a new inode.
+    if (existing) this.overlay.remove(parent, name)
+    const mark = this.changes.mark()
+    this.copyFileEntry(source, undefined, parent, name, opts.preserveTimestamps === true)
+    const steps: NotificationKind[] = ['create', 'modify', 'attrib']
+    if (this.overlay.size(source) > 0) steps.push('modify')
+    this.changes.override(mark, destPath, [...steps, 'attrib'])
   }
 
   symlink(target: unknown, file: unknown, type?: unknown): void {
@@ -899,9 +941,8 @@ export class FsOperations {
     if (entry.type === 'symlink') throw new FsError('ELOOP', 'open', given)
     if (entry.type === 'dir' && (writable || flags & O_CREAT)) throw new FsError('EISDIR', 'open', given)
     if (flags & O_DIRECTORY && entry.type !== 'dir') throw new FsError('ENOTDIR', 'open', given)
-    if (flags & O_TRUNC && writable && entry.type === 'file' && this.overlay.size(entry) > 0) {
-      return this.overlay.setContent(entry, new Uint8Array(0))
-    }
+    // O_TRUNC truncates (and sets the times) even an empty file.
+    if (flags & O_TRUNC && writable && entry.type === 'file') return this.overlay.setContent(entry, new Uint8Array(0))
     return entry
   }
 
@@ -939,7 +980,7 @@ export class FsOperations {
     const bytes = this.workingBuffer(open, length)
     if (length > open.length) bytes.fill(0, open.length, length)
     open.length = length
-    this.descriptors.markDirty(open)
+    this.markDirty(open)
   }
 
   futimes(fd: unknown, atime: unknown, mtime: unknown): void {
@@ -1056,8 +1097,22 @@ export class FsOperations {
     open.length = Math.max(open.length, end)
     // pwrite() never moves the file position, not even with O_APPEND (where it writes at the end).
     if (at === null) open.position = end
-    this.descriptors.markDirty(open)
+    this.markDirty(open)
     return count
+  }
+
+  private settleScheduled = false
+
+  /** A descriptor has unsettled writes; while watched, they are settled soon so watchers see them. */
+  private markDirty(open: OpenFile): void {
+    this.descriptors.markDirty(open)
+    if (this.changes.active && !this.settleScheduled) {
+      this.settleScheduled = true
+      queueMicrotask(() => {
+        this.settleScheduled = false
+        this.settle()
+      })
+    }
   }
 
   /** Refuses, before anything changes, a file that would grow past `maxFileSize`. */

@@ -105,6 +105,14 @@ export function createStats(fields: StatFields, bigint: boolean): Stats | BigInt
   return bigint ? new BigIntStats(fields) : new Stats(fields)
 }
 
+/** What fs.watchFile reports for a path that cannot be stat()ed: every field zero, times at the epoch. */
+export function zeroStats(bigint: boolean): Stats | BigIntStats {
+  const fields = {} as StatFields
+  for (const key of numericFields) fields[key] = 0
+  for (const key of timeFields) fields[`${key}Ms`] = 0
+  return createStats(fields, bigint)
+}
+
 /** What fs.statfs returns (Node's StatFs: the same fields, numbers or bigints). */
 export class StatFs<N extends number | bigint = number | bigint> {
   declare type: N

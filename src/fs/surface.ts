@@ -208,6 +208,8 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
   const watches = new WatchRegistry(ops)
   fs.watch = (filename: unknown, opts?: unknown, listener?: unknown): FSWatcher => watches.watch(filename, opts, listener)
   promises.watch = (filename: unknown, opts?: unknown) => watches.iterate(filename, opts)
+  fs.watchFile = (filename: unknown, opts?: unknown, listener?: unknown) => watches.watchFile(filename, opts, listener)
+  fs.unwatchFile = (filename: unknown, listener?: unknown) => watches.unwatchFile(filename, listener)
 
   fs.createReadStream = (path: unknown, opts?: unknown) => createReadStream(ops, path, opts)
   fs.createWriteStream = (path: unknown, opts?: unknown) => createWriteStream(ops, path, opts)

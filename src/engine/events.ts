@@ -1,0 +1,187 @@
+/**
+ * ws.events: what happens to a workspace, for timelines and file-tree views, from one subscription.
+ * Operations (every fs call, transaction, restore, reset, side effect), undo and redo of them,
+ * checkpoints, restores, and the paths each operation changed, delivered asynchronously in the
+ * order they happened. An emitter (`on` returns the unsubscribe function) and an async iterator
+ * (`stream`); browser-safe, nothing from Node. Path changes are only collected while someone
+ * listens for them.
+ */
+import type { EntryType } from '../lower/source.js'
+import type { Checkpoint } from '../workspace.js'
+import type { BatchCause, ChangeBatch, ChangeFeed, FeedMessage } from './change-feed.js'
+import { type Operation, publicOperation } from './journal.js'
+
+/** One path's change, as a file-tree view needs it. `moved`: renamed from `from` (its entries came along). */
+export interface PathChange {
+  readonly path: string
+  readonly kind: 'created' | 'deleted' | 'modified' | 'attributes' | 'moved'
+  readonly entry: EntryType
+  readonly from?: string
+}
+
+export interface RestoreEvent {
+  /** The checkpoint name, or a description of the point ('at <time>', 'after <operation>'). */
+  readonly target: string
+  readonly applied: boolean
+  /** Paths the restore changed. */
+  readonly changes: number
+  readonly guard?: Checkpoint
+}
+
+export interface WorkspaceEventMap {
+  /** A new operation in the journal (also transactions, restores, resets, side effects, state sets). */
+  operation: { readonly operation: Operation }
+  /** An operation was undone or redone. */
+  undo: { readonly operation: Operation }
+  redo: { readonly operation: Operation }
+  /** The paths one operation (or an undo or redo of it) changed; `operation` is absent for a write that changed nothing. */
+  change: { readonly changes: readonly PathChange[]; readonly cause: BatchCause; readonly operation?: Operation }
+  checkpoint: { readonly checkpoint: Checkpoint }
+  restore: RestoreEvent
+}
+
+export type WorkspaceEventType = keyof WorkspaceEventMap
+export type WorkspaceEvent = { [K in WorkspaceEventType]: { readonly type: K } & WorkspaceEventMap[K] }[WorkspaceEventType]
+
+type AnyListener = (event: WorkspaceEvent) => void
+
+export interface StreamOptions {
+  /** Only these kinds of event (default: all). */
+  types?: readonly WorkspaceEventType[]
+  /** Ends the stream (the iterator finishes; no error). */
+  signal?: AbortSignal
+}
+
+export class WorkspaceEvents {
+  private readonly listeners = new Map<WorkspaceEventType, Set<AnyListener>>()
+  private unsubscribe: (() => void) | undefined
+  private subscribedForPaths = false
+  private readonly endings = new Set<() => void>()
+
+  constructor(private readonly feed: ChangeFeed) {}
+
+  /** Calls `listener` with every event of `type`; returns the function that stops it. */
+  on<K extends WorkspaceEventType>(type: K, listener: (event: { readonly type: K } & WorkspaceEventMap[K]) => void): () => void {
+    return this.add(type, listener as unknown as AnyListener)
+  }
+
+  private add(type: WorkspaceEventType, listener: AnyListener): () => void {
+    if (typeof listener !== 'function') throw new TypeError('rewindfs: ws.events.on(type, listener) needs a function')
+    if (!KINDS.has(type)) throw new TypeError(`rewindfs: unknown event type '${String(type)}'; one of ${[...KINDS].join(', ')}`)
+    let set = this.listeners.get(type)
+    if (!set) this.listeners.set(type, (set = new Set()))
+    set.add(listener)
+    this.resubscribe()
+    return () => {
+      set.delete(listener)
+      this.resubscribe()
+    }
+  }
+
+  off<K extends WorkspaceEventType>(type: K, listener: (event: { readonly type: K } & WorkspaceEventMap[K]) => void): void {
+    this.listeners.get(type)?.delete(listener as unknown as AnyListener)
+    this.resubscribe()
+  }
+
+  /** Every event (or those of `types`) as an async iterator, until `signal` aborts or the workspace closes. */
+  stream(options: StreamOptions = {}): AsyncIterableIterator<WorkspaceEvent> {
+    const types = options.types ?? [...KINDS]
+    const queue: WorkspaceEvent[] = []
+    let wake: (() => void) | undefined
+    let ended = options.signal?.aborted === true
+    const push: AnyListener = (event) => {
+      queue.push(event)
+      wake?.()
+    }
+    const offs = ended ? [] : types.map((type) => this.add(type, push))
+    const end = () => {
+      ended = true
+      for (const off of offs) off()
+      this.endings.delete(end)
+      wake?.()
+    }
+    this.endings.add(end)
+    options.signal?.addEventListener('abort', end, { once: true })
+    const iterator: AsyncIterableIterator<WorkspaceEvent> = {
+      next: async () => {
+        for (;;) {
+          if (queue.length > 0) return { value: queue.shift()!, done: false }
+          if (ended) return { value: undefined, done: true }
+          await new Promise<void>((resolve) => (wake = resolve))
+          wake = undefined
+        }
+      },
+      return: async () => {
+        end()
+        return { value: undefined, done: true }
+      },
+      [Symbol.asyncIterator]: () => iterator,
+    }
+    return iterator
+  }
+
+  /** Ends every stream (the workspace closed). */
+  close(): void {
+    for (const end of [...this.endings]) end()
+  }
+
+  private count(type: WorkspaceEventType): number {
+    return this.listeners.get(type)?.size ?? 0
+  }
+
+  /** Subscribes to the feed while anyone listens; collects paths only while 'change' is listened to. */
+  private resubscribe(): void {
+    let total = 0
+    for (const set of this.listeners.values()) total += set.size
+    const paths = this.count('change') > 0
+    if (this.unsubscribe && (total === 0 || paths !== this.subscribedForPaths)) {
+      this.unsubscribe()
+      this.unsubscribe = undefined
+    }
+    if (!this.unsubscribe && total > 0) {
+      this.subscribedForPaths = paths
+      this.unsubscribe = this.feed.subscribe({ paths, batch: (batch) => this.batch(batch), message: (message) => this.message(message) })
+    }
+  }
+
+  private emit(event: WorkspaceEvent): void {
+    for (const listener of [...(this.listeners.get(event.type) ?? [])]) listener(event)
+  }
+
+  private batch(batch: ChangeBatch): void {
+    const operation = batch.record ? publicOperation(batch.record) : undefined
+    if (this.count('change') > 0 && batch.notifications.length > 0) {
+      this.emit({ type: 'change', changes: pathChanges(batch), cause: batch.cause, ...(operation ? { operation } : {}) })
+    }
+    if (!operation) return
+    if (batch.cause === 'operation') this.emit({ type: 'operation', operation })
+    else this.emit({ type: batch.cause, operation })
+  }
+
+  private message(message: FeedMessage): void {
+    if (message.kind === 'checkpoint') this.emit({ type: 'checkpoint', checkpoint: message.payload as Checkpoint })
+    else if (message.kind === 'restore') this.emit({ type: 'restore', ...(message.payload as RestoreEvent) })
+  }
+}
+
+const KINDS = new Set<WorkspaceEventType>(['operation', 'undo', 'redo', 'change', 'checkpoint', 'restore'])
+
+/** The feed's notifications as path changes: a rename is one 'moved', a delete and create of one path stay two. */
+function pathChanges(batch: ChangeBatch): PathChange[] {
+  const out: PathChange[] = []
+  let last: PathChange | undefined
+  for (const n of batch.notifications) {
+    if (n.kind === 'delete' && n.to !== undefined) continue
+    let change: PathChange
+    if (n.from !== undefined) change = { path: n.path, kind: 'moved', entry: n.type, from: n.from }
+    else if (n.kind === 'create') change = { path: n.path, kind: 'created', entry: n.type }
+    else if (n.kind === 'delete') change = { path: n.path, kind: 'deleted', entry: n.type }
+    else if (n.kind === 'attrib') change = { path: n.path, kind: 'attributes', entry: n.type }
+    else change = { path: n.path, kind: 'modified', entry: n.type }
+    // One path, one kind per run: a new file's write after its creation is part of 'created'.
+    if (last && last.path === change.path && (last.kind === change.kind || (last.kind === 'created' && change.kind !== 'deleted'))) continue
+    out.push(change)
+    last = change
+  }
+  return out
+}
