@@ -1,20 +1,50 @@
 /**
- * fs/promises FileHandle over a descriptor of the workspace: every method resolves or rejects,
- * never throws synchronously, as Node's does.
+ * fs/promises FileHandle over a descriptor of the workspace, as Node's: an EventEmitter ('close'),
+ * every method resolves or rejects and never throws synchronously, and once closed `fd` is -1 and
+ * every method rejects with Node's "file closed" EBADF. Streams, web streams (browsers too) and
+ * readLines read and write through the same descriptor.
  */
-import { FsError } from '../errors.js'
+import { FsError, typeError } from '../errors.js'
+import { builtin } from '../host.js'
+import { EventEmitter } from './emitter.js'
 import type { FsOperations } from './operations.js'
+import type { StreamClasses } from './streams.js'
 
-export class FileHandle {
-  private closed = false
+/** Node's error for a call on a closed FileHandle: EBADF named after the call, message 'file closed'. */
+function fileClosed(syscall: string): Error {
+  return Object.assign(new Error('file closed'), { code: 'EBADF', syscall })
+}
+
+function invalidState(message: string): Error {
+  return Object.assign(new Error(`Invalid state: ${message}`), { code: 'ERR_INVALID_STATE' })
+}
+
+/** How many bytes a web stream asks for at a time (Node's autoAllocateChunkSize). */
+const WEB_CHUNK = 16384
+
+export class FileHandle extends EventEmitter {
+  private descriptor: number
+  /** The close in progress (or done): later calls share it. */
+  private closing: Promise<void> | undefined
+  /** A web stream is reading through this handle. */
+  private locked = false
 
   constructor(
     private readonly ops: FsOperations,
-    readonly fd: number,
-  ) {}
+    fd: number,
+    private readonly streams: StreamClasses,
+  ) {
+    super()
+    this.descriptor = fd
+  }
+
+  /** The descriptor, -1 once closed. */
+  get fd(): number {
+    return this.descriptor
+  }
 
   private async use<T>(syscall: string, body: () => T): Promise<T> {
-    if (this.closed) throw new FsError('EBADF', syscall)
+    if (this.descriptor === -1) throw fileClosed(syscall)
     return body()
   }
 
@@ -27,27 +57,34 @@ export class FileHandle {
         target = opts.buffer ?? new Uint8Array(16384)
         options = { offset: opts.offset, length: opts.length, position: opts.position }
       } else if (buffer === undefined) target = new Uint8Array(16384)
-      const bytesRead = typeof options === 'object' && options !== null
-        ? this.ops.read(this.fd, target, options)
-        : this.ops.read(this.fd, target, offset, length, position)
+      const bytesRead =
+        typeof options === 'object' && options !== null ? this.ops.read(this.fd, target, options) : this.ops.read(this.fd, target, offset, length, position)
       return { bytesRead, buffer: target as Uint8Array }
     })
+  }
+
+  readv<T extends ArrayBufferView[]>(buffers: T, position?: unknown): Promise<{ bytesRead: number; buffers: T }> {
+    return this.use('readv', () => ({ bytesRead: this.ops.readv(this.fd, buffers, position), buffers }))
   }
 
   write<T>(data: T, offsetOrPosition?: unknown, lengthOrEncoding?: unknown, position?: unknown): Promise<{ bytesWritten: number; buffer: T }> {
     return this.use('write', () => ({ bytesWritten: this.ops.write(this.fd, data, offsetOrPosition, lengthOrEncoding, position), buffer: data }))
   }
 
+  writev<T extends ArrayBufferView[]>(buffers: T, position?: unknown): Promise<{ bytesWritten: number; buffers: T }> {
+    return this.use('writev', () => ({ bytesWritten: this.ops.writev(this.fd, buffers, position), buffers }))
+  }
+
   readFile(options?: unknown): Promise<Uint8Array | string> {
-    return this.use('read', () => this.ops.readFile(this.fd, options))
+    return this.use('readFile', () => this.ops.readFile(this.fd, options))
   }
 
   writeFile(data: unknown, options?: unknown): Promise<void> {
-    return this.use('write', () => this.ops.writeFile(this.fd, data, options))
+    return this.use('writeFile', () => this.ops.writeFile(this.fd, data, options))
   }
 
   appendFile(data: unknown, options?: unknown): Promise<void> {
-    return this.use('write', () => this.ops.writeFile(this.fd, data, options))
+    return this.use('writeFile', () => this.ops.writeFile(this.fd, data, options))
   }
 
   stat(options?: unknown) {
@@ -78,11 +115,94 @@ export class FileHandle {
     return this.use('fdatasync', () => this.ops.fdatasync(this.fd))
   }
 
-  /** A second close resolves, as Node's does. */
-  async close(): Promise<void> {
-    if (this.closed) return
-    this.closed = true
-    this.ops.close(this.fd)
+  /** A ReadStream over this handle; it closes the handle when it closes (unless autoClose is false). */
+  createReadStream(options?: Record<string, unknown>): unknown {
+    return new this.streams.ReadStream(undefined, { ...options, fd: this })
+  }
+
+  createWriteStream(options?: Record<string, unknown>): unknown {
+    return new this.streams.WriteStream(undefined, { ...options, fd: this })
+  }
+
+  /**
+   * The file from the current position as a web ReadableStream of Uint8Array chunks (a byte
+   * stream, so BYOB readers work; 16 KiB at a time otherwise). Works in browsers. While it reads,
+   * the handle is locked for other web streams; when it ends or is cancelled the handle stays open.
+   */
+  readableWebStream(options: { type?: unknown } = {}): ReadableStream<Uint8Array> {
+    if (this.descriptor === -1) throw invalidState('The FileHandle is closed')
+    if (this.locked) throw invalidState('The FileHandle is locked')
+    if (options.type !== undefined && typeof options.type !== 'string') {
+      throw typeError('ERR_INVALID_ARG_TYPE', `The "options.type" property must be of type string.`)
+    }
+    this.locked = true
+    const done = () => {
+      this.locked = false
+    }
+    const read = (target: Uint8Array): number => this.ops.read(this.fd, target, 0, target.byteLength, null)
+    const source = {
+      type: 'bytes' as const,
+      autoAllocateChunkSize: WEB_CHUNK,
+      pull: (controller: ReadableByteStreamController) => {
+        const request = controller.byobRequest!
+        const view = request.view!
+        try {
+          const n = read(new Uint8Array(view.buffer, view.byteOffset, view.byteLength))
+          if (n === 0) {
+            done()
+            controller.close()
+          }
+          request.respond(n)
+        } catch (error) {
+          done()
+          controller.error(error)
+        }
+      },
+      cancel: done,
+    }
+    try {
+      return new ReadableStream(source) as ReadableStream<Uint8Array>
+    } catch {
+      // A host without byte streams: the same chunks through a default stream.
+      return new ReadableStream<Uint8Array>({
+        pull: (controller) => {
+          try {
+            const chunk = new Uint8Array(WEB_CHUNK)
+            const n = read(chunk)
+            if (n === 0) {
+              done()
+              controller.close()
+            } else controller.enqueue(chunk.subarray(0, n))
+          } catch (error) {
+            done()
+            controller.error(error)
+          }
+        },
+        cancel: done,
+      })
+    }
+  }
+
+  /** Node's readline Interface over createReadStream(options): lines, any line ending; closes the handle at the end. */
+  readLines(options?: Record<string, unknown>): AsyncIterable<string> {
+    const readline = builtin<{ createInterface(options: Record<string, unknown>): AsyncIterable<string> }>('node:readline')
+    if (!readline) throw new FsError('ENOSYS', 'readLines', undefined, undefined, 'function not implemented: Node readline is needed (in a browser, use readableWebStream)')
+    return readline.createInterface({ input: this.createReadStream(options), crlfDelay: Infinity })
+  }
+
+  /** Closes the descriptor; a second close resolves, as Node's does; 'close' is emitted once, after. */
+  close(): Promise<void> {
+    if (this.descriptor === -1) return this.closing ?? Promise.resolve()
+    const fd = this.descriptor
+    this.descriptor = -1
+    this.closing = (async () => {
+      try {
+        this.ops.close(fd)
+      } finally {
+        this.emit('close')
+      }
+    })()
+    return this.closing
   }
 
   [Symbol.asyncDispose](): Promise<void> {

@@ -9,7 +9,7 @@ import { constants, pathArgument, validateFunction } from './arguments.js'
 import { FileHandle } from './file-handle.js'
 import type { FsOperations } from './operations.js'
 import { Dir, Dirent, Stats } from './stats.js'
-import { createReadStream, createWriteStream } from './streams.js'
+import { type StreamFs, streamClasses } from './streams.js'
 import { type FSWatcher, WatchRegistry } from './watch.js'
 
 type Operation = (...args: unknown[]) => unknown
@@ -199,8 +199,18 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
     later(() => (callback as (exists: boolean) => void)(result))
   }
 
+  // Node's own ReadStream and WriteStream, reading and writing through these callback forms.
+  const streams = streamClasses(fs as unknown as StreamFs, (value): value is FileHandle => value instanceof FileHandle)
+  for (const name of ['ReadStream', 'WriteStream'] as const) {
+    Object.defineProperty(fs, name, { get: () => streams[name], enumerable: true, configurable: true })
+    // Node's deprecated aliases.
+    Object.defineProperty(fs, `File${name}`, { get: () => streams[name], enumerable: true, configurable: true })
+  }
+  fs.createReadStream = (path: unknown, opts?: unknown) => new streams.ReadStream(path, opts as Record<string, unknown>)
+  fs.createWriteStream = (path: unknown, opts?: unknown) => new streams.WriteStream(path, opts as Record<string, unknown>)
+
   promises.open = async (path: unknown, flags?: unknown, mode?: unknown) =>
-    new FileHandle(ops, (await runLoading(() => ops.open(path, flags ?? 'r', mode), [], options.load)) as number)
+    new FileHandle(ops, (await runLoading(() => ops.open(path, flags ?? 'r', mode), [], options.load)) as number, streams)
   // As on Linux, where Node has no lchmod: the promise member exists and rejects.
   promises.lchmod = async () => {
     throw typeError('ERR_METHOD_NOT_IMPLEMENTED', 'The lchmod() method is not implemented')
@@ -210,9 +220,6 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
   promises.watch = (filename: unknown, opts?: unknown) => watches.iterate(filename, opts)
   fs.watchFile = (filename: unknown, opts?: unknown, listener?: unknown) => watches.watchFile(filename, opts, listener)
   fs.unwatchFile = (filename: unknown, listener?: unknown) => watches.unwatchFile(filename, listener)
-
-  fs.createReadStream = (path: unknown, opts?: unknown) => createReadStream(ops, path, opts)
-  fs.createWriteStream = (path: unknown, opts?: unknown) => createWriteStream(ops, path, opts)
 
   Object.assign(fs, { Dirent, Stats, Dir, constants, F_OK: 0, R_OK: 4, W_OK: 2, X_OK: 1, promises })
   promises.constants = constants

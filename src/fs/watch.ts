@@ -14,56 +14,14 @@
 import { type Encoding, decode, encode, toCallerBytes } from '../bytes.js'
 import type { ChangeBatch, Notification } from '../engine/change-feed.js'
 import { FsError } from '../errors.js'
-import { builtin } from '../host.js'
 import type { EntryType } from '../lower/source.js'
 import { absolute, basename, dirname, isWithin, normalize } from '../path.js'
 import { encodingOption, pathArgument, validateBoolean, validateFunction, validateInteger, validateObject } from './arguments.js'
+import { type Emitter, EventEmitter } from './emitter.js'
 import type { FsOperations } from './operations.js'
 import { type Stats, zeroStats } from './stats.js'
 
 type Listener = (...args: unknown[]) => void
-
-/** A minimal EventEmitter for hosts without node:events. */
-class Emitter {
-  private readonly listeners = new Map<string, Listener[]>()
-  on(event: string, listener: Listener): this {
-    this.listeners.set(event, [...(this.listeners.get(event) ?? []), listener])
-    return this
-  }
-  addListener(event: string, listener: Listener): this {
-    return this.on(event, listener)
-  }
-  once(event: string, listener: Listener): this {
-    const wrapped: Listener = (...args) => {
-      this.off(event, wrapped)
-      listener(...args)
-    }
-    return this.on(event, wrapped)
-  }
-  off(event: string, listener: Listener): this {
-    this.listeners.set(event, (this.listeners.get(event) ?? []).filter((l) => l !== listener))
-    return this
-  }
-  removeListener(event: string, listener: Listener): this {
-    return this.off(event, listener)
-  }
-  removeAllListeners(event?: string): this {
-    if (event === undefined) this.listeners.clear()
-    else this.listeners.delete(event)
-    return this
-  }
-  listenerCount(event: string): number {
-    return this.listeners.get(event)?.length ?? 0
-  }
-  emit(event: string, ...args: unknown[]): boolean {
-    const listeners = this.listeners.get(event) ?? []
-    if (event === 'error' && listeners.length === 0) throw args[0]
-    for (const listener of listeners) listener(...args)
-    return listeners.length > 0
-  }
-}
-
-const EventEmitter = builtin<{ EventEmitter: typeof Emitter }>('node:events')?.EventEmitter ?? Emitter
 
 export type WatchEventType = 'rename' | 'change'
 

@@ -1,0 +1,51 @@
+/**
+ * The event emitter watchers, stat watchers and FileHandles are: Node's own where the host has
+ * node:events, a minimal one with the same methods elsewhere (src/ never imports node:).
+ */
+import { builtin } from '../host.js'
+
+export type Listener = (...args: unknown[]) => void
+
+/** A minimal EventEmitter for hosts without node:events. */
+export class Emitter {
+  private readonly listeners = new Map<string, Listener[]>()
+  on(event: string, listener: Listener): this {
+    this.listeners.set(event, [...(this.listeners.get(event) ?? []), listener])
+    return this
+  }
+  addListener(event: string, listener: Listener): this {
+    return this.on(event, listener)
+  }
+  once(event: string, listener: Listener): this {
+    const wrapped: Listener = (...args) => {
+      this.off(event, wrapped)
+      listener(...args)
+    }
+    return this.on(event, wrapped)
+  }
+  off(event: string, listener: Listener): this {
+    this.listeners.set(event, (this.listeners.get(event) ?? []).filter((l) => l !== listener))
+    return this
+  }
+  removeListener(event: string, listener: Listener): this {
+    return this.off(event, listener)
+  }
+  removeAllListeners(event?: string): this {
+    if (event === undefined) this.listeners.clear()
+    else this.listeners.delete(event)
+    return this
+  }
+  listenerCount(event: string): number {
+    return this.listeners.get(event)?.length ?? 0
+  }
+  emit(event: string, ...args: unknown[]): boolean {
+    const listeners = this.listeners.get(event) ?? []
+    if (event === 'error' && listeners.length === 0) throw args[0]
+    for (const listener of listeners) listener(...args)
+    return listeners.length > 0
+  }
+}
+
+/** Node's EventEmitter where the host has it (listeners, errors and inspection as users know them). */
+export const EventEmitter: typeof Emitter = builtin<{ EventEmitter: typeof Emitter }>('node:events')?.EventEmitter ?? Emitter
+
