@@ -222,6 +222,99 @@ function run(fs: typeof nodeFs, o: Op, root: string, prefix: string): unknown {
   }
 }
 
+/** A stream call: written in chunks through createWriteStream, or read back through createReadStream. */
+type StreamOp =
+  | { name: 'streamWrite'; path: string; chunks: string[]; flags: string; start?: number; highWaterMark: number }
+  | { name: 'streamRead'; path: string; start?: number; end?: number; highWaterMark: number }
+const streamOp: fc.Arbitrary<StreamOp> = fc.oneof(
+  fc.record({
+    name: fc.constant('streamWrite' as const),
+    path,
+    chunks: fc.array(text, { maxLength: 4 }),
+    flags: fc.constantFrom('w', 'a', 'r+', 'wx'),
+    start: fc.constantFrom(undefined, 0, 3),
+    highWaterMark: fc.constantFrom(1, 4, 16384),
+  }),
+  fc.record({
+    name: fc.constant('streamRead' as const),
+    path,
+    start: fc.constantFrom(undefined, 0, 2),
+    end: fc.constantFrom(undefined, 1, 5, 100),
+    highWaterMark: fc.constantFrom(1, 3, 65536),
+  }),
+)
+
+/** Runs a stream call to its 'close'; returns the events it emitted (chunk sizes, errors by code). */
+function runStream(fs: typeof nodeFs, o: StreamOp, root: string): Promise<string[]> {
+  const log: string[] = []
+  const target = at(root, o.path)
+  let stream: nodeFs.ReadStream | nodeFs.WriteStream
+  try {
+    stream =
+      o.name === 'streamRead'
+        ? fs.createReadStream(target, { start: o.start, end: o.start !== undefined && o.end !== undefined && o.end < o.start ? undefined : o.end, highWaterMark: o.highWaterMark })
+        : fs.createWriteStream(target, { flags: o.flags, start: o.flags === 'a' ? undefined : o.start, highWaterMark: o.highWaterMark })
+  } catch (error) {
+    return Promise.resolve([`throws:${(error as NodeJS.ErrnoException).code}`])
+  }
+  const events = stream as NodeJS.EventEmitter
+  return new Promise((resolve) => {
+    events.on('open', () => log.push('open'))
+    events.on('data', (chunk: Buffer) => log.push(`data:${chunk.toString()}`))
+    events.on('end', () => log.push('end'))
+    events.on('finish', () => log.push('finish'))
+    events.on('error', (error: NodeJS.ErrnoException) => log.push(`error:${error.code}:${error.syscall}`))
+    events.on('close', () => resolve([...log, 'close']))
+    if (o.name === 'streamWrite') {
+      const writer = stream as nodeFs.WriteStream
+      for (const chunk of o.chunks) log.push(`write:${writer.write(chunk)}`)
+      writer.end()
+    }
+  })
+}
+
+const watchedDirs = ['/', '/a', '/a/b', '/e']
+
+/**
+ * Watches the directories that exist on one side (fs.watch on each), runs `step`, waits until every
+ * event has arrived (`drain`), and returns each directory's events.
+ */
+async function watchStep(fs: typeof nodeFs, root: string, step: () => Promise<unknown>, drain: () => Promise<void>): Promise<Record<string, string[]>> {
+  const events: Record<string, string[]> = {}
+  const watchers: nodeFs.FSWatcher[] = []
+  for (const dir of watchedDirs) {
+    try {
+      if (!fs.lstatSync(root + dir).isDirectory()) continue
+    } catch {
+      continue
+    }
+    const log: string[] = (events[dir] = [])
+    watchers.push(fs.watch(root + dir, (type, file) => log.push(`${type}:${file}`)))
+  }
+  await step()
+  await drain()
+  for (const watcher of watchers) watcher.close()
+  return events
+}
+
+const fence = (() => {
+  let n = 0
+  return async () => {
+    const name = `fence-${n++}`
+    const dir = join(base, 'fence')
+    nodeFs.mkdirSync(dir, { recursive: true })
+    await new Promise<void>((resolve) => {
+      const watcher = nodeFs.watch(dir, (_type, file) => {
+        if (file === name) {
+          watcher.close()
+          resolve()
+        }
+      })
+      nodeFs.writeFileSync(join(dir, name), '')
+    })
+  }
+})()
+
 describe('the workspace matches a real Linux directory', () => {
   for (const seed of seeds()) {
     it(`random fs sequences give the same results, errors and trees (seed ${seed})`, async () => {
@@ -285,4 +378,43 @@ describe('the workspace matches a real Linux directory', () => {
       expect(() => ws.fs.realpathSync.native(path), path).toThrow(expect.objectContaining({ code: 'ELOOP', syscall: 'realpath' }))
     }
   })
+
+  for (const seed of seeds()) {
+    it(`random sequences with streams give the same watch events, stream events and trees (seed ${seed})`, async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.oneof({ weight: 3, arbitrary: op }, { weight: 1, arbitrary: streamOp }), { minLength: 1, maxLength: 12 }), async (ops) => {
+          const id = counter++
+          const lowerDir = join(base, `lower${id}`)
+          const realDir = join(base, `real${id}`)
+          nodeFs.mkdirSync(lowerDir)
+          nodeFs.mkdirSync(realDir)
+          seedTree(lowerDir, '')
+          seedTree(realDir, realDir)
+          const ws = await Workspace.open({ lower: syncFsSource(nodeFs, lowerDir), autoCheckpoint: false })
+          const wfs = ws.fs as unknown as typeof nodeFs
+          const cwd = process.cwd()
+          process.chdir(realDir)
+          try {
+            for (const [i, o] of ops.entries()) {
+              const call = `step ${i}: ${o.name}(${JSON.stringify('args' in o ? o.args('', '') : o)})`
+              const perform = (fs: typeof nodeFs, root: string) => ('args' in o ? Promise.resolve(run(fs, o, root, root)) : runStream(fs, o, root))
+              let expected: unknown
+              let actual: unknown
+              const expectedEvents = await watchStep(nodeFs, realDir, async () => (expected = await perform(nodeFs, realDir)), fence)
+              const actualEvents = await watchStep(wfs, '', async () => (actual = await perform(wfs, '')), () => new Promise((resolve) => setImmediate(resolve)))
+              expect(actual, call).toEqual(expected)
+              expect(actualEvents, call).toEqual(expectedEvents)
+              expect(snapshot(wfs, '', ''), call).toEqual(snapshot(nodeFs, realDir, realDir))
+            }
+          } finally {
+            process.chdir(cwd)
+            await ws.close()
+            nodeFs.rmSync(lowerDir, { recursive: true, force: true })
+            nodeFs.rmSync(realDir, { recursive: true, force: true })
+          }
+        }),
+        { seed, numRuns: 40 },
+      )
+    })
+  }
 })

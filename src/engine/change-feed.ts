@@ -58,6 +58,8 @@ export interface FeedSubscriber {
   readonly paths: boolean
   batch?(batch: ChangeBatch): void
   message?(message: FeedMessage): void
+  /** After each delivery round: everything changed since the last one has been delivered. */
+  delivered?(): void
 }
 
 type Item = { batch: ChangeBatch } | { message: FeedMessage }
@@ -185,12 +187,14 @@ export class ChangeFeed implements ChangeObserver {
     // Changes made outside any operation (no journal: a transaction's staging fs) form a batch.
     if (this.pending.length > 0) this.seal()
     const items = this.queue.splice(0)
+    const subscribers = [...this.subscribers]
     for (const item of items) {
-      for (const subscriber of [...this.subscribers]) {
+      for (const subscriber of subscribers) {
         if ('batch' in item) subscriber.batch?.(item.batch)
         else subscriber.message?.(item.message)
       }
     }
+    for (const subscriber of subscribers) subscriber.delivered?.()
   }
 
   // ---- deriving notifications ---------------------------------------------------------------------

@@ -19,7 +19,7 @@ import {
   timeArgument,
   validateInteger,
 } from './arguments.js'
-import { dirNode } from '../layer/nodes.js'
+import { type Meta, dirNode } from '../layer/nodes.js'
 import { ChangeFeed, type NotificationKind } from '../engine/change-feed.js'
 import type { Journal, OperationType } from '../engine/journal.js'
 import { type OpenFile, DescriptorTable } from './descriptors.js'
@@ -211,7 +211,14 @@ export class FsOperations {
   /** Times set explicitly (utimes) replace any access time reads set. */
   private setTimes(entry: Entry, change: { atimeMs: number; mtimeMs: number; ctimeMs: number }): void {
     this.accessTimes.delete(this.overlay.meta(entry).ino)
+    this.changeMeta(entry, change)
+  }
+
+  /** chmod, chown, utimes: the kernel reports an attribute change even when nothing differs. */
+  private changeMeta(entry: Entry, change: Partial<Meta>): void {
+    const mark = this.changes.mark()
     this.overlay.setMeta(entry, change)
+    this.changes.override(mark, entry.path, ['attrib'])
   }
 
   readFile(file: unknown, options?: unknown): Uint8Array | string {
@@ -627,12 +634,11 @@ export class FsOperations {
     if (target.existing && flags & constants.COPYFILE_EXCL) throw new FsError('EEXIST', 'copyfile', from.given, to.given)
     const mark = this.changes.mark()
     let existing = target.existing
-    let created = !existing
     if (existing?.type === 'symlink') existing = this.followForCreate(existing, 'copyfile', from.given, to.given)
-    // A dangling link: the copy is created where it points, as open(O_CREAT) does.
+    // Nothing there, or a dangling link: open(O_CREAT) creates the file (where the link points).
+    const created = !existing
     if (target.existing?.type === 'symlink' && !existing && source.type !== 'dir') {
       existing = this.openEntry(to.path, to.given, O_WRONLY | O_CREAT, this.overlay.meta(source).mode)
-      created = true
     }
     if (existing?.type === 'dir') throw new FsError('EISDIR', 'copyfile', from.given, to.given)
     if (source.type === 'dir') {
@@ -640,6 +646,9 @@ export class FsOperations {
       // unlinks the destination name: a dangling link leaves an empty target behind.
       const opened = this.openEntry(to.path, to.given, O_WRONLY | O_CREAT | O_TRUNC, this.overlay.meta(source).mode)
       this.overlay.setMeta(opened, { mode: this.overlay.meta(source).mode }) // libuv's fchmod to the source mode
+      const steps: NotificationKind[] = created ? ['create'] : []
+      if ((flags & constants.COPYFILE_EXCL) === 0) steps.push('modify')
+      this.changes.override(mark, opened.path, [...steps, 'attrib'])
       this.overlay.remove(target.parent, target.name)
       throw new FsError('EISDIR', 'copyfile', from.given, to.given)
     }
@@ -844,7 +853,7 @@ export class FsOperations {
     const { given, path } = this.path(file)
     const bits = modeArgument(mode, 'mode', 0)
     const entry = this.overlay.resolve(path, 'chmod', true, given)
-    this.overlay.setMeta(entry, { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
+    this.changeMeta(entry, { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
   }
 
   chown(file: unknown, uid: unknown, gid: unknown, follow = true): void {
@@ -853,7 +862,7 @@ export class FsOperations {
     const g = validateInteger(gid, 'gid', -1, 4294967295)
     const entry = this.overlay.resolve(path, follow ? 'chown' : 'lchown', follow, given)
     const meta = this.overlay.meta(entry)
-    this.overlay.setMeta(entry, { uid: u === -1 ? meta.uid : u, gid: g === -1 ? meta.gid : g, ctimeMs: this.overlay.now() })
+    this.changeMeta(entry, { uid: u === -1 ? meta.uid : u, gid: g === -1 ? meta.gid : g, ctimeMs: this.overlay.now() })
   }
 
   lchown(file: unknown, uid: unknown, gid: unknown): void {
@@ -997,7 +1006,7 @@ export class FsOperations {
     const bits = modeArgument(mode, 'mode', 0)
     this.settle()
     if (open.dirty) this.flushDescriptor(open)
-    this.overlay.setMeta(this.descriptorEntry(open, 'fchmod'), { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
+    this.changeMeta(this.descriptorEntry(open, 'fchmod'), { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
   }
 
   fchown(fd: unknown, uid: unknown, gid: unknown): void {
@@ -1008,7 +1017,7 @@ export class FsOperations {
     if (open.dirty) this.flushDescriptor(open)
     const entry = this.descriptorEntry(open, 'fchown')
     const meta = this.overlay.meta(entry)
-    this.overlay.setMeta(entry, { uid: u === -1 ? meta.uid : u, gid: g === -1 ? meta.gid : g, ctimeMs: this.overlay.now() })
+    this.changeMeta(entry, { uid: u === -1 ? meta.uid : u, gid: g === -1 ? meta.gid : g, ctimeMs: this.overlay.now() })
   }
 
   /**

@@ -36,6 +36,8 @@ interface Watch {
   readonly recursive: boolean
   /** The inode is gone: inotify sent IN_IGNORED, nothing more comes. */
   ended: boolean
+  /** The last event queued in this delivery round, as (mask, name): the kernel merges a repeat. */
+  last: string
   deliver(events: readonly (readonly [WatchEventType, string])[]): void
 }
 
@@ -46,17 +48,17 @@ function parentEvent(n: Notification): WatchEventType {
 
 /**
  * The events a watch reports for one batch (one operation). The kernel's queue merges an event
- * identical to the one before it (same mask, same name), not two that Node shows alike: a copy's
- * truncate, fchmod and data are three 'change' events.
+ * identical to the one before it (same mask, same name) until the process reads the queue, which
+ * Node does between turns of its event loop: so repeats merge across the operations of one
+ * synchronous run (a round), and two events Node shows alike do not (a copy's truncate, fchmod and
+ * data are three 'change' events).
  */
 function eventsFor(watch: Watch, notifications: readonly Notification[]): [WatchEventType, string][] {
   const out: [WatchEventType, string][] = []
-  let lastMask = ''
-  let lastName = ''
   const push = (type: WatchEventType, name: string, mask: string) => {
-    if (mask === lastMask && name === lastName) return
-    lastMask = mask
-    lastName = name
+    const key = `${mask}\0${name}`
+    if (key === watch.last) return
+    watch.last = key
     out.push([type, name])
   }
   for (const n of notifications) {
@@ -149,13 +151,21 @@ export class WatchRegistry {
       path: entry.path,
       ino: this.ops.overlay.meta(entry).ino,
       type: entry.type,
-      label: basename(given.replace(/\/+$/, '')) || given,
+      // libuv names self events after what follows the last '/' of the path as given ('' for 'dir/').
+      label: given.slice(given.lastIndexOf('/') + 1),
       recursive,
       ended: false,
+      last: '',
       deliver,
     }
     this.watches.add(watch)
-    this.unsubscribe ??= this.ops.changes.subscribe({ paths: true, batch: (batch) => this.batch(batch) })
+    this.unsubscribe ??= this.ops.changes.subscribe({
+      paths: true,
+      batch: (batch) => this.batch(batch),
+      delivered: () => {
+        for (const watch of this.watches) watch.last = ''
+      },
+    })
     return watch
   }
 
