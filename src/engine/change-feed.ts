@@ -277,8 +277,11 @@ export class ChangeFeed implements ChangeObserver {
       return
     }
     if (after.type === 'file' && !sameContent(before, after, this.overlay)) this.push(after.path, 'modify', 'file', now.ino)
-    else if (after.type === 'dir' ? explicitChange(was, now) : !sameMeta(was, now)) this.push(after.path, 'attrib', after.type, now.ino)
-    // A new node with nothing different is a write of the same bytes: still a write to watchers.
+    else if (after.type === 'dir' ? explicitChange(was, now) : explicitChange(was, now) || (after.type === 'symlink' && !sameMeta(was, now))) {
+      this.push(after.path, 'attrib', after.type, now.ino)
+    }
+    // A file's new node with the same bytes, only its times moved (or not even those): a write of
+    // the same bytes or a truncation to the same size, still a write to watchers.
     else if (after.type === 'file' && before.node !== after.node) this.push(after.path, 'modify', 'file', now.ino)
     if (after.type === 'dir' && (before.node !== after.node || before.lowerPath !== after.lowerPath)) {
       const names = new Set([...this.overlay.names(before), ...this.overlay.names(after)])
