@@ -94,14 +94,16 @@ export class WorkspaceEvents {
       wake?.()
     }
     const offs = ended ? [] : types.map((type) => this.add(type, push))
-    const end = () => {
+    // The workspace closing ends the stream after what it already told; an abort ends it at once.
+    const end = (drop = false) => {
       ended = true
+      if (drop) queue.length = 0
       for (const off of offs) off()
       this.endings.delete(end)
       wake?.()
     }
     this.endings.add(end)
-    options.signal?.addEventListener('abort', end, { once: true })
+    options.signal?.addEventListener('abort', () => end(true), { once: true })
     const iterator: AsyncIterableIterator<WorkspaceEvent> = {
       next: async () => {
         for (;;) {
@@ -112,7 +114,7 @@ export class WorkspaceEvents {
         }
       },
       return: async () => {
-        end()
+        end(true)
         return { value: undefined, done: true }
       },
       [Symbol.asyncIterator]: () => iterator,
