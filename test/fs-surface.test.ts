@@ -176,3 +176,155 @@ describe('promise forms and descriptors', () => {
     await ws.close()
   })
 })
+
+describe('the smaller parities, with node:fs as the oracle', () => {
+  const oracle = mkdtempSync(join(tmpdir(), 'rewindfs-parity-'))
+  afterAll(() => rmSync(oracle, { recursive: true, force: true }))
+
+  const outcome = (call: () => unknown): unknown => {
+    try {
+      call()
+      return 'no error'
+    } catch (error) {
+      const e = error as NodeJS.ErrnoException
+      return `${e.name} ${e.code}: ${e.message}`
+    }
+  }
+
+  it('a callback form without its callback names what is in the callback’s place, as Node does', async () => {
+    const ws = await Workspace.open({ lower: { '/a.txt': 'a' } })
+    const fs = ws.fs as unknown as Record<string, (...args: unknown[]) => unknown>
+    const real = nodeFs as unknown as Record<string, (...args: unknown[]) => unknown>
+    const fd = ws.fs.openSync('/a.txt', 'r')
+    const realFd = nodeFs.openSync(oracle, 'r')
+    const calls: [string, (path: string, descriptor: number) => unknown[]][] = [
+      ['fstat', (_p, d) => [d]],
+      ['fstat', (_p, d) => [d, {}]],
+      ['fsync', (_p, d) => [d]],
+      ['read', (_p, d) => [d, Buffer.alloc(1), 0, 1, 0]],
+      ['stat', (p) => [p]],
+      ['stat', (p) => [p, {}, 5]],
+      ['readFile', (p) => [p, {}]],
+      ['readFile', (p) => [p]],
+      ['writeFile', (p) => [p, 'x', {}]],
+      ['readdir', (p) => [p, {}]],
+      ['access', (p) => [p, 0]],
+      ['statfs', (p) => [p]],
+    ]
+    for (const [name, args] of calls) {
+      const ours = outcome(() => fs[name](...args('/a.txt', fd)))
+      const theirs = outcome(() => real[name](...args(join(oracle, 'a.txt'), realFd)))
+      expect(ours, name).toBe(theirs)
+    }
+    expect(outcome(() => fs.close(fd))).toBe('no error') // Node's close takes no callback too
+    nodeFs.closeSync(realFd)
+  })
+
+  it("'' is ENOENT in every form", async () => {
+    const ws = await Workspace.open({ lower: { '/a.txt': 'a' } })
+    nodeFs.writeFileSync(join(oracle, 'a.txt'), 'a')
+    const calls: [string, (at: (p: string) => string) => unknown[]][] = [
+      ['statSync', () => ['']],
+      ['readFileSync', () => ['']],
+      ['mkdirSync', () => ['', { recursive: true }]],
+      ['renameSync', (at) => [at('/a.txt'), '']],
+      ['symlinkSync', (at) => ['', at('/l')]],
+    ]
+    for (const [name, args] of calls) {
+      const ours = outcome(() => (ws.fs as unknown as Record<string, (...a: unknown[]) => unknown>)[name](...args((p) => p)))
+      const theirs = outcome(() => (nodeFs as unknown as Record<string, (...a: unknown[]) => unknown>)[name](...args((p) => oracle + p)))
+      expect(ours, name).toBe(String(theirs).replaceAll(oracle, ''))
+    }
+    await expect(ws.fs.promises.stat('')).rejects.toMatchObject({ code: 'ENOENT', syscall: 'stat', message: "ENOENT: no such file or directory, stat ''" })
+  })
+
+  it('readdir recursive walks as Node: sync breadth first, promises from a stack; Dirents carry the parent path as given', async () => {
+    const root = join(oracle, 'walk')
+    const make = (fs: typeof nodeFs, at: (p: string) => string) => {
+      for (const dir of ['/x/y/z', '/w/v']) fs.mkdirSync(at(dir), { recursive: true })
+      for (const file of ['/x/y/z/f', '/w/v/g', '/x/h', '/top']) fs.writeFileSync(at(file), '')
+      fs.symlinkSync('x', at('/link'))
+    }
+    nodeFs.mkdirSync(root)
+    make(nodeFs, (p) => root + p)
+    const ws = await Workspace.open()
+    make(ws.fs as unknown as typeof nodeFs, (p) => '/walk' + p)
+    // Within a directory the disk's order is its own: compare the depth of each entry in turn, and the sets.
+    const depths = (names: string[]) => names.map((n) => n.split('/').length)
+    const sync = [ws.fs.readdirSync('/walk', { recursive: true }) as string[], nodeFs.readdirSync(root, { recursive: true }) as string[]]
+    expect(depths(sync[0])).toEqual(depths(sync[1]))
+    expect([...sync[0]].sort()).toEqual([...sync[1]].sort())
+    const promised = [(await ws.fs.promises.readdir('/walk', { recursive: true })) as string[], (await nodeFs.promises.readdir(root, { recursive: true })) as string[]]
+    expect([...promised[0]].sort()).toEqual([...promised[1]].sort())
+    expect(promised[0]).not.toEqual(sync[0]) // a stack, not a queue
+    ws.chdir('/walk')
+    process.chdir(oracle)
+    try {
+      const dirents = (fs: typeof nodeFs, path: string) =>
+        fs
+          .readdirSync(path, { recursive: true, withFileTypes: true })
+          .map((d) => `${d.parentPath}|${d.path}|${d.name}`)
+          .sort()
+      expect(dirents(ws.fs as unknown as typeof nodeFs, './')).toEqual(dirents(nodeFs, './walk/').map((e) => e.replace(/(^|\|)\.\/walk\//g, '$1./').replace(/(^|\|)walk\//g, '$1')))
+    } finally {
+      process.chdir('/')
+    }
+  })
+
+  it('reads update atime as Linux’s relatime does', async () => {
+    const dir = join(oracle, 'atime')
+    nodeFs.mkdirSync(dir)
+    const ws = await Workspace.open()
+    const script = (fs: typeof nodeFs, at: (p: string) => string) => {
+      const newer = (p: string, lstat = false) => {
+        const s = lstat ? fs.lstatSync(at(p)) : fs.statSync(at(p))
+        return s.atimeMs > s.mtimeMs
+      }
+      const out: boolean[] = []
+      fs.writeFileSync(at('/f'), 'data')
+      fs.mkdirSync(at('/d'))
+      fs.symlinkSync('f', at('/l'))
+      const old = () => {
+        fs.utimesSync(at('/f'), 1000, 2000)
+        fs.utimesSync(at('/d'), 1000, 2000)
+        fs.lutimesSync(at('/l'), 1000, 2000)
+      }
+      old()
+      fs.statSync(at('/f'))
+      out.push(newer('/f'))
+      fs.readFileSync(at('/f'))
+      out.push(newer('/f'))
+      fs.readdirSync(at('/d'))
+      out.push(newer('/d'))
+      fs.readlinkSync(at('/l'))
+      out.push(newer('/l', true))
+      old()
+      const fd = fs.openSync(at('/f'), 'r')
+      out.push(newer('/f'))
+      fs.readSync(fd, Buffer.alloc(2), 0, 2, 0)
+      fs.closeSync(fd)
+      out.push(newer('/f'))
+      old()
+      fs.copyFileSync(at('/f'), at('/g'))
+      out.push(newer('/f'))
+      return out
+    }
+    expect(script(ws.fs as unknown as typeof nodeFs, (p) => p)).toEqual(script(nodeFs, (p) => dir + p))
+  })
+
+  it('statfs, openAsBlob and promises.lchmod have Node’s shapes', async () => {
+    const ws = await Workspace.open({ lower: { '/a.txt': 'hello' } })
+    const ours = ws.fs.statfsSync('/')
+    const theirs = nodeFs.statfsSync(oracle)
+    expect(ours.constructor.name).toBe(theirs.constructor.name)
+    expect(Object.keys(ours)).toEqual(Object.keys(theirs))
+    expect(typeof ws.fs.statfsSync('/', { bigint: true }).bsize).toBe('bigint')
+    expect(await ws.fs.promises.statfs('/a.txt')).toMatchObject({ bsize: 4096 })
+    expect(() => ws.fs.statfsSync('/nope')).toThrow(expect.objectContaining({ code: 'ENOENT', syscall: 'statfs' }))
+    const blob = await ws.fs.openAsBlob('/a.txt', { type: 'text/plain' })
+    expect([blob.size, blob.type, await blob.text()]).toEqual([5, 'text/plain', 'hello'])
+    expect(outcome(() => ws.fs.openAsBlob('/nope'))).toBe(outcome(() => nodeFs.openAsBlob(join(oracle, 'nope'))))
+    const lchmod = (fs: typeof nodeFs) => fs.promises.lchmod('/a.txt', 0o600).catch((e: NodeJS.ErrnoException) => `${e.code}: ${e.message}`)
+    expect(await lchmod(ws.fs as unknown as typeof nodeFs)).toBe(await lchmod(nodeFs))
+  })
+})
