@@ -87,3 +87,8 @@ export function streamClasses(fs: StreamFs, isHandle: (value: unknown) => value 
     },
   }
 }
+
+/** Whether this host has Node's streams (fs.ReadStream is then the workspace's class, else absent). */
+export function hasStreams(): boolean {
+  return builtin<HostStreams>('node:fs')?.ReadStream !== undefined
+}

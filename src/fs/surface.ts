@@ -9,7 +9,7 @@ import { constants, pathArgument, validateFunction } from './arguments.js'
 import { FileHandle } from './file-handle.js'
 import type { FsOperations } from './operations.js'
 import { Dir, Dirent, Stats } from './stats.js'
-import { type StreamFs, streamClasses } from './streams.js'
+import { type StreamFs, hasStreams, streamClasses } from './streams.js'
 import { type FSWatcher, WatchRegistry } from './watch.js'
 
 type Operation = (...args: unknown[]) => unknown
@@ -201,10 +201,13 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
 
   // Node's own ReadStream and WriteStream, reading and writing through these callback forms.
   const streams = streamClasses(fs as unknown as StreamFs, (value): value is FileHandle => value instanceof FileHandle)
+  // Absent where the host has no Node streams (reading the members never throws).
+  const streamsHere = hasStreams()
   for (const name of ['ReadStream', 'WriteStream'] as const) {
-    Object.defineProperty(fs, name, { get: () => streams[name], enumerable: true, configurable: true })
+    const get = () => (streamsHere ? streams[name] : undefined)
+    Object.defineProperty(fs, name, { get, enumerable: true, configurable: true })
     // Node's deprecated aliases.
-    Object.defineProperty(fs, `File${name}`, { get: () => streams[name], enumerable: true, configurable: true })
+    Object.defineProperty(fs, `File${name}`, { get, enumerable: true, configurable: true })
   }
   fs.createReadStream = (path: unknown, opts?: unknown) => new streams.ReadStream(path, opts as Record<string, unknown>)
   fs.createWriteStream = (path: unknown, opts?: unknown) => new streams.WriteStream(path, opts as Record<string, unknown>)
