@@ -46,8 +46,13 @@ function hostStreams(name: string): HostStreams {
  * Options as Node's streams take them, with the workspace as their fs: a string is the encoding; a
  * FileHandle as `fd` is read through and closed with the handle; a caller's own `fs` is kept.
  */
-function withWorkspace(options: unknown, fs: StreamFs, isHandle: (value: unknown) => value is HandleLike): Record<string, unknown> {
+function withWorkspace(path: unknown, options: unknown, fs: StreamFs, isHandle: (value: unknown) => value is HandleLike): Record<string, unknown> {
   const opts: Record<string, unknown> = typeof options === 'string' ? { encoding: options } : { ...((options ?? {}) as Record<string, unknown>) }
+  if (opts.fs === undefined) {
+    // Opens the path it was given, even if `stream.path` is changed to show another name (mountOver shows host paths).
+    const open = fs.open
+    fs = { ...fs, open: (_path: unknown, ...rest: unknown[]) => open(path, ...rest) }
+  }
   const fd = opts.fd
   if (isHandle(fd)) {
     opts.fd = fd.fd
@@ -68,12 +73,12 @@ export function streamClasses(fs: StreamFs, isHandle: (value: unknown) => value 
     const host = hostStreams(name)
     class ReadStream extends host.ReadStream {
       constructor(path: unknown, options?: unknown) {
-        super(path, withWorkspace(options, fs, isHandle))
+        super(path, withWorkspace(path, options, fs, isHandle))
       }
     }
     class WriteStream extends host.WriteStream {
       constructor(path: unknown, options?: unknown) {
-        super(path, withWorkspace(options, fs, isHandle))
+        super(path, withWorkspace(path, options, fs, isHandle))
       }
     }
     return (classes = { ReadStream, WriteStream })
