@@ -73,8 +73,6 @@ export class ChangeFeed implements ChangeObserver {
   private pending: Notification[] = []
   private readonly queue: Item[] = []
   private scheduled = false
-  /** Notifications at or after this index were made by explicit syscall steps (see override). */
-  private overridden: Map<string, number> | undefined
 
   constructor(private readonly overlay: Overlay) {}
 
@@ -117,7 +115,7 @@ export class ChangeFeed implements ChangeObserver {
 
   /**
    * Replaces what the feed derived for `path` since `mark` by the steps a Linux syscall makes (a
-   * copy is create, truncate, fchmod, data: four notifications, which inotify reports one by one).
+   * copy is open with O_CREAT, ftruncate, fchmod, the data: inotify reports each).
    */
   override(mark: number, path: string, kinds: readonly NotificationKind[]): void {
     if (!this.active) return
