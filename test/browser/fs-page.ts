@@ -1,0 +1,80 @@
+/**
+ * The fs surface in a real browser (bundled by driver.ts for the browser platform, so no Node
+ * builtins are there): watching, ws.events, web streams and the stat watcher run on the core's own
+ * emitter and the page's timers; Node streams are absent and say why.
+ */
+import { Workspace } from '../../src/index.js'
+
+const status = document.getElementById('status') as HTMLElement
+const pause = (ms = 10) => new Promise((resolve) => setTimeout(resolve, ms))
+
+async function surface() {
+  const ws = await Workspace.open({ lower: { '/app/a.txt': 'a', '/big': 'x'.repeat(40_000) }, autoCheckpoint: false })
+  const fs = ws.fs
+  const dir: string[] = []
+  const all: string[] = []
+  const timeline: string[] = []
+  const watcher = fs.watch('/app', (type, name) => dir.push(`${type}:${String(name)}`))
+  const everything = fs.watch('/', { recursive: true }, (type, name) => all.push(`${type}:${String(name)}`))
+  const offOperation = ws.events.on('operation', (event) => timeline.push(`${event.operation.type}`))
+  const offUndo = ws.events.on('undo', (event) => timeline.push(`undo ${event.operation.type}`))
+  fs.writeFileSync('/app/b.txt', 'b')
+  fs.renameSync('/app/a.txt', '/app/c.txt')
+  await ws.undo()
+  await pause()
+  watcher.close()
+  everything.close()
+  offOperation()
+  offUndo()
+
+  const controller = new AbortController()
+  const iterated: string[] = []
+  const iterating = (async () => {
+    try {
+      for await (const event of fs.promises.watch('/app', { signal: controller.signal })) {
+        iterated.push(`${event.eventType}:${event.filename}`)
+        if (iterated.length === 2) controller.abort()
+      }
+    } catch (error) {
+      return (error as Error).name
+    }
+  })()
+  fs.writeFileSync('/app/d.txt', 'd')
+  const aborted = await iterating
+
+  const polled: string[] = []
+  fs.watchFile('/app/e.txt', { interval: 5 }, (current, previous) => polled.push(`${current.size}/${previous.size}`))
+  await pause(30)
+  fs.writeFileSync('/app/e.txt', 'eee')
+  await pause(40)
+  fs.unwatchFile('/app/e.txt')
+
+  const handle = await fs.promises.open('/big', 'r')
+  const sizes: number[] = []
+  for await (const chunk of handle.readableWebStream() as unknown as AsyncIterable<Uint8Array>) sizes.push(chunk.byteLength)
+  await handle.close()
+
+  let streams: string
+  try {
+    fs.createReadStream('/big')
+    streams = 'created'
+  } catch (error) {
+    streams = (error as { code?: string }).code ?? String(error)
+  }
+  const members = Object.keys(fs).length > 50 && fs.ReadStream === undefined
+  const result = { dir, all, timeline, iterated, aborted, polled, sizes, streams, members }
+  status.textContent = JSON.stringify(result, null, 2)
+  return result
+}
+
+const scenarios = { surface }
+export type FsScenarios = typeof scenarios
+
+declare global {
+  interface Window {
+    rewindfsFs: FsScenarios
+  }
+}
+
+window.rewindfsFs = scenarios
+status.textContent = 'ready'
