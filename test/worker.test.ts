@@ -11,14 +11,7 @@ const bootstrap = new URL('../worker/bootstrap.mjs', import.meta.url)
 const satisfied = (ws: Workspace): AsyncWorkspace => ws
 void satisfied
 
-// The in-process fs's FileHandle and streams are being brought to Node's behaviour in part 1 of issue 12.
-asyncWorkspaceSuite('in-process Workspace', (files, store) => Workspace.open({ lower: files, ...(store ? { store: directoryStore(store) } : {}) }), {
-  knownDifferences: [
-    'FileHandle: writes and reads at offsets and positions, stats, truncates, and refuses calls once closed',
-    'streams: ranges and highWaterMark chunks, writes at a start, appends, and errors',
-    'streams: a 3 MiB file crosses in bounded chunks and arrives whole',
-  ],
-})
+asyncWorkspaceSuite('in-process Workspace', (files, store) => Workspace.open({ lower: files, ...(store ? { store: directoryStore(store) } : {}) }))
 asyncWorkspaceSuite('engine in a worker thread', (files, store) =>
   openWorkerWorkspace(new Worker(bootstrap), { lower: files ? { kind: 'fixture', files } : undefined, ...(store ? { store: { kind: 'directory', path: store } } : {}) }),
 )
