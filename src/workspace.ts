@@ -8,7 +8,7 @@ import { Collector } from './blob/collector.js'
 import { BlobStore } from './blob/store.js'
 import { type Change, type ChangeRecord, diffTrees, unifiedDiff } from './diff.js'
 import { FsError } from './errors.js'
-import { WorkspaceEvents } from './engine/events.js'
+import { WorkspaceEvents, feedEvents } from './engine/events.js'
 import type { ExecOptions, ExecResult, ExecRunner, ExecSession } from './exec.js'
 import { Journal, type Operation, type OperationRecord, type OperationType, publicOperation } from './engine/journal.js'
 import { FsOperations, MAX_FILE_SIZE } from './fs/operations.js'
@@ -265,7 +265,7 @@ export class Workspace {
     })
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
     this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]) }) as unknown as NodeFs
-    this.events = new WorkspaceEvents(this.ops.changes)
+    this.events = new WorkspaceEvents(feedEvents(this.ops.changes))
     this.collector = shared.collector ??= new Collector(shared.blobs)
     this.unregister = this.collector.register({ roots: () => this.gcRoots() })
   }
@@ -1322,6 +1322,7 @@ export class Workspace {
     await this.sync().catch(() => undefined)
     await this.durability?.store.close?.()
     this.closed = true
+    this.ops.changes.close()
     this.events.close()
     this.unregister()
     this.shared.sessions.delete(this.session)

@@ -60,6 +60,8 @@ export interface FeedSubscriber {
   message?(message: FeedMessage): void
   /** After each delivery round: everything changed since the last one has been delivered. */
   delivered?(): void
+  /** The workspace closed: nothing more comes. */
+  closed?(): void
 }
 
 type Item = { batch: ChangeBatch } | { message: FeedMessage }
@@ -94,6 +96,16 @@ export class ChangeFeed implements ChangeObserver {
       if (subscriber.paths) this.pathSubscribers--
       if (this.pathSubscribers === 0) this.pending = []
     }
+  }
+
+  /** The workspace closed: what is queued is delivered, then every subscriber is told and dropped. */
+  close(): void {
+    if (this.queue.length > 0 || this.pending.length > 0) this.deliver()
+    const subscribers = [...this.subscribers]
+    this.subscribers.clear()
+    this.pathSubscribers = 0
+    this.pending = []
+    for (const subscriber of subscribers) subscriber.closed?.()
   }
 
   // ---- from the overlay ------------------------------------------------------------------------

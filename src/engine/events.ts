@@ -4,7 +4,8 @@
  * checkpoints, restores, and the paths each operation changed, delivered asynchronously in the
  * order they happened. An emitter (`on` returns the unsubscribe function) and an async iterator
  * (`stream`); browser-safe, nothing from Node. Path changes are only collected while someone
- * listens for them.
+ * listens for them. The events come from a source: the workspace's own change feed, or (on a
+ * page) the worker's, relayed one message per delivery.
  */
 import type { EntryType } from '../lower/source.js'
 import type { Checkpoint } from '../workspace.js'
@@ -52,13 +53,20 @@ export interface StreamOptions {
   signal?: AbortSignal
 }
 
+/**
+ * Where events come from: told the types listened for, it calls `emit` with events (of those types
+ * at least) in order, until the function it returns is called.
+ */
+export type EventSource = (types: ReadonlySet<WorkspaceEventType>, emit: (event: WorkspaceEvent) => void) => () => void
+
 export class WorkspaceEvents {
   private readonly listeners = new Map<WorkspaceEventType, Set<AnyListener>>()
   private unsubscribe: (() => void) | undefined
-  private subscribedForPaths = false
+  /** The types the source was last told, as a key ('' when unsubscribed). */
+  private subscribed = ''
   private readonly endings = new Set<() => void>()
 
-  constructor(private readonly feed: ChangeFeed) {}
+  constructor(private readonly source: EventSource) {}
 
   /** Calls `listener` with every event of `type`; returns the function that stops it. */
   on<K extends WorkspaceEventType>(type: K, listener: (event: { readonly type: K } & WorkspaceEventMap[K]) => void): () => void {
@@ -67,7 +75,7 @@ export class WorkspaceEvents {
 
   private add(type: WorkspaceEventType, listener: AnyListener): () => void {
     if (typeof listener !== 'function') throw new TypeError('rewindfs: ws.events.on(type, listener) needs a function')
-    if (!KINDS.has(type)) throw new TypeError(`rewindfs: unknown event type '${String(type)}'; one of ${[...KINDS].join(', ')}`)
+    if (!EVENT_TYPES.has(type)) throw new TypeError(`rewindfs: unknown event type '${String(type)}'; one of ${[...EVENT_TYPES].join(', ')}`)
     let set = this.listeners.get(type)
     if (!set) this.listeners.set(type, (set = new Set()))
     set.add(listener)
@@ -85,7 +93,7 @@ export class WorkspaceEvents {
 
   /** Every event (or those of `types`) as an async iterator, until `signal` aborts or the workspace closes. */
   stream(options: StreamOptions = {}): AsyncIterableIterator<WorkspaceEvent> {
-    const types = options.types ?? [...KINDS]
+    const types = options.types ?? [...EVENT_TYPES]
     const queue: WorkspaceEvent[] = []
     let wake: (() => void) | undefined
     let ended = options.signal?.aborted === true
@@ -127,46 +135,49 @@ export class WorkspaceEvents {
     for (const end of [...this.endings]) end()
   }
 
-  private count(type: WorkspaceEventType): number {
-    return this.listeners.get(type)?.size ?? 0
-  }
-
-  /** Subscribes to the feed while anyone listens; collects paths only while 'change' is listened to. */
+  /** Subscribes to the source while anyone listens, for the types listened for (a 'change' listener makes the feed collect paths). */
   private resubscribe(): void {
-    let total = 0
-    for (const set of this.listeners.values()) total += set.size
-    const paths = this.count('change') > 0
-    if (this.unsubscribe && (total === 0 || paths !== this.subscribedForPaths)) {
-      this.unsubscribe()
-      this.unsubscribe = undefined
-    }
-    if (!this.unsubscribe && total > 0) {
-      this.subscribedForPaths = paths
-      this.unsubscribe = this.feed.subscribe({ paths, batch: (batch) => this.batch(batch), message: (message) => this.message(message) })
-    }
+    const types = new Set<WorkspaceEventType>()
+    for (const [type, set] of this.listeners) if (set.size > 0) types.add(type)
+    const key = [...types].sort().join(',')
+    if (key === this.subscribed) return
+    const previous = this.unsubscribe
+    this.unsubscribe = undefined
+    this.subscribed = key
+    // The new subscription first, so what the feed has collected and not yet delivered is kept.
+    if (types.size > 0) this.unsubscribe = this.source(types, (event) => this.emit(event))
+    previous?.()
   }
 
   private emit(event: WorkspaceEvent): void {
     for (const listener of [...(this.listeners.get(event.type) ?? [])]) listener(event)
   }
+}
 
-  private batch(batch: ChangeBatch): void {
-    const operation = batch.record ? publicOperation(batch.record) : undefined
-    if (this.count('change') > 0 && batch.notifications.length > 0) {
-      this.emit({ type: 'change', changes: pathChanges(batch), cause: batch.cause, ...(operation ? { operation } : {}) })
-    }
-    if (!operation) return
-    if (batch.cause === 'operation') this.emit({ type: 'operation', operation })
-    else this.emit({ type: batch.cause, operation })
-  }
-
-  private message(message: FeedMessage): void {
-    if (message.kind === 'checkpoint') this.emit({ type: 'checkpoint', checkpoint: message.payload as Checkpoint })
-    else if (message.kind === 'restore') this.emit({ type: 'restore', ...(message.payload as RestoreEvent) })
+/** The events of a workspace's own change feed. */
+export function feedEvents(feed: ChangeFeed): EventSource {
+  return (types, emit) => {
+    const wantsChanges = types.has('change')
+    return feed.subscribe({
+      paths: wantsChanges,
+      batch: (batch) => {
+        const operation = batch.record ? publicOperation(batch.record) : undefined
+        if (wantsChanges && batch.notifications.length > 0) {
+          emit({ type: 'change', changes: pathChanges(batch), cause: batch.cause, ...(operation ? { operation } : {}) })
+        }
+        if (!operation) return
+        if (batch.cause === 'operation') emit({ type: 'operation', operation })
+        else emit({ type: batch.cause, operation })
+      },
+      message: (message: FeedMessage) => {
+        if (message.kind === 'checkpoint') emit({ type: 'checkpoint', checkpoint: message.payload as Checkpoint })
+        else if (message.kind === 'restore') emit({ type: 'restore', ...(message.payload as RestoreEvent) })
+      },
+    })
   }
 }
 
-const KINDS = new Set<WorkspaceEventType>(['operation', 'undo', 'redo', 'change', 'checkpoint', 'restore'])
+const EVENT_TYPES: ReadonlySet<WorkspaceEventType> = new Set<WorkspaceEventType>(['operation', 'undo', 'redo', 'change', 'checkpoint', 'restore'])
 
 /** The feed's notifications as path changes: a rename is one 'moved', a delete and create of one path stay two. */
 function pathChanges(batch: ChangeBatch): PathChange[] {

@@ -39,6 +39,8 @@ interface Watch {
   /** The last event queued in this delivery round, as (mask, name): the kernel merges a repeat. */
   last: string
   deliver(events: readonly (readonly [WatchEventType, string])[]): void
+  /** The workspace closed. */
+  end(): void
 }
 
 /** What a watch on a path's directory reports for a notification about that path. */
@@ -106,6 +108,12 @@ export interface StatWatcher {
   unref(): this
 }
 
+/** Node's watch error: its fields in Node's order, and the path again as `filename`. */
+function watchError(error: FsError, given: string): Error {
+  const failure = new Error(new FsError(error.code, 'watch', given).message)
+  return Object.assign(failure, { errno: error.errno, syscall: 'watch', code: error.code, path: given, filename: given })
+}
+
 /** Node's AbortError: name 'AbortError', code 'ABORT_ERR', the signal's reason as its cause. */
 function abortError(signal: AbortSignal | undefined): Error {
   return Object.assign(new Error('The operation was aborted', { cause: signal?.reason }), { name: 'AbortError', code: 'ABORT_ERR' })
@@ -116,6 +124,131 @@ const DISPOSE: typeof Symbol.dispose = Symbol.dispose ?? Symbol.for('nodejs.disp
 interface Timer {
   ref?(): unknown
   unref?(): unknown
+}
+
+/** One watch's events, in order: (eventType, filename relative to the watched path). */
+export type WatchEvents = readonly (readonly [WatchEventType, string])[]
+
+/** Where a watch's events go. */
+export interface WatchSink {
+  events(events: WatchEvents): void
+  /**
+   * The watch is over without being closed by its owner: it never started (`started` false, with
+   * Node's watch error), or what it watched went away (a worker closed or crashed).
+   */
+  end(error: Error | undefined, started: boolean): void
+}
+
+/**
+ * Starts a watch on `given` (a validated path, as the caller gave it) and returns the function that
+ * stops it. In process it throws Node's watch error at once; across a worker the answer comes later
+ * and a failed start is told to `sink.end`.
+ */
+export type StartWatch = (given: string, recursive: boolean, sink: WatchSink) => () => void
+
+/** fs.watch(filename, options?, listener?) over `start`: an FSWatcher emitting 'change' (eventType, filename). */
+export function createWatcher(start: StartWatch, filename: unknown, options?: unknown, listener?: unknown): FSWatcher {
+  if (typeof options === 'function') {
+    listener = options
+    options = {}
+  }
+  const opts = watchOptions(options)
+  const given = pathArgument(filename, 'filename')
+  const emitter = new EventEmitter() as unknown as Emitter & FSWatcher
+  let closed = false
+  const name = (text: string) => filenameIn(text, opts.encoding)
+  const stop = start(given, opts.recursive, {
+    events: (events) => {
+      for (const [type, file] of events) {
+        if (closed) return
+        emitter.emit('change', type, name(file))
+      }
+    },
+    end: (error, started) => {
+      if (closed) return
+      if (!started) {
+        // As Node's FSWatcher when its handle fails: closed without 'close', the error told.
+        closed = true
+        emitter.emit('error', error)
+        return
+      }
+      if (error && emitter.listenerCount('error') > 0) emitter.emit('error', error)
+      close()
+    },
+  })
+  if (typeof listener === 'function') emitter.on('change', listener as Listener)
+  const close = () => {
+    if (closed) return
+    closed = true
+    stop()
+    queueMicrotask(() => emitter.emit('close'))
+  }
+  Object.assign(emitter, {
+    close,
+    ref: () => emitter,
+    unref: () => emitter,
+    [DISPOSE]: close,
+  })
+  if (opts.signal) {
+    if (opts.signal.aborted) queueMicrotask(close)
+    else opts.signal.addEventListener('abort', close, { once: true })
+  }
+  return emitter
+}
+
+/**
+ * fs.promises.watch over `start`: an async iterator of { eventType, filename }. Events are queued
+ * (up to `maxQueue`, then dropped or, with overflow: 'throw', an error), as newer Node does; the
+ * signal ends it with an AbortError.
+ */
+export function watchIterator(start: StartWatch, filename: unknown, options?: unknown): AsyncGenerator<{ eventType: WatchEventType; filename: string | Uint8Array }> {
+  return (async function* () {
+    const opts = watchOptions(options ?? {})
+    const maxQueue = opts.maxQueue
+    if (opts.signal?.aborted) throw abortError(opts.signal)
+    const given = pathArgument(filename, 'filename')
+    const queue: { eventType: WatchEventType; filename: string | Uint8Array }[] = []
+    let overflowed = false
+    let ended: { error: Error | undefined } | undefined
+    let wake: (() => void) | undefined
+    const stop = start(given, opts.recursive, {
+      events: (events) => {
+        for (const [eventType, file] of events) {
+          if (queue.length >= maxQueue) {
+            if (opts.overflow === 'throw') overflowed = true
+            continue
+          }
+          queue.push({ eventType, filename: filenameIn(file, opts.encoding) })
+        }
+        wake?.()
+      },
+      end: (error) => {
+        ended = { error }
+        wake?.()
+      },
+    })
+    const abort = () => wake?.()
+    opts.signal?.addEventListener('abort', abort, { once: true })
+    try {
+      for (;;) {
+        if (opts.signal?.aborted) throw abortError(opts.signal)
+        if (overflowed) throw Object.assign(new Error(`fs.watch maxQueue exceeded`), { code: 'ERR_FS_WATCH_QUEUE_OVERFLOW' })
+        if (queue.length > 0) {
+          yield queue.shift()!
+          continue
+        }
+        if (ended) {
+          if (ended.error) throw ended.error
+          return
+        }
+        await new Promise<void>((resolve) => (wake = resolve))
+        wake = undefined
+      }
+    } finally {
+      opts.signal?.removeEventListener('abort', abort)
+      stop()
+    }
+  })()
 }
 
 export class WatchRegistry {
@@ -134,18 +267,15 @@ export class WatchRegistry {
     }
   }
 
-  /** Starts a watch on what `filename` names now; errors are Node's ('watch', with `filename`). */
-  private add(filename: unknown, recursive: boolean, deliver: Watch['deliver']): Watch {
-    const given = pathArgument(filename, 'filename')
+  /** Starts a watch on what `given` names now; errors are Node's ('watch', with `filename`), thrown at once. */
+  readonly start: StartWatch = (given, recursive, sink) => {
     const path = given === '' ? '' : normalize(absolute(given, this.ops.cwd))
     let entry
     try {
       entry = this.ops.overlay.resolve(path, 'watch', true, given)
     } catch (error) {
       if (!(error instanceof FsError)) throw error
-      // Node's watch errors carry their fields in this order, and the path again as `filename`.
-      const failure = new Error(new FsError(error.code, 'watch', given).message)
-      throw Object.assign(failure, { errno: error.errno, syscall: 'watch', code: error.code, path: given, filename: given })
+      throw watchError(error, given)
     }
     const watch: Watch = {
       path: entry.path,
@@ -156,7 +286,8 @@ export class WatchRegistry {
       recursive,
       ended: false,
       last: '',
-      deliver,
+      deliver: (events) => sink.events(events),
+      end: () => sink.end(undefined, true),
     }
     this.watches.add(watch)
     this.unsubscribe ??= this.ops.changes.subscribe({
@@ -165,96 +296,33 @@ export class WatchRegistry {
       delivered: () => {
         for (const watch of this.watches) watch.last = ''
       },
+      closed: () => {
+        // The workspace closed: every watcher closes ('close'), every iterator ends.
+        const watches = [...this.watches]
+        this.watches.clear()
+        this.unsubscribe = undefined
+        for (const watch of watches) watch.end()
+      },
     })
-    return watch
+    return () => this.remove(watch)
   }
 
   private remove(watch: Watch): void {
-    this.watches.delete(watch)
+    if (!this.watches.delete(watch)) return
     if (this.watches.size === 0) {
       this.unsubscribe?.()
       this.unsubscribe = undefined
     }
   }
 
-  /** fs.watch(filename, options?, listener?): an FSWatcher emitting 'change' (eventType, filename). */
+  /** fs.watch(filename, options?, listener?). */
   watch(filename: unknown, options?: unknown, listener?: unknown): FSWatcher {
-    if (typeof options === 'function') {
-      listener = options
-      options = {}
-    }
-    const opts = watchOptions(options)
-    const emitter = new EventEmitter() as unknown as Emitter & FSWatcher
-    let closed = false
-    const name = (text: string) => filenameIn(text, opts.encoding)
-    const watch = this.add(filename, opts.recursive, (events) => {
-      for (const [type, file] of events) {
-        if (closed) return
-        emitter.emit('change', type, name(file))
-      }
-    })
-    if (typeof listener === 'function') emitter.on('change', listener as Listener)
-    const close = () => {
-      if (closed) return
-      closed = true
-      this.remove(watch)
-      queueMicrotask(() => emitter.emit('close'))
-    }
-    Object.assign(emitter, {
-      close,
-      ref: () => emitter,
-      unref: () => emitter,
-      [DISPOSE]: close,
-    })
-    if (opts.signal) {
-      if (opts.signal.aborted) queueMicrotask(close)
-      else opts.signal.addEventListener('abort', close, { once: true })
-    }
-    return emitter
+    return createWatcher(this.start, filename, options, listener)
   }
 
-  /**
-   * fs.promises.watch: an async iterator of { eventType, filename }. Events are queued (up to
-   * `maxQueue`, then dropped or, with overflow: 'throw', an error), as newer Node does; the
-   * signal ends it with an AbortError.
-   */
+  /** fs.promises.watch(filename, options?). */
   iterate(filename: unknown, options?: unknown): AsyncGenerator<{ eventType: WatchEventType; filename: string | Uint8Array }> {
-    const registry = this
-    return (async function* () {
-      const opts = watchOptions(options ?? {})
-      const maxQueue = opts.maxQueue
-      if (opts.signal?.aborted) throw abortError(opts.signal)
-      const queue: { eventType: WatchEventType; filename: string | Uint8Array }[] = []
-      let overflowed = false
-      let wake: (() => void) | undefined
-      const watch = registry.add(filename, opts.recursive, (events) => {
-        for (const [eventType, file] of events) {
-          if (queue.length >= maxQueue) {
-            if (opts.overflow === 'throw') overflowed = true
-            continue
-          }
-          queue.push({ eventType, filename: filenameIn(file, opts.encoding) })
-        }
-        wake?.()
-      })
-      const abort = () => wake?.()
-      opts.signal?.addEventListener('abort', abort, { once: true })
-      try {
-        for (;;) {
-          if (opts.signal?.aborted) throw abortError(opts.signal)
-          if (overflowed) throw Object.assign(new Error(`fs.watch maxQueue exceeded`), { code: 'ERR_FS_WATCH_QUEUE_OVERFLOW' })
-          if (queue.length > 0) {
-            yield queue.shift()!
-            continue
-          }
-          await new Promise<void>((resolve) => (wake = resolve))
-          wake = undefined
-        }
-      } finally {
-        opts.signal?.removeEventListener('abort', abort)
-        registry.remove(watch)
-      }
-    })()
+    return watchIterator(this.start, filename, options)
   }
 
   /**
@@ -300,7 +368,7 @@ export class WatchRegistry {
 }
 
 /** A filename in the watcher's encoding: a Buffer for 'buffer' (a Uint8Array off Node), else text. */
-function filenameIn(name: string, encoding: Encoding | 'buffer'): string | Uint8Array {
+export function filenameIn(name: string, encoding: Encoding | 'buffer'): string | Uint8Array {
   if (encoding === 'utf8' || encoding === 'utf-8') return name
   const bytes = encode(name)
   return encoding === 'buffer' ? toCallerBytes(bytes) : decode(bytes, encoding)
