@@ -7,6 +7,7 @@
  * `await` every member. `fs` is reached as `fs.promises`, the shape both sides share.
  */
 import type { Change } from './diff.js'
+import type { WorkspaceEvents } from './engine/events.js'
 import type { Operation } from './engine/journal.js'
 import type { JsonValue } from './engine/state.js'
 import type { ApprovalHook } from './engine/transaction.js'
@@ -99,22 +100,24 @@ export interface AsyncFileHandle extends Pick<NodeFileHandle, AsyncFileHandleMem
 /** fs.Dir as both sides offer it: read, close and async iteration. */
 export type AsyncDir = Pick<import('node:fs').Dir, 'path' | 'read' | 'close' | typeof Symbol.asyncIterator>
 
-/** Node's fs.promises as both sides offer it. */
-export interface AsyncFs extends Pick<NodePromises, AsyncFsMember | 'constants'> {
+/** Node's fs.promises as both sides offer it (`watch`: events of the whole workspace, whichever side made them). */
+export interface AsyncFs extends Pick<NodePromises, AsyncFsMember | 'constants' | 'watch'> {
   open(path: import('node:fs').PathLike, flags?: string | number, mode?: import('node:fs').Mode): Promise<AsyncFileHandle>
   opendir(path: import('node:fs').PathLike, options?: import('node:fs').OpenDirOptions): Promise<AsyncDir>
 }
 
 /**
- * What `fs` must offer: Node's `fs.promises` (as `ws.fs.promises`), `exists` and the streams. A
- * host without Node streams (a browser page) gets web streams from createReadStream and
- * createWriteStream instead.
+ * What `fs` must offer: Node's `fs.promises` (as `ws.fs.promises`), `exists`, the streams and
+ * `watch`. A host without Node streams (a browser page) gets web streams from createReadStream and
+ * createWriteStream instead. Across a worker, `watch` cannot throw at once: a watch that cannot
+ * start emits 'error', as Node's FSWatcher does when its handle fails.
  */
 export interface AsyncFsRoot {
   readonly promises: AsyncFs
   exists(path: import('node:fs').PathLike, callback: (exists: boolean) => void): void
   createReadStream: typeof import('node:fs').createReadStream
   createWriteStream: typeof import('node:fs').createWriteStream
+  watch: typeof import('node:fs').watch
 }
 
 /** flush() options that can cross a message channel (canary targets are the worker's, by descriptor). */
@@ -151,6 +154,8 @@ export interface AsyncSideEffect {
  */
 export interface AsyncWorkspace {
   readonly fs: AsyncFsRoot
+  /** Operations, undo/redo, checkpoints, restores and changed paths (in a page: the worker's, one message per delivery). */
+  readonly events: WorkspaceEvents
   readonly session: string
   readonly umask: number
   /** Why a configured store is not in use, and what open repaired. */

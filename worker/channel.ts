@@ -1,18 +1,21 @@
 /**
  * One worker's channel: requests go out through comlink, Outcomes come back and are unwrapped, and a
  * worker that dies turns every call in flight into a rejection instead of a promise that never settles.
+ * The worker's event messages (watch events, ws.events) arrive on it too, in order with the answers,
+ * and go to the session they name.
  */
 import * as Comlink from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
-import { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED } from './constants.js'
+import { BAD_CALL, EVENTS_MESSAGE, WORKER_CLOSED, WORKER_CRASHED } from './constants.js'
 import type { CallCallbacks, Hooks } from './host.js'
-import type { Outcome } from './protocol.js'
+import type { EventItem, EventsMessage, Outcome } from './protocol.js'
 import type { WorkerApi } from './serve.js'
 import { toError } from './values.js'
 
 /** What is used of a Node worker_threads Worker (structural: a page's types need nothing from Node). */
 export interface NodeWorkerLike {
   postMessage(value: unknown): void
+  on(event: 'message', listener: (value: unknown) => void): unknown
   on(event: 'error', listener: (error: Error) => void): unknown
   on(event: 'exit', listener: (code: number) => void): unknown
   terminate(): Promise<number>
@@ -25,6 +28,18 @@ export function coded(code: string, message: string): Error {
   return Object.assign(new Error(message), { code })
 }
 
+/** A session on this side that takes the worker's events for its handle. */
+export interface EventReceiver {
+  receive(item: EventItem): void
+  /** The worker crashed: nothing more comes. */
+  crashed(error: Error): void
+}
+
+/** Whether a message is the worker's event message (comlink's answers carry an id instead). */
+function isEventsMessage(data: unknown): data is EventsMessage {
+  return typeof data === 'object' && data !== null && (data as { kind?: unknown }).kind === EVENTS_MESSAGE && Array.isArray((data as { items?: unknown }).items)
+}
+
 /** One worker's channel: sends requests, unwraps Outcomes, and turns a dead worker into rejections. */
 export class Channel {
   readonly remote: Comlink.Remote<WorkerApi>
@@ -32,6 +47,8 @@ export class Channel {
   closed = false
   /** Rejecters of the calls in flight: a dead worker never answers them. */
   private readonly inFlight = new Set<(error: Error) => void>()
+  /** Sessions by handle, for the worker's events. */
+  private readonly receivers = new Map<number, EventReceiver>()
 
   constructor(
     readonly worker: WorkerLike,
@@ -41,9 +58,28 @@ export class Channel {
       this.remote = Comlink.wrap<WorkerApi>(nodeEndpoint(worker as unknown as Parameters<typeof nodeEndpoint>[0]))
       worker.on('error', (error: Error) => this.crash(`the worker threw ${error?.name ?? 'an error'}: ${error?.message ?? String(error)}`))
       worker.on('exit', (code: number) => this.crash(`the worker exited with code ${code}`))
+      worker.on('message', (data: unknown) => this.events(data))
     } else {
       this.remote = Comlink.wrap<WorkerApi>(worker)
       worker.addEventListener('error', (event: ErrorEvent) => this.crash(`the worker threw: ${event.message}`))
+      worker.addEventListener('message', (event: MessageEvent) => this.events(event.data))
+    }
+  }
+
+  /** Routes the worker's events to the sessions they name (from here on, until `unlisten`). */
+  listen(handle: number, receiver: EventReceiver): void {
+    this.receivers.set(handle, receiver)
+  }
+
+  unlisten(handle: number): void {
+    this.receivers.delete(handle)
+  }
+
+  private events(data: unknown): void {
+    if (!isEventsMessage(data)) return
+    for (const item of data.items) {
+      if (typeof item !== 'object' || item === null || typeof item.handle !== 'number') continue
+      this.receivers.get(item.handle)?.receive(item)
     }
   }
 
@@ -52,6 +88,8 @@ export class Channel {
     this.crashed = coded(WORKER_CRASHED, `rewindfs: the workspace worker crashed (${reason}); reopen it from its durable store`)
     for (const reject of this.inFlight) reject(this.crashed)
     this.inFlight.clear()
+    for (const receiver of [...this.receivers.values()]) receiver.crashed(this.crashed)
+    this.receivers.clear()
     this.onCrash?.(this.crashed)
     // A Web Worker survives an uncaught error, but its engine state can no longer be trusted.
     void this.worker.terminate()

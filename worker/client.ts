@@ -6,6 +6,7 @@
 import * as Comlink from 'comlink'
 import type { AsyncFlushOptions, AsyncFsMember, AsyncFsRoot, AsyncSessionState, AsyncSideEffect, AsyncTransactionOptions, AsyncWorkspace } from '../src/async-workspace.js'
 import type { Change } from '../src/diff.js'
+import { type EventSource, type WorkspaceEvent, WorkspaceEvents } from '../src/engine/events.js'
 import type { Operation } from '../src/engine/journal.js'
 import type { JsonValue } from '../src/engine/state.js'
 import type { ApprovalHook } from '../src/engine/transaction.js'
@@ -32,11 +33,12 @@ import type {
   UndoResult,
   WorkspaceCounters,
 } from '../src/workspace.js'
-import { Channel, type WorkerLike, coded } from './channel.js'
+import { Channel, type EventReceiver, type WorkerLike, coded } from './channel.js'
 import { WORKER_CLOSED } from './constants.js'
 import type { CallCallbacks, StagedServer } from './host.js'
-import type { FlushTargetDescriptor, LowerDescriptor, Member, Opened, Outcome, StatusRecord, StoreDescriptor } from './protocol.js'
+import type { EventItem, FlushTargetDescriptor, LowerDescriptor, Member, Opened, Outcome, StatusRecord, StoreDescriptor } from './protocol.js'
 import { type WorkerFs, createWorkerFs, withoutTransfer } from './remote-fs.js'
+import { RemoteWatches } from './remote-watch.js'
 import { type BatchWire, cursorId, decodeValue, errorRecord, packBatch, unpackResults } from './values.js'
 
 export interface OpenWorkerOptions {
@@ -78,8 +80,10 @@ export interface WorkerStatus {
   readonly closed: boolean
 }
 
-export class WorkerWorkspace implements AsyncWorkspace {
+export class WorkerWorkspace implements AsyncWorkspace, EventReceiver {
   readonly fs: WorkerFs
+  /** The worker's ws.events, relayed one message per delivery of its change feed. */
+  readonly events: WorkspaceEvents
   readonly session: string
   readonly umask: number
   resume: ResumePoint | undefined
@@ -87,6 +91,9 @@ export class WorkerWorkspace implements AsyncWorkspace {
   private mirrored: StatusRecord
   private readonly forks = new Set<WorkerWorkspace>()
   private closed = false
+  private readonly watches: RemoteWatches
+  /** Where the relayed ws.events go while this side listens. */
+  private emitEvent: ((event: WorkspaceEvent) => void) | undefined
 
   constructor(
     private readonly channel: Channel,
@@ -98,13 +105,39 @@ export class WorkerWorkspace implements AsyncWorkspace {
     this.umask = opened.umask
     this.mirrored = opened.status
     this.resume = opened.resume as ResumePoint | undefined
-    this.fs = createWorkerFs((message, transfers) => this.send({ ...message, handle }, undefined, transfers))
+    this.watches = new RemoteWatches((message) => this.send({ ...message, handle }))
+    this.fs = createWorkerFs((message, transfers) => this.send({ ...message, handle }, undefined, transfers), this.watches.start)
+    this.events = new WorkspaceEvents(this.eventSource)
+    channel.listen(handle, this)
     this.state = {
       get: (key) => this.call('stateGet', [key]) as Promise<JsonValue | undefined>,
       set: async (key, value) => void (await this.call('stateSet', [key, value])),
       delete: (key) => this.call('stateDelete', [key]) as Promise<boolean>,
       entries: () => this.call('stateEntries', []) as Promise<[string, JsonValue][]>,
     }
+  }
+
+  /** Tells the worker which ws.events types to relay (sent in order with the calls, so nothing after this is missed). */
+  private readonly eventSource: EventSource = (types, emit) => {
+    this.emitEvent = emit
+    this.send({ t: 'events', handle: this.handle, types: [...types] }).catch(() => undefined)
+    return () => {
+      if (this.emitEvent !== emit) return // a newer subscription took over
+      this.emitEvent = undefined
+      this.send({ t: 'events', handle: this.handle, types: [] }).catch(() => undefined)
+    }
+  }
+
+  /** An item of the worker's event messages for this session. */
+  receive(item: EventItem): void {
+    if ('watch' in item) this.watches.deliver(item.watch, item.events)
+    else this.emitEvent?.(item.event)
+  }
+
+  /** The worker died: watches end with the error, event streams end. */
+  crashed(error: Error): void {
+    this.watches.end(error)
+    this.events.close()
   }
 
   /** The engine's status as of the last engine call (fs calls do not carry it; sync() does), and whether the worker crashed or closed. */
@@ -336,6 +369,9 @@ export class WorkerWorkspace implements AsyncWorkspace {
       if (!this.channel.crashed && !this.channel.closed) await this.channel.send({ t: 'close', handle: this.handle })
     } finally {
       this.closed = true
+      this.channel.unlisten(this.handle)
+      this.watches.end()
+      this.events.close()
       this.parent?.forks.delete(this)
       if (!this.parent) {
         this.channel.closed = true

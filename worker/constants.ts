@@ -2,6 +2,7 @@
  * Names both sides share, without zod: the page's side of the worker loads no schema code.
  */
 import type { AsyncFsMember } from '../src/async-workspace.js'
+import type { WorkspaceEventType } from '../src/engine/events.js'
 
 export const BAD_CALL = 'ERR_REWINDFS_BAD_CALL'
 export const WORKER_CRASHED = 'ERR_REWINDFS_WORKER_CRASHED'
@@ -66,3 +67,14 @@ export const fileMembers = [
   'close',
 ] as const
 export type FileMember = (typeof fileMembers)[number]
+
+/** ws.events types a page can listen for across the channel. */
+export const eventTypes = ['operation', 'undo', 'redo', 'change', 'checkpoint', 'restore'] as const satisfies readonly WorkspaceEventType[]
+
+// Compile-time: the list above covers every event type.
+type MissingEvent = Exclude<WorkspaceEventType, (typeof eventTypes)[number]>
+const everyEvent: [MissingEvent] extends [never] ? true : MissingEvent = true
+void everyEvent
+
+/** Marks the worker's event messages (watch events, ws.events) apart from comlink's answers on the same channel. */
+export const EVENTS_MESSAGE = 'rewindfs:events'

@@ -15,12 +15,14 @@ import type { LowerInput } from '../src/lower/index.js'
 import type { FlushTarget } from '../src/flush/target.js'
 import type { FlushProgress } from '../src/flush/target.js'
 import type { ExecRunner, ExecSession } from '../src/exec.js'
+import { EventRelay } from './event-relay.js'
 import { FsServer, type FsFunctions, runLoading, tryRun } from './fs-server.js'
 import {
   type FlushTargetDescriptor,
   type LowerDescriptor,
   type Member,
   type OpenOptions,
+  type EventsMessage,
   type Opened,
   type Outcome,
   type StatusRecord,
@@ -169,11 +171,15 @@ function status(ws: Workspace): StatusRecord {
   }
 }
 
-/** An open workspace: its fs server and the cursors (zip exports) it has handed out. */
+/** An open workspace: its fs server, the cursors (zip exports) it has handed out, and what the page watches. */
 interface Session {
   readonly ws: Workspace
   readonly server: FsServer
   readonly cursors: Map<number, AsyncIterator<unknown>>
+  /** The page's watches, by its id: each one's stop. */
+  readonly watches: Map<number, () => void>
+  /** Stops relaying ws.events, when the page listens. */
+  events?: () => void
 }
 
 export class WorkspaceHost {
@@ -182,6 +188,17 @@ export class WorkspaceHost {
   private readonly hooks = new Map<number, Hooks>()
   private nextHandle = 1
   private nextCursor = 1
+  private readonly relay: EventRelay
+
+  /** `post` sends the worker's event messages on the channel the answers take. */
+  constructor(post: (message: EventsMessage) => void) {
+    this.relay = new EventRelay(post)
+  }
+
+  /** Posts the events collected so far (serve() calls it before each answer). */
+  flushEvents(): void {
+    this.relay.flush()
+  }
 
   /** Answers one request; never throws. Transferable buffers of the answer are pushed on `transfers`. */
   async request(message: unknown, callbacks: CallCallbacks | undefined, hooks: Hooks | undefined, transfers: Transferable[]): Promise<Outcome> {
@@ -222,6 +239,23 @@ export class WorkspaceHost {
           const next = await cursor.next()
           if (next.done) session.cursors.delete(req.id)
           return { ok: true, value: next.done ? { done: true } : { done: false, value: encodeValue(next.value, transfers) } }
+        }
+        case 'watch': {
+          if (req.op === 'stop') {
+            session.watches.get(req.id)?.()
+            session.watches.delete(req.id)
+            return { ok: true, value: undefined }
+          }
+          if (session.watches.has(req.id)) return { ok: false, error: badCall(`watch ${req.id} is running already`) }
+          session.watches.set(req.id, this.relay.watch(req.handle, ws, req.id, req.path!, req.recursive === true))
+          return { ok: true, value: undefined }
+        }
+        case 'events': {
+          const previous = session.events
+          // The new listeners first: what the feed collected and has not delivered yet is kept.
+          session.events = req.types.length > 0 ? this.relay.events(req.handle, ws, req.types) : undefined
+          previous?.()
+          return { ok: true, value: undefined }
         }
         case 'close':
           await this.closeSession(session)
@@ -272,13 +306,17 @@ export class WorkspaceHost {
 
   private register(ws: Workspace): Opened {
     const handle = this.nextHandle++
-    this.workspaces.set(handle, { ws, server: new FsServer(ws.fs as unknown as FsFunctions, ws.lower), cursors: new Map() })
+    this.workspaces.set(handle, { ws, server: new FsServer(ws.fs as unknown as FsFunctions, ws.lower), cursors: new Map(), watches: new Map() })
     return { handle, session: ws.session, umask: ws.umask, status: status(ws), resume: ws.resume }
   }
 
   private async closeSession(session: Session): Promise<void> {
     for (const cursor of session.cursors.values()) await cursor.return?.().catch(() => undefined)
     session.cursors.clear()
+    for (const stop of session.watches.values()) stop()
+    session.watches.clear()
+    session.events?.()
+    session.events = undefined
     session.server.dispose()
     await session.ws.close()
   }

@@ -5,7 +5,7 @@
 export { openWorkerWorkspace, WorkerWorkspace } from './client.js'
 export type { BatchOp, BatchResult, OpenWorkerOptions, WorkerStatus } from './client.js'
 export type { NodeWorkerLike, WorkerLike } from './channel.js'
-export type { TransferOption, WorkerFs } from './remote-fs.js'
+export type { TransferOption, WorkerFs, WorkerFsPromises } from './remote-fs.js'
 export type { LowerDescriptor, StoreDescriptor } from './protocol.js'
 export { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED } from './constants.js'
 export type { AsyncWorkspace, AsyncFs, AsyncFsRoot } from '../src/async-workspace.js'

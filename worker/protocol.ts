@@ -5,9 +5,10 @@
  */
 import * as z from 'zod'
 import type { StoreDamage } from '../src/engine/durability.js'
-import { BAD_CALL, fileMembers, fsMembers } from './constants.js'
+import type { WorkspaceEvent } from '../src/engine/events.js'
+import { BAD_CALL, type EVENTS_MESSAGE, eventTypes, fileMembers, fsMembers } from './constants.js'
 
-export { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED, fileMembers, fsMembers } from './constants.js'
+export { BAD_CALL, EVENTS_MESSAGE, WORKER_CLOSED, WORKER_CRASHED, eventTypes, fileMembers, fsMembers } from './constants.js'
 
 const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected a Uint8Array')
 const json: z.ZodType<unknown> = z.json()
@@ -204,12 +205,29 @@ export const request = z
         if (batch.counts.length !== batch.ops.length) context.addIssue({ code: 'custom', path: ['counts'], message: 'one argument count per operation' })
         else if (batch.counts.reduce((sum, n) => sum + n, 0) !== batch.args.length) context.addIssue({ code: 'custom', path: ['args'], message: 'the argument counts do not add up to the arguments' })
       }),
+    /** Starts a watch the page numbered `id` on `path` (its events come in event messages), or stops it. */
+    z.object({ t: z.literal('watch'), handle, op: z.enum(['start', 'stop']), id, path: z.string().optional(), recursive: z.boolean().optional() }),
+    /** The ws.events types the page listens for now (none: it stopped listening). */
+    z.object({ t: z.literal('events'), handle, types: z.array(z.enum(eventTypes)).max(eventTypes.length) }),
     z.object({ t: z.literal('close'), handle }),
   ])
   .superRefine((message, context) => {
     if (message.t === 'file' || message.t === 'dir') checkFsMessage(message, context)
+    if (message.t === 'watch' && message.op === 'start' && message.path === undefined) context.addIssue({ code: 'custom', path: ['path'], message: 'watch start needs the path' })
   })
 export type Request = z.infer<typeof request>
+
+/**
+ * What the worker tells the page without being asked, one message per delivery of its change feed
+ * (every operation that ended in one task): a watch's events as flat (eventType, filename) pairs,
+ * and ws.events events, in the order they happened.
+ */
+export type EventItem = { handle: number; watch: number; events: string[] } | { handle: number; event: WorkspaceEvent }
+
+export interface EventsMessage {
+  kind: typeof EVENTS_MESSAGE
+  items: EventItem[]
+}
 
 /** An error as it crosses: Node's fields survive (comlink's own error transfer keeps only the message). */
 export interface ErrorRecord {

@@ -1,10 +1,12 @@
 /**
  * fs on the page's side: every fs.promises member (FileHandle and Dir forwarded by descriptor and
- * id), exists, and streams (Node's where the host has node:stream, web streams everywhere). Each
- * call is one message; answers are rebuilt (Buffers, Stats, Dirents, Node-shaped errors).
+ * id), exists, streams (Node's where the host has node:stream, web streams everywhere) and watch.
+ * Each call is one message; answers are rebuilt (Buffers, Stats, Dirents, Node-shaped errors).
  */
 import type { AsyncFileHandle, AsyncFs, AsyncFsMember } from '../src/async-workspace.js'
+import { FsError } from '../src/errors.js'
 import { constants, validateFunction } from '../src/fs/arguments.js'
+import { type StartWatch, createWatcher, watchIterator } from '../src/fs/watch.js'
 import { fsMembers } from './constants.js'
 import { type FsSend, WorkerDir, WorkerFileHandle } from './remote-handle.js'
 import { type StreamOptions, nodeReadStream, nodeWriteStream, webReadStream, webWriteStream } from './remote-streams.js'
@@ -22,9 +24,8 @@ type PathLike = import('node:fs').PathLike
 /** Stream options as the page takes them: `fd` may be a FileHandle from `open()`. */
 export type WorkerStreamOptions = Omit<StreamOptions, 'fd'> & { fd?: AsyncFileHandle | number }
 
-/** Node's fs.promises, plus `{ transfer: true }` on writes of bytes, `exists`, and the streams. */
-export type WorkerFs = AsyncFs & {
-  readonly promises: WorkerFs
+/** The members `fs` and `fs.promises` share on the page: Node's fs.promises, `{ transfer: true }` on writes of bytes, `exists`, and the streams. */
+type WorkerFsMembers = Omit<AsyncFs, 'watch'> & {
   writeFile(file: string, data: WriteData, options: WriteOptions): Promise<void>
   appendFile(file: string, data: WriteData, options: WriteOptions): Promise<void>
   /** Node's callback form, or a promise of the answer without a callback. */
@@ -38,6 +39,18 @@ export type WorkerFs = AsyncFs & {
   readableWebStream(path: PathLike, options?: WorkerStreamOptions): ReadableStream<Uint8Array>
   /** A web WritableStream into the file (flags 'w' unless given), in any host. */
   writableWebStream(path: PathLike, options?: WorkerStreamOptions): WritableStream<Uint8Array | string>
+}
+
+/** fs on the page: the promise members, and Node's fs.watch (an FSWatcher of the worker's changes). */
+export type WorkerFs = WorkerFsMembers & {
+  readonly promises: WorkerFsPromises
+  watch: typeof import('node:fs').watch
+}
+
+/** fs.promises on the page: the same members, and fs.promises.watch (an async iterator of the worker's changes). */
+export type WorkerFsPromises = WorkerFsMembers & {
+  readonly promises: WorkerFsPromises
+  watch: AsyncFs['watch']
 }
 
 /** Strips `transfer: true` from a write's options and lists the buffer to hand over. */
@@ -55,7 +68,13 @@ export function withoutTransfer(op: AsyncFsMember, args: readonly unknown[]): re
   return transferable(op, args, [])
 }
 
-export function createWorkerFs(send: FsSend): WorkerFs {
+/** A transaction's staged fs is not watched across the channel: its changes are told when it commits. */
+const unwatchable: StartWatch = (given) => {
+  throw new FsError('ENOSYS', 'watch', given, undefined, "function not implemented (a transaction's staged fs is not watched across a worker: watch the workspace's fs, which tells the commit)")
+}
+
+/** `watches`: where watches start (the workspace's fs; a staged fs has none). */
+export function createWorkerFs(send: FsSend, watches: StartWatch = unwatchable): WorkerFs {
   const fs: Record<string, unknown> = {}
   const call = async (op: string, args: readonly unknown[]) => {
     const transfers: Transferable[] = []
@@ -103,6 +122,9 @@ export function createWorkerFs(send: FsSend): WorkerFs {
     return webWriteStream(opener(path, opts, 'w'), { ...opts, fd: undefined })
   }
   fs.constants = constants
-  fs.promises = fs
+  fs.watch = (filename: unknown, options?: unknown, listener?: unknown) => createWatcher(watches, filename, options, listener)
+  const promises: Record<string, unknown> = { ...fs, watch: (filename: unknown, options?: unknown) => watchIterator(watches, filename, options) }
+  promises.promises = promises
+  fs.promises = promises
   return fs as unknown as WorkerFs
 }

@@ -31,13 +31,16 @@ async function currentEndpoint(): Promise<Endpoint> {
 }
 
 export async function serve(endpoint?: Endpoint): Promise<void> {
-  const host = new WorkspaceHost()
+  const channel = endpoint ?? (await currentEndpoint())
+  // Event messages take the answers' channel: in order with them, so a call's events come first.
+  const host = new WorkspaceHost((message) => channel.postMessage(message))
   const api: WorkerApi = {
     async request(message, callbacks, hooks) {
       const transfers: Transferable[] = []
       const outcome = await host.request(message, callbacks, hooks, transfers)
+      host.flushEvents()
       return Comlink.transfer(outcome, transfers)
     },
   }
-  Comlink.expose(api, endpoint ?? (await currentEndpoint()))
+  Comlink.expose(api, channel)
 }

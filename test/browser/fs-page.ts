@@ -4,6 +4,7 @@
  * emitter and the page's timers; Node streams are absent and say why.
  */
 import { Workspace } from '../../src/index.js'
+import { openWorkerWorkspace } from '../../worker/index.js'
 
 const status = document.getElementById('status') as HTMLElement
 const pause = (ms = 10) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -67,7 +68,56 @@ async function surface() {
   return result
 }
 
-const scenarios = { surface }
+/**
+ * The same from a Web Worker (its bundle handed in by the test, started from a blob URL): events of
+ * the worker's change feed, one message per delivery, before the answer of the call that caused it.
+ */
+async function acrossWorker(workerSource: string) {
+  const worker = new Worker(URL.createObjectURL(new Blob([workerSource], { type: 'text/javascript' })), { type: 'module' })
+  let messages = 0
+  worker.addEventListener('message', (event: MessageEvent) => {
+    if ((event.data as { kind?: string })?.kind === 'rewindfs:events') messages++
+  })
+  const files = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`/src/f${i}.ts`, `${i}`]))
+  const ws = await openWorkerWorkspace(worker, { lower: { kind: 'fixture', files }, autoCheckpoint: false })
+  const all: string[] = []
+  const timeline: string[] = []
+  const watcher = ws.fs.watch('/', { recursive: true }, (type, name) => all.push(`${type}:${String(name)}`))
+  ws.events.on('operation', (event) => timeline.push(event.operation.type))
+  ws.events.on('undo', (event) => timeline.push(`undo ${event.operation.type}`))
+  await ws.fs.promises.writeFile('/src/new.ts', 'new')
+  const seenBeforeAnswer = [...all]
+  await ws.fs.promises.rename('/src/new.ts', '/src/renamed.ts')
+  await ws.undo()
+  const single = { all: [...all], timeline: [...timeline], messages }
+
+  messages = 0
+  all.length = 0
+  await ws.batch(Array.from({ length: 500 }, (_, i) => ({ op: 'writeFile' as const, args: [`/src/f${i}.ts`, `changed ${i}`] })))
+  const batch = { messages, events: all.length, distinct: new Set(all).size }
+
+  const controller = new AbortController()
+  const iterated: string[] = []
+  const iterating = (async () => {
+    try {
+      for await (const event of ws.fs.promises.watch('/src', { signal: controller.signal })) {
+        iterated.push(`${event.eventType}:${String(event.filename)}`)
+        if (iterated.length === 2) controller.abort()
+      }
+      return 'ended'
+    } catch (error) {
+      return (error as Error).name
+    }
+  })()
+  await ws.fs.promises.writeFile('/src/d.ts', 'd')
+  const aborted = await iterating
+  const failed = await new Promise<string>((resolve) => ws.fs.watch('/nope').once('error', (error: Error & { code?: string }) => resolve(error.code!)))
+  watcher.close()
+  await ws.close()
+  return { seenBeforeAnswer, single, batch, iterated, aborted, failed }
+}
+
+const scenarios = { surface, acrossWorker }
 export type FsScenarios = typeof scenarios
 
 declare global {

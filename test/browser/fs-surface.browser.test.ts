@@ -1,6 +1,7 @@
 /** The fs surface's browser story in real Chromium: watching, ws.events, web streams, watchFile; Node streams absent. */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { capability } from '../support/require.js'
 import { CHROMIUM, startHarness, type Harness } from './driver.js'
@@ -32,6 +33,38 @@ describe.skipIf(!available)('the fs surface in Chromium', () => {
       sizes: [16384, 16384, 7232],
       streams: 'ENOSYS',
       members: true,
+    })
+  })
+
+  it('from a Web Worker: fs.watch, fs.promises.watch and ws.events get the worker’s changes, one message per delivery, before the call’s answer', async () => {
+    // The worker's bundle, handed to the page to start from a blob URL (serve() reaches node:worker_threads only outside a Web Worker).
+    const worker = await build({
+      entryPoints: [fileURLToPath(new URL('../../worker/browser-entry.ts', import.meta.url))],
+      bundle: true,
+      platform: 'browser',
+      format: 'esm',
+      target: 'es2022',
+      write: false,
+      logLevel: 'silent',
+      external: ['node:worker_threads'],
+    })
+    const context = await harness.newContext()
+    const page = await harness.open(context)
+    const result = await page.evaluate((source) => window.rewindfsFs.acrossWorker(source), worker.outputFiles[0].text)
+    await context.close()
+    expect(harness.pageErrors).toEqual([])
+    expect(result).toEqual({
+      seenBeforeAnswer: ['rename:src/new.ts', 'change:src/new.ts'],
+      single: {
+        all: ['rename:src/new.ts', 'change:src/new.ts', 'rename:src/new.ts', 'rename:src/renamed.ts', 'rename:src/renamed.ts', 'rename:src/new.ts'],
+        timeline: ['file_create', 'rename', 'undo rename'],
+        // One per call: the write, the rename and the undo.
+        messages: 3,
+      },
+      batch: { messages: 1, events: 500, distinct: 500 },
+      iterated: ['rename:d.ts', 'change:d.ts'],
+      aborted: 'AbortError',
+      failed: 'ENOENT',
     })
   })
 })

@@ -14,6 +14,14 @@ export type Fresh = (files?: Record<string, string>) => Promise<AsyncWorkspace>
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
 
+/** Waits (a few milliseconds at a time, up to five seconds) until `ready` holds. */
+async function until(ready: () => boolean): Promise<void> {
+  for (let waited = 0; !ready(); waited += 5) {
+    if (waited > 5000) throw new Error('timed out waiting for events')
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
 /** What a member threw or rejected with: synchronous members of Workspace throw, remote ones reject. */
 async function failure(call: () => unknown): Promise<unknown> {
   try {
@@ -343,5 +351,93 @@ export const asyncWorkspaceCases: Record<string, (fresh: Fresh) => Promise<void>
       expect(names.sort()).toEqual(['one.txt', 'two.txt'])
     })
     expect(await ws.fs.promises.readFile('/d/two.txt', 'utf8')).toBe('staged two')
+  },
+
+  'watches the whole workspace and tells its events: a recursive fs.watch on /, ws.events for operations, undo, checkpoints and restores; both end when it closes': async (fresh) => {
+    const ws = await fresh({ '/app/a.txt': 'a', '/app/lib/b.txt': 'b' })
+    const fs = ws.fs
+    const all: string[] = []
+    const timeline: string[] = []
+    const everything = fs.watch('/', { recursive: true }, (type, name) => all.push(`${type}:${String(name)}`))
+    const closed = new Promise<string>((resolve) => everything.once('close', () => resolve('closed')))
+    const offs = [
+      ws.events.on('operation', (event) => timeline.push(`operation ${event.operation.type}`)),
+      ws.events.on('undo', (event) => timeline.push(`undo ${event.operation.type}`)),
+      ws.events.on('checkpoint', (event) => timeline.push(`checkpoint ${event.checkpoint.name}`)),
+      ws.events.on('restore', (event) => timeline.push(`restore ${event.target} ${event.changes}`)),
+      ws.events.on('change', (event) => timeline.push(`${event.cause}: ${event.changes.map((c) => `${c.kind} ${c.path}${c.from ? ` from ${c.from}` : ''}`).join(', ')}`)),
+    ]
+    await ws.checkpoint({ name: 'start' })
+    await fs.promises.writeFile('/app/b.txt', 'b')
+    await fs.promises.rename('/app/lib', '/app/src')
+    await fs.promises.writeFile('/app/src/b.txt', 'B')
+    await ws.undo()
+    await ws.transaction(async (staged) => {
+      await staged.promises.writeFile('/app/t1', '1')
+      await staged.promises.rm('/app/a.txt')
+    })
+    await ws.restore('start')
+    await fs.promises.mkdir('/app/fence')
+    await until(() => all.includes('rename:app/fence') && timeline.includes('operation: created /app/fence'))
+    expect(all).toEqual([
+      'rename:app/b.txt',
+      'change:app/b.txt',
+      'rename:app/lib',
+      'rename:app/src',
+      'change:app/src/b.txt',
+      'change:app/src/b.txt',
+      'rename:app/t1',
+      'change:app/t1',
+      'rename:app/a.txt',
+      'rename:app/a.txt',
+      'change:app/a.txt',
+      'rename:app/b.txt',
+      'rename:app/src',
+      'rename:app/lib',
+      'rename:app/t1',
+      'rename:app/fence',
+    ])
+    expect(timeline).toEqual([
+      'checkpoint start',
+      'operation: created /app/b.txt',
+      'operation file_create',
+      // A rename is high risk: the automatic checkpoint before it is told first.
+      'checkpoint auto-2',
+      'operation: moved /app/src from /app/lib',
+      'operation rename',
+      'operation: modified /app/src/b.txt',
+      'operation file_edit',
+      'undo: modified /app/src/b.txt',
+      'undo file_edit',
+      'operation: created /app/t1, deleted /app/a.txt',
+      'operation transaction',
+      'checkpoint guard-3',
+      'operation: created /app/a.txt, deleted /app/b.txt, moved /app/lib from /app/src, deleted /app/t1',
+      'operation restore',
+      'restore start 7',
+      'operation: created /app/fence',
+      'operation mkdir',
+    ])
+    for (const off of offs) off()
+    // A stream of events ends with its signal, without an error.
+    const controller = new AbortController()
+    const stream = ws.events.stream({ types: ['operation'], signal: controller.signal })
+    const first = stream.next()
+    await fs.promises.writeFile('/app/s.txt', 's')
+    expect((await first).value).toMatchObject({ type: 'operation', operation: { type: 'file_create', paths: ['/app/s.txt'] } })
+    controller.abort()
+    expect(await stream.next()).toEqual({ value: undefined, done: true })
+    everything.close()
+    expect(await closed).toBe('closed')
+
+    // Closing the workspace closes what still watches it.
+    const left = fs.watch('/app')
+    const leftClosed = new Promise<string>((resolve) => left.once('close', () => resolve('closed')))
+    const waiting = fs.promises.watch('/app')[Symbol.asyncIterator]().next()
+    const streaming = ws.events.stream().next()
+    await ws.close()
+    expect(await leftClosed).toBe('closed')
+    expect(await waiting).toEqual({ value: undefined, done: true })
+    expect(await streaming).toEqual({ value: undefined, done: true })
   },
 }

@@ -285,7 +285,78 @@ export const fsScenarios: Record<string, FsScenario> = {
       note('after writev', await fs.promises.readFile(`${root}/v.txt`, 'utf8'))
     },
   },
+  'watch: a directory, a file and fs.promises.watch see creates, writes, attributes, renames and deletes as inotify reports them': {
+    files: { 'd/keep.txt': 'k', 'f.txt': 'f' },
+    needs: async (fs) => typeof fs.watch === 'function',
+    async run(fs, root, note) {
+      const p = fs.promises
+      const dir: string[] = []
+      const file: string[] = []
+      const watcher = fs.watch(`${root}/d`, (type, name) => dir.push(`${type}:${String(name)}`))
+      const fileWatcher = fs.watch(`${root}/f.txt`, (type, name) => file.push(`${type}:${String(name)}`))
+      // No event repeats the one before it: the kernel would merge those while Node has not read them.
+      await p.writeFile(`${root}/d/a`, 'a')
+      await p.mkdir(`${root}/d/sub`)
+      await p.rename(`${root}/d/a`, `${root}/d/b`)
+      await p.appendFile(`${root}/d/b`, 'more')
+      await p.chmod(`${root}/d/b`, 0o600)
+      await p.writeFile(`${root}/d/sub/deep`, 'not seen: a watch is on one directory')
+      await p.unlink(`${root}/d/b`)
+      await p.rm(`${root}/d/sub`, { recursive: true })
+      await p.appendFile(`${root}/f.txt`, 'g')
+      await p.rename(`${root}/f.txt`, `${root}/d/f.txt`)
+      await p.writeFile(`${root}/d/fence`, 'x')
+      await eventually(() => dir.includes('change:fence'))
+      watcher.close()
+      fileWatcher.close()
+      note('directory', dir)
+      note('file (followed through its rename)', file)
+
+      const missing = await watchFailure(() => fs.watch(`${root}/nope`))
+      note('a missing path', [missing?.code, missing?.syscall, (missing as { filename?: string } | undefined)?.filename])
+
+      const controller = new AbortController()
+      const iterated: string[] = []
+      const iterating = (async () => {
+        try {
+          for await (const event of p.watch(`${root}/d`, { signal: controller.signal })) {
+            iterated.push(`${event.eventType}:${String(event.filename)}`)
+            if (iterated.length === 2) controller.abort()
+          }
+          return 'ended'
+        } catch (error) {
+          return (error as Error).name
+        }
+      })()
+      // Across a worker the watch starts with the iteration's first step: wait for it to see something.
+      await eventually(async () => {
+        await p.writeFile(`${root}/d/ping`, '')
+        return iterated.length > 0
+      })
+      await p.writeFile(`${root}/d/last`, 'x')
+      note('fs.promises.watch until its signal aborts', [await iterating, iterated.length])
+    },
+  },
 }
+
+/** Waits (a few milliseconds at a time, up to five seconds) until `ready` holds. */
+async function eventually(ready: () => boolean | Promise<boolean>): Promise<void> {
+  for (let waited = 0; !(await ready()); waited += 5) {
+    if (waited > 5000) throw new Error('timed out waiting for watch events')
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+/** A watch that cannot start: thrown at once (in process, node:fs) or told as the watcher's 'error' (across a worker). */
+function watchFailure(start: () => { once(event: 'error', listener: (error: Error) => void): unknown }): Promise<(Error & { code?: string; syscall?: string }) | undefined> {
+  try {
+    const watcher = start()
+    return new Promise((resolve) => watcher.once('error', resolve))
+  } catch (error) {
+    return Promise.resolve(error as Error & { code?: string; syscall?: string })
+  }
+}
+
 
 /** Where a workspace holds a scenario's files. */
 export const SCENARIO_ROOT = '/scenario'
