@@ -2,10 +2,13 @@
  * Watching: a recursive watcher on / over a workspace of 10k files, 10k writes. The target: 10k
  * events arrive, one batch per operation (ws.events 'change' counts the batches), and a watched
  * workspace writes at close to the speed of an unwatched one. memfs's recursive watch over the same
- * writes is the peer; a transaction of 10k writes (one operation) is one batch of 10k.
+ * writes is the peer; a transaction of 10k writes (one operation) is one batch of 10k. Across a
+ * worker thread, the main thread watches / and the writes go as one batch() (one task in the
+ * worker): one event message carries all 10k events.
  *
  *   node --expose-gc --import tsx bench/watch.ts [--quick]
  */
+import { Worker } from 'node:worker_threads'
 import { Volume } from 'memfs'
 import type { Workspace } from '../src/index.js'
 import { fmtOps, fullGc, median, progress, table } from './lib.js'
@@ -17,6 +20,7 @@ const DIRS = 100
 
 const DIST_ENTRY = new URL('../dist/src/index.js', import.meta.url).href
 const { Workspace: WorkspaceClass } = (await import(DIST_ENTRY)) as typeof import('../src/index.js')
+const { openWorkerWorkspace } = (await import(new URL('../dist/worker/index.js', import.meta.url).href)) as typeof import('../worker/index.js')
 
 const paths = Array.from({ length: FILES }, (_, i) => `/d${i % DIRS}/f${i}.txt`)
 const content = (i: number, round: number) => {
@@ -50,6 +54,8 @@ interface Row {
   events: number
   received: number
   batches: number | string
+  /** Event messages the worker posted (worker rows only). */
+  messages?: number
 }
 
 async function rewind(watched: boolean): Promise<Row> {
@@ -95,12 +101,39 @@ async function transaction(): Promise<Row> {
   return { subject: 'rewindfs, one transaction of all the writes', writes, events, received, batches }
 }
 
+/** The engine in a worker thread (the built entry), watched from this thread; all the writes in one batch(). */
+async function acrossWorker(): Promise<Row> {
+  const worker = new Worker(new URL('../dist/worker/entry.js', import.meta.url))
+  let messages = 0
+  worker.on('message', (data: { kind?: string }) => {
+    if (data?.kind === 'rewindfs:events') messages++
+  })
+  const ws = await openWorkerWorkspace(worker, { autoCheckpoint: false })
+  const ops = (round: number) => paths.map((path, i) => ({ op: 'writeFile' as const, args: [path, content(i, round)] }))
+  await ws.batch([...Array.from({ length: DIRS }, (_, d) => ({ op: 'mkdir' as const, args: [`/d${d}`] })), ...ops(0)])
+  let received = 0
+  let batches = 0
+  const watcher = ws.fs.watch('/', { recursive: true }, () => received++)
+  const off = ws.events.on('change', () => batches++)
+  messages = 0
+  const start = performance.now()
+  await ws.batch(ops(1))
+  const writes = performance.now() - start
+  while (received < FILES && performance.now() - start < 60_000) await new Promise((resolve) => setImmediate(resolve))
+  const events = performance.now() - start
+  watcher.close()
+  off()
+  await ws.close()
+  return { subject: 'rewindfs in a worker thread, watched from the main thread, one batch()', writes, events, received, batches, messages }
+}
+
 const subjects: [string, () => Promise<Row>][] = [
   ['memfs, no watcher', () => memfs(false)],
   ['memfs, recursive watch on /', () => memfs(true)],
   ['rewindfs, no watcher', () => rewind(false)],
   ['rewindfs, recursive watch on /', () => rewind(true)],
   ['rewindfs, one transaction', transaction],
+  ['rewindfs in a worker thread', acrossWorker],
 ]
 const rows: string[][] = []
 for (const [name, run] of subjects) {
@@ -117,9 +150,10 @@ for (const [name, run] of subjects) {
     `${median(samples.map((s) => s.events)).toFixed(0)} ms`,
     String(last.received),
     String(last.batches),
+    last.messages === undefined ? '' : String(last.messages),
   ])
 }
 console.log(
   `#### Watching: ${FILES.toLocaleString('en-US')} files of 1 KiB, each overwritten once (median of ${REPS})\n\n` +
-    table(['subject', 'writeFileSync', 'all events delivered after', 'events', "batches (ws.events 'change')"], rows),
+    table(['subject', 'writeFileSync', 'all events delivered after', 'events', "batches (ws.events 'change')", 'event messages from the worker'], rows),
 )
