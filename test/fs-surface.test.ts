@@ -238,6 +238,25 @@ describe('the smaller parities, with node:fs as the oracle', () => {
     await expect(ws.fs.promises.stat('')).rejects.toMatchObject({ code: 'ENOENT', syscall: 'stat', message: "ENOENT: no such file or directory, stat ''" })
   })
 
+  it('mkdir -p meets a non-directory where a parent should be: ENOTDIR while a longer path waits, EEXIST at the end (MKDirpSync)', async () => {
+    const ws = await Workspace.open({ lower: { '/a/f': 'f' } })
+    const root = join(oracle, 'mkdirp')
+    for (const fs of [nodeFs, ws.fs] as (typeof nodeFs)[]) {
+      const at = (p: string) => (fs === nodeFs ? root + p : p)
+      fs.mkdirSync(at('/a'), { recursive: true })
+      fs.writeFileSync(at('/a/f'), 'f')
+      fs.symlinkSync('a/f', at('/l1'))
+      fs.symlinkSync('l1', at('/l2'))
+    }
+    // '/b' does not exist: mkdirp makes it on the way to 'b/..', then meets the link to a file.
+    for (const path of ['/b/../l2/', '/b/../l2', '/c/../a/f/', '/c/../a/f', '/d/../a/f/x']) {
+      const theirs = outcome(() => nodeFs.mkdirSync(root + path, { recursive: true }))
+      const ours = outcome(() => ws.fs.mkdirSync(path, { recursive: true }))
+      expect(ours, path).toBe(String(theirs).replaceAll(root, ''))
+    }
+    expect(ws.fs.readdirSync('/').sort()).toEqual(nodeFs.readdirSync(root).sort())
+  })
+
   it('readdir recursive walks as Node: sync breadth first, promises from a stack; Dirents carry the parent path as given', async () => {
     const root = join(oracle, 'walk')
     const make = (fs: typeof nodeFs, at: (p: string) => string) => {

@@ -475,7 +475,8 @@ export class FsOperations {
   /**
    * Node's mkdirp (its C++ MKDirpSync), step for step, on the path as given: mkdir it; on ENOENT
    * push it back and make its parent (the string up to the last '/') first; on EEXIST accept only a
-   * directory (stat follows links, so a dangling one is ENOENT). Returns the first directory it
+   * directory (stat follows links, so a dangling one is ENOENT; a non-directory is ENOTDIR while a
+   * longer path waits on the stack, EEXIST at the end). Returns the first directory it
    * made, as the caller named it ('./a/b' stays relative, 'w//v' makes 'w/').
    */
   private mkdirRecursive(target: string, given: string, mode: number): string | undefined {
@@ -505,7 +506,8 @@ export class FsOperations {
       } catch (statError) {
         throw statError instanceof FsError ? new FsError(statError.code, 'mkdir', given) : statError
       }
-      if (entry.type !== 'dir') throw new FsError('EEXIST', 'mkdir', given)
+      // Something not a directory where a parent of the path should be: ENOTDIR, as MKDirpSync says it.
+      if (entry.type !== 'dir') throw new FsError(stack.length > 0 ? 'ENOTDIR' : 'EEXIST', 'mkdir', given)
     }
     return first
   }
