@@ -297,6 +297,11 @@ async function watchStep(fs: typeof nodeFs, root: string, step: () => Promise<un
   return events
 }
 
+/** Each directory's events with identical neighbours merged, as the kernel merges them in a queue not yet read. */
+function mergeRepeats(events: Record<string, string[]>): Record<string, string[]> {
+  return Object.fromEntries(Object.entries(events).map(([dir, list]) => [dir, list.filter((event, i) => event !== list[i - 1])]))
+}
+
 const fence = (() => {
   let n = 0
   return async () => {
@@ -403,7 +408,10 @@ describe('the workspace matches a real Linux directory', () => {
               const expectedEvents = await watchStep(nodeFs, realDir, async () => (expected = await perform(nodeFs, realDir)), fence)
               const actualEvents = await watchStep(wfs, '', async () => (actual = await perform(wfs, '')), () => new Promise((resolve) => setImmediate(resolve)))
               expect(actual, call).toEqual(expected)
-              expect(actualEvents, call).toEqual(expectedEvents)
+              // A stream's writes span turns of the event loop: whether the kernel merged two identical
+              // events depends on whether Node read its queue between them (timing, on a loaded host).
+              const settled = (events: Record<string, string[]>) => ('args' in o ? events : mergeRepeats(events))
+              expect(settled(actualEvents), call).toEqual(settled(expectedEvents))
               expect(snapshot(wfs, '', ''), call).toEqual(snapshot(nodeFs, realDir, realDir))
             }
           } finally {
