@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Workspace } from '../src/index.js'
-import '../adapters/node-fs/index.js'
+import { hostShell } from '../adapters/node-fs/index.js'
 import { seedWatchTree, watchCases } from './support/watch-cases.js'
 
 type F = typeof nodeFs
@@ -123,7 +123,7 @@ describe('fs.watch with recursive reports every path below as a watch on its dir
 
 describe('changes made by the engine reach watchers, one batch per operation', () => {
   async function watched() {
-    const ws = await Workspace.open({ lower: { '/app/a.txt': 'a', '/app/lib/b.txt': 'b' }, autoCheckpoint: false })
+    const ws = await Workspace.open({ lower: { '/app/a.txt': 'a', '/app/lib/b.txt': 'b' }, autoCheckpoint: false, exec: hostShell() })
     const dir: string[] = []
     const all: string[] = []
     const batches: string[][] = []
