@@ -6,9 +6,7 @@
  */
 import type { Readable } from 'node:stream'
 import tar from 'tar-stream'
-import type { EntryType } from '../../src/lower/source.js'
-import type { IndexedEntry } from '../../src/lower/indexed.js'
-import { isWithin } from '../../src/path.js'
+import { type EntryType, type IndexedEntry, isWithin } from 'rewindfs/adapter-kit'
 import type { PathStat } from './helper.js'
 
 /** The staging folder of flushes, under the volume root; never part of the lower view. */

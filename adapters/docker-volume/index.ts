@@ -4,11 +4,20 @@
  * container with the volume at /v; a flush uploads a staging folder and a manifest, then one helper
  * command moves everything into place. The index (and contents up to `preloadBytes`) is read on open.
  */
-import type { FlushEntry, FlushProgress, FlushTarget } from '../../src/flush/target.js'
-import { FsError } from '../../src/errors.js'
-import { IndexedSource, PRELOAD_BYTES, type IndexedEntry } from '../../src/lower/indexed.js'
-import type { EntryType } from '../../src/lower/source.js'
-import { basename, dirname, isWithin, normalize } from '../../src/path.js'
+import {
+  type EntryType,
+  type FlushEntry,
+  type FlushProgress,
+  type FlushTarget,
+  FsError,
+  type IndexedEntry,
+  IndexedSource,
+  PRELOAD_BYTES,
+  basename,
+  dirname,
+  isWithin,
+  normalize,
+} from 'rewindfs/adapter-kit'
 import { STAGING, readIndex, readSingleFile, versionIn, versionOf, versionOfStat, wholeSeconds } from './archive.js'
 import { DockerEngine } from './engine.js'
 import { DockerVolumeError, invalid, noHelperImage, noVolume } from './errors.js'
@@ -16,7 +25,7 @@ import { Helper, MOUNT } from './helper.js'
 import { RUNNER, flushId, stagingTar } from './manifest.js'
 
 export { DockerVolumeError, type DockerVolumeErrorCode } from './errors.js'
-export { PRELOAD_BYTES } from '../../src/lower/indexed.js'
+export { PRELOAD_BYTES } from 'rewindfs/adapter-kit'
 
 export interface DockerVolumeOptions {
   /** The volume's name (it must exist: nothing is created for you). */

@@ -10,7 +10,7 @@
  */
 import { Readable } from 'node:stream'
 import tar from 'tar-stream'
-import type { FlushEntry } from '../../src/flush/target.js'
+import type { FlushEntry } from 'rewindfs/adapter-kit'
 import { STAGING, wholeSeconds } from './archive.js'
 import { MOUNT } from './helper.js'
 

@@ -3,7 +3,7 @@
  * a full quota is ENOSPC, a blocked upgrade or a held writer lock EBUSY, a read-only instance
  * EROFS, a record that is not what we wrote EIO. The browser's own error stays as `cause`.
  */
-import { FsError, type ErrnoCode } from '../../src/errors.js'
+import { type ErrnoCode, FsError } from 'rewindfs/adapter-kit'
 
 function withCause(error: FsError, cause: unknown): FsError {
   if (cause !== undefined) Object.defineProperty(error, 'cause', { value: cause, enumerable: false, configurable: true })

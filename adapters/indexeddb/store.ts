@@ -1,5 +1,5 @@
 /**
- * The durable Store (src/engine/store.ts) in IndexedDB: one database, one object store, a key prefix
+ * The durable Store in IndexedDB: one database, one object store, a key prefix
  * per record kind (`j:<seq>` journal records, `b:<blobId>` blobs, `m:<key>` metadata, `k:<name>`
  * what was set aside), so every call is one transaction and a group commit is one atomic `setMany`:
  * an append never tears, so every record that cannot be read is damage.
@@ -10,9 +10,7 @@
  */
 import { del, delMany, get, promisifyRequest, set, setMany } from 'idb-keyval'
 import * as z from 'zod/mini'
-import type { BlobId } from '../../src/blob/store.js'
-import type { JsonValue } from '../../src/engine/state.js'
-import { type JournalRead, type Store, type StoreItem, keptName } from '../../src/engine/store.js'
+import { type BlobId, type JournalRead, type JsonValue, type Store, type StoreItem, keptName } from 'rewindfs/adapter-kit'
 import { Database, prefixRange, prefixRangeFrom, tight } from './database.js'
 import { corruptError, indexedDbError, readOnlyError } from './errors.js'
 

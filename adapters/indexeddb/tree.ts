@@ -7,9 +7,7 @@
  */
 import { getMany, promisifyRequest } from 'idb-keyval'
 import * as z from 'zod/mini'
-import type { FlushEntry, FlushProgress, FlushTarget } from '../../src/flush/target.js'
-import { IndexedSource, PRELOAD_BYTES, type IndexedEntry } from '../../src/lower/indexed.js'
-import { dirname } from '../../src/path.js'
+import { type FlushEntry, type FlushProgress, type FlushTarget, type IndexedEntry, IndexedSource, PRELOAD_BYTES, dirname } from 'rewindfs/adapter-kit'
 import { Database, prefixRange, tight } from './database.js'
 import { corruptError, indexedDbError } from './errors.js'
 

@@ -1,0 +1,48 @@
+/**
+ * `rewindfs/adapter-kit`: the contracts an adapter implements and the helpers it builds on, as one
+ * public entry. rewindfs's own adapters (node-fs, indexeddb, docker-volume) import only `rewindfs`
+ * and this entry (test/adapter-boundary.test.ts holds them to it), so whatever they can do, an
+ * adapter written outside this repository can do too.
+ *
+ * An adapter offers one or more of:
+ * - a lower source (`LowerSource`): the read-only base tree, one version string per path. A place
+ *   that can only be read asynchronously builds on `IndexedSource` (an index loaded up front,
+ *   contents loaded on prefetch); one with Node's sync API maps its stats with `lowerStatOf`.
+ * - a durable store (`Store`): the journal, blobs and metadata. `storeContract(subject)` runs the
+ *   contract's checks on an implementation: each check is a named async function that throws on a
+ *   violation, so any test runner runs them (`for (const c of storeContract(s)) it(c.name, c.run)`);
+ *   it imports no test runner. It is also exported from `rewindfs/testing`.
+ * - a flush target (`FlushTarget`): a real place that takes the workspace's change set all or nothing.
+ *
+ * Errors an adapter raises through fs calls are Node-shaped (`FsError`: code, errno, syscall, path).
+ * Paths are the workspace's: absolute, normalised POSIX paths, '/' the root.
+ */
+
+// Lower sources: the base tree.
+export type { EntryType, LowerSource, LowerStat } from './lower/source.js'
+export { NotLoadedError, isNotLoaded } from './lower/source.js'
+// ...read asynchronously: an index answers stats and listings, contents load on prefetch.
+export { IndexedSource, PRELOAD_BYTES } from './lower/indexed.js'
+export type { ContentLoader, IndexedEntry } from './lower/indexed.js'
+// ...read with Node's synchronous API: stats as a LowerStat and its version.
+export { lowerStatOf, lowerVersionOf, syncFsSource } from './lower/sync-fs.js'
+export type { SyncDirent, SyncReadableFs, SyncStats } from './lower/sync-fs.js'
+
+// Stores: the journal, content-addressed blobs and metadata, and what is set aside.
+export type { JournalRead, KeptValue, Store, StoreImage, StoreItem } from './engine/store.js'
+export { keptName } from './engine/store.js'
+export type { BlobId } from './blob/store.js'
+export type { JsonValue } from './engine/state.js'
+// ...and the checks a store must pass.
+export { storeContract } from '../testing/store-contract.js'
+export type { ContractCheck, RawStore, StoreSubject, StoreUnderTest } from '../testing/store-contract.js'
+
+// Flush targets: a real place that takes the change set.
+export type { FlushEntry, FlushProgress, FlushTarget } from './flush/target.js'
+
+// Errors shaped like Node's.
+export { FsError, isFsError, rangeError, systemError, typeError } from './errors.js'
+export type { ErrnoCode, NodeError, NodeErrorCode } from './errors.js'
+
+// Workspace paths.
+export { basename, dirname, isWithin, join, normalize } from './path.js'
