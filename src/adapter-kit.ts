@@ -19,7 +19,7 @@
  */
 
 // Lower sources: the base tree.
-export type { EntryType, LowerSource, LowerStat } from './lower/source.js'
+export type { EntryType, LowerSource, LowerStat, LowerWalker, WalkerEntry } from './lower/source.js'
 export { NotLoadedError, isNotLoaded } from './lower/source.js'
 // ...read asynchronously: an index answers stats and listings, contents load on prefetch.
 export { IndexedSource, PRELOAD_BYTES } from './lower/indexed.js'

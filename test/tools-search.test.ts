@@ -168,6 +168,35 @@ describe('search_files against grep -rn', () => {
     await ws.close()
   })
 
+  it('under a path through a symlink, reads what the view shows there, never the link target on the host', async () => {
+    // On disk, view/out leads to the sibling directory host-only/; in the workspace a '..' folds at
+    // the root, so /out is /host-only inside the view, a directory of its own.
+    const root = path.join(tmp, 'links')
+    write(root, { 'view/host-only/notes.txt': 'secret: the view\n', 'view/host-only/sub/deep.txt': 'secret: deep in the view\n', 'host-only/notes.txt': 'secret: the host\n', 'host-only/sub/deep.txt': 'secret: deep on the host\n' })
+    fs.symlinkSync('../host-only', path.join(root, 'view/out'))
+    const ws = await Workspace.open({ lower: directory(path.join(root, 'view')) })
+    const tools = createAgentTools(ws)
+    expect(await search(tools, { pattern: 'secret', path: '/out/notes.txt' })).toEqual(['/out/notes.txt:1:secret: the view'])
+    expect(await search(tools, { pattern: 'secret', path: '/out/sub' })).toEqual(['/out/sub/deep.txt:1:secret: deep in the view'])
+    // A change under the link's target is seen through the link too.
+    ws.fs.writeFileSync('/host-only/sub/deep.txt', 'secret: changed\n')
+    expect(await search(tools, { pattern: 'secret', path: '/out/sub' })).toEqual(['/out/sub/deep.txt:1:secret: changed'])
+    const listed = await ok(tools, 'list_directory', { path: '/out/sub' })
+    expect(listed.entries).toEqual([{ path: 'deep.txt', type: 'file', size: 'secret: changed\n'.length }])
+    await ws.close()
+  })
+
+  it('searches running at the same time each read their own files (no read buffer shared between walks)', async () => {
+    const root = path.join(tmp, 'concurrent')
+    write(root, Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`d${i % 3}/f${i}.txt`, `${i % 2 === 0 ? 'even' : 'odd'} ${i}\n`])))
+    const ws = await Workspace.open({ lower: directory(root) })
+    const tools = createAgentTools(ws)
+    const [even, odd] = await Promise.all([search(tools, { pattern: 'even', max_results: 1000 }), search(tools, { pattern: 'odd', max_results: 1000 })])
+    expect(even).toEqual(grep(root, [], 'even'))
+    expect(odd).toEqual(grep(root, [], 'odd'))
+    await ws.close()
+  })
+
   it('shows context lines, narrows by include and exclude globs, and stops at max_results', async () => {
     const ws = await Workspace.open({ lower: directory(lower) })
     const tools = createAgentTools(ws)

@@ -1,14 +1,15 @@
 /**
  * The workspace view as one tree walk, for search_files, find_files and list_directory. Paths the
  * workspace changed (and the directories holding them) come through the overlay (`ws.fs`); every
- * other path shows the lower source as it is, so when that is a directory on disk the walk reads it
- * straight from there (node:fs, loaded only then) instead of asking the overlay path by path: on a
- * large untouched tree that is most of the time saved. Entries come in name order (pre-order, one
- * generator with an explicit stack), pruned by .gitignore files as git does when asked, and the
- * walk stops as soon as its consumer does.
+ * other path shows the lower source as it is, so when the source offers a walker (a directory on
+ * disk does: LowerSource.walker) the walk reads those paths through it instead of asking the overlay
+ * path by path: on a large untouched tree that is most of the time saved. Entries come in name order
+ * (pre-order, one generator with an explicit stack), pruned by .gitignore files as git does when
+ * asked, and the walk stops as soon as its consumer does.
  */
 import ignore, { type Ignore } from 'ignore'
 import { decode } from '../src/bytes.js'
+import type { LowerWalker } from '../src/lower/source.js'
 import { basename, dirname, join } from '../src/path.js'
 import type { Workspace } from '../src/workspace.js'
 
@@ -18,8 +19,13 @@ export interface WalkEntry {
   /** The workspace path. */
   readonly path: string
   readonly type: EntryType
-  /** The path on disk, for an entry the workspace has not changed over a directory lower. */
-  readonly host?: string
+  /**
+   * With a walker: the path with no symlink along it (a path asked for through a link resolves as
+   * the view resolves it, never on disk), and whether the workspace left it untouched, so the walker
+   * reads it there.
+   */
+  readonly real?: string
+  readonly untouched?: boolean
 }
 
 export interface WalkOptions {
@@ -33,68 +39,77 @@ export interface WalkOptions {
   readonly onIgnored?: (entry: WalkEntry) => void
 }
 
-type Disk = typeof import('./disk.js')
-
 /** One .gitignore's rules, for the directory it is in. */
 interface Rules {
   readonly base: string
   readonly rules: Ignore
 }
 
-/** Reads the view: the overlay for changed paths, the disk for the rest when the lower is a directory. */
+/** The lower source's walker, and the paths where the view is not the source (changed, or above a change). */
+interface Direct {
+  readonly walker: LowerWalker
+  readonly dirty: ReadonlySet<string>
+}
+
+/** Reads the view: the overlay for changed paths, the source's walker for the rest when it has one. */
 export class ViewReader {
   private constructor(
     private readonly ws: Workspace,
-    private readonly disk: { module: Disk; root: string; dirty: ReadonlySet<string> } | undefined,
+    private readonly direct: Direct | undefined,
   ) {}
 
   static async open(ws: Workspace): Promise<ViewReader> {
-    return new ViewReader(ws, await diskOf(ws))
+    return new ViewReader(ws, directOf(ws))
   }
 
   /** The entry at a workspace path, not following a final symlink (ENOENT as ws.fs throws it). */
   async entry(path: string): Promise<WalkEntry> {
     const stats = await this.ws.fs.promises.lstat(path)
     const type: EntryType = stats.isDirectory() ? 'dir' : stats.isSymbolicLink() ? 'symlink' : 'file'
-    return this.make(path, type)
+    if (this.direct === undefined) return { path, type }
+    // Links along the way resolve in the view ('..' folds at the root, an absolute target is a
+    // workspace path), never on disk: the walker is given the path they lead to.
+    const real = path === '/' ? '/' : join(String(await this.ws.fs.promises.realpath(dirname(path))), basename(path))
+    return { path, type, real, untouched: !this.direct.dirty.has(real) }
   }
 
-  private make(path: string, type: EntryType, parentHost?: string): WalkEntry {
-    if (parentHost !== undefined) return { path, type, host: parentHost === '/' ? `/${basename(path)}` : `${parentHost}/${basename(path)}` }
-    const disk = this.disk
-    if (disk === undefined || disk.dirty.has(path)) return { path, type }
-    return { path, type, host: path === '/' ? disk.root : disk.root === '/' ? path : disk.root + path }
+  /** An entry of a listed directory: untouched when the directory is (the dirty set holds every ancestor of a change). */
+  private child(dir: WalkEntry, name: string, type: EntryType): WalkEntry {
+    const path = join(dir.path, name)
+    if (dir.real === undefined || this.direct === undefined) return { path, type }
+    const real = join(dir.real, name)
+    return { path, type, real, untouched: dir.untouched || !this.direct.dirty.has(real) }
   }
 
   /** A directory's entries, sorted by name. */
   async list(dir: WalkEntry): Promise<WalkEntry[]> {
     let entries: WalkEntry[]
-    if (dir.host !== undefined && this.disk) {
-      entries = this.disk.module.listDisk(dir.host).map(({ name, type }) => this.make(join(dir.path, name), type, dir.host))
+    if (dir.untouched && this.direct) {
+      entries = this.direct.walker.list(dir.real!).map(({ name, type }) => this.child(dir, name, type))
     } else {
       const dirents = await this.ws.fs.promises.readdir(dir.path, { withFileTypes: true })
-      entries = dirents.map((dirent) => this.make(join(dir.path, String(dirent.name)), dirent.isDirectory() ? 'dir' : dirent.isSymbolicLink() ? 'symlink' : 'file'))
+      entries = dirents.map((dirent) => this.child(dir, String(dirent.name), dirent.isDirectory() ? 'dir' : dirent.isSymbolicLink() ? 'symlink' : 'file'))
     }
     return entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
   }
 
   /**
-   * A file's bytes. From disk they are read into a buffer that is reused: valid until the next
-   * read, so a caller that keeps them copies them.
+   * A file's bytes. Through the walker they may be read into a buffer that is reused: valid until
+   * this reader's next read, so a caller that keeps them copies them.
    */
   async read(entry: WalkEntry): Promise<Uint8Array> {
-    if (entry.host !== undefined && this.disk) return this.disk.module.readDisk(entry.host)
+    if (entry.untouched && this.direct) return this.direct.walker.read(entry.real!)
     return (await this.ws.fs.promises.readFile(entry.path)) as Uint8Array
   }
 
   async stat(entry: WalkEntry): Promise<{ size: number; mtimeMs: number }> {
-    if (entry.host !== undefined && this.disk) return this.disk.module.statDisk(entry.host)
+    if (entry.untouched && this.direct) return this.direct.walker.stat(entry.real!)
     const stats = await this.ws.fs.promises.lstat(entry.path)
     return { size: Number(stats.size), mtimeMs: Number(stats.mtimeMs) }
   }
 
   async readlink(entry: WalkEntry): Promise<string> {
-    if (entry.host !== undefined && this.disk) return this.disk.module.readlinkDisk(entry.host)
+    if (entry.untouched && this.direct) return this.direct.walker.readlink(entry.real!)
     return String(await this.ws.fs.promises.readlink(entry.path))
   }
 
@@ -111,15 +126,13 @@ export class ViewReader {
 }
 
 /**
- * The disk behind the view, when the lower source is a directory and reading it straight gives
- * what the view shows: everywhere except at the paths the workspace changed and their ancestors
- * (ws.changes() is the view against the directory as it is now, flushes included).
+ * The lower source's walker, when it has one, and the paths where reading it would not give the
+ * view: those the workspace changed and their ancestors (ws.changes() is the view against the source
+ * as it is now, flushes included).
  */
-async function diskOf(ws: Workspace): Promise<{ module: Disk; root: string; dirty: ReadonlySet<string> } | undefined> {
-  if (ws.lower.kind !== 'directory') return undefined // a browser never loads the node-only modules below
-  const { DirectorySource } = await import('../adapters/node-fs/directory.js')
+function directOf(ws: Workspace): Direct | undefined {
   const source = ws.lower.source
-  if (!(source instanceof DirectorySource)) return undefined
+  if (source.walker === undefined) return undefined
   let changes: { path: string }[]
   try {
     changes = ws.changes()
@@ -133,7 +146,7 @@ async function diskOf(ws: Workspace): Promise<{ module: Disk; root: string; dirt
       if (path === '/') break
     }
   }
-  return { module: await import('./disk.js'), root: source.root, dirty }
+  return { walker: source.walker(), dirty } // one walker per reader: a walk never reads into another's buffer
 }
 
 /** Lets other calls run during a long walk (sync disk reads would otherwise hold the event loop). */

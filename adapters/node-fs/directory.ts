@@ -15,6 +15,7 @@ import { hostShell } from './exec.js'
 import { clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
 import { syncDirectory } from './files.js'
 import { LockFile } from './lock.js'
+import { DirectoryWalker } from './walker.js'
 
 const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
 
@@ -41,6 +42,11 @@ export class DirectorySource implements LowerSource, FlushTarget {
     this.id = 'directory:' + this.root
     this.confinement = new Confinement(this.root)
     this.recoverNow()
+  }
+
+  /** Reads for one walk over the tree: lexical paths, one reused buffer (see walker.ts). */
+  walker(): DirectoryWalker {
+    return new DirectoryWalker(this.confinement)
   }
 
   /** Names starting with '.rewindfs-flush', in any directory: the flush's staging folder and temp files. */

@@ -46,6 +46,8 @@ export interface LowerSource {
   prefetch?(paths: readonly string[]): Promise<void>
   /** Runs commands over the source's own files (a directory can): ws.exec's default runner. */
   readonly exec?: ExecRunner
+  /** Faster reads for one walk over the tree, where the source has them (see LowerWalker). */
+  walker?(): LowerWalker
   close?(): Promise<void> | void
   /**
    * Paths the source keeps to itself as a flush target (its staging folder): why, when `path` (a
@@ -53,6 +55,31 @@ export interface LowerSource {
    * such a path (EINVAL with the reason), since no flush could ever write it there.
    */
   reserved?(path: string): string | undefined
+}
+
+/** A directory entry as a walk lists it. */
+export interface WalkerEntry {
+  readonly name: string
+  readonly type: EntryType
+}
+
+/**
+ * Reads for one walk over the tree (the agent tools' search_files, find_files and list_directory
+ * over paths the workspace never changed), from a source that serves them faster than its stat,
+ * readdir and readFile one path at a time: a directory on disk lists names with their types in one
+ * call, reads files into one reused buffer and skips the per-call confinement walk. It shows what
+ * the source's own calls show. Paths are the source's; a walk passes only a path with no symlink
+ * along it and the entries below it that this walker listed, so an implementation may map paths
+ * lexically, following no link.
+ */
+export interface LowerWalker {
+  /** A directory's entries, any order (what readdir lists, with their types). */
+  list(path: string): WalkerEntry[]
+  /** A file's bytes, valid until this walker's next read (it may reuse one buffer). */
+  read(path: string): Uint8Array
+  /** A file's size and modification time (lstat). */
+  stat(path: string): { readonly size: number; readonly mtimeMs: number }
+  readlink(path: string): string
 }
 
 /**

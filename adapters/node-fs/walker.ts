@@ -1,0 +1,77 @@
+/**
+ * The directory's LowerWalker: reads for one walk over the tree (the agent tools' search over paths
+ * the workspace has not changed), without DirectorySource's confinement walk per call. The walk
+ * hands over only paths with no symlink along them and entries this walker listed, so paths map onto
+ * the root lexically; files open with O_NOFOLLOW, so no link on disk is followed at the last step
+ * either. A directory swapped for a link in the middle of a walk is not caught here (DirectorySource's
+ * own calls catch it): the walk reads what it listed a moment before. A file's bytes go into one
+ * buffer the walker reuses, so a walk over many small files allocates nothing per file. Each call
+ * runs as host access (host-fs.ts) once, not once per fs call.
+ */
+import fs from 'node:fs'
+import type { EntryType, LowerWalker, WalkerEntry } from 'rewindfs/adapter-kit'
+import { type Confinement, isReserved } from './confine.js'
+import { onHost } from './host-fs.js'
+
+const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
+/** The reused buffer grows to the largest file read so far, up to this. */
+const SCRATCH_MAX = 8 * 1024 * 1024
+
+export class DirectoryWalker implements LowerWalker {
+  private scratch = Buffer.allocUnsafe(64 * 1024)
+
+  constructor(private readonly confinement: Confinement) {}
+
+  /** Files, directories and symlinks (what the directory source shows), without its reserved names. */
+  list(path: string): WalkerEntry[] {
+    return onHost(() => this.listNow(path))
+  }
+
+  read(path: string): Uint8Array {
+    return onHost(() => this.readNow(path))
+  }
+
+  stat(path: string): { size: number; mtimeMs: number } {
+    const stats = onHost(() => fs.lstatSync(this.confinement.lexical(path)))
+    return { size: stats.size, mtimeMs: stats.mtimeMs }
+  }
+
+  readlink(path: string): string {
+    return onHost(() => fs.readlinkSync(this.confinement.lexical(path), 'utf8'))
+  }
+
+  private listNow(path: string): WalkerEntry[] {
+    const out: WalkerEntry[] = []
+    for (const entry of fs.readdirSync(this.confinement.lexical(path), { withFileTypes: true })) {
+      const type: EntryType | undefined = entry.isFile() ? 'file' : entry.isDirectory() ? 'dir' : entry.isSymbolicLink() ? 'symlink' : undefined
+      if (type !== undefined && !isReserved(entry.name)) out.push({ name: entry.name, type })
+    }
+    return out
+  }
+
+  /** Open, read, close for a file that fits the buffer; a bigger one is read into its own. */
+  private readNow(path: string): Uint8Array {
+    const fd = fs.openSync(this.confinement.lexical(path), fs.constants.O_RDONLY | O_NOFOLLOW)
+    try {
+      let length = fs.readSync(fd, this.scratch, 0, this.scratch.length, 0)
+      if (length < this.scratch.length) return this.scratch.subarray(0, length)
+      // Bigger than the buffer: read the rest into one of the file's size (it may still grow).
+      const size = fs.fstatSync(fd).size
+      let buffer = Buffer.allocUnsafe(Math.max(size, length) + 1)
+      this.scratch.copy(buffer, 0, 0, length)
+      if (buffer.length <= SCRATCH_MAX) this.scratch = buffer
+      for (;;) {
+        if (length === buffer.length) {
+          const grown = Buffer.allocUnsafe(buffer.length * 2)
+          buffer.copy(grown)
+          buffer = grown
+        }
+        const n = fs.readSync(fd, buffer, length, buffer.length - length, length)
+        if (n === 0) return buffer.subarray(0, length)
+        length += n
+      }
+    } finally {
+      fs.closeSync(fd)
+    }
+  }
+}
