@@ -7,12 +7,16 @@
  * An adapter offers one or more of:
  * - a lower source (`LowerSource`): the read-only base tree, one version string per path. A place
  *   that can only be read asynchronously builds on `IndexedSource` (an index loaded up front,
- *   contents loaded on prefetch); one with Node's sync API maps its stats with `lowerStatOf`.
+ *   contents loaded on prefetch); one with Node's sync API maps its stats with `lowerStatOf`. One
+ *   that lists and reads its tree faster in bulk than path by path offers `walker()` (the agent
+ *   tools' search, find and list read untouched paths through it).
  * - a durable store (`Store`): the journal, blobs and metadata. `storeContract(subject)` runs the
  *   contract's checks on an implementation: each check is a named async function that throws on a
  *   violation, so any test runner runs them (`for (const c of storeContract(s)) it(c.name, c.run)`);
  *   it imports no test runner. It is also exported from `rewindfs/testing`.
  * - a flush target (`FlushTarget`): a real place that takes the workspace's change set all or nothing.
+ * - an exec runner (`ExecRunner` in `rewindfs`; a lower source may carry one as `exec`): runs
+ *   commands against a workspace, reading the upper tree and the view its `ExecHost` gives.
  *
  * Errors an adapter raises through fs calls are Node-shaped (`FsError`: code, errno, syscall, path).
  * Paths are the workspace's: absolute, normalised POSIX paths, '/' the root.
@@ -46,3 +50,16 @@ export type { ErrnoCode, NodeError, NodeErrorCode } from './errors.js'
 
 // Workspace paths.
 export { basename, dirname, isWithin, join, normalize } from './path.js'
+
+// The classes ws.fs returns, for an adapter that hands them on with other paths (mountOver).
+export { Dir, Dirent } from './fs/stats.js'
+
+// Exec runners: the upper tree ExecHost.tree() gives and the view over it (ExecHost.view), read
+// only. A directory's children are a persistent map: mapGet, mapEntries, and mapDiff for what
+// differs between two trees in O(differences). ws.lower is the lower source as the trees saw it:
+// pinnedPaths() are those a flush changed underneath them.
+export type { DirNode, EntryNode, FileNode, Meta, SymlinkNode, UpperNode, Whiteout } from './layer/nodes.js'
+export type { MapRoot } from './layer/persistent-map.js'
+export { mapDiff, mapEntries, mapGet } from './layer/persistent-map.js'
+export type { Entry, Overlay } from './overlay.js'
+export type { PinnedLower } from './flush/pinned-lower.js'

@@ -23,11 +23,6 @@ import { FsError, isFsError } from '../src/index.js'
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const ADAPTERS = path.join(ROOT, 'adapters')
 const PUBLIC = new Set(['rewindfs', 'rewindfs/adapter-kit'])
-/**
- * Adapters not converted yet, each with why. node-fs waits for the exec work (it rewrites the
- * adapter's exec files) to land on main; until then its files are not checked.
- */
-const PENDING = new Map<string, string>([['node-fs', 'converted once the exec work is on main (issue 11)']])
 
 const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
   exports: Record<string, { types: string; default: string } | string>
@@ -98,8 +93,7 @@ describe('adapters import only rewindfs, rewindfs/adapter-kit, their own files, 
   })
 
   for (const adapter of adapters) {
-    const pending = PENDING.get(adapter)
-    it.skipIf(pending !== undefined)(`adapters/${adapter}${pending ? ` (pending: ${pending})` : ''}`, () => {
+    it(`adapters/${adapter}`, () => {
       const violations: string[] = []
       for (const file of sourcesUnder(path.join(ADAPTERS, adapter))) {
         for (const { text, line } of specifiersOf(file, fs.readFileSync(file, 'utf8'))) {

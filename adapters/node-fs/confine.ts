@@ -6,8 +6,7 @@
  */
 import type { Stats } from 'node:fs'
 import { hostFs as fs } from './host-fs.js'
-import { FsError, typeError } from '../../src/errors.js'
-import { normalize } from '../../src/path.js'
+import { FsError, normalize, typeError } from 'rewindfs/adapter-kit'
 
 const MAX_LINKS = 40 // Linux's MAXSYMLINKS
 /** Where the kernel says which file a descriptor is (Linux): the check after open that nothing escaped. */

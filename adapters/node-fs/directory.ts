@@ -4,12 +4,8 @@
  * in `version`), confined to the root (see confine.ts), and never show the flush's staging area.
  */
 import { hostFs as fs } from './host-fs.js'
-import { FsError } from '../../src/errors.js'
-import type { ExecRunner } from '../../src/exec.js'
-import type { FlushEntry, FlushProgress, FlushTarget } from '../../src/flush/target.js'
-import type { LowerSource, LowerStat } from '../../src/lower/source.js'
-import { lowerStatOf, lowerVersionOf } from '../../src/lower/sync-fs.js'
-import { normalize } from '../../src/path.js'
+import type { ExecRunner } from 'rewindfs'
+import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type LowerSource, type LowerStat, lowerStatOf, lowerVersionOf, normalize } from 'rewindfs/adapter-kit'
 import { Confinement, RESERVED_PREFIX, checkPath, isReserved, lstatOrUndefined } from './confine.js'
 import { hostShell } from './exec.js'
 import { clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'

@@ -7,8 +7,8 @@
  */
 import os from 'node:os'
 import { hostFs as fs } from './host-fs.js'
-import type { ExecHost } from '../../src/exec.js'
-import type { LowerSource } from '../../src/lower/source.js'
+import type { ExecHost } from 'rewindfs'
+import type { LowerSource } from 'rewindfs/adapter-kit'
 import { HELPER_SCRIPT, helperArguments } from './exec-helper.js'
 import { DirectorySource } from './directory.js'
 import { removeLargeTree } from './exec-files.js'

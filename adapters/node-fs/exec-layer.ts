@@ -14,11 +14,8 @@
  * project on disk has the new one) are written out explicitly.
  */
 import { hostFs as fs } from './host-fs.js'
-import type { ExecHost } from '../../src/exec.js'
-import type { PinnedLower } from '../../src/flush/pinned-lower.js'
-import type { DirNode, Meta, UpperNode } from '../../src/layer/nodes.js'
-import { mapDiff, mapEntries, mapGet } from '../../src/layer/persistent-map.js'
-import type { Entry, Overlay } from '../../src/overlay.js'
+import type { ExecHost } from 'rewindfs'
+import { type DirNode, type Entry, mapDiff, mapEntries, mapGet, type Meta, type Overlay, type PinnedLower, type UpperNode } from 'rewindfs/adapter-kit'
 import { RESERVED_PREFIX } from './confine.js'
 import { hostTarget } from './exec-tree.js'
 import { batches, removeTree } from './exec-files.js'
@@ -170,7 +167,7 @@ export class ExecLayer {
    * explicitly. O(pinned paths), only once a flush has pinned any.
    */
   private writePins(lower: PinnedLower, root: DirNode): void {
-    for (const [path] of (lower.toJSON() as { pins: [string, unknown][] }).pins) {
+    for (const path of lower.pinnedPaths()) {
       if (path === '/' || !this.readsLower(root, path) || fs.lstatSync(this.host(path), { throwIfNoEntry: false })) continue
       this.makeParents(path)
       const entry = this.reader.lookup(path, false)

@@ -7,8 +7,8 @@
  */
 import os from 'node:os'
 import { hostFs as fs } from './host-fs.js'
-import type { ExecHost } from '../../src/exec.js'
-import type { DirNode } from '../../src/layer/nodes.js'
+import type { ExecHost } from 'rewindfs'
+import type { DirNode } from 'rewindfs/adapter-kit'
 import { HELPER_SCRIPT, helperArguments } from './exec-helper.js'
 import { removeLargeTree, removeTree } from './exec-files.js'
 import { ExecLayer } from './exec-layer.js'

@@ -8,12 +8,13 @@
  */
 import type { BigIntStats } from 'node:fs'
 import { hostFs as fs } from './host-fs.js'
-import type { Entry, Overlay } from '../../src/overlay.js'
-import { bytesEqual } from '../../src/bytes.js'
+import type { Entry, Overlay } from 'rewindfs/adapter-kit'
 import { isReserved } from './confine.js'
 import { batches, openPrivateDirectory, readPrivateFile } from './exec-files.js'
 import { run } from './exec-support.js'
 import { type Edit, type Scan, workspaceTarget } from './exec-tree.js'
+
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => Buffer.compare(a, b) === 0
 
 const join = (dir: string, name: string) => (dir === '/' ? '/' + name : `${dir}/${name}`)
 
@@ -238,7 +239,7 @@ class Readback {
     if (BigInt(this.before.size(was)) !== entry.stats.size) return { content: true, meta: changedMeta }
     let same: boolean
     try {
-      same = bytesEqual(content(), this.before.readBytes(was))
+      same = sameBytes(content(), this.before.readBytes(was))
     } catch {
       same = false // the old content is unreadable (changed underneath): take the new one
     }
@@ -263,7 +264,7 @@ class Readback {
       for (const name of [...names].sort()) this.compareViews(join(path, name), this.before.child(old, name), this.before.child(now, name))
     } else if (now.type === 'symlink') {
       if (this.before.readLink(old) !== this.before.readLink(now)) this.modified.add(path)
-    } else if (a.mode !== b.mode || !sameTime(a.mtimeMs, b.mtimeMs) || this.before.size(old) !== this.before.size(now) || !bytesEqual(this.before.readBytes(old), this.before.readBytes(now))) {
+    } else if (a.mode !== b.mode || !sameTime(a.mtimeMs, b.mtimeMs) || this.before.size(old) !== this.before.size(now) || !sameBytes(this.before.readBytes(old), this.before.readBytes(now))) {
       this.modified.add(path)
     }
   }

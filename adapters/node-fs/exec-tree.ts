@@ -9,7 +9,7 @@ import crypto from 'node:crypto'
 import type { BigIntStats, Stats } from 'node:fs'
 import { hostFs as fs } from './host-fs.js'
 import { openPrivateDirectory, readPrivateFile } from './exec-files.js'
-import type { NodeFs } from '../../src/workspace.js'
+import type { NodeFs } from 'rewindfs'
 
 type Kind = 'file' | 'dir' | 'symlink'
 

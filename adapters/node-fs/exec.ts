@@ -10,17 +10,15 @@
  */
 import os from 'node:os'
 import { hostFs as fs, onHost } from './host-fs.js'
-import { FsError } from '../../src/errors.js'
-import type { ExecHost, ExecMode, ExecOptions, ExecResult, ExecRunner, ExecSandbox, ExecSession } from '../../src/exec.js'
-import type { DirNode } from '../../src/layer/nodes.js'
-import { ConflictError } from '../../src/engine/transaction.js'
+import { ConflictError, type ExecHost, type ExecMode, type ExecOptions, type ExecResult, type ExecRunner, type ExecSandbox, type ExecSession } from 'rewindfs'
+import { type DirNode, FsError } from 'rewindfs/adapter-kit'
 import { DirectorySource } from './directory.js'
 import { runCopy } from './exec-copy.js'
 import { type Launch, OverlaySession, type Ran, SetupError } from './exec-overlay.js'
 import { type Support, support } from './exec-support.js'
 import { type Scan, apply } from './exec-tree.js'
 
-export type { ExecMode, ExecOptions, ExecResult, ExecRunner, ExecSandbox } from '../../src/exec.js'
+export type { ExecMode, ExecOptions, ExecResult, ExecRunner, ExecSandbox } from 'rewindfs'
 export { MAX_OUTPUT } from './exec-process.js'
 
 /** Defaults for every command of the workspaces a runner serves; each call's options override them. */

@@ -13,9 +13,7 @@
  */
 import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
-import { FsError } from '../../src/errors.js'
-import type { FlushEntry, FlushProgress } from '../../src/flush/target.js'
-import { basename, dirname, normalize } from '../../src/path.js'
+import { basename, dirname, type FlushEntry, type FlushProgress, FsError, normalize } from 'rewindfs/adapter-kit'
 import { Confinement, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined } from './confine.js'
 import { makeDirectoriesDurable, makeDurable, removeIfPresent, syncDirectory, writeAtomically } from './files.js'
 

@@ -4,7 +4,7 @@
  * without a pid. A lock whose pid is no longer alive is stale and taken over.
  */
 import { hostFs as fs } from './host-fs.js'
-import { FsError } from '../../src/errors.js'
+import { FsError } from 'rewindfs/adapter-kit'
 import { codeOf } from './confine.js'
 import { removeIfPresent, tempName } from './files.js'
 

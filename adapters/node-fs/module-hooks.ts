@@ -17,7 +17,7 @@ import Module, { register } from 'node:module'
 import nodePath from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { MessageChannel, type MessagePort } from 'node:worker_threads'
-import type { NodeFs } from '../../src/workspace.js'
+import type { NodeFs } from 'rewindfs'
 import { type ModuleView, ModuleResolver, isBuiltin, moduleFormat } from './module-resolve.js'
 
 /** A mount whose modules load through the hooks: its host roots and the fs that reads it. */

@@ -10,10 +10,7 @@
  */
 import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
-import type { BlobId } from '../../src/blob/store.js'
-import { type JournalRead, type Store, type StoreItem, keptName } from '../../src/engine/store.js'
-import type { JsonValue } from '../../src/engine/state.js'
-import { FsError } from '../../src/errors.js'
+import { type BlobId, FsError, type JournalRead, type JsonValue, keptName, type Store, type StoreItem } from 'rewindfs/adapter-kit'
 import { checkPath, codeOf } from './confine.js'
 import { inParallel, isTempName, removeIfPresent, syncDirectory, tempName, writeAtomically, writeDurably } from './files.js'
 import { LockFile } from './lock.js'

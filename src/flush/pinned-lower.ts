@@ -71,6 +71,11 @@ export class PinnedLower implements LowerSource {
     return this.pins.size
   }
 
+  /** The paths pinned so far, whose old state the trees still show (an exec runner's layer needs them). */
+  pinnedPaths(): IterableIterator<string> {
+    return this.pins.keys()
+  }
+
   /**
    * Pins `path` (and, for a directory, everything under it) and its parent's listing, as they are
    * now, unless already pinned: the first pin is the generation the trees were made over.
