@@ -17,6 +17,7 @@ import { type DirectoryStore, directoryStore } from '../adapters/node-fs/index.j
 import type { JournalRead, StoreImage } from '../src/engine/store.js'
 import { MemoryStore } from '../src/index.js'
 import { type RawStore, type StoreSubject, type StoreUnderTest, storeContract } from '../testing/index.js'
+import * as pack from './support/pack-raw.js'
 
 const hex = (text: string) => Buffer.from(text, 'utf8').toString('hex')
 
@@ -76,14 +77,17 @@ let serial = 0
 function directorySubject(): StoreSubject<DirectoryStore> {
   const handle = (path: string): StoreUnderTest<DirectoryStore> => {
     const store = directoryStore(path)
-    const blobFile = (id: string) => `${path}/blobs/${hex(id).slice(0, 2)}/${hex(id)}`
     const read = (file: string) => (fs.existsSync(file) ? new Uint8Array(fs.readFileSync(file)) : undefined)
     const raw: RawStore = {
-      journal: async () => splitJournal(fs.existsSync(`${path}/journal`) ? fs.readFileSync(`${path}/journal`, 'utf8') : ''),
-      setJournal: async (journal) => fs.writeFileSync(`${path}/journal`, joinJournal(journal)),
+      // The pack read apart from the store (test/support/pack-raw.ts), written as a crash or disk rot would.
+      journal: async () => pack.splitJournal(pack.journalText(path)),
+      setJournal: async (journal) => pack.setJournal(path, journal),
       keptJournal: async (name) => (fs.existsSync(`${path}/${name}`) ? splitJournal(fs.readFileSync(`${path}/${name}`, 'utf8')) : undefined),
-      blob: async (id) => read(blobFile(id)),
-      setBlob: async (id, bytes) => fs.writeFileSync(blobFile(id), bytes),
+      blob: async (id) => {
+        const record = pack.blobRecords(path).get(id)
+        return record && new Uint8Array(record.payload)
+      },
+      setBlob: async (id, bytes) => pack.setBlob(path, id, bytes),
       keptBlob: async (name) => read(`${path}/${name}`),
       spoilMeta: async (key) => fs.writeFileSync(`${path}/meta/${hex(key)}.json`, '{"half-writ'),
       fingerprint: async () => {

@@ -1,23 +1,30 @@
 /**
  * A durable Store in a directory:
- *   journal            records, one per line, appended and fsynced per group commit
- *   blobs/ab/<hex>     content-addressed files (the blob id's UTF-8 bytes in hex), temp+fsync+rename
+ *   format             the layout's name and version (2: packs)
+ *   packs/<n>.pack     blobs and journal appended to segments, one fdatasync per group commit (pack.ts)
  *   meta/<hex>.json    one file per key, replaced atomically
  *   lock               the writer's pid: one writer at a time, readers may open read-only
- *   journal.<label>-<time>, blob.<label>-<time>.<hex>, meta.<label>-<time>.<hex>.json
- *                      what was set aside (a torn or damaged journal, a damaged blob or metadata);
- *                      never read or deleted by rewindfs, only by the user
+ *   journal.<label>-<time>, blob.<label>-<time>.<hex>, meta.<label>-<time>.<hex>.json,
+ *   pack.torn-<time>.<segment>-<offset>
+ *                      what was set aside (a torn or damaged journal, a damaged blob or metadata, the
+ *                      torn tail of a segment); never read or deleted by rewindfs, only by the user
+ * A store in the first layout (a `journal` file, one file per blob) is migrated when opened for
+ * writing and read as it is when opened read-only (pack-migrate.ts).
  */
 import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
 import { type BlobId, FsError, type JournalRead, type JsonValue, keptName, type Store, type StoreItem } from 'rewindfs/adapter-kit'
 import { checkPath, codeOf } from './confine.js'
-import { inParallel, isTempName, removeIfPresent, syncDirectory, tempName, writeAtomically, writeDurably } from './files.js'
+import { isTempName, removeIfPresent, syncDirectory, tempName, writeAtomically } from './files.js'
 import { LockFile } from './lock.js'
+import { DEFAULT_SEGMENT_BYTES, PackLog, formatError } from './pack.js'
+import { FirstLayout, isFirstLayout, migrate, removeFirstLayout } from './pack-migrate.js'
 
 export interface DirectoryStoreOptions {
   /** Open without taking the lock; every mutating method then rejects with EROFS. */
   readonly readOnly?: boolean
+  /** Pack segment size: a segment is sealed and the next one started past this many bytes (default 64 MiB). */
+  readonly segmentBytes?: number
 }
 
 const jsonSchema: z.ZodMiniType<JsonValue> = z.union([
@@ -29,18 +36,40 @@ const jsonSchema: z.ZodMiniType<JsonValue> = z.union([
   z.record(z.string(), z.lazy(() => jsonSchema)),
 ])
 
-const PARALLEL = 16
+/** The layout this rewindfs writes; `format` names it. Layout 1 (no format file) is migrated. */
+const LAYOUT = 2
+const FORMAT_FILE = 'format'
+const formatSchema = z.object({ store: z.literal('rewindfs-directory'), layout: z.number() })
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
 
 function hex(text: string): string {
   return Buffer.from(text, 'utf8').toString('hex')
 }
 
-function unhex(name: string): string | undefined {
-  return /^(?:[0-9a-f]{2})+$/.test(name) ? Buffer.from(name, 'hex').toString('utf8') : undefined
-}
-
 function storeError(code: string, message: string): Error & { code: string } {
   return Object.assign(new Error(`rewindfs: ${message}`), { code })
+}
+
+/** The layout the directory holds: its number from the format file, 1 for the first layout, 0 for none. */
+function layoutOf(root: string): number {
+  let text: string
+  try {
+    text = fs.readFileSync(`${root}/${FORMAT_FILE}`, 'utf8')
+  } catch (error) {
+    if (codeOf(error) !== 'ENOENT') throw error
+    return isFirstLayout(root) ? 1 : 0
+  }
+  let parsed: ReturnType<typeof formatSchema.safeParse>
+  try {
+    parsed = formatSchema.safeParse(JSON.parse(text))
+  } catch {
+    parsed = { success: false } as ReturnType<typeof formatSchema.safeParse>
+  }
+  if (!parsed.success) throw formatError(`'${root}/${FORMAT_FILE}' does not name a directory store layout; nothing was changed`)
+  if (parsed.data.layout > LAYOUT) throw formatError(`the store '${root}' has layout ${parsed.data.layout}; this rewindfs reads layouts up to ${LAYOUT}. Open it with a matching rewindfs version.`)
+  return parsed.data.layout
 }
 
 export class DirectoryStore implements Store {
@@ -49,32 +78,58 @@ export class DirectoryStore implements Store {
   /** The real path of the store's directory. */
   readonly root: string
   private readonly lock: LockFile | undefined
-  private journalFd: number | undefined
+  /** Blobs and journal: the pack, or a first-layout store opened read-only. */
+  private readonly packs: PackLog | undefined
+  private readonly firstLayout: FirstLayout | undefined
   private closed = false
-  /** Journal writes in order: a group commit never overtakes a compaction or another commit. */
+  /** Mutations in order: a group commit never overtakes a compaction or another commit; collection steps run between them. */
   private queue: Promise<unknown> = Promise.resolve()
-  private readonly buckets = new Set<string>()
 
   constructor(path: string, options: DirectoryStoreOptions = {}) {
     checkPath(path)
     if (typeof options !== 'object' || options === null) throw new TypeError('rewindfs: directoryStore options must be an object')
-    let readOnly = options.readOnly === true
+    const segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES
+    if (!Number.isSafeInteger(segmentBytes) || segmentBytes < 1) throw new TypeError(`rewindfs: directoryStore segmentBytes must be a positive integer, got ${String(options.segmentBytes)}`)
+    const readOnly = options.readOnly === true
     if (!readOnly) fs.mkdirSync(path, { recursive: true })
     this.root = fs.realpathSync.native(path)
     if (!fs.statSync(this.root).isDirectory()) throw new FsError('ENOTDIR', 'open', path, undefined, 'the store path is not a directory')
-    let lock: LockFile | undefined
-    if (!readOnly) {
-      lock = LockFile.acquire(this.file('lock'), `the store '${this.root}'`)
-      try {
-        for (const folder of ['blobs', 'meta']) fs.mkdirSync(this.file(folder), { recursive: true })
-        syncDirectory(this.root)
-        this.journalFd = fs.openSync(this.file('journal'), 'a', 0o644)
-      } catch (error) {
-        lock.release()
-        throw error
-      }
+    const packOptions = {
+      readOnly,
+      segmentBytes,
+      keep: (kind: 'pack' | 'blob', label: string, what: string, bytes: Uint8Array) => this.keep(kind, label, what, bytes),
+      background: (step: () => Promise<void>) => {
+        this.queue = this.queue.then(step)
+      },
     }
-    this.readOnly = readOnly
+    if (readOnly) {
+      const layout = layoutOf(this.root)
+      this.firstLayout = layout === 1 ? new FirstLayout(this.root) : undefined
+      this.packs = layout === 1 ? undefined : new PackLog(this.root, packOptions)
+      this.readOnly = true
+      return
+    }
+    const lock = LockFile.acquire(this.file('lock'), `the store '${this.root}'`)
+    try {
+      const layout = layoutOf(this.root)
+      fs.mkdirSync(this.file('meta'), { recursive: true })
+      if (layout !== LAYOUT) {
+        // Layout 1, or a new store. A pack without a format file is a migration a crash cut short: made again.
+        fs.rmSync(this.file('packs'), { recursive: true, force: true })
+        fs.mkdirSync(this.file('packs'))
+        syncDirectory(this.root)
+      }
+      this.packs = new PackLog(this.root, packOptions)
+      const commit = () => writeAtomically(this.file(FORMAT_FILE), JSON.stringify({ store: 'rewindfs-directory', layout: LAYOUT }) + '\n')
+      if (layout === 1) migrate(this.root, this.packs, commit)
+      else if (layout === 0) commit()
+      else if (isFirstLayout(this.root)) removeFirstLayout(this.root)
+    } catch (error) {
+      lock.release()
+      throw error
+    }
+    this.firstLayout = undefined
+    this.readOnly = false
     this.lock = lock
   }
 
@@ -82,13 +137,17 @@ export class DirectoryStore implements Store {
     return `${this.root}/${name}`
   }
 
-  private blobFile(id: BlobId): string {
-    const name = hex(id)
-    return `${this.root}/blobs/${name.slice(0, 2)}/${name}`
-  }
-
   private metaFile(key: string): string {
     return `${this.root}/meta/${hex(key)}.json`
+  }
+
+  /** Writes bytes kept aside under a new name (temp, fsync, rename, directory fsync); returns the name. */
+  private keep(kind: 'journal' | 'blob' | 'pack', label: string, what: string | undefined, bytes: Uint8Array | string): string {
+    const taken = (name: string) => fs.existsSync(this.file(name))
+    // keptName's stamp and numbering, under the pack's own prefix.
+    const name = kind === 'pack' ? keptName('journal', label, what, (n) => taken(n.replace(/^journal\./, 'pack.'))).replace(/^journal\./, 'pack.') : keptName(kind, label, what, taken)
+    writeAtomically(this.file(name), bytes)
+    return name
   }
 
   /** Mutations: serialised, and refused when read-only or closed. */
@@ -106,31 +165,14 @@ export class DirectoryStore implements Store {
   }
 
   appendJournal(records: readonly string[]): Promise<void> {
-    return this.write('appendJournal', async () => {
-      const text = lines(records)
-      if (text === '') return
-      const fd = this.journalFd!
-      const size = fs.fstatSync(fd).size
-      try {
-        fs.writeFileSync(fd, text) // loops until every byte is written; the fsync is the slow part
-      } catch (error) {
-        // A part-written group (ENOSPC, EIO) is cut off, so a later append can never follow a torn line.
-        fs.ftruncateSync(fd, size)
-        throw error
-      }
-      await new Promise<void>((resolve, reject) => fs.fdatasync(this.journalFd!, (error) => (error ? reject(error) : resolve())))
-    })
+    return this.write('appendJournal', () => this.packs!.appendJournal(lines(records)))
   }
 
   readJournal(): Promise<JournalRead> {
     return this.read('readJournal', async () => {
-      let text: string
-      try {
-        text = await fs.promises.readFile(this.file('journal'), 'utf8')
-      } catch (error) {
-        if (codeOf(error) === 'ENOENT') return { records: [] }
-        throw error
-      }
+      // A reader looks at the pack again: the writer may have committed since.
+      if (this.readOnly) this.packs?.refresh()
+      const text = this.packs ? await this.packs.journalText() : await this.firstLayout!.journalText()
       if (text === '') return { records: [] }
       const records = text.split('\n')
       // A whole journal ends with a line end; what follows the last one is an append a crash cut short.
@@ -140,80 +182,30 @@ export class DirectoryStore implements Store {
   }
 
   replaceJournal(records: readonly string[]): Promise<void> {
-    return this.write('replaceJournal', async () => {
-      writeAtomically(this.file('journal'), lines(records))
-      // The old descriptor points at the replaced file: appends go to the new one.
-      fs.closeSync(this.journalFd!)
-      this.journalFd = fs.openSync(this.file('journal'), 'a', 0o644)
-    })
+    return this.write('replaceJournal', () => this.packs!.replaceJournal(lines(records)))
   }
 
   putBlobs(blobs: readonly (readonly [BlobId, Uint8Array])[]): Promise<void> {
-    return this.write('putBlobs', async () => {
-      const buckets = new Set<string>()
-      await inParallel(blobs, PARALLEL, async ([id, bytes]) => {
+    return this.write('putBlobs', () => {
+      for (const [id, bytes] of blobs) {
         if (typeof id !== 'string' || id === '') throw new TypeError(`rewindfs: a blob id must be a non-empty string, got ${JSON.stringify(id)}`)
+        if (decoder.decode(encoder.encode(id)) !== id) throw new TypeError(`rewindfs: a blob id must be well-formed Unicode, got ${JSON.stringify(id)}`)
         if (!(bytes instanceof Uint8Array)) throw new TypeError(`rewindfs: blob '${id}' must be a Uint8Array`)
-        const host = this.blobFile(id)
-        const bucket = host.slice(0, host.lastIndexOf('/'))
-        if (!this.buckets.has(bucket)) {
-          await fs.promises.mkdir(bucket, { recursive: true })
-          this.buckets.add(bucket)
-        }
-        // Content-addressed and only ever renamed into place whole: one that exists is this blob.
-        if (fs.existsSync(host)) return
-        await writeDurably(host, bytes)
-        buckets.add(bucket)
-      })
-      for (const bucket of buckets) syncDirectory(bucket)
-      if (buckets.size > 0) syncDirectory(this.file('blobs'))
+      }
+      this.packs!.putBlobs(blobs)
     })
   }
 
   getBlob(id: BlobId): Promise<Uint8Array | undefined> {
-    return this.read('getBlob', async () => {
-      try {
-        const data = await fs.promises.readFile(this.blobFile(id))
-        return new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
-      } catch (error) {
-        if (codeOf(error) === 'ENOENT') return undefined
-        throw error
-      }
-    })
+    return this.read('getBlob', () => (this.packs ? this.packs.read(id) : this.firstLayout!.read(id)))
   }
 
   deleteBlobs(ids: readonly BlobId[]): Promise<void> {
-    return this.write('deleteBlobs', async () => {
-      const buckets = new Set<string>()
-      for (const id of ids) {
-        const host = this.blobFile(id)
-        removeIfPresent(host)
-        buckets.add(host.slice(0, host.lastIndexOf('/')))
-      }
-      for (const bucket of buckets) if (fs.existsSync(bucket)) syncDirectory(bucket)
-    })
+    return this.write('deleteBlobs', () => this.packs!.forget(ids))
   }
 
   blobIds(): Promise<BlobId[]> {
-    return this.read('blobIds', async () => {
-      const ids: BlobId[] = []
-      const folder = this.file('blobs')
-      let buckets: string[]
-      try {
-        buckets = await fs.promises.readdir(folder)
-      } catch (error) {
-        if (codeOf(error) === 'ENOENT') return ids
-        throw error
-      }
-      // Several buckets listed at once: one after another, each waits its turn in the thread pool.
-      await inParallel(buckets, PARALLEL, async (bucket) => {
-        for (const name of await fs.promises.readdir(`${folder}/${bucket}`)) {
-          const id = isTempName(name) ? undefined : unhex(name)
-          if (id !== undefined) ids.push(id)
-        }
-      })
-      return ids
-    })
+    return this.read('blobIds', async () => (this.packs ? this.packs.ids() : this.firstLayout!.ids()))
   }
 
   getMeta(key: string): Promise<JsonValue | undefined> {
@@ -238,9 +230,11 @@ export class DirectoryStore implements Store {
   }
 
   putMeta(key: string, value: JsonValue): Promise<void> {
-    return this.write('putMeta', () => {
+    return this.write('putMeta', async () => {
       const text = JSON.stringify(value)
       if (text === undefined) throw new TypeError(`rewindfs: metadata '${key}' must be a JSON value`)
+      // Metadata may name blobs put just before (the flush state): the pack is durable first.
+      await this.packs!.sync()
       writeAtomically(this.metaFile(key), text)
     })
   }
@@ -254,34 +248,26 @@ export class DirectoryStore implements Store {
 
   setAside(item: StoreItem, label: string): Promise<string> {
     return this.write('setAside', async () => {
-      const taken = (name: string) => fs.existsSync(this.file(name))
-      let name: string
+      const packs = this.packs!
       if ('journal' in item) {
-        // A copy, byte for byte (the caller replaces the journal next, atomically).
-        name = keptName('journal', label, undefined, taken)
-        const temp = tempName(this.file(name))
-        try {
-          fs.copyFileSync(this.file('journal'), temp)
-        } catch (error) {
-          if (codeOf(error) !== 'ENOENT') throw error
-          fs.writeFileSync(temp, '')
-        }
-        const fd = fs.openSync(temp, 'r')
-        try {
-          fs.fsyncSync(fd)
-        } finally {
-          fs.closeSync(fd)
-        }
-        fs.renameSync(temp, this.file(name))
-      } else if ('blob' in item) {
-        name = keptName('blob', label, hex(item.blob), taken)
-        moveOrFail(this.blobFile(item.blob), this.file(name), `no blob '${item.blob}' to set aside`)
-        syncDirectory(this.blobFile(item.blob).slice(0, this.blobFile(item.blob).lastIndexOf('/')))
-      } else {
-        name = keptName('meta', label, `${hex(item.meta)}.json`, taken)
-        moveOrFail(this.metaFile(item.meta), this.file(name), `no metadata '${item.meta}' to set aside`)
-        syncDirectory(this.file('meta'))
+        // A copy of the journal as text, a torn tail's included (the caller replaces the journal next).
+        const name = this.keep('journal', label, undefined, await packs.journalText())
+        packs.journalKeptAside()
+        return name
       }
+      if ('blob' in item) {
+        const kept = await packs.setAside(item.blob, label, hex(item.blob))
+        if (kept === undefined) throw storeError('ENOENT', `no blob '${item.blob}' to set aside`)
+        return kept
+      }
+      const name = keptName('meta', label, `${hex(item.meta)}.json`, (taken) => fs.existsSync(this.file(taken)))
+      try {
+        fs.renameSync(this.metaFile(item.meta), this.file(name))
+      } catch (error) {
+        if (codeOf(error) === 'ENOENT') throw storeError('ENOENT', `no metadata '${item.meta}' to set aside`)
+        throw error
+      }
+      syncDirectory(this.file('meta'))
       syncDirectory(this.root)
       return name
     })
@@ -298,29 +284,20 @@ export class DirectoryStore implements Store {
     })
   }
 
-  /** Waits for writes in flight, closes the journal and releases the lock. */
+  /** Waits for writes in flight (a collection step finishes, no new one starts), closes the pack and releases the lock. */
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
+    this.packs?.stop()
     await this.queue
-    if (this.journalFd !== undefined) fs.closeSync(this.journalFd)
-    this.journalFd = undefined
+    await this.packs?.close()
     this.lock?.release()
   }
 }
 
 /** A name setAside made (and nothing else in the store's directory). */
 function isKeptName(name: string): boolean {
-  return /^(journal|blob|meta)\.[a-z][a-z0-9-]*-\d{8}T\d{9}Z(-\d+)?(\.[0-9a-f]+(\.json)?)?$/.test(name) && !isTempName(name)
-}
-
-function moveOrFail(from: string, to: string, missing: string): void {
-  try {
-    fs.renameSync(from, to)
-  } catch (error) {
-    if (codeOf(error) === 'ENOENT') throw storeError('ENOENT', missing)
-    throw error
-  }
+  return /^(journal|blob|meta|pack)\.[a-z][a-z0-9-]*-\d{8}T\d{9}Z(-\d+)?(\.([0-9a-f]+(\.json)?|\d{8,}-\d+))?$/.test(name) && !isTempName(name)
 }
 
 function lines(records: readonly string[]): string {
@@ -336,7 +313,8 @@ function lines(records: readonly string[]): string {
 /**
  * A durable store in the directory at `path` (made if missing). One writer at a time: a second
  * opener gets EBUSY, unless it asks for `{ readOnly: true }`. A lock left by a dead process is
- * taken over.
+ * taken over. A store in the first layout (one file per blob) is migrated to packs when opened
+ * for writing.
  */
 export function directoryStore(path: string, options?: DirectoryStoreOptions): DirectoryStore {
   return new DirectoryStore(path, options)

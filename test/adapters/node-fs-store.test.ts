@@ -9,6 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { DirectoryStore, directory, directoryStore } from '../../adapters/node-fs/index.js'
 import { FsError, Workspace } from '../../src/index.js'
 import { workspaceSnapshot } from '../support/workspace-snapshot.js'
+import * as pack from '../support/pack-raw.js'
+import { Kind, recordHead } from '../../adapters/node-fs/pack-format.js'
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-node-fs-store-`)
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
@@ -17,25 +19,38 @@ const fresh = () => `${scratch}/s${serial++}`
 const bytes = (text: string) => new TextEncoder().encode(text)
 const text = (data: Uint8Array | undefined) => (data === undefined ? undefined : new TextDecoder().decode(data))
 
+/** What a crash in the middle of an append leaves: the start of a journal record, its header naming more bytes than the file holds. */
+function tearAppend(path: string, partial: string): void {
+  const bytes = Buffer.from(partial, 'utf8')
+  const last = pack.segmentFiles(path).at(-1)!.file
+  fs.appendFileSync(last, Buffer.concat([recordHead(Kind.Append, new Uint8Array(0), bytes.length + 10, 0), bytes]))
+}
+
+/** Every segment's bytes, to compare before and after. */
+const packBytes = (path: string) => pack.segmentFiles(path).map(({ file }) => fs.readFileSync(file))
+
 
 describe('directoryStore: the Store contract on disk', () => {
-  it('appends journal lines durably, returns a torn last line apart, and replaces the journal atomically', async () => {
+  it('appends journal lines durably, returns a torn last append apart, and replaces the journal atomically', async () => {
     const path = fresh()
     const store = directoryStore(path)
     expect(await store.readJournal()).toEqual({ records: [] })
     await store.appendJournal(['one', 'two'])
     await store.appendJournal(['three'])
-    expect(fs.readFileSync(`${path}/journal`, 'utf8')).toBe('one\ntwo\nthree\n')
+    expect(pack.journalText(path)).toBe('one\ntwo\nthree\n')
     expect(await store.readJournal()).toEqual({ records: ['one', 'two', 'three'] })
     await expect(store.appendJournal(['two\nlines'])).rejects.toThrow(/single line/)
-    // A crash mid-append leaves part of a line: it comes back apart, for the engine to drop.
-    fs.appendFileSync(`${path}/journal`, '{"torn')
-    expect(await store.readJournal()).toEqual({ records: ['one', 'two', 'three'], torn: '{"torn' })
-    await store.replaceJournal(['snapshot'])
-    await store.appendJournal(['after'])
-    expect(fs.readFileSync(`${path}/journal`, 'utf8')).toBe('snapshot\nafter\n')
-    expect(fs.readdirSync(path).sort()).toEqual(['blobs', 'journal', 'lock', 'meta'])
     await store.close()
+    // A crash mid-append leaves part of a record: its text comes back apart, for the engine to drop.
+    tearAppend(path, '{"torn')
+    const again = directoryStore(path)
+    expect(await again.readJournal()).toEqual({ records: ['one', 'two', 'three'], torn: '{"torn' })
+    await again.replaceJournal(['snapshot'])
+    await again.appendJournal(['after'])
+    expect(pack.journalText(path)).toBe('snapshot\nafter\n')
+    // Nothing told the store the torn text was kept with the journal: it kept the torn bytes itself before cutting them.
+    expect(fs.readdirSync(path).sort()).toEqual(['format', 'lock', 'meta', expect.stringMatching(/^pack\.torn-\d{8}T\d{9}Z\.00000001-\d+$/), 'packs'])
+    await again.close()
   })
 
   it('keeps blobs content-addressed under any id, and metadata as JSON, both replaced whole', async () => {
@@ -47,9 +62,9 @@ describe('directoryStore: the Store contract on disk', () => {
     expect((await store.blobIds()).sort()).toEqual([...ids].sort())
     for (const id of ids) expect(text(await store.getBlob(id))).toBe(`content of ${id}`)
     expect(await store.getBlob('missing')).toBeUndefined()
-    for (const bucket of fs.readdirSync(`${path}/blobs`)) {
-      for (const name of fs.readdirSync(`${path}/blobs/${bucket}`)) expect(name.startsWith(bucket)).toBe(true)
-    }
+    // Stored once each, under its id, in the pack.
+    expect([...pack.blobRecords(path).keys()].sort()).toEqual([...ids].sort())
+    expect(pack.records(path).filter((record) => record.kind === Kind.Blob)).toHaveLength(ids.length)
     await store.deleteBlobs([ids[1], 'missing'])
     expect((await store.blobIds()).sort()).toEqual([ids[0], ids[2], ids[3]].sort())
     await expect(store.putBlobs([['', bytes('x')]])).rejects.toThrow(/non-empty string/)
@@ -115,8 +130,8 @@ describe('directoryStore: a torn journal tail and damage under the engine', () =
     await ws.sync()
     await ws.close()
     // What a crash in the middle of the next group commit leaves.
-    fs.appendFileSync(`${path}/journal`, '{"v":1,"t":"op","half')
-    const before = fs.readFileSync(`${path}/journal`)
+    tearAppend(path, '{"v":1,"t":"op","half')
+    const before = Buffer.from(pack.journalText(path), 'utf8')
     ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
     const kept = fs.readdirSync(path).filter((name) => name.startsWith('journal.'))
     expect(kept).toEqual([expect.stringMatching(/^journal\.torn-\d{8}T\d{9}Z$/)])
@@ -126,15 +141,15 @@ describe('directoryStore: a torn journal tail and damage under the engine', () =
     ws.fs.writeFileSync('/after.txt', 'after the tear')
     await ws.sync()
     await ws.close()
-    expect(fs.readFileSync(`${path}/journal`, 'utf8')).not.toContain('half')
+    expect(pack.journalText(path)).not.toContain('half')
     ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
     expect(ws.status.warnings).toEqual([])
     expect(ws.fs.readFileSync('/after.txt', 'utf8')).toBe('after the tear')
     await ws.close()
     const store = directoryStore(path)
     expect(await store.keptAside()).toEqual(kept)
-    await store.removeKept([...kept, 'journal', 'lock'])
-    expect(fs.readdirSync(path).sort()).toEqual(['blobs', 'journal', 'lock', 'meta'])
+    await store.removeKept([...kept, 'format', 'lock'])
+    expect(fs.readdirSync(path).sort()).toEqual(['format', 'lock', 'meta', 'packs'])
     await store.close()
   })
 
@@ -148,10 +163,23 @@ describe('directoryStore: a torn journal tail and damage under the engine', () =
     }
     const expected = await workspaceSnapshot(ws)
     await ws.close()
-    const journal = fs.readFileSync(`${path}/journal`)
+    // The byte in the middle of the journal's text, wherever its record lies in the pack.
+    const journal = Buffer.from(pack.journalText(path), 'utf8')
     const middle = Math.floor(journal.length / 2)
+    let skipped = 0
+    for (const record of pack.records(path)) {
+      if (record.kind !== Kind.Append && record.kind !== Kind.Reset) continue
+      if (record.kind === Kind.Reset) skipped = 0
+      if (middle < skipped + record.payload.length) {
+        const fd = fs.openSync(record.file, 'r+')
+        fs.writeSync(fd, Buffer.from([record.payload[middle - skipped] ^ 0x04]), 0, 1, record.offset + record.bytes.length - record.payload.length + middle - skipped)
+        fs.closeSync(fd)
+        break
+      }
+      skipped += record.payload.length
+    }
     journal[middle] ^= 0x04
-    fs.writeFileSync(`${path}/journal`, journal)
+    const stored = packBytes(path)
     const lines = journal.toString('utf8').split('\n')
     let record = 0
     for (let offset = 0; offset + lines[record].length + 1 <= middle; record++) offset += lines[record].length + 1
@@ -162,8 +190,8 @@ describe('directoryStore: a torn journal tail and damage under the engine', () =
     expect(ws.frozen).toMatch(/damaged/)
     expect(ws.history().length).toBeGreaterThan(0)
     await ws.close()
-    expect(fs.readFileSync(`${path}/journal`)).toEqual(journal)
-    expect(fs.readdirSync(path).sort()).toEqual(['blobs', 'journal', 'meta'])
+    expect(packBytes(path)).toEqual(stored)
+    expect(fs.readdirSync(path).sort()).toEqual(['format', 'meta', 'packs'])
 
     ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
     const report = await ws.repair({ salvage: true })
@@ -216,7 +244,7 @@ describe('directoryStore: the lock', () => {
     ]
     for (const [method, call] of writes) await expect(call(), method).rejects.toThrow(expect.objectContaining({ code: 'EROFS', syscall: method }))
     await reader.close()
-    expect(fs.readFileSync(`${path}/journal`, 'utf8')).toBe('record\n')
+    expect(pack.journalText(path)).toBe('record\n')
 
     await writer.close()
     expect(fs.existsSync(`${path}/lock`)).toBe(false)

@@ -1,0 +1,186 @@
+/**
+ * The byte format of a pack segment, as pure functions over Uint8Array (no node:fs), so any store
+ * that can append to a file and read at an offset can share it.
+ *
+ * A segment is a 16-byte header (`RWFSPACK`, format version, segment number) and records, each
+ *
+ *   0  u32  magic 'RWPK'          16  u32  CRC-32 of the payload
+ *   4  u8   kind                  20  u32  CRC-32 of bytes 0..20 and the id
+ *   5  u8   flags (0)             24       id (UTF-8), then the payload
+ *   6  u16  id length
+ *   8  u48  payload length (u32 low, u16 high), 14 u16 reserved (0)
+ *
+ * all little-endian. The header checksum covers the id, so a record can be trusted (kind, id,
+ * length) before its payload is read, and the payload checksum is kept in the index, so one
+ * positional read of the payload checks a blob. The magic lets a reader find the next record after
+ * a damaged one.
+ */
+
+export const SEGMENT_MAGIC = 'RWFSPACK'
+export const SEGMENT_VERSION = 1
+export const SEGMENT_HEADER_BYTES = 16
+export const RECORD_MAGIC = 0x4b505752 // 'RWPK' read little-endian
+export const RECORD_HEADER_BYTES = 24
+/** Payload lengths are 48-bit. */
+export const MAX_PAYLOAD = 2 ** 48 - 1
+
+export const Kind = {
+  /** A blob under its id. */
+  Blob: 1,
+  /** One group commit's journal text (whole lines). */
+  Append: 2,
+  /** The whole journal, replacing everything before it (compaction, repair). */
+  Reset: 3,
+  /** Records that no longer count, by segment and offset: deleted or set-aside blobs. */
+  Forget: 4,
+} as const
+export type Kind = (typeof Kind)[keyof typeof Kind]
+
+export function isKind(value: number): value is Kind {
+  return value >= Kind.Blob && value <= Kind.Forget
+}
+
+// ---- CRC-32 (IEEE 802.3, as zlib and `crc32` compute it), slicing by 8 -----------------------
+
+const TABLES = (() => {
+  const tables = Array.from({ length: 8 }, () => new Int32Array(256))
+  for (let n = 0; n < 256; n++) {
+    let c = n
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
+    tables[0][n] = c
+  }
+  for (let n = 0; n < 256; n++) {
+    let c = tables[0][n]
+    for (let t = 1; t < 8; t++) {
+      c = tables[0][c & 0xff] ^ (c >>> 8)
+      tables[t][n] = c
+    }
+  }
+  return tables
+})()
+
+/** CRC-32 of `bytes[start, end)`, continuing from `crc` (pass the result of a previous call). */
+export function crc32(bytes: Uint8Array, start = 0, end = bytes.length, crc = 0): number {
+  const [t0, t1, t2, t3, t4, t5, t6, t7] = TABLES
+  let c = ~crc
+  let i = start
+  for (; i + 8 <= end; i += 8) {
+    const a = c ^ (bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24))
+    c = t7[a & 0xff] ^ t6[(a >>> 8) & 0xff] ^ t5[(a >>> 16) & 0xff] ^ t4[a >>> 24] ^ t3[bytes[i + 4]] ^ t2[bytes[i + 5]] ^ t1[bytes[i + 6]] ^ t0[bytes[i + 7]]
+  }
+  for (; i < end; i++) c = t0[(c ^ bytes[i]) & 0xff] ^ (c >>> 8)
+  return ~c >>> 0
+}
+
+// ---- segment header --------------------------------------------------------------------------
+
+const encoder = new TextEncoder()
+const MAGIC_BYTES = encoder.encode(SEGMENT_MAGIC)
+
+export function segmentHeader(segment: number): Uint8Array {
+  const bytes = new Uint8Array(SEGMENT_HEADER_BYTES)
+  bytes.set(MAGIC_BYTES)
+  const view = new DataView(bytes.buffer)
+  view.setUint32(8, SEGMENT_VERSION, true)
+  view.setUint32(12, segment, true)
+  return bytes
+}
+
+/** What a segment's first bytes say: its version, or that they are not a segment header. */
+export function readSegmentHeader(bytes: Uint8Array): { version: number; segment: number } | undefined {
+  if (bytes.length < SEGMENT_HEADER_BYTES) return undefined
+  for (let i = 0; i < MAGIC_BYTES.length; i++) if (bytes[i] !== MAGIC_BYTES[i]) return undefined
+  const view = new DataView(bytes.buffer, bytes.byteOffset, SEGMENT_HEADER_BYTES)
+  return { version: view.getUint32(8, true), segment: view.getUint32(12, true) }
+}
+
+// ---- records ---------------------------------------------------------------------------------
+
+export interface RecordHeader {
+  readonly kind: number
+  readonly idLength: number
+  readonly length: number
+  /** CRC-32 of the payload. */
+  readonly checksum: number
+}
+
+/** Header and id of a record whose payload is `payload` (its checksum already computed or not). */
+export function recordHead(kind: Kind, id: Uint8Array, length: number, checksum: number): Uint8Array {
+  if (id.length > 0xffff) throw new RangeError(`rewindfs: a blob id is at most 65535 bytes, got ${id.length}`)
+  if (length > MAX_PAYLOAD) throw new RangeError(`rewindfs: a pack record holds at most ${MAX_PAYLOAD} bytes`)
+  const head = new Uint8Array(RECORD_HEADER_BYTES + id.length)
+  const view = new DataView(head.buffer)
+  view.setUint32(0, RECORD_MAGIC, true)
+  view.setUint8(4, kind)
+  view.setUint16(6, id.length, true)
+  view.setUint32(8, length % 2 ** 32, true)
+  view.setUint16(12, Math.floor(length / 2 ** 32), true)
+  view.setUint32(16, checksum, true)
+  head.set(id, RECORD_HEADER_BYTES)
+  view.setUint32(20, crc32(head, RECORD_HEADER_BYTES, head.length, crc32(head, 0, 20)), true)
+  return head
+}
+
+export function recordBytes(idLength: number, length: number): number {
+  return RECORD_HEADER_BYTES + idLength + length
+}
+
+/**
+ * Reads the record header at `bytes[at]`: 'short' when fewer than its header and id bytes are
+ * there, 'bad' when its magic or header checksum is wrong.
+ */
+export function readRecordHeader(bytes: Uint8Array, at: number, end = bytes.length): RecordHeader | 'short' | 'bad' {
+  if (end - at < RECORD_HEADER_BYTES) return 'short'
+  const view = new DataView(bytes.buffer, bytes.byteOffset + at, RECORD_HEADER_BYTES)
+  if (view.getUint32(0, true) !== RECORD_MAGIC) return 'bad'
+  const idLength = view.getUint16(6, true)
+  if (end - at < RECORD_HEADER_BYTES + idLength) return 'short'
+  const expected = crc32(bytes, at + RECORD_HEADER_BYTES, at + RECORD_HEADER_BYTES + idLength, crc32(bytes, at, at + 20))
+  if (view.getUint32(20, true) !== expected) return 'bad'
+  return { kind: view.getUint8(4), idLength, length: view.getUint32(8, true) + view.getUint16(12, true) * 2 ** 32, checksum: view.getUint32(16, true) }
+}
+
+/** The first offset after `from` (and before `end`) where a whole, checksummed record header starts. */
+export function nextRecordHeader(bytes: Uint8Array, from: number, end = bytes.length): number | undefined {
+  for (let at = from; at + RECORD_HEADER_BYTES <= end; at++) {
+    // 'RWPK' little-endian: 0x52 0x57 0x50 0x4b.
+    if (bytes[at] !== 0x52 || bytes[at + 1] !== 0x57 || bytes[at + 2] !== 0x50 || bytes[at + 3] !== 0x4b) continue
+    if (typeof readRecordHeader(bytes, at, end) === 'object') return at
+  }
+  return undefined
+}
+
+// ---- forget records --------------------------------------------------------------------------
+
+/** Where a record is: its segment and the offset of its header. */
+export interface Place {
+  readonly segment: number
+  readonly offset: number
+}
+
+const PLACE_BYTES = 12
+
+export function encodePlaces(places: readonly Place[]): Uint8Array {
+  const bytes = new Uint8Array(places.length * PLACE_BYTES)
+  const view = new DataView(bytes.buffer)
+  places.forEach((place, i) => {
+    view.setUint32(i * PLACE_BYTES, place.segment, true)
+    view.setUint32(i * PLACE_BYTES + 4, place.offset % 2 ** 32, true)
+    view.setUint32(i * PLACE_BYTES + 8, Math.floor(place.offset / 2 ** 32), true)
+  })
+  return bytes
+}
+
+export function decodePlaces(bytes: Uint8Array): Place[] | undefined {
+  if (bytes.length % PLACE_BYTES !== 0) return undefined
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const places: Place[] = []
+  for (let at = 0; at < bytes.length; at += PLACE_BYTES) {
+    places.push({ segment: view.getUint32(at, true), offset: view.getUint32(at + 4, true) + view.getUint32(at + 8, true) * 2 ** 32 })
+  }
+  return places
+}
+
+export function placeKey(place: Place): string {
+  return `${place.segment}:${place.offset}`
+}

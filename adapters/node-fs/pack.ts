@@ -1,0 +1,751 @@
+/**
+ * The pack log: a directory store's blobs and journal as records appended to segment files
+ * (`packs/<number>.pack`, format in pack-format.ts), so a group commit — its blobs, then its
+ * journal text — is one append to one file and one fdatasync. Order makes it crash-safe: a
+ * journal record follows the blobs it names in the same file, and a crash keeps a prefix of what
+ * was appended, so a journal record is never durable without its blobs (a segment is fdatasynced
+ * before the next one is made).
+ *
+ * The index (blob id → segment, offset, length, checksum) is rebuilt from the segments on open and
+ * kept in memory, so reading a blob is one positional read checked against its checksum. A
+ * segment's last record cut short by a crash is a torn tail: presented to the engine when it was
+ * journal text, kept aside before it is cut at the first append. Bytes that cannot be read
+ * anywhere else are damage: reported (as a blob that cannot be read, and as an unreadable journal
+ * record where the journal runs), kept, never cut. Deleted blobs are forgotten by a record naming
+ * their places; garbage collection copies the live records of a segment that holds mostly dead
+ * ones to the end of the log, makes them durable, then removes the old segment.
+ */
+import { hostFs as fs } from './host-fs.js'
+import { syncDirectory, tempName } from './files.js'
+import {
+  Kind,
+  type Place,
+  RECORD_HEADER_BYTES,
+  SEGMENT_HEADER_BYTES,
+  SEGMENT_VERSION,
+  crc32,
+  decodePlaces,
+  encodePlaces,
+  isKind,
+  placeKey,
+  readRecordHeader,
+  readSegmentHeader,
+  recordBytes,
+  recordHead,
+  segmentHeader,
+} from './pack-format.js'
+
+/** Where a blob's record is, and what its payload must check against. */
+export interface BlobLocation extends Place {
+  readonly idLength: number
+  /** Payload bytes. */
+  readonly length: number
+  /** CRC-32 of the payload. */
+  readonly checksum: number
+}
+
+/** Bytes of a segment that are no record (damage), as a blob id that cannot be read. */
+interface Unreadable extends Place {
+  readonly length: number
+  readonly reason: string
+}
+
+/** A piece of the journal in log order: journal text, or damage where journal text may have been. */
+type JournalPiece = (BlobLocation & { readonly kind: typeof Kind.Append | typeof Kind.Reset }) | (Unreadable & { readonly kind: 'damage' })
+
+/** A segment being collected and its live blobs not copied yet. */
+interface CollectState {
+  readonly segment: number
+  readonly pending: [string, BlobLocation][]
+}
+
+/** The last record of the last segment, cut short. */
+interface Torn extends Place {
+  readonly kind?: number
+  /** Where its payload starts (when its header is whole). */
+  readonly payloadOffset?: number
+  /** Its journal text was copied aside with the journal (setAside), so cutting it keeps nothing more. */
+  captured: boolean
+}
+
+export interface PackLogOptions {
+  readonly readOnly: boolean
+  /** A segment is sealed and a new one started once it holds this many bytes. */
+  readonly segmentBytes: number
+  /** Writes bytes kept aside under a new name in the store's directory; returns the name. */
+  readonly keep: (kind: 'pack' | 'blob', label: string, what: string, bytes: Uint8Array) => string
+  /** Runs `step` after the store's calls queued so far (garbage collection in the background). */
+  readonly background: (step: () => Promise<void>) => void
+}
+
+export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
+/** A sealed segment whose live records fill less than this share of it is rewritten. */
+const LIVE_FRACTION = 0.5
+/** Bytes garbage collection copies per step before letting queued calls run. */
+const COLLECT_SLICE = 8 * 1024 * 1024
+const WINDOW = 1024 * 1024
+const DAMAGE_PREFIX = 'pack-damage:'
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+
+export function segmentName(segment: number): string {
+  return `${String(segment).padStart(8, '0')}.pack`
+}
+
+function segmentNumber(name: string): number | undefined {
+  const match = /^(\d{8,})\.pack$/.exec(name)
+  return match ? Number(match[1]) : undefined
+}
+
+function storeError(code: string, message: string): Error & { code: string } {
+  return Object.assign(new Error(`rewindfs: ${message}`), { code })
+}
+
+export function formatError(message: string): Error & { code: string } {
+  return storeError('ERR_REWINDFS_STORE_FORMAT', message)
+}
+
+/** The id under which damaged bytes are listed: `pack-damage:<segment>:<offset>`. */
+function damageId(place: Place): string {
+  return `${DAMAGE_PREFIX}${place.segment}:${place.offset}`
+}
+
+/** A moving window over a segment file for the scan: reads 1 MiB at a time. */
+class SegmentWindow {
+  private buffer = Buffer.alloc(0)
+  /** The file bytes the buffer holds: [start, start + length). */
+  private start = 0
+  private length = 0
+  constructor(
+    private readonly fd: number,
+    readonly size: number,
+  ) {}
+
+  /** The bytes from `at` on (at least `want` of them where the file has them), and where `at` is in them. */
+  view(at: number, want: number): { bytes: Buffer; offset: number; end: number } {
+    const needEnd = Math.min(this.size, at + want)
+    if (at < this.start || needEnd > this.start + this.length) {
+      const length = Math.min(this.size - at, Math.max(want, WINDOW))
+      if (this.buffer.length < length || this.buffer.length > 4 * Math.max(length, WINDOW)) this.buffer = Buffer.allocUnsafe(Math.max(length, WINDOW))
+      this.length = readFully(this.fd, this.buffer, length, at)
+      this.start = at
+    }
+    return { bytes: this.buffer, offset: at - this.start, end: this.length }
+  }
+
+  header(at: number): ReturnType<typeof readRecordHeader> {
+    const { bytes, offset, end } = this.view(at, RECORD_HEADER_BYTES + 0xffff)
+    return readRecordHeader(bytes, offset, end)
+  }
+
+  /** The first offset from `from` on where a whole, checksummed record header is. */
+  nextHeader(from: number): number | undefined {
+    for (let at = from; at + RECORD_HEADER_BYTES <= this.size; at++) {
+      const { bytes, offset } = this.view(at, RECORD_HEADER_BYTES)
+      if (bytes[offset] !== 0x52 || bytes[offset + 1] !== 0x57 || bytes[offset + 2] !== 0x50 || bytes[offset + 3] !== 0x4b) continue
+      if (typeof this.header(at) === 'object') return at
+    }
+    return undefined
+  }
+
+  allZero(from: number): boolean {
+    for (let at = from; at < this.size; ) {
+      const { bytes, offset, end } = this.view(at, WINDOW)
+      for (let i = offset; i < end; i++) if (bytes[i] !== 0) return false
+      at += end - offset
+    }
+    return true
+  }
+
+  bytes(at: number, length: number): Uint8Array {
+    const out = Buffer.allocUnsafe(length)
+    readFully(this.fd, out, length, at)
+    return out
+  }
+}
+
+/** pread until `length` bytes are in `buffer` (or the file ends: the rest is left as it was). */
+function readFully(fd: number, buffer: Uint8Array, length: number, position: number): number {
+  let done = 0
+  while (done < length) {
+    const read = fs.readSync(fd, buffer, done, length - done, position + done)
+    if (read === 0) break
+    done += read
+  }
+  return done
+}
+
+/** The same, asynchronously (libuv's pool), so many blob reads overlap. */
+async function readFullyAsync(fd: number, buffer: Uint8Array, length: number, position: number): Promise<number> {
+  let done = 0
+  while (done < length) {
+    const read = await new Promise<number>((resolve, reject) => fs.read(fd, buffer, done, length - done, position + done, (error, bytes) => (error ? reject(error) : resolve(bytes))))
+    if (read === 0) break
+    done += read
+  }
+  return done
+}
+
+/** pwritev until every byte is written (a short write continues where it stopped). */
+function writeFully(fd: number, pieces: readonly Uint8Array[], position: number): number {
+  let written = 0
+  let index = 0
+  let skip = 0
+  while (index < pieces.length) {
+    const batch: Uint8Array[] = []
+    for (let i = index; i < pieces.length && batch.length < 512; i++) batch.push(i === index && skip > 0 ? pieces[i].subarray(skip) : pieces[i])
+    let wrote = fs.writevSync(fd, batch as NodeJS.ArrayBufferView[], position + written)
+    written += wrote
+    while (index < pieces.length && wrote >= pieces[index].length - skip) {
+      wrote -= pieces[index].length - skip
+      skip = 0
+      index++
+    }
+    skip += wrote
+  }
+  return written
+}
+
+function fdatasync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())))
+}
+
+export class PackLog {
+  readonly directory: string
+  /** Blob id → where its record is. */
+  private index = new Map<string, BlobLocation>()
+  /** Further copies of a blob (a collection a crash interrupted): forgotten with it. */
+  private copies = new Map<string, Place[]>()
+  /** Damage, by the id it is listed under. */
+  private unreadable = new Map<string, Unreadable>()
+  /** The journal: the last reset and everything after it, in log order. */
+  private journal: JournalPiece[] = []
+  /** Forgotten places, by the segment of the record that forgot them (collection copies those still needed). */
+  private forgets = new Map<number, Place[]>()
+  /** Segment number → its size in bytes. */
+  private segments = new Map<number, number>()
+  private torn: Torn | undefined
+  private active: { segment: number; fd: number } | undefined
+  /** Bytes appended since the last fdatasync. */
+  private dirty = false
+  private readonly reads = new Map<number, number>()
+  /** Set once an fdatasync failed: what was written may be lost, so nothing more is acknowledged. */
+  private failure: Error | undefined
+  private collecting = false
+  private stopped = false
+
+  constructor(
+    root: string,
+    private readonly options: PackLogOptions,
+  ) {
+    this.directory = `${root}/packs`
+    this.scan()
+  }
+
+  // ---- scanning ----------------------------------------------------------------------------
+
+  private segmentFile(segment: number): string {
+    return `${this.directory}/${segmentName(segment)}`
+  }
+
+  /** Rebuilds everything from the segments: the index, the journal, damage and a torn tail. */
+  private scan(): void {
+    this.closeReads()
+    let names: string[]
+    try {
+      names = fs.readdirSync(this.directory)
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ENOENT') throw error
+      names = []
+    }
+    const numbers = names.flatMap((name) => segmentNumber(name) ?? []).sort((a, b) => a - b)
+    const blobs: [string, BlobLocation][] = []
+    const forgotten = new Set<string>()
+    const damage: Unreadable[] = []
+    let journal: JournalPiece[] = []
+    this.segments = new Map()
+    this.forgets = new Map()
+    this.torn = undefined
+    for (const [i, segment] of numbers.entries()) {
+      const last = i === numbers.length - 1
+      const fd = fs.openSync(this.segmentFile(segment), 'r')
+      try {
+        const window = new SegmentWindow(fd, fs.fstatSync(fd).size)
+        this.segments.set(segment, window.size)
+        const damaged = (offset: number, length: number, reason: string) => {
+          const piece = { segment, offset, length, reason }
+          damage.push(piece)
+          journal.push({ ...piece, kind: 'damage' })
+        }
+        const first = readSegmentHeader(window.view(0, SEGMENT_HEADER_BYTES).bytes.subarray(0, Math.min(window.size, SEGMENT_HEADER_BYTES)))
+        if (first && first.version !== SEGMENT_VERSION) throw formatError(`pack segment ${segmentName(segment)} has format version ${first.version}; this rewindfs reads version ${SEGMENT_VERSION}`)
+        if (!first) damaged(0, Math.min(window.size, SEGMENT_HEADER_BYTES), 'not a pack segment header')
+        let at = SEGMENT_HEADER_BYTES
+        while (at < window.size) {
+          const head = window.header(at)
+          if (typeof head === 'object') {
+            if (!isKind(head.kind)) throw formatError(`pack segment ${segmentName(segment)} holds a record of kind ${head.kind} at byte ${at}, written by a newer rewindfs`)
+            const end = at + recordBytes(head.idLength, head.length)
+            if (end <= window.size) {
+              const location: BlobLocation = { segment, offset: at, idLength: head.idLength, length: head.length, checksum: head.checksum }
+              const payload = at + RECORD_HEADER_BYTES + head.idLength
+              if (head.kind === Kind.Blob) {
+                const { bytes, offset } = window.view(at + RECORD_HEADER_BYTES, head.idLength)
+                blobs.push([decoder.decode(bytes.subarray(offset, offset + head.idLength)), location])
+              } else if (head.kind === Kind.Forget) {
+                const bytes = window.bytes(payload, head.length)
+                const places = crc32(bytes) === head.checksum ? decodePlaces(bytes) : undefined
+                if (places) {
+                  for (const place of places) forgotten.add(placeKey(place))
+                  this.forgets.set(segment, [...(this.forgets.get(segment) ?? []), ...places])
+                }
+                // A forget record that fails its checksum forgets nothing: what it named shows again (and is deleted again).
+              } else if (head.kind === Kind.Reset) journal = [{ ...location, kind: Kind.Reset }]
+              else journal.push({ ...location, kind: Kind.Append })
+              at = end
+              continue
+            }
+          }
+          // Not a whole record. In the last segment, with no record after it, that is a torn tail:
+          // a record cut short (its header whole, its payload not), too few bytes for a header, or zeros.
+          const next = window.nextHeader(at + 1)
+          if (last && next === undefined && (typeof head === 'object' || head === 'short' || window.allZero(at))) {
+            this.torn = { segment, offset: at, captured: false, ...(typeof head === 'object' ? { kind: head.kind, payloadOffset: at + RECORD_HEADER_BYTES + head.idLength } : {}) }
+            break
+          }
+          const reason = typeof head === 'object' ? 'a record runs past the end of its segment' : head === 'short' ? 'a record header runs past the end of its segment' : 'a record header fails its checksum'
+          damaged(at, (next ?? window.size) - at, reason)
+          if (next === undefined) break
+          at = next
+        }
+      } finally {
+        fs.closeSync(fd)
+      }
+    }
+    this.index = new Map()
+    this.copies = new Map()
+    for (const [id, location] of blobs) {
+      if (forgotten.has(placeKey(location))) continue
+      if (!this.index.has(id)) this.index.set(id, location)
+      else this.copies.set(id, [...(this.copies.get(id) ?? []), location])
+    }
+    this.unreadable = new Map()
+    for (const piece of damage) if (!forgotten.has(placeKey(piece))) this.unreadable.set(damageId(piece), piece)
+    this.journal = journal.filter((piece) => piece.kind !== 'damage' || !forgotten.has(placeKey(piece)))
+  }
+
+  // ---- reading -----------------------------------------------------------------------------
+
+  private readFd(segment: number): number {
+    let fd = this.reads.get(segment)
+    if (fd === undefined) {
+      fd = fs.openSync(this.segmentFile(segment), 'r')
+      this.reads.set(segment, fd)
+    }
+    return fd
+  }
+
+  private segmentExists(segment: number): boolean {
+    return this.reads.has(segment) || fs.existsSync(this.segmentFile(segment))
+  }
+
+  private closeReads(): void {
+    for (const fd of this.reads.values()) fs.closeSync(fd)
+    this.reads.clear()
+  }
+
+  /** Reads `length` bytes at `position` of a segment (a reader's segments may have been collected: it looks again once). */
+  private async readAt(segment: number, position: number, length: number): Promise<Uint8Array> {
+    const buffer = Buffer.allocUnsafe(length)
+    const read = await readFullyAsync(this.readFd(segment), buffer, length, position)
+    return read === length ? buffer : buffer.subarray(0, read)
+  }
+
+  has(id: string): boolean {
+    return this.index.has(id) || this.unreadable.has(id)
+  }
+
+  ids(): string[] {
+    return [...this.index.keys(), ...this.unreadable.keys()]
+  }
+
+  /** A blob's bytes, checked against its checksum: a mismatch is EIO, never content. */
+  async read(id: string): Promise<Uint8Array | undefined> {
+    const damage = this.unreadable.get(id)
+    if (damage) throw this.damageError(damage)
+    const location = this.index.get(id)
+    if (location === undefined) return undefined
+    if (this.options.readOnly && !this.segmentExists(location.segment)) {
+      // The writer collected the segment since this reader looked: look again.
+      this.scan()
+      return this.read(id)
+    }
+    const bytes = await this.readAt(location.segment, location.offset + RECORD_HEADER_BYTES + location.idLength, location.length)
+    if (bytes.length !== location.length || crc32(bytes) !== location.checksum) {
+      throw storeError('EIO', `blob '${id}' in pack segment ${segmentName(location.segment)} at byte ${location.offset} fails its checksum; it is kept as it is`)
+    }
+    return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  }
+
+  private damageError(damage: Unreadable): Error {
+    return storeError('EIO', `pack segment ${segmentName(damage.segment)}, bytes ${damage.offset} to ${damage.offset + damage.length}, cannot be read (${damage.reason}); they are kept as they are`)
+  }
+
+  /** The journal as text, as a journal file would hold it: whole lines, then what a torn append left. */
+  async journalText(): Promise<string> {
+    const parts: string[] = []
+    const line = (text: string) => {
+      if (parts.length > 0 && !parts[parts.length - 1].endsWith('\n')) parts.push('\n')
+      parts.push(text + '\n')
+    }
+    for (const piece of this.journal) {
+      if (piece.kind === 'damage') {
+        // Journal text may have been there: one line no reader takes for a record, so the journal is damaged here.
+        line(JSON.stringify({ rewindfs: 'unreadable pack bytes', segment: piece.segment, offset: piece.offset, bytes: piece.length, reason: piece.reason }))
+        continue
+      }
+      // As stored, even if it fails its checksum: every line carries its own, so the engine finds the damaged one.
+      parts.push(decoder.decode(await this.readAt(piece.segment, piece.offset + RECORD_HEADER_BYTES + piece.idLength, piece.length)))
+    }
+    const torn = this.torn
+    if (torn?.kind === Kind.Append && torn.payloadOffset !== undefined) {
+      const size = this.segments.get(torn.segment)!
+      if (size > torn.payloadOffset) parts.push(decoder.decode(await this.readAt(torn.segment, torn.payloadOffset, size - torn.payloadOffset)))
+    }
+    return parts.join('')
+  }
+
+  /** The bytes kept aside for a blob or damage, exactly as stored. */
+  async stored(id: string): Promise<Uint8Array | undefined> {
+    const damage = this.unreadable.get(id)
+    if (damage) return this.readAt(damage.segment, damage.offset, damage.length)
+    const location = this.index.get(id)
+    return location && this.readAt(location.segment, location.offset + RECORD_HEADER_BYTES + location.idLength, location.length)
+  }
+
+  /** A reader looks again (the writer may have appended or collected since). */
+  refresh(): void {
+    this.scan()
+  }
+
+  // ---- writing -----------------------------------------------------------------------------
+
+  private check(): void {
+    if (this.failure) throw storeError('EIO', `an earlier fdatasync of the pack failed (${this.failure.message}); nothing more is written`)
+  }
+
+  /** Before any append: the torn tail kept aside and cut, a full segment sealed, a first one made. */
+  private prepare(): { segment: number; fd: number } {
+    this.check()
+    if (this.torn) this.cutTorn()
+    if (this.active === undefined) {
+      const last = Math.max(0, ...this.segments.keys())
+      if (last > 0) this.active = { segment: last, fd: fs.openSync(this.segmentFile(last), 'r+') }
+      else this.startSegment(1)
+    }
+    if (this.segments.get(this.active!.segment)! >= this.options.segmentBytes) {
+      // Sealed durable first: a record in the next segment must never be durable without it.
+      if (this.dirty) fs.fdatasyncSync(this.active!.fd)
+      this.dirty = false
+      fs.closeSync(this.active!.fd)
+      this.startSegment(this.active!.segment + 1)
+    }
+    return this.active!
+  }
+
+  /** A new segment, whole or not at all: written to a temp name, fsynced, renamed, the directory fsynced. */
+  private startSegment(segment: number): void {
+    fs.mkdirSync(this.directory, { recursive: true })
+    const file = this.segmentFile(segment)
+    const temp = tempName(file)
+    const fd = fs.openSync(temp, 'wx+', 0o644)
+    try {
+      fs.writeSync(fd, segmentHeader(segment))
+      fs.fsyncSync(fd)
+      fs.renameSync(temp, file)
+    } catch (error) {
+      fs.closeSync(fd)
+      fs.rmSync(temp, { force: true })
+      throw error
+    }
+    syncDirectory(this.directory)
+    this.segments.set(segment, SEGMENT_HEADER_BYTES)
+    this.active = { segment, fd }
+  }
+
+  /** Keeps the torn tail aside (unless its text was kept with the journal), then cuts it off durably. */
+  private cutTorn(): void {
+    const torn = this.torn!
+    const size = this.segments.get(torn.segment)!
+    const fd = fs.openSync(this.segmentFile(torn.segment), 'r+')
+    try {
+      if (!torn.captured) {
+        const bytes = Buffer.allocUnsafe(size - torn.offset)
+        readFully(fd, bytes, bytes.length, torn.offset)
+        this.options.keep('pack', 'torn', `${String(torn.segment).padStart(8, '0')}-${torn.offset}`, bytes)
+      }
+      fs.ftruncateSync(fd, torn.offset)
+      fs.fdatasyncSync(fd)
+    } finally {
+      fs.closeSync(fd)
+    }
+    this.segments.set(torn.segment, torn.offset)
+    this.torn = undefined
+  }
+
+  /** The torn tail's journal text went aside with the journal: cutting it keeps nothing more. */
+  journalKeptAside(): void {
+    if (this.torn?.kind === Kind.Append) this.torn.captured = true
+  }
+
+  /** Appends records (each its pieces) at the end of the log; returns where each starts. A failed write is cut back. */
+  private append(records: readonly (readonly Uint8Array[])[]): Place[] {
+    const { segment, fd } = this.prepare()
+    const start = this.segments.get(segment)!
+    const places: Place[] = []
+    const pieces: Uint8Array[] = []
+    let at = start
+    for (const record of records) {
+      places.push({ segment, offset: at })
+      for (const piece of record) {
+        pieces.push(piece)
+        at += piece.length
+      }
+    }
+    try {
+      writeFully(fd, pieces, start)
+    } catch (error) {
+      fs.ftruncateSync(fd, start)
+      throw error
+    }
+    this.segments.set(segment, at)
+    this.dirty = true
+    return places
+  }
+
+  /** Makes everything appended so far durable: one fdatasync of the active segment. */
+  async sync(): Promise<void> {
+    this.check()
+    if (!this.dirty || this.active === undefined) return
+    this.dirty = false
+    try {
+      await fdatasync(this.active.fd)
+    } catch (error) {
+      // What the kernel failed to write may be gone from its cache too: acknowledge nothing more.
+      this.failure = error as Error
+      throw error
+    }
+  }
+
+  /** Appends blobs the log does not hold yet (not durable until the next sync). */
+  putBlobs(blobs: readonly (readonly [string, Uint8Array])[]): void {
+    const records: Uint8Array[][] = []
+    const added: [string, number, number, number][] = []
+    const seen = new Set<string>()
+    for (const [id, bytes] of blobs) {
+      if (this.index.has(id) || seen.has(id)) continue
+      seen.add(id)
+      const name = encoder.encode(id)
+      const checksum = crc32(bytes)
+      records.push([recordHead(Kind.Blob, name, bytes.length, checksum), bytes])
+      added.push([id, name.length, bytes.length, checksum])
+    }
+    if (records.length === 0) return
+    const places = this.append(records)
+    added.forEach(([id, idLength, length, checksum], i) => this.index.set(id, { ...places[i], idLength, length, checksum }))
+  }
+
+  /** Appends one group commit's journal text and makes it, and every blob before it, durable. */
+  async appendJournal(text: string): Promise<void> {
+    if (text !== '') {
+      const payload = encoder.encode(text)
+      const checksum = crc32(payload)
+      const [place] = this.append([[recordHead(Kind.Append, new Uint8Array(0), payload.length, checksum), payload]])
+      this.journal.push({ ...place, idLength: 0, length: payload.length, checksum, kind: Kind.Append })
+    }
+    await this.sync()
+  }
+
+  /** Replaces the journal: one reset record holding all of it, durable when this resolves. */
+  async replaceJournal(text: string): Promise<void> {
+    this.appendReset(text)
+    await this.sync()
+    this.collectSoon()
+  }
+
+  /** The reset record, appended (not yet durable). */
+  appendReset(text: string): void {
+    const payload = encoder.encode(text)
+    const checksum = crc32(payload)
+    const [place] = this.append([[recordHead(Kind.Reset, new Uint8Array(0), payload.length, checksum), payload]])
+    this.journal = [{ ...place, idLength: 0, length: payload.length, checksum, kind: Kind.Reset }]
+  }
+
+  /** sync(), blocking (a migration on open). */
+  syncNow(): void {
+    this.check()
+    if (!this.dirty || this.active === undefined) return
+    this.dirty = false
+    fs.fdatasyncSync(this.active.fd)
+  }
+
+  /** Every place a blob (or damage listed as one) is stored at. */
+  private placesOf(id: string): Place[] {
+    const location = this.index.get(id) ?? this.unreadable.get(id)
+    return location ? [location, ...(this.copies.get(id) ?? [])] : []
+  }
+
+  /** Forgets blobs durably (one record naming their places); missing ids are ignored. */
+  async forget(ids: readonly string[]): Promise<void> {
+    const places = ids.flatMap((id) => this.placesOf(id))
+    if (places.length === 0) return
+    const payload = encodePlaces(places)
+    const [place] = this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload)), payload]])
+    this.forgets.set(place.segment, [...(this.forgets.get(place.segment) ?? []), ...places])
+    for (const id of ids) {
+      this.index.delete(id)
+      this.copies.delete(id)
+      this.unreadable.delete(id)
+    }
+    await this.sync()
+    this.collectSoon()
+  }
+
+  /** Keeps a blob's stored bytes (or damage's) aside under a new name, then forgets it; undefined if absent. */
+  async setAside(id: string, label: string, what: string): Promise<string | undefined> {
+    const bytes = await this.stored(id)
+    if (bytes === undefined) return undefined
+    const name = this.options.keep('blob', label, what, bytes)
+    await this.forget([id])
+    return name
+  }
+
+  // ---- garbage collection ------------------------------------------------------------------
+
+  /** Starts collecting in the background if a sealed segment is mostly dead records. */
+  private collectSoon(): void {
+    if (this.collecting || this.stopped || this.options.readOnly) return
+    if (this.victim() === undefined) return
+    this.collecting = true
+    this.later()
+  }
+
+  /** Queues the next collection step; one that fails stops collecting (the next deletion tries again). */
+  private later(state?: CollectState): void {
+    this.options.background(async () => {
+      try {
+        await this.collect(state)
+      } catch (error) {
+        this.collecting = false
+        this.collectError = error as Error
+      }
+    })
+  }
+
+  /** Why the last collection stopped early, if it did. */
+  collectError: Error | undefined
+
+  /** The sealed segment with the smallest live share under LIVE_FRACTION, holding no live journal text. */
+  private victim(): number | undefined {
+    const live = new Map<number, number>()
+    const add = (segment: number, bytes: number) => live.set(segment, (live.get(segment) ?? 0) + bytes)
+    for (const location of this.index.values()) add(location.segment, recordBytes(location.idLength, location.length))
+    for (const [segment, places] of this.forgets) add(segment, RECORD_HEADER_BYTES + 12 * places.length)
+    const journal = new Set(this.journal.map((piece) => piece.segment))
+    let best: number | undefined
+    let bestShare = LIVE_FRACTION
+    for (const [segment, size] of this.segments) {
+      if (segment === this.active?.segment || journal.has(segment) || segment === this.torn?.segment) continue
+      const share = (live.get(segment) ?? 0) / Math.max(1, size - SEGMENT_HEADER_BYTES)
+      if (share < bestShare) {
+        best = segment
+        bestShare = share
+      }
+    }
+    return best
+  }
+
+  /**
+   * One step of collecting: copies up to COLLECT_SLICE bytes of the victim's live records to the
+   * end of the log, verbatim (a damaged blob stays damaged), and queues the next step; once all
+   * are copied, makes them durable and only then removes the victim.
+   */
+  private async collect(state?: CollectState): Promise<void> {
+    if (this.stopped || this.failure) {
+      this.collecting = false
+      return
+    }
+    if (state === undefined) {
+      const segment = this.victim()
+      if (segment === undefined) {
+        this.collecting = false
+        return
+      }
+      const pending = [...this.index].filter(([, location]) => location.segment === segment).sort((a, b) => a[1].offset - b[1].offset)
+      state = { segment, pending }
+      // Damage in it is kept aside (and forgotten) before the segment goes.
+      for (const [id, damage] of [...this.unreadable]) if (damage.segment === segment) await this.setAside(id, 'damaged', Buffer.from(id, 'utf8').toString('hex'))
+    }
+    const { segment, pending } = state
+    let copied = 0
+    while (pending.length > 0 && copied < COLLECT_SLICE) {
+      const [id, location] = pending.shift()!
+      if (this.index.get(id) !== location) continue // deleted or set aside meanwhile
+      const length = recordBytes(location.idLength, location.length)
+      const bytes = await this.readAt(segment, location.offset, length)
+      const [place] = this.append([[bytes]])
+      this.index.set(id, { ...location, ...place })
+      // Until the victim is gone, a crash leaves both copies: forgetting the blob forgets both.
+      this.copies.set(id, [...(this.copies.get(id) ?? []), location])
+      copied += length
+    }
+    if (pending.length > 0) {
+      this.later(state)
+      return
+    }
+    const stillForgotten = (this.forgets.get(segment) ?? []).filter((place) => place.segment !== segment && this.segments.has(place.segment))
+    if (stillForgotten.length > 0) {
+      const payload = encodePlaces(stillForgotten)
+      const [place] = this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload)), payload]])
+      this.forgets.set(place.segment, [...(this.forgets.get(place.segment) ?? []), ...stillForgotten])
+    }
+    // The copies are durable before the only other copy goes.
+    await this.sync()
+    const fd = this.reads.get(segment)
+    if (fd !== undefined) fs.closeSync(fd)
+    this.reads.delete(segment)
+    fs.unlinkSync(this.segmentFile(segment))
+    syncDirectory(this.directory)
+    this.segments.delete(segment)
+    this.forgets.delete(segment)
+    for (const [id, places] of this.copies) {
+      const left = places.filter((place) => place.segment !== segment)
+      if (left.length > 0) this.copies.set(id, left)
+      else this.copies.delete(id)
+    }
+    for (const places of this.forgets.values()) for (let i = places.length - 1; i >= 0; i--) if (places[i].segment === segment) places.splice(i, 1)
+    this.later()
+  }
+
+  /** Stops collecting (close): a step in flight finishes, no new one starts. */
+  stop(): void {
+    this.stopped = true
+  }
+
+  async close(): Promise<void> {
+    this.stopped = true
+    try {
+      if (!this.failure) await this.sync()
+    } finally {
+      if (this.active !== undefined) fs.closeSync(this.active.fd)
+      this.active = undefined
+      this.closeReads()
+    }
+  }
+
+  /** Counters for tests and the bench: what the log holds. */
+  get stats(): { segments: number; blobs: number; damaged: number; torn: boolean; collecting: boolean } {
+    return { segments: this.segments.size, blobs: this.index.size, damaged: this.unreadable.size, torn: this.torn !== undefined, collecting: this.collecting }
+  }
+}

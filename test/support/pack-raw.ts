@@ -1,0 +1,130 @@
+/**
+ * Raw access to a directory store's pack segments for tests, below the Store interface and written
+ * apart from adapters/node-fs/pack.ts (only the byte format is shared), so what the store reads is
+ * checked against an independent reading: the records of every segment, the journal they hold, and
+ * rewrites a crash or disk rot would make (a torn append, a blob whose bytes changed).
+ */
+import fs from 'node:fs'
+import { Kind, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES, crc32, decodePlaces, placeKey, readRecordHeader, recordHead, segmentHeader } from '../../adapters/node-fs/pack-format.js'
+import type { JournalRead } from '../../src/engine/store.js'
+
+export interface RawRecord {
+  segment: number
+  /** File of the segment. */
+  file: string
+  offset: number
+  kind: number
+  id: string
+  /** Header, id and payload as stored. */
+  bytes: Buffer
+  payload: Buffer
+  /** Whether the record runs past the end of its file (a torn tail). */
+  torn: boolean
+}
+
+export function segmentFiles(root: string): { segment: number; file: string }[] {
+  const folder = `${root}/packs`
+  if (!fs.existsSync(folder)) return []
+  return fs
+    .readdirSync(folder)
+    .flatMap((name) => (/^\d{8,}\.pack$/.test(name) ? [{ segment: Number(name.slice(0, -5)), file: `${folder}/${name}` }] : []))
+    .sort((a, b) => a.segment - b.segment)
+}
+
+/** Every record of every segment, in log order; stops at the first bytes that are no whole record header. */
+export function records(root: string): RawRecord[] {
+  const out: RawRecord[] = []
+  for (const { segment, file } of segmentFiles(root)) {
+    const bytes = fs.readFileSync(file)
+    let at = SEGMENT_HEADER_BYTES
+    while (at < bytes.length) {
+      const head = readRecordHeader(bytes, at)
+      if (typeof head !== 'object') break
+      const payloadAt = at + RECORD_HEADER_BYTES + head.idLength
+      const end = payloadAt + head.length
+      out.push({
+        segment,
+        file,
+        offset: at,
+        kind: head.kind,
+        id: bytes.subarray(at + RECORD_HEADER_BYTES, payloadAt).toString('utf8'),
+        bytes: bytes.subarray(at, Math.min(end, bytes.length)),
+        payload: bytes.subarray(payloadAt, Math.min(end, bytes.length)),
+        torn: end > bytes.length,
+      })
+      at = end
+    }
+  }
+  return out
+}
+
+/** Places forgotten by forget records. */
+function forgotten(all: readonly RawRecord[]): Set<string> {
+  const places = new Set<string>()
+  for (const record of all) if (record.kind === Kind.Forget && !record.torn) for (const place of decodePlaces(record.payload) ?? []) places.add(placeKey(place))
+  return places
+}
+
+/** The live blob records, one per id (the first in log order). */
+export function blobRecords(root: string): Map<string, RawRecord> {
+  const all = records(root)
+  const gone = forgotten(all)
+  const blobs = new Map<string, RawRecord>()
+  for (const record of all) if (record.kind === Kind.Blob && !record.torn && !gone.has(placeKey(record)) && !blobs.has(record.id)) blobs.set(record.id, record)
+  return blobs
+}
+
+/** The journal text the records hold: the last reset, every append after it, a torn append's bytes last. */
+export function journalText(root: string): string {
+  let parts: Buffer[] = []
+  for (const record of records(root)) {
+    if (record.kind === Kind.Reset && !record.torn) parts = [record.payload]
+    else if (record.kind === Kind.Append) parts.push(record.payload)
+  }
+  return Buffer.concat(parts).toString('utf8')
+}
+
+export function splitJournal(text: string): JournalRead {
+  if (text === '') return { records: [] }
+  const lines = text.split('\n')
+  const torn = lines.pop()!
+  return torn === '' ? { records: lines } : { records: lines, torn }
+}
+
+export function joinJournal(journal: JournalRead): string {
+  return journal.records.map((record) => record + '\n').join('') + (journal.torn ?? '')
+}
+
+/**
+ * Rewrites the pack as one segment: the live blobs' records as they are (damage included), the
+ * journal's whole records as one reset, and a torn tail as an append record cut short.
+ */
+export function setJournal(root: string, journal: JournalRead): void {
+  const blobs = [...blobRecords(root).values()].map((record) => Buffer.from(record.bytes))
+  const whole = Buffer.from(journal.records.map((record) => record + '\n').join(''), 'utf8')
+  const pieces: Uint8Array[] = [segmentHeader(1), ...blobs]
+  if (whole.length > 0) pieces.push(recordHead(Kind.Reset, new Uint8Array(0), whole.length, crc32(whole)), whole)
+  if (journal.torn !== undefined) {
+    const torn = Buffer.from(journal.torn, 'utf8')
+    // The append it was part of was longer: its header names one more byte than the file holds.
+    pieces.push(recordHead(Kind.Append, new Uint8Array(0), torn.length + 1, 0), torn)
+  }
+  for (const { file } of segmentFiles(root)) fs.rmSync(file)
+  fs.mkdirSync(`${root}/packs`, { recursive: true })
+  fs.writeFileSync(`${root}/packs/00000001.pack`, Buffer.concat(pieces))
+}
+
+/** Overwrites a blob's stored bytes in place with checksums that match them: the content no longer matches its id. */
+export function setBlob(root: string, id: string, bytes: Uint8Array): void {
+  const record = blobRecords(root).get(id)
+  if (!record) throw new Error(`no blob '${id}' in ${root}`)
+  if (record.payload.length !== bytes.length) throw new Error(`setBlob keeps the length: ${record.payload.length} bytes, got ${bytes.length}`)
+  const head = recordHead(Kind.Blob, Buffer.from(id, 'utf8'), bytes.length, crc32(bytes))
+  const fd = fs.openSync(record.file, 'r+')
+  try {
+    fs.writeSync(fd, head, 0, head.length, record.offset)
+    fs.writeSync(fd, bytes, 0, bytes.length, record.offset + head.length)
+  } finally {
+    fs.closeSync(fd)
+  }
+}
