@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
 import { buildCli, removeCli, runCli } from './cli-process.js'
+import * as pack from './support/pack-raw.js'
 
 let tmp: string
 let project: string
@@ -54,12 +55,9 @@ function fingerprint(): Record<string, string> {
 }
 
 function flipJournalByteInRecord(index: number): void {
-  const file = path.join(store, 'journal')
-  const bytes = fs.readFileSync(file)
-  const lines = bytes.toString('utf8').split('\n')
+  const lines = pack.journalText(store).split('\n')
   const offset = lines.slice(0, index).reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0)
-  bytes[offset + 20] ^= 0x01
-  fs.writeFileSync(file, bytes)
+  pack.flipJournalByte(store, offset + 20)
 }
 
 const json = (args: string[]) => {
@@ -94,13 +92,11 @@ describe('rewindfs verify', () => {
 
   it('exits 1 on a blob whose bytes no longer match, naming the record that needs it; on unreadable metadata too', async () => {
     await seed()
-    const bucket = fs.readdirSync(path.join(store, 'blobs'))[0]
-    const [name] = fs.readdirSync(path.join(store, 'blobs', bucket))
-    const file = path.join(store, 'blobs', bucket, name)
-    const bytes = fs.readFileSync(file)
+    // Bytes rewritten whole, the pack's own checksum made to match: only the id tells.
+    const [id, record] = [...pack.blobRecords(store)][0]
+    const bytes = Buffer.from(record.payload)
     bytes[0] ^= 0x20
-    fs.writeFileSync(file, bytes)
-    const id = Buffer.from(name, 'hex').toString('utf8')
+    pack.setBlob(store, id, bytes)
     const { body, code } = json(['verify', '--store', store])
     expect(code).toBe(1)
     expect(body.blobs.corrupt).toEqual([id])
@@ -110,9 +106,21 @@ describe('rewindfs verify', () => {
     expect(again.body.meta).toEqual([{ key: 'lower', problem: expect.stringMatching(/not JSON/) }])
   })
 
+  it('exits 1 on a blob whose stored bytes fail the pack checksum: unreadable, never read as content, nothing changed', async () => {
+    await seed()
+    const [id] = [...pack.blobRecords(store).keys()]
+    pack.flipBlobByte(store, id)
+    const before = fingerprint()
+    const { body, code } = json(['verify', '--store', store])
+    expect(code).toBe(1)
+    expect(body.blobs.unreadable).toEqual([{ id, reason: expect.stringMatching(/fails its checksum/) }])
+    expect(body.problems).toEqual([expect.stringMatching(new RegExp(`blob ${id.replace(/[+/=]/g, '\\$&')} cannot be read`))])
+    expect(fingerprint()).toEqual(before)
+  })
+
   it('a torn tail is not damage: exit 0 with a note; a missing store is exit 4', async () => {
     await seed()
-    fs.appendFileSync(path.join(store, 'journal'), '{"v":1,"c":12,"b":{"n":')
+    pack.tearAppend(store, '{"v":1,"c":12,"b":{"n":')
     const { body, code } = json(['verify', '--store', store])
     expect(code).toBe(0)
     expect(body.journal.torn).toBe(1)
@@ -126,7 +134,7 @@ describe('rewindfs repair', () => {
   it('salvages every group commit that still applies, keeps the old journal aside, and the store then verifies clean', async () => {
     await seed()
     flipJournalByteInRecord(5)
-    const damaged = fs.readFileSync(path.join(store, 'journal'))
+    const damaged = Buffer.from(pack.journalText(store), 'utf8')
     const before = fingerprint()
     const dry = json(['repair', '--dir', project, '--store', store, '--dry-run'])
     expect(dry.code).toBe(0)

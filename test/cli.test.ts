@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
 import { CLI, REPO, buildCli, removeCli, runCli } from './cli-process.js'
+import * as pack from './support/pack-raw.js'
 
 const ANSI = /\x1b\[/
 
@@ -160,16 +161,9 @@ describe('rewindfs status, log, checkpoints, diff', () => {
 
   it('status reports a damaged store: a blob whose bytes no longer match', async () => {
     await seed()
-    const blobs: string[] = []
-    const walk = (dir: string) => {
-      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-        if (entry.isDirectory()) walk(path.join(dir, entry.name))
-        else blobs.push(path.join(dir, entry.name))
-      }
-    }
-    walk(path.join(store, 'blobs'))
-    const notes = blobs.find((file) => fs.readFileSync(file, 'utf8') === 'notes\n')!
-    fs.writeFileSync(notes, 'tampered\n')
+    // The blob's bytes changed on disk, its pack checksum made to match: only its id tells.
+    const [id] = [...pack.blobRecords(store)].find(([, record]) => record.payload.toString('utf8') === 'notes\n')!
+    pack.setBlob(store, id, Buffer.from('Notes\n'))
     const { code, body } = json(['status', ...project$()])
     expect(code).toBe(1)
     expect(body.health).toMatchObject({ ok: false, corruptBlobs: 1, brokenCheckpoints: [expect.any(String)] })

@@ -607,6 +607,7 @@ export class Durability {
           bytes = await this.store.getBlob(id)
         } catch (error) {
           this.corrupt.add(id)
+          this.unreadable.push(id)
           warnings.push(`blob ${id} cannot be read (${(error as Error)?.message ?? String(error)}); it is kept in the store, and what needs it reads as EIO`)
           continue
         }
@@ -811,6 +812,8 @@ export class Durability {
 
   /** Blobs loaded from the store whose bytes have not been checked against their ids yet. */
   private unverified: BlobId[] = []
+  /** Blobs the store could not read on open (its own checksum failed, say): verify() reports them as corrupt too. */
+  private unreadable: BlobId[] = []
 
   /**
    * Re-hashes the blobs loaded from the store, about `budget` bytes per slice with the event loop
@@ -822,7 +825,7 @@ export class Durability {
     const { blobs } = this.host
     const report: IntegrityReport = { verified: 0, corrupt: [], broken: [] }
     // A read that reaches a blob first checks it there (BlobStore.check): both land here.
-    const found: BlobId[] = []
+    const found: BlobId[] = this.unreadable.splice(0)
     blobs.onCorrupt = (id) => {
       found.push(id)
       this.durableBlobs.delete(id)

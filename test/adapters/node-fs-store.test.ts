@@ -10,7 +10,7 @@ import { DirectoryStore, directory, directoryStore } from '../../adapters/node-f
 import { FsError, Workspace } from '../../src/index.js'
 import { workspaceSnapshot } from '../support/workspace-snapshot.js'
 import * as pack from '../support/pack-raw.js'
-import { Kind, recordHead } from '../../adapters/node-fs/pack-format.js'
+import { Kind } from '../../adapters/node-fs/pack-format.js'
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-node-fs-store-`)
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
@@ -18,13 +18,6 @@ let serial = 0
 const fresh = () => `${scratch}/s${serial++}`
 const bytes = (text: string) => new TextEncoder().encode(text)
 const text = (data: Uint8Array | undefined) => (data === undefined ? undefined : new TextDecoder().decode(data))
-
-/** What a crash in the middle of an append leaves: the start of a journal record, its header naming more bytes than the file holds. */
-function tearAppend(path: string, partial: string): void {
-  const bytes = Buffer.from(partial, 'utf8')
-  const last = pack.segmentFiles(path).at(-1)!.file
-  fs.appendFileSync(last, Buffer.concat([recordHead(Kind.Append, new Uint8Array(0), bytes.length + 10, 0), bytes]))
-}
 
 /** Every segment's bytes, to compare before and after. */
 const packBytes = (path: string) => pack.segmentFiles(path).map(({ file }) => fs.readFileSync(file))
@@ -42,7 +35,7 @@ describe('directoryStore: the Store contract on disk', () => {
     await expect(store.appendJournal(['two\nlines'])).rejects.toThrow(/single line/)
     await store.close()
     // A crash mid-append leaves part of a record: its text comes back apart, for the engine to drop.
-    tearAppend(path, '{"torn')
+    pack.tearAppend(path, '{"torn')
     const again = directoryStore(path)
     expect(await again.readJournal()).toEqual({ records: ['one', 'two', 'three'], torn: '{"torn' })
     await again.replaceJournal(['snapshot'])
@@ -130,7 +123,7 @@ describe('directoryStore: a torn journal tail and damage under the engine', () =
     await ws.sync()
     await ws.close()
     // What a crash in the middle of the next group commit leaves.
-    tearAppend(path, '{"v":1,"t":"op","half')
+    pack.tearAppend(path, '{"v":1,"t":"op","half')
     const before = Buffer.from(pack.journalText(path), 'utf8')
     ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
     const kept = fs.readdirSync(path).filter((name) => name.startsWith('journal.'))
@@ -166,18 +159,7 @@ describe('directoryStore: a torn journal tail and damage under the engine', () =
     // The byte in the middle of the journal's text, wherever its record lies in the pack.
     const journal = Buffer.from(pack.journalText(path), 'utf8')
     const middle = Math.floor(journal.length / 2)
-    let skipped = 0
-    for (const record of pack.records(path)) {
-      if (record.kind !== Kind.Append && record.kind !== Kind.Reset) continue
-      if (record.kind === Kind.Reset) skipped = 0
-      if (middle < skipped + record.payload.length) {
-        const fd = fs.openSync(record.file, 'r+')
-        fs.writeSync(fd, Buffer.from([record.payload[middle - skipped] ^ 0x04]), 0, 1, record.offset + record.bytes.length - record.payload.length + middle - skipped)
-        fs.closeSync(fd)
-        break
-      }
-      skipped += record.payload.length
-    }
+    pack.flipJournalByte(path, middle, 0x04)
     journal[middle] ^= 0x04
     const stored = packBytes(path)
     const lines = journal.toString('utf8').split('\n')

@@ -128,3 +128,45 @@ export function setBlob(root: string, id: string, bytes: Uint8Array): void {
     fs.closeSync(fd)
   }
 }
+
+/** Flips byte `at` of the journal's text (xor `mask`) where its record holds it in the pack. */
+export function flipJournalByte(root: string, at: number, mask = 0x01): void {
+  let skipped = 0
+  // The journal starts at the last reset.
+  const all = records(root)
+  const start = Math.max(0, all.findLastIndex((record) => record.kind === Kind.Reset && !record.torn))
+  for (const record of all.slice(start)) {
+    if (record.kind !== Kind.Append && record.kind !== Kind.Reset) continue
+    if (at < skipped + record.payload.length) {
+      const position = record.offset + record.bytes.length - record.payload.length + at - skipped
+      const fd = fs.openSync(record.file, 'r+')
+      try {
+        fs.writeSync(fd, Buffer.from([record.payload[at - skipped] ^ mask]), 0, 1, position)
+      } finally {
+        fs.closeSync(fd)
+      }
+      return
+    }
+    skipped += record.payload.length
+  }
+  throw new Error(`the journal of ${root} has fewer than ${at + 1} bytes`)
+}
+
+/** What a crash in the middle of an append leaves: the start of a journal record, its header naming more bytes than the file holds. */
+export function tearAppend(root: string, partial: string): void {
+  const bytes = Buffer.from(partial, 'utf8')
+  const last = segmentFiles(root).at(-1)!.file
+  fs.appendFileSync(last, Buffer.concat([recordHead(Kind.Append, new Uint8Array(0), bytes.length + 10, 0), bytes]))
+}
+
+/** Flips byte `at` of a blob's payload as stored (its checksum no longer matches). */
+export function flipBlobByte(root: string, id: string, at = 0, mask = 0x20): void {
+  const record = blobRecords(root).get(id)
+  if (!record) throw new Error(`no blob '${id}' in ${root}`)
+  const fd = fs.openSync(record.file, 'r+')
+  try {
+    fs.writeSync(fd, Buffer.from([record.payload[at] ^ mask]), 0, 1, record.offset + record.bytes.length - record.payload.length + at)
+  } finally {
+    fs.closeSync(fd)
+  }
+}
