@@ -2,23 +2,24 @@
  * The byte format of a pack segment, as pure functions over Uint8Array (no node:fs), so any store
  * that can append to a file and read at an offset can share it.
  *
- * A segment is a 16-byte header (`RWFSPACK`, format version, segment number) and records, each
+ * A segment is a 24-byte header (`RWFSPACK`, format version, segment number, reserved, CRC-32 of
+ * the 20 bytes before it) and records, each
  *
- *   0  u32  magic 'RWPK'          16  u32  CRC-32 of the payload
- *   4  u8   kind                  20  u32  CRC-32 of bytes 0..20 and the id
+ *   0  u32  magic 'RWPK'          16  u32  CRC-32 of the id and the payload
+ *   4  u8   kind                  20  u32  CRC-32 of bytes 0..20
  *   5  u8   flags (0)             24       id (UTF-8), then the payload
  *   6  u16  id length
  *   8  u48  payload length (u32 low, u16 high), 14 u16 reserved (0)
  *
- * all little-endian. The header checksum covers the id, so a record can be trusted (kind, id,
- * length) before its payload is read, and the payload checksum is kept in the index, so one
- * positional read of the payload checks a blob. The magic lets a reader find the next record after
- * a damaged one.
+ * all little-endian. The header's own checksum makes its lengths trustworthy before anything
+ * after them is read, so a record cut short by a crash (a whole header, too few bytes after it) is
+ * told from a damaged one; the checksum of id and payload is kept in the index, so one positional
+ * read checks a blob. The magic lets a reader find the next record after a damaged one.
  */
 
 export const SEGMENT_MAGIC = 'RWFSPACK'
 export const SEGMENT_VERSION = 1
-export const SEGMENT_HEADER_BYTES = 16
+export const SEGMENT_HEADER_BYTES = 24
 export const RECORD_MAGIC = 0x4b505752 // 'RWPK' read little-endian
 export const RECORD_HEADER_BYTES = 24
 /** Payload lengths are 48-bit. */
@@ -83,14 +84,16 @@ export function segmentHeader(segment: number): Uint8Array {
   const view = new DataView(bytes.buffer)
   view.setUint32(8, SEGMENT_VERSION, true)
   view.setUint32(12, segment, true)
+  view.setUint32(20, crc32(bytes, 0, 20), true)
   return bytes
 }
 
-/** What a segment's first bytes say: its version, or that they are not a segment header. */
+/** What a segment's first bytes say (its version and number), or undefined when they are no whole, checksummed segment header. */
 export function readSegmentHeader(bytes: Uint8Array): { version: number; segment: number } | undefined {
   if (bytes.length < SEGMENT_HEADER_BYTES) return undefined
   for (let i = 0; i < MAGIC_BYTES.length; i++) if (bytes[i] !== MAGIC_BYTES[i]) return undefined
   const view = new DataView(bytes.buffer, bytes.byteOffset, SEGMENT_HEADER_BYTES)
+  if (view.getUint32(20, true) !== crc32(bytes, 0, 20)) return undefined
   return { version: view.getUint32(8, true), segment: view.getUint32(12, true) }
 }
 
@@ -100,11 +103,16 @@ export interface RecordHeader {
   readonly kind: number
   readonly idLength: number
   readonly length: number
-  /** CRC-32 of the payload. */
+  /** CRC-32 of the id and the payload. */
   readonly checksum: number
 }
 
-/** Header and id of a record whose payload is `payload` (its checksum already computed or not). */
+/** The checksum a record carries for its id and payload. */
+export function recordChecksum(id: Uint8Array, payload: Uint8Array): number {
+  return crc32(payload, 0, payload.length, crc32(id))
+}
+
+/** Header and id of a record whose payload is `length` bytes, `checksum` its recordChecksum. */
 export function recordHead(kind: Kind, id: Uint8Array, length: number, checksum: number): Uint8Array {
   if (id.length > 0xffff) throw new RangeError(`rewindfs: a blob id is at most 65535 bytes, got ${id.length}`)
   if (length > MAX_PAYLOAD) throw new RangeError(`rewindfs: a pack record holds at most ${MAX_PAYLOAD} bytes`)
@@ -116,8 +124,8 @@ export function recordHead(kind: Kind, id: Uint8Array, length: number, checksum:
   view.setUint32(8, length % 2 ** 32, true)
   view.setUint16(12, Math.floor(length / 2 ** 32), true)
   view.setUint32(16, checksum, true)
+  view.setUint32(20, crc32(head, 0, 20), true)
   head.set(id, RECORD_HEADER_BYTES)
-  view.setUint32(20, crc32(head, RECORD_HEADER_BYTES, head.length, crc32(head, 0, 20)), true)
   return head
 }
 
@@ -125,29 +133,13 @@ export function recordBytes(idLength: number, length: number): number {
   return RECORD_HEADER_BYTES + idLength + length
 }
 
-/**
- * Reads the record header at `bytes[at]`: 'short' when fewer than its header and id bytes are
- * there, 'bad' when its magic or header checksum is wrong.
- */
+/** Reads the record header at `bytes[at]`: 'short' when fewer than its 24 bytes are there, 'bad' when its magic or checksum is wrong. */
 export function readRecordHeader(bytes: Uint8Array, at: number, end = bytes.length): RecordHeader | 'short' | 'bad' {
   if (end - at < RECORD_HEADER_BYTES) return 'short'
   const view = new DataView(bytes.buffer, bytes.byteOffset + at, RECORD_HEADER_BYTES)
   if (view.getUint32(0, true) !== RECORD_MAGIC) return 'bad'
-  const idLength = view.getUint16(6, true)
-  if (end - at < RECORD_HEADER_BYTES + idLength) return 'short'
-  const expected = crc32(bytes, at + RECORD_HEADER_BYTES, at + RECORD_HEADER_BYTES + idLength, crc32(bytes, at, at + 20))
-  if (view.getUint32(20, true) !== expected) return 'bad'
-  return { kind: view.getUint8(4), idLength, length: view.getUint32(8, true) + view.getUint16(12, true) * 2 ** 32, checksum: view.getUint32(16, true) }
-}
-
-/** The first offset after `from` (and before `end`) where a whole, checksummed record header starts. */
-export function nextRecordHeader(bytes: Uint8Array, from: number, end = bytes.length): number | undefined {
-  for (let at = from; at + RECORD_HEADER_BYTES <= end; at++) {
-    // 'RWPK' little-endian: 0x52 0x57 0x50 0x4b.
-    if (bytes[at] !== 0x52 || bytes[at + 1] !== 0x57 || bytes[at + 2] !== 0x50 || bytes[at + 3] !== 0x4b) continue
-    if (typeof readRecordHeader(bytes, at, end) === 'object') return at
-  }
-  return undefined
+  if (view.getUint32(20, true) !== crc32(bytes, at, at + 20)) return 'bad'
+  return { kind: view.getUint8(4), idLength: view.getUint16(6, true), length: view.getUint32(8, true) + view.getUint16(12, true) * 2 ** 32, checksum: view.getUint32(16, true) }
 }
 
 // ---- forget records --------------------------------------------------------------------------

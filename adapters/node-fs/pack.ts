@@ -31,6 +31,7 @@ import {
   readRecordHeader,
   readSegmentHeader,
   recordBytes,
+  recordChecksum,
   recordHead,
   segmentHeader,
 } from './pack-format.js'
@@ -40,7 +41,7 @@ export interface BlobLocation extends Place {
   readonly idLength: number
   /** Payload bytes. */
   readonly length: number
-  /** CRC-32 of the payload. */
+  /** CRC-32 of the id and the payload. */
   readonly checksum: number
 }
 
@@ -135,7 +136,7 @@ class SegmentWindow {
   }
 
   header(at: number): ReturnType<typeof readRecordHeader> {
-    const { bytes, offset, end } = this.view(at, RECORD_HEADER_BYTES + 0xffff)
+    const { bytes, offset, end } = this.view(at, RECORD_HEADER_BYTES)
     return readRecordHeader(bytes, offset, end)
   }
 
@@ -273,14 +274,15 @@ export class PackLog {
       try {
         const window = new SegmentWindow(fd, fs.fstatSync(fd).size)
         this.segments.set(segment, window.size)
-        const damaged = (offset: number, length: number, reason: string) => {
+        /** Bytes that are no record: listed, and where journal text may have been, damage in the journal too. */
+        const damaged = (offset: number, length: number, reason: string, journalText = true) => {
           const piece = { segment, offset, length, reason }
           damage.push(piece)
-          journal.push({ ...piece, kind: 'damage' })
+          if (journalText) journal.push({ ...piece, kind: 'damage' })
         }
         const first = readSegmentHeader(window.view(0, SEGMENT_HEADER_BYTES).bytes.subarray(0, Math.min(window.size, SEGMENT_HEADER_BYTES)))
         if (first && first.version !== SEGMENT_VERSION) throw formatError(`pack segment ${segmentName(segment)} has format version ${first.version}; this rewindfs reads version ${SEGMENT_VERSION}`)
-        if (!first) damaged(0, Math.min(window.size, SEGMENT_HEADER_BYTES), 'not a pack segment header')
+        if (!first) damaged(0, Math.min(window.size, SEGMENT_HEADER_BYTES), 'the segment header fails its checksum', false)
         let at = SEGMENT_HEADER_BYTES
         while (at < window.size) {
           const head = window.header(at)
@@ -299,8 +301,7 @@ export class PackLog {
                 if (places) {
                   for (const place of places) forgotten.add(placeKey(place))
                   this.forgets.set(segment, [...(this.forgets.get(segment) ?? []), ...places])
-                }
-                // A forget record that fails its checksum forgets nothing: what it named shows again (and is deleted again).
+                } else damaged(at, end - at, 'a record of forgotten blobs fails its checksum (they show again)', false)
               } else if (head.kind === Kind.Reset) journal = [{ ...location, kind: Kind.Reset }]
               else journal.push({ ...location, kind: Kind.Append })
               at = end
@@ -314,7 +315,7 @@ export class PackLog {
             this.torn = { segment, offset: at, captured: false, ...(typeof head === 'object' ? { kind: head.kind, payloadOffset: at + RECORD_HEADER_BYTES + head.idLength } : {}) }
             break
           }
-          const reason = typeof head === 'object' ? 'a record runs past the end of its segment' : head === 'short' ? 'a record header runs past the end of its segment' : 'a record header fails its checksum'
+          const reason = typeof head === 'object' ? 'a record runs past the end of its segment' : head === 'short' ? 'a segment ends inside a record header' : 'a record header fails its checksum'
           damaged(at, (next ?? window.size) - at, reason)
           if (next === undefined) break
           at = next
@@ -381,11 +382,12 @@ export class PackLog {
       this.scan()
       return this.read(id)
     }
-    const bytes = await this.readAt(location.segment, location.offset + RECORD_HEADER_BYTES + location.idLength, location.length)
-    if (bytes.length !== location.length || crc32(bytes) !== location.checksum) {
+    // The id and the payload in one read: their checksum covers both.
+    const bytes = await this.readAt(location.segment, location.offset + RECORD_HEADER_BYTES, location.idLength + location.length)
+    if (bytes.length !== location.idLength + location.length || crc32(bytes) !== location.checksum) {
       throw storeError('EIO', `blob '${id}' in pack segment ${segmentName(location.segment)} at byte ${location.offset} fails its checksum; it is kept as it is`)
     }
-    return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    return new Uint8Array(bytes.buffer, bytes.byteOffset + location.idLength, location.length)
   }
 
   private damageError(damage: Unreadable): Error {
@@ -547,7 +549,7 @@ export class PackLog {
       if (this.index.has(id) || seen.has(id)) continue
       seen.add(id)
       const name = encoder.encode(id)
-      const checksum = crc32(bytes)
+      const checksum = recordChecksum(name, bytes)
       records.push([recordHead(Kind.Blob, name, bytes.length, checksum), bytes])
       added.push([id, name.length, bytes.length, checksum])
     }

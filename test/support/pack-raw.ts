@@ -5,7 +5,7 @@
  * rewrites a crash or disk rot would make (a torn append, a blob whose bytes changed).
  */
 import fs from 'node:fs'
-import { Kind, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES, crc32, decodePlaces, placeKey, readRecordHeader, recordHead, segmentHeader } from '../../adapters/node-fs/pack-format.js'
+import { Kind, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES, crc32, decodePlaces, placeKey, readRecordHeader, recordChecksum, recordHead, segmentHeader } from '../../adapters/node-fs/pack-format.js'
 import type { JournalRead } from '../../src/engine/store.js'
 
 export interface RawRecord {
@@ -119,7 +119,8 @@ export function setBlob(root: string, id: string, bytes: Uint8Array): void {
   const record = blobRecords(root).get(id)
   if (!record) throw new Error(`no blob '${id}' in ${root}`)
   if (record.payload.length !== bytes.length) throw new Error(`setBlob keeps the length: ${record.payload.length} bytes, got ${bytes.length}`)
-  const head = recordHead(Kind.Blob, Buffer.from(id, 'utf8'), bytes.length, crc32(bytes))
+  const name = Buffer.from(id, 'utf8')
+  const head = recordHead(Kind.Blob, name, bytes.length, recordChecksum(name, bytes))
   const fd = fs.openSync(record.file, 'r+')
   try {
     fs.writeSync(fd, head, 0, head.length, record.offset)
