@@ -437,7 +437,7 @@ export class PackLog {
     if (this.failure) throw storeError('EIO', `an earlier fdatasync of the pack failed (${this.failure.message}); nothing more is written`)
   }
 
-  /** Before any append: the torn tail kept aside and cut, a full segment sealed, a first one made. */
+  /** Before any append: the torn tail kept aside and cut, a first segment made (or the last one opened). */
   private prepare(): { segment: number; fd: number } {
     this.check()
     if (this.torn) this.cutTorn()
@@ -446,13 +446,16 @@ export class PackLog {
       if (last > 0) this.active = { segment: last, fd: fs.openSync(this.segmentFile(last), 'r+') }
       else this.startSegment(1)
     }
-    if (this.segments.get(this.active!.segment)! >= this.options.segmentBytes) {
-      // Sealed durable first: a record in the next segment must never be durable without it.
-      if (this.dirty) fs.fdatasyncSync(this.active!.fd)
-      this.dirty = false
-      fs.closeSync(this.active!.fd)
-      this.startSegment(this.active!.segment + 1)
-    }
+    return this.active!
+  }
+
+  /** Seals the active segment, durable first (a record in the next one must never be durable without it), and starts the next. */
+  private seal(): { segment: number; fd: number } {
+    const { segment, fd } = this.active!
+    if (this.dirty) fs.fdatasyncSync(fd)
+    this.dirty = false
+    fs.closeSync(fd)
+    this.startSegment(segment + 1)
     return this.active!
   }
 
@@ -501,28 +504,35 @@ export class PackLog {
     if (this.torn?.kind === Kind.Append) this.torn.captured = true
   }
 
-  /** Appends records (each its pieces) at the end of the log; returns where each starts. A failed write is cut back. */
+  /**
+   * Appends records (each its pieces) at the end of the log; returns where each starts. A segment
+   * past its size is sealed before the next record. A failed write is cut back.
+   */
   private append(records: readonly (readonly Uint8Array[])[]): Place[] {
-    const { segment, fd } = this.prepare()
-    const start = this.segments.get(segment)!
+    let active = this.prepare()
     const places: Place[] = []
-    const pieces: Uint8Array[] = []
-    let at = start
-    for (const record of records) {
-      places.push({ segment, offset: at })
-      for (const piece of record) {
-        pieces.push(piece)
-        at += piece.length
+    for (let next = 0; next < records.length; ) {
+      if (this.segments.get(active.segment)! >= this.options.segmentBytes) active = this.seal()
+      const start = this.segments.get(active.segment)!
+      const pieces: Uint8Array[] = []
+      let at = start
+      // As many records as fit (at least one: a record larger than a segment gets one of its own).
+      for (; next < records.length && (at === start || at < this.options.segmentBytes); next++) {
+        places.push({ segment: active.segment, offset: at })
+        for (const piece of records[next]) {
+          pieces.push(piece)
+          at += piece.length
+        }
       }
+      try {
+        writeFully(active.fd, pieces, start)
+      } catch (error) {
+        fs.ftruncateSync(active.fd, start)
+        throw error
+      }
+      this.segments.set(active.segment, at)
+      this.dirty = true
     }
-    try {
-      writeFully(fd, pieces, start)
-    } catch (error) {
-      fs.ftruncateSync(fd, start)
-      throw error
-    }
-    this.segments.set(segment, at)
-    this.dirty = true
     return places
   }
 

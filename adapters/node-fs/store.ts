@@ -284,6 +284,17 @@ export class DirectoryStore implements Store {
     })
   }
 
+  /** Resolves once the background work earlier calls started (garbage collection of pack segments) is done. */
+  async idle(): Promise<void> {
+    while (this.packs?.stats.collecting) await this.queue
+    await this.queue
+  }
+
+  /** What the pack holds, for tests and the bench. */
+  get packStats(): PackLog['stats'] | undefined {
+    return this.packs?.stats
+  }
+
   /** Waits for writes in flight (a collection step finishes, no new one starts), closes the pack and releases the lock. */
   async close(): Promise<void> {
     if (this.closed) return

@@ -1,0 +1,429 @@
+/**
+ * The directory store's pack segments under the real engine, checked against an independent
+ * reading of the bytes (test/support/pack-raw.ts): a crash cut at every byte of the last group
+ * commit, every byte of a store flipped (detected and reported, never read as content), segments
+ * sealed at their size, garbage collection, a reader beside a writer, and a store in the first
+ * layout (one file per blob) migrated. Killing a process in the middle of a collection is
+ * test/adapters/node-fs-pack-gc-crash.test.ts.
+ */
+import { createHash } from 'node:crypto'
+import fs from 'node:fs'
+import os from 'node:os'
+import { afterAll, describe, expect, it } from 'vitest'
+import { directoryStore } from '../../adapters/node-fs/index.js'
+import { Kind, RECORD_HEADER_BYTES } from '../../adapters/node-fs/pack-format.js'
+import { MemoryStore, Workspace } from '../../src/index.js'
+import type { WorkspaceOptions } from '../../src/index.js'
+import * as pack from '../support/pack-raw.js'
+
+// Thousands of opens: on tmpfs where there is one (the logic is what is tested here; the crash tests use a real disk).
+const scratch = fs.mkdtempSync(`${fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir()}/rewindfs-pack-`)
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
+let serial = 0
+const fresh = () => `${scratch}/s${serial++}`
+
+const open = (path: string, options: Partial<WorkspaceOptions> & { segmentBytes?: number } = {}) => {
+  const { segmentBytes, ...rest } = options
+  return Workspace.open({ store: directoryStore(path, segmentBytes !== undefined ? { segmentBytes } : {}), autoCheckpoint: false, ...rest })
+}
+
+/** Every file of the workspace and its content, '<CODE>' where it cannot be read. */
+function files(ws: Workspace): Record<string, string> {
+  const out: Record<string, string> = {}
+  const walk = (dir: string) => {
+    for (const name of (ws.fs.readdirSync(dir) as string[]).sort()) {
+      const path = dir === '/' ? `/${name}` : `${dir}/${name}`
+      if (ws.fs.statSync(path).isDirectory()) walk(path)
+      else {
+        try {
+          out[path] = ws.fs.readFileSync(path, 'utf8') as string
+        } catch (error) {
+          out[path] = `<${(error as { code?: string }).code}>`
+        }
+      }
+    }
+  }
+  walk('/')
+  return out
+}
+
+const view = (ws: Workspace) => JSON.stringify({ files: files(ws), checkpoints: ws.checkpoints().map((c) => c.name), history: ws.history().length })
+
+/** A hash of every file of the store but its lock. */
+function fingerprint(root: string): string {
+  const hash = createHash('sha1')
+  const walk = (dir: string) => {
+    for (const name of fs.readdirSync(dir).sort()) {
+      const file = `${dir}/${name}`
+      if (name === 'lock') continue
+      if (fs.statSync(file).isDirectory()) walk(file)
+      else hash.update(`${file}\0`).update(fs.readFileSync(file))
+    }
+  }
+  walk(root)
+  return hash.digest('hex')
+}
+
+const keptNames = (root: string) => fs.readdirSync(root).filter((name) => /^(journal|blob|meta|pack)\./.test(name)).sort()
+
+describe('pack segments: a crash cut at every byte of the last group commit', () => {
+  it('reopens at the commit before (or the whole commit), never reports damage, and keeps what it cuts aside first', async () => {
+    const path = fresh()
+    let ws = await open(path)
+    ws.fs.writeFileSync('/a.txt', 'first')
+    await ws.sync()
+    const before = view(ws)
+    const journalBefore = pack.journalText(path)
+    ws.fs.writeFileSync('/b.txt', 'second')
+    ws.fs.writeFileSync('/a.txt', 'changed')
+    await ws.sync()
+    const after = view(ws)
+    await ws.close()
+
+    const [{ file }] = pack.segmentFiles(path)
+    const whole = fs.readFileSync(file)
+    const all = pack.records(path)
+    const appends = all.filter((record) => record.kind === Kind.Append)
+    const last = appends.at(-1)!
+    // The last group commit: its blob records, then its journal record, after the commit before.
+    const previous = appends.at(-2)!
+    const start = previous.offset + previous.bytes.length
+    expect(all.filter((record) => record.offset >= start).map((record) => record.kind)).toEqual([Kind.Blob, Kind.Blob, Kind.Append])
+    expect(last.offset + last.bytes.length).toBe(whole.length)
+    const saved = fs.readdirSync(path)
+
+    for (let cut = start; cut <= whole.length; cut++) {
+      for (const name of fs.readdirSync(path)) if (!saved.includes(name)) fs.rmSync(`${path}/${name}`)
+      fs.writeFileSync(file, whole.subarray(0, cut))
+      ws = await open(path)
+      const context = `cut at byte ${cut} of ${whole.length}`
+      expect(ws.status.corrupt, context).toBeUndefined()
+      expect(ws.frozen, context).toBeUndefined()
+      // Only the line end of the commit marker missing: the engine takes the whole marker as written.
+      const complete = cut >= whole.length - 1
+      expect(view(ws), context).toBe(complete ? after : before)
+      // The next commit cuts the tail, kept aside first.
+      ws.fs.writeFileSync('/c.txt', 'later')
+      await ws.sync()
+      await ws.close()
+      const torn = all.find((record) => record.offset < cut && cut < record.offset + record.bytes.length)
+      const kept = keptNames(path)
+      if (torn === undefined) expect(kept, context).toEqual([])
+      else if (torn.kind === Kind.Append && cut > torn.offset + RECORD_HEADER_BYTES) {
+        // Journal text was cut: the engine keeps the journal as it was (the torn text included) and drops the group.
+        expect(kept, context).toEqual([expect.stringMatching(/^journal\.torn-/)])
+        expect(fs.readFileSync(`${path}/${kept[0]}`, 'utf8'), context).toBe(journalBefore + whole.subarray(torn.offset + RECORD_HEADER_BYTES, cut).toString('utf8'))
+      } else {
+        // A blob record or a journal record's header: the store keeps the segment's tail as it was.
+        expect(kept, context).toEqual([expect.stringMatching(/^pack\.torn-\d{8}T\d{9}Z\.00000001-\d+$/)])
+        expect(fs.readFileSync(`${path}/${kept[0]}`).equals(whole.subarray(torn.offset, cut)), context).toBe(true)
+      }
+      if (cut % 16 === 0 || cut === whole.length) {
+        ws = await open(path)
+        expect(ws.status.warnings, context).toEqual([])
+        expect(files(ws)['/c.txt'], context).toBe('later')
+        await ws.close()
+      }
+    }
+  }, 300_000)
+})
+
+describe('pack segments: damage', () => {
+  it('a byte flipped anywhere (every header byte, payloads sampled): detected and reported, never read as content; nothing on disk changes', async () => {
+    const path = fresh()
+    let ws = await open(path, { compactEvery: Number.POSITIVE_INFINITY })
+    const states = new Set<string>([JSON.stringify(files(ws))])
+    const commit = async () => {
+      await ws.sync()
+      states.add(JSON.stringify(files(ws)))
+    }
+    for (let i = 0; i < 6; i++) {
+      ws.fs.writeFileSync(`/f${i % 3}`, `v${i}`)
+      if (i === 2) await ws.checkpoint({ name: 'cp' })
+      await commit()
+    }
+    // A compaction: the journal as one reset record.
+    await ws.compact()
+    for (let i = 6; i < 9; i++) {
+      ws.fs.writeFileSync(`/f${i % 3}`, `v${i}`)
+      await commit()
+    }
+    const final = JSON.stringify(files(ws))
+    await ws.close()
+    // A blob stored and deleted: a record of forgotten places, and a blob nothing reads.
+    const store = directoryStore(path)
+    await store.putBlobs([['orphan', new TextEncoder().encode('orphan bytes')]])
+    await store.deleteBlobs(['orphan'])
+    await store.close()
+    const all = pack.records(path)
+    expect(all.some((record) => record.kind === Kind.Forget)).toBe(true)
+    expect(all.some((record) => record.kind === Kind.Reset)).toBe(true)
+
+    // Bytes nothing reads: the text of journal records before the last reset, and forgotten blobs.
+    const lastReset = all.findLastIndex((record) => record.kind === Kind.Reset)
+    const live = new Set([...pack.blobRecords(path).values()].map((record) => record.offset))
+    const dead = new Set<number>()
+    all.forEach((record, i) => {
+      const deadText = (record.kind === Kind.Append || record.kind === Kind.Reset) && i < lastReset
+      // A forgotten blob's header too: damage where a record was forgotten is damage nothing needs.
+      const forgotten = record.kind === Kind.Blob && !live.has(record.offset)
+      if (deadText || forgotten) for (let at = record.offset + (forgotten ? 0 : RECORD_HEADER_BYTES); at < record.offset + record.bytes.length; at++) dead.add(at)
+    })
+
+    // Every byte of every header and id; payload bytes at their ends and one in 11 between (the
+    // checksum covers each alike: sampling keeps the run short).
+    const payloads = all.map((record) => [record.offset + record.bytes.length - record.payload.length, record.offset + record.bytes.length] as const)
+    const sampled = (at: number) => {
+      const payload = payloads.find(([start, end]) => start <= at && at < end)
+      return payload === undefined || at - payload[0] < 4 || payload[1] - at <= 4 || (at - payload[0]) % 11 === 0
+    }
+    const [{ file }] = pack.segmentFiles(path)
+    const original = fs.readFileSync(file)
+    for (let at = 0; at < original.length; at++) {
+      if (!sampled(at)) continue
+      const damaged = Buffer.from(original)
+      damaged[at] ^= 0x10
+      fs.writeFileSync(file, damaged)
+      const context = `byte ${at} of ${original.length} flipped`
+      const before = fingerprint(path)
+      ws = await open(path)
+      const seen = files(ws)
+      const report = await ws.verify()
+      const reported = ws.status.corrupt !== undefined || ws.status.warnings.length > 0 || report.corrupt.length > 0
+      // Never content that was not written: every file reads as in some state the session acknowledged, or fails.
+      const matches = [...states].some((state) => {
+        const expected = JSON.parse(state) as Record<string, string>
+        const paths = Object.keys(expected)
+        return paths.length === Object.keys(seen).length && paths.every((p) => seen[p] === expected[p] || seen[p] === '<EIO>')
+      })
+      expect(matches, `${context}: ${JSON.stringify(seen)}`).toBe(true)
+      if (dead.has(at)) {
+        expect(reported, context).toBe(false)
+        expect(JSON.stringify(seen), context).toBe(final)
+      } else expect(reported, `${context}: not reported`).toBe(true)
+      await ws.close()
+      expect(fingerprint(path), context).toBe(before)
+    }
+    fs.writeFileSync(file, original)
+  }, 600_000)
+
+  it('a segment that is not the last cut short is damage (a sealed segment was made durable whole), not a torn tail', async () => {
+    const path = fresh()
+    let ws = await open(path, { segmentBytes: 512 })
+    for (let i = 0; i < 12; i++) {
+      ws.fs.writeFileSync(`/f${i}`, `content ${i} `.repeat(20))
+      await ws.sync()
+    }
+    await ws.close()
+    const segments = pack.segmentFiles(path)
+    expect(segments.length).toBeGreaterThan(3)
+    const { file } = segments[1]
+    fs.truncateSync(file, fs.statSync(file).size - 5)
+    const before = fingerprint(path)
+    ws = await open(path)
+    expect(ws.status.corrupt).toMatchObject({ part: 'journal' })
+    expect(ws.frozen).toMatch(/damaged/)
+    await ws.close()
+    expect(fingerprint(path)).toBe(before)
+  })
+})
+
+describe('pack segments: sealing and garbage collection', () => {
+  it('seals a segment at its size and starts the next; everything reads back after a reopen', async () => {
+    const path = fresh()
+    let ws = await open(path, { segmentBytes: 4096 })
+    for (let i = 0; i < 40; i++) ws.fs.writeFileSync(`/f${i}`, `${i}`.repeat(300))
+    await ws.sync()
+    for (let i = 0; i < 40; i += 3) {
+      ws.fs.writeFileSync(`/f${i}`, `changed ${i}`)
+      await ws.sync()
+    }
+    const expected = view(ws)
+    await ws.close()
+    const segments = pack.segmentFiles(path)
+    expect(segments.length).toBeGreaterThan(3)
+    // Each segment but the last was sealed at its size: its last record starts before it.
+    for (const { segment } of segments.slice(0, -1)) expect(pack.records(path).filter((record) => record.segment === segment).at(-1)!.offset).toBeLessThan(4096)
+    ws = await open(path)
+    expect(view(ws)).toBe(expected)
+    await ws.close()
+  })
+
+  it('rewrites a sealed segment whose records are mostly dead, in the background, keeping every live blob and the journal', async () => {
+    const path = fresh()
+    const store = directoryStore(path, { segmentBytes: 4096 })
+    const content = (id: string) => new TextEncoder().encode(`blob ${id} `.repeat(40))
+    const ids = Array.from({ length: 60 }, (_, i) => `id-${i}`)
+    for (let i = 0; i < ids.length; i += 6) {
+      await store.putBlobs(ids.slice(i, i + 6).map((id) => [id, content(id)] as const))
+      await store.appendJournal([`put ${i}`])
+    }
+    const grown = pack.segmentFiles(path).length
+    expect(grown).toBeGreaterThan(4)
+    // A compaction: the journal replaced, then most blobs deleted. Collection follows on its own.
+    await store.replaceJournal(['snapshot'])
+    const keep = ids.filter((_, i) => i % 10 === 0)
+    await store.deleteBlobs(ids.filter((id) => !keep.includes(id)))
+    await store.appendJournal(['after'])
+    await store.idle()
+    expect(pack.segmentFiles(path).length).toBeLessThan(grown / 2)
+    for (const id of keep) expect(await store.getBlob(id)).toEqual(content(id))
+    expect((await store.blobIds()).sort()).toEqual([...keep].sort())
+    expect(await store.readJournal()).toEqual({ records: ['snapshot', 'after'] })
+    await store.close()
+    expect(keptNames(path)).toEqual([])
+    // The packs alone hold it all: an independent reading agrees, and so does a reopen.
+    expect([...pack.blobRecords(path).keys()].sort()).toEqual([...keep].sort())
+    const again = directoryStore(path)
+    for (const id of keep) expect(await again.getBlob(id)).toEqual(content(id))
+    expect((await again.blobIds()).sort()).toEqual([...keep].sort())
+    expect(await again.readJournal()).toEqual({ records: ['snapshot', 'after'] })
+    await again.close()
+  })
+
+  it('collects under a workspace that compacts often: every state reads back after a reopen', async () => {
+    const path = fresh()
+    const store = directoryStore(path, { segmentBytes: 4096 })
+    let ws = await Workspace.open({ store, autoCheckpoint: false, compactEvery: 20, retention: { operations: 10 } })
+    for (let i = 0; i < 150; i++) {
+      ws.fs.writeFileSync(`/f${i % 7}`, `version ${i} `.repeat(30))
+      if (i % 25 === 0) await ws.checkpoint({ name: `cp${i}` })
+      await ws.sync()
+    }
+    const expected = view(ws)
+    await store.idle()
+    await ws.close()
+    // Segments stay few: the dead ones were rewritten as the history moved on.
+    const bytes = pack.segmentFiles(path).reduce((sum, { file }) => sum + fs.statSync(file).size, 0)
+    expect(bytes).toBeLessThan(40 * 4096)
+    ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false, compactEvery: 20, retention: { operations: 10 } })
+    expect(view(ws)).toBe(expected)
+    expect(ws.status.warnings).toEqual([])
+    await ws.close()
+  })
+})
+
+describe('pack segments: a reader beside the writer', () => {
+  it('sees what the writer committed since, also across a collection that removed the segment it had read', async () => {
+    const path = fresh()
+    const writer = directoryStore(path, { segmentBytes: 2048 })
+    const content = (id: string) => new TextEncoder().encode(`${id} `.repeat(100))
+    for (let i = 0; i < 12; i++) {
+      await writer.putBlobs([[`b${i}`, content(`b${i}`)]])
+      await writer.appendJournal([`r${i}`])
+    }
+    const reader = directoryStore(path, { readOnly: true })
+    expect((await reader.readJournal()).records).toHaveLength(12)
+    await writer.putBlobs([['late', content('late')]])
+    await writer.appendJournal(['late'])
+    expect((await reader.readJournal()).records.at(-1)).toBe('late')
+    expect(await reader.getBlob('late')).toEqual(content('late'))
+    await writer.replaceJournal(['snapshot'])
+    await writer.deleteBlobs(Array.from({ length: 11 }, (_, i) => `b${i}`))
+    await writer.idle()
+    // b11 moved to another segment: the reader looks again and finds it.
+    expect(await reader.getBlob('b11')).toEqual(content('b11'))
+    await reader.close()
+    await writer.close()
+  })
+})
+
+describe('the first layout (one file per blob)', () => {
+  /** A store of the first layout, as an earlier rewindfs wrote it, from a session in a MemoryStore. */
+  async function firstLayout(path: string, tornTail = ''): Promise<string> {
+    const memory = new MemoryStore()
+    const ws = await Workspace.open({ store: memory, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a.txt', 'alpha')
+    ws.fs.mkdirSync('/dir')
+    ws.fs.writeFileSync('/dir/b.txt', 'beta')
+    await ws.checkpoint({ name: 'cp' })
+    ws.fs.writeFileSync('/a.txt', 'alpha 2')
+    await ws.state.set('plan', { step: 3 })
+    await ws.sync()
+    const expected = view(ws)
+    await ws.close()
+    const image = memory.image()
+    fs.mkdirSync(`${path}/meta`, { recursive: true })
+    fs.writeFileSync(`${path}/journal`, image.journal + tornTail)
+    const hex = (text: string) => Buffer.from(text, 'utf8').toString('hex')
+    for (const [id, bytes] of image.blobs) {
+      fs.mkdirSync(`${path}/blobs/${hex(id).slice(0, 2)}`, { recursive: true })
+      fs.writeFileSync(`${path}/blobs/${hex(id).slice(0, 2)}/${hex(id)}`, bytes)
+    }
+    for (const [key, value] of image.meta) fs.writeFileSync(`${path}/meta/${hex(key)}.json`, JSON.stringify(value))
+    fs.writeFileSync(`${path}/journal.torn-20260101T000000000Z`, 'kept earlier\n')
+    return expected
+  }
+
+  it('opens read-only as it is, changing nothing', async () => {
+    const path = fresh()
+    const expected = await firstLayout(path)
+    const before = fingerprint(path)
+    const ws = await Workspace.open({ store: directoryStore(path, { readOnly: true }), autoCheckpoint: false })
+    expect(view(ws)).toBe(expected)
+    await ws.close()
+    expect(fingerprint(path)).toBe(before)
+  })
+
+  it('is migrated when opened for writing: the packs hold it all, the old files are gone, what was kept aside stays', async () => {
+    const path = fresh()
+    const expected = await firstLayout(path)
+    let ws = await open(path)
+    expect(view(ws)).toBe(expected)
+    expect(ws.status.warnings).toEqual([])
+    ws.fs.writeFileSync('/after.txt', 'after')
+    await ws.sync()
+    const later = view(ws)
+    await ws.close()
+    expect(fs.readdirSync(path).sort()).toEqual(['format', 'journal.torn-20260101T000000000Z', 'meta', 'packs'])
+    expect(JSON.parse(fs.readFileSync(`${path}/format`, 'utf8'))).toEqual({ store: 'rewindfs-directory', layout: 2 })
+    ws = await open(path)
+    expect(view(ws)).toBe(later)
+    await ws.close()
+  })
+
+  it('carries a torn tail over for the engine to drop, kept aside as before', async () => {
+    const path = fresh()
+    const expected = await firstLayout(path, '{"v":1,"c":1,"b":{"n":')
+    const ws = await open(path)
+    expect(view(ws)).toBe(expected)
+    expect(ws.status.corrupt).toBeUndefined()
+    expect(ws.status.loaded?.keptAside).toMatch(/^journal\.torn-/)
+    expect(fs.readFileSync(`${path}/${ws.status.loaded!.keptAside}`, 'utf8')).toMatch(/\{"v":1,"c":1,"b":\{"n":$/)
+    await ws.close()
+  })
+
+  it('a migration a crash cut short is made again; one cut short after its commit finishes', async () => {
+    const path = fresh()
+    const expected = await firstLayout(path)
+    // Before the commit (no format file): a half-written pack.
+    fs.mkdirSync(`${path}/packs`)
+    fs.writeFileSync(`${path}/packs/00000001.pack`, 'half a segment')
+    let ws = await open(path)
+    expect(view(ws)).toBe(expected)
+    await ws.close()
+    expect(fs.existsSync(`${path}/journal`)).toBe(false)
+
+    // After the commit: the format file is there, the old files not yet removed.
+    const other = fresh()
+    await firstLayout(other)
+    const saved = fs.readFileSync(`${other}/journal`)
+    ws = await open(other)
+    await ws.close()
+    fs.writeFileSync(`${other}/journal`, saved)
+    fs.mkdirSync(`${other}/blobs/ff`, { recursive: true })
+    fs.writeFileSync(`${other}/blobs/ff/ff`, 'stale')
+    ws = await open(other)
+    expect(view(ws)).toBe(expected)
+    await ws.close()
+    expect(fs.readdirSync(other).sort()).toEqual(['format', 'journal.torn-20260101T000000000Z', 'meta', 'packs'])
+  })
+
+  it('refuses a layout newer than it reads, changing nothing', async () => {
+    const path = fresh()
+    fs.mkdirSync(path)
+    fs.writeFileSync(`${path}/format`, JSON.stringify({ store: 'rewindfs-directory', layout: 9 }))
+    expect(() => directoryStore(path)).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_STORE_FORMAT', message: expect.stringMatching(/layout 9/) }))
+    expect(fs.readdirSync(path)).toEqual(['format'])
+  })
+})
