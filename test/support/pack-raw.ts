@@ -171,3 +171,12 @@ export function flipBlobByte(root: string, id: string, at = 0, mask = 0x20): voi
     fs.closeSync(fd)
   }
 }
+
+/** How many live copies of each blob the pack holds (more than one: a collection a crash interrupted). */
+export function blobCopies(root: string): Map<string, number> {
+  const all = records(root)
+  const gone = forgotten(all)
+  const copies = new Map<string, number>()
+  for (const record of all) if (record.kind === Kind.Blob && !record.torn && !gone.has(placeKey(record))) copies.set(record.id, (copies.get(record.id) ?? 0) + 1)
+  return copies
+}
