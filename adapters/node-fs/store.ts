@@ -52,24 +52,33 @@ function storeError(code: string, message: string): Error & { code: string } {
   return Object.assign(new Error(`rewindfs: ${message}`), { code })
 }
 
-/** The layout the directory holds: its number from the format file, 1 for the first layout, 0 for none. */
+/**
+ * The layout the directory holds: 2 (the format file says so), 1 (the first layout's files and no
+ * format file; a pack beside them is a migration a crash cut short), 0 (nothing yet). Anything else
+ * — a format file that does not read, a pack without one — is refused, and nothing is changed.
+ */
 function layoutOf(root: string): number {
   let text: string
   try {
     text = fs.readFileSync(`${root}/${FORMAT_FILE}`, 'utf8')
   } catch (error) {
     if (codeOf(error) !== 'ENOENT') throw error
-    return isFirstLayout(root) ? 1 : 0
+    if (isFirstLayout(root)) return 1
+    const packs = fs.existsSync(`${root}/packs`) && fs.readdirSync(`${root}/packs`).some((name) => name.endsWith('.pack'))
+    if (packs) throw formatError(`the store '${root}' holds pack segments but no '${FORMAT_FILE}' file; nothing was changed (restore the file: {"store":"rewindfs-directory","layout":${LAYOUT}})`)
+    return 0
   }
-  let parsed: ReturnType<typeof formatSchema.safeParse>
+  let parsed: ReturnType<typeof formatSchema.safeParse> | undefined
   try {
     parsed = formatSchema.safeParse(JSON.parse(text))
   } catch {
-    parsed = { success: false } as ReturnType<typeof formatSchema.safeParse>
+    parsed = undefined
   }
-  if (!parsed.success) throw formatError(`'${root}/${FORMAT_FILE}' does not name a directory store layout; nothing was changed`)
+  if (!parsed?.success || !Number.isSafeInteger(parsed.data.layout) || parsed.data.layout < LAYOUT) {
+    throw formatError(`'${root}/${FORMAT_FILE}' does not name a directory store layout (damaged?); nothing was changed`)
+  }
   if (parsed.data.layout > LAYOUT) throw formatError(`the store '${root}' has layout ${parsed.data.layout}; this rewindfs reads layouts up to ${LAYOUT}. Open it with a matching rewindfs version.`)
-  return parsed.data.layout
+  return LAYOUT
 }
 
 export class DirectoryStore implements Store {

@@ -419,11 +419,29 @@ describe('the first layout (one file per blob)', () => {
     expect(fs.readdirSync(other).sort()).toEqual(['format', 'journal.torn-20260101T000000000Z', 'meta', 'packs'])
   })
 
-  it('refuses a layout newer than it reads, changing nothing', async () => {
+  it('refuses a layout newer than it reads, a format file that does not read, and packs without one, changing nothing', async () => {
     const path = fresh()
     fs.mkdirSync(path)
     fs.writeFileSync(`${path}/format`, JSON.stringify({ store: 'rewindfs-directory', layout: 9 }))
     expect(() => directoryStore(path)).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_STORE_FORMAT', message: expect.stringMatching(/layout 9/) }))
     expect(fs.readdirSync(path)).toEqual(['format'])
+
+    const store = fresh()
+    const ws = await open(store)
+    ws.fs.writeFileSync('/kept.txt', 'kept')
+    await ws.close()
+    const before = fingerprint(store)
+    for (const damaged of ['{"store":"rewindfs-directory","layout":1}', '{"store":"rewindfs-directory","layout":"2"}', '{"store":"rewindfs-dire', '']) {
+      fs.writeFileSync(`${store}/format`, damaged)
+      for (const readOnly of [false, true]) expect(() => directoryStore(store, { readOnly }), damaged).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_STORE_FORMAT' }))
+    }
+    fs.rmSync(`${store}/format`)
+    expect(() => directoryStore(store)).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_STORE_FORMAT', message: expect.stringMatching(/no 'format' file/) }))
+    expect(fs.existsSync(`${store}/packs/00000001.pack`)).toBe(true)
+    fs.writeFileSync(`${store}/format`, JSON.stringify({ store: 'rewindfs-directory', layout: 2 }) + '\n')
+    expect(fingerprint(store)).toBe(before)
+    const again = await open(store)
+    expect(files(again)).toEqual({ '/kept.txt': 'kept' })
+    await again.close()
   })
 })
