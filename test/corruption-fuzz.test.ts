@@ -24,6 +24,8 @@ import { directoryStore } from '../adapters/node-fs/index.js'
 import type { Store } from '../src/engine/store.js'
 import { IndexedSource } from '../src/lower/indexed.js'
 import { Workspace } from '../src/index.js'
+import { RECORD_HEADER_BYTES, Kind } from '../adapters/node-fs/pack-format.js'
+import * as pack from './support/pack-raw.js'
 import { seeds } from './support/seed.js'
 
 /** Cases per seed and kind; with four seeds, 300 flips and 300 cuts per store. */
@@ -148,23 +150,36 @@ interface Expectation {
   blob?: string
   /** Metadata whose bytes changed. */
   meta?: string
-  /** Nothing damaged, the journal cut at the group commit boundary `proven`. */
+  /** Nothing damaged, the journal cut at the group commit boundary `proven` (-1: a state the session did not record). */
   clean?: { proven: number }
+  /** Damage the store reports without knowing what it held (a blob or the journal cannot be read, listed). */
+  reported?: boolean
+  /** The store refuses to open (its format file does not read), changing nothing. */
+  refused?: boolean
 }
 
 async function check(store: () => Promise<Store>, expectation: Expectation, states: Map<number, string>, empty: string, final: string, fingerprint: () => Promise<string>): Promise<void> {
   const before = await fingerprint()
   let ws: Workspace
+  let made: Store | undefined
   try {
-    ws = await open(await store())
+    made = await store()
+    ws = await open(made)
   } catch (error) {
+    // A store the workspace refused is closed here (its lock released).
+    await made?.close?.()
+    if (expectation.refused) {
+      expect((error as { code?: string }).code, String(error)).toBe('ERR_REWINDFS_STORE_FORMAT')
+      expect(await fingerprint()).toBe(before)
+      return
+    }
     // Only a damaged record of the lower source's name may refuse the open, with a clear code.
     expect(expectation.meta, String(error)).toBe('lower')
     expect((error as { code?: string }).code).toBe('ELOWERMISMATCH')
     expect(await fingerprint()).toBe(before)
     return
   }
-  const stateAt = (proven: number) => (proven === 0 ? empty : states.get(proven))
+  const stateAt = (proven: number) => (proven === 0 ? empty : proven < 0 ? undefined : states.get(proven))
   try {
     if (expectation.journal) {
       const { record, offset, proven } = expectation.journal
@@ -187,6 +202,9 @@ async function check(store: () => Promise<Store>, expectation: Expectation, stat
       const report = await ws.verify()
       expect(report.corrupt).toEqual([expectation.blob])
       expect(ws.status.corrupt).toBeUndefined()
+    } else if (expectation.reported) {
+      const report = await ws.verify()
+      expect(ws.status.corrupt !== undefined || ws.status.warnings.length > 0 || report.corrupt.length > 0, 'the damage is reported').toBe(true)
     } else if (expectation.meta) {
       expect(ws.status.corrupt).toMatchObject({ part: 'meta', key: expectation.meta })
       expect(view(ws)).toBe(final)
@@ -216,12 +234,32 @@ describe('corruption fuzz: directoryStore', () => {
   /** One copy of the base store that every case damages, and the bytes to put back after it. */
   const work = `${scratch}/work`
   const original = new Map<string, Buffer>()
+  /** The pack as the base store holds it, read apart from the store (test/support/pack-raw.ts). */
+  let records: pack.RawRecord[]
+  let lastReset: number
+  let journal: Buffer
+  /** Offsets of the blob records the index holds (not forgotten). */
+  let liveBlobs: Set<number>
+  /** Where each journal record of the live journal (the last reset and after) starts in the journal's text. */
+  const textStart = new Map<number, number>()
   beforeAll(async () => {
     states = await session(directoryStore(base))
     final = [...states.entries()].sort((a, b) => b[0] - a[0])[0][1]
     empty = await emptyState()
     fs.cpSync(base, work, { recursive: true })
     for (const [name, file] of files(work)) original.set(name, fs.readFileSync(file))
+    records = pack.records(work)
+    lastReset = records.findLastIndex((record) => record.kind === Kind.Reset)
+    journal = Buffer.from(pack.journalText(work), 'utf8')
+    liveBlobs = new Set([...pack.blobRecords(work).values()].map((record) => record.offset))
+    let text = 0
+    records.forEach((record, i) => {
+      if (i < lastReset || (record.kind !== Kind.Append && record.kind !== Kind.Reset)) return
+      textStart.set(i, text)
+      text += record.payload.length
+    })
+    expect(lastReset).toBeGreaterThan(0)
+    expect(pack.segmentFiles(work)).toHaveLength(1)
   }, 120_000)
 
   /** Where byte `at` of file `name` lies among the bytes of every file, as damage() picks them. */
@@ -252,25 +290,79 @@ describe('corruption fuzz: directoryStore', () => {
     walk(root)
     return out
   }
-  const fingerprint = (root: string, journalToo: boolean) => async () => {
+  /** A hash of the store's files; without the packs and kept items where open may cut a torn tail and append. */
+  const fingerprint = (root: string, packsToo: boolean) => async () => {
     const hash = createHash('sha1')
-    for (const [name, file] of files(root)) if (journalToo || !name.startsWith('journal')) hash.update(`${name}\0`).update(fs.readFileSync(file))
+    for (const [name, file] of files(root)) if (packsToo || !/^(packs\/|journal\.|pack\.)/.test(name)) hash.update(`${name}\0`).update(fs.readFileSync(file))
     return hash.digest('hex')
   }
 
-  /** Copies the base store, damages it, and says what open must find. */
-  function damage(damage: Damage): { root: string; expectation: Expectation; lines: string[] } {
-    const root = work
-    const journalFile = `${root}/journal`
-    const journal = fs.readFileSync(journalFile)
-    const lines = journal.toString('utf8').split('\n').slice(0, -1)
-    const lineAt = (byte: number) => {
-      let line = 0
-      for (let offset = 0; offset + utf8(lines[line]) + 1 <= byte; line++) offset += utf8(lines[line]) + 1
-      return line
+  const lines = () => journal.toString('utf8').split('\n').slice(0, -1)
+  /** The journal line holding byte `at` of the journal's text. */
+  const lineAt = (at: number) => {
+    const all = lines()
+    let line = 0
+    for (let offset = 0; offset + utf8(all[line]) + 1 <= at; line++) offset += utf8(all[line]) + 1
+    return line
+  }
+  /** Journal lines in the text before `at`. */
+  const linesBefore = (at: number) => journal.subarray(0, at).toString('utf8').split('\n').length - 1
+
+  /** What a byte of the pack changed means: journal text, a blob, or bytes the open reports without knowing what they held. */
+  function packFlip(at: number): Expectation {
+    const index = records.findIndex((record) => record.offset <= at && at < record.offset + record.bytes.length)
+    if (index < 0) return { reported: true } // the segment header
+    const record = records[index]
+    const payload = record.offset + record.bytes.length - record.payload.length
+    const live = index >= lastReset
+    const forgotten = record.kind === Kind.Blob && !liveBlobs.has(record.offset)
+    if (forgotten) return {} // nothing reads it, damage where it was included
+    if (at < payload && (record.kind !== Kind.Blob || at < record.offset + RECORD_HEADER_BYTES)) {
+      // A header that fails its checksum: the bytes up to the next record cannot be read. Where the
+      // journal runs (but at its reset), that is damage in the journal, right there.
+      if (!live || index === lastReset) return { reported: true }
+      const text = [...textStart.entries()].filter(([i]) => i < index).reduce((end, [i, start]) => Math.max(end, start + records[i].payload.length), 0)
+      const line = linesBefore(text)
+      return { journal: { record: line, ...locate(lines(), line) } }
     }
+    if (record.kind === Kind.Blob) return { blob: record.id }
+    if (record.kind === Kind.Forget) return { reported: true }
+    if (!live) return {} // journal text before the last reset: nothing reads it
+    const line = lineAt(textStart.get(index)! + at - payload)
+    return { journal: { record: line, ...locate(lines(), line) } }
+  }
+
+  /** What a pack cut at `at` leaves: the journal up to there (a torn append's text included), torn or at a record's end. */
+  function packCut(at: number): Expectation {
+    const torn = records.find((record) => record.offset < at && at < record.offset + record.bytes.length)
+    if (at < records[0].offset) return { reported: true } // inside the segment header
+    let text: Buffer = Buffer.alloc(0)
+    for (const record of records) {
+      if (record.offset + record.bytes.length > at) {
+        if (record === torn && record.kind === Kind.Append && at > record.offset + RECORD_HEADER_BYTES) text = Buffer.concat([text, record.payload.subarray(0, at - record.offset - RECORD_HEADER_BYTES)])
+        break
+      }
+      if (record.kind === Kind.Reset) text = record.payload
+      else if (record.kind === Kind.Append) text = Buffer.concat([text, record.payload])
+    }
+    const kept = text.toString('utf8').split('\n')
+    const partial = kept.pop()!
+    // Only the line end of the last record missing: the engine takes it as written.
+    const whole = partial !== '' && /"t":"commit"/.test(partial) && decodeWhole(partial) ? [...kept, partial] : kept
+    let proven = whole.length
+    while (proven > 0 && !/"t":"commit"/.test(whole[proven - 1])) proven--
+    // Before the reset the journal is the one before the compaction: its states were not recorded.
+    const recorded = at >= records[lastReset].offset + records[lastReset].bytes.length
+    const state = recorded ? proven : -1
+    return torn === undefined && proven === whole.length ? { clean: { proven: state } } : { torn: { proven: state } }
+  }
+  const decodeWhole = (line: string) => /^\{"v":1,"c":\d+,"b":.*\}$/.test(line)
+
+  /** Copies the base store, damages it, and says what open must find. */
+  function damage(damage: Damage): { root: string; expectation: Expectation } {
+    const root = work
     if (damage.kind === 'flip' || damage.kind === 'cut') {
-      // A byte of any file the store holds: journal, blobs, metadata.
+      // A byte of any file the store holds: the pack, metadata, the format file.
       const all = files(root)
       const sizes = all.map(([, file]) => fs.statSync(file).size)
       let at = Math.floor(damage.at * sizes.reduce((a, b) => a + b, 0))
@@ -278,66 +370,62 @@ describe('corruption fuzz: directoryStore', () => {
       while (at >= sizes[index]) at -= sizes[index++]
       const [name, file] = all[index]
       const bytes = fs.readFileSync(file)
-      const blob = name.startsWith('blobs/') ? Buffer.from(name.slice(name.lastIndexOf('/') + 1), 'hex').toString('utf8') : undefined
-      const meta = name.startsWith('meta/') ? Buffer.from(name.slice(5, -'.json'.length), 'hex').toString('utf8') : undefined
       if (damage.kind === 'flip') {
         bytes[at] ^= damage.xor
         fs.writeFileSync(file, bytes)
-        if (name === 'journal') {
-          const line = lineAt(at)
-          return { root, lines, expectation: { journal: { record: line, ...locate(lines, line) } } }
-        }
-      } else {
-        fs.writeFileSync(file, bytes.subarray(0, at))
-        if (name === 'journal') {
-          const line = lineAt(at)
-          const start = locate(lines, line).offset
-          // A cut at a line end keeps whole records; a cut inside one leaves its prefix, a tear.
-          if (at === start) return { root, lines, expectation: locate(lines, line).proven === line ? { clean: { proven: line } } : { torn: { proven: locate(lines, line).proven } } }
-          return { root, lines, expectation: at === start + utf8(lines[line]) ? { torn: { proven: locate(lines, line + 1).proven } } : { torn: { proven: locate(lines, line).proven } } }
-        }
-      }
-      return { root, lines, expectation: blob !== undefined ? { blob } : { meta } }
+      } else fs.writeFileSync(file, bytes.subarray(0, at))
+      if (name === 'format') return { root, expectation: { refused: true } }
+      if (name.startsWith('meta/')) return { root, expectation: { meta: Buffer.from(name.slice(5, -'.json'.length), 'hex').toString('utf8') } }
+      return { root, expectation: damage.kind === 'flip' ? packFlip(at) : packCut(at) }
     }
+    const all = lines()
     if (damage.kind === 'garbage') {
       const bytes = Buffer.from(damage.bytes.map((b) => (b === 0x0a && !damage.newline ? 0x20 : b)))
-      fs.appendFileSync(journalFile, damage.newline ? Buffer.concat([bytes, Buffer.from('\n')]) : bytes)
       const text = bytes.toString('utf8')
       const complete = damage.newline || text.includes('\n')
-      return { root, lines, expectation: complete ? { journal: { record: lines.length, ...locate(lines, lines.length) } } : { torn: { proven: lines.length } } }
+      const pieces = (journal.toString('utf8') + text + (damage.newline ? '\n' : '')).split('\n')
+      const last = pieces.pop()!
+      pack.setJournal(root, { records: pieces, ...(last !== '' ? { torn: last } : {}) })
+      return { root, expectation: complete ? { journal: { record: all.length, ...locate(all, all.length) } } : { torn: { proven: all.length } } }
     }
-    const line = damage.line % (lines.length - 1)
+    const line = damage.line % (all.length - 1)
     const damaged =
       damage.kind === 'duplicate'
-        ? [...lines.slice(0, line + 1), lines[line], ...lines.slice(line + 1)]
-        : lines.map((l, i) => (i === line ? lines[Math.min(line + damage.other, lines.length - 1)] : i === Math.min(line + damage.other, lines.length - 1) ? lines[line] : l))
+        ? [...all.slice(0, line + 1), all[line], ...all.slice(line + 1)]
+        : all.map((l, i) => (i === line ? all[Math.min(line + damage.other, all.length - 1)] : i === Math.min(line + damage.other, all.length - 1) ? all[line] : l))
     const record = damage.kind === 'duplicate' ? line + 1 : line
-    fs.writeFileSync(journalFile, damaged.map((l) => l + '\n').join(''))
-    if (damage.kind === 'reorder' && Math.min(line + damage.other, lines.length - 1) === line) return { root, lines, expectation: {} }
-    return { root, lines: damaged, expectation: { journal: { record, ...locate(damaged, record) } } }
+    pack.setJournal(root, { records: damaged })
+    if (damage.kind === 'reorder' && Math.min(line + damage.other, all.length - 1) === line) return { root, expectation: {} }
+    return { root, expectation: { journal: { record, ...locate(damaged, record) } } }
   }
 
   const run = async (arbitrary: fc.Arbitrary<Damage>, runs: number, seed: number) => {
     await fc.assert(
       fc.asyncProperty(arbitrary, async (what) => {
-        const { root, expectation, lines } = damage(what)
+        const { root, expectation } = damage(what)
         try {
-          const damaged = fs.readFileSync(`${root}/journal`)
+          const damaged = Buffer.from(pack.journalText(root), 'utf8')
+          const tornTail = pack.segmentFiles(root).length > 0 ? pack.records(root).at(-1) : undefined
           await check(async () => directoryStore(root), expectation, states, empty, final, fingerprint(root, !expectation.torn && !expectation.clean))
-          if (expectation.torn) {
-            // Never cut in place: the journal as it was is kept aside whole, then only whole group commits stay.
-            const kept = fs.readdirSync(root).filter((name) => name.startsWith('journal.torn-'))
-            expect(kept).toHaveLength(1)
-            // Buffer comparison, not toEqual: a byte-by-byte deep equality costs seconds per case.
-            expect(fs.readFileSync(`${root}/${kept[0]}`).equals(damaged)).toBe(true)
-            const proven = lines.slice(0, expectation.torn.proven).map((line) => line + '\n').join('')
+          const kept = fs.readdirSync(root).filter((name) => /^(journal|pack)\.torn-/.test(name))
+          if (expectation.torn || expectation.clean) {
+            const proven = expectation.torn?.proven ?? expectation.clean!.proven
+            if (kept.some((name) => name.startsWith('journal.'))) {
+              // Journal text was torn: the journal as it was is kept aside whole, then only whole group commits stay.
+              expect(kept).toHaveLength(1)
+              expect(fs.readFileSync(`${root}/${kept[0]}`).equals(damaged)).toBe(true)
+            } else if (kept.length > 0) {
+              // Another record was torn: its bytes are kept as they were, once something is appended after them.
+              expect(kept).toHaveLength(1)
+              expect(tornTail?.torn).toBe(true)
+              expect(fs.readFileSync(`${root}/${kept[0]}`).equals(tornTail!.bytes)).toBe(true)
+            }
             // Open may have appended since (first sightings of lower files); what was proven is the start.
-            expect(fs.readFileSync(`${root}/journal`, 'utf8').slice(0, proven.length)).toBe(proven)
-          } else if (expectation.clean) {
-            // A whole earlier state, as a crash between group commits leaves it: open may append to it
-            // (first sightings of lower files), never rewrite what is there.
-            expect(fs.readFileSync(`${root}/journal`).subarray(0, damaged.length).equals(damaged)).toBe(true)
-          } else expect(fs.readFileSync(`${root}/journal`).equals(damaged)).toBe(true)
+            if (proven >= 0) {
+              const text = lines().slice(0, proven).map((line) => line + '\n').join('')
+              expect(pack.journalText(root).slice(0, text.length)).toBe(text)
+            }
+          } else expect(kept).toEqual([])
         } finally {
           restore()
         }
@@ -346,13 +434,16 @@ describe('corruption fuzz: directoryStore', () => {
     )
   }
 
-  it('flips every byte of the last record and its line end: damage, never a silently dropped acknowledged commit', async () => {
-    const journal = original.get('journal')!
-    const start = journal.lastIndexOf(0x0a, journal.length - 2) + 1
-    const cases = [...Array.from({ length: journal.length - start }, (_, i) => [start + i, 0x01]), ...[0x02, 0x20, 0x0a ^ 0x7d, 0x0a ^ 0x80, 0xff].map((xor) => [journal.length - 1, xor])]
+  it('flips every byte of the last group commit and its journal record: damage, never a silently dropped acknowledged commit', async () => {
+    const [{ file }] = pack.segmentFiles(work)
+    const name = file.slice(work.length + 1)
+    const last = records.at(-1)!
+    expect(last.kind).toBe(Kind.Append)
+    const cases = [...Array.from({ length: last.bytes.length }, (_, i) => [last.offset + i, 0x01]), ...[0x02, 0x20, 0x0a ^ 0x7d, 0x0a ^ 0x80, 0xff].map((xor) => [last.offset + last.bytes.length - 1, xor])]
     for (const [at, xor] of cases) {
-      const { root, expectation, lines } = damage({ kind: 'flip', at: fractionOf('journal', at), xor })
-      expect(expectation.journal?.record).toBe(lines.length - 1)
+      const { root, expectation } = damage({ kind: 'flip', at: fractionOf(name, at), xor })
+      // Its header or its text: journal damage at or after the group's first record.
+      expect(expectation.journal?.record, `byte ${at}`).toBeGreaterThanOrEqual(linesBefore(textStart.get(records.length - 1)!))
       try {
         await check(async () => directoryStore(root), expectation, states, empty, final, fingerprint(root, true))
       } finally {
@@ -362,7 +453,7 @@ describe('corruption fuzz: directoryStore', () => {
   }, 120_000)
 
   for (const seed of seeds()) {
-    it(`flips bytes of the journal, blobs and metadata (seed ${seed})`, () => run(flips, FLIPS, seed), 120_000)
+    it(`flips bytes of the pack, metadata and format file (seed ${seed})`, () => run(flips, FLIPS, seed), 120_000)
     it(`cuts the store's files at random offsets (seed ${seed})`, () => run(cuts, CUTS, seed), 120_000)
     it(`duplicates and reorders lines, appends garbage (seed ${seed})`, () => run(lineDamage, LINES, seed), 120_000)
   }
