@@ -4,7 +4,8 @@
  *   6.2 restore latency against the number of changed paths, in two tree sizes (it should follow
  *       the changed paths, not the tree);
  *   6.3 journal append throughput with a durable store: MemoryStore and the node-fs directoryStore
- *       (one fdatasync per group commit), group commits by `await ws.sync()` every 1, 10, 100 ops;
+ *       (one fdatasync per group commit), group commits by `await ws.sync()` every 1, 10, 100 ops,
+ *       each directoryStore cell next to raw append + fdatasync of the bytes it wrote, same interval;
  *   6.4 history bytes: 100 versions of a 1 MB text file with a 3-line edit each, rewindfs vs a
  *       shadow git repository (loose and after `git gc`) vs full copies.
  * Every measure checks what it timed (contents back, change counts, a reopen from the store).
@@ -234,29 +235,74 @@ const OPS: { name: string; run: Op }[] = [
   { name: 'mkdirSync', run: (fs, n) => fs.mkdirSync(`/t/d${n}`) },
 ]
 
+/** What a store wrote while ops were timed: bytes appended and fdatasyncs (directoryStore's pack counters). */
+interface Written {
+  appendedBytes: number
+  fdatasyncs: number
+}
+
 /**
  * Records config.throughputOps ops (fewer if config.throughputCapMs runs out), syncing every
  * `group`; the rate is amortised over the whole run, compactions included. Checks a reopen sees every op.
  */
-async function throughput(config: Config, store: () => Store | undefined, op: Op, group: number, verify: (ops: number, reopened: Store | undefined) => Promise<void>): Promise<Throughput> {
+async function throughput(
+  config: Config,
+  store: () => Store | undefined,
+  op: Op,
+  group: number,
+  verify: (ops: number, reopened: Store | undefined) => Promise<void>,
+  counters?: (store: Store) => Written | undefined,
+): Promise<Throughput & { written?: Written; commits: number }> {
   const durable = store()
   const ws = await open(durable ? { store: durable } : {})
   const fs = ws.fs as unknown as FsLike
   fs.mkdirSync('/t')
   await ws.sync()
+  const before = durable && counters?.(durable)
   let n = 0
+  let commits = 0
   let longestSync = 0
   const start = performance.now()
   let now = start
   while (n < config.throughputOps && now - start < config.throughputCapMs) {
     for (let k = 0; k < group; k++) op(fs, n++)
-    const before = performance.now()
+    const beforeSync = performance.now()
     await ws.sync()
+    commits++
     now = performance.now()
-    longestSync = Math.max(longestSync, now - before)
+    longestSync = Math.max(longestSync, now - beforeSync)
   }
+  const after = durable && counters?.(durable)
   await ws.close()
   await verify(n, durable)
+  const written = before && after ? { appendedBytes: after.appendedBytes - before.appendedBytes, fdatasyncs: after.fdatasyncs - before.fdatasyncs } : undefined
+  return { ops: n, opsPerSecond: (n / (now - start)) * 1000, longestSync, commits, ...(written ? { written } : {}) }
+}
+
+/**
+ * The disk's own rate for the same bytes: `bytesPerOp` appended to one file per op (one write
+ * each) and one fdatasync every `group` ops, for as many ops (or as long) as a cell.
+ */
+function rawAppend(config: Config, dir: string, bytesPerOp: number, group: number): Throughput {
+  const file = join(dir, `raw-append-${group}`)
+  const fd = nodeFs.openSync(file, 'a')
+  const record = Buffer.alloc(Math.max(1, Math.round(bytesPerOp)), 0x61)
+  let n = 0
+  let longestSync = 0
+  const start = performance.now()
+  let now = start
+  try {
+    while (n < config.throughputOps && now - start < config.throughputCapMs) {
+      for (let k = 0; k < group; k++, n++) nodeFs.writeSync(fd, record)
+      const beforeSync = performance.now()
+      nodeFs.fdatasyncSync(fd)
+      now = performance.now()
+      longestSync = Math.max(longestSync, now - beforeSync)
+    }
+  } finally {
+    nodeFs.closeSync(fd)
+    nodeFs.rmSync(file, { force: true })
+  }
   return { ops: n, opsPerSecond: (n / (now - start)) * 1000, longestSync }
 }
 
@@ -272,46 +318,77 @@ async function benchJournal(config: Config): Promise<string> {
   const { MemoryStore } = await load()
   const { directoryStore } = (await import(DIST_NODE_FS)) as typeof import('../adapters/node-fs/index.js')
   let directoryPath = ''
-  const subjects: { name: string; store: () => Store | undefined; verify: (ops: number, durable: Store | undefined) => Promise<void> }[] = [
+  const subjects: {
+    name: string
+    store: () => Store | undefined
+    verify: (ops: number, durable: Store | undefined) => Promise<void>
+    counters?: (store: Store) => Written | undefined
+  }[] = [
     { name: 'no store (in memory only)', store: () => undefined, verify: async () => undefined },
     { name: 'MemoryStore', store: () => new MemoryStore(), verify: reopenCheck((store) => store) },
     {
       name: `directoryStore (node-fs, ${tmpdir()})`,
       store: () => directoryStore((directoryPath = join(root, `store-${stores++}`))),
       verify: reopenCheck(() => directoryStore(directoryPath)),
+      counters: (store) => (store as ReturnType<typeof directoryStore>).packStats,
     },
   ]
   const rows: string[][] = []
+  /** fdatasyncs per group commit in every directoryStore cell (the target is one). */
+  const syncsPerCommit: number[] = []
+  const ratios: number[] = []
   try {
     // Warm-up, so the first cell is not measured with cold (unoptimised) code.
     for (const op of OPS) await throughput(config, () => undefined, op.run, 100, async () => undefined)
     for (const subject of subjects) {
       for (const op of OPS) {
         const cells: string[] = []
+        const raw: string[] = []
+        const ratio: string[] = []
         let longest = 0
+        let rawLongest = 0
         for (const group of GROUPS) {
           fullGc()
           try {
-            const result = await throughput(config, subject.store, op.run, group, subject.verify)
+            const result = await throughput(config, subject.store, op.run, group, subject.verify, subject.counters)
             longest = Math.max(longest, result.longestSync)
             cells.push(fmtOps(result.opsPerSecond) + (result.ops < config.throughputOps ? ` (${fmtCount(result.ops)} ops)` : ''))
             progress(`engine: journal ${subject.name}, ${op.name}, sync every ${group}: ${fmtOps(result.opsPerSecond)} over ${result.ops} ops, longest sync ${fmtMs(result.longestSync)}`)
+            if (result.written) {
+              // Side by side, now: the same bytes per op appended raw, synced at the same interval.
+              const bytesPerOp = result.written.appendedBytes / result.ops
+              const disk = rawAppend(config, root, bytesPerOp, group)
+              rawLongest = Math.max(rawLongest, disk.longestSync)
+              syncsPerCommit.push(result.written.fdatasyncs / result.commits)
+              ratios.push(result.opsPerSecond / disk.opsPerSecond)
+              raw.push(`${fmtOps(disk.opsPerSecond)} (${Math.round(bytesPerOp)} B/op)`)
+              ratio.push(`${Math.round((100 * result.opsPerSecond) / disk.opsPerSecond)} %`)
+              progress(`engine: raw append + fdatasync of ${Math.round(bytesPerOp)} B/op, sync every ${group}: ${fmtOps(disk.opsPerSecond)} (directoryStore ${ratio.at(-1)})`)
+            }
           } catch (error) {
             cells.push(failed(`journal ${subject.name} ${op.name} every ${group}`, error))
           }
         }
         rows.push([subject.name, op.name, ...cells, fmtMs(longest)])
+        if (raw.length === GROUPS.length) {
+          rows.push(['↳ raw append + fdatasync of the same bytes, same interval', op.name, ...raw, fmtMs(rawLongest)])
+          rows.push(['↳ directoryStore ÷ raw', op.name, ...ratio, ''])
+        }
       }
     }
   } finally {
     nodeFs.rmSync(root, { recursive: true, force: true })
   }
+  const syncs = syncsPerCommit.length > 0 ? `${Math.min(...syncsPerCommit).toFixed(2)}–${Math.max(...syncsPerCommit).toFixed(2)}` : 'n/a'
   return (
     `### 6.3 Journal append throughput (operations recorded per second)\n\n` +
     table(['store', 'operation', ...GROUPS.map((g) => `\`await ws.sync()\` every ${g}`), 'longest `ws.sync()`'], rows) +
     `\n\nEach cell records ${fmtCount(config.throughputOps)} operations into /t (fewer, as shown, where ${fmtMs(config.throughputCapMs)} ran out) and divides by the whole time, ` +
     'automatic compactions included (every 10 000 journal records by default; a run that reaches one shows it as its longest sync). ' +
-    'A group commit writes the new blobs, then one journal append ending in a commit marker; directoryStore writes each blob as its own file (temp, fsync, rename) and fdatasyncs the journal once per group commit. ' +
+    'A group commit appends its new blobs, then its journal records, to one pack segment and makes both durable with one fdatasync ' +
+    `(measured: ${syncs} fdatasyncs per group commit, sealing a full segment included). ` +
+    'Right after each directoryStore cell, the raw row appends the bytes per operation that cell wrote (its pack counters: blobs, journal text, record headers, compactions) to one file, one write per operation, with an fdatasync at the same interval: ' +
+    `what the disk gives for the same durable bytes; the ÷ row is directoryStore's share of it (target ≥ 50 %; measured ${ratios.length > 0 ? `${Math.round(100 * Math.min(...ratios))}–${Math.round(100 * Math.max(...ratios))} %` : 'n/a'}). ` +
     'After each run the workspace is reopened from the store and must list every entry written. The in-memory rows are the ceiling (no store: `ws.sync()` only settles).'
   )
 }
@@ -492,12 +569,14 @@ async function benchHistory(config: Config, withGit: boolean): Promise<string> {
 
 export async function benchEngine(options: EngineBenchOptions): Promise<void> {
   const config = options.quick ? QUICK : FULL
-  const parts: [string, () => Promise<string>][] = [
+  // BENCH_ENGINE_PARTS=6.3 (a comma list) runs only those parts: a smoke run of one.
+  const only = process.env.BENCH_ENGINE_PARTS?.split(',')
+  const parts = ([
     ['6.1 Undo latency', () => benchUndo(config)],
     ['6.2 Restore latency against changed paths', () => benchRestore(config)],
     ['6.3 Journal append throughput', () => benchJournal(config)],
     ['6.4 History bytes', () => benchHistory(config, options.withGit)],
-  ]
+  ] as [string, () => Promise<string>][]).filter(([title]) => !only || only.some((part) => title.startsWith(part)))
   // Other processes on the machine move these timings: the load is printed with them.
   const loadBefore = loadavg()[0]!
   let failures = 0

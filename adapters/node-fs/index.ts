@@ -5,5 +5,6 @@
 export { directory, DirectorySource } from './directory.js'
 export { directoryStore, DirectoryStore } from './store.js'
 export type { DirectoryStoreOptions } from './store.js'
+export type { PackStats } from './pack.js'
 export { DEFAULT_WRITABLE, MAX_OUTPUT, hostShell, mountOver, patchFs } from './shell.js'
 export type { ExecDefaults, ExecMode, ExecOptions, ExecResult, ExecRunner, ExecSandbox } from './shell.js'

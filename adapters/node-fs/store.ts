@@ -17,7 +17,7 @@ import { type BlobId, FsError, type JournalRead, type JsonValue, keptName, type 
 import { checkPath, codeOf } from './confine.js'
 import { isTempName, removeIfPresent, syncDirectory, tempName, writeAtomically } from './files.js'
 import { LockFile } from './lock.js'
-import { DEFAULT_SEGMENT_BYTES, PackLog, formatError } from './pack.js'
+import { DEFAULT_SEGMENT_BYTES, PackLog, type PackStats, formatError } from './pack.js'
 import { FirstLayout, isFirstLayout, migrate, removeFirstLayout } from './pack-migrate.js'
 
 export interface DirectoryStoreOptions {
@@ -300,7 +300,7 @@ export class DirectoryStore implements Store {
   }
 
   /** What the pack holds, for tests and the bench. */
-  get packStats(): PackLog['stats'] | undefined {
+  get packStats(): PackStats | undefined {
     return this.packs?.stats
   }
 

@@ -66,6 +66,29 @@ function fingerprint(root: string): string {
 
 const keptNames = (root: string) => fs.readdirSync(root).filter((name) => /^(journal|blob|meta|pack)\./.test(name)).sort()
 
+describe('pack segments: the write path, by its counters', () => {
+  it('makes a group commit durable with one fdatasync: its blobs and its journal record in one segment', async () => {
+    const path = fresh()
+    const store = directoryStore(path)
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    await ws.sync()
+    const before = store.packStats!
+    const first = pack.segmentFiles(path)[0]
+    const start = first ? fs.statSync(first.file).size : 0
+    for (let i = 0; i < 20; i++) {
+      for (let k = 0; k < 5; k++) ws.fs.writeFileSync(`/f${i}-${k}`, `content ${i} ${k}`)
+      await ws.sync()
+    }
+    const after = store.packStats!
+    expect(after.fdatasyncs - before.fdatasyncs).toBe(20)
+    // Each group: its five blobs, then its journal record; nothing else written, nothing twice.
+    const written = pack.records(path).filter((record) => record.offset >= start)
+    expect(written.map((record) => record.kind)).toEqual(Array.from({ length: 20 }, () => [Kind.Blob, Kind.Blob, Kind.Blob, Kind.Blob, Kind.Blob, Kind.Append]).flat())
+    expect(after.appendedBytes - before.appendedBytes).toBe(written.reduce((sum, record) => sum + record.bytes.length, 0))
+    await ws.close()
+  })
+})
+
 describe('pack segments: a crash cut at every byte of the last group commit', () => {
   it('reopens at the commit before (or the whole commit), never reports damage, and keeps what it cuts aside first', async () => {
     const path = fresh()
