@@ -16,7 +16,7 @@
  * ones to the end of the log, makes them durable, then removes the old segment.
  */
 import { hostFs as fs } from './host-fs.js'
-import { syncDirectory, tempName } from './files.js'
+import { isTempName, syncDirectory, tempName } from './files.js'
 import {
   Kind,
   type Place,
@@ -275,6 +275,8 @@ export class PackLog {
       if ((error as { code?: string }).code !== 'ENOENT') throw error
       names = []
     }
+    // Temp files of segments a crash kept from being renamed into place are the writer's own.
+    if (!this.options.readOnly) for (const name of names) if (isTempName(name)) fs.rmSync(`${this.directory}/${name}`, { force: true })
     const numbers = names.flatMap((name) => segmentNumber(name) ?? []).sort((a, b) => a - b)
     const blobs: [string, BlobLocation][] = []
     const forgotten = new Set<string>()
@@ -285,7 +287,14 @@ export class PackLog {
     this.torn = undefined
     for (const [i, segment] of numbers.entries()) {
       const last = i === numbers.length - 1
-      const fd = fs.openSync(this.segmentFile(segment), 'r')
+      let fd: number
+      try {
+        fd = fs.openSync(this.segmentFile(segment), 'r')
+      } catch (error) {
+        // A reader beside a writer that just collected it: its live records were copied to the end first.
+        if (this.options.readOnly && (error as { code?: string }).code === 'ENOENT') continue
+        throw error
+      }
       try {
         const window = new SegmentWindow(fd, fs.fstatSync(fd).size)
         this.segments.set(segment, window.size)
