@@ -404,8 +404,9 @@ describe('corruption fuzz: directoryStore', () => {
       fc.asyncProperty(arbitrary, async (what) => {
         const { root, expectation } = damage(what)
         try {
-          const damaged = Buffer.from(pack.journalText(root), 'utf8')
-          const tornTail = pack.segmentFiles(root).length > 0 ? pack.records(root).at(-1) : undefined
+          // (A damaged format file hides the salt the records are read with: the store refuses it unread.)
+          const damaged = expectation.refused ? undefined : Buffer.from(pack.journalText(root), 'utf8')
+          const tornTail = expectation.refused ? undefined : pack.records(root).at(-1)
           await check(async () => directoryStore(root), expectation, states, empty, final, fingerprint(root, !expectation.torn && !expectation.clean))
           const kept = fs.readdirSync(root).filter((name) => /^(journal|pack)\.torn-/.test(name))
           if (expectation.torn || expectation.clean) {
@@ -413,7 +414,7 @@ describe('corruption fuzz: directoryStore', () => {
             if (kept.some((name) => name.startsWith('journal.'))) {
               // Journal text was torn: the journal as it was is kept aside whole, then only whole group commits stay.
               expect(kept).toHaveLength(1)
-              expect(fs.readFileSync(`${root}/${kept[0]}`).equals(damaged)).toBe(true)
+              expect(fs.readFileSync(`${root}/${kept[0]}`).equals(damaged!)).toBe(true)
             } else if (kept.length > 0) {
               // Another record was torn: its bytes are kept as they were, once something is appended after them.
               expect(kept).toHaveLength(1)

@@ -2,11 +2,11 @@
  * The byte format of a pack segment, as pure functions over Uint8Array (no node:fs), so any store
  * that can append to a file and read at an offset can share it.
  *
- * A segment is a 24-byte header (`RWFSPACK`, format version, segment number, reserved, CRC-32 of
- * the 20 bytes before it) and records, each
+ * A segment is a 24-byte header (`RWFSPACK`, format version, segment number, the store's salt,
+ * CRC-32 of the 20 bytes before it) and records, each
  *
  *   0  u32  magic 'RWPK'          16  u32  CRC-32 of the id and the payload
- *   4  u8   kind                  20  u32  CRC-32 of bytes 0..20
+ *   4  u8   kind                  20  u32  CRC-32 of bytes 0..20, seeded with the store's salt
  *   5  u8   flags (0)             24       id (UTF-8), then the payload
  *   6  u16  id length
  *   8  u48  payload length (u32 low, u16 high), 14 u16 reserved (0)
@@ -14,7 +14,9 @@
  * all little-endian. The header's own checksum makes its lengths trustworthy before anything
  * after them is read, so a record cut short by a crash (a whole header, too few bytes after it) is
  * told from a damaged one; the checksum of id and payload is kept in the index, so one positional
- * read checks a blob. The magic lets a reader find the next record after a damaged one.
+ * read checks a blob. The magic lets a reader find the next record after a damaged one; the salt (a
+ * random number per store, in its format file) keeps it from taking for a record one that a blob
+ * holds (a pack of another store stored as a file's content).
  */
 
 export const SEGMENT_MAGIC = 'RWFSPACK'
@@ -78,23 +80,24 @@ export function crc32(bytes: Uint8Array, start = 0, end = bytes.length, crc = 0)
 const encoder = new TextEncoder()
 const MAGIC_BYTES = encoder.encode(SEGMENT_MAGIC)
 
-export function segmentHeader(segment: number): Uint8Array {
+export function segmentHeader(segment: number, salt: number): Uint8Array {
   const bytes = new Uint8Array(SEGMENT_HEADER_BYTES)
   bytes.set(MAGIC_BYTES)
   const view = new DataView(bytes.buffer)
   view.setUint32(8, SEGMENT_VERSION, true)
   view.setUint32(12, segment, true)
+  view.setUint32(16, salt, true)
   view.setUint32(20, crc32(bytes, 0, 20), true)
   return bytes
 }
 
-/** What a segment's first bytes say (its version and number), or undefined when they are no whole, checksummed segment header. */
-export function readSegmentHeader(bytes: Uint8Array): { version: number; segment: number } | undefined {
+/** What a segment's first bytes say (its version, number and salt), or undefined when they are no whole, checksummed segment header. */
+export function readSegmentHeader(bytes: Uint8Array): { version: number; segment: number; salt: number } | undefined {
   if (bytes.length < SEGMENT_HEADER_BYTES) return undefined
   for (let i = 0; i < MAGIC_BYTES.length; i++) if (bytes[i] !== MAGIC_BYTES[i]) return undefined
   const view = new DataView(bytes.buffer, bytes.byteOffset, SEGMENT_HEADER_BYTES)
   if (view.getUint32(20, true) !== crc32(bytes, 0, 20)) return undefined
-  return { version: view.getUint32(8, true), segment: view.getUint32(12, true) }
+  return { version: view.getUint32(8, true), segment: view.getUint32(12, true), salt: view.getUint32(16, true) }
 }
 
 // ---- records ---------------------------------------------------------------------------------
@@ -112,8 +115,8 @@ export function recordChecksum(id: Uint8Array, payload: Uint8Array): number {
   return crc32(payload, 0, payload.length, crc32(id))
 }
 
-/** Header and id of a record whose payload is `length` bytes, `checksum` its recordChecksum. */
-export function recordHead(kind: Kind, id: Uint8Array, length: number, checksum: number): Uint8Array {
+/** Header and id of a record whose payload is `length` bytes, `checksum` its recordChecksum, in a store salted `salt`. */
+export function recordHead(kind: Kind, id: Uint8Array, length: number, checksum: number, salt: number): Uint8Array {
   if (id.length > 0xffff) throw new RangeError(`rewindfs: a blob id is at most 65535 bytes, got ${id.length}`)
   if (length > MAX_PAYLOAD) throw new RangeError(`rewindfs: a pack record holds at most ${MAX_PAYLOAD} bytes`)
   const head = new Uint8Array(RECORD_HEADER_BYTES + id.length)
@@ -124,7 +127,7 @@ export function recordHead(kind: Kind, id: Uint8Array, length: number, checksum:
   view.setUint32(8, length % 2 ** 32, true)
   view.setUint16(12, Math.floor(length / 2 ** 32), true)
   view.setUint32(16, checksum, true)
-  view.setUint32(20, crc32(head, 0, 20), true)
+  view.setUint32(20, crc32(head, 0, 20, salt), true)
   head.set(id, RECORD_HEADER_BYTES)
   return head
 }
@@ -134,11 +137,11 @@ export function recordBytes(idLength: number, length: number): number {
 }
 
 /** Reads the record header at `bytes[at]`: 'short' when fewer than its 24 bytes are there, 'bad' when its magic or checksum is wrong. */
-export function readRecordHeader(bytes: Uint8Array, at: number, end = bytes.length): RecordHeader | 'short' | 'bad' {
+export function readRecordHeader(bytes: Uint8Array, at: number, end: number, salt: number): RecordHeader | 'short' | 'bad' {
   if (end - at < RECORD_HEADER_BYTES) return 'short'
   const view = new DataView(bytes.buffer, bytes.byteOffset + at, RECORD_HEADER_BYTES)
   if (view.getUint32(0, true) !== RECORD_MAGIC) return 'bad'
-  if (view.getUint32(20, true) !== crc32(bytes, at, at + 20)) return 'bad'
+  if (view.getUint32(20, true) !== crc32(bytes, at, at + 20, salt)) return 'bad'
   return { kind: view.getUint8(4), idLength: view.getUint16(6, true), length: view.getUint32(8, true) + view.getUint16(12, true) * 2 ** 32, checksum: view.getUint32(16, true) }
 }
 

@@ -71,6 +71,8 @@ interface Torn extends Place {
 
 export interface PackLogOptions {
   readonly readOnly: boolean
+  /** The store's salt: record headers are checksummed with it (pack-format.ts). */
+  readonly salt: number
   /** A segment is sealed and a new one started once it holds this many bytes. */
   readonly segmentBytes: number
   /** Writes bytes kept aside under a new name in the store's directory; returns the name. */
@@ -134,6 +136,7 @@ class SegmentWindow {
   constructor(
     private readonly fd: number,
     readonly size: number,
+    private readonly salt: number,
   ) {}
 
   /** The bytes from `at` on (at least `want` of them where the file has them), and where `at` is in them. */
@@ -150,7 +153,7 @@ class SegmentWindow {
 
   header(at: number): ReturnType<typeof readRecordHeader> {
     const { bytes, offset, end } = this.view(at, RECORD_HEADER_BYTES)
-    return readRecordHeader(bytes, offset, end)
+    return readRecordHeader(bytes, offset, end, this.salt)
   }
 
   /** The first offset from `from` on where a whole, checksummed record header is. */
@@ -296,7 +299,7 @@ export class PackLog {
         throw error
       }
       try {
-        const window = new SegmentWindow(fd, fs.fstatSync(fd).size)
+        const window = new SegmentWindow(fd, fs.fstatSync(fd).size, this.options.salt)
         this.segments.set(segment, window.size)
         /** Bytes that are no record: listed, and where journal text may have been, damage in the journal too. */
         const damaged = (offset: number, length: number, reason: string, journalText = true) => {
@@ -332,15 +335,21 @@ export class PackLog {
               continue
             }
           }
-          // Not a whole record. In the last segment, with no record after it, that is a torn tail:
-          // a record cut short (its header whole, its payload not), too few bytes for a header, or zeros.
-          const next = window.nextHeader(at + 1)
-          if (last && next === undefined && (typeof head === 'object' || head === 'short' || window.allZero(at))) {
-            this.torn = { segment, offset: at, captured: false, ...(typeof head === 'object' ? { kind: head.kind, payloadOffset: at + RECORD_HEADER_BYTES + head.idLength } : {}) }
+          // Not a whole record. At the end of the last segment, that is a torn tail: a record cut
+          // short (its header whole: it says how long the record is, and the file ends before),
+          // too few bytes for a header, or zeros with no record after them. Anywhere else, damage:
+          // what follows is read again from the next whole record header.
+          if (typeof head === 'object' || head === 'short') {
+            if (last) this.torn = { segment, offset: at, captured: false, ...(typeof head === 'object' ? { kind: head.kind, payloadOffset: at + RECORD_HEADER_BYTES + head.idLength } : {}) }
+            else damaged(at, window.size - at, typeof head === 'object' ? 'a record runs past the end of its segment' : 'a segment ends inside a record header')
             break
           }
-          const reason = typeof head === 'object' ? 'a record runs past the end of its segment' : head === 'short' ? 'a segment ends inside a record header' : 'a record header fails its checksum'
-          damaged(at, (next ?? window.size) - at, reason)
+          const next = window.nextHeader(at + 1)
+          if (last && next === undefined && window.allZero(at)) {
+            this.torn = { segment, offset: at, captured: false }
+            break
+          }
+          damaged(at, (next ?? window.size) - at, 'a record header fails its checksum')
           if (next === undefined) break
           at = next
         }
@@ -493,7 +502,7 @@ export class PackLog {
     const temp = tempName(file)
     const fd = fs.openSync(temp, 'wx+', 0o644)
     try {
-      fs.writeSync(fd, segmentHeader(segment))
+      fs.writeSync(fd, segmentHeader(segment, this.options.salt))
       fs.fsyncSync(fd)
       fs.renameSync(temp, file)
     } catch (error) {
@@ -589,7 +598,7 @@ export class PackLog {
       seen.add(id)
       const name = Buffer.from(id, 'utf8')
       const checksum = recordChecksum(name, bytes)
-      records.push([recordHead(Kind.Blob, name, bytes.length, checksum), bytes])
+      records.push([recordHead(Kind.Blob, name, bytes.length, checksum, this.options.salt), bytes])
       added.push([id, name.length, bytes.length, checksum])
     }
     if (records.length === 0) return
@@ -602,7 +611,7 @@ export class PackLog {
     if (text !== '') {
       const payload = Buffer.from(text, 'utf8') // native, faster than TextEncoder for long text
       const checksum = crc32(payload)
-      const [place] = this.append([[recordHead(Kind.Append, new Uint8Array(0), payload.length, checksum), payload]])
+      const [place] = this.append([[recordHead(Kind.Append, new Uint8Array(0), payload.length, checksum, this.options.salt), payload]])
       this.journal.push({ ...place, idLength: 0, length: payload.length, checksum, kind: Kind.Append })
     }
     await this.sync()
@@ -619,7 +628,7 @@ export class PackLog {
   appendReset(text: string): void {
     const payload = Buffer.from(text, 'utf8')
     const checksum = crc32(payload)
-    const [place] = this.append([[recordHead(Kind.Reset, new Uint8Array(0), payload.length, checksum), payload]])
+    const [place] = this.append([[recordHead(Kind.Reset, new Uint8Array(0), payload.length, checksum, this.options.salt), payload]])
     this.journal = [{ ...place, idLength: 0, length: payload.length, checksum, kind: Kind.Reset }]
   }
 
@@ -643,7 +652,7 @@ export class PackLog {
     const places = ids.flatMap((id) => this.placesOf(id))
     if (places.length === 0) return
     const payload = encodePlaces(places)
-    const [place] = this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload)), payload]])
+    const [place] = this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload), this.options.salt), payload]])
     this.forgets.set(place.segment, [...(this.forgets.get(place.segment) ?? []), ...places])
     for (const id of ids) {
       this.index.delete(id)
@@ -749,7 +758,7 @@ export class PackLog {
     const stillForgotten = (this.forgets.get(segment) ?? []).filter((place) => place.segment !== segment && this.segments.has(place.segment))
     if (stillForgotten.length > 0) {
       const payload = encodePlaces(stillForgotten)
-      const [place] = this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload)), payload]])
+      const [place] = this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload), this.options.salt), payload]])
       this.forgets.set(place.segment, [...(this.forgets.get(place.segment) ?? []), ...stillForgotten])
     }
     // The copies are durable before the only other copy goes.

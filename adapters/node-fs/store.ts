@@ -39,7 +39,13 @@ const jsonSchema: z.ZodMiniType<JsonValue> = z.union([
 /** The layout this rewindfs writes; `format` names it. Layout 1 (no format file) is migrated. */
 const LAYOUT = 2
 const FORMAT_FILE = 'format'
-const formatSchema = z.object({ store: z.literal('rewindfs-directory'), layout: z.number() })
+const formatSchema = z.object({ store: z.literal('rewindfs-directory'), layout: z.number(), salt: z.optional(z.number()) })
+
+/** What the format file says: the layout, and the salt of its pack record headers. */
+interface Format {
+  readonly layout: number
+  readonly salt: number
+}
 
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
@@ -53,20 +59,21 @@ function storeError(code: string, message: string): Error & { code: string } {
 }
 
 /**
- * The layout the directory holds: 2 (the format file says so), 1 (the first layout's files and no
- * format file; a pack beside them is a migration a crash cut short), 0 (nothing yet). Anything else
- * — a format file that does not read, a pack without one — is refused, and nothing is changed.
+ * The layout the directory holds: 2 (the format file says so, with the salt of its packs), 1 (the
+ * first layout's files and no format file; a pack beside them is a migration a crash cut short), 0
+ * (nothing yet). Anything else — a format file that does not read, a pack without one — is
+ * refused, and nothing is changed.
  */
-function layoutOf(root: string): number {
+function formatOf(root: string): Format {
   let text: string
   try {
     text = fs.readFileSync(`${root}/${FORMAT_FILE}`, 'utf8')
   } catch (error) {
     if (codeOf(error) !== 'ENOENT') throw error
-    if (isFirstLayout(root)) return 1
+    if (isFirstLayout(root)) return { layout: 1, salt: newSalt() }
     const packs = fs.existsSync(`${root}/packs`) && fs.readdirSync(`${root}/packs`).some((name) => name.endsWith('.pack'))
-    if (packs) throw formatError(`the store '${root}' holds pack segments but no '${FORMAT_FILE}' file; nothing was changed (restore the file: {"store":"rewindfs-directory","layout":${LAYOUT}})`)
-    return 0
+    if (packs) throw formatError(`the store '${root}' holds pack segments but no '${FORMAT_FILE}' file; nothing was changed`)
+    return { layout: 0, salt: newSalt() }
   }
   let parsed: ReturnType<typeof formatSchema.safeParse> | undefined
   try {
@@ -74,11 +81,16 @@ function layoutOf(root: string): number {
   } catch {
     parsed = undefined
   }
-  if (!parsed?.success || !Number.isSafeInteger(parsed.data.layout) || parsed.data.layout < LAYOUT) {
+  const data = parsed?.success ? parsed.data : undefined
+  if (data && Number.isSafeInteger(data.layout) && data.layout > LAYOUT) throw formatError(`the store '${root}' has layout ${data.layout}; this rewindfs reads layouts up to ${LAYOUT}. Open it with a matching rewindfs version.`)
+  if (!data || data.layout !== LAYOUT || data.salt === undefined || !Number.isInteger(data.salt) || data.salt < 0 || data.salt >= 2 ** 32) {
     throw formatError(`'${root}/${FORMAT_FILE}' does not name a directory store layout (damaged?); nothing was changed`)
   }
-  if (parsed.data.layout > LAYOUT) throw formatError(`the store '${root}' has layout ${parsed.data.layout}; this rewindfs reads layouts up to ${LAYOUT}. Open it with a matching rewindfs version.`)
-  return LAYOUT
+  return { layout: LAYOUT, salt: data.salt }
+}
+
+function newSalt(): number {
+  return crypto.getRandomValues(new Uint32Array(1))[0]
 }
 
 export class DirectoryStore implements Store {
@@ -103,35 +115,36 @@ export class DirectoryStore implements Store {
     if (!readOnly) fs.mkdirSync(path, { recursive: true })
     this.root = fs.realpathSync.native(path)
     if (!fs.statSync(this.root).isDirectory()) throw new FsError('ENOTDIR', 'open', path, undefined, 'the store path is not a directory')
-    const packOptions = {
+    const packOptions = (salt: number) => ({
       readOnly,
+      salt,
       segmentBytes,
       keep: (kind: 'pack' | 'blob', label: string, what: string, bytes: Uint8Array) => this.keep(kind, label, what, bytes),
       background: (step: () => Promise<void>) => {
         this.queue = this.queue.then(step)
       },
-    }
+    })
     if (readOnly) {
-      const layout = layoutOf(this.root)
-      this.firstLayout = layout === 1 ? new FirstLayout(this.root) : undefined
-      this.packs = layout === 1 ? undefined : new PackLog(this.root, packOptions)
+      const format = formatOf(this.root)
+      this.firstLayout = format.layout === 1 ? new FirstLayout(this.root) : undefined
+      this.packs = format.layout === 1 ? undefined : new PackLog(this.root, packOptions(format.salt))
       this.readOnly = true
       return
     }
     const lock = LockFile.acquire(this.file('lock'), `the store '${this.root}'`)
     try {
-      const layout = layoutOf(this.root)
+      const format = formatOf(this.root)
       fs.mkdirSync(this.file('meta'), { recursive: true })
-      if (layout !== LAYOUT) {
+      if (format.layout !== LAYOUT) {
         // Layout 1, or a new store. A pack without a format file is a migration a crash cut short: made again.
         fs.rmSync(this.file('packs'), { recursive: true, force: true })
         fs.mkdirSync(this.file('packs'))
         syncDirectory(this.root)
       }
-      this.packs = new PackLog(this.root, packOptions)
-      const commit = () => writeAtomically(this.file(FORMAT_FILE), JSON.stringify({ store: 'rewindfs-directory', layout: LAYOUT }) + '\n')
-      if (layout === 1) migrate(this.root, this.packs, commit)
-      else if (layout === 0) commit()
+      this.packs = new PackLog(this.root, packOptions(format.salt))
+      const commit = () => writeAtomically(this.file(FORMAT_FILE), JSON.stringify({ store: 'rewindfs-directory', layout: LAYOUT, salt: format.salt }) + '\n')
+      if (format.layout === 1) migrate(this.root, this.packs, commit)
+      else if (format.layout === 0) commit()
       else if (isFirstLayout(this.root)) removeFirstLayout(this.root)
     } catch (error) {
       lock.release()

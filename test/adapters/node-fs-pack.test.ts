@@ -230,6 +230,35 @@ describe('pack segments: damage', () => {
     fs.writeFileSync(file, original)
   }, 600_000)
 
+  it('another store\'s pack kept as a file\'s content is never read as records, even right after damage', async () => {
+    const other = fresh()
+    const foreign = await open(other)
+    foreign.fs.writeFileSync('/foreign.txt', 'foreign')
+    await foreign.checkpoint({ name: 'foreign' })
+    await foreign.compact() // a reset record: the whole journal of that store
+    await foreign.close()
+    const segment = fs.readFileSync(pack.segmentFiles(other)[0].file)
+    const path = fresh()
+    let ws = await open(path)
+    ws.fs.writeFileSync('/mine.txt', 'mine')
+    await ws.sync()
+    ws.fs.writeFileSync('/copy.pack', segment)
+    ws.fs.writeFileSync('/after.txt', 'after')
+    await ws.sync()
+    await ws.close()
+    // The record holding the copy loses its header: what follows is read from the next record of this store.
+    const record = [...pack.blobRecords(path).values()].find((blob) => blob.payload.equals(segment))!
+    const fd = fs.openSync(record.file, 'r+')
+    fs.writeSync(fd, Buffer.from([record.bytes[2] ^ 0x40]), 0, 1, record.offset + 2)
+    fs.closeSync(fd)
+    ws = await open(path)
+    expect(ws.status.corrupt).toMatchObject({ part: 'journal' })
+    expect(files(ws)).toEqual({ '/mine.txt': 'mine' })
+    expect(ws.checkpoints().map((c) => c.name)).not.toContain('foreign')
+    expect(ws.status.warnings.join('\n')).toMatch(/pack-damage:1:\d+ cannot be read/)
+    await ws.close()
+  })
+
   it('a segment that is not the last cut short is damage (a sealed segment was made durable whole), not a torn tail', async () => {
     const path = fresh()
     let ws = await open(path, { segmentBytes: 512 })
@@ -399,7 +428,7 @@ describe('the first layout (one file per blob)', () => {
     const later = view(ws)
     await ws.close()
     expect(fs.readdirSync(path).sort()).toEqual(['format', 'journal.torn-20260101T000000000Z', 'meta', 'packs'])
-    expect(JSON.parse(fs.readFileSync(`${path}/format`, 'utf8'))).toEqual({ store: 'rewindfs-directory', layout: 2 })
+    expect(JSON.parse(fs.readFileSync(`${path}/format`, 'utf8'))).toEqual({ store: 'rewindfs-directory', layout: 2, salt: expect.any(Number) })
     ws = await open(path)
     expect(view(ws)).toBe(later)
     await ws.close()
@@ -454,14 +483,15 @@ describe('the first layout (one file per blob)', () => {
     ws.fs.writeFileSync('/kept.txt', 'kept')
     await ws.close()
     const before = fingerprint(store)
-    for (const damaged of ['{"store":"rewindfs-directory","layout":1}', '{"store":"rewindfs-directory","layout":"2"}', '{"store":"rewindfs-dire', '']) {
+    const format = fs.readFileSync(`${store}/format`)
+    for (const damaged of ['{"store":"rewindfs-directory","layout":1,"salt":1}', '{"store":"rewindfs-directory","layout":"2","salt":1}', '{"store":"rewindfs-directory","layout":2}', '{"store":"rewindfs-dire', '']) {
       fs.writeFileSync(`${store}/format`, damaged)
       for (const readOnly of [false, true]) expect(() => directoryStore(store, { readOnly }), damaged).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_STORE_FORMAT' }))
     }
     fs.rmSync(`${store}/format`)
     expect(() => directoryStore(store)).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_STORE_FORMAT', message: expect.stringMatching(/no 'format' file/) }))
     expect(fs.existsSync(`${store}/packs/00000001.pack`)).toBe(true)
-    fs.writeFileSync(`${store}/format`, JSON.stringify({ store: 'rewindfs-directory', layout: 2 }) + '\n')
+    fs.writeFileSync(`${store}/format`, format)
     expect(fingerprint(store)).toBe(before)
     const again = await open(store)
     expect(files(again)).toEqual({ '/kept.txt': 'kept' })

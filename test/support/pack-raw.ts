@@ -22,6 +22,11 @@ export interface RawRecord {
   torn: boolean
 }
 
+/** The store's salt, from its format file: record headers are checksummed with it. */
+export function salt(root: string): number {
+  return (JSON.parse(fs.readFileSync(`${root}/format`, 'utf8')) as { salt: number }).salt
+}
+
 export function segmentFiles(root: string): { segment: number; file: string }[] {
   const folder = `${root}/packs`
   if (!fs.existsSync(folder)) return []
@@ -34,11 +39,12 @@ export function segmentFiles(root: string): { segment: number; file: string }[] 
 /** Every record of every segment, in log order; stops at the first bytes that are no whole record header. */
 export function records(root: string): RawRecord[] {
   const out: RawRecord[] = []
+  const seed = salt(root)
   for (const { segment, file } of segmentFiles(root)) {
     const bytes = fs.readFileSync(file)
     let at = SEGMENT_HEADER_BYTES
     while (at < bytes.length) {
-      const head = readRecordHeader(bytes, at)
+      const head = readRecordHeader(bytes, at, bytes.length, seed)
       if (typeof head !== 'object') break
       const payloadAt = at + RECORD_HEADER_BYTES + head.idLength
       const end = payloadAt + head.length
@@ -102,12 +108,13 @@ export function joinJournal(journal: JournalRead): string {
 export function setJournal(root: string, journal: JournalRead): void {
   const blobs = [...blobRecords(root).values()].map((record) => Buffer.from(record.bytes))
   const whole = Buffer.from(journal.records.map((record) => record + '\n').join(''), 'utf8')
-  const pieces: Uint8Array[] = [segmentHeader(1), ...blobs]
-  if (whole.length > 0) pieces.push(recordHead(Kind.Reset, new Uint8Array(0), whole.length, crc32(whole)), whole)
+  const seed = salt(root)
+  const pieces: Uint8Array[] = [segmentHeader(1, seed), ...blobs]
+  if (whole.length > 0) pieces.push(recordHead(Kind.Reset, new Uint8Array(0), whole.length, crc32(whole), seed), whole)
   if (journal.torn !== undefined) {
     const torn = Buffer.from(journal.torn, 'utf8')
     // The append it was part of was longer: its header names one more byte than the file holds.
-    pieces.push(recordHead(Kind.Append, new Uint8Array(0), torn.length + 1, 0), torn)
+    pieces.push(recordHead(Kind.Append, new Uint8Array(0), torn.length + 1, 0, seed), torn)
   }
   for (const { file } of segmentFiles(root)) fs.rmSync(file)
   fs.mkdirSync(`${root}/packs`, { recursive: true })
@@ -120,7 +127,7 @@ export function setBlob(root: string, id: string, bytes: Uint8Array): void {
   if (!record) throw new Error(`no blob '${id}' in ${root}`)
   if (record.payload.length !== bytes.length) throw new Error(`setBlob keeps the length: ${record.payload.length} bytes, got ${bytes.length}`)
   const name = Buffer.from(id, 'utf8')
-  const head = recordHead(Kind.Blob, name, bytes.length, recordChecksum(name, bytes))
+  const head = recordHead(Kind.Blob, name, bytes.length, recordChecksum(name, bytes), salt(root))
   const fd = fs.openSync(record.file, 'r+')
   try {
     fs.writeSync(fd, head, 0, head.length, record.offset)
@@ -157,7 +164,7 @@ export function flipJournalByte(root: string, at: number, mask = 0x01): void {
 export function tearAppend(root: string, partial: string): void {
   const bytes = Buffer.from(partial, 'utf8')
   const last = segmentFiles(root).at(-1)!.file
-  fs.appendFileSync(last, Buffer.concat([recordHead(Kind.Append, new Uint8Array(0), bytes.length + 10, 0), bytes]))
+  fs.appendFileSync(last, Buffer.concat([recordHead(Kind.Append, new Uint8Array(0), bytes.length + 10, 0, salt(root)), bytes]))
 }
 
 /** Flips byte `at` of a blob's payload as stored (its checksum no longer matches). */
