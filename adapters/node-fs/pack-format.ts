@@ -117,19 +117,26 @@ export function recordChecksum(id: Uint8Array, payload: Uint8Array): number {
 
 /** Header and id of a record whose payload is `length` bytes, `checksum` its recordChecksum, in a store salted `salt`. */
 export function recordHead(kind: Kind, id: Uint8Array, length: number, checksum: number, salt: number): Uint8Array {
+  const head = new Uint8Array(RECORD_HEADER_BYTES + id.length)
+  writeRecordHead(head, 0, kind, id, length, checksum, salt)
+  return head
+}
+
+/** The same, written into `target` at `at` (many records' headers in one buffer). */
+export function writeRecordHead(target: Uint8Array, at: number, kind: Kind, id: Uint8Array, length: number, checksum: number, salt: number): void {
   if (id.length > 0xffff) throw new RangeError(`rewindfs: a blob id is at most 65535 bytes, got ${id.length}`)
   if (length > MAX_PAYLOAD) throw new RangeError(`rewindfs: a pack record holds at most ${MAX_PAYLOAD} bytes`)
-  const head = new Uint8Array(RECORD_HEADER_BYTES + id.length)
-  const view = new DataView(head.buffer)
+  const view = new DataView(target.buffer, target.byteOffset + at, RECORD_HEADER_BYTES)
   view.setUint32(0, RECORD_MAGIC, true)
   view.setUint8(4, kind)
+  view.setUint8(5, 0)
   view.setUint16(6, id.length, true)
   view.setUint32(8, length % 2 ** 32, true)
   view.setUint16(12, Math.floor(length / 2 ** 32), true)
+  view.setUint16(14, 0, true)
   view.setUint32(16, checksum, true)
-  view.setUint32(20, crc32(head, 0, 20, salt), true)
-  head.set(id, RECORD_HEADER_BYTES)
-  return head
+  view.setUint32(20, crc32(target, at, at + 20, salt), true)
+  target.set(id, at + RECORD_HEADER_BYTES)
 }
 
 export function recordBytes(idLength: number, length: number): number {

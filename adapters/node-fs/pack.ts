@@ -32,6 +32,7 @@ import {
   readSegmentHeader,
   recordBytes,
   recordChecksum,
+  writeRecordHead,
   recordHead,
   segmentHeader,
 } from './pack-format.js'
@@ -590,20 +591,34 @@ export class PackLog {
 
   /** Appends blobs the log does not hold yet (not durable until the next sync). */
   putBlobs(blobs: readonly (readonly [string, Uint8Array])[]): void {
-    const records: Uint8Array[][] = []
-    const added: [string, number, number, number][] = []
+    const fresh: [string, Buffer, Uint8Array][] = []
     const seen = new Set<string>()
+    let headBytes = 0
     for (const [id, bytes] of blobs) {
       if (this.index.has(id) || seen.has(id)) continue
       seen.add(id)
       const name = Buffer.from(id, 'utf8')
-      const checksum = recordChecksum(name, bytes)
-      records.push([recordHead(Kind.Blob, name, bytes.length, checksum, this.options.salt), bytes])
-      added.push([id, name.length, bytes.length, checksum])
+      fresh.push([id, name, bytes])
+      headBytes += RECORD_HEADER_BYTES + name.length
     }
-    if (records.length === 0) return
+    if (fresh.length === 0) return
+    // Every header in one buffer; the payloads are written from the caller's bytes, not copied.
+    const heads = Buffer.allocUnsafe(headBytes)
+    const records: Uint8Array[][] = []
+    const checksums: number[] = []
+    let at = 0
+    for (const [, name, bytes] of fresh) {
+      const checksum = recordChecksum(name, bytes)
+      writeRecordHead(heads, at, Kind.Blob, name, bytes.length, checksum, this.options.salt)
+      records.push([heads.subarray(at, at + RECORD_HEADER_BYTES + name.length), bytes])
+      checksums.push(checksum)
+      at += RECORD_HEADER_BYTES + name.length
+    }
     const places = this.append(records)
-    added.forEach(([id, idLength, length, checksum], i) => this.index.set(id, { ...places[i], idLength, length, checksum }))
+    for (let i = 0; i < fresh.length; i++) {
+      const [id, name, bytes] = fresh[i]
+      this.index.set(id, { segment: places[i].segment, offset: places[i].offset, idLength: name.length, length: bytes.length, checksum: checksums[i] })
+    }
   }
 
   /** Appends one group commit's journal text and makes it, and every blob before it, durable. */
@@ -612,7 +627,7 @@ export class PackLog {
       const payload = Buffer.from(text, 'utf8') // native, faster than TextEncoder for long text
       const checksum = crc32(payload)
       const [place] = this.append([[recordHead(Kind.Append, new Uint8Array(0), payload.length, checksum, this.options.salt), payload]])
-      this.journal.push({ ...place, idLength: 0, length: payload.length, checksum, kind: Kind.Append })
+      this.journal.push({ segment: place.segment, offset: place.offset, idLength: 0, length: payload.length, checksum, kind: Kind.Append })
     }
     await this.sync()
   }
