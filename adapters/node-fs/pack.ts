@@ -381,8 +381,15 @@ export class PackLog {
     return fd
   }
 
-  private segmentExists(segment: number): boolean {
-    return this.reads.has(segment) || fs.existsSync(this.segmentFile(segment))
+  /** Runs a read; a reader whose segment the writer collected meanwhile looks at the packs again and runs it once more. */
+  private async again<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await read()
+    } catch (error) {
+      if (!this.options.readOnly || (error as { code?: string }).code !== 'ENOENT') throw error
+      this.scan()
+      return read()
+    }
   }
 
   private closeReads(): void {
@@ -406,16 +413,15 @@ export class PackLog {
   }
 
   /** A blob's bytes, checked against its checksum: a mismatch is EIO, never content. */
-  async read(id: string): Promise<Uint8Array | undefined> {
+  read(id: string): Promise<Uint8Array | undefined> {
+    return this.again(() => this.readBlob(id))
+  }
+
+  private async readBlob(id: string): Promise<Uint8Array | undefined> {
     const damage = this.unreadable.get(id)
     if (damage) throw this.damageError(damage)
     const location = this.index.get(id)
     if (location === undefined) return undefined
-    if (this.options.readOnly && !this.segmentExists(location.segment)) {
-      // The writer collected the segment since this reader looked: look again.
-      this.scan()
-      return this.read(id)
-    }
     // The id and the payload in one read: their checksum covers both.
     const bytes = await this.readAt(location.segment, location.offset + RECORD_HEADER_BYTES, location.idLength + location.length)
     if (bytes.length !== location.idLength + location.length || crc32(bytes) !== location.checksum) {
@@ -429,7 +435,11 @@ export class PackLog {
   }
 
   /** The journal as text, as a journal file would hold it: whole lines, then what a torn append left. */
-  async journalText(): Promise<string> {
+  journalText(): Promise<string> {
+    return this.again(() => this.readJournalText())
+  }
+
+  private async readJournalText(): Promise<string> {
     const parts: string[] = []
     const line = (text: string) => {
       if (parts.length > 0 && !parts[parts.length - 1].endsWith('\n')) parts.push('\n')
