@@ -1,0 +1,109 @@
+/**
+ * File access for pack segments: a moving window the scan reads a segment through, positional
+ * reads and writes that finish what a short one left, and fdatasync off the main thread.
+ */
+import { hostFs as fs } from './host-fs.js'
+import { RECORD_HEADER_BYTES, readRecordHeader } from './pack-format.js'
+
+const WINDOW = 1024 * 1024
+
+/** A moving window over a segment file for the scan: reads 1 MiB at a time. */
+export class SegmentWindow {
+  private buffer = Buffer.alloc(0)
+  /** The file bytes the buffer holds: [start, start + length). */
+  private start = 0
+  private length = 0
+  constructor(
+    private readonly fd: number,
+    readonly size: number,
+    private readonly salt: number,
+  ) {}
+
+  /** The bytes from `at` on (at least `want` of them where the file has them), and where `at` is in them. */
+  view(at: number, want: number): { bytes: Buffer; offset: number; end: number } {
+    const needEnd = Math.min(this.size, at + want)
+    if (at < this.start || needEnd > this.start + this.length) {
+      const length = Math.min(this.size - at, Math.max(want, WINDOW))
+      if (this.buffer.length < length || this.buffer.length > 4 * Math.max(length, WINDOW)) this.buffer = Buffer.allocUnsafe(Math.max(length, WINDOW))
+      this.length = readFully(this.fd, this.buffer, length, at)
+      this.start = at
+    }
+    return { bytes: this.buffer, offset: at - this.start, end: this.length }
+  }
+
+  header(at: number): ReturnType<typeof readRecordHeader> {
+    const { bytes, offset, end } = this.view(at, RECORD_HEADER_BYTES)
+    return readRecordHeader(bytes, offset, end, this.salt)
+  }
+
+  /** The first offset from `from` on where a whole, checksummed record header is. */
+  nextHeader(from: number): number | undefined {
+    for (let at = from; at + RECORD_HEADER_BYTES <= this.size; at++) {
+      const { bytes, offset } = this.view(at, RECORD_HEADER_BYTES)
+      if (bytes[offset] !== 0x52 || bytes[offset + 1] !== 0x57 || bytes[offset + 2] !== 0x50 || bytes[offset + 3] !== 0x4b) continue
+      if (typeof this.header(at) === 'object') return at
+    }
+    return undefined
+  }
+
+  allZero(from: number): boolean {
+    for (let at = from; at < this.size; ) {
+      const { bytes, offset, end } = this.view(at, WINDOW)
+      for (let i = offset; i < end; i++) if (bytes[i] !== 0) return false
+      at += end - offset
+    }
+    return true
+  }
+
+  bytes(at: number, length: number): Uint8Array {
+    const out = Buffer.allocUnsafe(length)
+    readFully(this.fd, out, length, at)
+    return out
+  }
+}
+
+/** pread until `length` bytes are in `buffer` (or the file ends: the rest is left as it was). */
+export function readFully(fd: number, buffer: Uint8Array, length: number, position: number): number {
+  let done = 0
+  while (done < length) {
+    const read = fs.readSync(fd, buffer, done, length - done, position + done)
+    if (read === 0) break
+    done += read
+  }
+  return done
+}
+
+/** The same, asynchronously (libuv's pool), so many blob reads overlap. */
+export async function readFullyAsync(fd: number, buffer: Uint8Array, length: number, position: number): Promise<number> {
+  let done = 0
+  while (done < length) {
+    const read = await new Promise<number>((resolve, reject) => fs.read(fd, buffer, done, length - done, position + done, (error, bytes) => (error ? reject(error) : resolve(bytes))))
+    if (read === 0) break
+    done += read
+  }
+  return done
+}
+
+/** pwritev until every byte is written (a short write continues where it stopped). */
+export function writeFully(fd: number, pieces: readonly Uint8Array[], position: number): number {
+  let written = 0
+  let index = 0
+  let skip = 0
+  while (index < pieces.length) {
+    const batch: Uint8Array[] = []
+    for (let i = index; i < pieces.length && batch.length < 512; i++) batch.push(i === index && skip > 0 ? pieces[i].subarray(skip) : pieces[i])
+    let wrote = fs.writevSync(fd, batch as NodeJS.ArrayBufferView[], position + written)
+    written += wrote
+    while (index < pieces.length && wrote >= pieces[index].length - skip) {
+      wrote -= pieces[index].length - skip
+      skip = 0
+      index++
+    }
+    skip += wrote
+  }
+  return written
+}
+
+export function fdatasync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())))
+}
