@@ -446,7 +446,8 @@ export class PackLog {
 
   /** The torn tail's journal text went aside with the journal: cutting it keeps nothing more. */
   journalKeptAside(): void {
-    if (this.torn?.kind === Kind.Append) this.torn.captured = true
+    const torn = this.torn
+    if (torn?.kind === Kind.Append && torn.payloadOffset! < this.segments.get(torn.segment)!) torn.captured = true
   }
 
   /**
@@ -582,6 +583,8 @@ export class PackLog {
       this.copies.delete(id)
       this.unreadable.delete(id)
     }
+    const gone = new Set(places.map(placeKey))
+    this.journal = this.journal.filter((piece) => piece.kind !== 'damage' || !gone.has(placeKey(piece)))
     await this.sync()
     this.collectSoon()
   }
