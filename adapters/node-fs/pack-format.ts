@@ -7,14 +7,16 @@
  *
  *   0  u32  magic 'RWPK'          16  u32  CRC-32 of the id and the payload
  *   4  u8   kind                  20  u32  CRC-32 of bytes 0..20, seeded with the store's salt
- *   5  u8   flags (0)             24       id (UTF-8), then the payload
+ *   5  u8   flags (0)             24       id (UTF-8), then the payload, then one end byte (0x0a)
  *   6  u16  id length
  *   8  u48  payload length (u32 low, u16 high), 14 u16 reserved (0)
  *
  * all little-endian. The header's own checksum makes its lengths trustworthy before anything
  * after them is read, so a record cut short by a crash (a whole header, too few bytes after it) is
  * told from a damaged one; the checksum of id and payload is kept in the index, so one positional
- * read checks a blob. The magic lets a reader find the next record after a damaged one; the salt (a
+ * read checks a blob. The end byte is never zero, so where a segment's preallocated zeros begin
+ * tells whether its last record was written whole. The magic lets a reader find the next record
+ * after a damaged one; the salt (a
  * random number per store, in its format file) keeps it from taking for a record one that a blob
  * holds (a pack of another store stored as a file's content).
  */
@@ -24,6 +26,8 @@ export const SEGMENT_VERSION = 1
 export const SEGMENT_HEADER_BYTES = 24
 export const RECORD_MAGIC = 0x4b505752 // 'RWPK' read little-endian
 export const RECORD_HEADER_BYTES = 24
+/** The byte every record ends with (not zero: see above). */
+export const RECORD_END = new Uint8Array([0x0a])
 /** Payload lengths are 48-bit. */
 export const MAX_PAYLOAD = 2 ** 48 - 1
 
@@ -140,7 +144,7 @@ export function writeRecordHead(target: Uint8Array, at: number, kind: Kind, id: 
 }
 
 export function recordBytes(idLength: number, length: number): number {
-  return RECORD_HEADER_BYTES + idLength + length
+  return RECORD_HEADER_BYTES + idLength + length + RECORD_END.length
 }
 
 /** Reads the record header at `bytes[at]`: 'short' when fewer than its 24 bytes are there, 'bad' when its magic or checksum is wrong. */

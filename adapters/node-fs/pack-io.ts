@@ -1,6 +1,7 @@
 /**
  * File access for pack segments: a moving window the scan reads a segment through, positional
- * reads and writes that finish what a short one left, and fdatasync off the main thread.
+ * reads and writes that finish what a short one left, zeros to preallocate with, and fdatasync off
+ * the main thread.
  */
 import { hostFs as fs } from './host-fs.js'
 import { RECORD_HEADER_BYTES, readRecordHeader } from './pack-format.js'
@@ -46,13 +47,16 @@ export class SegmentWindow {
     return undefined
   }
 
-  allZero(from: number): boolean {
-    for (let at = from; at < this.size; ) {
-      const { bytes, offset, end } = this.view(at, WINDOW)
-      for (let i = offset; i < end; i++) if (bytes[i] !== 0) return false
-      at += end - offset
+  /** Where the zeros at the end of the file start (the file's size when it does not end in zeros). */
+  zeroTail(): number {
+    const chunk = Buffer.allocUnsafe(WINDOW)
+    for (let end = this.size; end > 0; ) {
+      const start = Math.max(0, end - WINDOW)
+      const read = readFully(this.fd, chunk, end - start, start)
+      for (let i = read - 1; i >= 0; i--) if (chunk[i] !== 0) return start + i + 1
+      end = start
     }
-    return true
+    return 0
   }
 
   bytes(at: number, length: number): Uint8Array {
@@ -103,6 +107,9 @@ export function writeFully(fd: number, pieces: readonly Uint8Array[], position: 
   }
   return written
 }
+
+/** A zero page source for preallocation (never written to). */
+export const ZEROS = new Uint8Array(WINDOW)
 
 export function fdatasync(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())))

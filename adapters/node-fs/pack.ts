@@ -17,10 +17,11 @@
  */
 import { hostFs as fs } from './host-fs.js'
 import { isTempName, syncDirectory, tempName } from './files.js'
-import { SegmentWindow, fdatasync, readFully, readFullyAsync, writeFully } from './pack-io.js'
+import { SegmentWindow, ZEROS, fdatasync, readFully, readFullyAsync, writeFully } from './pack-io.js'
 import {
   Kind,
   type Place,
+  RECORD_END,
   RECORD_HEADER_BYTES,
   SEGMENT_HEADER_BYTES,
   SEGMENT_VERSION,
@@ -55,6 +56,13 @@ interface Unreadable extends Place {
 /** A piece of the journal in log order: journal text, or damage where journal text may have been. */
 type JournalPiece = (BlobLocation & { readonly kind: typeof Kind.Append | typeof Kind.Reset }) | (Unreadable & { readonly kind: 'damage' })
 
+/** The segment appends go to: its descriptor, and how far zeros were written ahead of its records. */
+interface Active {
+  readonly segment: number
+  readonly fd: number
+  allocated: number
+}
+
 /** A segment being collected and its live blobs not copied yet. */
 interface CollectState {
   readonly segment: number
@@ -66,6 +74,8 @@ interface Torn extends Place {
   readonly kind?: number
   /** Where its payload starts (when its header is whole). */
   readonly payloadOffset?: number
+  /** Where what was written of it ends (zeros a segment was preallocated with may follow). */
+  readonly end: number
   /** Its journal text was copied aside with the journal (setAside), so cutting it keeps nothing more. */
   captured: boolean
 }
@@ -99,6 +109,11 @@ export interface PackStats {
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 /** A sealed segment whose live records fill less than this share of it is rewritten. */
 const LIVE_FRACTION = 0.5
+/**
+ * Zeros written ahead of the active segment's records: an fdatasync then flushes data pages only,
+ * not a new file size (what PostgreSQL does with its zero-filled WAL segments).
+ */
+const PREALLOCATE = 4 * 1024 * 1024
 /** Bytes garbage collection copies per step before letting queued calls run. */
 const COLLECT_SLICE = 8 * 1024 * 1024
 const DAMAGE_PREFIX = 'pack-damage:'
@@ -142,7 +157,9 @@ export class PackLog {
   /** Segment number → its size in bytes. */
   private segments = new Map<number, number>()
   private torn: Torn | undefined
-  private active: { segment: number; fd: number } | undefined
+  /** Where the last record's end byte is missing (written before the next append). */
+  private unterminated: number | undefined
+  private active: Active | undefined
   /** Bytes appended since the last fdatasync. */
   private dirty = false
   private readonly reads = new Map<number, number>()
@@ -187,6 +204,7 @@ export class PackLog {
     this.segments = new Map()
     this.forgets = new Map()
     this.torn = undefined
+    this.unterminated = undefined
     for (const [i, segment] of numbers.entries()) {
       const last = i === numbers.length - 1
       let fd: number
@@ -199,7 +217,6 @@ export class PackLog {
       }
       try {
         const window = new SegmentWindow(fd, fs.fstatSync(fd).size, this.options.salt)
-        this.segments.set(segment, window.size)
         /** Bytes that are no record: listed, and where journal text may have been, damage in the journal too. */
         const damaged = (offset: number, length: number, reason: string, journalText = true) => {
           const piece = { segment, offset, length, reason }
@@ -209,15 +226,27 @@ export class PackLog {
         const first = readSegmentHeader(window.view(0, SEGMENT_HEADER_BYTES).bytes.subarray(0, Math.min(window.size, SEGMENT_HEADER_BYTES)))
         if (first && first.version !== SEGMENT_VERSION) throw formatError(`pack segment ${segmentName(segment)} has format version ${first.version}; this rewindfs reads version ${SEGMENT_VERSION}`)
         if (!first) damaged(0, Math.min(window.size, SEGMENT_HEADER_BYTES), 'the segment header fails its checksum', false)
+        // The last segment may end in zeros it was preallocated with: where they start, the log ends.
+        const dataEnd = last ? window.zeroTail() : window.size
         let at = SEGMENT_HEADER_BYTES
+        let end = window.size
         while (at < window.size) {
+          if (at >= dataEnd) {
+            end = at
+            break
+          }
           const head = window.header(at)
           if (typeof head === 'object') {
             if (!isKind(head.kind)) throw formatError(`pack segment ${segmentName(segment)} holds a record of kind ${head.kind} at byte ${at}, written by a newer rewindfs`)
-            const end = at + recordBytes(head.idLength, head.length)
-            if (end <= window.size) {
+            const recordEnd = at + recordBytes(head.idLength, head.length)
+            const payload = at + RECORD_HEADER_BYTES + head.idLength
+            // Its end byte (never zero) before the zeros, or the file ends first: a crash cut it
+            // short. Everything but the end byte, its checksum right: whole (the byte is written
+            // before the next append), so what the engine replays of it stays.
+            const unterminated = last && recordEnd > dataEnd && recordEnd - 1 <= Math.min(dataEnd, window.size) && crc32(window.bytes(at + RECORD_HEADER_BYTES, head.idLength + head.length)) === head.checksum
+            if (unterminated) this.unterminated = recordEnd - 1
+            if (recordEnd <= dataEnd || unterminated) {
               const location: BlobLocation = { segment, offset: at, idLength: head.idLength, length: head.length, checksum: head.checksum }
-              const payload = at + RECORD_HEADER_BYTES + head.idLength
               if (head.kind === Kind.Blob) {
                 const { bytes, offset } = window.view(at + RECORD_HEADER_BYTES, head.idLength)
                 blobs.push([decoder.decode(bytes.subarray(offset, offset + head.idLength)), location])
@@ -227,32 +256,36 @@ export class PackLog {
                 if (places) {
                   for (const place of places) forgotten.add(placeKey(place))
                   this.forgets.set(segment, [...(this.forgets.get(segment) ?? []), ...places])
-                } else damaged(at, end - at, 'a record of forgotten blobs fails its checksum (they show again)', false)
+                } else damaged(at, recordEnd - at, 'a record of forgotten blobs fails its checksum (they show again)', false)
               } else if (head.kind === Kind.Reset) journal = [{ ...location, kind: Kind.Reset }]
               else journal.push({ ...location, kind: Kind.Append })
-              at = end
+              at = recordEnd
               continue
             }
+            // Cut short: torn at the end of the last segment (a whole header says how long the record is), damage elsewhere.
+            if (last) this.torn = { segment, offset: at, kind: head.kind, payloadOffset: payload, end: Math.min(dataEnd, window.size), captured: false }
+            else damaged(at, window.size - at, 'a record runs past the end of its segment')
+            break
           }
-          // Not a whole record. At the end of the last segment, that is a torn tail: a record cut
-          // short (its header whole: it says how long the record is, and the file ends before),
-          // too few bytes for a header, or zeros with no record after them. Anywhere else, damage:
-          // what follows is read again from the next whole record header.
-          if (typeof head === 'object' || head === 'short') {
-            if (last) this.torn = { segment, offset: at, captured: false, ...(typeof head === 'object' ? { kind: head.kind, payloadOffset: at + RECORD_HEADER_BYTES + head.idLength } : {}) }
-            else damaged(at, window.size - at, typeof head === 'object' ? 'a record runs past the end of its segment' : 'a segment ends inside a record header')
+          // No whole record header. The last one of the last segment cut short inside its header
+          // (nothing but zeros after it) is torn; anywhere else, damage: what follows is read again
+          // from the next whole record header.
+          if (last && dataEnd - at <= RECORD_HEADER_BYTES) {
+            this.torn = { segment, offset: at, end: dataEnd, captured: false }
+            break
+          }
+          if (head === 'short') {
+            damaged(at, window.size - at, 'a segment ends inside a record header')
             break
           }
           const next = window.nextHeader(at + 1)
-          if (last && next === undefined && window.allZero(at)) {
-            this.torn = { segment, offset: at, captured: false }
-            break
-          }
           damaged(at, (next ?? window.size) - at, 'a record header fails its checksum')
           if (next === undefined) break
           at = next
         }
-      } finally {
+        // Where the next append goes: after the last record (over the zeros; past the file's end
+        // when only its end byte is missing), or after what is torn or damaged.
+        this.segments.set(segment, this.torn?.segment === segment ? this.torn.end : Math.max(end, at))      } finally {
         fs.closeSync(fd)
       }
     }
@@ -354,8 +387,7 @@ export class PackLog {
     }
     const torn = this.torn
     if (torn?.kind === Kind.Append && torn.payloadOffset !== undefined) {
-      const size = this.segments.get(torn.segment)!
-      if (size > torn.payloadOffset) parts.push(decoder.decode(await this.readAt(torn.segment, torn.payloadOffset, size - torn.payloadOffset)))
+      if (torn.end > torn.payloadOffset) parts.push(decoder.decode(await this.readAt(torn.segment, torn.payloadOffset, torn.end - torn.payloadOffset)))
     }
     return parts.join('')
   }
@@ -380,20 +412,40 @@ export class PackLog {
   }
 
   /** Before any append: the torn tail kept aside and cut, a first segment made (or the last one opened). */
-  private prepare(): { segment: number; fd: number } {
+  private prepare(): Active {
     this.check()
     if (this.torn) this.cutTorn()
     if (this.active === undefined) {
       const last = Math.max(0, ...this.segments.keys())
-      if (last > 0) this.active = { segment: last, fd: fs.openSync(this.segmentFile(last), 'r+') }
-      else this.startSegment(1)
+      if (last > 0) {
+        const fd = fs.openSync(this.segmentFile(last), 'r+')
+        this.active = { segment: last, fd, allocated: fs.fstatSync(fd).size }
+      } else this.startSegment(1)
+    }
+    if (this.unterminated !== undefined) {
+      const active = this.active!
+      writeFully(active.fd, [RECORD_END], this.unterminated)
+      active.allocated = Math.max(active.allocated, this.unterminated + 1)
+      this.unterminated = undefined
+      this.dirty = true
     }
     return this.active!
   }
 
+  /** Cuts the zeros preallocated past the active segment's last record (sealing, closing). */
+  private trimActive(): void {
+    const active = this.active!
+    const end = this.segments.get(active.segment)!
+    if (active.allocated <= end) return
+    fs.ftruncateSync(active.fd, end)
+    active.allocated = end
+    this.dirty = true
+  }
+
   /** Seals the active segment, durable first (a record in the next one must never be durable without it), and starts the next. */
-  private seal(): { segment: number; fd: number } {
+  private seal(): Active {
     const { segment, fd } = this.active!
+    this.trimActive()
     if (this.dirty) {
       fs.fdatasyncSync(fd)
       this.counters.fdatasyncs++
@@ -421,13 +473,13 @@ export class PackLog {
     }
     syncDirectory(this.directory)
     this.segments.set(segment, SEGMENT_HEADER_BYTES)
-    this.active = { segment, fd }
+    this.active = { segment, fd, allocated: SEGMENT_HEADER_BYTES }
   }
 
   /** Keeps the torn tail aside (unless its text was kept with the journal), then cuts it off durably. */
   private cutTorn(): void {
     const torn = this.torn!
-    const size = this.segments.get(torn.segment)!
+    const size = torn.end
     const fd = fs.openSync(this.segmentFile(torn.segment), 'r+')
     try {
       if (!torn.captured) {
@@ -470,12 +522,21 @@ export class PackLog {
           at += piece.length
         }
       }
+      // Past the zeros written ahead: more zeros after the records, in the same write. Appends
+      // then overwrite them, and an fdatasync flushes their pages without the file's size.
+      let allocated = active.allocated
+      if (at > allocated) {
+        allocated = Math.max(at, Math.min(this.options.segmentBytes, at + PREALLOCATE))
+        for (let zero = at; zero < allocated; zero += ZEROS.length) pieces.push(ZEROS.subarray(0, Math.min(ZEROS.length, allocated - zero)))
+      }
       try {
         writeFully(active.fd, pieces, start)
       } catch (error) {
         fs.ftruncateSync(active.fd, start)
+        active.allocated = start
         throw error
       }
+      active.allocated = allocated
       this.segments.set(active.segment, at)
       this.counters.appendedBytes += at - start
       this.dirty = true
@@ -519,7 +580,7 @@ export class PackLog {
     for (const [, name, bytes] of fresh) {
       const checksum = recordChecksum(name, bytes)
       writeRecordHead(heads, at, Kind.Blob, name, bytes.length, checksum, this.options.salt)
-      records.push([heads.subarray(at, at + RECORD_HEADER_BYTES + name.length), bytes])
+      records.push([heads.subarray(at, at + RECORD_HEADER_BYTES + name.length), bytes, RECORD_END])
       checksums.push(checksum)
       at += RECORD_HEADER_BYTES + name.length
     }
@@ -535,7 +596,7 @@ export class PackLog {
     if (text !== '') {
       const payload = Buffer.from(text, 'utf8') // native, faster than TextEncoder for long text
       const checksum = crc32(payload)
-      const [place] = this.append([[recordHead(Kind.Append, new Uint8Array(0), payload.length, checksum, this.options.salt), payload]])
+      const [place] = this.append([[recordHead(Kind.Append, new Uint8Array(0), payload.length, checksum, this.options.salt), payload, RECORD_END]])
       this.journal.push({ segment: place.segment, offset: place.offset, idLength: 0, length: payload.length, checksum, kind: Kind.Append })
     }
     await this.sync()
@@ -552,7 +613,7 @@ export class PackLog {
   appendReset(text: string): void {
     const payload = Buffer.from(text, 'utf8')
     const checksum = crc32(payload)
-    const [place] = this.append([[recordHead(Kind.Reset, new Uint8Array(0), payload.length, checksum, this.options.salt), payload]])
+    const [place] = this.append([[recordHead(Kind.Reset, new Uint8Array(0), payload.length, checksum, this.options.salt), payload, RECORD_END]])
     this.journal = [{ ...place, idLength: 0, length: payload.length, checksum, kind: Kind.Reset }]
   }
 
@@ -576,7 +637,7 @@ export class PackLog {
     const places = ids.flatMap((id) => this.placesOf(id))
     if (places.length === 0) return
     const payload = encodePlaces(places)
-    const [place] = this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload), this.options.salt), payload]])
+    const [place] = this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload), this.options.salt), payload, RECORD_END]])
     this.forgets.set(place.segment, [...(this.forgets.get(place.segment) ?? []), ...places])
     for (const id of ids) {
       this.index.delete(id)
@@ -684,7 +745,7 @@ export class PackLog {
     const stillForgotten = (this.forgets.get(segment) ?? []).filter((place) => place.segment !== segment && this.segments.has(place.segment))
     if (stillForgotten.length > 0) {
       const payload = encodePlaces(stillForgotten)
-      const [place] = this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload), this.options.salt), payload]])
+      const [place] = this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload), this.options.salt), payload, RECORD_END]])
       this.forgets.set(place.segment, [...(this.forgets.get(place.segment) ?? []), ...stillForgotten])
     }
     // The copies are durable before the only other copy goes.
@@ -714,7 +775,11 @@ export class PackLog {
   async close(): Promise<void> {
     this.stopped = true
     try {
-      if (!this.failure) await this.sync()
+      if (!this.failure) {
+        // A store closed cleanly keeps no preallocated zeros.
+        if (this.active !== undefined) this.trimActive()
+        await this.sync()
+      }
     } finally {
       if (this.active !== undefined) fs.closeSync(this.active.fd)
       this.active = undefined

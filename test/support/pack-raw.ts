@@ -5,7 +5,7 @@
  * rewrites a crash or disk rot would make (a torn append, a blob whose bytes changed).
  */
 import fs from 'node:fs'
-import { Kind, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES, crc32, decodePlaces, placeKey, readRecordHeader, recordChecksum, recordHead, segmentHeader } from '../../adapters/node-fs/pack-format.js'
+import { Kind, RECORD_END, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES, crc32, decodePlaces, placeKey, readRecordHeader, recordChecksum, recordHead, segmentHeader } from '../../adapters/node-fs/pack-format.js'
 import type { JournalRead } from '../../src/engine/store.js'
 
 export interface RawRecord {
@@ -13,6 +13,8 @@ export interface RawRecord {
   /** File of the segment. */
   file: string
   offset: number
+  /** Where its payload starts in the file. */
+  payloadAt: number
   kind: number
   id: string
   /** Header, id and payload as stored. */
@@ -47,15 +49,16 @@ export function records(root: string): RawRecord[] {
       const head = readRecordHeader(bytes, at, bytes.length, seed)
       if (typeof head !== 'object') break
       const payloadAt = at + RECORD_HEADER_BYTES + head.idLength
-      const end = payloadAt + head.length
+      const end = payloadAt + head.length + RECORD_END.length
       out.push({
         segment,
         file,
         offset: at,
+        payloadAt,
         kind: head.kind,
         id: bytes.subarray(at + RECORD_HEADER_BYTES, payloadAt).toString('utf8'),
         bytes: bytes.subarray(at, Math.min(end, bytes.length)),
-        payload: bytes.subarray(payloadAt, Math.min(end, bytes.length)),
+        payload: bytes.subarray(payloadAt, Math.min(payloadAt + head.length, bytes.length)),
         torn: end > bytes.length,
       })
       at = end
@@ -110,7 +113,7 @@ export function setJournal(root: string, journal: JournalRead): void {
   const whole = Buffer.from(journal.records.map((record) => record + '\n').join(''), 'utf8')
   const seed = salt(root)
   const pieces: Uint8Array[] = [segmentHeader(1, seed), ...blobs]
-  if (whole.length > 0) pieces.push(recordHead(Kind.Reset, new Uint8Array(0), whole.length, crc32(whole), seed), whole)
+  if (whole.length > 0) pieces.push(recordHead(Kind.Reset, new Uint8Array(0), whole.length, crc32(whole), seed), whole, RECORD_END)
   if (journal.torn !== undefined) {
     const torn = Buffer.from(journal.torn, 'utf8')
     // The append it was part of was longer: its header names one more byte than the file holds.
@@ -146,7 +149,7 @@ export function flipJournalByte(root: string, at: number, mask = 0x01): void {
   for (const record of all.slice(start)) {
     if (record.kind !== Kind.Append && record.kind !== Kind.Reset) continue
     if (at < skipped + record.payload.length) {
-      const position = record.offset + record.bytes.length - record.payload.length + at - skipped
+      const position = record.payloadAt + at - skipped
       const fd = fs.openSync(record.file, 'r+')
       try {
         fs.writeSync(fd, Buffer.from([record.payload[at - skipped] ^ mask]), 0, 1, position)
@@ -173,7 +176,7 @@ export function flipBlobByte(root: string, id: string, at = 0, mask = 0x20): voi
   if (!record) throw new Error(`no blob '${id}' in ${root}`)
   const fd = fs.openSync(record.file, 'r+')
   try {
-    fs.writeSync(fd, Buffer.from([record.payload[at] ^ mask]), 0, 1, record.offset + record.bytes.length - record.payload.length + at)
+    fs.writeSync(fd, Buffer.from([record.payload[at] ^ mask]), 0, 1, record.payloadAt + at)
   } finally {
     fs.closeSync(fd)
   }
