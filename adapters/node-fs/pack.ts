@@ -4,7 +4,8 @@
  * journal text — is one append to one file and one fdatasync. Order makes it crash-safe: a
  * journal record follows the blobs it names in the same file, and a crash keeps a prefix of what
  * was appended, so a journal record is never durable without its blobs (a segment is fdatasynced
- * before the next one is made).
+ * before the next one is made). Zeros written ahead of the records make that fdatasync flush data
+ * pages, not a new file size.
  *
  * The index (blob id → segment, offset, length, checksum) is rebuilt from the segments on open and
  * kept in memory, so reading a blob is one positional read checked against its checksum. A
