@@ -64,6 +64,17 @@ interface Active {
   allocated: number
 }
 
+/**
+ * A segment's read descriptor and the reads in flight on it: one retired (its segment collected, a
+ * reader's rescan) is closed only once none is, so a read never lands on a closed descriptor or on
+ * another file that reused its number.
+ */
+interface Reader {
+  readonly fd: number
+  inFlight: number
+  retired: boolean
+}
+
 /** A segment being collected and its live blobs not copied yet. */
 interface CollectState {
   readonly segment: number
@@ -163,7 +174,8 @@ export class PackLog {
   private active: Active | undefined
   /** Bytes appended since the last fdatasync. */
   private dirty = false
-  private readonly reads = new Map<number, number>()
+  /** Descriptors reads go through, by segment. */
+  private readonly reads = new Map<number, Reader>()
   /** Set once an fdatasync failed: what was written may be lost, so nothing more is acknowledged. */
   private failure: Error | undefined
   private collecting = false
@@ -286,7 +298,8 @@ export class PackLog {
         }
         // Where the next append goes: after the last record (over the zeros; past the file's end
         // when only its end byte is missing), or after what is torn or damaged.
-        this.segments.set(segment, this.torn?.segment === segment ? this.torn.end : Math.max(end, at))      } finally {
+        this.segments.set(segment, this.torn?.segment === segment ? this.torn.end : Math.max(end, at))
+      } finally {
         fs.closeSync(fd)
       }
     }
@@ -304,13 +317,22 @@ export class PackLog {
 
   // ---- reading -----------------------------------------------------------------------------
 
-  private readFd(segment: number): number {
-    let fd = this.reads.get(segment)
-    if (fd === undefined) {
-      fd = fs.openSync(this.segmentFile(segment), 'r')
-      this.reads.set(segment, fd)
+  private reader(segment: number): Reader {
+    let reader = this.reads.get(segment)
+    if (reader === undefined) {
+      reader = { fd: fs.openSync(this.segmentFile(segment), 'r'), inFlight: 0, retired: false }
+      this.reads.set(segment, reader)
     }
-    return fd
+    return reader
+  }
+
+  /** Stops handing out a segment's descriptor; closes it once the reads in flight on it are done. */
+  private retire(segment: number): void {
+    const reader = this.reads.get(segment)
+    if (reader === undefined) return
+    this.reads.delete(segment)
+    reader.retired = true
+    if (reader.inFlight === 0) fs.closeSync(reader.fd)
   }
 
   /** Runs a read; a reader whose segment the writer collected meanwhile looks at the packs again and runs it once more. */
@@ -325,14 +347,20 @@ export class PackLog {
   }
 
   private closeReads(): void {
-    for (const fd of this.reads.values()) fs.closeSync(fd)
-    this.reads.clear()
+    for (const segment of [...this.reads.keys()]) this.retire(segment)
   }
 
   /** Reads `length` bytes at `position` of a segment (a reader's segments may have been collected: it looks again once). */
   private async readAt(segment: number, position: number, length: number): Promise<Uint8Array> {
     const buffer = Buffer.allocUnsafe(length)
-    const read = await readFullyAsync(this.readFd(segment), buffer, length, position)
+    const reader = this.reader(segment)
+    reader.inFlight++
+    let read: number
+    try {
+      read = await readFullyAsync(reader.fd, buffer, length, position)
+    } finally {
+      if (--reader.inFlight === 0 && reader.retired) fs.closeSync(reader.fd)
+    }
     return read === length ? buffer : buffer.subarray(0, read)
   }
 
@@ -751,9 +779,7 @@ export class PackLog {
     }
     // The copies are durable before the only other copy goes.
     await this.sync()
-    const fd = this.reads.get(segment)
-    if (fd !== undefined) fs.closeSync(fd)
-    this.reads.delete(segment)
+    this.retire(segment)
     fs.unlinkSync(this.segmentFile(segment))
     syncDirectory(this.directory)
     this.segments.delete(segment)

@@ -387,6 +387,30 @@ describe('pack segments: a reader beside the writer', () => {
     await reader.close()
     await writer.close()
   })
+
+  it('reads in flight when the reader looks again, or the writer collects their segment, finish on the bytes they asked for', async () => {
+    const path = fresh()
+    const writer = directoryStore(path, { segmentBytes: 64 * 1024 })
+    const content = (id: string) => new TextEncoder().encode(`${id} `.repeat(50))
+    const ids = Array.from({ length: 400 }, (_, i) => `b${i}`)
+    await writer.putBlobs(ids.map((id) => [id, content(id)]))
+    await writer.appendJournal(['all'])
+    const reader = directoryStore(path, { readOnly: true })
+    // Many reads queued on the reader's descriptors, then a rescan that replaces them.
+    const reads = ids.map((id) => reader.getBlob(id))
+    await reader.readJournal()
+    expect(await Promise.all(reads)).toEqual(ids.map(content))
+    // The writer's own reads of a segment it collects meanwhile.
+    await writer.replaceJournal(['snapshot'])
+    const kept = ids.filter((_, i) => i % 10 === 0)
+    const pending = kept.map((id) => writer.getBlob(id))
+    await writer.deleteBlobs(ids.filter((_, i) => i % 10 !== 0))
+    await writer.idle()
+    expect(writer.packStats!.collected).toBeGreaterThan(0)
+    expect(await Promise.all(pending)).toEqual(kept.map(content))
+    await reader.close()
+    await writer.close()
+  })
 })
 
 describe('the first layout (one file per blob)', () => {
