@@ -6,6 +6,8 @@
  * acknowledged, and the store must reopen to a committed prefix that keeps every acknowledged sync.
  * REWINDFS_CRASH_KILLS sets the number of kills (default 200), REWINDFS_SEED the random sequence,
  * REWINDFS_CRASH_FLUSH=ws makes the child flush through ws.flush instead of the target's apply.
+ * The store is in the pack layout with small segments, so kills also land while a segment is sealed
+ * or collected (compactions delete blobs); after every kill the pack must hold no damage.
  */
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
@@ -14,11 +16,14 @@ import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { directory, directoryStore } from '../../adapters/node-fs/index.js'
 import { Workspace } from '../../src/index.js'
+import * as pack from '../support/pack-raw.js'
 
 const KILLS = Number(process.env.REWINDFS_CRASH_KILLS ?? 200)
 const FLUSH = process.env.REWINDFS_CRASH_FLUSH === 'apply' ? 'apply' : 'ws'
 /** Kills land up to this many ms after the child is ready: a few of its rounds. */
 const WINDOW = FLUSH === 'ws' ? 600 : 150
+/** Small segments: a few rounds fill one, compactions leave them mostly dead, collection rewrites them. */
+const SEGMENT_BYTES = 32 * 1024
 const seed = process.env.REWINDFS_SEED !== undefined ? Number(process.env.REWINDFS_SEED) : Math.floor(Math.random() * 2 ** 31)
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-node-fs-crash-`)
@@ -78,7 +83,7 @@ function workspaceFiles(ws: Workspace): Record<string, string> {
 
 /** Runs the child until a random moment after it is ready, kills it, and returns what it acknowledged. */
 async function runAndKill(dir: string, storeDir: string, delay: number): Promise<{ synced: number; flushed: number; output: string }> {
-  const proc = spawn(process.execPath, [child, dir, storeDir, FLUSH], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const proc = spawn(process.execPath, [child, dir, storeDir, FLUSH, String(SEGMENT_BYTES)], { stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   let errors = ''
   proc.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()))
@@ -102,7 +107,7 @@ async function lane(name: string, kills: number, next: () => number) {
   const dir = `${scratch}/${name}-target`
   const storeDir = `${scratch}/${name}-store`
   fs.mkdirSync(dir)
-  const seen = { flushedAck: 0, syncedAck: 0, interrupted: 0 }
+  const seen = { flushedAck: 0, syncedAck: 0, interrupted: 0, highest: 0, segments: 0 }
   for (let kill = 0; kill < kills; kill++) {
     const { synced, flushed } = await runAndKill(dir, storeDir, Math.floor(next() * WINDOW))
     seen.flushedAck = Math.max(seen.flushedAck, flushed)
@@ -118,8 +123,17 @@ async function lane(name: string, kills: number, next: () => number) {
     expect(flushedGen, context).toBeGreaterThanOrEqual(seen.flushedAck)
 
     // The store: a committed prefix holding every acknowledged sync, files and state agreeing.
-    const ws = await Workspace.open({ lower: directory(dir), store: directoryStore(storeDir), autoCheckpoint: false, compactEvery: 60 })
+    const store = directoryStore(storeDir, { segmentBytes: SEGMENT_BYTES })
+    // The pack layout (no journal file, no blob files), read without damage: a kill only ever cuts a tail.
+    expect(JSON.parse(fs.readFileSync(`${storeDir}/format`, 'utf8')), context).toMatchObject({ store: 'rewindfs-directory', layout: 2 })
+    expect(fs.readdirSync(storeDir).filter((name) => name === 'journal' || name === 'blobs'), context).toEqual([])
+    expect(store.packStats!.damaged, context).toBe(0)
+    const segments = pack.segmentFiles(storeDir).map(({ segment }) => segment)
+    seen.highest = Math.max(seen.highest, ...segments)
+    seen.segments = segments.length
+    const ws = await Workspace.open({ lower: directory(dir), store, autoCheckpoint: false, compactEvery: 60 })
     expect(ws.status.degraded, context).toBeFalsy()
+    expect(ws.status.corrupt, context).toBeUndefined()
     const state = Number((await ws.state.get('gen')) ?? 0)
     expect(state, context).toBeGreaterThanOrEqual(seen.syncedAck)
     const files = workspaceFiles(ws)
@@ -140,10 +154,12 @@ describe('crash safety of the directory adapter under SIGKILL', () => {
     // Two independent lanes (own directory and store) share the time: a child mostly waits on fsync.
     const lanes = await Promise.all([lane('one', Math.ceil(KILLS / 2), next), lane('two', Math.floor(KILLS / 2), next)])
     for (const [i, seen] of lanes.entries()) {
-      console.log(`[rewindfs] node-fs crash lane ${i + 1}: generation ${seen.syncedAck} synced / ${seen.flushedAck} flushed; ${seen.interrupted} kills interrupted a flush`)
+      console.log(`[rewindfs] node-fs crash lane ${i + 1}: generation ${seen.syncedAck} synced / ${seen.flushedAck} flushed; ${seen.interrupted} kills interrupted a flush; pack segments up to ${seen.highest}, ${seen.segments} left`)
       // The child gets somewhere, and the kills land inside flushes, not only around them.
       expect(seen.flushedAck).toBeGreaterThan(0)
       if (KILLS >= 100) expect(seen.interrupted).toBeGreaterThan(0)
+      // Segments were sealed and collected under the kills (a collected segment's number is not reused).
+      if (KILLS >= 100) expect(seen.highest).toBeGreaterThan(seen.segments)
     }
   }, 600_000)
 })
