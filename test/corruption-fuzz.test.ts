@@ -416,8 +416,11 @@ describe('corruption fuzz: directoryStore', () => {
             const proven = expectation.torn?.proven ?? expectation.clean!.proven
             if (kept.some((name) => name.startsWith('journal.'))) {
               // Journal text was torn: the journal as it was is kept aside whole, then only whole group commits stay.
+              // (Zeros a torn append's text ends with cannot be told from the zeros a segment is preallocated with.)
               expect(kept).toHaveLength(1)
-              expect(fs.readFileSync(`${root}/${kept[0]}`).equals(damaged!)).toBe(true)
+              let written = damaged!.length
+              while (tornTail?.torn && written > 0 && damaged![written - 1] === 0) written--
+              expect(fs.readFileSync(`${root}/${kept[0]}`).equals(damaged!.subarray(0, written))).toBe(true)
             } else if (kept.length > 0) {
               // Another record was torn: its bytes are kept as they were (zeros it ended with aside), once something is appended after them.
               expect(kept).toHaveLength(1)
