@@ -24,6 +24,7 @@ import { RollbackStack } from './engine/rollback-stack.js'
 import { type AutoCheckpointOptions, AutoCheckpoints } from './engine/auto-checkpoint.js'
 export type { AutoCheckpointOptions }
 import { SerialQueue } from './engine/serial.js'
+import { type Alert, type EngineContext, engineContext } from './engine/context.js'
 import type { PurgeReport } from './engine/purge.js'
 export type { PurgeReport }
 import { type TieredRetention, retained } from './engine/retention.js'
@@ -134,12 +135,7 @@ export interface WorkspaceOptions {
   exec?: ExecRunner
 }
 
-export interface Alert {
-  kind: 'undo-failed' | 'uncompensated' | 'safe-stop' | 'integrity'
-  message: string
-  operations?: string[]
-}
-
+export type { Alert }
 
 export type { ExecOptions, ExecResult } from './exec.js'
 
@@ -197,14 +193,12 @@ export class Workspace {
   private redoable: OperationRecord[] = []
   private redoMark = 0
   private seq = 0
-  private closed = false
   /** The agent's session state; captured by every checkpoint together with the files. */
   readonly state: SessionState
   private resumePoint: ResumePoint | undefined
   private readonly options: WorkspaceOptions
   private transactionDepth = 0
   private stagedFs: StagedFs | undefined
-  private durability: Durability | undefined
   private integrity: Promise<IntegrityReport> | undefined
   /** Compensations running (inside a restore's hold): a sync() from one must not wait for the hold. */
   private compensating = 0
@@ -216,8 +210,8 @@ export class Workspace {
   /** The restore record the last undoRestore() reverted, so a second call re-applies it. */
   private undoneRestore: OperationRecord | undefined
   private readonly autoCheckpoints: AutoCheckpoints
-  /** Recording calls run in turn and resolve once durable (see engine/serial.ts). */
-  private readonly serial = new SerialQueue(() => this.sync())
+  /** What the engine's parts share: the trees, the journal, the queue, the store, the gates (engine/context.ts). */
+  private readonly context: EngineContext
   /** ws.exec's runner state (overlay mode keeps its exec layer here), closed with the workspace. */
   private execSession: ExecSession | undefined
   private readonly idPrefix = `${(++workspaceCount).toString(36)}${Math.random().toString(36).slice(2, 6)}`
@@ -247,10 +241,23 @@ export class Workspace {
     if (from) this.ops.cwd = from.cwd
     this.options = options
     this.state = new SessionState()
-    this.state.guard = (syscall) => this.assertWritable(syscall)
+    this.state.guard = (syscall) => this.context.assertWritable(syscall)
     if (from) this.state.setRoot(from.state)
     this.journal = new Journal(this.overlay, this.session, this.idPrefix, options.retention?.operations, this.state)
     this.ops.journal = this.journal
+    this.collector = shared.collector ??= new Collector(shared.blobs)
+    this.context = engineContext({
+      session: this.session,
+      overlay: this.overlay,
+      ops: this.ops,
+      journal: this.journal,
+      state: this.state,
+      lower: this.lower,
+      book: shared.book,
+      collector: this.collector,
+      serial: new SerialQueue(() => this.sync()),
+      alert: (alert) => this.options.onAlert?.(alert),
+    })
     this.autoCheckpoints = new AutoCheckpoints(options.autoCheckpoint, {
       isDirectory: (path) => this.overlay.lookup(path, false)?.type === 'dir',
       isLowerFile: (path) => {
@@ -266,7 +273,6 @@ export class Workspace {
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
     this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]) }) as unknown as NodeFs
     this.events = new WorkspaceEvents(feedEvents(this.ops.changes))
-    this.collector = shared.collector ??= new Collector(shared.blobs)
     this.unregister = this.collector.register({ roots: () => this.gcRoots() })
   }
 
@@ -307,10 +313,10 @@ export class Workspace {
       if (code === 'EJOURNALVERSION' || code === 'ELOWERMISMATCH') throw error
       // Unavailable: run in memory, flagged with the reason, never silently.
       this.status.degraded = `the ${store.kind} store is unavailable: ${(error as Error)?.message ?? String(error)}`
-      this.options.onAlert?.({ kind: 'safe-stop', message: this.status.degraded })
+      this.context.alert({ kind: 'safe-stop', message: this.status.degraded })
       return
     }
-    this.durability = durability
+    this.context.durability = durability
     if (store.readOnly) this.ops.frozenReason = `the ${store.kind} store is open read-only (another writer holds it)`
     // From now on, first sightings of lower paths are journaled: conflict checks survive a reopen.
     if (this.lower.id !== undefined) this.overlay.unrecorded = []
@@ -319,7 +325,7 @@ export class Workspace {
       if (report.corrupt.length > 0) {
         const message = `${report.corrupt.length} blob(s) in the ${store.kind} store did not match their checksums and were dropped; broken checkpoints: ${report.broken.join(', ') || 'none'}`
         this.status.warnings.push(message)
-        this.options.onAlert?.({ kind: 'integrity', message })
+        this.context.alert({ kind: 'integrity', message })
       }
       return report
     })
@@ -370,7 +376,7 @@ export class Workspace {
     const message = `the ${durability.store.kind} store is damaged: ${durability.describe(first)}; it was opened read-only at the last state it proves and nothing in it was changed (ws.repair() or rewindfs repair; rewindfs verify reports it)`
     this.status.warnings.push(message, ...more.map((damage) => `also damaged: ${durability.describe(damage)}`))
     this.ops.frozenReason = message
-    this.options.onAlert?.({ kind: 'integrity', message })
+    this.context.alert({ kind: 'integrity', message })
   }
 
   /**
@@ -380,11 +386,11 @@ export class Workspace {
    * is rebuilt from it and writable again. Reports what was kept and what was lost.
    */
   async repair(options: RepairOptions = {}): Promise<RepairReport> {
-    this.assertOpen()
-    if (!this.durability) throw Object.assign(new Error('rewindfs: repair needs a workspace opened on a store it could read'), { code: 'EINVAL' })
-    const durability = this.durability
+    this.context.assertOpen()
+    if (!this.context.durability) throw Object.assign(new Error('rewindfs: repair needs a workspace opened on a store it could read'), { code: 'EINVAL' })
+    const durability = this.context.durability
     // In turn with the other recording calls: a repair rewrites the journal they append to.
-    return this.serial.run(async () => {
+    return this.context.serial.run(async () => {
       const { repair } = await loadRepair()
       await this.verify() // the blob checks too, so the report names every damaged blob
       const wasDamaged = this.status.corrupt !== undefined
@@ -405,12 +411,12 @@ export class Workspace {
    */
   async compact(): Promise<void> {
     // In turn; it writes the store itself and records nothing else to acknowledge.
-    return this.serial.run(() => this.compactNow())
+    return this.context.serial.run(() => this.compactNow())
   }
 
   private async compactNow(): Promise<void> {
     this.ops.settle()
-    await this.durability?.compact(() => this.collector.reachable())
+    await this.context.durability?.compact(() => this.collector.reachable())
   }
 
   /**
@@ -424,11 +430,11 @@ export class Workspace {
   /** Resolves when every change so far is durable in the store (a group commit). */
   async sync(): Promise<void> {
     this.ops.settle()
-    if (!this.durability) return
+    if (!this.context.durability) return
     try {
-      await this.durability.sync({ insideHold: this.compensating > 0 })
+      await this.context.durability.sync({ insideHold: this.compensating > 0 })
     } catch (error) {
-      this.status.degraded = this.durability.failure
+      this.status.degraded = this.context.durability.failure
       throw error
     }
   }
@@ -438,7 +444,7 @@ export class Workspace {
    * (so nothing is copied) and has its own upper layer, history and checkpoints. O(1).
    */
   async fork(session?: string): Promise<Workspace> {
-    this.assertOpen()
+    this.context.assertOpen()
     this.ops.settle()
     const name = session ?? `${this.session}-fork-${this.shared.sessions.size}`
     return new Workspace(this.lower, { ...this.options, session: name }, this.shared, {
@@ -466,7 +472,7 @@ export class Workspace {
   /** Records the whole environment as it is now. O(1) in the size of the tree. */
   async checkpoint(options: { name?: string; kind?: Exclude<CheckpointKind, 'guard'>; description?: string } = {}): Promise<Checkpoint> {
     return this.recording('checkpoint', async () => {
-      this.assertOpen()
+      this.context.assertOpen()
       const kind = options.kind ?? 'manual'
       if (!['manual', 'auto', 'turn', 'compact'].includes(kind)) {
         throw new TypeError(`rewindfs: checkpoint kind must be manual, auto, turn or compact (guard checkpoints are made by restore); got ${String(kind)}`)
@@ -495,7 +501,7 @@ export class Workspace {
       opSeq: this.journal.lastSeq,
     }
     this.records.push(record)
-    this.durability?.record({
+    this.context.durability?.record({
       t: 'checkpoint',
       id: record.id,
       name: record.name,
@@ -525,7 +531,7 @@ export class Workspace {
     if (drop.size === 0) return
     for (let i = this.records.length - 1; i >= 0; i--) {
       if (!drop.has(this.records[i])) continue
-      this.durability?.record({ t: 'checkpoint-delete', id: this.records[i].id })
+      this.context.durability?.record({ t: 'checkpoint-delete', id: this.records[i].id })
       this.records.splice(i, 1)
     }
     this.collector.maybeSchedule()
@@ -564,7 +570,7 @@ export class Workspace {
       if (typeof newName !== 'string' || newName === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
       if (record.name !== newName) this.assertNameFree(newName)
       record.name = newName
-      this.durability?.record({ t: 'checkpoint-rename', id: record.id, name: newName })
+      this.context.durability?.record({ t: 'checkpoint-rename', id: record.id, name: newName })
       return this.publicCheckpoint(record)
     })
   }
@@ -573,7 +579,7 @@ export class Workspace {
     return this.recording('deleteCheckpoint', async () => {
       const record = this.find(idOrName)
       this.records.splice(this.records.indexOf(record), 1)
-      this.durability?.record({ t: 'checkpoint-delete', id: record.id })
+      this.context.durability?.record({ t: 'checkpoint-delete', id: record.id })
       this.collector.maybeSchedule()
     })
   }
@@ -615,7 +621,7 @@ export class Workspace {
         throw new TypeError("rewindfs: a resume point is { phase: 'plan'|'execute'|'verify'|'stopped', turn: integer, data? }")
       }
       this.resumePoint = structuredClone(point)
-      this.durability?.record({ t: 'resume', point: this.resumePoint as unknown as JsonValue })
+      this.context.durability?.record({ t: 'resume', point: this.resumePoint as unknown as JsonValue })
     })
   }
 
@@ -641,7 +647,7 @@ export class Workspace {
   }
 
   private recordSideEffectNow(effect: Parameters<Workspace['recordSideEffect']>[0]): Operation {
-    this.assertOpen()
+    this.context.assertOpen()
     if (!effect || typeof effect.description !== 'string' || effect.description === '') throw new TypeError('rewindfs: a side effect needs a description')
     const c = effect.compensate
     if (typeof c !== 'function' && (typeof c !== 'object' || c === null || typeof c.name !== 'string')) {
@@ -674,7 +680,7 @@ export class Workspace {
         const { effect } = change
         // User code on behalf of the running call: engine calls it makes join that call.
         const run = () =>
-          this.serial.lend(() => {
+          this.context.serial.lend(() => {
             const c = effect.compensate
             if (typeof c === 'function') return c()
             const registered = compensators.get(c.name)
@@ -691,7 +697,7 @@ export class Workspace {
           }
           if (outcome === false) throw new Error('the compensation returned false')
           effect.compensated = true
-          this.durability?.record({ t: 'compensated', id: record.id })
+          this.context.durability?.record({ t: 'compensated', id: record.id })
           compensated.push(effect.description)
         } catch (error) {
           uncompensated.push({ description: effect.description, error: (error as Error).message ?? String(error) })
@@ -699,7 +705,7 @@ export class Workspace {
       }
     }
     if (uncompensated.length > 0) {
-      this.options.onAlert?.({ kind: 'uncompensated', message: uncompensated.map((u) => `${u.description}: ${u.error}`).join('; ') })
+      this.context.alert({ kind: 'uncompensated', message: uncompensated.map((u) => `${u.description}: ${u.error}`).join('; ') })
     }
     return { compensated, uncompensated }
   }
@@ -718,16 +724,11 @@ export class Workspace {
    * after the target are compensated, and later checkpoints are marked superseded.
    */
   async restore(target: RestoreTarget, options: RestoreOptions = {}): Promise<RestoreReport> {
-    return this.recording('restore', () => this.atomically(() => this.restoreNow(target, options)), options.dryRun === true)
-  }
-
-  /** Runs `body` so that everything it records lands in the store as one group commit. */
-  private atomically<T>(body: () => Promise<T>): Promise<T> {
-    return this.durability ? this.durability.atomically(body) : body()
+    return this.recording('restore', () => this.context.atomically(() => this.restoreNow(target, options)), options.dryRun === true)
   }
 
   private async restoreNow(target: RestoreTarget, options: RestoreOptions): Promise<RestoreReport> {
-    this.assertOpen()
+    this.context.assertOpen()
     this.ops.settle()
     const point = this.restorePoint(target)
     const filtered = options.include !== undefined || options.exclude !== undefined
@@ -771,7 +772,7 @@ export class Workspace {
     this.undoneRestore = undefined
     const superseded = this.records.filter((r) => r.seq > point.seq && r.id !== guard.id && !r.superseded)
     for (const record of superseded) record.superseded = true
-    if (superseded.length > 0) this.durability?.record({ t: 'superseded', ids: superseded.map((r) => r.id) })
+    if (superseded.length > 0) this.context.durability?.record({ t: 'superseded', ids: superseded.map((r) => r.id) })
     this.collector.maybeSchedule()
     this.ops.changes.post('restore', { target: point.label, applied: true, changes: changes.length, guard })
     return report(true, { guard, compensated, uncompensated })
@@ -783,19 +784,19 @@ export class Workspace {
   }
 
   private async undoRestoreNow(): Promise<{ undone?: Operation; redone?: Operation }> {
-    this.assertOpen()
+    this.context.assertOpen()
     this.ops.settle()
     if (this.undoneRestore && this.undoneRestore.undone) {
       const record = this.undoneRestore
       this.journal.reapply(record)
       record.undone = false
-      this.durability?.record({ t: 'redo', ids: [record.id] })
+      this.context.durability?.record({ t: 'redo', ids: [record.id] })
       this.undoneRestore = undefined
       return { redone: publicOperation(record) }
     }
     const record = this.journal.records.findLast((r) => r.type === 'restore' && !r.undone)
     if (!record) throw Object.assign(new Error('rewindfs: there is no restore to undo'), { code: 'ENOENT' })
-    const result = await this.atomically(() => this.undoNow({ types: ['restore'] }))
+    const result = await this.context.atomically(() => this.undoNow({ types: ['restore'] }))
     this.undoneRestore = record
     return { undone: result.undone[0] }
   }
@@ -867,10 +868,10 @@ export class Workspace {
    * and the whole change set commits as one operation. Nested transactions join the outer one.
    */
   async transaction<T>(body: (fs: NodeFs) => T | Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    this.assertOpen()
+    this.context.assertOpen()
     if (typeof body !== 'function') throw new TypeError('rewindfs: transaction(body) needs a function')
     if (this.stagedFs) return body(this.stagedFs as unknown as NodeFs)
-    this.assertWritable('transaction')
+    this.context.assertWritable('transaction')
     this.ops.settle()
     this.transactionDepth++
     let result: T
@@ -885,8 +886,8 @@ export class Workspace {
           ...(this.options.approve ? { approve: this.options.approve } : {}),
           // Only the commit takes a turn: the body, validators and approval run before it.
           exclusive: (commit) =>
-            this.serial.run(async () => {
-              this.assertWritable('transaction')
+            this.context.serial.run(async () => {
+              this.context.assertWritable('transaction')
               return commit()
             }),
         },
@@ -983,13 +984,13 @@ export class Workspace {
   }
 
   private async flushNow(target: FlushTarget | readonly FlushTarget[] | undefined, options: FlushOptions): Promise<FlushReport> {
-    this.assertOpen()
+    this.context.assertOpen()
     this.ops.settle()
     // No target, or ws.lower: the lower source itself, when it can take a flush.
     const own = (t: unknown) => (t === undefined || t === this.lower ? this.lower.source : t) as FlushTarget
     const targets = Array.isArray(target) ? (target as readonly FlushTarget[]).map(own) : [own(target)]
     for (const t of targets) if (!isFlushTarget(t)) throw new TypeError('rewindfs: flush needs a FlushTarget (versions, apply, id), e.g. directory(path) from rewindfs/adapters/node-fs')
-    const durability = this.durability
+    const durability = this.context.durability
     const { flush } = await loadFlush()
     const { FLUSH_STATE_KEY, encodeFlushState } = await loadFlushRecords()
     return flush(
@@ -1002,7 +1003,7 @@ export class Workspace {
       },
       targets,
       // The verify callback is user code on behalf of this call: engine calls it makes join it.
-      typeof options.verify === 'function' ? { ...options, verify: (done) => this.serial.lend(() => options.verify!(done)) } : options,
+      typeof options.verify === 'function' ? { ...options, verify: (done) => this.context.serial.lend(() => options.verify!(done)) } : options,
     )
   }
 
@@ -1012,7 +1013,7 @@ export class Workspace {
    * source's own (a directory from rewindfs/adapters/node-fs); the core cannot start processes.
    */
   async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    this.assertOpen()
+    this.context.assertOpen()
     const runner = this.options.exec ?? this.lower.source.exec
     if (!runner) {
       throw Object.assign(
@@ -1043,7 +1044,7 @@ export class Workspace {
 
   /** Loads the contents of these paths from an asynchronous lower source, so sync reads work. */
   async prefetch(paths: readonly string[]): Promise<void> {
-    this.assertOpen()
+    this.context.assertOpen()
     const lowerPaths: string[] = []
     for (const path of paths) {
       const entry = this.overlay.lookup(absolute(path, this.ops.cwd), true)
@@ -1058,7 +1059,7 @@ export class Workspace {
   }
 
   private resetNow(): void {
-    this.assertOpen()
+    this.context.assertOpen()
     this.ops.settle()
     const before = this.overlay.freeze()
     const empty = Overlay.emptyRoot(this.lower)
@@ -1073,11 +1074,11 @@ export class Workspace {
    * the blockers, unless `cascade` undoes them too.
    */
   async undo(options: UndoOptions = {}): Promise<UndoResult> {
-    return this.recording('undo', () => this.atomically(() => this.undoNow(options)), options.dryRun === true)
+    return this.recording('undo', () => this.context.atomically(() => this.undoNow(options)), options.dryRun === true)
   }
 
   private async undoNow(options: UndoOptions): Promise<UndoResult> {
-    this.assertOpen()
+    this.context.assertOpen()
     this.ops.settle()
     // undo({ group }) takes back the whole group (up to the 50-step limit) unless steps says otherwise.
     const steps = options.steps ?? (options.group !== undefined ? 50 : 1)
@@ -1137,7 +1138,7 @@ export class Workspace {
       }
       const failed = (await stack.rollbackAll()).entries.find((entry) => !entry.ok)
       const undone = ordered.filter((r) => r.undone)
-      if (undone.length > 0) this.durability?.record({ t: 'undo', ids: undone.map((r) => r.id) })
+      if (undone.length > 0) this.context.durability?.record({ t: 'undo', ids: undone.map((r) => r.id) })
       this.redoable = undone
       this.redoMark = this.journal.records.length
       if (failed) this.escalate(ordered.find((r) => r.id === failed.id)!, failed.error)
@@ -1160,7 +1161,7 @@ export class Workspace {
    */
   private escalate(record: OperationRecord, failure: unknown): void {
     const message = `undo of ${record.id} failed twice: ${(failure as Error)?.message ?? String(failure)}`
-    this.options.onAlert?.({ kind: 'undo-failed', message, operations: [record.id] })
+    this.context.alert({ kind: 'undo-failed', message, operations: [record.id] })
     const nearest = this.records.findLast((r) => r.seq > 0)
     if (nearest) {
       try {
@@ -1178,29 +1179,14 @@ export class Workspace {
     throw Object.assign(new Error(`rewindfs: ${message}; the workspace is frozen (safe stop)`), { code: 'ESAFESTOP' })
   }
 
-  /**
-   * A recording call: run in turn with the others and acknowledged once durable (engine/serial.ts),
-   * and refused while the workspace is frozen, as fs writes are (checked when its turn comes). A
-   * dry run records nothing, so a frozen workspace answers it (restore, undo, flush --dry-run on a
-   * read-only store).
-   */
+  /** Recording calls run in turn, are refused while frozen (but dry runs) and resolve once durable (engine/context.ts). */
   private recording<T>(syscall: string, body: () => Promise<T>, dryRun = false): Promise<T> {
-    return this.serial.call(async () => {
-      if (!dryRun) this.assertWritable(syscall)
-      return body()
-    })
-  }
-
-  /** EROFS naming the reason, while frozen (a safe stop, a read-only or damaged store). */
-  private assertWritable(syscall: string): void {
-    const reason = this.ops.frozenReason
-    if (reason !== undefined) throw new FsError('EROFS', syscall, undefined, undefined, `read-only file system: the workspace is frozen (${reason})`)
+    return this.context.recording(syscall, body, dryRun)
   }
 
   /** Safe stop: keeps every record and refuses writes until `unfreeze()`. */
   freeze(reason: string): void {
-    this.ops.frozenReason = reason
-    this.options.onAlert?.({ kind: 'safe-stop', message: reason })
+    this.context.freeze(reason)
   }
 
   unfreeze(): void {
@@ -1222,7 +1208,7 @@ export class Workspace {
   }
 
   private async purgeNow(path: string): Promise<PurgeReport> {
-    this.assertOpen()
+    this.context.assertOpen()
     this.ops.settle()
     const { purge } = await import('./engine/purge.js')
     return purge(
@@ -1244,7 +1230,7 @@ export class Workspace {
   }
 
   private redoNow(): { redone: Operation[] } {
-    this.assertOpen()
+    this.context.assertOpen()
     this.ops.settle()
     if (this.journal.records.length !== this.redoMark || this.redoable.length === 0) return { redone: [] }
     const records = [...this.redoable].sort((a, b) => a.seq - b.seq)
@@ -1254,7 +1240,7 @@ export class Workspace {
       this.journal.reapply(record)
       record.undone = false
     }
-    this.durability?.record({ t: 'redo', ids: records.map((r) => r.id) })
+    this.context.durability?.record({ t: 'redo', ids: records.map((r) => r.id) })
     this.redoable = []
     return { redone: records.map(publicOperation) }
   }
@@ -1315,13 +1301,13 @@ export class Workspace {
   }
 
   async close(): Promise<void> {
-    if (this.closed) return
-    await this.serial.idle() // calls already made finish first
+    if (this.context.closed) return
+    await this.context.serial.idle() // calls already made finish first
     for (const file of [...this.ops.descriptors.all()]) this.ops.close(file.fd)
     await this.execSession?.close().catch(() => undefined)
     await this.sync().catch(() => undefined)
-    await this.durability?.store.close?.()
-    this.closed = true
+    await this.context.durability?.store.close?.()
+    this.context.closed = true
     this.ops.changes.close()
     this.events.close()
     this.unregister()
@@ -1331,10 +1317,6 @@ export class Workspace {
       this.collector.stop()
       await this.lower.close?.()
     }
-  }
-
-  private assertOpen(): void {
-    if (this.closed) throw new Error('rewindfs: this workspace is closed')
   }
 
   private *gcRoots(): Iterable<DirNode | string> {
