@@ -18,16 +18,18 @@ import { type MapRoot, mapEntries } from './layer/persistent-map.js'
 import { type JsonValue, SessionState } from './engine/state.js'
 import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
 import type { Validator } from './engine/validator.js'
-import type { CheckpointRecord, Durability, IntegrityReport, LoadReport, StoreDamage } from './engine/durability.js'
+import type { Durability, IntegrityReport, LoadReport, StoreDamage } from './engine/durability.js'
 import type { RepairOptions, RepairReport } from './engine/repair.js'
 import { RollbackStack } from './engine/rollback-stack.js'
-import { type AutoCheckpointOptions, AutoCheckpoints } from './engine/auto-checkpoint.js'
+import type { AutoCheckpointOptions } from './engine/auto-checkpoint.js'
 export type { AutoCheckpointOptions }
+import { type Checkpoint, type CheckpointInfo, type CheckpointKind, Checkpoints, type ResumePoint } from './engine/checkpoints.js'
+export type { Checkpoint, CheckpointInfo, CheckpointKind, ResumePoint }
 import { SerialQueue } from './engine/serial.js'
 import { type Alert, type EngineContext, engineContext } from './engine/context.js'
 import type { PurgeReport } from './engine/purge.js'
 export type { PurgeReport }
-import { type TieredRetention, retained } from './engine/retention.js'
+import type { TieredRetention } from './engine/retention.js'
 import { LOWER_KEY, type Store } from './engine/store.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
@@ -40,25 +42,6 @@ import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } fro
 import type { FileSystemTree } from './lower/file-system-tree.js'
 import { pathMatcher } from './glob.js'
 import { absolute, basename, dirname, normalize } from './path.js'
-
-export type CheckpointKind = 'manual' | 'auto' | 'turn' | 'compact' | 'guard'
-
-export interface Checkpoint {
-  readonly id: string
-  readonly name: string
-  readonly kind: CheckpointKind
-  readonly seq: number
-  /** The seq of the last operation before it: orders checkpoints among `history()`. */
-  readonly operationSeq: number
-  /** Milliseconds since the epoch. */
-  readonly createdAt: number
-  readonly session: string
-  readonly description?: string
-  /** A later restore went back before this checkpoint; it is still restorable. */
-  readonly superseded?: boolean
-  /** Content it needs is missing from the store: kept, but restore refuses it. */
-  readonly broken?: boolean
-}
 
 export type RestoreTarget = string | { time: number } | { operation: string }
 
@@ -87,19 +70,6 @@ export interface RestoreReport {
   state: Record<string, JsonValue>
 }
 
-export interface CheckpointInfo {
-  files: number
-  totalLines: number
-  bytes: number
-  lastOperation?: Operation
-  changesSincePrevious: number
-}
-
-export interface ResumePoint {
-  phase: 'plan' | 'execute' | 'verify' | 'stopped'
-  turn: number
-  data?: JsonValue
-}
 
 export interface WorkspaceOptions {
   /** The read-only base: a fixture object, a WebContainers FileSystemTree, a sync fs (memfs Volume), or a LowerSource. */
@@ -152,6 +122,11 @@ export interface WorkspaceCounters {
 }
 
 
+/** The engine's parts, each owning its state. */
+interface Engine {
+  readonly checkpoints: Checkpoints
+}
+
 /** What the sessions of one workspace share: content, inode numbers, the collector, the lower source and its flushes. */
 interface Shared {
   readonly blobs: BlobStore
@@ -185,17 +160,14 @@ export class Workspace {
   readonly session: string
   private readonly overlay: Overlay
   private readonly ops: FsOperations
-  private readonly records: CheckpointRecord[] = []
   private readonly collector: Collector
   private readonly unregister: () => void
   private readonly journal: Journal
   /** What the last undo removed, for redo; cleared by the next new operation. */
   private redoable: OperationRecord[] = []
   private redoMark = 0
-  private seq = 0
   /** The agent's session state; captured by every checkpoint together with the files. */
   readonly state: SessionState
-  private resumePoint: ResumePoint | undefined
   private readonly options: WorkspaceOptions
   private transactionDepth = 0
   private stagedFs: StagedFs | undefined
@@ -209,11 +181,12 @@ export class Workspace {
   readonly status: { degraded?: string; warnings: string[]; loaded?: LoadReport; corrupt?: StoreDamage } = { warnings: [] }
   /** The restore record the last undoRestore() reverted, so a second call re-applies it. */
   private undoneRestore: OperationRecord | undefined
-  private readonly autoCheckpoints: AutoCheckpoints
   /** What the engine's parts share: the trees, the journal, the queue, the store, the gates (engine/context.ts). */
   private readonly context: EngineContext
   /** ws.exec's runner state (overlay mode keeps its exec layer here), closed with the workspace. */
   private execSession: ExecSession | undefined
+  /** The engine's parts, each owning its state (src/engine/). */
+  private readonly engine: Engine
   private readonly idPrefix = `${(++workspaceCount).toString(36)}${Math.random().toString(36).slice(2, 6)}`
 
   /** The lower source, as this workspace's trees see it (old states pinned by flushes into it). */
@@ -258,18 +231,9 @@ export class Workspace {
       serial: new SerialQueue(() => this.sync()),
       alert: (alert) => this.options.onAlert?.(alert),
     })
-    this.autoCheckpoints = new AutoCheckpoints(options.autoCheckpoint, {
-      isDirectory: (path) => this.overlay.lookup(path, false)?.type === 'dir',
-      isLowerFile: (path) => {
-        const entry = this.overlay.lookup(path, true)
-        return entry?.type === 'file' && entry.node === undefined
-      },
-      lastCheckpoint: () => {
-        const last = this.records.findLast((r) => r.kind !== 'guard')
-        return last && { createdAt: last.createdAt, unchanged: last.root === this.overlay.root && last.opSeq === this.journal.lastSeq }
-      },
-      hasOperations: () => this.journal.lastSeq > 0,
-    })
+    this.engine = {
+      checkpoints: new Checkpoints(this.context, this.idPrefix, options),
+    }
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
     this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]) }) as unknown as NodeFs
     this.events = new WorkspaceEvents(feedEvents(this.ops.changes))
@@ -291,15 +255,7 @@ export class Workspace {
         state: this.state,
         journal: this.journal,
         blobs: this.shared.blobs,
-        checkpoints: this.records,
-        setResume: (point) => {
-          this.resumePoint = point as unknown as ResumePoint
-        },
-        getResume: () => this.resumePoint as unknown as JsonValue | undefined,
-        checkpointSeq: () => this.seq,
-        seenCheckpointSeq: (seq) => {
-          this.seq = Math.max(this.seq, seq)
-        },
+        ...this.engine.checkpoints.durable(),
       },
       store,
     )
@@ -331,7 +287,7 @@ export class Workspace {
     })
     await this.loadFlushState(durability)
     if (durability.damage.length > 0) this.openedDamaged(durability)
-    this.prune() // retention applies to what was reopened too
+    this.engine.checkpoints.prune() // retention applies to what was reopened too
     const every = this.options.compactEvery ?? 10_000
     this.journal.onAppend = (record) => {
       durability.recordOperation(record)
@@ -471,158 +427,39 @@ export class Workspace {
 
   /** Records the whole environment as it is now. O(1) in the size of the tree. */
   async checkpoint(options: { name?: string; kind?: Exclude<CheckpointKind, 'guard'>; description?: string } = {}): Promise<Checkpoint> {
-    return this.recording('checkpoint', async () => {
-      this.context.assertOpen()
-      const kind = options.kind ?? 'manual'
-      if (!['manual', 'auto', 'turn', 'compact'].includes(kind)) {
-        throw new TypeError(`rewindfs: checkpoint kind must be manual, auto, turn or compact (guard checkpoints are made by restore); got ${String(kind)}`)
-      }
-      if (options.description !== undefined && typeof options.description !== 'string') throw new TypeError('rewindfs: a checkpoint description must be a string')
-      return this.addCheckpoint(kind, options.name, options.description)
-    })
-  }
-
-  private addCheckpoint(kind: CheckpointKind, name?: string, description?: string): Checkpoint {
-    this.ops.settle()
-    const seq = ++this.seq
-    const checkpointName = name ?? `${kind}-${seq}`
-    if (typeof checkpointName !== 'string' || checkpointName === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
-    this.assertNameFree(checkpointName)
-    const record: CheckpointRecord = {
-      id: `ckpt-${this.idPrefix}-${seq.toString(36)}`,
-      name: checkpointName,
-      kind,
-      seq,
-      createdAt: Date.now(),
-      ...(description !== undefined ? { description } : {}),
-      superseded: false,
-      root: this.overlay.freeze(),
-      state: this.state.freeze(),
-      opSeq: this.journal.lastSeq,
-    }
-    this.records.push(record)
-    this.context.durability?.record({
-      t: 'checkpoint',
-      id: record.id,
-      name: record.name,
-      kind: record.kind,
-      seq: record.seq,
-      createdAt: record.createdAt,
-      ...(description !== undefined ? { description } : {}),
-      opSeq: record.opSeq,
-    })
-    this.prune()
-    const checkpoint = this.publicCheckpoint(record)
-    this.ops.changes.post('checkpoint', checkpoint)
-    return checkpoint
-  }
-
-  private assertNameFree(name: string): void {
-    if (this.records.some((record) => record.name === name)) {
-      throw new FsError('EEXIST', 'checkpoint', name, undefined, 'a checkpoint with this name already exists in this session')
-    }
-  }
-
-  /** Retention: the last N automatic and turn checkpoints; manual, compact and guard ones stay. */
-  private prune(): void {
-    const rolling = this.records.filter((r) => r.kind === 'auto' || r.kind === 'turn')
-    const keep = retained(rolling, this.options.retention?.checkpoints ?? 10, Date.now())
-    const drop = new Set(rolling.filter((r) => !keep.has(r)))
-    if (drop.size === 0) return
-    for (let i = this.records.length - 1; i >= 0; i--) {
-      if (!drop.has(this.records[i])) continue
-      this.context.durability?.record({ t: 'checkpoint-delete', id: this.records[i].id })
-      this.records.splice(i, 1)
-    }
-    this.collector.maybeSchedule()
+    return this.recording('checkpoint', async () => this.engine.checkpoints.create(options))
   }
 
   /** Checkpoints of this session, oldest first. */
   checkpoints(): Checkpoint[] {
-    return this.records.map((r) => this.publicCheckpoint(r))
-  }
-
-  private publicCheckpoint(record: CheckpointRecord): Checkpoint {
-    return {
-      id: record.id,
-      name: record.name,
-      kind: record.kind,
-      seq: record.seq,
-      operationSeq: record.opSeq,
-      createdAt: record.createdAt,
-      session: this.session,
-      ...(record.description !== undefined ? { description: record.description } : {}),
-      ...(record.superseded ? { superseded: true } : {}),
-      ...(record.broken ? { broken: true } : {}),
-    }
-  }
-
-  private find(idOrName: string): CheckpointRecord {
-    if (typeof idOrName !== 'string') throw new TypeError('rewindfs: a checkpoint is named by its id or name (a string)')
-    const record = this.records.find((r) => r.id === idOrName) ?? this.records.find((r) => r.name === idOrName)
-    if (!record) throw new FsError('ENOENT', 'restore', idOrName, undefined, 'no such checkpoint')
-    return record
+    return this.engine.checkpoints.list()
   }
 
   async renameCheckpoint(idOrName: string, newName: string): Promise<Checkpoint> {
-    return this.recording('renameCheckpoint', async () => {
-      const record = this.find(idOrName)
-      if (typeof newName !== 'string' || newName === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
-      if (record.name !== newName) this.assertNameFree(newName)
-      record.name = newName
-      this.context.durability?.record({ t: 'checkpoint-rename', id: record.id, name: newName })
-      return this.publicCheckpoint(record)
-    })
+    return this.recording('renameCheckpoint', async () => this.engine.checkpoints.rename(idOrName, newName))
   }
 
   async deleteCheckpoint(idOrName: string): Promise<void> {
-    return this.recording('deleteCheckpoint', async () => {
-      const record = this.find(idOrName)
-      this.records.splice(this.records.indexOf(record), 1)
-      this.context.durability?.record({ t: 'checkpoint-delete', id: record.id })
-      this.collector.maybeSchedule()
-    })
+    return this.recording('deleteCheckpoint', async () => this.engine.checkpoints.delete(idOrName))
   }
 
   /** Size of the tree at a checkpoint and what changed since the one before it: O(paths changed) after a first call. */
   async checkpointInfo(idOrName: string): Promise<CheckpointInfo> {
-    const record = this.find(idOrName)
-    const index = this.records.indexOf(record)
-    const lowerRoot = Overlay.emptyRoot(this.lower)
-    const previous = index > 0 ? this.records[index - 1].root : lowerRoot
-    const last = this.journal.records.findLast((r) => r.seq <= record.opSeq)
-    const { treeSize } = await loadReports()
-    return {
-      ...treeSize(this.overlay, this.lower, lowerRoot, record.root),
-      ...(last ? { lastOperation: publicOperation(last) } : {}),
-      changesSincePrevious: diffTrees(this.overlay, previous, record.root).length,
-    }
+    return this.engine.checkpoints.info(idOrName)
   }
 
   /** Marks the start of agent turn `n`: a 'turn' checkpoint, and later operations carry the turn. */
   async beginTurn(turn: number): Promise<Checkpoint> {
-    return this.recording('beginTurn', async () => {
-      if (!Number.isInteger(turn) || turn < 0) throw new TypeError('rewindfs: a turn is a non-negative integer')
-      this.journal.turn = turn
-      this.autoCheckpoints.newBurst()
-      const name = this.records.some((r) => r.name === `turn-${turn}`) ? undefined : `turn-${turn}`
-      return this.addCheckpoint('turn', name)
-    })
+    return this.recording('beginTurn', async () => this.engine.checkpoints.beginTurn(turn))
   }
 
   /** The resume point of this session (phase and turn to continue from), if one was set. */
   get resume(): ResumePoint | undefined {
-    return this.resumePoint && structuredClone(this.resumePoint)
+    return this.engine.checkpoints.resume
   }
 
   async setResume(point: ResumePoint): Promise<void> {
-    return this.recording('setResume', async () => {
-      if (!point || !['plan', 'execute', 'verify', 'stopped'].includes(point.phase) || !Number.isInteger(point.turn)) {
-        throw new TypeError("rewindfs: a resume point is { phase: 'plan'|'execute'|'verify'|'stopped', turn: integer, data? }")
-      }
-      this.resumePoint = structuredClone(point)
-      this.context.durability?.record({ t: 'resume', point: this.resumePoint as unknown as JsonValue })
-    })
+    return this.recording('setResume', async () => this.engine.checkpoints.setResume(point))
   }
 
   /** Registers a named compensation, so side effects recorded with `{ name, args }` can be compensated after a reopen. */
@@ -713,8 +550,7 @@ export class Workspace {
   /** Called by the fs layer before each mutating call: automatic checkpoints (see engine/auto-checkpoint.ts). */
   private autoCheckpoint(type: OperationType, paths: readonly string[]): void {
     if (this.transactionDepth > 0) return
-    const reason = this.autoCheckpoints.before(type, paths)
-    if (reason !== undefined) this.addCheckpoint('auto', undefined, reason)
+    this.engine.checkpoints.beforeOperation(type, paths)
   }
 
   /**
@@ -754,7 +590,7 @@ export class Workspace {
         conflicts,
       })
     }
-    const guard = this.addCheckpoint('guard', undefined, `before restoring ${point.label}`)
+    const guard = this.engine.checkpoints.add('guard', undefined, `before restoring ${point.label}`)
     const { compensated, uncompensated } = await this.compensate(effects)
     const paths = changes.map((c) => c.path)
     if (!filtered) {
@@ -770,9 +606,7 @@ export class Workspace {
       this.journal.run({ type: 'restore', paths, description: `restore ${point.label} (filtered)` }, () => this.applyRecords(records))
     }
     this.undoneRestore = undefined
-    const superseded = this.records.filter((r) => r.seq > point.seq && r.id !== guard.id && !r.superseded)
-    for (const record of superseded) record.superseded = true
-    if (superseded.length > 0) this.context.durability?.record({ t: 'superseded', ids: superseded.map((r) => r.id) })
+    this.engine.checkpoints.supersedeAfter(point.seq, guard)
     this.collector.maybeSchedule()
     this.ops.changes.post('restore', { target: point.label, applied: true, changes: changes.length, guard })
     return report(true, { guard, compensated, uncompensated })
@@ -804,7 +638,7 @@ export class Workspace {
   /** What a restore target names: a checkpoint, the state at a time, or just after an operation. */
   private restorePoint(target: RestoreTarget): { root: DirNode; state: MapRoot<JsonValue>; seq: number; opSeq: number; label: string; time: number } {
     if (typeof target === 'string') {
-      const record = this.find(target)
+      const record = this.engine.checkpoints.find(target)
       if (record.broken) throw Object.assign(new Error(`rewindfs: checkpoint ${record.name} is broken (content missing from the store) and cannot be restored`), { code: 'EBROKEN' })
       return { root: record.root, state: record.state, seq: record.seq, opSeq: record.opSeq, label: record.name, time: record.createdAt }
     }
@@ -825,7 +659,7 @@ export class Workspace {
     } else throw new TypeError('rewindfs: restore target must be a checkpoint id or name, { time } or { operation }')
     // Start from the nearest checkpoint at or before the point and replay the operations since it:
     // O(operations since that checkpoint).
-    const base = this.records.findLast((r) => r.opSeq <= untilSeq)
+    const base = this.engine.checkpoints.latestAt(untilSeq)
     const first = this.journal.records[0]
     if (!base && first && first.seq > 1) throw new FsError('ENOENT', 'restore', label, undefined, 'that point is older than the kept history')
     const scratch = new Overlay(this.lower, this.overlay.blobs, this.overlay.inodes, base ? base.root : Overlay.emptyRoot(this.lower))
@@ -956,10 +790,7 @@ export class Workspace {
 
   /** Differences between two checkpoints, or from a checkpoint to now. */
   diff(from: string, to?: string): Change[] {
-    this.ops.settle()
-    const start = this.find(from).root
-    const end = to === undefined ? this.overlay.root : this.find(to).root
-    return diffTrees(this.overlay, start, end).map((r) => r.change)
+    return this.engine.checkpoints.diff(from, to)
   }
 
   /** The upper layer's changes against the lower source. */
@@ -1162,7 +993,7 @@ export class Workspace {
   private escalate(record: OperationRecord, failure: unknown): void {
     const message = `undo of ${record.id} failed twice: ${(failure as Error)?.message ?? String(failure)}`
     this.context.alert({ kind: 'undo-failed', message, operations: [record.id] })
-    const nearest = this.records.findLast((r) => r.seq > 0)
+    const nearest = this.engine.checkpoints.nearest()
     if (nearest) {
       try {
         const before = this.overlay.freeze()
@@ -1215,7 +1046,7 @@ export class Workspace {
       {
         overlay: this.overlay,
         lower: this.lower,
-        checkpoints: this.records,
+        checkpoints: this.engine.checkpoints.records,
         journal: this.journal,
         reachable: () => this.collector.reachable(),
         compact: () => this.compactNow(),
@@ -1323,7 +1154,7 @@ export class Workspace {
     yield this.overlay.freeze()
     yield* this.lower.pinnedBlobs()
     yield* this.shared.book.blobs()
-    for (const record of this.records) yield record.root
+    yield* this.engine.checkpoints.roots()
     // Undo and redo keep previous versions alive.
     for (const record of this.journal.records) {
       for (const change of record.changes) {
