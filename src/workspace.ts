@@ -26,6 +26,7 @@ export type { AutoCheckpointOptions }
 import { type Checkpoint, type CheckpointInfo, type CheckpointKind, Checkpoints, type ResumePoint } from './engine/checkpoints.js'
 export type { Checkpoint, CheckpointInfo, CheckpointKind, ResumePoint }
 import { SerialQueue } from './engine/serial.js'
+import { type Compensation, type SideEffectOptions, SideEffects, registerCompensator } from './engine/side-effects.js'
 import { type Alert, type EngineContext, engineContext } from './engine/context.js'
 import type { PurgeReport } from './engine/purge.js'
 export type { PurgeReport }
@@ -125,6 +126,7 @@ export interface WorkspaceCounters {
 /** The engine's parts, each owning its state. */
 interface Engine {
   readonly checkpoints: Checkpoints
+  readonly sideEffects: SideEffects
 }
 
 /** What the sessions of one workspace share: content, inode numbers, the collector, the lower source and its flushes. */
@@ -136,8 +138,6 @@ interface Shared {
   lower?: PinnedLower
   readonly book: FlushBook
 }
-
-const compensators = new Map<string, (args: JsonValue | undefined) => unknown>()
 
 let workspaceCount = 0
 
@@ -172,8 +172,6 @@ export class Workspace {
   private transactionDepth = 0
   private stagedFs: StagedFs | undefined
   private integrity: Promise<IntegrityReport> | undefined
-  /** Compensations running (inside a restore's hold): a sync() from one must not wait for the hold. */
-  private compensating = 0
   /**
    * Why the configured store is not in use (the workspace runs in memory), what open repaired, and
    * `corrupt`: the damage that made open read-only (the workspace is frozen; see `repair()`).
@@ -233,6 +231,7 @@ export class Workspace {
     })
     this.engine = {
       checkpoints: new Checkpoints(this.context, this.idPrefix, options),
+      sideEffects: new SideEffects(this.context, (type, paths) => this.autoCheckpoint(type, paths)),
     }
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
     this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]) }) as unknown as NodeFs
@@ -388,7 +387,7 @@ export class Workspace {
     this.ops.settle()
     if (!this.context.durability) return
     try {
-      await this.context.durability.sync({ insideHold: this.compensating > 0 })
+      await this.context.durability.sync({ insideHold: this.engine.sideEffects.running })
     } catch (error) {
       this.status.degraded = this.context.durability.failure
       throw error
@@ -464,87 +463,15 @@ export class Workspace {
 
   /** Registers a named compensation, so side effects recorded with `{ name, args }` can be compensated after a reopen. */
   static registerCompensator(name: string, compensate: (args: JsonValue | undefined) => unknown): void {
-    if (typeof name !== 'string' || name === '' || typeof compensate !== 'function') {
-      throw new TypeError('rewindfs: registerCompensator(name, fn) needs a non-empty name and a function')
-    }
-    compensators.set(name, compensate)
+    registerCompensator(name, compensate)
   }
 
   /**
    * Records an effect outside the workspace (an API call, a message sent). Undo and restore run its
    * compensation; it is reported as compensated, never as rolled back.
    */
-  async recordSideEffect(effect: {
-    description: string
-    compensate: (() => unknown) | { name: string; args?: JsonValue }
-    tier?: number
-    group?: string
-  }): Promise<Operation> {
-    return this.recording('recordSideEffect', async () => this.recordSideEffectNow(effect))
-  }
-
-  private recordSideEffectNow(effect: Parameters<Workspace['recordSideEffect']>[0]): Operation {
-    this.context.assertOpen()
-    if (!effect || typeof effect.description !== 'string' || effect.description === '') throw new TypeError('rewindfs: a side effect needs a description')
-    const c = effect.compensate
-    if (typeof c !== 'function' && (typeof c !== 'object' || c === null || typeof c.name !== 'string')) {
-      throw new TypeError('rewindfs: compensate must be a function or { name, args } naming a registered compensator')
-    }
-    this.autoCheckpoint('side_effect', [])
-    const record = this.journal.effect(
-      { description: effect.description, compensate: c, ...(effect.tier !== undefined ? { tier: effect.tier } : {}), ...(effect.group !== undefined ? { group: effect.group } : {}), compensated: false },
-      { ...(effect.group !== undefined ? { group: effect.group } : {}), description: effect.description },
-    )
-    return publicOperation(record)
-  }
-
-  /** Runs the compensations of the given side-effect operations, newest first. */
-  private async compensate(records: readonly OperationRecord[]): Promise<{ compensated: string[]; uncompensated: { description: string; error: string }[] }> {
-    this.compensating++
-    try {
-      return await this.compensateNow(records)
-    } finally {
-      this.compensating--
-    }
-  }
-
-  private async compensateNow(records: readonly OperationRecord[]): Promise<{ compensated: string[]; uncompensated: { description: string; error: string }[] }> {
-    const compensated: string[] = []
-    const uncompensated: { description: string; error: string }[] = []
-    for (const record of [...records].sort((a, b) => b.seq - a.seq)) {
-      for (const change of record.changes) {
-        if (change.kind !== 'effect' || change.effect.compensated) continue
-        const { effect } = change
-        // User code on behalf of the running call: engine calls it makes join that call.
-        const run = () =>
-          this.context.serial.lend(() => {
-            const c = effect.compensate
-            if (typeof c === 'function') return c()
-            const registered = compensators.get(c.name)
-            if (!registered) throw new Error(`no compensator named '${c.name}' is registered`)
-            return registered(c.args)
-          })
-        try {
-          // A failing compensation is retried once before it is reported.
-          let outcome: unknown
-          try {
-            outcome = await run()
-          } catch {
-            outcome = await run()
-          }
-          if (outcome === false) throw new Error('the compensation returned false')
-          effect.compensated = true
-          this.context.durability?.record({ t: 'compensated', id: record.id })
-          compensated.push(effect.description)
-        } catch (error) {
-          uncompensated.push({ description: effect.description, error: (error as Error).message ?? String(error) })
-        }
-      }
-    }
-    if (uncompensated.length > 0) {
-      this.context.alert({ kind: 'uncompensated', message: uncompensated.map((u) => `${u.description}: ${u.error}`).join('; ') })
-    }
-    return { compensated, uncompensated }
+  async recordSideEffect(effect: SideEffectOptions): Promise<Operation> {
+    return this.recording('recordSideEffect', async () => this.engine.sideEffects.record(effect))
   }
 
   /** Called by the fs layer before each mutating call: automatic checkpoints (see engine/auto-checkpoint.ts). */
@@ -591,7 +518,7 @@ export class Workspace {
       })
     }
     const guard = this.engine.checkpoints.add('guard', undefined, `before restoring ${point.label}`)
-    const { compensated, uncompensated } = await this.compensate(effects)
+    const { compensated, uncompensated } = await this.engine.sideEffects.compensate(effects)
     const paths = changes.map((c) => c.path)
     if (!filtered) {
       const before = this.overlay.freeze()
@@ -953,9 +880,9 @@ export class Workspace {
         entry.linesRemoved += counts.removed
       }
     }
-    let compensation = { compensated: [] as string[], uncompensated: [] as { description: string; error: string }[] }
+    let compensation: Compensation = { compensated: [], uncompensated: [] }
     if (!options.dryRun) {
-      compensation = await this.compensate(ordered.filter((r) => r.type === 'side_effect'))
+      compensation = await this.engine.sideEffects.compensate(ordered.filter((r) => r.type === 'side_effect'))
       // The same mechanism as RollbackStack, uncapped: LIFO, each revert retried once, then escalation.
       const stack = new RollbackStack({ policy: 'retry-once', maxDepth: Infinity })
       for (const record of [...ordered].reverse()) {
