@@ -6,27 +6,28 @@
  */
 import { Collector } from './blob/collector.js'
 import { BlobStore } from './blob/store.js'
-import { type Change, type ChangeRecord, diffTrees, unifiedDiff } from './diff.js'
+import { type Change, type ChangeRecord, diffTrees } from './diff.js'
 import { FsError } from './errors.js'
 import { WorkspaceEvents, feedEvents } from './engine/events.js'
 import type { ExecOptions, ExecResult, ExecRunner, ExecSession } from './exec.js'
 import { Journal, type Operation, type OperationRecord, type OperationType, publicOperation } from './engine/journal.js'
 import { FsOperations, MAX_FILE_SIZE } from './fs/operations.js'
 import { createFs } from './fs/surface.js'
-import { type DirNode, type UpperNode, dirNode } from './layer/nodes.js'
+import { type DirNode, dirNode } from './layer/nodes.js'
 import { type MapRoot, mapEntries } from './layer/persistent-map.js'
 import { type JsonValue, SessionState } from './engine/state.js'
 import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
 import type { Validator } from './engine/validator.js'
 import type { Durability, IntegrityReport, LoadReport, StoreDamage } from './engine/durability.js'
 import type { RepairOptions, RepairReport } from './engine/repair.js'
-import { RollbackStack } from './engine/rollback-stack.js'
+import { type HistoryFilter, UndoHistory, type UndoOptions, type UndoResult } from './engine/undo.js'
+export type { HistoryFilter, UndoOptions, UndoResult }
 import type { AutoCheckpointOptions } from './engine/auto-checkpoint.js'
 export type { AutoCheckpointOptions }
 import { type Checkpoint, type CheckpointInfo, type CheckpointKind, Checkpoints, type ResumePoint } from './engine/checkpoints.js'
 export type { Checkpoint, CheckpointInfo, CheckpointKind, ResumePoint }
 import { SerialQueue } from './engine/serial.js'
-import { type Compensation, type SideEffectOptions, SideEffects, registerCompensator } from './engine/side-effects.js'
+import { type SideEffectOptions, SideEffects, registerCompensator } from './engine/side-effects.js'
 import { type Alert, type EngineContext, engineContext } from './engine/context.js'
 import type { PurgeReport } from './engine/purge.js'
 export type { PurgeReport }
@@ -127,6 +128,7 @@ export interface WorkspaceCounters {
 interface Engine {
   readonly checkpoints: Checkpoints
   readonly sideEffects: SideEffects
+  readonly undo: UndoHistory
 }
 
 /** What the sessions of one workspace share: content, inode numbers, the collector, the lower source and its flushes. */
@@ -147,7 +149,6 @@ let workspaceCount = 0
  */
 const loadDurability = () => import('./engine/durability.js')
 const loadFlushRecords = () => import('./flush/state.js')
-const loadReports = () => import('./engine/reports.js')
 const loadRepair = () => import('./engine/repair.js')
 let flushCode: typeof import('./flush/flush.js') | undefined
 const loadFlush = async () => (flushCode ??= await import('./flush/flush.js'))
@@ -163,9 +164,6 @@ export class Workspace {
   private readonly collector: Collector
   private readonly unregister: () => void
   private readonly journal: Journal
-  /** What the last undo removed, for redo; cleared by the next new operation. */
-  private redoable: OperationRecord[] = []
-  private redoMark = 0
   /** The agent's session state; captured by every checkpoint together with the files. */
   readonly state: SessionState
   private readonly options: WorkspaceOptions
@@ -229,9 +227,12 @@ export class Workspace {
       serial: new SerialQueue(() => this.sync()),
       alert: (alert) => this.options.onAlert?.(alert),
     })
+    const checkpoints = new Checkpoints(this.context, this.idPrefix, options)
+    const sideEffects = new SideEffects(this.context, (type, paths) => this.autoCheckpoint(type, paths))
     this.engine = {
-      checkpoints: new Checkpoints(this.context, this.idPrefix, options),
-      sideEffects: new SideEffects(this.context, (type, paths) => this.autoCheckpoint(type, paths)),
+      checkpoints,
+      sideEffects,
+      undo: new UndoHistory(this.context, checkpoints, sideEffects),
     }
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
     this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]) }) as unknown as NodeFs
@@ -557,7 +558,7 @@ export class Workspace {
     }
     const record = this.journal.records.findLast((r) => r.type === 'restore' && !r.undone)
     if (!record) throw Object.assign(new Error('rewindfs: there is no restore to undo'), { code: 'ENOENT' })
-    const result = await this.context.atomically(() => this.undoNow({ types: ['restore'] }))
+    const result = await this.context.atomically(() => this.engine.undo.undo({ types: ['restore'] }))
     this.undoneRestore = record
     return { undone: result.undone[0] }
   }
@@ -832,109 +833,7 @@ export class Workspace {
    * the blockers, unless `cascade` undoes them too.
    */
   async undo(options: UndoOptions = {}): Promise<UndoResult> {
-    return this.recording('undo', () => this.context.atomically(() => this.undoNow(options)), options.dryRun === true)
-  }
-
-  private async undoNow(options: UndoOptions): Promise<UndoResult> {
-    this.context.assertOpen()
-    this.ops.settle()
-    // undo({ group }) takes back the whole group (up to the 50-step limit) unless steps says otherwise.
-    const steps = options.steps ?? (options.group !== undefined ? 50 : 1)
-    if (!Number.isInteger(steps) || steps < 1 || steps > 50) throw new RangeError(`rewindfs: undo steps must be an integer from 1 to 50; got ${String(steps)}`)
-    const matches = (record: OperationRecord) =>
-      !record.undone &&
-      (!options.types || options.types.includes(record.type)) &&
-      (!options.group || record.group === options.group) &&
-      (!options.paths || record.paths.some((p) => options.paths!.some((q) => p === q || p.startsWith(q.endsWith('/') ? q : q + '/'))))
-    const selected: OperationRecord[] = []
-    for (let i = this.journal.records.length - 1; i >= 0 && selected.length < steps; i--) {
-      if (matches(this.journal.records[i])) selected.push(this.journal.records[i])
-    }
-    const chosen = new Set(selected)
-    for (const record of selected) {
-      const blockers = this.journal.dependants(record).filter((other) => !chosen.has(other))
-      if (blockers.length === 0) continue
-      if (!options.cascade) {
-        const list = blockers.map((b) => `${b.id} (${b.type} ${b.paths.join(', ')})`).join('; ')
-        throw Object.assign(new Error(`rewindfs: cannot undo ${record.id} (${record.type} ${record.paths.join(', ')}): later operations depend on it: ${list}. Pass cascade: true to undo them too.`), {
-          code: 'EDEPENDENT',
-          blocking: blockers.map(publicOperation),
-        })
-      }
-      for (const blocker of blockers) chosen.add(blocker)
-    }
-    const ordered = [...chosen].sort((a, b) => b.seq - a.seq)
-    const changesReverted: Record<string, { linesRestored: number; linesRemoved: number }> = {}
-    const { lineCounts } = await loadReports()
-    const files = new Set<string>()
-    for (const record of ordered) {
-      for (const change of this.journal.slots(record)) {
-        files.add(change.path)
-        if (change.kind !== 'slot') continue
-        const before = this.slotContent(change.path, change.before)
-        const after = this.slotContent(change.path, change.after)
-        if (before === undefined && after === undefined) continue
-        const counts = lineCounts(before, after)
-        const entry = (changesReverted[change.path] ??= { linesRestored: 0, linesRemoved: 0 })
-        entry.linesRestored += counts.restored
-        entry.linesRemoved += counts.removed
-      }
-    }
-    let compensation: Compensation = { compensated: [], uncompensated: [] }
-    if (!options.dryRun) {
-      compensation = await this.engine.sideEffects.compensate(ordered.filter((r) => r.type === 'side_effect'))
-      // The same mechanism as RollbackStack, uncapped: LIFO, each revert retried once, then escalation.
-      const stack = new RollbackStack({ policy: 'retry-once', maxDepth: Infinity })
-      for (const record of [...ordered].reverse()) {
-        stack.push(
-          () => {
-            this.journal.revert(record)
-            record.undone = true
-          },
-          { id: record.id, description: `${record.type} ${record.paths.join(', ')}` },
-        )
-      }
-      const failed = (await stack.rollbackAll()).entries.find((entry) => !entry.ok)
-      const undone = ordered.filter((r) => r.undone)
-      if (undone.length > 0) this.context.durability?.record({ t: 'undo', ids: undone.map((r) => r.id) })
-      this.redoable = undone
-      this.redoMark = this.journal.records.length
-      if (failed) this.escalate(ordered.find((r) => r.id === failed.id)!, failed.error)
-    }
-    const next = this.journal.records.findLast((r) => !r.undone && !chosen.has(r))
-    return {
-      undone: ordered.map(publicOperation),
-      filesAffected: files.size,
-      changesReverted,
-      compensated: compensation.compensated,
-      uncompensated: compensation.uncompensated,
-      ...(next ? { next: publicOperation(next) } : {}),
-    }
-  }
-
-  /**
-   * The seed's escalation after an undo failed twice: restore the nearest intact checkpoint, else
-   * stop safely (the workspace freezes: writes fail with EROFS naming the reason; every record is
-   * kept), and alert either way.
-   */
-  private escalate(record: OperationRecord, failure: unknown): void {
-    const message = `undo of ${record.id} failed twice: ${(failure as Error)?.message ?? String(failure)}`
-    this.context.alert({ kind: 'undo-failed', message, operations: [record.id] })
-    const nearest = this.engine.checkpoints.nearest()
-    if (nearest) {
-      try {
-        const before = this.overlay.freeze()
-        const stateBefore = this.state.freeze()
-        this.overlay.setRoot(nearest.root)
-        this.state.setRoot(nearest.state)
-        this.journal.appendRoot({ type: 'restore', paths: ['/'], description: `escalation: restore ${nearest.name}` }, { before, after: nearest.root, stateBefore, stateAfter: nearest.state })
-        return
-      } catch {
-        // Fall through to the safe stop.
-      }
-    }
-    this.freeze(`${message}; no intact checkpoint could be restored`)
-    throw Object.assign(new Error(`rewindfs: ${message}; the workspace is frozen (safe stop)`), { code: 'ESAFESTOP' })
+    return this.recording('undo', () => this.context.atomically(() => this.engine.undo.undo(options)), options.dryRun === true)
   }
 
   /** Recording calls run in turn, are refused while frozen (but dry runs) and resolve once durable (engine/context.ts). */
@@ -984,63 +883,17 @@ export class Workspace {
 
   /** Re-applies what the last undo removed, until a new operation is recorded. */
   async redo(): Promise<{ redone: Operation[] }> {
-    return this.recording('redo', async () => this.redoNow())
-  }
-
-  private redoNow(): { redone: Operation[] } {
-    this.context.assertOpen()
-    this.ops.settle()
-    if (this.journal.records.length !== this.redoMark || this.redoable.length === 0) return { redone: [] }
-    const records = [...this.redoable].sort((a, b) => a.seq - b.seq)
-    const effect = records.find((r) => r.type === 'side_effect')
-    if (effect) throw Object.assign(new Error(`rewindfs: redo refuses to re-run the side effect '${effect.description}'`), { code: 'EEFFECT' })
-    for (const record of records) {
-      this.journal.reapply(record)
-      record.undone = false
-    }
-    this.context.durability?.record({ t: 'redo', ids: records.map((r) => r.id) })
-    this.redoable = []
-    return { redone: records.map(publicOperation) }
-  }
-
-  /** A file's content as one slot value shows it: an upper file, or the lower file it leaves visible. */
-  private slotContent(path: string, node: UpperNode | undefined): Uint8Array | undefined {
-    if (node?.type === 'file') return this.overlay.blobs.get(node.blob)
-    if (node !== undefined) return undefined
-    const stat = this.lower.stat(path)
-    return stat?.type === 'file' ? this.lower.readFile(path) : undefined
+    return this.recording('redo', async () => this.engine.undo.redo())
   }
 
   /** Operations, newest first. */
   history(filter: HistoryFilter = {}): (Operation & { undone?: true })[] {
-    this.ops.settle()
-    const out: (Operation & { undone?: true })[] = []
-    for (let i = this.journal.records.length - 1; i >= 0; i--) {
-      const r = this.journal.records[i]
-      if (filter.type && r.type !== filter.type) continue
-      if (filter.group && r.group !== filter.group) continue
-      if (filter.session && r.session !== filter.session) continue
-      if (filter.since !== undefined && r.time < filter.since) continue
-      if (filter.until !== undefined && r.time > filter.until) continue
-      if (filter.path && !r.paths.some((p) => p === filter.path || p.startsWith(filter.path + '/'))) continue
-      out.push({ ...publicOperation(r), ...(r.undone ? { undone: true } : {}) })
-      if (filter.limit !== undefined && out.length >= filter.limit) break
-    }
-    return out
+    return this.engine.undo.history(filter)
   }
 
   /** One operation with the unified diff of each file it changed. */
   operation(id: string): (Operation & { undone: boolean; diff: { path: string; patch?: string }[] }) | undefined {
-    const record = this.journal.find(id)
-    if (!record) return undefined
-    const diff = this.journal.slots(record).flatMap((change) => {
-      if (change.kind !== 'slot') return []
-      const before = this.slotContent(change.path, change.before)
-      const after = this.slotContent(change.path, change.after)
-      if (before === undefined && after === undefined) return [{ path: change.path }]
-      return [{ path: change.path, patch: unifiedDiff(change.path, before ?? new Uint8Array(0), after ?? new Uint8Array(0)) }]
-    })
-    return { ...publicOperation(record), undone: record.undone, diff }
+    return this.engine.undo.operation(id)
   }
 
   /** Work counters, for complexity tests and diagnostics. */
@@ -1082,56 +935,6 @@ export class Workspace {
     yield* this.lower.pinnedBlobs()
     yield* this.shared.book.blobs()
     yield* this.engine.checkpoints.roots()
-    // Undo and redo keep previous versions alive.
-    for (const record of this.journal.records) {
-      for (const change of record.changes) {
-        if (change.kind === 'root') {
-          yield change.before
-          yield change.after
-        } else if (change.kind === 'slot') {
-          for (const node of [change.before, change.after]) {
-            if (node?.type === 'file') yield node.blob
-            else if (node?.type === 'dir') yield node
-          }
-        }
-      }
-    }
+    yield* this.engine.undo.roots()
   }
 }
-
-export interface UndoOptions {
-  /** How many operations, 1..50 (default 1). */
-  steps?: number
-  types?: readonly OperationType[]
-  paths?: readonly string[]
-  group?: string
-  /** Also undo later operations that depend on the selected ones. */
-  cascade?: boolean
-  /** Report what would be undone and change nothing. */
-  dryRun?: boolean
-}
-
-export interface UndoResult {
-  undone: Operation[]
-  filesAffected: number
-  /** Per path: lines the undo brings back and lines it takes away (computed at undo time). */
-  changesReverted: Record<string, { linesRestored: number; linesRemoved: number }>
-  /** Side effects whose compensation ran (they are compensated, not rolled back). */
-  compensated: string[]
-  uncompensated: { description: string; error: string }[]
-  /** The operation a further undo would take. */
-  next?: Operation
-}
-
-export interface HistoryFilter {
-  path?: string
-  type?: OperationType
-  group?: string
-  since?: number
-  until?: number
-  session?: string
-  limit?: number
-}
-
-/** Lines an undo restores (present before, gone after) and removes (added by the operation). */
-

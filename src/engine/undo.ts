@@ -1,0 +1,243 @@
+/**
+ * The undo history: operations taken back newest first (selectively, refusing or cascading over
+ * dependants), redone until a new one is recorded, and read back (history, one operation's diff).
+ * An undo that fails twice escalates: back to the nearest checkpoint, else a safe stop.
+ */
+import { unifiedDiff } from '../diff.js'
+import type { DirNode, UpperNode } from '../layer/nodes.js'
+import type { Checkpoints } from './checkpoints.js'
+import type { EngineContext } from './context.js'
+import { type Operation, type OperationRecord, type OperationType, publicOperation } from './journal.js'
+import { RollbackStack } from './rollback-stack.js'
+import type { Compensation, SideEffects } from './side-effects.js'
+
+export interface UndoOptions {
+  /** How many operations, 1..50 (default 1). */
+  steps?: number
+  types?: readonly OperationType[]
+  paths?: readonly string[]
+  group?: string
+  /** Also undo later operations that depend on the selected ones. */
+  cascade?: boolean
+  /** Report what would be undone and change nothing. */
+  dryRun?: boolean
+}
+
+export interface UndoResult {
+  undone: Operation[]
+  filesAffected: number
+  /** Per path: lines the undo brings back and lines it takes away (computed at undo time). */
+  changesReverted: Record<string, { linesRestored: number; linesRemoved: number }>
+  /** Side effects whose compensation ran (they are compensated, not rolled back). */
+  compensated: string[]
+  uncompensated: { description: string; error: string }[]
+  /** The operation a further undo would take. */
+  next?: Operation
+}
+
+/** ws.history()'s filter: all given conditions must hold. */
+export interface HistoryFilter {
+  path?: string
+  type?: OperationType
+  group?: string
+  since?: number
+  until?: number
+  session?: string
+  limit?: number
+}
+
+const loadReports = () => import('./reports.js')
+
+export class UndoHistory {
+  /** What the last undo removed, for redo; cleared by the next new operation. */
+  private redoable: OperationRecord[] = []
+  private redoMark = 0
+
+  constructor(
+    private readonly context: EngineContext,
+    private readonly checkpoints: Checkpoints,
+    private readonly sideEffects: SideEffects,
+  ) {}
+
+  async undo(options: UndoOptions): Promise<UndoResult> {
+    const { ops, journal } = this.context
+    this.context.assertOpen()
+    ops.settle()
+    // undo({ group }) takes back the whole group (up to the 50-step limit) unless steps says otherwise.
+    const steps = options.steps ?? (options.group !== undefined ? 50 : 1)
+    if (!Number.isInteger(steps) || steps < 1 || steps > 50) throw new RangeError(`rewindfs: undo steps must be an integer from 1 to 50; got ${String(steps)}`)
+    const matches = (record: OperationRecord) =>
+      !record.undone &&
+      (!options.types || options.types.includes(record.type)) &&
+      (!options.group || record.group === options.group) &&
+      (!options.paths || record.paths.some((p) => options.paths!.some((q) => p === q || p.startsWith(q.endsWith('/') ? q : q + '/'))))
+    const selected: OperationRecord[] = []
+    for (let i = journal.records.length - 1; i >= 0 && selected.length < steps; i--) {
+      if (matches(journal.records[i])) selected.push(journal.records[i])
+    }
+    const chosen = new Set(selected)
+    for (const record of selected) {
+      const blockers = journal.dependants(record).filter((other) => !chosen.has(other))
+      if (blockers.length === 0) continue
+      if (!options.cascade) {
+        const list = blockers.map((b) => `${b.id} (${b.type} ${b.paths.join(', ')})`).join('; ')
+        throw Object.assign(new Error(`rewindfs: cannot undo ${record.id} (${record.type} ${record.paths.join(', ')}): later operations depend on it: ${list}. Pass cascade: true to undo them too.`), {
+          code: 'EDEPENDENT',
+          blocking: blockers.map(publicOperation),
+        })
+      }
+      for (const blocker of blockers) chosen.add(blocker)
+    }
+    const ordered = [...chosen].sort((a, b) => b.seq - a.seq)
+    const changesReverted: Record<string, { linesRestored: number; linesRemoved: number }> = {}
+    const { lineCounts } = await loadReports()
+    const files = new Set<string>()
+    for (const record of ordered) {
+      for (const change of journal.slots(record)) {
+        files.add(change.path)
+        if (change.kind !== 'slot') continue
+        const before = this.slotContent(change.path, change.before)
+        const after = this.slotContent(change.path, change.after)
+        if (before === undefined && after === undefined) continue
+        const counts = lineCounts(before, after)
+        const entry = (changesReverted[change.path] ??= { linesRestored: 0, linesRemoved: 0 })
+        entry.linesRestored += counts.restored
+        entry.linesRemoved += counts.removed
+      }
+    }
+    let compensation: Compensation = { compensated: [], uncompensated: [] }
+    if (!options.dryRun) {
+      compensation = await this.sideEffects.compensate(ordered.filter((r) => r.type === 'side_effect'))
+      // The same mechanism as RollbackStack, uncapped: LIFO, each revert retried once, then escalation.
+      const stack = new RollbackStack({ policy: 'retry-once', maxDepth: Infinity })
+      for (const record of [...ordered].reverse()) {
+        stack.push(
+          () => {
+            journal.revert(record)
+            record.undone = true
+          },
+          { id: record.id, description: `${record.type} ${record.paths.join(', ')}` },
+        )
+      }
+      const failed = (await stack.rollbackAll()).entries.find((entry) => !entry.ok)
+      const undone = ordered.filter((r) => r.undone)
+      if (undone.length > 0) this.context.durability?.record({ t: 'undo', ids: undone.map((r) => r.id) })
+      this.redoable = undone
+      this.redoMark = journal.records.length
+      if (failed) this.escalate(ordered.find((r) => r.id === failed.id)!, failed.error)
+    }
+    const next = journal.records.findLast((r) => !r.undone && !chosen.has(r))
+    return {
+      undone: ordered.map(publicOperation),
+      filesAffected: files.size,
+      changesReverted,
+      compensated: compensation.compensated,
+      uncompensated: compensation.uncompensated,
+      ...(next ? { next: publicOperation(next) } : {}),
+    }
+  }
+
+  /**
+   * The seed's escalation after an undo failed twice: restore the nearest intact checkpoint, else
+   * stop safely (the workspace freezes: writes fail with EROFS naming the reason; every record is
+   * kept), and alert either way.
+   */
+  private escalate(record: OperationRecord, failure: unknown): void {
+    const { overlay, state, journal } = this.context
+    const message = `undo of ${record.id} failed twice: ${(failure as Error)?.message ?? String(failure)}`
+    this.context.alert({ kind: 'undo-failed', message, operations: [record.id] })
+    const nearest = this.checkpoints.nearest()
+    if (nearest) {
+      try {
+        const before = overlay.freeze()
+        const stateBefore = state.freeze()
+        overlay.setRoot(nearest.root)
+        state.setRoot(nearest.state)
+        journal.appendRoot({ type: 'restore', paths: ['/'], description: `escalation: restore ${nearest.name}` }, { before, after: nearest.root, stateBefore, stateAfter: nearest.state })
+        return
+      } catch {
+        // Fall through to the safe stop.
+      }
+    }
+    this.context.freeze(`${message}; no intact checkpoint could be restored`)
+    throw Object.assign(new Error(`rewindfs: ${message}; the workspace is frozen (safe stop)`), { code: 'ESAFESTOP' })
+  }
+
+  redo(): { redone: Operation[] } {
+    const { ops, journal } = this.context
+    this.context.assertOpen()
+    ops.settle()
+    if (journal.records.length !== this.redoMark || this.redoable.length === 0) return { redone: [] }
+    const records = [...this.redoable].sort((a, b) => a.seq - b.seq)
+    const effect = records.find((r) => r.type === 'side_effect')
+    if (effect) throw Object.assign(new Error(`rewindfs: redo refuses to re-run the side effect '${effect.description}'`), { code: 'EEFFECT' })
+    for (const record of records) {
+      journal.reapply(record)
+      record.undone = false
+    }
+    this.context.durability?.record({ t: 'redo', ids: records.map((r) => r.id) })
+    this.redoable = []
+    return { redone: records.map(publicOperation) }
+  }
+
+  /** A file's content as one slot value shows it: an upper file, or the lower file it leaves visible. */
+  private slotContent(path: string, node: UpperNode | undefined): Uint8Array | undefined {
+    const { overlay, lower } = this.context
+    if (node?.type === 'file') return overlay.blobs.get(node.blob)
+    if (node !== undefined) return undefined
+    const stat = lower.stat(path)
+    return stat?.type === 'file' ? lower.readFile(path) : undefined
+  }
+
+  /** Operations, newest first. */
+  history(filter: HistoryFilter = {}): (Operation & { undone?: true })[] {
+    const { ops, journal } = this.context
+    ops.settle()
+    const out: (Operation & { undone?: true })[] = []
+    for (let i = journal.records.length - 1; i >= 0; i--) {
+      const r = journal.records[i]
+      if (filter.type && r.type !== filter.type) continue
+      if (filter.group && r.group !== filter.group) continue
+      if (filter.session && r.session !== filter.session) continue
+      if (filter.since !== undefined && r.time < filter.since) continue
+      if (filter.until !== undefined && r.time > filter.until) continue
+      if (filter.path && !r.paths.some((p) => p === filter.path || p.startsWith(filter.path + '/'))) continue
+      out.push({ ...publicOperation(r), ...(r.undone ? { undone: true } : {}) })
+      if (filter.limit !== undefined && out.length >= filter.limit) break
+    }
+    return out
+  }
+
+  /** One operation with the unified diff of each file it changed. */
+  operation(id: string): (Operation & { undone: boolean; diff: { path: string; patch?: string }[] }) | undefined {
+    const { journal } = this.context
+    const record = journal.find(id)
+    if (!record) return undefined
+    const diff = journal.slots(record).flatMap((change) => {
+      if (change.kind !== 'slot') return []
+      const before = this.slotContent(change.path, change.before)
+      const after = this.slotContent(change.path, change.after)
+      if (before === undefined && after === undefined) return [{ path: change.path }]
+      return [{ path: change.path, patch: unifiedDiff(change.path, before ?? new Uint8Array(0), after ?? new Uint8Array(0)) }]
+    })
+    return { ...publicOperation(record), undone: record.undone, diff }
+  }
+
+  /** Garbage-collection roots: undo and redo keep previous versions alive. */
+  *roots(): Iterable<DirNode | string> {
+    const { journal } = this.context
+    for (const record of journal.records) {
+      for (const change of record.changes) {
+        if (change.kind === 'root') {
+          yield change.before
+          yield change.after
+        } else if (change.kind === 'slot') {
+          for (const node of [change.before, change.after]) {
+            if (node?.type === 'file') yield node.blob
+            else if (node?.type === 'dir') yield node
+          }
+        }
+      }
+    }
+  }
+}
