@@ -6,20 +6,22 @@
  */
 import { Collector } from './blob/collector.js'
 import { BlobStore } from './blob/store.js'
-import { type Change, type ChangeRecord, diffTrees } from './diff.js'
+import { type Change, diffTrees } from './diff.js'
 import { FsError } from './errors.js'
 import { WorkspaceEvents, feedEvents } from './engine/events.js'
 import type { ExecOptions, ExecResult, ExecRunner, ExecSession } from './exec.js'
-import { Journal, type Operation, type OperationRecord, type OperationType, publicOperation } from './engine/journal.js'
+import { Journal, type Operation, type OperationType } from './engine/journal.js'
 import { FsOperations, MAX_FILE_SIZE } from './fs/operations.js'
 import { createFs } from './fs/surface.js'
-import { type DirNode, dirNode } from './layer/nodes.js'
-import { type MapRoot, mapEntries } from './layer/persistent-map.js'
+import type { DirNode } from './layer/nodes.js'
+import type { MapRoot } from './layer/persistent-map.js'
 import { type JsonValue, SessionState } from './engine/state.js'
 import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
 import type { Validator } from './engine/validator.js'
 import type { Durability, IntegrityReport, LoadReport, StoreDamage } from './engine/durability.js'
 import type { RepairOptions, RepairReport } from './engine/repair.js'
+import { type RestoreOptions, type RestoreReport, type RestoreTarget, Restores } from './engine/restore.js'
+export type { RestoreOptions, RestoreReport, RestoreTarget }
 import { type HistoryFilter, UndoHistory, type UndoOptions, type UndoResult } from './engine/undo.js'
 export type { HistoryFilter, UndoOptions, UndoResult }
 import type { AutoCheckpointOptions } from './engine/auto-checkpoint.js'
@@ -35,43 +37,14 @@ import type { TieredRetention } from './engine/retention.js'
 import { LOWER_KEY, type Store } from './engine/store.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
-import { ABSENT, Overlay } from './overlay.js'
+import { Overlay } from './overlay.js'
 import { FlushBook } from './flush/book.js'
 import type { FlushOptions, FlushReport } from './flush/flush.js'
 import { PinnedLower } from './flush/pinned-lower.js'
 import { type FlushTarget, isFlushTarget } from './flush/target.js'
 import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
 import type { FileSystemTree } from './lower/file-system-tree.js'
-import { pathMatcher } from './glob.js'
-import { absolute, basename, dirname, normalize } from './path.js'
-
-export type RestoreTarget = string | { time: number } | { operation: string }
-
-export interface RestoreOptions {
-  /** Globs: restore only matching paths (a directory pattern covers what is under it). */
-  include?: readonly string[]
-  exclude?: readonly string[]
-  /** Report what would change, with patches, and change nothing. */
-  dryRun?: boolean
-  /** Restore even when paths conflict (the lower source changed underneath since it was read). */
-  force?: boolean
-}
-
-export interface RestoreReport {
-  applied: boolean
-  changes: Change[]
-  /** Paths whose lower-source version changed since the workspace first read them. */
-  conflicts: string[]
-  /** The checkpoint made just before the restore (undoRestore goes back to it). */
-  guard?: Checkpoint
-  /** Side effects recorded after the target whose compensations ran (newest first). */
-  compensated: string[]
-  /** Compensations that failed, with their errors. */
-  uncompensated: { description: string; error: string }[]
-  /** The session state as restored. */
-  state: Record<string, JsonValue>
-}
-
+import { absolute, normalize } from './path.js'
 
 export interface WorkspaceOptions {
   /** The read-only base: a fixture object, a WebContainers FileSystemTree, a sync fs (memfs Volume), or a LowerSource. */
@@ -129,6 +102,7 @@ interface Engine {
   readonly checkpoints: Checkpoints
   readonly sideEffects: SideEffects
   readonly undo: UndoHistory
+  readonly restore: Restores
 }
 
 /** What the sessions of one workspace share: content, inode numbers, the collector, the lower source and its flushes. */
@@ -175,8 +149,6 @@ export class Workspace {
    * `corrupt`: the damage that made open read-only (the workspace is frozen; see `repair()`).
    */
   readonly status: { degraded?: string; warnings: string[]; loaded?: LoadReport; corrupt?: StoreDamage } = { warnings: [] }
-  /** The restore record the last undoRestore() reverted, so a second call re-applies it. */
-  private undoneRestore: OperationRecord | undefined
   /** What the engine's parts share: the trees, the journal, the queue, the store, the gates (engine/context.ts). */
   private readonly context: EngineContext
   /** ws.exec's runner state (overlay mode keeps its exec layer here), closed with the workspace. */
@@ -229,10 +201,12 @@ export class Workspace {
     })
     const checkpoints = new Checkpoints(this.context, this.idPrefix, options)
     const sideEffects = new SideEffects(this.context, (type, paths) => this.autoCheckpoint(type, paths))
+    const undo = new UndoHistory(this.context, checkpoints, sideEffects)
     this.engine = {
       checkpoints,
       sideEffects,
-      undo: new UndoHistory(this.context, checkpoints, sideEffects),
+      undo,
+      restore: new Restores(this.context, checkpoints, sideEffects, undo),
     }
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
     this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]) }) as unknown as NodeFs
@@ -488,141 +462,12 @@ export class Workspace {
    * after the target are compensated, and later checkpoints are marked superseded.
    */
   async restore(target: RestoreTarget, options: RestoreOptions = {}): Promise<RestoreReport> {
-    return this.recording('restore', () => this.context.atomically(() => this.restoreNow(target, options)), options.dryRun === true)
-  }
-
-  private async restoreNow(target: RestoreTarget, options: RestoreOptions): Promise<RestoreReport> {
-    this.context.assertOpen()
-    this.ops.settle()
-    const point = this.restorePoint(target)
-    const filtered = options.include !== undefined || options.exclude !== undefined
-    const matches = pathMatcher(options.include, options.exclude)
-    const records = diffTrees(this.overlay, this.overlay.root, point.root).filter((r) => !filtered || matches(r.change.path))
-    const changes = records.map((r) => r.change)
-    const conflicts = this.conflicts(changes.map((c) => c.path), point.time)
-    const effects = this.journal.records.filter((r) => r.seq > point.opSeq && !r.undone && r.type === 'side_effect')
-    const stateAfter = filtered ? this.state.root : point.state
-    const report = (applied: boolean, extra: Partial<RestoreReport> = {}): RestoreReport => ({
-      applied,
-      changes,
-      conflicts,
-      compensated: [],
-      uncompensated: [],
-      state: Object.fromEntries(mapEntries(applied ? this.state.root : stateAfter)),
-      ...extra,
-    })
-    if (options.dryRun) return report(false)
-    if (conflicts.length > 0 && !options.force) {
-      throw Object.assign(new Error(`rewindfs: restore refused: ${conflicts.join(', ')} changed in the lower source since read, or were flushed there by another session after the restore point; pass force: true to restore anyway`), {
-        code: 'ECONFLICT',
-        conflicts,
-      })
-    }
-    const guard = this.engine.checkpoints.add('guard', undefined, `before restoring ${point.label}`)
-    const { compensated, uncompensated } = await this.engine.sideEffects.compensate(effects)
-    const paths = changes.map((c) => c.path)
-    if (!filtered) {
-      const before = this.overlay.freeze()
-      const stateBefore = this.state.freeze()
-      this.overlay.setRoot(point.root)
-      this.state.setRoot(point.state)
-      this.journal.appendRoot(
-        { type: 'restore', paths, description: `restore ${point.label}` },
-        { before, after: point.root, stateBefore, stateAfter: point.state },
-      )
-    } else if (records.length > 0) {
-      this.journal.run({ type: 'restore', paths, description: `restore ${point.label} (filtered)` }, () => this.applyRecords(records))
-    }
-    this.undoneRestore = undefined
-    this.engine.checkpoints.supersedeAfter(point.seq, guard)
-    this.collector.maybeSchedule()
-    this.ops.changes.post('restore', { target: point.label, applied: true, changes: changes.length, guard })
-    return report(true, { guard, compensated, uncompensated })
+    return this.recording('restore', () => this.context.atomically(() => this.engine.restore.restore(target, options)), options.dryRun === true)
   }
 
   /** Undoes the last restore; called again, re-applies it. */
   async undoRestore(): Promise<{ undone?: Operation; redone?: Operation }> {
-    return this.recording('undoRestore', () => this.undoRestoreNow())
-  }
-
-  private async undoRestoreNow(): Promise<{ undone?: Operation; redone?: Operation }> {
-    this.context.assertOpen()
-    this.ops.settle()
-    if (this.undoneRestore && this.undoneRestore.undone) {
-      const record = this.undoneRestore
-      this.journal.reapply(record)
-      record.undone = false
-      this.context.durability?.record({ t: 'redo', ids: [record.id] })
-      this.undoneRestore = undefined
-      return { redone: publicOperation(record) }
-    }
-    const record = this.journal.records.findLast((r) => r.type === 'restore' && !r.undone)
-    if (!record) throw Object.assign(new Error('rewindfs: there is no restore to undo'), { code: 'ENOENT' })
-    const result = await this.context.atomically(() => this.engine.undo.undo({ types: ['restore'] }))
-    this.undoneRestore = record
-    return { undone: result.undone[0] }
-  }
-
-  /** What a restore target names: a checkpoint, the state at a time, or just after an operation. */
-  private restorePoint(target: RestoreTarget): { root: DirNode; state: MapRoot<JsonValue>; seq: number; opSeq: number; label: string; time: number } {
-    if (typeof target === 'string') {
-      const record = this.engine.checkpoints.find(target)
-      if (record.broken) throw Object.assign(new Error(`rewindfs: checkpoint ${record.name} is broken (content missing from the store) and cannot be restored`), { code: 'EBROKEN' })
-      return { root: record.root, state: record.state, seq: record.seq, opSeq: record.opSeq, label: record.name, time: record.createdAt }
-    }
-    if (typeof target !== 'object' || target === null) throw new TypeError('rewindfs: restore target must be a checkpoint id or name, { time } or { operation }')
-    let untilSeq: number
-    let label: string
-    let time: number
-    if ('operation' in target) {
-      const operation = this.journal.find(target.operation)
-      if (!operation) throw new FsError('ENOENT', 'restore', target.operation, undefined, 'no such operation')
-      untilSeq = operation.seq
-      label = `after ${operation.id}`
-      time = operation.time
-    } else if ('time' in target && typeof target.time === 'number') {
-      untilSeq = this.journal.records.findLast((r) => r.time <= target.time)?.seq ?? 0
-      label = `at ${new Date(target.time).toISOString()}`
-      time = target.time
-    } else throw new TypeError('rewindfs: restore target must be a checkpoint id or name, { time } or { operation }')
-    // Start from the nearest checkpoint at or before the point and replay the operations since it:
-    // O(operations since that checkpoint).
-    const base = this.engine.checkpoints.latestAt(untilSeq)
-    const first = this.journal.records[0]
-    if (!base && first && first.seq > 1) throw new FsError('ENOENT', 'restore', label, undefined, 'that point is older than the kept history')
-    const scratch = new Overlay(this.lower, this.overlay.blobs, this.overlay.inodes, base ? base.root : Overlay.emptyRoot(this.lower))
-    const state = new SessionState()
-    state.setRoot(base ? base.state : state.root)
-    const fromSeq = base?.opSeq ?? 0
-    for (const record of this.journal.records) {
-      if (record.seq <= fromSeq || record.seq > untilSeq || record.undone) continue
-      for (const change of this.journal.slots(record)) {
-        if (change.kind === 'slot') scratch.setSlot(change.path, change.after)
-        else if (change.kind === 'state') state.write(change.key, change.after)
-        else scratch.setDirMeta(change.path, change.after)
-      }
-    }
-    return { root: scratch.freeze(), state: state.freeze(), seq: base?.seq ?? 0, opSeq: untilSeq, label, time }
-  }
-
-  /**
-   * Paths whose lower-source version differs from the one recorded when first read, or that
-   * another session flushed into the lower source after `since` (restoring would undo its work).
-   */
-  private conflicts(paths: readonly string[], since: number): string[] {
-    const out: string[] = []
-    const flushed = this.lower.id !== undefined ? this.shared.book.ledgers.get(this.lower.id) : undefined
-    for (const path of paths) {
-      const other = flushed?.get(path)
-      if (other?.by !== undefined && other.by !== this.session && (other.at ?? 0) > since) {
-        out.push(path)
-        continue
-      }
-      const seen = this.overlay.observed.get(path)
-      if (seen === undefined) continue
-      if ((this.lower.stat(path)?.version ?? ABSENT) !== seen) out.push(path)
-    }
-    return out
+    return this.recording('undoRestore', () => this.engine.restore.undoRestore())
   }
 
   /**
@@ -668,52 +513,6 @@ export class Workspace {
     }
     await this.sync()
     return result
-  }
-
-  /** Applies selected differences one path at a time: parents before children, deletions deepest first. */
-  private applyRecords(records: ChangeRecord[]): void {
-    const overlay = this.overlay
-    const parentOf = (path: string) => {
-      const dir = dirname(path)
-      const existing = this.tryResolve(dir)
-      if (existing?.type === 'dir') return existing
-      this.ops.mkdir(dir, { recursive: true })
-      return overlay.resolve(dir, 'restore', false)
-    }
-    for (const record of records) {
-      const { after } = record
-      if (!after) continue
-      const current = this.tryResolve(after.path)
-      const parent = parentOf(after.path)
-      const name = basename(after.path)
-      if (after.type === 'dir') {
-        if (current?.type === 'dir') overlay.setMeta(current, { mode: overlay.meta(after).mode })
-        else {
-          if (current) this.removeTree(current.path)
-          overlay.put(parent, name, dirNode(overlay.meta(after), null, null))
-        }
-      } else {
-        if (current?.type === 'dir') this.removeTree(current.path)
-        const node = overlay.copyUp(after)
-        if (node.type === 'file') overlay.blobs.retain(node.blob)
-        overlay.put(parent, name, node)
-      }
-    }
-    for (const record of [...records].reverse()) {
-      if (record.after || !record.before) continue
-      const current = this.tryResolve(record.before.path)
-      if (!current) continue
-      if (current.type === 'dir' && !overlay.isEmptyDir(current)) continue
-      overlay.remove(overlay.resolve(dirname(current.path), 'restore', false), basename(current.path))
-    }
-  }
-
-  private removeTree(path: string): void {
-    this.ops.rm(path, { recursive: true, force: true })
-  }
-
-  private tryResolve(path: string) {
-    return this.overlay.lookup(path, false)
   }
 
   /** Differences between two checkpoints, or from a checkpoint to now. */
@@ -814,17 +613,7 @@ export class Workspace {
 
   /** Discards the upper layer: the lower tree shows again. O(1); checkpoints are kept. */
   async reset(): Promise<void> {
-    return this.recording('reset', async () => this.resetNow())
-  }
-
-  private resetNow(): void {
-    this.context.assertOpen()
-    this.ops.settle()
-    const before = this.overlay.freeze()
-    const empty = Overlay.emptyRoot(this.lower)
-    this.overlay.setRoot(empty)
-    this.journal.appendRoot({ type: 'reset', paths: ['/'], description: 'reset to the lower layer' }, { before, after: empty })
-    this.collector.maybeSchedule()
+    return this.recording('reset', async () => this.engine.restore.reset())
   }
 
   /**

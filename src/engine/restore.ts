@@ -1,0 +1,249 @@
+/**
+ * Restore: the files and session state brought back to a checkpoint, a time, or just after an
+ * operation, as a pointer move (or path by path when filtered), after a guard checkpoint, with the
+ * later side effects compensated and conflicts with the lower source refused; undoRestore takes
+ * the last one back and, called again, re-applies it. Reset, the restore to the lower layer, too.
+ */
+import { type Change, type ChangeRecord, diffTrees } from '../diff.js'
+import { FsError } from '../errors.js'
+import { pathMatcher } from '../glob.js'
+import { type DirNode, dirNode } from '../layer/nodes.js'
+import { type MapRoot, mapEntries } from '../layer/persistent-map.js'
+import { ABSENT, Overlay } from '../overlay.js'
+import { basename, dirname } from '../path.js'
+import type { Checkpoint, Checkpoints } from './checkpoints.js'
+import type { EngineContext } from './context.js'
+import { type Operation, type OperationRecord, publicOperation } from './journal.js'
+import type { SideEffects } from './side-effects.js'
+import { type JsonValue, SessionState } from './state.js'
+import type { UndoHistory } from './undo.js'
+
+export type RestoreTarget = string | { time: number } | { operation: string }
+
+export interface RestoreOptions {
+  /** Globs: restore only matching paths (a directory pattern covers what is under it). */
+  include?: readonly string[]
+  exclude?: readonly string[]
+  /** Report what would change, with patches, and change nothing. */
+  dryRun?: boolean
+  /** Restore even when paths conflict (the lower source changed underneath since it was read). */
+  force?: boolean
+}
+
+export interface RestoreReport {
+  applied: boolean
+  changes: Change[]
+  /** Paths whose lower-source version changed since the workspace first read them. */
+  conflicts: string[]
+  /** The checkpoint made just before the restore (undoRestore goes back to it). */
+  guard?: Checkpoint
+  /** Side effects recorded after the target whose compensations ran (newest first). */
+  compensated: string[]
+  /** Compensations that failed, with their errors. */
+  uncompensated: { description: string; error: string }[]
+  /** The session state as restored. */
+  state: Record<string, JsonValue>
+}
+
+export class Restores {
+  /** The restore record the last undoRestore() reverted, so a second call re-applies it. */
+  private undoneRestore: OperationRecord | undefined
+
+  constructor(
+    private readonly context: EngineContext,
+    private readonly checkpoints: Checkpoints,
+    private readonly sideEffects: SideEffects,
+    private readonly undo: UndoHistory,
+  ) {}
+
+  async restore(target: RestoreTarget, options: RestoreOptions): Promise<RestoreReport> {
+    const { ops, overlay, state, journal, collector } = this.context
+    this.context.assertOpen()
+    ops.settle()
+    const point = this.point(target)
+    const filtered = options.include !== undefined || options.exclude !== undefined
+    const matches = pathMatcher(options.include, options.exclude)
+    const records = diffTrees(overlay, overlay.root, point.root).filter((r) => !filtered || matches(r.change.path))
+    const changes = records.map((r) => r.change)
+    const conflicts = this.conflicts(changes.map((c) => c.path), point.time)
+    const effects = journal.records.filter((r) => r.seq > point.opSeq && !r.undone && r.type === 'side_effect')
+    const stateAfter = filtered ? state.root : point.state
+    const report = (applied: boolean, extra: Partial<RestoreReport> = {}): RestoreReport => ({
+      applied,
+      changes,
+      conflicts,
+      compensated: [],
+      uncompensated: [],
+      state: Object.fromEntries(mapEntries(applied ? state.root : stateAfter)),
+      ...extra,
+    })
+    if (options.dryRun) return report(false)
+    if (conflicts.length > 0 && !options.force) {
+      throw Object.assign(new Error(`rewindfs: restore refused: ${conflicts.join(', ')} changed in the lower source since read, or were flushed there by another session after the restore point; pass force: true to restore anyway`), {
+        code: 'ECONFLICT',
+        conflicts,
+      })
+    }
+    const guard = this.checkpoints.add('guard', undefined, `before restoring ${point.label}`)
+    const { compensated, uncompensated } = await this.sideEffects.compensate(effects)
+    const paths = changes.map((c) => c.path)
+    if (!filtered) {
+      const before = overlay.freeze()
+      const stateBefore = state.freeze()
+      overlay.setRoot(point.root)
+      state.setRoot(point.state)
+      journal.appendRoot(
+        { type: 'restore', paths, description: `restore ${point.label}` },
+        { before, after: point.root, stateBefore, stateAfter: point.state },
+      )
+    } else if (records.length > 0) {
+      journal.run({ type: 'restore', paths, description: `restore ${point.label} (filtered)` }, () => this.applyRecords(records))
+    }
+    this.undoneRestore = undefined
+    this.checkpoints.supersedeAfter(point.seq, guard)
+    collector.maybeSchedule()
+    ops.changes.post('restore', { target: point.label, applied: true, changes: changes.length, guard })
+    return report(true, { guard, compensated, uncompensated })
+  }
+
+  async undoRestore(): Promise<{ undone?: Operation; redone?: Operation }> {
+    const { ops, journal } = this.context
+    this.context.assertOpen()
+    ops.settle()
+    if (this.undoneRestore && this.undoneRestore.undone) {
+      const record = this.undoneRestore
+      journal.reapply(record)
+      record.undone = false
+      this.context.durability?.record({ t: 'redo', ids: [record.id] })
+      this.undoneRestore = undefined
+      return { redone: publicOperation(record) }
+    }
+    const record = journal.records.findLast((r) => r.type === 'restore' && !r.undone)
+    if (!record) throw Object.assign(new Error('rewindfs: there is no restore to undo'), { code: 'ENOENT' })
+    const result = await this.context.atomically(() => this.undo.undo({ types: ['restore'] }))
+    this.undoneRestore = record
+    return { undone: result.undone[0] }
+  }
+
+  /** What a restore target names: a checkpoint, the state at a time, or just after an operation. */
+  private point(target: RestoreTarget): { root: DirNode; state: MapRoot<JsonValue>; seq: number; opSeq: number; label: string; time: number } {
+    const { overlay, lower, journal } = this.context
+    if (typeof target === 'string') {
+      const record = this.checkpoints.find(target)
+      if (record.broken) throw Object.assign(new Error(`rewindfs: checkpoint ${record.name} is broken (content missing from the store) and cannot be restored`), { code: 'EBROKEN' })
+      return { root: record.root, state: record.state, seq: record.seq, opSeq: record.opSeq, label: record.name, time: record.createdAt }
+    }
+    if (typeof target !== 'object' || target === null) throw new TypeError('rewindfs: restore target must be a checkpoint id or name, { time } or { operation }')
+    let untilSeq: number
+    let label: string
+    let time: number
+    if ('operation' in target) {
+      const operation = journal.find(target.operation)
+      if (!operation) throw new FsError('ENOENT', 'restore', target.operation, undefined, 'no such operation')
+      untilSeq = operation.seq
+      label = `after ${operation.id}`
+      time = operation.time
+    } else if ('time' in target && typeof target.time === 'number') {
+      untilSeq = journal.records.findLast((r) => r.time <= target.time)?.seq ?? 0
+      label = `at ${new Date(target.time).toISOString()}`
+      time = target.time
+    } else throw new TypeError('rewindfs: restore target must be a checkpoint id or name, { time } or { operation }')
+    // Start from the nearest checkpoint at or before the point and replay the operations since it:
+    // O(operations since that checkpoint).
+    const base = this.checkpoints.latestAt(untilSeq)
+    const first = journal.records[0]
+    if (!base && first && first.seq > 1) throw new FsError('ENOENT', 'restore', label, undefined, 'that point is older than the kept history')
+    const scratch = new Overlay(lower, overlay.blobs, overlay.inodes, base ? base.root : Overlay.emptyRoot(lower))
+    const state = new SessionState()
+    state.setRoot(base ? base.state : state.root)
+    const fromSeq = base?.opSeq ?? 0
+    for (const record of journal.records) {
+      if (record.seq <= fromSeq || record.seq > untilSeq || record.undone) continue
+      for (const change of journal.slots(record)) {
+        if (change.kind === 'slot') scratch.setSlot(change.path, change.after)
+        else if (change.kind === 'state') state.write(change.key, change.after)
+        else scratch.setDirMeta(change.path, change.after)
+      }
+    }
+    return { root: scratch.freeze(), state: state.freeze(), seq: base?.seq ?? 0, opSeq: untilSeq, label, time }
+  }
+
+  /**
+   * Paths whose lower-source version differs from the one recorded when first read, or that
+   * another session flushed into the lower source after `since` (restoring would undo its work).
+   */
+  private conflicts(paths: readonly string[], since: number): string[] {
+    const { overlay, lower, book, session } = this.context
+    const out: string[] = []
+    const flushed = lower.id !== undefined ? book.ledgers.get(lower.id) : undefined
+    for (const path of paths) {
+      const other = flushed?.get(path)
+      if (other?.by !== undefined && other.by !== session && (other.at ?? 0) > since) {
+        out.push(path)
+        continue
+      }
+      const seen = overlay.observed.get(path)
+      if (seen === undefined) continue
+      if ((lower.stat(path)?.version ?? ABSENT) !== seen) out.push(path)
+    }
+    return out
+  }
+
+  /** Applies selected differences one path at a time: parents before children, deletions deepest first. */
+  private applyRecords(records: ChangeRecord[]): void {
+    const { ops, overlay } = this.context
+    const parentOf = (path: string) => {
+      const dir = dirname(path)
+      const existing = this.tryResolve(dir)
+      if (existing?.type === 'dir') return existing
+      ops.mkdir(dir, { recursive: true })
+      return overlay.resolve(dir, 'restore', false)
+    }
+    for (const record of records) {
+      const { after } = record
+      if (!after) continue
+      const current = this.tryResolve(after.path)
+      const parent = parentOf(after.path)
+      const name = basename(after.path)
+      if (after.type === 'dir') {
+        if (current?.type === 'dir') overlay.setMeta(current, { mode: overlay.meta(after).mode })
+        else {
+          if (current) this.removeTree(current.path)
+          overlay.put(parent, name, dirNode(overlay.meta(after), null, null))
+        }
+      } else {
+        if (current?.type === 'dir') this.removeTree(current.path)
+        const node = overlay.copyUp(after)
+        if (node.type === 'file') overlay.blobs.retain(node.blob)
+        overlay.put(parent, name, node)
+      }
+    }
+    for (const record of [...records].reverse()) {
+      if (record.after || !record.before) continue
+      const current = this.tryResolve(record.before.path)
+      if (!current) continue
+      if (current.type === 'dir' && !overlay.isEmptyDir(current)) continue
+      overlay.remove(overlay.resolve(dirname(current.path), 'restore', false), basename(current.path))
+    }
+  }
+
+  private removeTree(path: string): void {
+    this.context.ops.rm(path, { recursive: true, force: true })
+  }
+
+  private tryResolve(path: string) {
+    return this.context.overlay.lookup(path, false)
+  }
+
+  /** Discards the upper layer: the lower tree shows again. */
+  reset(): void {
+    const { ops, overlay, lower, journal, collector } = this.context
+    this.context.assertOpen()
+    ops.settle()
+    const before = overlay.freeze()
+    const empty = Overlay.emptyRoot(lower)
+    overlay.setRoot(empty)
+    journal.appendRoot({ type: 'reset', paths: ['/'], description: 'reset to the lower layer' }, { before, after: empty })
+    collector.maybeSchedule()
+  }
+}
