@@ -18,7 +18,7 @@ import type { MapRoot } from './layer/persistent-map.js'
 import { type JsonValue, SessionState } from './engine/state.js'
 import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
 import type { Validator } from './engine/validator.js'
-import type { Durability, IntegrityReport, LoadReport, StoreDamage } from './engine/durability.js'
+import type { IntegrityReport } from './engine/durability.js'
 import type { RepairOptions, RepairReport } from './engine/repair.js'
 import { type RestoreOptions, type RestoreReport, type RestoreTarget, Restores } from './engine/restore.js'
 export type { RestoreOptions, RestoreReport, RestoreTarget }
@@ -29,19 +29,21 @@ export type { AutoCheckpointOptions }
 import { type Checkpoint, type CheckpointInfo, type CheckpointKind, Checkpoints, type ResumePoint } from './engine/checkpoints.js'
 export type { Checkpoint, CheckpointInfo, CheckpointKind, ResumePoint }
 import { SerialQueue } from './engine/serial.js'
+import { SessionStore, type StoreStatus } from './engine/session-store.js'
+import { Flushes } from './engine/flushes.js'
 import { type SideEffectOptions, SideEffects, registerCompensator } from './engine/side-effects.js'
 import { type Alert, type EngineContext, engineContext } from './engine/context.js'
 import type { PurgeReport } from './engine/purge.js'
 export type { PurgeReport }
 import type { TieredRetention } from './engine/retention.js'
-import { LOWER_KEY, type Store } from './engine/store.js'
+import type { Store } from './engine/store.js'
 import { type LowerInput, toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
 import { Overlay } from './overlay.js'
 import { FlushBook } from './flush/book.js'
 import type { FlushOptions, FlushReport } from './flush/flush.js'
 import { PinnedLower } from './flush/pinned-lower.js'
-import { type FlushTarget, isFlushTarget } from './flush/target.js'
+import type { FlushTarget } from './flush/target.js'
 import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
 import type { FileSystemTree } from './lower/file-system-tree.js'
 import { absolute, normalize } from './path.js'
@@ -103,6 +105,8 @@ interface Engine {
   readonly sideEffects: SideEffects
   readonly undo: UndoHistory
   readonly restore: Restores
+  readonly flushes: Flushes
+  readonly store: SessionStore
 }
 
 /** What the sessions of one workspace share: content, inode numbers, the collector, the lower source and its flushes. */
@@ -121,11 +125,6 @@ let workspaceCount = 0
  * The durable journal and flush code load on first use (a store given, a first flush), so an
  * in-memory workspace's bundle carries neither, nor zod, which they use on what they read back.
  */
-const loadDurability = () => import('./engine/durability.js')
-const loadFlushRecords = () => import('./flush/state.js')
-const loadRepair = () => import('./engine/repair.js')
-let flushCode: typeof import('./flush/flush.js') | undefined
-const loadFlush = async () => (flushCode ??= await import('./flush/flush.js'))
 
 
 export class Workspace {
@@ -143,12 +142,11 @@ export class Workspace {
   private readonly options: WorkspaceOptions
   private transactionDepth = 0
   private stagedFs: StagedFs | undefined
-  private integrity: Promise<IntegrityReport> | undefined
   /**
    * Why the configured store is not in use (the workspace runs in memory), what open repaired, and
    * `corrupt`: the damage that made open read-only (the workspace is frozen; see `repair()`).
    */
-  readonly status: { degraded?: string; warnings: string[]; loaded?: LoadReport; corrupt?: StoreDamage } = { warnings: [] }
+  readonly status: StoreStatus
   /** What the engine's parts share: the trees, the journal, the queue, the store, the gates (engine/context.ts). */
   private readonly context: EngineContext
   /** ws.exec's runner state (overlay mode keeps its exec layer here), closed with the workspace. */
@@ -202,12 +200,16 @@ export class Workspace {
     const checkpoints = new Checkpoints(this.context, this.idPrefix, options)
     const sideEffects = new SideEffects(this.context, (type, paths) => this.autoCheckpoint(type, paths))
     const undo = new UndoHistory(this.context, checkpoints, sideEffects)
+    const flushes = new Flushes(this.context)
     this.engine = {
       checkpoints,
       sideEffects,
       undo,
       restore: new Restores(this.context, checkpoints, sideEffects, undo),
+      flushes,
+      store: new SessionStore(this.context, checkpoints, sideEffects, flushes, options),
     }
+    this.status = this.engine.store.status
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
     this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]) }) as unknown as NodeFs
     this.events = new WorkspaceEvents(feedEvents(this.ops.changes))
@@ -216,97 +218,8 @@ export class Workspace {
 
   static async open(options: WorkspaceOptions = {}): Promise<Workspace> {
     const ws = new Workspace(toLowerSource(options.lower), options)
-    if (options.store) await ws.attach(options.store)
+    if (options.store) await ws.engine.store.attach(options.store)
     return ws
-  }
-
-  /** Replays the store's journal, then records every later change to it (write-ahead). */
-  private async attach(store: Store): Promise<void> {
-    const { Durability } = await loadDurability()
-    const durability = new Durability(
-      {
-        overlay: this.overlay,
-        state: this.state,
-        journal: this.journal,
-        blobs: this.shared.blobs,
-        ...this.engine.checkpoints.durable(),
-      },
-      store,
-    )
-    try {
-      // Before any replay: a journal of another source must not be replayed over this one.
-      await this.checkLowerIdentity(store, durability)
-      this.status.loaded = await durability.load()
-      this.status.warnings.push(...this.status.loaded.warnings)
-    } catch (error) {
-      const code = (error as { code?: string }).code
-      if (code === 'EJOURNALVERSION' || code === 'ELOWERMISMATCH') throw error
-      // Unavailable: run in memory, flagged with the reason, never silently.
-      this.status.degraded = `the ${store.kind} store is unavailable: ${(error as Error)?.message ?? String(error)}`
-      this.context.alert({ kind: 'safe-stop', message: this.status.degraded })
-      return
-    }
-    this.context.durability = durability
-    if (store.readOnly) this.ops.frozenReason = `the ${store.kind} store is open read-only (another writer holds it)`
-    // From now on, first sightings of lower paths are journaled: conflict checks survive a reopen.
-    if (this.lower.id !== undefined) this.overlay.unrecorded = []
-    // Blob checksums are verified in the background; verify() waits for the verdict.
-    this.integrity = durability.verify().then((report) => {
-      if (report.corrupt.length > 0) {
-        const message = `${report.corrupt.length} blob(s) in the ${store.kind} store did not match their checksums and were dropped; broken checkpoints: ${report.broken.join(', ') || 'none'}`
-        this.status.warnings.push(message)
-        this.context.alert({ kind: 'integrity', message })
-      }
-      return report
-    })
-    await this.loadFlushState(durability)
-    if (durability.damage.length > 0) this.openedDamaged(durability)
-    this.engine.checkpoints.prune() // retention applies to what was reopened too
-    const every = this.options.compactEvery ?? 10_000
-    this.journal.onAppend = (record) => {
-      durability.recordOperation(record)
-      if (durability.sinceCompaction >= every) {
-        durability.sinceCompaction = 0
-        void this.compact().catch(() => undefined)
-      }
-    }
-    if ((this.status.loaded?.operations ?? 0) >= every) await this.compact()
-  }
-
-  /** Refuses a store made over another lower source; remembers this one's identity in a new store. */
-  private async checkLowerIdentity(store: Store, durability: Durability): Promise<void> {
-    if (this.lower.id === undefined) return
-    const known = await durability.readMeta(LOWER_KEY, (value) => {
-      if (typeof value !== 'string') throw new Error('it is not the name of a lower source')
-      return value
-    })
-    if (known === 'damaged') return
-    if (known !== undefined && known !== this.lower.id) {
-      throw Object.assign(new Error(`rewindfs: this ${store.kind} store belongs to the lower source '${String(known)}', not '${this.lower.id}'; open it over the same source or use a new store`), {
-        code: 'ELOWERMISMATCH',
-      })
-    }
-    if (known === undefined && !store.readOnly) await store.putMeta(LOWER_KEY, this.lower.id)
-  }
-
-  /** Loads pins and flush ledgers; unreadable ones are damage (reported, left in the store). */
-  private async loadFlushState(durability: Durability): Promise<void> {
-    const { FLUSH_STATE_KEY, decodeFlushState } = await loadFlushRecords()
-    const loaded = await durability.readMeta(FLUSH_STATE_KEY, (value) => {
-      decodeFlushState(value, this.lower, this.shared.book)
-      return true
-    })
-    if (loaded === true) await loadFlush() // changes() reads the ledgers through it
-  }
-
-  /** A damaged store: open read-only at the state it proves, frozen, and say so. */
-  private openedDamaged(durability: Durability): void {
-    const [first, ...more] = durability.damage
-    this.status.corrupt = first
-    const message = `the ${durability.store.kind} store is damaged: ${durability.describe(first)}; it was opened read-only at the last state it proves and nothing in it was changed (ws.repair() or rewindfs repair; rewindfs verify reports it)`
-    this.status.warnings.push(message, ...more.map((damage) => `also damaged: ${durability.describe(damage)}`))
-    this.ops.frozenReason = message
-    this.context.alert({ kind: 'integrity', message })
   }
 
   /**
@@ -316,22 +229,7 @@ export class Workspace {
    * is rebuilt from it and writable again. Reports what was kept and what was lost.
    */
   async repair(options: RepairOptions = {}): Promise<RepairReport> {
-    this.context.assertOpen()
-    if (!this.context.durability) throw Object.assign(new Error('rewindfs: repair needs a workspace opened on a store it could read'), { code: 'EINVAL' })
-    const durability = this.context.durability
-    // In turn with the other recording calls: a repair rewrites the journal they append to.
-    return this.context.serial.run(async () => {
-      const { repair } = await loadRepair()
-      await this.verify() // the blob checks too, so the report names every damaged blob
-      const wasDamaged = this.status.corrupt !== undefined
-      const report = await repair(durability, { ...options, lowerId: this.lower.id })
-      if (report.repaired) {
-        this.status.corrupt = undefined
-        if (wasDamaged) this.ops.frozenReason = undefined
-        this.status.warnings.push(`repaired: ${report.kept.groups} group commit(s) kept, ${report.lost.length} range(s) of records lost${report.keptAside ? `; the old journal is kept aside as ${report.keptAside}` : ""}`)
-      }
-      return report
-    })
+    return this.engine.store.repair(options)
   }
 
   /**
@@ -340,13 +238,7 @@ export class Workspace {
    * stays proportional to the live state plus a bounded tail.
    */
   async compact(): Promise<void> {
-    // In turn; it writes the store itself and records nothing else to acknowledge.
-    return this.context.serial.run(() => this.compactNow())
-  }
-
-  private async compactNow(): Promise<void> {
-    this.ops.settle()
-    await this.context.durability?.compact(() => this.collector.reachable())
+    return this.engine.store.compact()
   }
 
   /**
@@ -354,19 +246,12 @@ export class Workspace {
    * the blobs that did not match (dropped) and the checkpoints it marked broken.
    */
   async verify(): Promise<IntegrityReport> {
-    return (await this.integrity) ?? { verified: 0, corrupt: [], broken: [] }
+    return this.engine.store.verify()
   }
 
   /** Resolves when every change so far is durable in the store (a group commit). */
   async sync(): Promise<void> {
-    this.ops.settle()
-    if (!this.context.durability) return
-    try {
-      await this.context.durability.sync({ insideHold: this.engine.sideEffects.running })
-    } catch (error) {
-      this.status.degraded = this.context.durability.failure
-      throw error
-    }
+    return this.engine.store.sync()
   }
 
   /**
@@ -522,11 +407,7 @@ export class Workspace {
 
   /** The upper layer's changes against the lower source. */
   changes(): Change[] {
-    this.ops.settle()
-    // After a flush into the lower source, what it holds now is the base: flushed paths are clean.
-    const flushed = this.lower.id !== undefined ? this.shared.book.ledgers.get(this.lower.id) : undefined
-    if (flushed && flushed.size > 0 && flushCode) return flushCode.differences(this.overlay, this.lower, flushed).map((p) => p.change)
-    return diffTrees(this.overlay, Overlay.emptyRoot(this.lower), this.overlay.root).map((r) => r.change)
+    return this.engine.flushes.changes()
   }
 
   /**
@@ -538,31 +419,7 @@ export class Workspace {
    * Without a target, flushes into the lower source (when it is a FlushTarget, e.g. directory()).
    */
   async flush(target?: FlushTarget | readonly FlushTarget[], options: FlushOptions = {}): Promise<FlushReport> {
-    return this.recording('flush', () => this.flushNow(target, options), options.dryRun === true)
-  }
-
-  private async flushNow(target: FlushTarget | readonly FlushTarget[] | undefined, options: FlushOptions): Promise<FlushReport> {
-    this.context.assertOpen()
-    this.ops.settle()
-    // No target, or ws.lower: the lower source itself, when it can take a flush.
-    const own = (t: unknown) => (t === undefined || t === this.lower ? this.lower.source : t) as FlushTarget
-    const targets = Array.isArray(target) ? (target as readonly FlushTarget[]).map(own) : [own(target)]
-    for (const t of targets) if (!isFlushTarget(t)) throw new TypeError('rewindfs: flush needs a FlushTarget (versions, apply, id), e.g. directory(path) from rewindfs/adapters/node-fs')
-    const durability = this.context.durability
-    const { flush } = await loadFlush()
-    const { FLUSH_STATE_KEY, encodeFlushState } = await loadFlushRecords()
-    return flush(
-      {
-        overlay: this.overlay,
-        lower: this.lower,
-        book: this.shared.book,
-        session: this.session,
-        persist: async (blobs) => durability?.saveMeta(FLUSH_STATE_KEY, encodeFlushState(this.lower, this.shared.book), blobs),
-      },
-      targets,
-      // The verify callback is user code on behalf of this call: engine calls it makes join it.
-      typeof options.verify === 'function' ? { ...options, verify: (done) => this.context.serial.lend(() => options.verify!(done)) } : options,
-    )
+    return this.recording('flush', () => this.engine.flushes.flush(target, options), options.dryRun === true)
   }
 
   /**
@@ -664,7 +521,7 @@ export class Workspace {
         checkpoints: this.engine.checkpoints.records,
         journal: this.journal,
         reachable: () => this.collector.reachable(),
-        compact: () => this.compactNow(),
+        compact: () => this.engine.store.compactNow(),
       },
       normalize(absolute(path, this.ops.cwd)),
     )

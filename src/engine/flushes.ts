@@ -1,0 +1,65 @@
+/**
+ * The workspace's side of flushing (the algorithm is in src/flush/): which targets a flush goes
+ * to, the flush ledgers and pins it persists in the store and loads back on open, and the change
+ * set against the lower source, whose base a flush into it moves. The flush code and its records
+ * load on first use: most workspaces never flush.
+ */
+import { type Change, diffTrees } from '../diff.js'
+import type { FlushOptions, FlushReport } from '../flush/flush.js'
+import { type FlushTarget, isFlushTarget } from '../flush/target.js'
+import { Overlay } from '../overlay.js'
+import type { EngineContext } from './context.js'
+import type { Durability } from './durability.js'
+
+const loadFlushRecords = () => import('../flush/state.js')
+let flushCode: typeof import('../flush/flush.js') | undefined
+const loadFlush = async () => (flushCode ??= await import('../flush/flush.js'))
+
+export class Flushes {
+  constructor(private readonly context: EngineContext) {}
+
+  async flush(target: FlushTarget | readonly FlushTarget[] | undefined, options: FlushOptions): Promise<FlushReport> {
+    const { ops, overlay, lower, book, session, serial } = this.context
+    this.context.assertOpen()
+    ops.settle()
+    // No target, or ws.lower: the lower source itself, when it can take a flush.
+    const own = (t: unknown) => (t === undefined || t === lower ? lower.source : t) as FlushTarget
+    const targets = Array.isArray(target) ? (target as readonly FlushTarget[]).map(own) : [own(target)]
+    for (const t of targets) if (!isFlushTarget(t)) throw new TypeError('rewindfs: flush needs a FlushTarget (versions, apply, id), e.g. directory(path) from rewindfs/adapters/node-fs')
+    const durability = this.context.durability
+    const { flush } = await loadFlush()
+    const { FLUSH_STATE_KEY, encodeFlushState } = await loadFlushRecords()
+    return flush(
+      {
+        overlay,
+        lower,
+        book,
+        session,
+        persist: async (blobs) => durability?.saveMeta(FLUSH_STATE_KEY, encodeFlushState(lower, book), blobs),
+      },
+      targets,
+      // The verify callback is user code on behalf of this call: engine calls it makes join it.
+      typeof options.verify === 'function' ? { ...options, verify: (done) => serial.lend(() => options.verify!(done)) } : options,
+    )
+  }
+
+  /** The upper layer's changes against the lower source. */
+  changes(): Change[] {
+    const { ops, overlay, lower, book } = this.context
+    ops.settle()
+    // After a flush into the lower source, what it holds now is the base: flushed paths are clean.
+    const flushed = lower.id !== undefined ? book.ledgers.get(lower.id) : undefined
+    if (flushed && flushed.size > 0 && flushCode) return flushCode.differences(overlay, lower, flushed).map((p) => p.change)
+    return diffTrees(overlay, Overlay.emptyRoot(lower), overlay.root).map((r) => r.change)
+  }
+
+  /** On open: loads pins and flush ledgers; unreadable ones are damage (reported, left in the store). */
+  async load(durability: Durability): Promise<void> {
+    const { FLUSH_STATE_KEY, decodeFlushState } = await loadFlushRecords()
+    const loaded = await durability.readMeta(FLUSH_STATE_KEY, (value) => {
+      decodeFlushState(value, this.context.lower, this.context.book)
+      return true
+    })
+    if (loaded === true) await loadFlush() // changes() reads the ledgers through it
+  }
+}

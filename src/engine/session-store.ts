@@ -1,0 +1,163 @@
+/**
+ * A session's durable store, as the workspace uses it: attached on open (the lower source's
+ * identity checked before any replay, the journal replayed, flush state loaded, a damaged store
+ * opened read-only and frozen, an unavailable one replaced by memory and said so), then every
+ * change recorded to it, compacted as it grows, synced, verified and repaired. What it found is
+ * `status`. The durable journal and repair code load here on first use (durability.ts, repair.ts).
+ */
+import type { Checkpoints } from './checkpoints.js'
+import type { EngineContext } from './context.js'
+import type { Durability, IntegrityReport, LoadReport, StoreDamage } from './durability.js'
+import type { Flushes } from './flushes.js'
+import type { RepairOptions, RepairReport } from './repair.js'
+import type { SideEffects } from './side-effects.js'
+import { LOWER_KEY, type Store } from './store.js'
+
+export interface StoreStatus {
+  /** Why the configured store is not in use (the workspace runs in memory). */
+  degraded?: string
+  warnings: string[]
+  /** What open replayed and repaired. */
+  loaded?: LoadReport
+  /** The damage that made open read-only (the workspace is frozen; see `repair()`). */
+  corrupt?: StoreDamage
+}
+
+/**
+ * The durable journal and flush code load on first use (a store given, a first flush), so an
+ * in-memory workspace's bundle carries neither, nor zod, which they use on what they read back.
+ */
+const loadDurability = () => import('./durability.js')
+const loadRepair = () => import('./repair.js')
+
+export class SessionStore {
+  readonly status: StoreStatus = { warnings: [] }
+  /** The background check of the store's blob checksums that open starts. */
+  private integrity: Promise<IntegrityReport> | undefined
+
+  constructor(
+    private readonly context: EngineContext,
+    private readonly checkpoints: Checkpoints,
+    private readonly sideEffects: SideEffects,
+    private readonly flushes: Flushes,
+    private readonly options: { readonly compactEvery?: number },
+  ) {}
+
+  /** Replays the store's journal, then records every later change to it (write-ahead). */
+  async attach(store: Store): Promise<void> {
+    const { overlay, state, journal, ops, lower } = this.context
+    const { Durability } = await loadDurability()
+    const durability = new Durability({ overlay, state, journal, blobs: overlay.blobs, ...this.checkpoints.durable() }, store)
+    try {
+      // Before any replay: a journal of another source must not be replayed over this one.
+      await this.checkLowerIdentity(store, durability)
+      this.status.loaded = await durability.load()
+      this.status.warnings.push(...this.status.loaded.warnings)
+    } catch (error) {
+      const code = (error as { code?: string }).code
+      if (code === 'EJOURNALVERSION' || code === 'ELOWERMISMATCH') throw error
+      // Unavailable: run in memory, flagged with the reason, never silently.
+      this.status.degraded = `the ${store.kind} store is unavailable: ${(error as Error)?.message ?? String(error)}`
+      this.context.alert({ kind: 'safe-stop', message: this.status.degraded })
+      return
+    }
+    this.context.durability = durability
+    if (store.readOnly) ops.frozenReason = `the ${store.kind} store is open read-only (another writer holds it)`
+    // From now on, first sightings of lower paths are journaled: conflict checks survive a reopen.
+    if (lower.id !== undefined) overlay.unrecorded = []
+    // Blob checksums are verified in the background; verify() waits for the verdict.
+    this.integrity = durability.verify().then((report) => {
+      if (report.corrupt.length > 0) {
+        const message = `${report.corrupt.length} blob(s) in the ${store.kind} store did not match their checksums and were dropped; broken checkpoints: ${report.broken.join(', ') || 'none'}`
+        this.status.warnings.push(message)
+        this.context.alert({ kind: 'integrity', message })
+      }
+      return report
+    })
+    await this.flushes.load(durability)
+    if (durability.damage.length > 0) this.openedDamaged(durability)
+    this.checkpoints.prune() // retention applies to what was reopened too
+    const every = this.options.compactEvery ?? 10_000
+    journal.onAppend = (record) => {
+      durability.recordOperation(record)
+      if (durability.sinceCompaction >= every) {
+        durability.sinceCompaction = 0
+        void this.compact().catch(() => undefined)
+      }
+    }
+    if ((this.status.loaded?.operations ?? 0) >= every) await this.compact()
+  }
+
+  /** Refuses a store made over another lower source; remembers this one's identity in a new store. */
+  private async checkLowerIdentity(store: Store, durability: Durability): Promise<void> {
+    const { lower } = this.context
+    if (lower.id === undefined) return
+    const known = await durability.readMeta(LOWER_KEY, (value) => {
+      if (typeof value !== 'string') throw new Error('it is not the name of a lower source')
+      return value
+    })
+    if (known === 'damaged') return
+    if (known !== undefined && known !== lower.id) {
+      throw Object.assign(new Error(`rewindfs: this ${store.kind} store belongs to the lower source '${String(known)}', not '${lower.id}'; open it over the same source or use a new store`), {
+        code: 'ELOWERMISMATCH',
+      })
+    }
+    if (known === undefined && !store.readOnly) await store.putMeta(LOWER_KEY, lower.id)
+  }
+
+  /** A damaged store: open read-only at the state it proves, frozen, and say so. */
+  private openedDamaged(durability: Durability): void {
+    const [first, ...more] = durability.damage
+    this.status.corrupt = first
+    const message = `the ${durability.store.kind} store is damaged: ${durability.describe(first)}; it was opened read-only at the last state it proves and nothing in it was changed (ws.repair() or rewindfs repair; rewindfs verify reports it)`
+    this.status.warnings.push(message, ...more.map((damage) => `also damaged: ${durability.describe(damage)}`))
+    this.context.ops.frozenReason = message
+    this.context.alert({ kind: 'integrity', message })
+  }
+
+  async repair(options: RepairOptions): Promise<RepairReport> {
+    this.context.assertOpen()
+    if (!this.context.durability) throw Object.assign(new Error('rewindfs: repair needs a workspace opened on a store it could read'), { code: 'EINVAL' })
+    const durability = this.context.durability
+    // In turn with the other recording calls: a repair rewrites the journal they append to.
+    return this.context.serial.run(async () => {
+      const { repair } = await loadRepair()
+      await this.verify() // the blob checks too, so the report names every damaged blob
+      const wasDamaged = this.status.corrupt !== undefined
+      const report = await repair(durability, { ...options, lowerId: this.context.lower.id })
+      if (report.repaired) {
+        this.status.corrupt = undefined
+        if (wasDamaged) this.context.ops.frozenReason = undefined
+        this.status.warnings.push(`repaired: ${report.kept.groups} group commit(s) kept, ${report.lost.length} range(s) of records lost${report.keptAside ? `; the old journal is kept aside as ${report.keptAside}` : ""}`)
+      }
+      return report
+    })
+  }
+
+  /** Compaction in turn; it writes the store itself and records nothing else to acknowledge. */
+  async compact(): Promise<void> {
+    return this.context.serial.run(() => this.compactNow())
+  }
+
+  /** Compaction now: for a call that already holds the turn (purge). */
+  async compactNow(): Promise<void> {
+    this.context.ops.settle()
+    await this.context.durability?.compact(() => this.context.collector.reachable())
+  }
+
+  async verify(): Promise<IntegrityReport> {
+    return (await this.integrity) ?? { verified: 0, corrupt: [], broken: [] }
+  }
+
+  async sync(): Promise<void> {
+    const { ops, durability } = this.context
+    ops.settle()
+    if (!durability) return
+    try {
+      await durability.sync({ insideHold: this.sideEffects.running })
+    } catch (error) {
+      this.status.degraded = durability.failure
+      throw error
+    }
+  }
+}
