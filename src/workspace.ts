@@ -16,7 +16,7 @@ import { createFs } from './fs/surface.js'
 import type { DirNode } from './layer/nodes.js'
 import type { MapRoot } from './layer/persistent-map.js'
 import { type JsonValue, SessionState } from './engine/state.js'
-import { type StagedFs, type ApprovalHook, type TransactionOptions, runTransaction } from './engine/transaction.js'
+import { type StagedFs, type ApprovalHook, type TransactionOptions, Transactions } from './engine/transaction.js'
 import type { Validator } from './engine/validator.js'
 import type { IntegrityReport } from './engine/durability.js'
 import type { RepairOptions, RepairReport } from './engine/repair.js'
@@ -107,6 +107,7 @@ interface Engine {
   readonly restore: Restores
   readonly flushes: Flushes
   readonly store: SessionStore
+  readonly transactions: Transactions
 }
 
 /** What the sessions of one workspace share: content, inode numbers, the collector, the lower source and its flushes. */
@@ -140,8 +141,6 @@ export class Workspace {
   /** The agent's session state; captured by every checkpoint together with the files. */
   readonly state: SessionState
   private readonly options: WorkspaceOptions
-  private transactionDepth = 0
-  private stagedFs: StagedFs | undefined
   /**
    * Why the configured store is not in use (the workspace runs in memory), what open repaired, and
    * `corrupt`: the damage that made open read-only (the workspace is frozen; see `repair()`).
@@ -208,6 +207,7 @@ export class Workspace {
       restore: new Restores(this.context, checkpoints, sideEffects, undo),
       flushes,
       store: new SessionStore(this.context, checkpoints, sideEffects, flushes, options),
+      transactions: new Transactions(this.context, options, () => this.sync()),
     }
     this.status = this.engine.store.status
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
@@ -336,7 +336,7 @@ export class Workspace {
 
   /** Called by the fs layer before each mutating call: automatic checkpoints (see engine/auto-checkpoint.ts). */
   private autoCheckpoint(type: OperationType, paths: readonly string[]): void {
-    if (this.transactionDepth > 0) return
+    if (this.engine.transactions.running) return
     this.engine.checkpoints.beforeOperation(type, paths)
   }
 
@@ -360,44 +360,7 @@ export class Workspace {
    * and the whole change set commits as one operation. Nested transactions join the outer one.
    */
   async transaction<T>(body: (fs: NodeFs) => T | Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    this.context.assertOpen()
-    if (typeof body !== 'function') throw new TypeError('rewindfs: transaction(body) needs a function')
-    if (this.stagedFs) return body(this.stagedFs as unknown as NodeFs)
-    this.context.assertWritable('transaction')
-    this.ops.settle()
-    this.transactionDepth++
-    let result: T
-    try {
-      result = await runTransaction(
-        {
-          overlay: this.overlay,
-          journal: this.journal,
-          cwd: this.ops.cwd,
-          umask: this.ops.umask,
-          validators: this.options.validators ?? [],
-          ...(this.options.approve ? { approve: this.options.approve } : {}),
-          // Only the commit takes a turn: the body, validators and approval run before it.
-          exclusive: (commit) =>
-            this.context.serial.run(async () => {
-              this.context.assertWritable('transaction')
-              return commit()
-            }),
-        },
-        async (fs) => {
-          this.stagedFs = fs
-          try {
-            return await body(fs as unknown as NodeFs)
-          } finally {
-            this.stagedFs = undefined
-          }
-        },
-        options,
-      )
-    } finally {
-      this.transactionDepth--
-    }
-    await this.sync()
-    return result
+    return this.engine.transactions.run(body as unknown as (fs: StagedFs) => T | Promise<T>, options)
   }
 
   /** Differences between two checkpoints, or from a checkpoint to now. */

@@ -3,6 +3,7 @@
  * tree, so starting one is O(1)) that `ws.fs` cannot see; validators run on the staged files; only
  * if all pass, and nothing staged was changed meanwhile, does the change set land as one operation.
  * A throw, a failed validator, a refused approval or a conflict leaves the workspace untouched.
+ * `Transactions` is how a workspace runs them: one at a time, in the engine's turn to commit.
  */
 import type { Change } from '../diff.js'
 import { diffTrees, upperSlotDiff } from '../diff.js'
@@ -10,6 +11,7 @@ import { FsOperations } from '../fs/operations.js'
 import { createFs } from '../fs/surface.js'
 import type { DirNode } from '../layer/nodes.js'
 import { Overlay } from '../overlay.js'
+import type { EngineContext } from './context.js'
 import type { Journal } from './journal.js'
 import { type ValidationResult, type Validator, ValidationError, runValidators } from './validator.js'
 
@@ -143,4 +145,72 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
   if (host.exclusive) await host.exclusive(commit)
   else commit()
   return result
+}
+
+/** What the workspace gives every transaction (WorkspaceOptions), read when one runs. */
+export interface TransactionDefaults {
+  readonly validators?: readonly Validator[]
+  readonly approve?: ApprovalHook
+}
+
+/**
+ * A workspace's transactions: a nested one joins the staging fs of the one running, automatic
+ * checkpoints wait while one runs (its commit is one operation), only the commit takes the engine's
+ * turn, and the result is returned once durable.
+ */
+export class Transactions {
+  private depth = 0
+  private staged: StagedFs | undefined
+
+  constructor(
+    private readonly context: EngineContext,
+    private readonly defaults: TransactionDefaults,
+    private readonly acknowledge: () => Promise<void>,
+  ) {}
+
+  get running(): boolean {
+    return this.depth > 0
+  }
+
+  async run<T>(body: (fs: StagedFs) => T | Promise<T>, options: TransactionOptions): Promise<T> {
+    const { ops, overlay, journal, serial } = this.context
+    this.context.assertOpen()
+    if (typeof body !== 'function') throw new TypeError('rewindfs: transaction(body) needs a function')
+    if (this.staged) return body(this.staged)
+    this.context.assertWritable('transaction')
+    ops.settle()
+    this.depth++
+    let result: T
+    try {
+      result = await runTransaction(
+        {
+          overlay,
+          journal,
+          cwd: ops.cwd,
+          umask: ops.umask,
+          validators: this.defaults.validators ?? [],
+          ...(this.defaults.approve ? { approve: this.defaults.approve } : {}),
+          // Only the commit takes a turn: the body, validators and approval run before it.
+          exclusive: (commit) =>
+            serial.run(async () => {
+              this.context.assertWritable('transaction')
+              return commit()
+            }),
+        },
+        async (fs) => {
+          this.staged = fs
+          try {
+            return await body(fs)
+          } finally {
+            this.staged = undefined
+          }
+        },
+        options,
+      )
+    } finally {
+      this.depth--
+    }
+    await this.acknowledge()
+    return result
+  }
 }
