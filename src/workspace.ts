@@ -1,52 +1,52 @@
 /**
- * A workspace: one session's upper layer over a lower source, with checkpoints. A checkpoint keeps
- * the current upper tree (frozen by switching the edit token), so it costs O(1); restore moves the
- * tree pointer back; reset swaps in an empty upper layer. The Node-compatible `fs` is generated from
- * FsOperations over the overlay.
+ * A workspace: one session's upper layer over a lower source, with checkpoints, restore, undo and
+ * an optional durable store. This class is the public façade: it makes the session's overlay, fs
+ * layer and journal, wires the engine's parts to them (src/engine/: checkpoints, restore, undo,
+ * side effects, transactions, flushes and the session store, sharing one EngineContext) and
+ * delegates to them. The Node-compatible `fs` is generated from FsOperations over the overlay.
  */
 import { Collector } from './blob/collector.js'
 import { BlobStore } from './blob/store.js'
 import { type Change, diffTrees } from './diff.js'
 import { FsError } from './errors.js'
-import { WorkspaceEvents, feedEvents } from './engine/events.js'
 import type { ExecOptions, ExecResult, ExecRunner, ExecSession } from './exec.js'
-import { Journal, type Operation, type OperationType } from './engine/journal.js'
-import { FsOperations, MAX_FILE_SIZE } from './fs/operations.js'
-import { createFs } from './fs/surface.js'
-import type { DirNode } from './layer/nodes.js'
-import type { MapRoot } from './layer/persistent-map.js'
-import { type JsonValue, SessionState } from './engine/state.js'
-import { type StagedFs, type ApprovalHook, type TransactionOptions, Transactions } from './engine/transaction.js'
-import type { Validator } from './engine/validator.js'
-import type { IntegrityReport } from './engine/durability.js'
-import type { RepairOptions, RepairReport } from './engine/repair.js'
-import { type RestoreOptions, type RestoreReport, type RestoreTarget, Restores } from './engine/restore.js'
-export type { RestoreOptions, RestoreReport, RestoreTarget }
-import { type HistoryFilter, UndoHistory, type UndoOptions, type UndoResult } from './engine/undo.js'
-export type { HistoryFilter, UndoOptions, UndoResult }
-import type { AutoCheckpointOptions } from './engine/auto-checkpoint.js'
-export type { AutoCheckpointOptions }
-import { type Checkpoint, type CheckpointInfo, type CheckpointKind, Checkpoints, type ResumePoint } from './engine/checkpoints.js'
-export type { Checkpoint, CheckpointInfo, CheckpointKind, ResumePoint }
-import { SerialQueue } from './engine/serial.js'
-import { SessionStore, type StoreStatus } from './engine/session-store.js'
-import { Flushes } from './engine/flushes.js'
-import { type SideEffectOptions, SideEffects, registerCompensator } from './engine/side-effects.js'
-import { type Alert, type EngineContext, engineContext } from './engine/context.js'
-import type { PurgeReport } from './engine/purge.js'
-export type { PurgeReport }
-import type { TieredRetention } from './engine/retention.js'
-import type { Store } from './engine/store.js'
-import { type LowerInput, toLowerSource } from './lower/index.js'
-import type { LowerSource } from './lower/source.js'
-import { Overlay } from './overlay.js'
 import { FlushBook } from './flush/book.js'
 import type { FlushOptions, FlushReport } from './flush/flush.js'
 import { PinnedLower } from './flush/pinned-lower.js'
 import type { FlushTarget } from './flush/target.js'
-import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
+import { FsOperations, MAX_FILE_SIZE } from './fs/operations.js'
+import { createFs } from './fs/surface.js'
+import type { DirNode } from './layer/nodes.js'
+import type { MapRoot } from './layer/persistent-map.js'
 import type { FileSystemTree } from './lower/file-system-tree.js'
+import { type LowerInput, toLowerSource } from './lower/index.js'
+import type { LowerSource } from './lower/source.js'
+import { Overlay } from './overlay.js'
 import { absolute, normalize } from './path.js'
+import type { AutoCheckpointOptions } from './engine/auto-checkpoint.js'
+import { type Checkpoint, type CheckpointInfo, type CheckpointKind, Checkpoints, type ResumePoint } from './engine/checkpoints.js'
+import { type Alert, type EngineContext, engineContext } from './engine/context.js'
+import type { IntegrityReport } from './engine/durability.js'
+import { WorkspaceEvents, feedEvents } from './engine/events.js'
+import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
+import { Flushes } from './engine/flushes.js'
+import { Journal, type Operation, type OperationType } from './engine/journal.js'
+import type { PurgeReport } from './engine/purge.js'
+import type { RepairOptions, RepairReport } from './engine/repair.js'
+import { type RestoreOptions, type RestoreReport, type RestoreTarget, Restores } from './engine/restore.js'
+import type { TieredRetention } from './engine/retention.js'
+import { SerialQueue } from './engine/serial.js'
+import { SessionStore, type StoreStatus } from './engine/session-store.js'
+import { type SideEffectOptions, SideEffects, registerCompensator } from './engine/side-effects.js'
+import { type JsonValue, SessionState } from './engine/state.js'
+import type { Store } from './engine/store.js'
+import { type ApprovalHook, type StagedFs, type TransactionOptions, Transactions } from './engine/transaction.js'
+import { type HistoryFilter, UndoHistory, type UndoOptions, type UndoResult } from './engine/undo.js'
+import type { Validator } from './engine/validator.js'
+
+export type { Alert, AutoCheckpointOptions, Checkpoint, CheckpointInfo, CheckpointKind, HistoryFilter, PurgeReport, ResumePoint }
+export type { RestoreOptions, RestoreReport, RestoreTarget, UndoOptions, UndoResult }
+export type { ExecOptions, ExecResult } from './exec.js'
 
 export interface WorkspaceOptions {
   /** The read-only base: a fixture object, a WebContainers FileSystemTree, a sync fs (memfs Volume), or a LowerSource. */
@@ -82,10 +82,6 @@ export interface WorkspaceOptions {
   exec?: ExecRunner
 }
 
-export type { Alert }
-
-export type { ExecOptions, ExecResult } from './exec.js'
-
 /** The Node fs shape we implement. A type query only: nothing from Node is loaded by the core. */
 export type NodeFs = typeof import('node:fs')
 
@@ -98,8 +94,7 @@ export interface WorkspaceCounters {
   readonly blobsTouched: number
 }
 
-
-/** The engine's parts, each owning its state. */
+/** The engine's parts, each owning its state (src/engine/). */
 interface Engine {
   readonly checkpoints: Checkpoints
   readonly sideEffects: SideEffects
@@ -121,12 +116,6 @@ interface Shared {
 }
 
 let workspaceCount = 0
-
-/**
- * The durable journal and flush code load on first use (a store given, a first flush), so an
- * in-memory workspace's bundle carries neither, nor zod, which they use on what they read back.
- */
-
 
 export class Workspace {
   readonly fs: NodeFs
@@ -150,7 +139,6 @@ export class Workspace {
   private readonly context: EngineContext
   /** ws.exec's runner state (overlay mode keeps its exec layer here), closed with the workspace. */
   private execSession: ExecSession | undefined
-  /** The engine's parts, each owning its state (src/engine/). */
   private readonly engine: Engine
   private readonly idPrefix = `${(++workspaceCount).toString(36)}${Math.random().toString(36).slice(2, 6)}`
 
@@ -223,38 +211,6 @@ export class Workspace {
   }
 
   /**
-   * Repairs a damaged store (journal or metadata; blobs that fail their checksum stay, reported):
-   * keeps the journal aside, writes a fresh one of the last state it proves — with `salvage`, plus
-   * every later group commit that still applies — and switches to it atomically. The workspace
-   * is rebuilt from it and writable again. Reports what was kept and what was lost.
-   */
-  async repair(options: RepairOptions = {}): Promise<RepairReport> {
-    return this.engine.store.repair(options)
-  }
-
-  /**
-   * Rewrites the store's journal as one snapshot of the live state and kept history, and drops
-   * store blobs nothing refers to. Runs by itself every `compactEvery` records; open time then
-   * stays proportional to the live state plus a bounded tail.
-   */
-  async compact(): Promise<void> {
-    return this.engine.store.compact()
-  }
-
-  /**
-   * Waits for the background check of the store's blob checksums started by open: what it checked,
-   * the blobs that did not match (dropped) and the checkpoints it marked broken.
-   */
-  async verify(): Promise<IntegrityReport> {
-    return this.engine.store.verify()
-  }
-
-  /** Resolves when every change so far is durable in the store (a group commit). */
-  async sync(): Promise<void> {
-    return this.engine.store.sync()
-  }
-
-  /**
    * A new session branching from the current state: it shares the lower layer and the blob store
    * (so nothing is copied) and has its own upper layer, history and checkpoints. O(1).
    */
@@ -267,6 +223,25 @@ export class Workspace {
       state: this.state.freeze(),
       cwd: this.ops.cwd,
     })
+  }
+
+  async close(): Promise<void> {
+    if (this.context.closed) return
+    await this.context.serial.idle() // calls already made finish first
+    for (const file of [...this.ops.descriptors.all()]) this.ops.close(file.fd)
+    await this.execSession?.close().catch(() => undefined)
+    await this.sync().catch(() => undefined)
+    await this.context.durability?.store.close?.()
+    this.context.closed = true
+    this.ops.changes.close()
+    this.events.close()
+    this.unregister()
+    this.shared.sessions.delete(this.session)
+    // The lower source and the collector belong to every session sharing them: the last one closes them.
+    if (this.shared.sessions.size === 0) {
+      this.collector.stop()
+      await this.lower.close?.()
+    }
   }
 
   /** Relative paths given to `fs` resolve against this directory ('/' at first). */
@@ -282,6 +257,17 @@ export class Workspace {
 
   get umask(): number {
     return this.ops.umask
+  }
+
+  /** Loads the contents of these paths from an asynchronous lower source, so sync reads work. */
+  async prefetch(paths: readonly string[]): Promise<void> {
+    this.context.assertOpen()
+    const lowerPaths: string[] = []
+    for (const path of paths) {
+      const entry = this.overlay.lookup(absolute(path, this.ops.cwd), true)
+      if (entry?.type === 'file' && entry.node === undefined && entry.lowerPath !== null) lowerPaths.push(entry.lowerPath)
+    }
+    await this.lower.prefetch(lowerPaths)
   }
 
   /** Records the whole environment as it is now. O(1) in the size of the tree. */
@@ -307,6 +293,11 @@ export class Workspace {
     return this.engine.checkpoints.info(idOrName)
   }
 
+  /** Differences between two checkpoints, or from a checkpoint to now. */
+  diff(from: string, to?: string): Change[] {
+    return this.engine.checkpoints.diff(from, to)
+  }
+
   /** Marks the start of agent turn `n`: a 'turn' checkpoint, and later operations carry the turn. */
   async beginTurn(turn: number): Promise<Checkpoint> {
     return this.recording('beginTurn', async () => this.engine.checkpoints.beginTurn(turn))
@@ -319,25 +310,6 @@ export class Workspace {
 
   async setResume(point: ResumePoint): Promise<void> {
     return this.recording('setResume', async () => this.engine.checkpoints.setResume(point))
-  }
-
-  /** Registers a named compensation, so side effects recorded with `{ name, args }` can be compensated after a reopen. */
-  static registerCompensator(name: string, compensate: (args: JsonValue | undefined) => unknown): void {
-    registerCompensator(name, compensate)
-  }
-
-  /**
-   * Records an effect outside the workspace (an API call, a message sent). Undo and restore run its
-   * compensation; it is reported as compensated, never as rolled back.
-   */
-  async recordSideEffect(effect: SideEffectOptions): Promise<Operation> {
-    return this.recording('recordSideEffect', async () => this.engine.sideEffects.record(effect))
-  }
-
-  /** Called by the fs layer before each mutating call: automatic checkpoints (see engine/auto-checkpoint.ts). */
-  private autoCheckpoint(type: OperationType, paths: readonly string[]): void {
-    if (this.engine.transactions.running) return
-    this.engine.checkpoints.beforeOperation(type, paths)
   }
 
   /**
@@ -355,17 +327,54 @@ export class Workspace {
     return this.recording('undoRestore', () => this.engine.restore.undoRestore())
   }
 
+  /** Discards the upper layer: the lower tree shows again. O(1); checkpoints are kept. */
+  async reset(): Promise<void> {
+    return this.recording('reset', async () => this.engine.restore.reset())
+  }
+
+  /**
+   * Undoes the last matching operations, newest first. Selective undo (types, paths, group) refuses
+   * when a later operation depends on a selected one (same path, ancestor or descendant), listing
+   * the blockers, unless `cascade` undoes them too.
+   */
+  async undo(options: UndoOptions = {}): Promise<UndoResult> {
+    return this.recording('undo', () => this.context.atomically(() => this.engine.undo.undo(options)), options.dryRun === true)
+  }
+
+  /** Re-applies what the last undo removed, until a new operation is recorded. */
+  async redo(): Promise<{ redone: Operation[] }> {
+    return this.recording('redo', async () => this.engine.undo.redo())
+  }
+
+  /** Operations, newest first. */
+  history(filter: HistoryFilter = {}): (Operation & { undone?: true })[] {
+    return this.engine.undo.history(filter)
+  }
+
+  /** One operation with the unified diff of each file it changed. */
+  operation(id: string): (Operation & { undone: boolean; diff: { path: string; patch?: string }[] }) | undefined {
+    return this.engine.undo.operation(id)
+  }
+
+  /**
+   * Records an effect outside the workspace (an API call, a message sent). Undo and restore run its
+   * compensation; it is reported as compensated, never as rolled back.
+   */
+  async recordSideEffect(effect: SideEffectOptions): Promise<Operation> {
+    return this.recording('recordSideEffect', async () => this.engine.sideEffects.record(effect))
+  }
+
+  /** Registers a named compensation, so side effects recorded with `{ name, args }` can be compensated after a reopen. */
+  static registerCompensator(name: string, compensate: (args: JsonValue | undefined) => unknown): void {
+    registerCompensator(name, compensate)
+  }
+
   /**
    * Runs `body` against a staging fs: its writes are invisible to `ws.fs` until validators pass
    * and the whole change set commits as one operation. Nested transactions join the outer one.
    */
   async transaction<T>(body: (fs: NodeFs) => T | Promise<T>, options: TransactionOptions = {}): Promise<T> {
     return this.engine.transactions.run(body as unknown as (fs: StagedFs) => T | Promise<T>, options)
-  }
-
-  /** Differences between two checkpoints, or from a checkpoint to now. */
-  diff(from: string, to?: string): Change[] {
-    return this.engine.checkpoints.diff(from, to)
   }
 
   /** The upper layer's changes against the lower source. */
@@ -383,6 +392,18 @@ export class Workspace {
    */
   async flush(target?: FlushTarget | readonly FlushTarget[], options: FlushOptions = {}): Promise<FlushReport> {
     return this.recording('flush', () => this.engine.flushes.flush(target, options), options.dryRun === true)
+  }
+
+  /**
+   * The view (or the directory `path`) as a WebContainers FileSystemTree, or as a zip archive
+   * streamed in chunks (modes, symlinks and times as Info-ZIP stores them), read from a fork taken
+   * now. The code loads on first use.
+   */
+  export(options: FileSystemTreeExportOptions): Promise<FileSystemTree>
+  export(options: ZipExportOptions): Promise<AsyncIterable<Uint8Array>>
+  export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>>
+  async export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>> {
+    return (await import('./engine/export.js')).exportView(this, options)
   }
 
   /**
@@ -408,46 +429,36 @@ export class Workspace {
     return this.execSession.run(command, options)
   }
 
-  /**
-   * The view (or the directory `path`) as a WebContainers FileSystemTree, or as a zip archive
-   * streamed in chunks (modes, symlinks and times as Info-ZIP stores them), read from a fork taken
-   * now. The code loads on first use.
-   */
-  export(options: FileSystemTreeExportOptions): Promise<FileSystemTree>
-  export(options: ZipExportOptions): Promise<AsyncIterable<Uint8Array>>
-  export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>>
-  async export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>> {
-    return (await import('./engine/export.js')).exportView(this, options)
-  }
-
-  /** Loads the contents of these paths from an asynchronous lower source, so sync reads work. */
-  async prefetch(paths: readonly string[]): Promise<void> {
-    this.context.assertOpen()
-    const lowerPaths: string[] = []
-    for (const path of paths) {
-      const entry = this.overlay.lookup(absolute(path, this.ops.cwd), true)
-      if (entry?.type === 'file' && entry.node === undefined && entry.lowerPath !== null) lowerPaths.push(entry.lowerPath)
-    }
-    await this.lower.prefetch(lowerPaths)
-  }
-
-  /** Discards the upper layer: the lower tree shows again. O(1); checkpoints are kept. */
-  async reset(): Promise<void> {
-    return this.recording('reset', async () => this.engine.restore.reset())
+  /** Resolves when every change so far is durable in the store (a group commit). */
+  async sync(): Promise<void> {
+    return this.engine.store.sync()
   }
 
   /**
-   * Undoes the last matching operations, newest first. Selective undo (types, paths, group) refuses
-   * when a later operation depends on a selected one (same path, ancestor or descendant), listing
-   * the blockers, unless `cascade` undoes them too.
+   * Waits for the background check of the store's blob checksums started by open: what it checked,
+   * the blobs that did not match (dropped) and the checkpoints it marked broken.
    */
-  async undo(options: UndoOptions = {}): Promise<UndoResult> {
-    return this.recording('undo', () => this.context.atomically(() => this.engine.undo.undo(options)), options.dryRun === true)
+  async verify(): Promise<IntegrityReport> {
+    return this.engine.store.verify()
   }
 
-  /** Recording calls run in turn, are refused while frozen (but dry runs) and resolve once durable (engine/context.ts). */
-  private recording<T>(syscall: string, body: () => Promise<T>, dryRun = false): Promise<T> {
-    return this.context.recording(syscall, body, dryRun)
+  /**
+   * Rewrites the store's journal as one snapshot of the live state and kept history, and drops
+   * store blobs nothing refers to. Runs by itself every `compactEvery` records; open time then
+   * stays proportional to the live state plus a bounded tail.
+   */
+  async compact(): Promise<void> {
+    return this.engine.store.compact()
+  }
+
+  /**
+   * Repairs a damaged store (journal or metadata; blobs that fail their checksum stay, reported):
+   * keeps the journal aside, writes a fresh one of the last state it proves — with `salvage`, plus
+   * every later group commit that still applies — and switches to it atomically. The workspace
+   * is rebuilt from it and writable again. Reports what was kept and what was lost.
+   */
+  async repair(options: RepairOptions = {}): Promise<RepairReport> {
+    return this.engine.store.repair(options)
   }
 
   /** Safe stop: keeps every record and refuses writes until `unfreeze()`. */
@@ -470,39 +481,15 @@ export class Workspace {
    * another path holds the same content.
    */
   async purge(path: string): Promise<PurgeReport> {
-    return this.recording('purge', () => this.purgeNow(path))
-  }
-
-  private async purgeNow(path: string): Promise<PurgeReport> {
-    this.context.assertOpen()
-    this.ops.settle()
-    const { purge } = await import('./engine/purge.js')
-    return purge(
-      {
-        overlay: this.overlay,
-        lower: this.lower,
-        checkpoints: this.engine.checkpoints.records,
-        journal: this.journal,
-        reachable: () => this.collector.reachable(),
-        compact: () => this.engine.store.compactNow(),
-      },
-      normalize(absolute(path, this.ops.cwd)),
-    )
-  }
-
-  /** Re-applies what the last undo removed, until a new operation is recorded. */
-  async redo(): Promise<{ redone: Operation[] }> {
-    return this.recording('redo', async () => this.engine.undo.redo())
-  }
-
-  /** Operations, newest first. */
-  history(filter: HistoryFilter = {}): (Operation & { undone?: true })[] {
-    return this.engine.undo.history(filter)
-  }
-
-  /** One operation with the unified diff of each file it changed. */
-  operation(id: string): (Operation & { undone: boolean; diff: { path: string; patch?: string }[] }) | undefined {
-    return this.engine.undo.operation(id)
+    return this.recording('purge', async () => {
+      const { ops, overlay, lower, journal, collector } = this.context
+      this.context.assertOpen()
+      ops.settle()
+      const { purge } = await import('./engine/purge.js')
+      const checkpoints = this.engine.checkpoints.records
+      const host = { overlay, lower, journal, checkpoints, reachable: () => collector.reachable(), compact: () => this.engine.store.compactNow() }
+      return purge(host, normalize(absolute(path, ops.cwd)))
+    })
   }
 
   /** Work counters, for complexity tests and diagnostics. */
@@ -520,23 +507,15 @@ export class Workspace {
     this.collector.collect()
   }
 
-  async close(): Promise<void> {
-    if (this.context.closed) return
-    await this.context.serial.idle() // calls already made finish first
-    for (const file of [...this.ops.descriptors.all()]) this.ops.close(file.fd)
-    await this.execSession?.close().catch(() => undefined)
-    await this.sync().catch(() => undefined)
-    await this.context.durability?.store.close?.()
-    this.context.closed = true
-    this.ops.changes.close()
-    this.events.close()
-    this.unregister()
-    this.shared.sessions.delete(this.session)
-    // The lower source and the collector belong to every session sharing them: the last one closes them.
-    if (this.shared.sessions.size === 0) {
-      this.collector.stop()
-      await this.lower.close?.()
-    }
+  /** Recording calls run in turn, are refused while frozen (but dry runs) and resolve once durable (engine/context.ts). */
+  private recording<T>(syscall: string, body: () => Promise<T>, dryRun = false): Promise<T> {
+    return this.context.recording(syscall, body, dryRun)
+  }
+
+  /** Called by the fs layer before each mutating call: automatic checkpoints (see engine/auto-checkpoint.ts). */
+  private autoCheckpoint(type: OperationType, paths: readonly string[]): void {
+    if (this.engine.transactions.running) return
+    this.engine.checkpoints.beforeOperation(type, paths)
   }
 
   private *gcRoots(): Iterable<DirNode | string> {
