@@ -9,7 +9,7 @@ import { Collector } from './blob/collector.js'
 import { BlobStore } from './blob/store.js'
 import { type Change, diffTrees } from './diff.js'
 import { FsError } from './errors.js'
-import type { ExecOptions, ExecResult, ExecRunner, ExecSession } from './exec.js'
+import type { ExecOptions, ExecResult, ExecSession } from './exec.js'
 import { FlushBook } from './flush/book.js'
 import type { FlushOptions, FlushReport } from './flush/flush.js'
 import { PinnedLower } from './flush/pinned-lower.js'
@@ -19,13 +19,13 @@ import { createFs } from './fs/surface.js'
 import type { DirNode } from './layer/nodes.js'
 import type { MapRoot } from './layer/persistent-map.js'
 import type { FileSystemTree } from './lower/file-system-tree.js'
-import { type LowerInput, toLowerSource } from './lower/index.js'
+import { toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
 import { Overlay } from './overlay.js'
 import { absolute, normalize } from './path.js'
 import type { AutoCheckpointOptions } from './engine/auto-checkpoint.js'
 import { type Checkpoint, type CheckpointInfo, type CheckpointKind, Checkpoints, type ResumePoint } from './engine/checkpoints.js'
-import { type Alert, type EngineContext, engineContext } from './engine/context.js'
+import { type Alert, type EngineContext, type WorkspaceOptions, engineContext } from './engine/context.js'
 import type { IntegrityReport } from './engine/durability.js'
 import { WorkspaceEvents, feedEvents } from './engine/events.js'
 import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
@@ -34,53 +34,16 @@ import { Journal, type Operation, type OperationType } from './engine/journal.js
 import type { PurgeReport } from './engine/purge.js'
 import type { RepairOptions, RepairReport } from './engine/repair.js'
 import { type RestoreOptions, type RestoreReport, type RestoreTarget, Restores } from './engine/restore.js'
-import type { TieredRetention } from './engine/retention.js'
 import { SerialQueue } from './engine/serial.js'
 import { SessionStore, type StoreStatus } from './engine/session-store.js'
 import { type SideEffectOptions, SideEffects, registerCompensator } from './engine/side-effects.js'
 import { type JsonValue, SessionState } from './engine/state.js'
-import type { Store } from './engine/store.js'
-import { type ApprovalHook, type StagedFs, type TransactionOptions, Transactions } from './engine/transaction.js'
+import { type StagedFs, type TransactionOptions, Transactions } from './engine/transaction.js'
 import { type HistoryFilter, UndoHistory, type UndoOptions, type UndoResult } from './engine/undo.js'
-import type { Validator } from './engine/validator.js'
 
-export type { Alert, AutoCheckpointOptions, Checkpoint, CheckpointInfo, CheckpointKind, HistoryFilter, PurgeReport, ResumePoint }
+export type { Alert, AutoCheckpointOptions, WorkspaceOptions, Checkpoint, CheckpointInfo, CheckpointKind, HistoryFilter, PurgeReport, ResumePoint }
 export type { RestoreOptions, RestoreReport, RestoreTarget, UndoOptions, UndoResult }
 export type { ExecOptions, ExecResult } from './exec.js'
-
-export interface WorkspaceOptions {
-  /** The read-only base: a fixture object, a WebContainers FileSystemTree, a sync fs (memfs Volume), or a LowerSource. */
-  lower?: LowerInput
-  /** File-creation mask, 0o022 by default as on most Linux systems. */
-  umask?: number
-  /** The largest file a write may make, in bytes (default and maximum 2 GiB − 1, Node's own limit): above it EFBIG, nothing written. */
-  maxFileSize?: number
-  /** The session's name (checkpoint names are unique per session). */
-  session?: string
-  retention?: {
-    /** Operations kept for undo and history (default 10 000); older ones can no longer be undone. */
-    operations?: number
-    /**
-     * Automatic and turn checkpoints kept per session: the newest N (default 10), or tiered
-     * (`{ last: 5, hourly: 24, daily: 7 }`); manual, compact and guard ones are always kept.
-     */
-    checkpoints?: number | TieredRetention
-  }
-  /** Validators every transaction runs (see rewindfs/validators). */
-  validators?: readonly Validator[]
-  /** Approval hook for risky transactions (see TransactionOptions.approve). */
-  approve?: ApprovalHook
-  /** Automatic checkpoints by risk; `false` turns them off. */
-  autoCheckpoint?: AutoCheckpointOptions | false
-  /** A durable Store (journal, blobs, metadata); without one the workspace lives in memory. */
-  store?: Store
-  /** Compact the store's journal after this many records (default 10 000). */
-  compactEvery?: number
-  /** Told when the engine escalates: an undo that failed, a compensation that failed, a safe stop. */
-  onAlert?: (alert: Alert) => void
-  /** Runs ws.exec's commands (e.g. hostShell() from rewindfs/adapters/node-fs); default: the lower source's own, if it has one. */
-  exec?: ExecRunner
-}
 
 /** The Node fs shape we implement. A type query only: nothing from Node is loaded by the core. */
 export type NodeFs = typeof import('node:fs')
@@ -129,7 +92,6 @@ export class Workspace {
   private readonly journal: Journal
   /** The agent's session state; captured by every checkpoint together with the files. */
   readonly state: SessionState
-  private readonly options: WorkspaceOptions
   /**
    * Why the configured store is not in use (the workspace runs in memory), what open repaired, and
    * `corrupt`: the damage that made open read-only (the workspace is frozen; see `repair()`).
@@ -165,7 +127,6 @@ export class Workspace {
       this.ops.maxFileSize = options.maxFileSize
     }
     if (from) this.ops.cwd = from.cwd
-    this.options = options
     this.state = new SessionState()
     this.state.guard = (syscall) => this.context.assertWritable(syscall)
     if (from) this.state.setRoot(from.state)
@@ -182,21 +143,17 @@ export class Workspace {
       book: shared.book,
       collector: this.collector,
       serial: new SerialQueue(() => this.sync()),
-      alert: (alert) => this.options.onAlert?.(alert),
+      options,
     })
-    const checkpoints = new Checkpoints(this.context, this.idPrefix, options)
-    const sideEffects = new SideEffects(this.context, (type, paths) => this.autoCheckpoint(type, paths))
-    const undo = new UndoHistory(this.context, checkpoints, sideEffects)
-    const flushes = new Flushes(this.context)
-    this.engine = {
-      checkpoints,
-      sideEffects,
-      undo,
-      restore: new Restores(this.context, checkpoints, sideEffects, undo),
-      flushes,
-      store: new SessionStore(this.context, checkpoints, sideEffects, flushes, options),
-      transactions: new Transactions(this.context, options, () => this.sync()),
-    }
+    const context = this.context
+    const checkpoints = new Checkpoints(context, this.idPrefix)
+    const sideEffects = new SideEffects(context, (type, paths) => this.autoCheckpoint(type, paths))
+    const undo = new UndoHistory(context, checkpoints, sideEffects)
+    const restore = new Restores(context, checkpoints, sideEffects, undo)
+    const flushes = new Flushes(context)
+    const store = new SessionStore(context, checkpoints, sideEffects, flushes)
+    const transactions = new Transactions(context, () => this.sync())
+    this.engine = { checkpoints, sideEffects, undo, restore, flushes, store, transactions }
     this.status = this.engine.store.status
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
     this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]) }) as unknown as NodeFs
@@ -218,7 +175,7 @@ export class Workspace {
     this.context.assertOpen()
     this.ops.settle()
     const name = session ?? `${this.session}-fork-${this.shared.sessions.size}`
-    return new Workspace(this.lower, { ...this.options, session: name }, this.shared, {
+    return new Workspace(this.lower, { ...this.context.options, session: name }, this.shared, {
       root: this.overlay.freeze(),
       state: this.state.freeze(),
       cwd: this.ops.cwd,
@@ -413,7 +370,7 @@ export class Workspace {
    */
   async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     this.context.assertOpen()
-    const runner = this.options.exec ?? this.lower.source.exec
+    const runner = this.context.options.exec ?? this.lower.source.exec
     if (!runner) {
       throw Object.assign(
         new Error("rewindfs: ws.exec needs a runner: open the workspace over directory(path) from 'rewindfs/adapters/node-fs', or pass Workspace.open({ exec: hostShell() }) (Node only)"),

@@ -8,11 +8,11 @@ import { diffTrees, type Change } from '../diff.js'
 import { FsError } from '../errors.js'
 import type { DirNode } from '../layer/nodes.js'
 import { Overlay } from '../overlay.js'
-import { type AutoCheckpointOptions, AutoCheckpoints } from './auto-checkpoint.js'
+import { AutoCheckpoints } from './auto-checkpoint.js'
 import type { EngineContext } from './context.js'
 import type { CheckpointRecord, DurableHost } from './durability.js'
 import { type Operation, type OperationType, publicOperation } from './journal.js'
-import { type TieredRetention, retained } from './retention.js'
+import { retained } from './retention.js'
 import type { JsonValue } from './state.js'
 
 export type CheckpointKind = 'manual' | 'auto' | 'turn' | 'compact' | 'guard'
@@ -48,12 +48,6 @@ export interface ResumePoint {
   data?: JsonValue
 }
 
-/** The options it reads, when it needs them (WorkspaceOptions). */
-export interface CheckpointOptions {
-  readonly retention?: { readonly checkpoints?: number | TieredRetention }
-  readonly autoCheckpoint?: AutoCheckpointOptions | false
-}
-
 const loadReports = () => import('./reports.js')
 
 export class Checkpoints {
@@ -66,9 +60,8 @@ export class Checkpoints {
   constructor(
     private readonly context: EngineContext,
     private readonly idPrefix: string,
-    private readonly options: CheckpointOptions,
   ) {
-    const { overlay, journal } = context
+    const { overlay, journal, options } = context
     this.autoCheckpoints = new AutoCheckpoints(options.autoCheckpoint, {
       isDirectory: (path) => overlay.lookup(path, false)?.type === 'dir',
       isLowerFile: (path) => {
@@ -139,7 +132,7 @@ export class Checkpoints {
   /** Retention: the last N automatic and turn checkpoints; manual, compact and guard ones stay. */
   prune(): void {
     const rolling = this.records.filter((r) => r.kind === 'auto' || r.kind === 'turn')
-    const keep = retained(rolling, this.options.retention?.checkpoints ?? 10, Date.now())
+    const keep = retained(rolling, this.context.options.retention?.checkpoints ?? 10, Date.now())
     const drop = new Set(rolling.filter((r) => !keep.has(r)))
     if (drop.size === 0) return
     for (let i = this.records.length - 1; i >= 0; i--) {

@@ -40,7 +40,6 @@ export class SessionStore {
     private readonly checkpoints: Checkpoints,
     private readonly sideEffects: SideEffects,
     private readonly flushes: Flushes,
-    private readonly options: { readonly compactEvery?: number },
   ) {}
 
   /** Replays the store's journal, then records every later change to it (write-ahead). */
@@ -77,7 +76,7 @@ export class SessionStore {
     await this.flushes.load(durability)
     if (durability.damage.length > 0) this.openedDamaged(durability)
     this.checkpoints.prune() // retention applies to what was reopened too
-    const every = this.options.compactEvery ?? 10_000
+    const every = this.context.options.compactEvery ?? 10_000
     journal.onAppend = (record) => {
       durability.recordOperation(record)
       if (durability.sinceCompaction >= every) {

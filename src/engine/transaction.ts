@@ -147,12 +147,6 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
   return result
 }
 
-/** What the workspace gives every transaction (WorkspaceOptions), read when one runs. */
-export interface TransactionDefaults {
-  readonly validators?: readonly Validator[]
-  readonly approve?: ApprovalHook
-}
-
 /**
  * A workspace's transactions: a nested one joins the staging fs of the one running, automatic
  * checkpoints wait while one runs (its commit is one operation), only the commit takes the engine's
@@ -164,7 +158,6 @@ export class Transactions {
 
   constructor(
     private readonly context: EngineContext,
-    private readonly defaults: TransactionDefaults,
     private readonly acknowledge: () => Promise<void>,
   ) {}
 
@@ -173,7 +166,7 @@ export class Transactions {
   }
 
   async run<T>(body: (fs: StagedFs) => T | Promise<T>, options: TransactionOptions): Promise<T> {
-    const { ops, overlay, journal, serial } = this.context
+    const { ops, overlay, journal, serial, options: defaults } = this.context
     this.context.assertOpen()
     if (typeof body !== 'function') throw new TypeError('rewindfs: transaction(body) needs a function')
     if (this.staged) return body(this.staged)
@@ -188,8 +181,8 @@ export class Transactions {
           journal,
           cwd: ops.cwd,
           umask: ops.umask,
-          validators: this.defaults.validators ?? [],
-          ...(this.defaults.approve ? { approve: this.defaults.approve } : {}),
+          validators: defaults.validators ?? [],
+          ...(defaults.approve ? { approve: defaults.approve } : {}),
           // Only the commit takes a turn: the body, validators and approval run before it.
           exclusive: (commit) =>
             serial.run(async () => {
