@@ -87,6 +87,7 @@ export class Checkpoints {
     return this.add(kind, options.name, options.description)
   }
 
+  /** A checkpoint of any kind (restore's guard, the automatic ones): the tree and state of now, kept. */
   add(kind: CheckpointKind, name?: string, description?: string): Checkpoint {
     const { ops, overlay, state, journal } = this.context
     ops.settle()

@@ -23,6 +23,7 @@ import type { Store } from './store.js'
 import type { ApprovalHook } from './transaction.js'
 import type { Validator } from './validator.js'
 
+/** How a workspace is opened (Workspace.open); the parts read it here when they need it. */
 export interface WorkspaceOptions {
   /** The read-only base: a fixture object, a WebContainers FileSystemTree, a sync fs (memfs Volume), or a LowerSource. */
   lower?: LowerInput
