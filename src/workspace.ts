@@ -17,13 +17,14 @@ import type { FlushTarget } from './flush/target.js'
 import { FsOperations, MAX_FILE_SIZE } from './fs/operations.js'
 import { createFs } from './fs/surface.js'
 import type { DirNode } from './layer/nodes.js'
-import type { MapRoot } from './layer/persistent-map.js'
+import { type MapRoot, emptyMap } from './layer/persistent-map.js'
 import type { FileSystemTree } from './lower/file-system-tree.js'
 import { toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
 import { Overlay } from './overlay.js'
 import { absolute, normalize } from './path.js'
 import type { AutoCheckpointOptions } from './engine/auto-checkpoint.js'
+import type { BisectOptions, BisectResult, ProbeTarget } from './engine/bisect.js'
 import { type Checkpoint, type CheckpointInfo, type CheckpointKind, Checkpoints, type ResumePoint } from './engine/checkpoints.js'
 import { type Alert, type EngineContext, type WorkspaceOptions, engineContext } from './engine/context.js'
 import type { IntegrityReport } from './engine/durability.js'
@@ -384,6 +385,32 @@ export class Workspace {
       changed: (from, to) => diffTrees(this.overlay, from, to).map((record) => record.change.path),
     })
     return this.execSession.run(command, options)
+  }
+
+  /**
+   * Finds the first operation (or checkpoint) after which `command` fails, by bisecting the
+   * history; each probe runs in a throwaway view of a past state, so nothing here moves or is
+   * recorded (engine/bisect.ts).
+   */
+  async bisect(command: string, options: BisectOptions = {}): Promise<BisectResult> {
+    this.context.assertOpen()
+    this.ops.settle()
+    const point = (target: ProbeTarget) =>
+      target === 'now' ? { root: this.overlay.freeze(), state: this.state.freeze() } : target === 'origin' ? { root: Overlay.emptyRoot(this.lower), state: emptyMap<JsonValue>() } : this.engine.restore.point('checkpoint' in target ? target.checkpoint : target)
+    const shared = { ...this.shared, inodes: { next: this.shared.inodes.next } } // a probe's writes take no inode numbers from this session
+    const { exec } = this.context.options
+    const probeOptions = { autoCheckpoint: false, umask: this.ops.umask, maxFileSize: this.ops.maxFileSize, ...(exec ? { exec } : {}) } as const
+    return (await import('./engine/bisect.js')).bisect(
+      {
+        workspace: this,
+        point,
+        view: (session) => new Workspace(this.lower, { ...probeOptions, session }, shared, { ...point('now'), cwd: this.ops.cwd }),
+        show: (view, at) => (view.overlay.setRoot(at.root), view.state.setRoot(at.state)),
+        changes: (from, to) => diffTrees(this.overlay, from.root, to.root).map((record) => record.change),
+      },
+      command,
+      options,
+    )
   }
 
   /** Resolves when every change so far is durable in the store (a group commit). */

@@ -125,8 +125,8 @@ export class Restores {
     return { undone: result.undone[0] }
   }
 
-  /** What a restore target names: a checkpoint, the state at a time, or just after an operation. */
-  private point(target: RestoreTarget): { root: DirNode; state: MapRoot<JsonValue>; seq: number; opSeq: number; label: string; time: number } {
+  /** What a restore target names: a checkpoint, the state at a time, or just after an operation (also bisect's probes). */
+  point(target: RestoreTarget): { root: DirNode; state: MapRoot<JsonValue>; seq: number; opSeq: number; label: string; time: number } {
     const { overlay, lower, journal } = this.context
     if (typeof target === 'string') {
       const record = this.checkpoints.find(target)
