@@ -28,6 +28,10 @@ const SPECS: Record<CommandName, { options: Record<string, OptionSpec>; position
   repair: { options: { ...PROJECT, 'dry-run': { type: 'boolean' } }, positionals: [0, 0] },
   run: { options: { ...PROJECT, ...EXEC }, positionals: [1, Number.POSITIVE_INFINITY, 'command'] },
   shell: { options: { ...PROJECT, ...EXEC }, positionals: [0, 0] },
+  bisect: {
+    options: { ...PROJECT, ...EXEC, from: { type: 'string' }, to: { type: 'string' }, granularity: { type: 'string' }, timeout: { type: 'string' }, concurrency: { type: 'string' } },
+    positionals: [1, Number.POSITIVE_INFINITY, 'command'],
+  },
 }
 
 export type Invocation =
@@ -54,6 +58,12 @@ export interface Options {
   readonly noNetwork: boolean
   readonly readOnlyHost: boolean
   readonly writable: readonly string[]
+  /** bisect: the states to search between, what to probe, a probe's time limit (ms) and how many run at once. */
+  readonly from?: string
+  readonly to?: string
+  readonly granularity?: 'operation' | 'checkpoint'
+  readonly timeout?: number
+  readonly concurrency?: number
 }
 
 /** Whether --json appears anywhere, so even a usage error can be reported as JSON. */
@@ -102,7 +112,10 @@ function parseOptions(command: CommandName, args: readonly string[]): { options:
     throw new UsageError(`${command} takes ${max === 0 ? 'no arguments' : `one ${name}`}; unexpected ${extra}`)
   }
   if (values.mode !== undefined && values.mode !== 'overlay' && values.mode !== 'copy') throw new UsageError(`${command}: --mode takes overlay or copy, not '${String(values.mode)}'`)
-  for (const key of ['dir', 'store', 'session', 'path', 'limit', 'steps'] as const) {
+  if (values.granularity !== undefined && values.granularity !== 'operation' && values.granularity !== 'checkpoint') {
+    throw new UsageError(`${command}: --granularity takes operation or checkpoint, not '${String(values.granularity)}'`)
+  }
+  for (const key of ['dir', 'store', 'session', 'path', 'limit', 'steps', 'from', 'to'] as const) {
     if (values[key] === '') throw new UsageError(`${command}: --${key} needs a non-empty value`)
   }
   let limit: number | undefined
@@ -114,6 +127,17 @@ function parseOptions(command: CommandName, args: readonly string[]): { options:
   if (typeof values.steps === 'string') {
     steps = Number(values.steps)
     if (!/^\d+$/.test(values.steps) || steps < 1 || steps > 50) throw new UsageError(`${command}: --steps takes a whole number from 1 to 50, not '${values.steps}'`)
+  }
+  let timeout: number | undefined
+  if (typeof values.timeout === 'string') {
+    const seconds = Number(values.timeout)
+    if (!/^\d+(\.\d+)?$/.test(values.timeout) || !(seconds > 0)) throw new UsageError(`${command}: --timeout takes a positive number of seconds, not '${values.timeout}'`)
+    timeout = Math.round(seconds * 1000)
+  }
+  let concurrency: number | undefined
+  if (typeof values.concurrency === 'string') {
+    concurrency = Number(values.concurrency)
+    if (!/^\d+$/.test(values.concurrency) || concurrency < 1 || concurrency > 64) throw new UsageError(`${command}: --concurrency takes a whole number from 1 to 64, not '${values.concurrency}'`)
   }
   const text = (key: string) => (typeof values[key] === 'string' ? (values[key] as string) : undefined)
   return {
@@ -135,6 +159,11 @@ function parseOptions(command: CommandName, args: readonly string[]): { options:
       noNetwork: values['no-network'] === true,
       readOnlyHost: values['read-only-host'] === true,
       writable: ((parsed.values as Record<string, unknown>).writable as string[] | undefined) ?? [],
+      ...(text('from') !== undefined ? { from: text('from') } : {}),
+      ...(text('to') !== undefined ? { to: text('to') } : {}),
+      ...(values.granularity === 'operation' || values.granularity === 'checkpoint' ? { granularity: values.granularity } : {}),
+      ...(timeout !== undefined ? { timeout } : {}),
+      ...(concurrency !== undefined ? { concurrency } : {}),
     },
   }
 }

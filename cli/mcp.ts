@@ -89,7 +89,7 @@ export async function serveMcp(options: Options): Promise<number> {
       instructions:
         `A workspace over ${lower.root}: every write lands in an overlay, undoable with undo_operation and ` +
         'rollback_to_checkpoint. The directory on disk is unchanged until commit_changes.' +
-        (options.allowCommands ? ' run_command runs shell commands over the workspace; their changes land in it the same way.' : ''),
+        (options.allowCommands ? ' run_command runs shell commands over the workspace; their changes land in it the same way. find_breaking_change finds the operation after which a command (the tests) fails.' : ''),
     },
   )
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing(tools) }))

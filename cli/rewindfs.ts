@@ -2,10 +2,11 @@
 /**
  * The rewindfs command: `demo` (what `npm start` runs), `mcp` (the MCP stdio server), the store
  * commands status, log, checkpoints, diff, restore, undo, flush, verify and repair, and run and shell
- * (commands in the workspace). `rewindfs --help` documents the
+ * (commands in the workspace), and bisect (which operation broke a command). `rewindfs --help` documents the
  * options and exit codes (usage.ts).
  */
 import { type Invocation, type Options, parseCommandLine, wantsJson } from './arguments.js'
+import { bisect } from './bisect.js'
 import { flush, restore } from './change.js'
 import { demo } from './demo.js'
 import { describeFailure, failureJson } from './failure.js'
@@ -55,6 +56,8 @@ async function run(invocation: Extract<Invocation, { kind: 'run' }>): Promise<nu
       return runCommand(options, positionals)
     case 'shell':
       return shell(options)
+    case 'bisect':
+      return print(await bisect(options, positionals), options)
   }
 }
 

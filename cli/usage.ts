@@ -57,6 +57,12 @@ export const COMMANDS = {
     usage: 'shell --dir <project> [--store <dir>] [--session <name>] [exec options]',
     summary: 'an interactive $SHELL in the workspace, prompt marked (rewindfs); on exit everything it did is one operation',
   },
+  bisect: {
+    usage: `bisect ${PROJECT} [--from <checkpoint>] [--to <checkpoint>] [--granularity <operation|checkpoint>] [--timeout <seconds>] [--concurrency <n>] [exec options] -- <command…>`,
+    summary:
+      'find the operation after which the command fails (exit 0 good, 125 cannot be tested, else bad), as git bisect run does, ' +
+      'probing past states in throwaway views: the workspace, its history and the project are unchanged; a line per probe on stderr',
+  },
 } as const
 
 export type CommandName = keyof typeof COMMANDS
@@ -83,7 +89,7 @@ export function help(): string {
     '  -h, --help         this help (also: rewindfs help <command>)',
     '  -v, --version      the version',
     '',
-    'Exec options (run, shell):',
+    'Exec options (run, shell, bisect):',
     '  --mode <overlay|copy>   force a mode (default: overlay where the kernel allows, else copy)',
     '  --no-network            a private network namespace: loopback only',
     '  --read-only-host        everything outside the project read-only, /tmp private',
@@ -92,9 +98,10 @@ export function help(): string {
     '',
     'run and shell keep the session in memory without --store (what the command did is printed and',
     "then gone); with --store it is recorded there for diff, undo and flush.",
-    'status, log, checkpoints, diff and verify open the store read-only, so they work while an MCP',
-    "server holds it; restore, undo, flush, repair, run and shell take the store's lock. Colour only on a",
-    'terminal and not with NO_COLOR; flush draws a progress bar on stderr when stderr is a terminal.',
+    'status, log, checkpoints, diff, verify and bisect (which records nothing) open the store read-only,',
+    "so they work while an MCP server holds it; restore, undo, flush, repair, run and shell take the store's",
+    'lock. Colour only on a terminal and not with NO_COLOR; flush draws a progress bar on stderr when stderr',
+    'is a terminal.',
     '',
     'Exit codes:',
     `  ${EXIT.ok}  ok (run: the command's own exit code; 128 + n when signal n ended it)`,

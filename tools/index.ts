@@ -6,6 +6,7 @@
  */
 import { type FlushTarget, isFlushTarget } from '../src/flush/target.js'
 import type { Workspace } from '../src/workspace.js'
+import { bisectTool } from './bisect.js'
 import { type BudgetOptions, resolveBudget, withinBudget } from './budget.js'
 import { checkpointTool } from './checkpoints.js'
 import { type CommandOptions, commandTool } from './command.js'
@@ -34,7 +35,7 @@ export interface AgentToolsOptions {
   /** Where commit_changes writes (ws.flush); without one there is no commit_changes tool. */
   flushTarget?: FlushTarget
   /**
-   * Offer run_command (ws.exec), with the sandbox to run every command in. Off by default: a command
+   * Offer run_command (ws.exec) and find_breaking_change (ws.bisect), with the sandbox to run every command in. Off by default: a command
    * runs on the host and can reach what the user can outside the workspace.
    */
   commands?: boolean | CommandOptions
@@ -52,7 +53,7 @@ export function createAgentTools(ws: Workspace, options: AgentToolsOptions = {})
     ...fileTools(ws, budget),
     searchTool(ws, budget),
     findTool(ws, budget),
-    ...(commands ? [commandTool(ws, budget, commands)] : []),
+    ...(commands ? [commandTool(ws, budget, commands), bisectTool(ws, budget, commands)] : []),
     undoTool(ws, budget),
     rollbackTool(ws, budget),
     checkpointTool(ws, budget),

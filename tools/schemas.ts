@@ -94,6 +94,12 @@ export const runCommandInput = z.strictObject({
   env: z.record(z.string(), z.string()).optional().describe('Environment variables to set'),
 })
 
+export const findBreakingChangeInput = z.strictObject({
+  command: z.string().min(1).describe('A shell command (sh -c) that passes when things work, e.g. npm test'),
+  from_checkpoint: z.string().min(1).optional().describe('A checkpoint (id or name) where the command passes (default: the start of the kept history)'),
+  timeout_ms: z.number().int().min(1).max(600_000).default(120_000).describe('Milliseconds one run may take; a run that takes longer is skipped'),
+})
+
 export const deletePathInput = z.strictObject({
   path,
   recursive: z.boolean().default(false).describe('Required to delete a directory that is not empty'),
