@@ -7,6 +7,7 @@
  * `await` every member. `fs` is reached as `fs.promises`, the shape both sides share.
  */
 import type { Change } from './diff.js'
+import type { BisectOptions, BisectResult } from './engine/bisect.js'
 import type { WorkspaceEvents } from './engine/events.js'
 import type { Operation } from './engine/journal.js'
 import type { JsonValue } from './engine/state.js'
@@ -200,6 +201,8 @@ export interface AsyncWorkspace {
   /** Into the workspace's own lower source (a worker also takes target descriptors). */
   flush(target?: undefined, options?: AsyncFlushOptions): Promise<FlushReport>
   exec(command: string, options?: ExecOptions): Promise<ExecResult>
+  /** Finds the operation after which a command fails (a worker: onProbe and isGood run in the page). */
+  bisect(command: string, options?: BisectOptions): Promise<BisectResult>
   prefetch(paths: readonly string[]): Promise<void>
   /** The view as a WebContainers FileSystemTree, or as a zip streamed in chunks. */
   export(options: FileSystemTreeExportOptions): Promise<FileSystemTree>

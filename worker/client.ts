@@ -6,6 +6,7 @@
 import * as Comlink from 'comlink'
 import type { AsyncFlushOptions, AsyncFsMember, AsyncFsRoot, AsyncSessionState, AsyncSideEffect, AsyncTransactionOptions, AsyncWorkspace } from '../src/async-workspace.js'
 import type { Change } from '../src/diff.js'
+import type { BisectOptions, BisectResult } from '../src/engine/bisect.js'
 import { type EventSource, type WorkspaceEvent, WorkspaceEvents } from '../src/engine/events.js'
 import type { Operation } from '../src/engine/journal.js'
 import type { JsonValue } from '../src/engine/state.js'
@@ -306,6 +307,16 @@ export class WorkerWorkspace implements AsyncWorkspace, EventReceiver {
   /** Runs a shell command against the worker's workspace (a Node worker only: a browser's answers ENOSYS). */
   exec(command: string, options?: ExecOptions): Promise<ExecResult> {
     return this.call('exec', options === undefined ? [command] : [command, options]) as Promise<ExecResult>
+  }
+
+  /** Bisects the worker's history (ws.bisect); onProbe and isGood run here, called from the worker. */
+  bisect(command: string, options: BisectOptions = {}): Promise<BisectResult> {
+    const { onProbe, isGood, ...rest } = options
+    const callbacks: CallCallbacks = {
+      ...(onProbe ? { probe: async (probe, progress) => onProbe(probe, progress) } : {}),
+      ...(isGood ? { judge: async (result) => isGood(result) } : {}),
+    }
+    return this.call('bisect', [command, { ...rest, ...(onProbe ? { probe: true } : {}), ...(isGood ? { judge: true } : {}) }], onProbe || isGood ? callbacks : undefined) as Promise<BisectResult>
   }
 
   /**

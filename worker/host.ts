@@ -14,7 +14,8 @@ import type { LowerSource } from '../src/lower/source.js'
 import type { LowerInput } from '../src/lower/index.js'
 import type { FlushTarget } from '../src/flush/target.js'
 import type { FlushProgress } from '../src/flush/target.js'
-import type { ExecRunner, ExecSession } from '../src/exec.js'
+import type { ExecResult, ExecRunner, ExecSession } from '../src/exec.js'
+import type { BisectOptions, BisectProbe, BisectProgress } from '../src/engine/bisect.js'
 import { EventRelay } from './event-relay.js'
 import { FsServer, type FsFunctions, runLoading, tryRun } from './fs-server.js'
 import {
@@ -60,6 +61,9 @@ export interface CallCallbacks {
   progress?(progress: FlushProgress & { target: string }): Promise<void>
   /** A canary flush's check, given the ids of the targets written so far. */
   verify?(targets: { id: string }[]): Promise<unknown>
+  /** ws.bisect's onProbe and isGood. */
+  probe?(probe: BisectProbe, progress: BisectProgress): Promise<void>
+  judge?(result: ExecResult): Promise<boolean | 'skip'>
 }
 
 /** The staged fs of a running transaction, served to the caller's body. */
@@ -361,6 +365,8 @@ export class WorkspaceHost {
         return this.flush(ws, args[0] as FlushTargetDescriptor | FlushTargetDescriptor[] | undefined, args[1] as FlushCallOptions | undefined, callbacks)
       case 'exec':
         return ws.exec(args[0] as string, args[1] as Parameters<Workspace['exec']>[1])
+      case 'bisect':
+        return this.bisect(ws, args[0] as string, args[1] as (BisectOptions & { probe?: boolean; judge?: boolean }) | undefined, callbacks)
       default: {
         // The remaining members take their validated arguments as they are.
         const method = (ws as unknown as Record<string, (...a: unknown[]) => unknown>)[member]
@@ -379,6 +385,21 @@ export class WorkspaceHost {
         ...rest,
         ...(progress ? { onProgress: (p: FlushProgress & { target: string }) => void callbacks!.progress!(p).catch(() => undefined) } : {}),
         ...(verify ? { verify: (written: readonly FlushTarget[]) => callbacks!.verify!(written.map((t) => ({ id: t.id }))) } : {}),
+      })
+    } finally {
+      release(callbacks)
+    }
+  }
+
+  private async bisect(ws: Workspace, command: string, options: BisectOptions & { probe?: boolean; judge?: boolean } = {}, callbacks: CallCallbacks | undefined): Promise<unknown> {
+    const { probe, judge, ...rest } = options
+    if (probe && !callbacks?.probe) throw badCallError('bisect: probe is set but no onProbe callback was passed')
+    if (judge && !callbacks?.judge) throw badCallError('bisect: judge is set but no isGood callback was passed')
+    try {
+      return await ws.bisect(command, {
+        ...rest,
+        ...(probe ? { onProbe: (p: BisectProbe, progress: BisectProgress) => void callbacks!.probe!(p, progress).catch(() => undefined) } : {}),
+        ...(judge ? { isGood: (result: ExecResult) => callbacks!.judge!(result) } : {}),
       })
     } finally {
       release(callbacks)

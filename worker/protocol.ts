@@ -142,6 +142,25 @@ export const memberArguments = {
       sandbox: z.object({ network: z.boolean().optional(), host: z.enum(['read-write', 'read-only']).optional(), writable: z.array(z.string()).max(1000).optional() }).strict().optional(),
     }),
   ]),
+  /** `probe` / `judge`: the caller passed onProbe / isGood (they travel as callbacks). */
+  bisect: z.tuple([
+    z.string(),
+    optionalObject({
+      from: z.union([z.string(), z.object({ operation: z.string() })]).optional(),
+      to: z.union([z.string(), z.object({ operation: z.string() })]).optional(),
+      granularity: z.enum(['operation', 'checkpoint']).optional(),
+      concurrency: z.int().min(1).max(64).optional(),
+      confirm: z.boolean().optional(),
+      cwd: z.string().optional(),
+      env: z.record(z.string(), z.string().optional()).optional(),
+      timeout: z.number().min(0).optional(),
+      tmpdir: z.string().optional(),
+      mode: z.enum(['overlay', 'copy']).optional(),
+      sandbox: z.object({ network: z.boolean().optional(), host: z.enum(['read-write', 'read-only']).optional(), writable: z.array(z.string()).max(1000).optional() }).strict().optional(),
+      probe: z.boolean().optional(),
+      judge: z.boolean().optional(),
+    }),
+  ]),
   /** A FileSystemTree comes back whole; a zip comes back as a cursor of chunks. */
   export: z.tuple([z.object({ format: z.enum(['file-system-tree', 'zip']), path: z.string().optional(), level: z.int().min(0).max(9).optional() })]),
   counters: z.tuple([]),

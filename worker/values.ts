@@ -6,6 +6,7 @@
 import { FsError } from '../src/errors.js'
 import { BigIntStats, Dirent, Stats } from '../src/fs/stats.js'
 import { ValidationError } from '../src/engine/validator.js'
+import { BisectError } from '../src/engine/bisect.js'
 import { asCallerBytes } from '../src/bytes.js'
 import { fsMembers } from './constants.js'
 import type { ErrorRecord, FsCall } from './protocol.js'
@@ -35,6 +36,7 @@ const prototypes: Record<string, object> = {
   TypeError: TypeError.prototype,
   RangeError: RangeError.prototype,
   ValidationError: ValidationError.prototype,
+  BisectError: BisectError.prototype,
 }
 
 /** An Error on this side with the fields, the name and (for fs errors) the class of the original. */
