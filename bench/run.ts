@@ -5,7 +5,7 @@
  *   npm run bench:quick    small sizes, prints only (a smoke run)
  *
  * Flags: --quick, --out <file> (write the markdown there), --no-git, --only <section,...> with
- * sections ops, streams, lower, checkpoint, memory, bundle, engine, adapters, search, exec.
+ * sections ops, streams, lower, checkpoint, memory, bundle, engine, adapters, search, exec, bisect.
  *
  * Sections
  *   1. ops        writeFileSync / readFileSync / statSync of 1 KiB files spread over directories:
@@ -26,6 +26,8 @@
  *                 directory (bench/search.ts): 100k files, 500 MB.
  *   9. exec       ws.exec around a command (bench/exec.ts): overlay mode vs copy mode vs the command
  *                 run directly, in projects of 1k–100k files, and a real build (tsc -p).
+ *  10. bisect     ws.bisect over 256 operations on a 10k-file project vs git bisect run over the same
+ *                 history as commits, each against its own test runs (bench/bisect.ts).
  */
 import { execFileSync } from 'node:child_process'
 import * as nodeFs from 'node:fs'
@@ -41,6 +43,7 @@ import { GZIP_BUDGET_BYTES, bundleSize, kib } from '../scripts/bundle-size.js'
 import { benchEngine } from './engine.js'
 import { benchSearch } from './search.js'
 import { benchExec } from './exec.js'
+import { benchBisect } from './bisect.js'
 import {
   Content,
   FILE_SIZE,
@@ -739,6 +742,7 @@ const sections: [string, () => Promise<void>][] = [
   ['adapters', benchAdapters],
   ['search', () => benchSearch({ quick: QUICK, emit })],
   ['exec', () => benchExec({ quick: QUICK, emit })],
+  ['bisect', () => benchBisect({ quick: QUICK, emit })],
 ]
 let failed = false
 for (const [name, section] of sections) {
