@@ -219,13 +219,11 @@ function candidates(ws: Workspace, options: BisectOptions): Candidate[] {
     between = operations.filter((op) => op.seq > start.state.operationSeq && op.seq < end.state.operationSeq).map(afterOperation)
   } else {
     between = checkpoints
-      .filter((c) => (startCheckpoint ? c.seq > startCheckpoint.seq : c.operationSeq > start.state.operationSeq || (start.state.kind === 'origin' && c.operationSeq === 0)))
+      .filter((c) => (startCheckpoint ? c.seq > startCheckpoint.seq : start.state.kind === 'origin' || c.operationSeq > start.state.operationSeq))
       .filter((c) => (endCheckpoint ? c.seq < endCheckpoint.seq : end.state.kind === 'now' || c.operationSeq < end.state.operationSeq))
       .map(atCheckpoint)
   }
-  const list = [start, ...between, end]
-  if (list.length < 2) throw invalid('nothing to bisect')
-  return list
+  return [start, ...between, end]
 }
 
 /** The search's own state: what each index turned out to be, and the probes so far. */
@@ -308,6 +306,9 @@ export async function bisect<Point>(host: BisectHost<Point>, command: string, op
     if (point === undefined) points.set(i, (point = host.point(states[i].target)))
     return point
   }
+  // The ends as they are now: writes made while the search runs do not move them.
+  pointOf(0)
+  pointOf(search.last)
 
   const views: Workspace[] = []
   const free: Workspace[] = []
