@@ -1,0 +1,316 @@
+/**
+ * One database connection as the store's SQL sees it, whichever Postgres is behind it: a server
+ * reached with `pg` (a client of the caller's pool, or one of our own from a connection string) or
+ * PGlite in this process. The SQL module (sql.ts) is written once against this interface, so both
+ * backends run the same statements. A store holds one connection for its whole life: its writer
+ * lock is a session-level advisory lock, which lives and dies with that connection.
+ */
+import { connectionError, isConnectionLoss, redact, translate } from './errors.js'
+
+/** Runs statements; inside `transaction` they are one transaction. */
+export interface Sql {
+  query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<Row[]>
+  /** Statements without parameters, sent at once (one round trip on a server). */
+  batch(text: string): Promise<void>
+  transaction<T>(body: (sql: Sql) => Promise<T>, options?: { isolation?: 'repeatable read' }): Promise<T>
+}
+
+export interface Connection extends Sql {
+  readonly backend: 'postgres' | 'pglite'
+  /** The driver's object (a pg client, a PGlite instance): stores on one PGlite instance share its backend. */
+  readonly instance: object
+  /** Where it leads, for messages (no password). */
+  readonly where: string
+  /** Calls `listener` with each payload NOTIFY sends on `channel`; resolves to the unlisten. */
+  listen(channel: string, listener: (payload: string) => void): Promise<() => Promise<void>>
+  /** Calls `listener` once if the connection is lost (the server went away, a network failure). */
+  onLost(listener: (error: Error) => void): void
+  /** Why the connection is gone, once it is. */
+  readonly lost: Error | undefined
+  close(): Promise<void>
+}
+
+// ---- pg ------------------------------------------------------------------------------------------
+
+/** The part of a `pg` client the store uses (a `pg.Client`, or a `PoolClient` from `pool.connect()`). */
+export interface PgClientLike {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>
+  on(event: 'error', listener: (error: Error) => void): unknown
+  on(event: 'notification', listener: (message: { channel: string; payload?: string }) => void): unknown
+  on(event: 'end', listener: () => void): unknown
+  removeListener(event: string, listener: (...args: never[]) => void): unknown
+}
+
+/** A `pg.Pool` (or anything with its `connect`): the store checks one client out for its life. */
+export interface PgPoolLike {
+  connect(): Promise<PgClientLike & { release(error?: Error | boolean): void }>
+}
+
+type PgModule = {
+  Client: new (config: { connectionString: string; application_name?: string; connectionTimeoutMillis?: number }) => PgClientLike & {
+    connect(): Promise<void>
+    end(): Promise<void>
+  }
+}
+
+async function loadPg(): Promise<PgModule> {
+  try {
+    const module = (await import('pg')) as unknown as { default?: PgModule } & PgModule
+    return module.default ?? module
+  } catch (error) {
+    throw Object.assign(new Error("rewindfs: the postgres store needs the 'pg' package (npm install pg)"), { code: 'ERR_MODULE_NOT_FOUND', cause: error })
+  }
+}
+
+/** Accepts postgres:// and postgresql:// URLs; anything else is refused before connecting. */
+export function checkConnectionString(value: unknown): string {
+  if (typeof value !== 'string' || value === '') {
+    throw Object.assign(new TypeError(`rewindfs: postgresStore needs a connection string (postgres://user:password@host/database) or a pool; got ${typeof value === 'string' ? 'an empty string' : typeof value}`), { code: 'ERR_INVALID_ARG_TYPE' })
+  }
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw Object.assign(new TypeError(`rewindfs: '${redact(value)}' is not a PostgreSQL connection string (postgres://user:password@host/database, or ?host=/socket/dir for a unix socket)`), { code: 'ERR_INVALID_ARG_VALUE' })
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw Object.assign(new TypeError(`rewindfs: '${redact(value)}' is not a PostgreSQL connection string: its scheme is '${url.protocol}', not postgres: or postgresql:`), { code: 'ERR_INVALID_ARG_VALUE' })
+  }
+  if (url.pathname === '' || url.pathname === '/') {
+    throw Object.assign(new TypeError(`rewindfs: the connection string '${redact(value)}' names no database (postgres://user@host/DATABASE)`), { code: 'ERR_INVALID_ARG_VALUE' })
+  }
+  return value
+}
+
+class PgConnection implements Connection {
+  readonly backend = 'postgres'
+  readonly instance: object
+  lost: Error | undefined
+  private readonly lostListeners: ((error: Error) => void)[] = []
+  private readonly channels = new Map<string, Set<(payload: string) => void>>()
+  private closed = false
+
+  constructor(
+    private readonly client: PgClientLike,
+    readonly where: string,
+    private readonly finish: (error?: Error) => Promise<void>,
+  ) {
+    this.instance = client
+    // A client without an 'error' listener takes the process down when the server goes away.
+    client.on('error', (error) => this.loseWith(error))
+    client.on('end', () => {
+      if (!this.closed) this.loseWith(new Error('Connection terminated'))
+    })
+    client.on('notification', (message) => {
+      for (const listener of this.channels.get(message.channel) ?? []) listener(message.payload ?? '')
+    })
+  }
+
+  private loseWith(error: Error): void {
+    if (this.lost || this.closed) return
+    this.lost = connectionError('ECONNRESET', 'query', this.where, `the connection was lost (${error.message})`, error)
+    for (const listener of this.lostListeners.splice(0)) listener(this.lost)
+  }
+
+  onLost(listener: (error: Error) => void): void {
+    if (this.lost) listener(this.lost)
+    else this.lostListeners.push(listener)
+  }
+
+  async query<Row>(text: string, params: readonly unknown[] = []): Promise<Row[]> {
+    if (this.lost) throw this.lost
+    try {
+      return (await this.client.query(text, params as unknown[])).rows as Row[]
+    } catch (error) {
+      if (isConnectionLoss(error)) this.loseWith(error as Error)
+      throw translate(this.lost ?? error, 'query', this.where)
+    }
+  }
+
+  async batch(text: string): Promise<void> {
+    await this.query(text)
+  }
+
+  async transaction<T>(body: (sql: Sql) => Promise<T>, options: { isolation?: 'repeatable read' } = {}): Promise<T> {
+    await this.query(options.isolation ? `BEGIN ISOLATION LEVEL ${options.isolation.toUpperCase()}` : 'BEGIN')
+    try {
+      const result = await body(this)
+      await this.query('COMMIT')
+      return result
+    } catch (error) {
+      if (!this.lost) await this.query('ROLLBACK').catch(() => undefined)
+      throw error
+    }
+  }
+
+  async listen(channel: string, listener: (payload: string) => void): Promise<() => Promise<void>> {
+    let listeners = this.channels.get(channel)
+    if (!listeners) {
+      this.channels.set(channel, (listeners = new Set()))
+      await this.query(`LISTEN ${quoteIdentifier(channel)}`)
+    }
+    listeners.add(listener)
+    return async () => {
+      listeners.delete(listener)
+      if (listeners.size > 0 || this.channels.get(channel) !== listeners) return
+      this.channels.delete(channel)
+      if (!this.lost && !this.closed) await this.query(`UNLISTEN ${quoteIdentifier(channel)}`).catch(() => undefined)
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    // A lost connection goes back to a pool destroyed, never to be handed out again.
+    await this.finish(this.lost).catch(() => undefined)
+  }
+}
+
+/** A connection of our own, from a connection string. */
+export async function connectUrl(connectionString: string, options: { connectTimeoutMs?: number } = {}): Promise<Connection> {
+  const { Client } = await loadPg()
+  const where = redact(connectionString)
+  const client = new Client({ connectionString, application_name: 'rewindfs', connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000 })
+  // Errors before connect resolves are connect's rejection; a listener keeps them from being thrown.
+  const early = (): void => undefined
+  client.on('error', early)
+  try {
+    await client.connect()
+  } catch (error) {
+    await client.end().catch(() => undefined)
+    throw translate(error, 'connect', where)
+  } finally {
+    client.removeListener('error', early)
+  }
+  return new PgConnection(client, where, () => client.end())
+}
+
+/** A client checked out of the caller's pool for the store's life, released (destroyed if broken) on close. */
+export async function connectPool(pool: PgPoolLike, where = 'the pool'): Promise<Connection> {
+  if (typeof pool?.connect !== 'function') {
+    throw Object.assign(new TypeError('rewindfs: postgresStore `pool` must be a pg.Pool (something with connect())'), { code: 'ERR_INVALID_ARG_TYPE' })
+  }
+  let client: Awaited<ReturnType<PgPoolLike['connect']>>
+  try {
+    client = await pool.connect()
+  } catch (error) {
+    throw translate(error, 'connect', where)
+  }
+  return new PgConnection(client, where, async (lost) => client.release(lost ?? undefined))
+}
+
+// ---- PGlite -------------------------------------------------------------------------------------
+
+/** The part of a PGlite instance the store uses. */
+export interface PGliteLike {
+  query<T>(query: string, params?: unknown[]): Promise<{ rows: T[] }>
+  exec(query: string): Promise<unknown>
+  transaction<T>(callback: (tx: PGliteTransactionLike) => Promise<T>): Promise<T>
+  listen(channel: string, callback: (payload: string) => void): Promise<(tx?: never) => Promise<void>>
+  close(): Promise<void>
+  readonly closed: boolean
+  readonly dataDir?: string
+}
+
+export interface PGliteTransactionLike {
+  query<T>(query: string, params?: unknown[]): Promise<{ rows: T[] }>
+  exec(query: string): Promise<unknown>
+}
+
+class PGliteConnection implements Connection {
+  readonly backend = 'pglite'
+  readonly instance: object
+  readonly lost = undefined
+
+  constructor(
+    private readonly db: PGliteLike,
+    readonly where: string,
+    private readonly owned: boolean,
+  ) {
+    this.instance = db
+  }
+
+  private runner(tx?: PGliteTransactionLike): Sql {
+    const target = tx ?? this.db
+    return {
+      query: async <Row>(text: string, params: readonly unknown[] = []) => {
+        try {
+          return (await target.query<Row>(text, params as unknown[])).rows
+        } catch (error) {
+          throw translate(error, 'query', this.where)
+        }
+      },
+      batch: async (text: string) => {
+        try {
+          await target.exec(text)
+        } catch (error) {
+          throw translate(error, 'query', this.where)
+        }
+      },
+      transaction: (body, options) => {
+        // Nested: the statements join the transaction already open.
+        if (tx) return body(this.runner(tx))
+        return this.db.transaction(async (inner) => {
+          if (options?.isolation) await inner.exec(`SET TRANSACTION ISOLATION LEVEL ${options.isolation.toUpperCase()}`)
+          return body(this.runner(inner))
+        })
+      },
+    }
+  }
+
+  query<Row>(text: string, params?: readonly unknown[]): Promise<Row[]> {
+    return this.runner().query<Row>(text, params)
+  }
+
+  batch(text: string): Promise<void> {
+    return this.runner().batch(text)
+  }
+
+  transaction<T>(body: (sql: Sql) => Promise<T>, options?: { isolation?: 'repeatable read' }): Promise<T> {
+    return this.runner().transaction(body, options)
+  }
+
+  async listen(channel: string, listener: (payload: string) => void): Promise<() => Promise<void>> {
+    const stop = await this.db.listen(channel, listener)
+    return async () => {
+      if (!this.db.closed) await stop()
+    }
+  }
+
+  onLost(): void {
+    // In this process: it goes only when it is closed.
+  }
+
+  async close(): Promise<void> {
+    if (this.owned && !this.db.closed) await this.db.close()
+  }
+}
+
+type PGliteModule = { PGlite: { create(dataDir?: string): Promise<PGliteLike> } }
+
+/** PGlite in this process: the caller's instance, or one of our own (in memory, or in `dataDir`). */
+export async function connectPGlite(options: { db?: PGliteLike; dataDir?: string }): Promise<Connection> {
+  if (options.db) {
+    if (typeof options.db.query !== 'function' || typeof options.db.transaction !== 'function') {
+      throw Object.assign(new TypeError('rewindfs: pgliteStore `db` must be a PGlite instance'), { code: 'ERR_INVALID_ARG_TYPE' })
+    }
+    return new PGliteConnection(options.db, `pglite:${options.db.dataDir ?? 'memory'}`, false)
+  }
+  let module: PGliteModule
+  try {
+    module = (await import('@electric-sql/pglite')) as unknown as PGliteModule
+  } catch (error) {
+    throw Object.assign(new Error("rewindfs: pgliteStore needs the '@electric-sql/pglite' package (npm install @electric-sql/pglite)"), { code: 'ERR_MODULE_NOT_FOUND', cause: error })
+  }
+  const where = `pglite:${options.dataDir ?? 'memory'}`
+  try {
+    return new PGliteConnection(await module.PGlite.create(options.dataDir), where, true)
+  } catch (error) {
+    throw translate(error, 'open', where)
+  }
+}
+
+/** A double-quoted SQL identifier. */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`
+}

@@ -1,0 +1,668 @@
+/**
+ * The durable Store of one session in PostgreSQL (a server through `pg`, or PGlite), over the
+ * fleet's shared tables (schema.ts). Every call is one statement or one transaction on the store's
+ * own connection, in the order made: a group commit's append is a single statement, so it is all
+ * there or not at all and an append never tears.
+ *
+ * One writer per session across machines: the writer holds a session-level advisory lock on the
+ * session (it dies with the connection, so a crashed machine frees its sessions at once) and
+ * stamps the session row with a fencing token that every write checks, so a writer that lost its
+ * connection can never write over one that took the session over since. A second opener gets
+ * EBUSY, or opens read-only when asked (`readOnly: true`) and hears the writer's commits through
+ * LISTEN/NOTIFY (`onChange`).
+ *
+ * History is preloaded: a network store cannot answer a synchronous read, so opening a workspace
+ * reads every blob the session refers to (in batches: getBlob reads ahead in blobIds' order).
+ *
+ * A lost connection (the server restarted, the network failed) fails the call in flight and every
+ * later one with ECONNRESET: the workspace goes degraded (ws.status.degraded) and keeps working in
+ * memory. What was acknowledged is in the database: `reopen()` gives a new store on a new
+ * connection (waiting for the server to come back), and a workspace opened on it continues from
+ * the last acknowledged state.
+ */
+import { type BlobId, FsError, type JournalRead, type JsonValue, type Store, type StoreItem, keptName } from 'rewindfs/adapter-kit'
+import * as z from 'zod/mini'
+import type { Connection, Sql } from './connection.js'
+import { storeError } from './errors.js'
+import { GC_LOCK, shareBlobs, sweep } from './gc.js'
+import { FLUSH_STATE_KEY, checkpointChanges, flushLedgers, type CheckpointChanges, type CheckpointRow } from './records.js'
+import { CHUNK, type Tables, ensureSchema } from './schema.js'
+
+export interface SessionStoreOptions {
+  /** The session's name (any non-empty text up to 200 characters). */
+  readonly session: string
+  /** The schema holding the fleet's tables (default 'rewindfs'). */
+  readonly schema?: string
+  /**
+   * true: open only to read (no lock; every mutating call rejects with EROFS). Otherwise the
+   * session's writer, or EBUSY when another connection holds it.
+   */
+  readonly readOnly?: boolean
+}
+
+export interface PostgresStore extends Store {
+  readonly kind: 'postgres' | 'pglite'
+  readonly session: string
+  readonly schema: string
+  readonly readOnly: boolean
+  /** Why the connection is gone, once it is (every call then rejects with it). */
+  readonly lost: Error | undefined
+  /** Read-only instances: `listener` runs each time the writer commits to the journal or metadata. Returns the unsubscribe. */
+  onChange(listener: () => void): () => void
+  /** `listener` runs once if the connection is lost. Returns the unsubscribe. */
+  onLost(listener: (error: Error) => void): () => void
+  /** A new store on a new connection with the same options (the server may be restarting: it retries for `timeoutMs`, default 30 s). */
+  reopen(options?: { timeoutMs?: number }): Promise<PostgresStore>
+  close(): Promise<void>
+}
+
+const MAX_SESSION = 200
+/** Blobs getBlob reads along with the one asked for, in blobIds' order, and at most this many bytes of them. */
+const READ_AHEAD = 256
+const READ_AHEAD_BYTES = 16 * 1024 * 1024
+/** The time stamp in a kept name, as keptName makes it: `20250101T120000123Z`. */
+const keptStamp = () => new Date().toISOString().replace(/[-:.]/g, '')
+/** Rows per multi-row insert, and bytes per statement. */
+const ROWS_PER_INSERT = 500
+const BYTES_PER_INSERT = 16 * 1024 * 1024
+
+const jsonSchema: z.ZodMiniType<JsonValue> = z.union([
+  z.null(),
+  z.boolean(),
+  z.number(),
+  z.string(),
+  z.array(z.lazy(() => jsonSchema)),
+  z.record(z.string(), z.lazy(() => jsonSchema)),
+])
+
+export function checkSession(session: unknown): string {
+  if (typeof session !== 'string' || session === '' || session.length > MAX_SESSION || session.includes('\0')) {
+    throw Object.assign(new TypeError(`rewindfs: a session name is 1 to ${MAX_SESSION} characters without NUL; got ${JSON.stringify(session)}`), { code: 'ERR_INVALID_ARG_VALUE' })
+  }
+  return session
+}
+
+/** Writers of sessions in PGlite instances of this process: one backend serves them all, so its advisory locks cannot tell them apart. */
+const pgliteWriters = new WeakMap<object, Set<string>>()
+
+/** A plain Uint8Array over a driver's value (pg gives Buffers, PGlite Uint8Arrays). */
+function plain(bytes: Uint8Array): Uint8Array {
+  return bytes.constructor === Uint8Array ? bytes : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+}
+
+function utf8Length(text: string): number {
+  let bytes = 0
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 0x80) bytes += 1
+    else if (code < 0x800) bytes += 2
+    else if (code >= 0xd800 && code <= 0xdbff) {
+      bytes += 4
+      i++
+    } else bytes += 3
+  }
+  return bytes
+}
+
+function checkRecords(records: readonly string[]): void {
+  for (const record of records) {
+    if (typeof record !== 'string') throw Object.assign(new TypeError(`rewindfs: a journal record must be a string, got ${typeof record}`), { code: 'ERR_INVALID_ARG_TYPE' })
+    if (record.includes('\n')) throw Object.assign(new TypeError('rewindfs: a journal record must be a single line'), { code: 'ERR_INVALID_ARG_VALUE' })
+    // Postgres text cannot hold NUL.
+    if (record.includes('\0')) throw Object.assign(new TypeError('rewindfs: a journal record cannot contain NUL'), { code: 'ERR_INVALID_ARG_VALUE' })
+  }
+}
+
+type Cached = { bytes: Uint8Array } | { chunks: number; size: number }
+
+export interface OpenContext {
+  readonly connection: Connection
+  readonly tables: Tables
+  readonly schemaName: string
+  readonly options: SessionStoreOptions
+  /** Opens the same session again on a new connection. */
+  readonly again: (timeoutMs: number) => Promise<PostgresStore>
+}
+
+export class SessionStore implements PostgresStore {
+  readonly kind: 'postgres' | 'pglite'
+  readonly session: string
+  readonly schema: string
+  readonly readOnly: boolean
+  private readonly connection: Connection
+  private readonly t: Tables
+  /** The fencing token this writer stamped on the session row. */
+  private token: string | undefined
+  private lockKey = ''
+  private channel = ''
+  private tail: Promise<unknown> = Promise.resolve()
+  private closed = false
+  private readAhead = new Map<BlobId, Cached>()
+  private readonly changeListeners = new Set<() => void>()
+  private unlisten: (() => Promise<void>) | undefined
+  private readonly lostListeners = new Set<(error: Error) => void>()
+  private readonly again: OpenContext['again']
+
+  private constructor(context: OpenContext) {
+    this.connection = context.connection
+    this.kind = context.connection.backend
+    this.t = context.tables
+    this.schema = context.schemaName
+    this.session = context.options.session
+    this.readOnly = context.options.readOnly === true
+    this.again = context.again
+    this.connection.onLost((error) => {
+      for (const listener of [...this.lostListeners]) listener(error)
+    })
+  }
+
+  /** Connects the session: the tables made if needed, then the writer's lock and token, or a reader's check that the session exists. */
+  static async open(context: OpenContext): Promise<SessionStore> {
+    const store = new SessionStore(context)
+    try {
+      await store.start()
+    } catch (error) {
+      await context.connection.close()
+      throw error
+    }
+    return store
+  }
+
+  private get where(): string {
+    return `${this.connection.where}#${this.session}`
+  }
+
+  private async start(): Promise<void> {
+    const { connection, t } = this
+    const key = `${this.schema}/${this.session}`
+    const [names] = await connection.query<{ lock: string; channel: string }>(`SELECT hashtextextended($1, 0)::text AS lock, 'rewindfs_' || md5($1) AS channel`, [key])
+    this.lockKey = names.lock
+    this.channel = names.channel
+    if (this.readOnly) {
+      const [exists] = await connection.query<{ table: string | null }>(`SELECT to_regclass($1)::text AS table`, [t.sessions])
+      const found = exists?.table != null && (await connection.query(`SELECT 1 FROM ${t.sessions} WHERE id = $1`, [this.session])).length > 0
+      if (!found) throw storeError('ENOENT', 'open', this.where, `there is no session '${this.session}' in ${connection.where} (schema ${this.schema}) to read`)
+      return
+    }
+    await ensureSchema(connection, t, connection.where)
+    if (connection.backend === 'pglite') this.claimInProcess(key)
+    const [lock] = await connection.query<{ taken: boolean }>(`SELECT pg_try_advisory_lock($1::bigint) AS taken`, [this.lockKey])
+    if (!lock.taken) {
+      throw storeError('EBUSY', 'open', this.where, `another connection is writing the session '${this.session}' (it holds the session's lock); open it with readOnly: true to follow its commits, or wait until that writer closes or its machine dies`)
+    }
+    try {
+      this.token = globalThis.crypto.randomUUID()
+      await connection.query(
+        `INSERT INTO ${t.sessions} (id, writer) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET writer = EXCLUDED.writer`,
+        [this.session, this.token],
+      )
+    } catch (error) {
+      await this.releaseLock()
+      throw error
+    }
+  }
+
+  /** PGlite: one backend for every store on the instance, so the lock's holder is tracked here too. */
+  private claimInProcess(key: string): void {
+    const db = this.connection.instance
+    let writers = pgliteWriters.get(db)
+    if (!writers) pgliteWriters.set(db, (writers = new Set()))
+    if (writers.has(key)) {
+      throw storeError('EBUSY', 'open', this.where, `the session '${this.session}' is already open for writing on this PGlite instance; open it with readOnly: true to follow its commits`)
+    }
+    writers.add(key)
+    this.releaseInProcess = () => writers.delete(key)
+  }
+
+  private releaseInProcess: () => void = () => undefined
+
+  private async releaseLock(): Promise<void> {
+    this.releaseInProcess()
+    // Before the connection goes back to a pool: a session lock would stay with it.
+    if (!this.connection.lost) await this.connection.query(`SELECT pg_advisory_unlock($1::bigint)`, [this.lockKey]).catch(() => undefined)
+  }
+
+  get lost(): Error | undefined {
+    return this.connection.lost
+  }
+
+  onLost(listener: (error: Error) => void): () => void {
+    if (this.connection.lost) listener(this.connection.lost)
+    else this.lostListeners.add(listener)
+    return () => this.lostListeners.delete(listener)
+  }
+
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener)
+    if (!this.unlisten && this.readOnly) {
+      const subscribing = this.connection.listen(this.channel, () => {
+        this.readAhead.clear()
+        for (const each of [...this.changeListeners]) each()
+      })
+      this.unlisten = async () => (await subscribing)()
+      subscribing.catch(() => undefined)
+    }
+    return () => this.changeListeners.delete(listener)
+  }
+
+  reopen(options: { timeoutMs?: number } = {}): Promise<PostgresStore> {
+    return this.again(options.timeoutMs ?? 30_000)
+  }
+
+  /** Calls run one after another on the one connection, so appends keep their order and reads see every earlier write. */
+  private queue<T>(operation: string, body: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(async () => {
+      if (this.closed) throw storeError('EBADF', operation, this.where, 'the postgres store is closed')
+      return body()
+    })
+    this.tail = result.catch(() => undefined)
+    return result
+  }
+
+  private write<T>(operation: string, body: () => Promise<T>): Promise<T> {
+    return this.queue(operation, async () => {
+      if (this.readOnly) throw storeError('EROFS', operation, this.where, 'the session is open read-only (another connection writes it, or readOnly was asked for)')
+      return body()
+    })
+  }
+
+  /** Inside a write transaction: the session is still ours (holds the row against a takeover until commit). */
+  private async fence(sql: Sql, operation: string): Promise<void> {
+    const rows = await sql.query(`SELECT 1 FROM ${this.t.sessions} WHERE id = $1 AND writer = $2 FOR SHARE`, [this.session, this.token])
+    if (rows.length === 0) throw this.fenced(operation)
+  }
+
+  private fenced(operation: string): FsError {
+    return storeError('EBUSY', operation, this.where, `another writer took the session '${this.session}' over (its lock was lost with this connection); nothing of this call was written`)
+  }
+
+  private notify(sql: Sql, what: string): Promise<unknown> {
+    return sql.query(`SELECT pg_notify($1, $2)`, [this.channel, what])
+  }
+
+  // ---- the journal ---------------------------------------------------------------------------
+
+  appendJournal(records: readonly string[]): Promise<void> {
+    return this.write('appendJournal', async () => {
+      checkRecords(records)
+      if (records.length === 0) return
+      const bytes = records.reduce((sum, record) => sum + utf8Length(record) + 1, 0)
+      const changes = checkpointChanges(records)
+      const append = async (sql: Sql) => {
+        // One statement: the fence, the numbers, the rows and the notification commit together.
+        const rows = await sql.query(
+          `WITH s AS (
+             UPDATE ${this.t.sessions}
+                SET next_seq = next_seq + cardinality($3::text[]), records = records + cardinality($3::text[]),
+                    journal_bytes = journal_bytes + $4, updated_at = now()
+              WHERE id = $1 AND writer = $2
+              RETURNING next_seq - cardinality($3::text[]) AS first
+           ), j AS (
+             INSERT INTO ${this.t.journal} (session, seq, record)
+             SELECT $1, s.first + r.n - 1, r.record FROM s, unnest($3::text[]) WITH ORDINALITY AS r(record, n)
+           )
+           SELECT pg_notify($5, 'journal') FROM s`,
+          [this.session, this.token, records, bytes, this.channel],
+        )
+        if (rows.length === 0) throw this.fenced('appendJournal')
+      }
+      if (!touches(changes)) return append(this.connection)
+      await this.connection.transaction(async (tx) => {
+        await append(tx)
+        await this.applyCheckpoints(tx, changes, false)
+      })
+    })
+  }
+
+  readJournal(): Promise<JournalRead> {
+    return this.queue('readJournal', async () => {
+      const rows = await this.connection.query<{ record: string }>(`SELECT record FROM ${this.t.journal} WHERE session = $1 ORDER BY seq`, [this.session])
+      return { records: rows.map((row) => row.record) }
+    })
+  }
+
+  replaceJournal(records: readonly string[]): Promise<void> {
+    return this.write('replaceJournal', async () => {
+      checkRecords(records)
+      const bytes = records.reduce((sum, record) => sum + utf8Length(record) + 1, 0)
+      const changes = checkpointChanges(records)
+      await this.connection.transaction(async (tx) => {
+        const fenced = await tx.query(
+          `UPDATE ${this.t.sessions} SET next_seq = $3, records = $4, journal_bytes = $5, updated_at = now() WHERE id = $1 AND writer = $2 RETURNING 1`,
+          [this.session, this.token, records.length + 1, records.length, bytes],
+        )
+        if (fenced.length === 0) throw this.fenced('replaceJournal')
+        await tx.query(`DELETE FROM ${this.t.journal} WHERE session = $1`, [this.session])
+        await tx.query(
+          `INSERT INTO ${this.t.journal} (session, seq, record) SELECT $1, r.n, r.record FROM unnest($2::text[]) WITH ORDINALITY AS r(record, n)`,
+          [this.session, records],
+        )
+        await this.applyCheckpoints(tx, changes, true)
+        await this.notify(tx, 'journal')
+      })
+    })
+  }
+
+  /**
+   * Keeps the checkpoints listing in step with records just written. `whole`: they are the whole
+   * journal now (replaceJournal), so the listing becomes theirs; a snapshot among them lists all.
+   */
+  private async applyCheckpoints(sql: Sql, changes: CheckpointChanges & { snapshot?: CheckpointRow[] }, whole: boolean): Promise<void> {
+    const { renamed, deleted } = changes
+    const made = [...(changes.snapshot ?? []), ...changes.made]
+    if (whole || changes.snapshot) await sql.query(`DELETE FROM ${this.t.checkpoints} WHERE session = $1`, [this.session])
+    if (made.length > 0) {
+      await sql.query(
+        `INSERT INTO ${this.t.checkpoints} (session, id, name, kind, created_at)
+         SELECT $1, c.id, c.name, c.kind, to_timestamp(c.at / 1000.0)
+           FROM unnest($2::text[], $3::text[], $4::text[], $5::double precision[]) AS c(id, name, kind, at)
+         ON CONFLICT (session, id) DO UPDATE SET name = EXCLUDED.name, kind = EXCLUDED.kind, created_at = EXCLUDED.created_at`,
+        [this.session, ...columns(made)],
+      )
+    }
+    for (const { id, name } of renamed) await sql.query(`UPDATE ${this.t.checkpoints} SET name = $3 WHERE session = $1 AND id = $2`, [this.session, id, name])
+    if (deleted.length > 0) await sql.query(`DELETE FROM ${this.t.checkpoints} WHERE session = $1 AND id = ANY($2::text[])`, [this.session, deleted])
+  }
+
+  // ---- blobs ---------------------------------------------------------------------------------
+
+  putBlobs(blobs: readonly (readonly [BlobId, Uint8Array])[]): Promise<void> {
+    return this.write('putBlobs', async () => {
+      this.readAhead.clear()
+      const unique = new Map<BlobId, Uint8Array>()
+      for (const [id, bytes] of blobs) {
+        if (typeof id !== 'string' || id === '' || id.includes('\0')) throw Object.assign(new TypeError(`rewindfs: a blob id must be a non-empty string without NUL, got ${JSON.stringify(id)}`), { code: 'ERR_INVALID_ARG_VALUE' })
+        if (!(bytes instanceof Uint8Array)) throw Object.assign(new TypeError(`rewindfs: blob '${id}' must be a Uint8Array`), { code: 'ERR_INVALID_ARG_TYPE' })
+        if (!unique.has(id)) unique.set(id, bytes)
+      }
+      if (unique.size === 0) return
+      const large = [...unique].filter(([, bytes]) => bytes.byteLength > CHUNK)
+      const stamp = keptStamp()
+      await this.connection.transaction(async (tx) => {
+        // Before any blob row is read or written: see gc.ts for why this keeps them from collection.
+        await shareBlobs(tx)
+        await this.fence(tx, 'putBlobs')
+        // Large blobs a session already set aside as damaged: their chunks are replaced without keeping them again.
+        const suspect = new Set(
+          large.length === 0
+            ? []
+            : (await tx.query<{ id: string }>(`SELECT id FROM ${this.t.blobs} WHERE id = ANY($1::text[]) AND suspect`, [large.map(([id]) => id)])).map((row) => row.id),
+        )
+        for (const batch of batches([...unique], ([, bytes]) => (bytes.byteLength > CHUNK ? 64 : bytes.byteLength))) {
+          const params: unknown[] = [this.session, stamp]
+          const values = batch.map(([id, bytes]) => {
+            const chunked = bytes.byteLength > CHUNK
+            params.push(id, bytes.byteLength, chunked ? Math.ceil(bytes.byteLength / CHUNK) : 0, chunked ? null : bytes)
+            const n = params.length
+            return `($${n - 3}, $${n - 2}::bigint, $${n - 1}::integer, $${n}::bytea)`
+          })
+          // Content-addressed, so a blob already stored is shared, once its bytes are checked to be
+          // these: a stored copy that differs is damage (kept aside in this session, as the engine
+          // keeps damage) and is replaced, so an acknowledged write is never one whose durable copy
+          // is rotten. A copy a session set aside as damaged already (suspect) is just replaced.
+          await tx.query(
+            `WITH input (id, size, chunks, bytes) AS (VALUES ${values.join(', ')}),
+             damaged AS (
+               SELECT b.id, b.bytes FROM ${this.t.blobs} b JOIN input i ON i.id = b.id
+                WHERE NOT b.suspect AND b.chunks = 0 AND i.chunks = 0 AND b.bytes IS DISTINCT FROM i.bytes
+             ),
+             kept AS (
+               INSERT INTO ${this.t.kept} (session, name, bytes)
+               SELECT $1, 'blob.damaged-' || $2 || '.' || d.id, d.bytes FROM damaged d
+               ON CONFLICT DO NOTHING
+             )
+             INSERT INTO ${this.t.blobs} AS b (id, size, chunks, bytes) SELECT id, size, chunks, bytes FROM input
+             ON CONFLICT (id) DO UPDATE SET size = EXCLUDED.size, chunks = EXCLUDED.chunks, bytes = EXCLUDED.bytes, suspect = false, orphaned_at = NULL
+             WHERE b.suspect OR b.chunks <> EXCLUDED.chunks OR b.id IN (SELECT id FROM damaged)`,
+            params,
+          )
+        }
+        // A large blob's chunks are sent and checked in the same way, one statement per chunk.
+        for (const [id, bytes] of large) {
+          const count = Math.ceil(bytes.byteLength / CHUNK)
+          for (let n = 0; n < count; n++) {
+            await tx.query(
+              `WITH damaged AS (
+                 SELECT c.bytes FROM ${this.t.chunks} c WHERE c.blob = $3 AND c.n = $4 AND c.bytes IS DISTINCT FROM $5::bytea AND NOT $6::boolean
+               ), kept AS (
+                 INSERT INTO ${this.t.kept} (session, name, bytes) SELECT $1, 'blob.damaged-' || $2 || '.' || $3 || '.chunk-' || $4, bytes FROM damaged
+                 ON CONFLICT DO NOTHING
+               )
+               INSERT INTO ${this.t.chunks} AS c (blob, n, bytes) VALUES ($3, $4, $5)
+               ON CONFLICT (blob, n) DO UPDATE SET bytes = EXCLUDED.bytes WHERE c.bytes IS DISTINCT FROM EXCLUDED.bytes`,
+              [this.session, stamp, id, n, bytes.subarray(n * CHUNK, (n + 1) * CHUNK), suspect.has(id)],
+            )
+          }
+          await tx.query(`DELETE FROM ${this.t.chunks} WHERE blob = $1 AND n >= $2`, [id, count])
+        }
+        await tx.query(`INSERT INTO ${this.t.refs} (session, blob) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`, [this.session, [...unique.keys()]])
+      })
+    })
+  }
+
+  getBlob(id: BlobId): Promise<Uint8Array | undefined> {
+    return this.queue('getBlob', async () => {
+      let cached = this.readAhead.get(id)
+      if (cached === undefined) {
+        this.readAhead = await this.readFrom(id)
+        cached = this.readAhead.get(id)
+        if (cached === undefined) return undefined
+      }
+      this.readAhead.delete(id)
+      if ('bytes' in cached) return cached.bytes
+      return this.readChunks(this.connection, id, cached)
+    })
+  }
+
+  /** The session's blobs from `id` on in blobIds' order, up to READ_AHEAD of them and READ_AHEAD_BYTES of inline bytes. */
+  private async readFrom(id: BlobId): Promise<Map<BlobId, Cached>> {
+    const rows = await this.connection.query<{ id: string; size: string; chunks: number; bytes: Uint8Array | null }>(
+      `SELECT id, size, chunks, bytes FROM (
+         SELECT b.id, b.size, b.chunks, b.bytes,
+                sum(CASE WHEN b.chunks = 0 THEN b.size ELSE 0 END) OVER (ORDER BY r.blob COLLATE "C") AS running
+           FROM ${this.t.refs} r JOIN ${this.t.blobs} b ON b.id = r.blob
+          WHERE r.session = $1 AND r.blob COLLATE "C" >= $2
+          ORDER BY r.blob COLLATE "C" LIMIT $3
+       ) x WHERE x.id = $2 OR x.running <= $4`,
+      [this.session, id, READ_AHEAD, READ_AHEAD_BYTES],
+    )
+    const read = new Map<BlobId, Cached>()
+    for (const row of rows) {
+      const size = Number(row.size)
+      if (row.chunks > 0) read.set(row.id, { chunks: row.chunks, size })
+      else if (row.bytes === null) throw storeError('EIO', 'getBlob', `${this.where}:${row.id}`, 'the blob row has neither bytes nor chunks')
+      else read.set(row.id, { bytes: plain(row.bytes) })
+    }
+    return read
+  }
+
+  private async readChunks(sql: Sql, id: BlobId, { chunks, size }: { chunks: number; size: number }): Promise<Uint8Array> {
+    const rows = await sql.query<{ n: number; bytes: Uint8Array }>(`SELECT n, bytes FROM ${this.t.chunks} WHERE blob = $1 ORDER BY n`, [id])
+    const whole = new Uint8Array(rows.reduce((sum, row) => sum + row.bytes.byteLength, 0))
+    let at = 0
+    rows.forEach((row, i) => {
+      if (row.n !== i) return
+      whole.set(row.bytes, at)
+      at += row.bytes.byteLength
+    })
+    if (rows.length !== chunks || at !== size || whole.byteLength !== size) {
+      throw storeError('EIO', 'getBlob', `${this.where}:${id}`, `the blob's chunks do not add up (${rows.length} of ${chunks} chunks, ${whole.byteLength} of ${size} bytes)`)
+    }
+    return whole
+  }
+
+  deleteBlobs(ids: readonly BlobId[]): Promise<void> {
+    return this.write('deleteBlobs', async () => {
+      this.readAhead.clear()
+      if (ids.length === 0) return
+      const dropped = await this.connection.transaction(async (tx) => {
+        await this.fence(tx, 'deleteBlobs')
+        return tx.query<{ blob: string }>(`DELETE FROM ${this.t.refs} WHERE session = $1 AND blob = ANY($2::text[]) RETURNING blob`, [this.session, [...ids]])
+      })
+      // The blobs no other session refers to go now (a failure leaves them to collectGarbage).
+      await sweep(this.connection, this.t, dropped.map((row) => row.blob)).catch(() => undefined)
+    })
+  }
+
+  blobIds(): Promise<BlobId[]> {
+    return this.queue('blobIds', async () => {
+      const rows = await this.connection.query<{ blob: string }>(`SELECT blob FROM ${this.t.refs} WHERE session = $1 ORDER BY blob COLLATE "C"`, [this.session])
+      return rows.map((row) => row.blob)
+    })
+  }
+
+  // ---- metadata ------------------------------------------------------------------------------
+
+  getMeta(key: string): Promise<JsonValue | undefined> {
+    return this.queue('getMeta', async () => {
+      const [row] = await this.connection.query<{ value: string }>(`SELECT value FROM ${this.t.meta} WHERE session = $1 AND key = $2`, [this.session, key])
+      if (row === undefined) return undefined
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(row.value)
+      } catch {
+        throw storeError('EIO', 'getMeta', `${this.where}:${key}`, `metadata '${key}' is not JSON`)
+      }
+      const checked = jsonSchema.safeParse(parsed)
+      if (!checked.success) throw storeError('EIO', 'getMeta', `${this.where}:${key}`, `metadata '${key}' is not a JSON value`)
+      return checked.data
+    })
+  }
+
+  putMeta(key: string, value: JsonValue): Promise<void> {
+    return this.write('putMeta', async () => {
+      const text = JSON.stringify(value)
+      if (typeof key !== 'string' || key === '') throw Object.assign(new TypeError('rewindfs: a metadata key must be a non-empty string'), { code: 'ERR_INVALID_ARG_VALUE' })
+      if (text === undefined) throw Object.assign(new TypeError(`rewindfs: metadata '${key}' must be a JSON value`), { code: 'ERR_INVALID_ARG_TYPE' })
+      await this.connection.transaction(async (tx) => {
+        await this.fence(tx, 'putMeta')
+        await tx.query(
+          `INSERT INTO ${this.t.meta} (session, key, value) VALUES ($1, $2, $3) ON CONFLICT (session, key) DO UPDATE SET value = EXCLUDED.value`,
+          [this.session, key, text],
+        )
+        if (key === FLUSH_STATE_KEY) await this.recordLedgers(tx, value)
+        await tx.query(`UPDATE ${this.t.sessions} SET updated_at = now() WHERE id = $1`, [this.session])
+        await this.notify(tx, 'meta')
+      })
+    })
+  }
+
+  /** The flush ledgers, as rows every session can query (whose flush wrote a path, and when). */
+  private async recordLedgers(sql: Sql, value: JsonValue): Promise<void> {
+    const rows = flushLedgers(value)
+    if (rows === undefined) return
+    await sql.query(`DELETE FROM ${this.t.flushes} WHERE session = $1`, [this.session])
+    if (rows.length === 0) return
+    await sql.query(
+      `INSERT INTO ${this.t.flushes} (session, target, path, sig, version, flushed_by, flushed_at)
+       SELECT $1, l.target, l.path, l.sig, l.version, l.by, to_timestamp(l.at / 1000.0)
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::double precision[]) AS l(target, path, sig, version, by, at)`,
+      [this.session, rows.map((r) => r.target), rows.map((r) => r.path), rows.map((r) => r.sig), rows.map((r) => r.version), rows.map((r) => r.by), rows.map((r) => r.at)],
+    )
+  }
+
+  deleteMeta(key: string): Promise<void> {
+    return this.write('deleteMeta', async () => {
+      await this.connection.transaction(async (tx) => {
+        await this.fence(tx, 'deleteMeta')
+        await tx.query(`DELETE FROM ${this.t.meta} WHERE session = $1 AND key = $2`, [this.session, key])
+        if (key === FLUSH_STATE_KEY) await tx.query(`DELETE FROM ${this.t.flushes} WHERE session = $1`, [this.session])
+        await this.notify(tx, 'meta')
+      })
+    })
+  }
+
+  // ---- what is set aside ---------------------------------------------------------------------
+
+  setAside(item: StoreItem, label: string): Promise<string> {
+    return this.write('setAside', async () => {
+      this.readAhead.clear()
+      return this.connection.transaction(async (tx) => {
+        await this.fence(tx, 'setAside')
+        const taken = new Set((await tx.query<{ name: string }>(`SELECT name FROM ${this.t.kept} WHERE session = $1`, [this.session])).map((row) => row.name))
+        const isTaken = (name: string) => taken.has(name)
+        if ('journal' in item) {
+          const name = keptName('journal', label, undefined, isTaken)
+          await tx.query(
+            `INSERT INTO ${this.t.kept} (session, name, records)
+             SELECT $1, $2, coalesce((SELECT array_agg(record ORDER BY seq) FROM ${this.t.journal} WHERE session = $1), '{}'::text[])`,
+            [this.session, name],
+          )
+          return name
+        }
+        if ('blob' in item) {
+          const [row] = await tx.query<{ size: string; chunks: number; bytes: Uint8Array | null }>(
+            `SELECT b.size, b.chunks, b.bytes FROM ${this.t.refs} r JOIN ${this.t.blobs} b ON b.id = r.blob WHERE r.session = $1 AND r.blob = $2`,
+            [this.session, item.blob],
+          )
+          if (row === undefined) throw storeError('ENOENT', 'setAside', `${this.where}:${item.blob}`, `no blob '${item.blob}' to set aside`)
+          const name = keptName('blob', label, item.blob, isTaken)
+          const bytes = row.chunks > 0 ? await this.readChunks(tx, item.blob, { chunks: row.chunks, size: Number(row.size) }) : row.bytes
+          await tx.query(`INSERT INTO ${this.t.kept} (session, name, bytes) VALUES ($1, $2, $3)`, [this.session, name, bytes])
+          await tx.query(`DELETE FROM ${this.t.refs} WHERE session = $1 AND blob = $2`, [this.session, item.blob])
+          // Its bytes were found damaged here: the next put of this id replaces them for every session.
+          await tx.query(`UPDATE ${this.t.blobs} SET suspect = true WHERE id = $1`, [item.blob])
+          return name
+        }
+        const [row] = await tx.query<{ value: string }>(`DELETE FROM ${this.t.meta} WHERE session = $1 AND key = $2 RETURNING value`, [this.session, item.meta])
+        if (row === undefined) throw storeError('ENOENT', 'setAside', `${this.where}:${item.meta}`, `no metadata '${item.meta}' to set aside`)
+        const name = keptName('meta', label, item.meta, isTaken)
+        await tx.query(`INSERT INTO ${this.t.kept} (session, name, value) VALUES ($1, $2, $3)`, [this.session, name, row.value])
+        return name
+      })
+    })
+  }
+
+  keptAside(): Promise<string[]> {
+    return this.queue('keptAside', async () => {
+      const rows = await this.connection.query<{ name: string }>(`SELECT name FROM ${this.t.kept} WHERE session = $1`, [this.session])
+      return rows.map((row) => row.name).sort()
+    })
+  }
+
+  removeKept(names: readonly string[]): Promise<void> {
+    return this.write('removeKept', async () => {
+      if (names.length === 0) return
+      await this.connection.query(`DELETE FROM ${this.t.kept} WHERE session = $1 AND name = ANY($2::text[])`, [this.session, [...names]])
+    })
+  }
+
+  /** Waits for calls in flight, then gives up the session's lock and the connection. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    await this.tail
+    this.closed = true
+    this.changeListeners.clear()
+    this.lostListeners.clear()
+    await this.unlisten?.().catch(() => undefined)
+    if (!this.readOnly) await this.releaseLock()
+    await this.connection.close()
+  }
+}
+
+function touches(changes: CheckpointChanges & { snapshot?: CheckpointRow[] }): boolean {
+  return changes.made.length > 0 || changes.renamed.length > 0 || changes.deleted.length > 0 || changes.snapshot !== undefined
+}
+
+function columns(rows: readonly CheckpointRow[]): [string[], string[], string[], number[]] {
+  return [rows.map((r) => r.id), rows.map((r) => r.name), rows.map((r) => r.kind), rows.map((r) => r.createdAt)]
+}
+
+/** Splits items into inserts of at most ROWS_PER_INSERT rows and about BYTES_PER_INSERT bytes. */
+function* batches<T>(items: readonly T[], size: (item: T) => number): Iterable<T[]> {
+  let batch: T[] = []
+  let bytes = 0
+  for (const item of items) {
+    const n = size(item)
+    if (batch.length > 0 && (batch.length >= ROWS_PER_INSERT || bytes + n > BYTES_PER_INSERT)) {
+      yield batch
+      batch = []
+      bytes = 0
+    }
+    batch.push(item)
+    bytes += n
+  }
+  if (batch.length > 0) yield batch
+}
+
+export { GC_LOCK }
