@@ -30,7 +30,7 @@ export function patchLines(patch: string, paint: Palette): string[] {
 }
 
 export async function status(options: Options): Promise<Outcome> {
-  const { ws, dir, store } = await openProject('status', options, 'read')
+  const { ws, dir, label } = await openProject('status', options, 'read')
   try {
     // Integrity first: status is what one runs on a damaged store, so a change list that cannot be
     // computed (its content is gone) is reported as a problem, not thrown.
@@ -64,7 +64,7 @@ export async function status(options: Options): Promise<Outcome> {
     const paint = stdoutPalette()
     const lines = [
       `${paint.bold('project')}     ${dir}`,
-      `${paint.bold('store')}       ${store!.root} (session ${ws.session})`,
+      `${paint.bold('store')}       ${label} (session ${ws.session})`,
       `${paint.bold('changes')}     ${changes === undefined ? paint.red('unavailable') : changes.length === 0 ? 'none: the workspace matches the project' : changes.length}`,
       ...changeLines(changes ?? [], false, paint),
       `${paint.bold('checkpoints')} ${checkpoints.length}`,
@@ -76,7 +76,7 @@ export async function status(options: Options): Promise<Outcome> {
     return {
       data: {
         project: dir,
-        store: store!.root,
+        store: label,
         session: ws.session,
         changes: changes === undefined ? null : changes.map((c) => changeJson(c, false)),
         checkpoints: checkpoints.length,

@@ -14,13 +14,13 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { type CallToolResult, ErrorCode, type JSONRPCRequest, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js'
-import { directoryStore } from '../adapters/node-fs/store.js'
 import { Workspace } from '../src/index.js'
 import { type AgentTool, callTool, createAgentTools } from '../tools/index.js'
 import type { ToolError, ToolResult } from '../tools/result.js'
 import type { Options } from './arguments.js'
 import { DEFAULT_LIMITS, LimitedStdioTransport } from './mcp-transport.js'
 import { projectDirectory } from './project.js'
+import { openStore, storeLabel } from './store-option.js'
 import { packageVersion } from './version.js'
 
 /**
@@ -70,9 +70,9 @@ function toolCall(request: JSONRPCRequest): { name: string; input: unknown } | T
 /** Serves until stdin ends or a signal arrives, then closes the workspace (its store made durable). */
 export async function serveMcp(options: Options): Promise<number> {
   const lower = projectDirectory('mcp', options.dir)
-  const store = options.store !== undefined ? directoryStore(options.store) : undefined
+  const store = options.store !== undefined ? await openStore(options.store, { session: options.session }) : undefined
   const ws = await Workspace.open({ lower, ...(store ? { store } : {}), ...(options.session !== undefined ? { session: options.session } : {}) }).catch(async (error: unknown) => {
-    await store?.close() // gives the lock back at once
+    await store?.close?.() // gives the lock back at once
     throw error
   })
   if (ws.status.degraded !== undefined) {
@@ -117,7 +117,7 @@ export async function serveMcp(options: Options): Promise<number> {
     server.onclose = resolve
   })
   await server.connect(new LimitedStdioTransport())
-  process.stderr.write(`rewindfs MCP server: ${tools.length} tools over ${lower.root} (${store ? `store ${store.root}` : 'in memory'}, session ${ws.session})\n`)
+  process.stderr.write(`rewindfs MCP server: ${tools.length} tools over ${lower.root} (${options.store !== undefined ? `store ${storeLabel(options.store)}` : 'in memory'}, session ${ws.session})\n`)
   await done
   await Promise.allSettled(running)
   await server.close().catch(() => undefined)

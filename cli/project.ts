@@ -1,16 +1,16 @@
-/** Opening the workspace a command works on: the project directory as lower layer, a directory store. */
-import fs from 'node:fs'
+/** Opening the workspace a command works on: the project directory as lower layer, the store --store names. */
 import { type DirectorySource, directory } from '../adapters/node-fs/directory.js'
-import { type DirectoryStore, directoryStore } from '../adapters/node-fs/store.js'
-import { FsError } from '../src/errors.js'
-import { Workspace } from '../src/index.js'
+import { type Store, Workspace } from '../src/index.js'
 import type { Options } from './arguments.js'
+import { openStore, storeLabel } from './store-option.js'
 import { UsageError } from './usage.js'
 
 export interface Project {
   readonly ws: Workspace
   readonly lower: DirectorySource
-  readonly store?: DirectoryStore
+  readonly store?: Store
+  /** How the store is named in messages (a server's password left out). */
+  readonly label: string
   readonly dir: string
 }
 
@@ -27,11 +27,8 @@ export function projectDirectory(command: string, dir: string | undefined): Dire
  */
 export async function openProject(command: string, options: Options, access: 'read' | 'write'): Promise<Project> {
   const lower = projectDirectory(command, options.dir)
-  if (options.store === undefined) throw new UsageError(`${command} needs --store <dir> (the store an MCP server or a program wrote)`)
-  if (!isDirectory(options.store)) {
-    throw new FsError('ENOENT', 'open', options.store, undefined, 'no store in this directory (rewindfs mcp --store creates one)')
-  }
-  const store = directoryStore(options.store, { readOnly: access === 'read' })
+  if (options.store === undefined) throw new UsageError(`${command} needs --store <dir> (or postgres://…, pglite:<dir>: the store an MCP server or a program wrote)`)
+  const store = await openStore(options.store, { session: options.session, readOnly: access === 'read', existing: true })
   let ws: Workspace
   try {
     ws = await Workspace.open({
@@ -41,7 +38,7 @@ export async function openProject(command: string, options: Options, access: 're
       ...(access === 'read' ? { compactEvery: Number.POSITIVE_INFINITY } : {}),
     })
   } catch (error) {
-    await store.close()
+    await store.close?.()
     throw error
   }
   // A store that failed to load leaves a workspace in memory that may hold part of the session:
@@ -50,13 +47,5 @@ export async function openProject(command: string, options: Options, access: 're
     await ws.close()
     throw Object.assign(new Error(`${ws.status.degraded}; nothing was done (rewindfs status shows the store's health)`), { code: 'ESTOREUNAVAILABLE' })
   }
-  return { ws, lower, store, dir: lower.root }
-}
-
-function isDirectory(path: string): boolean {
-  try {
-    return fs.statSync(path).isDirectory()
-  } catch {
-    return false
-  }
+  return { ws, lower, store, label: storeLabel(options.store), dir: lower.root }
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * The rewindfs command: `demo` (what `npm start` runs), `mcp` (the MCP stdio server), the store
- * commands status, log, checkpoints, diff, restore, undo, flush, verify and repair, and run and shell
- * (commands in the workspace), and bisect (which operation broke a command). `rewindfs --help` documents the
+ * commands status, log, checkpoints, diff, restore, undo, flush, verify and repair, sessions (of a
+ * shared store), run and shell (commands in the workspace), and bisect (which operation broke a
+ * command). `rewindfs --help` documents the
  * options and exit codes (usage.ts).
  */
 import { type Invocation, type Options, parseCommandLine, wantsJson } from './arguments.js'
@@ -12,6 +13,7 @@ import { demo } from './demo.js'
 import { describeFailure, failureJson } from './failure.js'
 import { checkpoints, diff, log, status } from './inspect.js'
 import { repair, verify } from './store-check.js'
+import { sessions } from './sessions.js'
 import { run as runCommand } from './run.js'
 import { shell } from './shell.js'
 import { undo } from './undo.js'
@@ -52,6 +54,8 @@ async function run(invocation: Extract<Invocation, { kind: 'run' }>): Promise<nu
       return print(await verify(options), options)
     case 'repair':
       return print(await repair(options), options)
+    case 'sessions':
+      return print(await sessions(options), options)
     case 'run':
       return runCommand(options, positionals)
     case 'shell':

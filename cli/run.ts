@@ -6,11 +6,11 @@
  */
 import os from 'node:os'
 import { directory } from '../adapters/node-fs/directory.js'
-import { directoryStore } from '../adapters/node-fs/store.js'
 import { Workspace } from '../src/index.js'
 import type { ExecOptions, ExecResult } from '../src/index.js'
 import type { Options } from './arguments.js'
 import { changeLines } from './inspect.js'
+import { openStore } from './store-option.js'
 import { colourful, palette } from './terminal.js'
 import { UsageError } from './usage.js'
 
@@ -18,9 +18,9 @@ import { UsageError } from './usage.js'
 export async function openForExec(command: string, options: Options): Promise<Workspace> {
   if (options.dir === undefined) throw new UsageError(`${command} needs --dir <project>`)
   const lower = directory(options.dir)
-  const store = options.store !== undefined ? directoryStore(options.store) : undefined
+  const store = options.store !== undefined ? await openStore(options.store, { session: options.session }) : undefined
   const ws = await Workspace.open({ lower, ...(store ? { store } : {}), ...(options.session !== undefined ? { session: options.session } : {}) }).catch(async (error: unknown) => {
-    await store?.close()
+    await store?.close?.()
     throw error
   })
   if (ws.status.degraded !== undefined) {

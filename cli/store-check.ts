@@ -3,37 +3,29 @@
  * on any damage), `repair` rebuilds a damaged one through the workspace (ws.repair with salvage),
  * keeping the old journal aside. Damage is never repaired by opening a store: only by this.
  */
-import fs from 'node:fs'
-import { directoryStore } from '../adapters/node-fs/store.js'
 import { verifyStore } from '../src/engine/verify-store.js'
 import type { StoreDamage } from '../src/engine/durability.js'
-import { FsError } from '../src/errors.js'
 import type { Options } from './arguments.js'
 import type { Outcome } from './outcome.js'
 import { openProject } from './project.js'
+import { openStore, storeLabel } from './store-option.js'
 import { stdoutPalette } from './terminal.js'
 import { EXIT, UsageError } from './usage.js'
 
-function storeDirectory(command: string, options: Options): string {
-  if (options.store === undefined) throw new UsageError(`${command} needs --store <dir>`)
-  let isDirectory = false
-  try {
-    isDirectory = fs.statSync(options.store).isDirectory()
-  } catch {
-    // reported below
-  }
-  if (!isDirectory) throw new FsError('ENOENT', 'open', options.store, undefined, 'no store in this directory')
+function storeOption(command: string, options: Options): string {
+  if (options.store === undefined) throw new UsageError(`${command} needs --store <dir> (or postgres://…, pglite:<dir>)`)
   return options.store
 }
 
 export async function verify(options: Options): Promise<Outcome> {
-  const store = directoryStore(storeDirectory('verify', options), { readOnly: true })
+  const label = storeLabel(storeOption('verify', options))
+  const store = await openStore(storeOption('verify', options), { session: options.session, readOnly: true, existing: true })
   try {
     const report = await verifyStore(store)
     const paint = stdoutPalette()
     const { journal, blobs } = report
     const lines = [
-      `${paint.bold('store')}       ${store.root}`,
+      `${paint.bold('store')}       ${label}`,
       `${paint.bold('journal')}     ${journal.records} record(s): ${journal.groups} group commit(s) readable, ${journal.operations} operation(s), ${journal.checkpoints} checkpoint(s)${journal.damagedCount > 0 ? `, ${paint.red(`${journal.damagedCount} damaged`)}` : ''}`,
       `${paint.bold('blobs')}       ${blobs.stored} stored, ${blobs.verified} verified${blobs.corrupt.length > 0 ? `, ${paint.red(`${blobs.corrupt.length} corrupt`)}` : ''}${blobs.missing.length > 0 ? `, ${paint.red(`${blobs.missing.length} missing`)}` : ''}${blobs.unreadable.length > 0 ? `, ${paint.red(`${blobs.unreadable.length} unreadable`)}` : ''}`,
       `${paint.bold('metadata')}    ${report.meta.length === 0 ? 'readable' : paint.red(`${report.meta.length} unreadable`)}`,
@@ -41,17 +33,17 @@ export async function verify(options: Options): Promise<Outcome> {
       `${paint.bold('health')}      ${report.ok ? paint.green('ok') : paint.red('damaged')}`,
       ...report.problems.map((problem) => '  ' + paint.red(problem)),
       ...report.notes.map((note) => '  ' + paint.yellow(note)),
-      ...(report.ok ? [] : [paint.dim(`nothing was changed; rewindfs repair --store ${options.store} --dir <project> keeps what can be kept`)]),
+      ...(report.ok ? [] : [paint.dim(`nothing was changed; rewindfs repair --store ${label} --dir <project> keeps what can be kept`)]),
     ]
-    return { data: { store: store.root, ...report }, lines, exitCode: report.ok ? EXIT.ok : EXIT.failure }
+    return { data: { store: label, ...report }, lines, exitCode: report.ok ? EXIT.ok : EXIT.failure }
   } finally {
-    await store.close()
+    await store.close?.()
   }
 }
 
 export async function repair(options: Options): Promise<Outcome> {
-  storeDirectory('repair', options)
-  const { ws, store } = await openProject('repair', options, options.dryRun ? 'read' : 'write')
+  const label = storeLabel(storeOption('repair', options))
+  const { ws } = await openProject('repair', options, options.dryRun ? 'read' : 'write')
   try {
     const report = await ws.repair({ salvage: true, dryRun: options.dryRun })
     const paint = stdoutPalette()
@@ -60,9 +52,9 @@ export async function repair(options: Options): Promise<Outcome> {
       damage.part === 'meta' ? `metadata '${damage.key}': ${damage.reason}` : `journal record ${damage.record} at byte ${damage.offset}: ${damage.reason}`
     const lines =
       report.damage.length === 0
-        ? [`${paint.bold('nothing to repair')}: the journal and metadata of ${store!.root} are readable`]
+        ? [`${paint.bold('nothing to repair')}: the journal and metadata of ${label} are readable`]
         : [
-            `${paint.bold(options.dryRun ? 'repair (dry run)' : 'repaired')} ${store!.root} (session ${ws.session})`,
+            `${paint.bold(options.dryRun ? 'repair (dry run)' : 'repaired')} ${label} (session ${ws.session})`,
             ...report.damage.map((damage) => `  ${paint.bold('damage')}      ${describe(damage)}`),
             `  ${paint.bold('kept')}        ${kept.groups} group commit(s): ${kept.records} record(s), ${kept.operations} operation(s), ${kept.checkpoints} checkpoint(s); ${kept.salvaged} of them after the damage`,
             ...report.lost.map((lost) => `  ${paint.red('lost')}        record${lost.first === lost.last ? ` ${lost.first}` : `s ${lost.first}..${lost.last}`} (byte ${lost.offset}): ${lost.reason}`),
@@ -73,7 +65,7 @@ export async function repair(options: Options): Promise<Outcome> {
       lines.push(paint.yellow(`${report.corruptBlobs.length} blob(s) fail their checksum and are kept as they are; what needs them stays unreadable (rewindfs verify lists them)`))
     }
     return {
-      data: { store: store!.root, ...report },
+      data: { store: label, ...report },
       lines,
       exitCode: report.corruptBlobs.length > 0 ? EXIT.failure : EXIT.ok,
     }

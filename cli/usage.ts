@@ -19,12 +19,12 @@ export class UsageError extends Error {
   }
 }
 
-const PROJECT = '--dir <project> --store <dir> [--session <name>]'
+const PROJECT = '--dir <project> --store <store> [--session <name>]'
 
 export const COMMANDS = {
   demo: { usage: 'demo', summary: 'the write / checkpoint / break / restore story in memory (what npm start runs; the default)' },
   mcp: {
-    usage: 'mcp --dir <project> [--store <dir>] [--session <name>] [--allow-commands]',
+    usage: 'mcp --dir <project> [--store <store>] [--session <name>] [--allow-commands]',
     summary:
       'serve the agent tools over MCP stdio; nothing on disk changes until commit_changes (in memory without --store); ' +
       '--allow-commands adds run_command (a command runs on the host as you)',
@@ -44,17 +44,21 @@ export const COMMANDS = {
     summary: 'take back the newest operation (or n of them: a run, a shell session, an edit) in the workspace; the project on disk is untouched until flush',
   },
   flush: { usage: `flush ${PROJECT} [--dry-run] [--force]`, summary: 'write the workspace changes into the project directory, all or nothing' },
-  verify: { usage: 'verify --store <dir>', summary: 'check journal, blobs and metadata without opening the store for writing; exit 1 on any damage' },
+  verify: { usage: 'verify --store <store> [--session <name>]', summary: 'check journal, blobs and metadata without opening the store for writing; exit 1 on any damage' },
   repair: {
     usage: `repair ${PROJECT} [--dry-run]`,
     summary: 'rebuild a damaged store: keep every group commit that still applies, the old journal kept aside; reports what was lost',
   },
+  sessions: {
+    usage: 'sessions --store <postgres://…|pglite:dir>',
+    summary: 'the sessions a shared store holds: last activity, checkpoints, size, and which are being written',
+  },
   run: {
-    usage: 'run --dir <project> [--store <dir>] [--session <name>] [exec options] -- <command…>',
+    usage: 'run --dir <project> [--store <store>] [--session <name>] [exec options] -- <command…>',
     summary: "run one command in the workspace (the project on disk is untouched) and print its changes; exits with the command's code",
   },
   shell: {
-    usage: 'shell --dir <project> [--store <dir>] [--session <name>] [exec options]',
+    usage: 'shell --dir <project> [--store <store>] [--session <name>] [exec options]',
     summary: 'an interactive $SHELL in the workspace, prompt marked (rewindfs); on exit everything it did is one operation',
   },
   bisect: {
@@ -82,7 +86,9 @@ export function help(): string {
     '',
     'Options:',
     '  --dir <project>    the project directory: the read-only lower layer and the flush target',
-    '  --store <dir>      the durable store (journal, blobs, checkpoints) in a directory',
+    '  --store <store>    the durable store (journal, blobs, checkpoints): a directory, a PostgreSQL',
+    '                     server (postgres://user:password@host/db, ?host=/dir for a unix socket) whose',
+    '                     sessions a fleet of machines shares, or a PGlite database (pglite:<dir>)',
     "  --session <name>   the session in the store (default 'main')",
     '  --json             machine-readable output on stdout (all commands but demo and mcp);',
     '                     errors too, as { "error": { "code", "message" } }',

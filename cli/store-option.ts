@@ -1,0 +1,98 @@
+/**
+ * What --store names: a directory (a directoryStore), a PostgreSQL server (postgres://… or
+ * postgresql://…: the session --session names in its shared tables, in the schema `?schema=`
+ * names, default rewindfs) or a PGlite data directory (pglite:<dir>). Every command opens its store here, so they all take the three.
+ */
+import fs from 'node:fs'
+import { directoryStore } from '../adapters/node-fs/store.js'
+import { type Fleet, type PostgresStore, pgliteFleet, pgliteStore, postgresFleet, postgresStore } from '../adapters/postgres/index.js'
+import { redact } from '../adapters/postgres/errors.js'
+import { FsError } from '../src/errors.js'
+import type { Store } from '../src/index.js'
+import { UsageError } from './usage.js'
+
+export type StoreLocation =
+  | { readonly kind: 'directory'; readonly path: string }
+  | { readonly kind: 'postgres'; readonly url: string; readonly schema?: string }
+  | { readonly kind: 'pglite'; readonly dataDir: string }
+
+/** A postgres URL's own `schema` parameter (the schema of the fleet's tables) is ours, not the driver's. */
+function splitSchema(value: string): { url: string; schema?: string } {
+  let parsed: URL
+  try {
+    parsed = new URL(value)
+  } catch {
+    return { url: value } // postgresStore says what is wrong with it
+  }
+  const schema = parsed.searchParams.get('schema')
+  if (schema === null) return { url: value }
+  parsed.searchParams.delete('schema')
+  return { url: parsed.toString(), schema }
+}
+
+export function storeLocation(value: string): StoreLocation {
+  if (/^postgres(ql)?:\/\//.test(value)) return { kind: 'postgres', ...splitSchema(value) }
+  if (value.startsWith('pglite:')) {
+    const dataDir = value.slice('pglite:'.length)
+    if (dataDir === '') throw new UsageError("--store pglite: needs a data directory (pglite:<dir>)")
+    return { kind: 'pglite', dataDir }
+  }
+  return { kind: 'directory', path: value }
+}
+
+/** How the store is named in messages (a server's password left out). */
+export function storeLabel(value: string): string {
+  const location = storeLocation(value)
+  return location.kind === 'postgres' ? redact(value) : value
+}
+
+/**
+ * Opens the store --store names for `session`. `existing`: the store must hold something already
+ * (readers, restore, flush: a new one would hold nothing to act on), ENOENT otherwise.
+ */
+export async function openStore(value: string, options: { session?: string; readOnly?: boolean; existing?: boolean }): Promise<Store> {
+  const location = storeLocation(value)
+  const session = options.session ?? 'main'
+  switch (location.kind) {
+    case 'directory':
+      if (options.existing && !isDirectory(location.path)) {
+        throw new FsError('ENOENT', 'open', location.path, undefined, 'no store in this directory (rewindfs mcp --store creates one)')
+      }
+      return directoryStore(location.path, { readOnly: options.readOnly === true })
+    case 'postgres':
+    case 'pglite': {
+      let store: PostgresStore
+      if (location.kind === 'postgres') store = await postgresStore({ connectionString: location.url, session, readOnly: options.readOnly === true, ...(location.schema ? { schema: location.schema } : {}) })
+      else {
+        if (options.existing && !isDirectory(location.dataDir)) {
+          throw new FsError('ENOENT', 'open', location.dataDir, undefined, 'no PGlite database in this directory (rewindfs mcp --store pglite:<dir> creates one)')
+        }
+        store = await pgliteStore({ dataDir: location.dataDir, session, readOnly: options.readOnly === true })
+      }
+      if (options.existing && !options.readOnly && (await store.readJournal()).records.length === 0) {
+        await store.close()
+        throw new FsError('ENOENT', 'open', `${storeLabel(value)}#${session}`, undefined, `no session '${session}' in this store`)
+      }
+      return store
+    }
+  }
+}
+
+/** The fleet in a postgres or PGlite store; a directory holds one session, so it has none. */
+export async function openFleet(value: string): Promise<Fleet> {
+  const location = storeLocation(value)
+  if (location.kind === 'postgres') return postgresFleet({ connectionString: location.url, ...(location.schema ? { schema: location.schema } : {}) })
+  if (location.kind === 'pglite') {
+    if (!isDirectory(location.dataDir)) throw new FsError('ENOENT', 'open', location.dataDir, undefined, 'no PGlite database in this directory')
+    return pgliteFleet({ dataDir: location.dataDir })
+  }
+  throw new UsageError(`sessions needs a store that holds sessions: --store postgres://… or --store pglite:<dir> (a directory store holds one)`)
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return fs.statSync(path).isDirectory()
+  } catch {
+    return false
+  }
+}
