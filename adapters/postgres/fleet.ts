@@ -79,8 +79,18 @@ export interface Fleet {
   /** The flush ledgers of every session, optionally for one target or path, newest first. */
   flushes(options?: { target?: string; path?: string }): Promise<FlushRecord[]>
   storage(): Promise<FleetStorage>
+  /**
+   * Runs `body` while holding the fleet-wide lock `name`: one holder at a time across every machine
+   * (e.g. one flush into a shared directory at a time, so a conflict check and the write it guards
+   * are not interleaved with another machine's). Waits up to `timeoutMs` (default 60 000) for it,
+   * then EBUSY. The lock dies with this fleet's connection: a machine that crashes frees it.
+   */
+  exclusive<T>(name: string, body: () => Promise<T>, options?: { timeoutMs?: number }): Promise<T>
   close(): Promise<void>
 }
+
+/** In this process, holders of each named lock per connection object (a connection's advisory locks are re-entrant). */
+const holders = new WeakMap<object, Map<string, Promise<unknown>>>()
 
 export class FleetView implements Fleet {
   private constructor(
@@ -268,6 +278,40 @@ export class FleetView implements Fleet {
       referencedBytes: Number(row.referenced),
       journalBytes: Number(row.journal),
       diskBytes: Number(row.disk),
+    }
+  }
+
+  async exclusive<T>(name: string, body: () => Promise<T>, options: { timeoutMs?: number } = {}): Promise<T> {
+    if (typeof name !== 'string' || name === '') throw Object.assign(new TypeError('rewindfs: a lock name is a non-empty string'), { code: 'ERR_INVALID_ARG_VALUE' })
+    if (typeof body !== 'function') throw Object.assign(new TypeError('rewindfs: exclusive(name, body) needs a function'), { code: 'ERR_INVALID_ARG_TYPE' })
+    const timeoutMs = options.timeoutMs ?? 60_000
+    const key = `rewindfs:lock:${this.schemaName}/${name}`
+    // First in line in this process (the server's lock cannot tell two callers on one connection apart)…
+    let local = holders.get(this.connection.instance)
+    if (!local) holders.set(this.connection.instance, (local = new Map()))
+    const before = local.get(key) ?? Promise.resolve()
+    let done!: () => void
+    const mine = new Promise<void>((resolve) => (done = resolve))
+    const chain = before.then(() => mine)
+    local.set(key, chain)
+    try {
+      await before
+      // …then across the fleet: polled, so the connection is never blocked and the wait can end.
+      const deadline = Date.now() + timeoutMs
+      for (let wait = 10; ; wait = Math.min(wait * 2, 200)) {
+        const [lock] = await this.connection.query<{ taken: boolean }>(`SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS taken`, [key])
+        if (lock.taken) break
+        if (Date.now() + wait > deadline) throw storeError('EBUSY', 'lock', name, `the fleet lock '${name}' is still held by another machine after ${timeoutMs} ms`)
+        await new Promise((resolve) => setTimeout(resolve, wait))
+      }
+      try {
+        return await body()
+      } finally {
+        if (!this.connection.lost) await this.connection.query(`SELECT pg_advisory_unlock(hashtextextended($1, 0))`, [key]).catch(() => undefined)
+      }
+    } finally {
+      done()
+      if (local.get(key) === chain) local.delete(key)
     }
   }
 
