@@ -5,7 +5,7 @@
  *   npm run bench:quick    small sizes, prints only (a smoke run)
  *
  * Flags: --quick, --out <file> (write the markdown there), --no-git, --only <section,...> with
- * sections ops, streams, lower, checkpoint, memory, bundle, engine, adapters, search, exec, bisect.
+ * sections ops, streams, lower, checkpoint, memory, bundle, engine, adapters, search, exec, bisect, postgres.
  *
  * Sections
  *   1. ops        writeFileSync / readFileSync / statSync of 1 KiB files spread over directories:
@@ -28,6 +28,9 @@
  *                 run directly, in projects of 1k–100k files, and a real build (tsc -p).
  *  10. bisect     ws.bisect over 256 operations on a 10k-file project vs git bisect run over the same
  *                 history as commits, each against its own test runs (bench/bisect.ts).
+ *  11. postgres  sessions on PostgreSQL (bench/postgres.ts): group commits/s for 1 KiB writes on the
+ *                server, PGlite and directoryStore beside raw INSERTs of the same bytes; storage of
+ *                20 forked sessions vs 20 directory stores; open/resume latency in another process.
  */
 import { execFileSync } from 'node:child_process'
 import * as nodeFs from 'node:fs'
@@ -44,6 +47,7 @@ import { benchEngine } from './engine.js'
 import { benchSearch } from './search.js'
 import { benchExec } from './exec.js'
 import { benchBisect } from './bisect.js'
+import { benchPostgres } from './postgres.js'
 import {
   Content,
   FILE_SIZE,
@@ -743,6 +747,7 @@ const sections: [string, () => Promise<void>][] = [
   ['search', () => benchSearch({ quick: QUICK, emit })],
   ['exec', () => benchExec({ quick: QUICK, emit })],
   ['bisect', () => benchBisect({ quick: QUICK, emit })],
+  ['postgres', () => benchPostgres({ quick: QUICK, emit })],
 ]
 let failed = false
 for (const [name, section] of sections) {

@@ -12,7 +12,16 @@ export interface Sql {
   query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<Row[]>
   /** Statements without parameters, sent at once (one round trip on a server). */
   batch(text: string): Promise<void>
-  transaction<T>(body: (sql: Sql) => Promise<T>, options?: { isolation?: 'repeatable read' }): Promise<T>
+  /**
+   * Runs `body` in one transaction. `prelude`: statements without parameters run first, sent with
+   * BEGIN in one round trip (a lock the transaction takes before anything else).
+   */
+  transaction<T>(body: (sql: Sql) => Promise<T>, options?: TransactionOptions): Promise<T>
+}
+
+export interface TransactionOptions {
+  readonly isolation?: 'repeatable read'
+  readonly prelude?: string
 }
 
 export interface Connection extends Sql {
@@ -131,8 +140,10 @@ class PgConnection implements Connection {
     await this.query(text)
   }
 
-  async transaction<T>(body: (sql: Sql) => Promise<T>, options: { isolation?: 'repeatable read' } = {}): Promise<T> {
-    await this.query(options.isolation ? `BEGIN ISOLATION LEVEL ${options.isolation.toUpperCase()}` : 'BEGIN')
+  async transaction<T>(body: (sql: Sql) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    const begin = options.isolation ? `BEGIN ISOLATION LEVEL ${options.isolation.toUpperCase()}` : 'BEGIN'
+    // One simple-protocol query: BEGIN and the prelude in one round trip.
+    await this.query(options.prelude ? `${begin}; ${options.prelude}` : begin)
     try {
       const result = await body(this)
       await this.query('COMMIT')
@@ -252,6 +263,7 @@ class PGliteConnection implements Connection {
         if (tx) return body(this.runner(tx))
         return this.db.transaction(async (inner) => {
           if (options?.isolation) await inner.exec(`SET TRANSACTION ISOLATION LEVEL ${options.isolation.toUpperCase()}`)
+          if (options?.prelude) await inner.exec(options.prelude)
           return body(this.runner(inner))
         })
       },
@@ -266,7 +278,7 @@ class PGliteConnection implements Connection {
     return this.runner().batch(text)
   }
 
-  transaction<T>(body: (sql: Sql) => Promise<T>, options?: { isolation?: 'repeatable read' }): Promise<T> {
+  transaction<T>(body: (sql: Sql) => Promise<T>, options?: TransactionOptions): Promise<T> {
     return this.runner().transaction(body, options)
   }
 

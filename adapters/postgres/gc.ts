@@ -8,8 +8,8 @@
  *
  * The argument. One advisory lock, GC_LOCK, taken per transaction:
  *  - every transaction that adds references takes it SHARED, before it reads or writes any blob
- *    row, and holds it until it commits (putBlobs takes a transaction-scoped lock, which ends only
- *    then; a fork, whose repeatable-read snapshot is taken by its first statement, takes it before
+ *    row, and holds it until it commits (putBlobs takes a transaction-scoped lock with its BEGIN,
+ *    which ends only then; a fork, whose repeatable-read snapshot is taken by its first statement, takes it before
  *    it begins and gives it up after it commits);
  *  - a blob row is deleted only by a statement that runs while its transaction holds it
  *    EXCLUSIVE, and that checks there is no reference in a snapshot taken after it got the lock
@@ -34,25 +34,22 @@ import type { Tables } from './schema.js'
 /** The key of the advisory lock (shared: referencing blobs; exclusive: deleting them). */
 export const GC_LOCK = "hashtextextended('rewindfs:blob-gc', 0)"
 
-/** Takes the lock shared for the rest of the transaction: call first in any transaction that adds references. */
-export async function shareBlobs(sql: Sql): Promise<void> {
-  await sql.query(`SELECT pg_advisory_xact_lock_shared(${GC_LOCK})`)
-}
-
 /**
  * Deletes those of `ids` no session refers to. Runs in its own transaction holding the lock
  * exclusively; the NOT EXISTS is evaluated by a statement after the lock was granted.
  */
 export async function sweep(sql: Sql, t: Tables, ids: readonly string[]): Promise<number> {
   if (ids.length === 0) return 0
-  return sql.transaction(async (tx) => {
-    await tx.query(`SELECT pg_advisory_xact_lock(${GC_LOCK})`)
-    const rows = await tx.query<{ id: string }>(
-      `DELETE FROM ${t.blobs} b WHERE b.id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM ${t.refs} r WHERE r.blob = b.id) RETURNING b.id`,
-      [ids],
-    )
-    return rows.length
-  })
+  return sql.transaction(
+    async (tx) => {
+      const rows = await tx.query<{ id: string }>(
+        `DELETE FROM ${t.blobs} b WHERE b.id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM ${t.refs} r WHERE r.blob = b.id) RETURNING b.id`,
+        [ids],
+      )
+      return rows.length
+    },
+    { prelude: `SELECT pg_advisory_xact_lock(${GC_LOCK})` },
+  )
 }
 
 export interface CollectOptions {
@@ -97,13 +94,14 @@ export async function collect(sql: Sql, t: Tables, options: CollectOptions = {})
     if (candidates.length === 0) break
     after = candidates[candidates.length - 1].id
     const sizes = new Map(candidates.map((c) => [c.id, Number(c.size)]))
-    const deleted = await sql.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(${GC_LOCK})`)
-      return tx.query<{ id: string }>(
-        `DELETE FROM ${t.blobs} b WHERE b.id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM ${t.refs} r WHERE r.blob = b.id) RETURNING b.id`,
-        [[...sizes.keys()]],
-      )
-    })
+    const deleted = await sql.transaction(
+      (tx) =>
+        tx.query<{ id: string }>(
+          `DELETE FROM ${t.blobs} b WHERE b.id = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM ${t.refs} r WHERE r.blob = b.id) RETURNING b.id`,
+          [[...sizes.keys()]],
+        ),
+      { prelude: `SELECT pg_advisory_xact_lock(${GC_LOCK})` },
+    )
     report.deleted += deleted.length
     for (const { id } of deleted) report.bytes += sizes.get(id) ?? 0
     if (candidates.length < batch) break

@@ -24,7 +24,7 @@ import { type BlobId, FsError, type JournalRead, type JsonValue, type Store, typ
 import * as z from 'zod/mini'
 import type { Connection, Sql } from './connection.js'
 import { storeError } from './errors.js'
-import { GC_LOCK, shareBlobs, sweep } from './gc.js'
+import { GC_LOCK, sweep } from './gc.js'
 import { FLUSH_STATE_KEY, checkpointChanges, flushLedgers, type CheckpointChanges, type CheckpointRow } from './records.js'
 import { CHUNK, type Tables, ensureSchema } from './schema.js'
 
@@ -378,65 +378,75 @@ export class SessionStore implements PostgresStore {
       if (unique.size === 0) return
       const large = [...unique].filter(([, bytes]) => bytes.byteLength > CHUNK)
       const stamp = keptStamp()
-      await this.connection.transaction(async (tx) => {
-        // Before any blob row is read or written: see gc.ts for why this keeps them from collection.
-        await shareBlobs(tx)
-        await this.fence(tx, 'putBlobs')
-        // Large blobs a session already set aside as damaged: their chunks are replaced without keeping them again.
-        const suspect = new Set(
-          large.length === 0
-            ? []
-            : (await tx.query<{ id: string }>(`SELECT id FROM ${this.t.blobs} WHERE id = ANY($1::text[]) AND suspect`, [large.map(([id]) => id)])).map((row) => row.id),
-        )
-        for (const batch of batches([...unique], ([, bytes]) => (bytes.byteLength > CHUNK ? 64 : bytes.byteLength))) {
-          const params: unknown[] = [this.session, stamp]
-          const values = batch.map(([id, bytes]) => {
-            const chunked = bytes.byteLength > CHUNK
-            params.push(id, bytes.byteLength, chunked ? Math.ceil(bytes.byteLength / CHUNK) : 0, chunked ? null : bytes)
-            const n = params.length
-            return `($${n - 3}, $${n - 2}::bigint, $${n - 1}::integer, $${n}::bytea)`
-          })
-          // Content-addressed, so a blob already stored is shared, once its bytes are checked to be
-          // these: a stored copy that differs is damage (kept aside in this session, as the engine
-          // keeps damage) and is replaced, so an acknowledged write is never one whose durable copy
-          // is rotten. A copy a session set aside as damaged already (suspect) is just replaced.
-          await tx.query(
-            `WITH input (id, size, chunks, bytes) AS (VALUES ${values.join(', ')}),
-             damaged AS (
-               SELECT b.id, b.bytes FROM ${this.t.blobs} b JOIN input i ON i.id = b.id
-                WHERE NOT b.suspect AND b.chunks = 0 AND i.chunks = 0 AND b.bytes IS DISTINCT FROM i.bytes
-             ),
-             kept AS (
-               INSERT INTO ${this.t.kept} (session, name, bytes)
-               SELECT $1, 'blob.damaged-' || $2 || '.' || d.id, d.bytes FROM damaged d
-               ON CONFLICT DO NOTHING
-             )
-             INSERT INTO ${this.t.blobs} AS b (id, size, chunks, bytes) SELECT id, size, chunks, bytes FROM input
-             ON CONFLICT (id) DO UPDATE SET size = EXCLUDED.size, chunks = EXCLUDED.chunks, bytes = EXCLUDED.bytes, suspect = false, orphaned_at = NULL
-             WHERE b.suspect OR b.chunks <> EXCLUDED.chunks OR b.id IN (SELECT id FROM damaged)`,
-            params,
+      await this.connection.transaction(
+        async (tx) => {
+          // Large blobs a session already set aside as damaged: their chunks are replaced without keeping them again.
+          const suspect = new Set(
+            large.length === 0
+              ? []
+              : (await tx.query<{ id: string }>(`SELECT id FROM ${this.t.blobs} WHERE id = ANY($1::text[]) AND suspect`, [large.map(([id]) => id)])).map((row) => row.id),
           )
-        }
-        // A large blob's chunks are sent and checked in the same way, one statement per chunk.
-        for (const [id, bytes] of large) {
-          const count = Math.ceil(bytes.byteLength / CHUNK)
-          for (let n = 0; n < count; n++) {
-            await tx.query(
-              `WITH damaged AS (
-                 SELECT c.bytes FROM ${this.t.chunks} c WHERE c.blob = $3 AND c.n = $4 AND c.bytes IS DISTINCT FROM $5::bytea AND NOT $6::boolean
-               ), kept AS (
-                 INSERT INTO ${this.t.kept} (session, name, bytes) SELECT $1, 'blob.damaged-' || $2 || '.' || $3 || '.chunk-' || $4, bytes FROM damaged
+          for (const batch of batches([...unique], ([, bytes]) => (bytes.byteLength > CHUNK ? 64 : bytes.byteLength))) {
+            const params: unknown[] = [this.session, stamp, this.token]
+            const values = batch.map(([id, bytes]) => {
+              const chunked = bytes.byteLength > CHUNK
+              params.push(id, bytes.byteLength, chunked ? Math.ceil(bytes.byteLength / CHUNK) : 0, chunked ? null : bytes)
+              const n = params.length
+              return `($${n - 3}, $${n - 2}::bigint, $${n - 1}::integer, $${n}::bytea)`
+            })
+            // One statement: the fence (the session is still ours; its row held against a takeover
+            // until commit), the blobs and this session's references to them. Content-addressed, so
+            // a blob already stored is shared, once its bytes are checked to be these: a stored copy
+            // that differs is damage (kept aside in this session, as the engine keeps damage) and is
+            // replaced, so an acknowledged write is never one whose durable copy is rotten. A copy a
+            // session set aside as damaged already (suspect) is just replaced.
+            const [fence] = await tx.query<{ ours: string }>(
+              `WITH fence AS (SELECT 1 FROM ${this.t.sessions} WHERE id = $1 AND writer = $3 FOR SHARE),
+               input (id, size, chunks, bytes) AS (VALUES ${values.join(', ')}),
+               damaged AS (
+                 SELECT b.id, b.bytes FROM ${this.t.blobs} b JOIN input i ON i.id = b.id
+                  WHERE EXISTS (SELECT 1 FROM fence) AND NOT b.suspect AND b.chunks = 0 AND i.chunks = 0 AND b.bytes IS DISTINCT FROM i.bytes
+               ),
+               kept AS (
+                 INSERT INTO ${this.t.kept} (session, name, bytes)
+                 SELECT $1, 'blob.damaged-' || $2 || '.' || d.id, d.bytes FROM damaged d
                  ON CONFLICT DO NOTHING
+               ),
+               stored AS (
+                 INSERT INTO ${this.t.blobs} AS b (id, size, chunks, bytes) SELECT id, size, chunks, bytes FROM input WHERE EXISTS (SELECT 1 FROM fence)
+                 ON CONFLICT (id) DO UPDATE SET size = EXCLUDED.size, chunks = EXCLUDED.chunks, bytes = EXCLUDED.bytes, suspect = false, orphaned_at = NULL
+                 WHERE b.suspect OR b.chunks <> EXCLUDED.chunks OR b.id IN (SELECT id FROM damaged)
+               ),
+               refs AS (
+                 INSERT INTO ${this.t.refs} (session, blob) SELECT $1, id FROM input WHERE EXISTS (SELECT 1 FROM fence) ON CONFLICT DO NOTHING
                )
-               INSERT INTO ${this.t.chunks} AS c (blob, n, bytes) VALUES ($3, $4, $5)
-               ON CONFLICT (blob, n) DO UPDATE SET bytes = EXCLUDED.bytes WHERE c.bytes IS DISTINCT FROM EXCLUDED.bytes`,
-              [this.session, stamp, id, n, bytes.subarray(n * CHUNK, (n + 1) * CHUNK), suspect.has(id)],
+               SELECT count(*) AS ours FROM fence`,
+              params,
             )
+            if (Number(fence.ours) === 0) throw this.fenced('putBlobs')
           }
-          await tx.query(`DELETE FROM ${this.t.chunks} WHERE blob = $1 AND n >= $2`, [id, count])
-        }
-        await tx.query(`INSERT INTO ${this.t.refs} (session, blob) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`, [this.session, [...unique.keys()]])
-      })
+          // A large blob's chunks are sent and checked in the same way, one statement per chunk.
+          for (const [id, bytes] of large) {
+            const count = Math.ceil(bytes.byteLength / CHUNK)
+            for (let n = 0; n < count; n++) {
+              await tx.query(
+                `WITH damaged AS (
+                   SELECT c.bytes FROM ${this.t.chunks} c WHERE c.blob = $3 AND c.n = $4 AND c.bytes IS DISTINCT FROM $5::bytea AND NOT $6::boolean
+                 ), kept AS (
+                   INSERT INTO ${this.t.kept} (session, name, bytes) SELECT $1, 'blob.damaged-' || $2 || '.' || $3 || '.chunk-' || $4, bytes FROM damaged
+                   ON CONFLICT DO NOTHING
+                 )
+                 INSERT INTO ${this.t.chunks} AS c (blob, n, bytes) VALUES ($3, $4, $5)
+                 ON CONFLICT (blob, n) DO UPDATE SET bytes = EXCLUDED.bytes WHERE c.bytes IS DISTINCT FROM EXCLUDED.bytes`,
+                [this.session, stamp, id, n, bytes.subarray(n * CHUNK, (n + 1) * CHUNK), suspect.has(id)],
+              )
+            }
+            await tx.query(`DELETE FROM ${this.t.chunks} WHERE blob = $1 AND n >= $2`, [id, count])
+          }
+        },
+        // Before any blob row is read or written: see gc.ts for why this keeps them from collection.
+        { prelude: `SELECT pg_advisory_xact_lock_shared(${GC_LOCK})` },
+      )
     })
   }
 
@@ -534,13 +544,30 @@ export class SessionStore implements PostgresStore {
       const text = JSON.stringify(value)
       if (typeof key !== 'string' || key === '') throw Object.assign(new TypeError('rewindfs: a metadata key must be a non-empty string'), { code: 'ERR_INVALID_ARG_VALUE' })
       if (text === undefined) throw Object.assign(new TypeError(`rewindfs: metadata '${key}' must be a JSON value`), { code: 'ERR_INVALID_ARG_TYPE' })
+      if (key !== FLUSH_STATE_KEY) {
+        // One statement: the fence, the value, the session's activity and the readers' notification.
+        const [row] = await this.connection.query<{ ours: string }>(
+          `WITH fence AS (SELECT 1 FROM ${this.t.sessions} WHERE id = $1 AND writer = $2 FOR SHARE),
+           stored AS (
+             INSERT INTO ${this.t.meta} (session, key, value) SELECT $1, $3, $4 WHERE EXISTS (SELECT 1 FROM fence)
+             ON CONFLICT (session, key) DO UPDATE SET value = EXCLUDED.value
+           ),
+           touched AS (UPDATE ${this.t.sessions} SET updated_at = now() WHERE id = $1 AND EXISTS (SELECT 1 FROM fence)),
+           told AS (SELECT pg_notify($5, 'meta') FROM fence)
+           SELECT (SELECT count(*) FROM fence) AS ours, (SELECT count(*) FROM told) AS told`,
+          [this.session, this.token, key, text, this.channel],
+        )
+        if (Number(row.ours) === 0) throw this.fenced('putMeta')
+        return
+      }
+      // The flush state also refreshes this session's rows of the shared flush ledgers.
       await this.connection.transaction(async (tx) => {
         await this.fence(tx, 'putMeta')
         await tx.query(
           `INSERT INTO ${this.t.meta} (session, key, value) VALUES ($1, $2, $3) ON CONFLICT (session, key) DO UPDATE SET value = EXCLUDED.value`,
           [this.session, key, text],
         )
-        if (key === FLUSH_STATE_KEY) await this.recordLedgers(tx, value)
+        await this.recordLedgers(tx, value)
         await tx.query(`UPDATE ${this.t.sessions} SET updated_at = now() WHERE id = $1`, [this.session])
         await this.notify(tx, 'meta')
       })
@@ -665,4 +692,3 @@ function* batches<T>(items: readonly T[], size: (item: T) => number): Iterable<T
   if (batch.length > 0) yield batch
 }
 
-export { GC_LOCK }
