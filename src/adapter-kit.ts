@@ -13,7 +13,9 @@
  * - a durable store (`Store`): the journal, blobs and metadata. `storeContract(subject)` runs the
  *   contract's checks on an implementation: each check is a named async function that throws on a
  *   violation, so any test runner runs them (`for (const c of storeContract(s)) it(c.name, c.run)`);
- *   it imports no test runner. It is also exported from `rewindfs/testing`.
+ *   it imports no test runner. It is also exported from `rewindfs/testing`. A store on a file that
+ *   can be appended to and read at an offset can write the `pack` segment format; one shared by a
+ *   browser's tabs settles who writes with `TabRole`.
  * - a flush target (`FlushTarget`): a real place that takes the workspace's change set all or nothing.
  * - an exec runner (`ExecRunner` in `rewindfs`; a lower source may carry one as `exec`): runs
  *   commands against a workspace, reading the upper tree and the view its `ExecHost` gives.
@@ -33,7 +35,7 @@ export { lowerStatOf, lowerVersionOf, syncFsSource } from './lower/sync-fs.js'
 export type { SyncDirent, SyncReadableFs, SyncStats } from './lower/sync-fs.js'
 
 // Stores: the journal, content-addressed blobs and metadata, and what is set aside.
-export type { JournalRead, KeptValue, Store, StoreImage, StoreItem } from './engine/store.js'
+export type { JournalRead, KeptValue, Store, StoreChange, StoreImage, StoreItem } from './engine/store.js'
 export { keptName } from './engine/store.js'
 export type { BlobId } from './blob/store.js'
 export type { JsonValue } from './engine/state.js'
@@ -63,3 +65,9 @@ export type { MapRoot } from './layer/persistent-map.js'
 export { mapDiff, mapEntries, mapGet } from './layer/persistent-map.js'
 export type { Entry, Overlay } from './overlay.js'
 export type { PinnedLower } from './flush/pinned-lower.js'
+
+// Stores shared across tabs: one writer (a Web Lock), followers told of its commits and next in line.
+export { TabRole } from './store/tab-role.js'
+export type { TabRoleOptions } from './store/tab-role.js'
+// The pack segment format (checksummed records appended to segment files), pure functions over bytes.
+export * as pack from './store/pack-format.js'

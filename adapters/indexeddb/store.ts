@@ -4,13 +4,14 @@
  * what was set aside), so every call is one transaction and a group commit is one atomic `setMany`:
  * an append never tears, so every record that cannot be read is damage.
  *
- * Two tabs on one store: the first takes a Web Lock held for the store's life and writes; the others
- * open read-only (every mutating call rejects with EROFS) and hear over a BroadcastChannel when the
- * writer committed (`onChange`), so they can reopen their workspace on the new state.
+ * Two tabs on one store (the kit's TabRole): the first takes a Web Lock held for the store's life
+ * and writes; the others open read-only (every mutating call rejects with EROFS), hear over a
+ * BroadcastChannel when the writer committed, and wait in the lock's queue: when the writer goes
+ * away, the next one becomes the writer (`onChange` tells it `{ kind: 'writer' }`).
  */
 import { del, delMany, get, promisifyRequest, set, setMany } from 'idb-keyval'
 import * as z from 'zod/mini'
-import { type BlobId, type JournalRead, type JsonValue, type Store, type StoreItem, keptName } from 'rewindfs/adapter-kit'
+import { type BlobId, type JournalRead, type JsonValue, type Store, type StoreChange, type StoreItem, TabRole, keptName } from 'rewindfs/adapter-kit'
 import { Database, prefixRange, prefixRangeFrom, tight } from './database.js'
 import { corruptError, indexedDbError, readOnlyError } from './errors.js'
 
@@ -32,12 +33,11 @@ const journalKey = (seq: number) => JOURNAL + String(seq).padStart(SEQ_DIGITS, '
 
 const blobSchema = z.optional(z.custom<Uint8Array>((value) => value instanceof Uint8Array))
 const metaSchema = z.optional(z.json())
-const commitMessage = z.object({ type: z.literal('commit'), store: z.string() })
 
 export interface IndexedDbStoreOptions {
   /**
-   * true: only read (no lock is taken). false: must be the writer (EBUSY when another tab is).
-   * Omitted: the writer when the lock is free, read-only otherwise.
+   * true: only read (no lock is taken; never promoted). false: must be the writer (EBUSY when
+   * another tab is). Omitted: the writer when the lock is free, else read-only and next in line.
    */
   readOnly?: boolean
 }
@@ -47,10 +47,14 @@ export interface IndexedDbStore extends Store {
   readonly name: string
   /** Resolves once the database is open and the role is settled; every method waits for it. */
   readonly ready: Promise<void>
-  /** Whether this instance only reads: the option until `ready` resolves, then the role it got. */
+  /** Whether this instance only reads: the option until `ready` resolves, then the role it has (a promotion makes it false). */
   readonly readOnly: boolean
-  /** Read-only instances: `listener` runs each time the writer commits to the journal or metadata. Returns the unsubscribe. */
-  onChange(listener: () => void): () => void
+  /**
+   * Read-only instances: `listener` is told `{ kind: 'commit' }` each time the writer commits to the
+   * journal or metadata, and `{ kind: 'writer' }` once this instance became the writer (the writer
+   * went away). Returns the unsubscribe.
+   */
+  onChange(listener: (change: StoreChange) => void): () => void
   close(): Promise<void>
 }
 
@@ -60,83 +64,62 @@ function checkBlob(id: BlobId, value: unknown): Uint8Array | undefined {
   return parsed.data
 }
 
-/** The writer lock, held until `release` resolves; false when another tab holds it. */
-function takeWriterLock(name: string, release: Promise<void>): Promise<boolean> {
-  const locks = globalThis.navigator?.locks
-  // No Web Locks (Node with fake-indexeddb): there is no other tab to share with, so this instance writes.
-  if (!locks) return Promise.resolve(true)
-  return new Promise((resolve, reject) => {
-    locks
-      .request(`rewindfs-store:${name}`, { ifAvailable: true }, (lock) => {
-        resolve(lock !== null)
-        return lock === null ? undefined : release
-      })
-      .catch(reject)
-  })
-}
-
 class IndexedDbJournalStore implements IndexedDbStore {
   readonly kind = 'indexeddb'
   readonly ready: Promise<void>
-  readOnly: boolean
   private readonly database: Database
-  private readonly channel: BroadcastChannel
-  private readonly listeners = new Set<() => void>()
+  private role: TabRole | undefined
+  private readonly listeners = new Set<(change: StoreChange) => void>()
   private nextSeq = 1
   /** Calls run one after another, so appends keep their order and reads see every earlier write. */
   private tail: Promise<unknown> = Promise.resolve()
-  private releaseLock: () => void = () => undefined
   /** Values read ahead by getBlob, unchecked until asked for; dropped on any blob change. */
   private readAhead = new Map<BlobId, unknown>()
   private closed = false
 
-  constructor(readonly name: string, options: IndexedDbStoreOptions) {
-    this.readOnly = options.readOnly === true
+  constructor(readonly name: string, private readonly options: IndexedDbStoreOptions) {
     this.database = new Database(name)
-    this.channel = new BroadcastChannel(`rewindfs-store:${name}`)
-    // Node keeps the process alive while a channel is open; browsers have no unref.
-    ;(this.channel as { unref?: () => void }).unref?.()
-    this.ready = this.start(options.readOnly).catch((error: unknown) => {
-      this.releaseLock() // a store that failed to open must not keep other tabs from writing
+    this.ready = this.start().catch((error: unknown) => {
+      this.role?.close() // a store that failed to open must not keep other tabs from writing
       throw error
     })
     // Callers see the failure from `ready` or from the first call; this only avoids an unhandled rejection.
     this.ready.catch(() => undefined)
   }
 
-  private async start(readOnly: boolean | undefined): Promise<void> {
-    if (readOnly !== true) {
-      const released = new Promise<void>((resolve) => (this.releaseLock = resolve))
-      const writer = await takeWriterLock(this.name, released)
-      if (!writer && readOnly === false) {
-        throw indexedDbError('EBUSY', 'open', this.name, 'another tab holds the writer lock of this IndexedDB store; open it with readOnly: true to follow its commits')
-      }
-      this.readOnly = !writer
-    }
-    if (this.readOnly) {
-      this.channel.onmessage = (event: MessageEvent) => {
-        if (!commitMessage.safeParse(event.data).success) return
-        this.readAhead.clear()
-        for (const listener of [...this.listeners]) listener()
-      }
-      await this.database.open()
-      return
-    }
-    const last = await this.database.run('open', () =>
-      this.database.use('readonly', (store) => promisifyRequest(store.openKeyCursor(prefixRange(JOURNAL), 'prev'))),
-    )
-    if (last) this.nextSeq = Number(String(last.key).slice(JOURNAL.length)) + 1
+  get readOnly(): boolean {
+    return this.role ? !this.role.writer : this.options.readOnly === true
   }
 
-  onChange(listener: () => void): () => void {
+  private async start(): Promise<void> {
+    this.role = await TabRole.open(`rewindfs-store:${this.name}`, {
+      readOnly: this.options.readOnly,
+      // Promoted: in turn with the calls queued so far, read where the last writer's journal ends.
+      promote: () => this.queue('open', () => this.readNextSeq(), false),
+      busy: () => indexedDbError('EBUSY', 'open', this.name, 'another tab holds the writer lock of this IndexedDB store; open it with readOnly: true to follow its commits'),
+    })
+    this.role.onChange((change) => {
+      this.readAhead.clear()
+      for (const listener of [...this.listeners]) listener(change)
+    })
+    await this.database.open()
+    if (this.role.writer) await this.database.run('open', () => this.readNextSeq())
+  }
+
+  private async readNextSeq(): Promise<void> {
+    const last = await this.database.use('readonly', (store) => promisifyRequest(store.openKeyCursor(prefixRange(JOURNAL), 'prev')))
+    this.nextSeq = last ? Number(String(last.key).slice(JOURNAL.length)) + 1 : 1
+  }
+
+  onChange(listener: (change: StoreChange) => void): () => void {
     this.listeners.add(listener)
     return () => this.listeners.delete(listener)
   }
 
   /** Queues a call after every earlier one, once the role is known. */
-  private queue<T>(operation: string, body: () => Promise<T>): Promise<T> {
+  private queue<T>(operation: string, body: () => Promise<T>, afterReady = true): Promise<T> {
     const result = this.tail.then(async () => {
-      await this.ready
+      if (afterReady) await this.ready
       if (this.closed) throw indexedDbError('EBADF', operation, this.name, 'the IndexedDB store is closed')
       return this.database.run(operation, body)
     })
@@ -152,7 +135,7 @@ class IndexedDbJournalStore implements IndexedDbStore {
     return this.queue(operation, async () => {
       if (this.readOnly) throw readOnlyError(operation, this.name)
       await body()
-      if (notify) this.channel.postMessage({ type: 'commit', store: this.name })
+      if (notify) this.role?.announce()
     })
   }
 
@@ -285,8 +268,7 @@ class IndexedDbJournalStore implements IndexedDbStore {
     await this.tail
     this.closed = true
     this.listeners.clear()
-    this.channel.close()
-    this.releaseLock()
+    this.role?.close()
     this.database.close()
   }
 }

@@ -27,6 +27,9 @@ export interface JournalRead {
 /** Something a store holds that can be set aside: its journal, one blob, one metadata entry. */
 export type StoreItem = { readonly journal: true } | { readonly blob: BlobId } | { readonly meta: string }
 
+/** What a store shared by several tabs or processes tells its listeners (`Store.onChange`). */
+export type StoreChange = { readonly kind: 'commit' } | { readonly kind: 'writer' }
+
 /**
  * The durable store. The engine never deletes what it cannot read: a torn tail, a damaged journal,
  * a blob that fails its checksum and unreadable metadata are set aside (`setAside`) or left in
@@ -65,6 +68,14 @@ export interface Store {
   keptAside(): Promise<string[]>
   /** Deletes kept-aside items by name (names that are not kept items are ignored). */
   removeKept(names: readonly string[]): Promise<void>
+  /**
+   * A store shared by several tabs (or processes), one writer at a time: a read-only instance is
+   * told `{ kind: 'commit' }` when the writer committed (its journal or metadata), and
+   * `{ kind: 'writer' }` once it became the writer itself (the writer went away; `readOnly` is then
+   * false). A workspace does not follow by itself: reopen it on the store (the worker does).
+   * Returns the unsubscribe.
+   */
+  onChange?(listener: (change: StoreChange) => void): () => void
   close?(): Promise<void>
 }
 
