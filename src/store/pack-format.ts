@@ -41,16 +41,9 @@ export const Kind = {
   Reset: 3,
   /** Records that no longer count, by segment and offset: deleted or set-aside blobs. */
   Forget: 4,
-  /**
-   * Metadata under its key (the id), as JSON text; the last record of a key wins and an empty
-   * payload deletes it. Only a store that keeps its metadata in the log writes it (OPFS); the
-   * directory store keeps metadata in files and refuses this kind as a newer one (`isKind`).
-   */
-  Meta: 5,
 } as const
 export type Kind = (typeof Kind)[keyof typeof Kind]
 
-/** The kinds every pack reader knows (Meta is not among them: see above). */
 export function isKind(value: number): value is Kind {
   return value >= Kind.Blob && value <= Kind.Forget
 }

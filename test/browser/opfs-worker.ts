@@ -1,0 +1,181 @@
+/**
+ * A dedicated worker for the OPFS store tests (sync access handles exist only in one): runs the
+ * Store contract's checks by index, and scenarios the tests call by name, each answering plain data.
+ */
+import { opfsStore, type OpfsStore } from '../../adapters/opfs/index.js'
+import { IndexedSource } from '../../src/lower/indexed.js'
+import { Workspace } from '../../src/workspace.js'
+import { type StoreSubject, type StoreUnderTest, storeContract } from '../../testing/store-contract.js'
+import * as raw from './opfs-raw.js'
+
+let serial = 0
+const prefix = `contract-${Date.now()}`
+
+function subject(): StoreSubject<OpfsStore> {
+  const handle = async (name: string): Promise<StoreUnderTest<OpfsStore>> => {
+    const store = opfsStore(name)
+    await store.ready
+    return {
+      store,
+      raw: raw.rawStore(name),
+      reopen: async () => {
+        await store.close()
+        return handle(name)
+      },
+    }
+  }
+  return { name: 'opfsStore', tears: true, create: () => handle(`${prefix}-${++serial}`) }
+}
+
+const checks = storeContract(subject())
+
+const lower = () =>
+  new IndexedSource('fixture', 'opfs-test-lower', [
+    ['/app', { type: 'dir', mode: 0o755, size: 4096, mtimeMs: 0, version: 'd' }],
+    ['/app/readme.md', { type: 'file', mode: 0o644, size: 6, mtimeMs: 0, version: 'f', content: new TextEncoder().encode('lower\n') }],
+  ], async () => new Map())
+
+function files(ws: Workspace): Record<string, string> {
+  const out: Record<string, string> = {}
+  const walk = (dir: string) => {
+    for (const name of (ws.fs.readdirSync(dir) as string[]).sort()) {
+      const path = dir === '/' ? `/${name}` : `${dir}/${name}`
+      if (ws.fs.statSync(path).isDirectory()) walk(path)
+      else {
+        try {
+          out[path] = ws.fs.readFileSync(path, 'utf8') as string
+        } catch (error) {
+          out[path] = `<${(error as { code?: string }).code}>`
+        }
+      }
+    }
+  }
+  walk('/')
+  return out
+}
+
+const codeOf = (error: unknown) => (error as { code?: string }).code ?? String(error)
+
+const scenarios: Record<string, (...args: never[]) => Promise<unknown>> = {
+  async contractNames() {
+    return checks.map((check) => check.name)
+  },
+
+  async contract(index: number) {
+    await checks[index].run()
+    return 'ok'
+  },
+
+  /** A session of group commits, each acknowledged; answers the files and the store's counters. */
+  async session(name: string, commits: number) {
+    const store = opfsStore(name)
+    const ws = await Workspace.open({ lower: lower(), store, autoCheckpoint: false })
+    const before = store.stats!
+    for (let i = 0; i < commits; i++) {
+      ws.fs.writeFileSync(`/app/f${i}.txt`, `commit ${i}\n`)
+      await ws.sync()
+    }
+    await ws.checkpoint({ name: 'after' })
+    const after = store.stats!
+    const result = { files: files(ws), writes: after.writes - before.writes, flushes: after.flushes - before.flushes, segments: after.segments }
+    await ws.close()
+    return result
+  },
+
+  /** Opens the store again and answers what a workspace over it sees, with its status and what is kept aside. */
+  async reopen(name: string) {
+    const store = opfsStore(name)
+    const ws = await Workspace.open({ lower: lower(), store, autoCheckpoint: false })
+    const result = {
+      files: files(ws),
+      checkpoints: ws.checkpoints().map((c) => c.name),
+      frozen: ws.frozen ?? null,
+      corrupt: ws.status.corrupt ?? null,
+      warnings: ws.status.warnings,
+      kept: await store.keptAside(),
+      unreadable: (await ws.verify()).corrupt,
+    }
+    await ws.close()
+    return result
+  },
+
+  /** Writes one more file through a workspace and syncs; answers the error code if it is refused. */
+  async write(name: string, path: string, content: string) {
+    const ws = await Workspace.open({ lower: lower(), store: opfsStore(name), autoCheckpoint: false })
+    try {
+      ws.fs.writeFileSync(path, content)
+      await ws.sync()
+      return 'written'
+    } catch (error) {
+      return codeOf(error)
+    } finally {
+      await ws.close()
+    }
+  },
+
+  /** What a crash in the middle of a group commit leaves at the end of the last segment. */
+  async tear(name: string, partial: string) {
+    await raw.tearAppend(name, partial)
+    return (await raw.segments(name)).map((s) => s.name)
+  },
+
+  /** What a crash while a group commit's blob was written leaves: a blob record cut short. */
+  async tearBlob(name: string) {
+    await raw.tearBlob(name, 'an-id-never-committed', new TextEncoder().encode('half of the bytes'))
+    return (await raw.segments(name)).map((s) => s.name)
+  },
+
+  /** Flips a byte of a record header in the middle of the log (not the last record). */
+  async flipHeader(name: string, which: number) {
+    const all = await raw.records(name)
+    const record = all[which]
+    await raw.flipByte(name, record.name, record.offset + 8)
+    return { kind: record.kind, offset: record.offset, of: all.length }
+  },
+
+  async timing(name: string) {
+    const t: Record<string, number> = {}
+    const mark = async (label: string, body: () => Promise<unknown>) => {
+      const start = performance.now()
+      await body()
+      t[label] = Math.round((performance.now() - start) * 10) / 10
+    }
+    let store = opfsStore(name)
+    await mark('open', () => store.ready)
+    let ws: Workspace | undefined
+    await mark('workspace', async () => (ws = await Workspace.open({ lower: lower(), store, autoCheckpoint: false })))
+    await mark('write+sync', async () => {
+      ws!.fs.writeFileSync('/app/x.txt', 'x')
+      await ws!.sync()
+    })
+    await mark('close', () => ws!.close())
+    await mark('rawJournal', () => raw.rawStore(name).journal())
+    const journal = await raw.rawStore(name).journal()
+    await mark('setJournal', () => raw.setJournal(name, { records: journal.records, torn: 'abc' }))
+    await mark('fingerprint', () => raw.rawStore(name).fingerprint())
+    store = opfsStore(name)
+    await mark('open2', () => store.ready)
+    await mark('workspace2', async () => (ws = await Workspace.open({ lower: lower(), store, autoCheckpoint: false })))
+    await mark('kept', () => store.keptAside())
+    await mark('close2', () => ws!.close())
+    return t
+  },
+
+  async fingerprint(name: string) {
+    return raw.rawStore(name).fingerprint()
+  },
+
+  async segmentNames(name: string) {
+    return (await raw.segments(name)).map((s) => s.name)
+  },
+}
+
+self.onmessage = async (event: MessageEvent<{ id: number; scenario: string; args: unknown[] }>) => {
+  const { id, scenario, args } = event.data
+  try {
+    const value = await (scenarios[scenario] as (...a: unknown[]) => Promise<unknown>)(...args)
+    self.postMessage({ id, ok: true, value })
+  } catch (error) {
+    self.postMessage({ id, ok: false, error: error instanceof Error ? `${error.name}: ${error.message}\n${error.stack ?? ''}` : String(error), code: codeOf(error) })
+  }
+}

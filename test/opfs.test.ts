@@ -1,0 +1,114 @@
+/**
+ * The OPFS store in real Chromium (Debian's, driven by playwright-core), in a dedicated worker as
+ * it runs for users: the Store contract (testing/store-contract.ts) with raw access to the segments
+ * read apart from the store (test/browser/opfs-raw.ts), one write and one flush() per group commit
+ * counted, acknowledged state across a page reload, a torn segment tail dropped and kept aside,
+ * and damage in the middle of the log reported and left in place.
+ */
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import type { BrowserContext, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { storeContract } from '../testing/store-contract.js'
+import { CHROMIUM } from './browser/driver.js'
+import { type Site, WORKER_PAGE, bundleModule, startSite, work } from './browser/site.js'
+import { capability } from './support/require.js'
+
+const available = capability('chromium', existsSync(CHROMIUM) ? undefined : `no ${CHROMIUM} (run scripts/provision-chromium.sh)`)
+
+// The checks' names, as the worker builds them from the same subject.
+const contractNames = storeContract({ name: 'opfsStore', tears: true, create: () => Promise.reject(new Error('names only')) }).map((check) => check.name)
+
+describe.skipIf(!available)('the OPFS store in Chromium', () => {
+  let site: Site
+  let context: BrowserContext
+  let page: Page
+
+  beforeAll(async () => {
+    const worker = await bundleModule(fileURLToPath(new URL('./browser/opfs-worker.ts', import.meta.url)))
+    site = await startSite({ '/': WORKER_PAGE }, { '/worker.js': worker })
+    context = await site.browser.newContext()
+    page = await site.open(context)
+  })
+  afterAll(async () => {
+    await context?.close()
+    await site?.close()
+    expect(site?.errors ?? []).toEqual([])
+  })
+
+  it('runs in a worker and names the same contract checks', async () => {
+    expect(await work(page, 'contractNames')).toEqual(contractNames)
+  })
+
+  describe('the Store contract', () => {
+    contractNames.forEach((name, index) => {
+      it(name, async () => {
+        expect(await work(page, 'contract', index)).toBe('ok')
+      }, 600_000) // the torn-append check reopens the store at every byte of a group commit
+    })
+  })
+
+  it('makes each group commit durable with one write and one flush()', async () => {
+    const result = await work<{ files: Record<string, string>; writes: number; flushes: number }>(page, 'session', 'counted', 20)
+    expect(Object.keys(result.files)).toHaveLength(21)
+    // 20 syncs and the checkpoint: one group commit each.
+    expect(result.writes).toBe(21)
+    expect(result.flushes).toBe(21)
+  })
+
+  it('keeps what was acknowledged across a page reload', async () => {
+    const written = await work<{ files: Record<string, string> }>(page, 'session', 'reload', 3)
+    await site.reload(page)
+    const reopened = await work<{ files: Record<string, string>; checkpoints: string[]; frozen: string | null }>(page, 'reopen', 'reload')
+    expect(reopened.files).toEqual(written.files)
+    expect(reopened.checkpoints).toEqual(['after'])
+    expect(reopened.frozen).toBeNull()
+  })
+
+  it('a torn segment tail: dropped on open, kept aside, cut before the next append; the state is the last acknowledged one', async () => {
+    const written = await work<{ files: Record<string, string> }>(page, 'session', 'torn', 2)
+    await work(page, 'tear', 'torn', '{"half a record')
+    const reopened = await work<{ files: Record<string, string>; frozen: string | null; corrupt: unknown; warnings: string[]; kept: string[] }>(page, 'reopen', 'torn')
+    expect(reopened.files).toEqual(written.files)
+    expect(reopened).toMatchObject({ frozen: null, corrupt: null })
+    expect(reopened.warnings.join('\n')).toMatch(/torn/)
+    // The journal with its torn text went aside before the engine replaced it; the pack's bytes with it.
+    expect(reopened.kept).toHaveLength(1)
+    expect(reopened.kept[0]).toMatch(/^journal\.torn-/)
+    expect(await work(page, 'write', 'torn', '/app/later.txt', 'after the tear')).toBe('written')
+    const again = await work<{ files: Record<string, string>; kept: string[]; warnings: string[] }>(page, 'reopen', 'torn')
+    expect(again.files).toEqual({ ...written.files, '/app/later.txt': 'after the tear' })
+    expect(again.kept).toEqual(reopened.kept)
+    expect(again.warnings).toEqual([])
+  })
+
+  it('a torn blob record (a crash before the journal text) is kept aside as pack bytes and cut', async () => {
+    const written = await work<{ files: Record<string, string> }>(page, 'session', 'torn-blob', 1)
+    await work(page, 'tearBlob', 'torn-blob')
+    const reopened = await work<{ files: Record<string, string>; kept: string[]; frozen: string | null }>(page, 'reopen', 'torn-blob')
+    expect(reopened.files).toEqual(written.files)
+    expect(reopened.frozen).toBeNull()
+    expect(reopened.kept).toEqual([])
+    expect(await work(page, 'write', 'torn-blob', '/app/next.txt', 'next')).toBe('written')
+    const again = await work<{ files: Record<string, string>; kept: string[] }>(page, 'reopen', 'torn-blob')
+    expect(again.files['/app/next.txt']).toBe('next')
+    expect(again.kept).toHaveLength(1)
+    expect(again.kept[0]).toMatch(/^pack\.torn-\d{8}T\d{9}Z\.00000001-\d+$/)
+  })
+
+  it('a damaged record header in the middle: reported, the workspace frozen at the state before it, nothing changed', async () => {
+    await work(page, 'session', 'damaged', 6)
+    // The journal record of the fourth commit (records: blob, journal, blob, journal, ...).
+    const flipped = await work<{ kind: number }>(page, 'flipHeader', 'damaged', 7)
+    expect(flipped.kind).toBe(2)
+    const before = await work<string>(page, 'fingerprint', 'damaged')
+    const reopened = await work<{ files: Record<string, string>; frozen: string | null; corrupt: { part: string } | null; warnings: string[] }>(page, 'reopen', 'damaged')
+    expect(reopened.corrupt?.part).toBe('journal')
+    expect(reopened.frozen).toMatch(/damaged/)
+    expect(Object.keys(reopened.files).sort()).toEqual(['/app/f0.txt', '/app/f1.txt', '/app/f2.txt', '/app/readme.md'])
+    // The bytes are listed as a blob that cannot be read, so verify and status name them.
+    expect(reopened.warnings.join('\n')).toMatch(/blob pack-damage:1:\d+ cannot be read/)
+    expect(await work(page, 'write', 'damaged', '/app/refused.txt', 'no')).toBe('EROFS')
+    expect(await work<string>(page, 'fingerprint', 'damaged')).toBe(before)
+  })
+})
