@@ -18,6 +18,10 @@ function describeEvent(event: WorkspaceEvent): string {
       return `checkpoint ${event.checkpoint.name}`
     case 'restore':
       return `restore ${event.target} ${event.changes}`
+    case 'reload':
+      return `reload ${event.paths.join(',')}`
+    case 'writer':
+      return `writer ${event.reason}`
   }
 }
 

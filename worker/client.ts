@@ -76,6 +76,12 @@ export interface WorkerStatus {
   readonly warnings: readonly string[]
   readonly corrupt?: StoreDamage
   readonly frozen?: string
+  /**
+   * Over a store the tabs of an origin share: 'writer', or 'follower' (frozen; reloads the writer's
+   * commits, told by a 'reload' event; becomes the writer when that tab goes away, told by a
+   * 'writer' event). Kept current by the worker, not only by calls.
+   */
+  readonly tab?: 'writer' | 'follower'
   /** Set when the worker died: why. */
   readonly crashed?: string
   readonly closed: boolean
@@ -132,6 +138,7 @@ export class WorkerWorkspace implements AsyncWorkspace, EventReceiver {
   /** An item of the worker's event messages for this session. */
   receive(item: EventItem): void {
     if ('watch' in item) this.watches.deliver(item.watch, item.events)
+    else if ('status' in item) this.mirrored = item.status
     else this.emitEvent?.(item.event)
   }
 

@@ -8,7 +8,7 @@
 import type { WorkspaceEvent, WorkspaceEventType } from '../src/engine/events.js'
 import type { Workspace } from '../src/workspace.js'
 import { EVENTS_MESSAGE } from './constants.js'
-import type { EventItem, EventsMessage } from './protocol.js'
+import type { EventItem, EventsMessage, StatusRecord } from './protocol.js'
 
 export class EventRelay {
   private outbox: EventItem[] = []
@@ -27,6 +27,41 @@ export class EventRelay {
     const offs = types.map((type) => ws.events.on(type, (event) => this.push({ handle, event: event as WorkspaceEvent })))
     return () => {
       for (const off of offs) off()
+    }
+  }
+
+  /** An event the worker makes itself (a follower's 'reload' and 'writer'), for a page that listens for it. */
+  emit(handle: number, event: WorkspaceEvent): void {
+    this.push({ handle, event })
+  }
+
+  /** A session's status changed outside any call (a follower reloaded, or became the writer). */
+  status(handle: number, status: StatusRecord): void {
+    this.push({ handle, status })
+  }
+
+  /**
+   * A follower's watch moved to the reloaded workspace: it is told the paths the writer changed
+   * under what it watches, as Node would ('rename' for a path that came or went, 'change' for one
+   * changed in place; names relative to the watched directory, direct children only unless recursive).
+   */
+  reloaded(handle: number, id: number, watch: { readonly path: string; readonly recursive: boolean }, paths: readonly string[], before: Workspace, after: Workspace): void {
+    const exists = (ws: Workspace, path: string) => {
+      try {
+        ws.fs.lstatSync(path)
+        return true
+      } catch {
+        return false
+      }
+    }
+    const root = watch.path === '/' ? '' : watch.path
+    for (const path of paths) {
+      let name: string
+      if (path === watch.path) name = path.slice(path.lastIndexOf('/') + 1)
+      else if (path.startsWith(`${root}/`)) name = path.slice(root.length + 1)
+      else continue
+      if (!watch.recursive && name.includes('/')) continue
+      this.watchEvent(handle, id, exists(before, path) === exists(after, path) ? 'change' : 'rename', name)
     }
   }
 

@@ -10,13 +10,15 @@ import { MemoryStore, type Store } from '../src/engine/store.js'
 import type { ApprovalRequest } from '../src/engine/transaction.js'
 import type { ValidateResult, Validator } from '../src/engine/validator.js'
 import type { JsonValue } from '../src/engine/state.js'
+import type { WorkspaceEventType } from '../src/engine/events.js'
 import type { LowerSource } from '../src/lower/source.js'
-import type { LowerInput } from '../src/lower/index.js'
+import { type LowerInput, toLowerSource } from '../src/lower/index.js'
 import type { FlushTarget } from '../src/flush/target.js'
 import type { FlushProgress } from '../src/flush/target.js'
 import type { ExecResult, ExecRunner, ExecSession } from '../src/exec.js'
 import type { BisectOptions, BisectProbe, BisectProgress } from '../src/engine/bisect.js'
 import { EventRelay } from './event-relay.js'
+import { Following, type Reopened } from './follow.js'
 import { FsServer, type FsFunctions, runLoading, tryRun } from './fs-server.js'
 import {
   type FlushTargetDescriptor,
@@ -72,7 +74,7 @@ export interface StagedServer {
 }
 
 /** Adapter modules the lower and store descriptors name. */
-const adapterPaths = { 'node-fs': '../adapters/node-fs/index.js', indexeddb: '../adapters/indexeddb/index.js' } as const
+const adapterPaths = { 'node-fs': '../adapters/node-fs/index.js', indexeddb: '../adapters/indexeddb/index.js', opfs: '../adapters/opfs/index.js' } as const
 export type AdapterName = keyof typeof adapterPaths
 const adapters = new Map<AdapterName, Record<string, unknown>>()
 
@@ -123,10 +125,15 @@ const workerShell: ExecRunner = {
   },
 }
 
-async function adapterFunction(adapter: AdapterName, name: string): Promise<(arg: string) => unknown> {
+async function adapterFunction(adapter: AdapterName, name: string): Promise<(arg: string, options?: object) => unknown> {
   const fn = (await adapterModule(adapter))[name]
   if (typeof fn !== 'function') throw Object.assign(new Error(`rewindfs worker: the ${adapter} adapter has no ${name}()`), { code: 'ERR_REWINDFS_NO_ADAPTER' })
-  return fn as (arg: string) => unknown
+  return fn as (arg: string, options?: object) => unknown
+}
+
+/** The options a descriptor sets, without its kind and name (undefined ones left out). */
+function settings<T extends object>(descriptor: T, ...names: (keyof T)[]): object {
+  return Object.fromEntries(names.flatMap((name) => (descriptor[name] === undefined ? [] : [[name, descriptor[name]]])))
 }
 
 async function resolveLower(lower: LowerDescriptor | undefined): Promise<LowerInput | undefined> {
@@ -140,7 +147,7 @@ async function resolveLower(lower: LowerDescriptor | undefined): Promise<LowerIn
     case 'directory':
       return (await (await adapterFunction('node-fs', 'directory'))(lower.path)) as LowerSource
     case 'indexeddb-tree':
-      return (await (await adapterFunction('indexeddb', 'indexedDbTree'))(lower.name)) as LowerSource
+      return (await (await adapterFunction('indexeddb', 'indexedDbTree'))(lower.name, settings(lower, 'preloadBytes'))) as LowerSource
   }
 }
 
@@ -152,8 +159,16 @@ async function resolveStore(store: StoreDescriptor | undefined): Promise<Store |
       return new MemoryStore()
     case 'directory':
       return (await (await adapterFunction('node-fs', 'directoryStore'))(store.path)) as Store
-    case 'indexeddb':
-      return (await (await adapterFunction('indexeddb', 'indexedDbStore'))(store.name)) as Store
+    case 'indexeddb': {
+      const opened = (await (await adapterFunction('indexeddb', 'indexedDbStore'))(store.name, settings(store, 'readOnly'))) as Store & { ready: Promise<void> }
+      await opened.ready // the role (writer or follower) is settled before the workspace reads it
+      return opened
+    }
+    case 'opfs': {
+      const opened = (await (await adapterFunction('opfs', 'opfsStore'))(store.name, settings(store, 'readOnly', 'segmentBytes'))) as Store & { ready: Promise<void> }
+      await opened.ready
+      return opened
+    }
   }
 }
 
@@ -166,8 +181,9 @@ async function resolveFlushTarget(target: FlushTargetDescriptor): Promise<FlushT
   }
 }
 
-function status(ws: Workspace): StatusRecord {
+function status(ws: Workspace, following?: Following): StatusRecord {
   return {
+    ...(following ? { tab: following.store.readOnly ? 'follower' : 'writer' } : {}),
     ...(ws.status.degraded !== undefined ? { degraded: ws.status.degraded } : {}),
     warnings: [...ws.status.warnings],
     ...(ws.frozen !== undefined ? { frozen: ws.frozen } : {}),
@@ -175,15 +191,26 @@ function status(ws: Workspace): StatusRecord {
   }
 }
 
+/** A watch the page started: what it watches, and its stop. */
+interface Watch {
+  readonly path: string
+  readonly recursive: boolean
+  stop: () => void
+}
+
 /** An open workspace: its fs server, the cursors (zip exports) it has handed out, and what the page watches. */
 interface Session {
-  readonly ws: Workspace
-  readonly server: FsServer
+  /** A follower's workspace is replaced on each reload (follow.ts). */
+  ws: Workspace
+  server: FsServer
   readonly cursors: Map<number, AsyncIterator<unknown>>
-  /** The page's watches, by its id: each one's stop. */
-  readonly watches: Map<number, () => void>
-  /** Stops relaying ws.events, when the page listens. */
+  /** The page's watches, by its id. */
+  readonly watches: Map<number, Watch>
+  /** The ws.events types the page listens for, and the stop of their relay. */
+  eventTypes: readonly WorkspaceEventType[]
   events?: () => void
+  /** Over a store other tabs share: follows the writer's commits and takes over writing (follow.ts). */
+  following?: Following
 }
 
 export class WorkspaceHost {
@@ -246,17 +273,19 @@ export class WorkspaceHost {
         }
         case 'watch': {
           if (req.op === 'stop') {
-            session.watches.get(req.id)?.()
+            session.watches.get(req.id)?.stop()
             session.watches.delete(req.id)
             return { ok: true, value: undefined }
           }
           if (session.watches.has(req.id)) return { ok: false, error: badCall(`watch ${req.id} is running already`) }
-          session.watches.set(req.id, this.relay.watch(req.handle, ws, req.id, req.path!, req.recursive === true))
+          const recursive = req.recursive === true
+          session.watches.set(req.id, { path: req.path!, recursive, stop: this.relay.watch(req.handle, ws, req.id, req.path!, recursive) })
           return { ok: true, value: undefined }
         }
         case 'events': {
           const previous = session.events
           // The new listeners first: what the feed collected and has not delivered yet is kept.
+          session.eventTypes = req.types
           session.events = req.types.length > 0 ? this.relay.events(req.handle, ws, req.types) : undefined
           previous?.()
           return { ok: true, value: undefined }
@@ -271,7 +300,7 @@ export class WorkspaceHost {
           const args = parse(memberArguments[req.member] as z.ZodType<unknown[]>, req.args, `the arguments of ${req.member}()`)
           if (!args.ok) return args
           const result = await this.call(session, req.member, args.value, callbacks)
-          return { ok: true, value: { result, status: status(ws), resume: ws.resume } }
+          return { ok: true, value: { result, status: status(ws, session.following), resume: ws.resume } }
         }
       }
     } catch (error) {
@@ -290,9 +319,11 @@ export class WorkspaceHost {
       const validate = hooks.validate.bind(hooks)
       return { name: v.name, match: v.match, ...(v.cost !== undefined ? { cost: v.cost } : {}), validate: (content, path) => validate(v.name, content, path) }
     })
+    const lower = await resolveLower(options.lower)
+    const store = await resolveStore(options.store)
     const workspaceOptions: WorkspaceOptions = {
-      lower: await resolveLower(options.lower),
-      store: await resolveStore(options.store),
+      lower,
+      store,
       ...(options.session !== undefined ? { session: options.session } : {}),
       ...(options.umask !== undefined ? { umask: options.umask } : {}),
       ...(options.retention ? { retention: options.retention } : {}),
@@ -303,26 +334,108 @@ export class WorkspaceHost {
       ...(options.hooks?.approve && hooks?.approve ? { approve: (request: ApprovalRequest) => hooks.approve!(request) } : {}),
       ...(options.hooks?.alert && hooks?.alert ? { onAlert: (alert) => void hooks.alert!(alert).catch(() => undefined) } : {}),
     }
+    if (store?.onChange) return this.openShared(store, toLowerSource(lower), workspaceOptions, hooks)
     const opened = this.register(await Workspace.open(workspaceOptions))
     if (hooks) this.hooks.set(opened.handle, hooks)
     return opened
   }
 
+  /** A workspace over a store other tabs share: it follows the writer, or writes (follow.ts). */
+  private async openShared(store: Store, lower: LowerSource, options: WorkspaceOptions, hooks: Hooks | undefined): Promise<Opened> {
+    let handle = 0
+    const following = new Following(
+      store,
+      lower,
+      (leasedStore, leasedLower) => Workspace.open({ ...options, store: leasedStore, lower: leasedLower }),
+      () => this.workspaces.get(handle)?.ws,
+      (reopened) => this.swap(handle, reopened),
+      (error) => this.reloadFailed(handle, error),
+    )
+    let ws: Workspace
+    try {
+      ws = await following.first()
+    } catch (error) {
+      await following.stop()
+      await following.release().catch(() => undefined)
+      throw error
+    }
+    const opened = this.register(ws)
+    handle = opened.handle
+    this.workspaces.get(handle)!.following = following
+    if (hooks) this.hooks.set(handle, hooks)
+    return { ...opened, status: status(ws, following) }
+  }
+
+  /**
+   * Puts a follower's reopened workspace in its session's place: the page's watches and ws.events
+   * listeners move to it (watchers are told the paths the reload changed), the old one closes
+   * (its open descriptors with it), and the page gets the status and the event.
+   */
+  private async swap(handle: number, { ws, event }: Reopened): Promise<void> {
+    const session = this.workspaces.get(handle)
+    if (!session) return ws.close()
+    const previous = session.ws
+    const server = session.server
+    session.ws = ws
+    session.server = new FsServer(ws.fs as unknown as FsFunctions, ws.lower)
+    const paths = event.type === 'reload' ? event.paths : []
+    for (const [id, watch] of session.watches) {
+      watch.stop()
+      watch.stop = this.relay.watch(handle, ws, id, watch.path, watch.recursive)
+      this.relay.reloaded(handle, id, watch, paths, previous, ws)
+    }
+    if (session.events) {
+      const stop = session.events
+      session.events = this.relay.events(handle, ws, session.eventTypes)
+      stop()
+    }
+    for (const cursor of session.cursors.values()) await cursor.return?.().catch(() => undefined)
+    session.cursors.clear()
+    server.dispose()
+    await previous.close().catch(() => undefined)
+    this.relay.status(handle, status(ws, session.following))
+    if (session.eventTypes.includes(event.type)) this.relay.emit(handle, event)
+    this.relay.flush()
+  }
+
+  /** A follower's reload failed: it keeps the state it had, and says so in its status. */
+  private reloadFailed(handle: number, error: unknown): void {
+    const session = this.workspaces.get(handle)
+    if (!session) return
+    session.ws.status.warnings.push(`reloading the writer's commits failed: ${(error as Error)?.message ?? String(error)}; this tab shows the state it loaded before`)
+    this.relay.status(handle, status(session.ws, session.following))
+    this.relay.flush()
+  }
+
+  /** Waits until the follower's reloads in flight are done (tests). */
+  async idle(handle: number): Promise<void> {
+    await this.workspaces.get(handle)?.following?.idle()
+  }
+
   private register(ws: Workspace): Opened {
     const handle = this.nextHandle++
-    this.workspaces.set(handle, { ws, server: new FsServer(ws.fs as unknown as FsFunctions, ws.lower), cursors: new Map(), watches: new Map() })
+    this.workspaces.set(handle, { ws, server: new FsServer(ws.fs as unknown as FsFunctions, ws.lower), cursors: new Map(), watches: new Map(), eventTypes: [] })
     return { handle, session: ws.session, umask: ws.umask, status: status(ws), resume: ws.resume }
   }
 
   private async closeSession(session: Session): Promise<void> {
     for (const cursor of session.cursors.values()) await cursor.return?.().catch(() => undefined)
     session.cursors.clear()
-    for (const stop of session.watches.values()) stop()
+    for (const watch of session.watches.values()) watch.stop()
     session.watches.clear()
     session.events?.()
     session.events = undefined
     session.server.dispose()
-    await session.ws.close()
+    // Following: no reload starts any more; the workspace closes (its last commit made durable),
+    // then the store and the lower source it leased.
+    const following = session.following
+    session.following = undefined
+    await following?.stop()
+    try {
+      await session.ws.close()
+    } finally {
+      await following?.release()
+    }
   }
 
   /** Hands out an async iterable as a cursor the caller pulls from. */

@@ -17,13 +17,16 @@ const lower = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('fixture'), files: z.record(z.string(), z.union([z.string(), bytes])) }),
   z.object({ kind: z.literal('file-system-tree'), tree: z.record(z.string(), z.unknown()) }),
   z.object({ kind: z.literal('directory'), path: z.string().min(1) }),
-  z.object({ kind: z.literal('indexeddb-tree'), name: z.string().min(1) }),
+  /** `preloadBytes`: every file's contents load on open when they total at most this (default 64 MiB). */
+  z.object({ kind: z.literal('indexeddb-tree'), name: z.string().min(1), preloadBytes: z.number().min(0).optional() }),
 ])
 
 const store = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('memory') }),
   z.object({ kind: z.literal('directory'), path: z.string().min(1) }),
-  z.object({ kind: z.literal('indexeddb'), name: z.string().min(1) }),
+  /** Shared by the tabs of an origin: see `readOnly` in indexedDbStore and opfsStore. */
+  z.object({ kind: z.literal('indexeddb'), name: z.string().min(1), readOnly: z.boolean().optional() }),
+  z.object({ kind: z.literal('opfs'), name: z.string().min(1), readOnly: z.boolean().optional(), segmentBytes: z.int().positive().optional() }),
 ])
 
 /** A validator that runs on the caller's side (its `validate` is called back through the hooks). */
@@ -239,9 +242,10 @@ export type Request = z.infer<typeof request>
 /**
  * What the worker tells the page without being asked, one message per delivery of its change feed
  * (every operation that ended in one task): a watch's events as flat (eventType, filename) pairs,
- * and ws.events events, in the order they happened.
+ * and ws.events events, in the order they happened; and a follower's new status when it reloaded
+ * the writer's commits or became the writer (no call of the page's carried it).
  */
-export type EventItem = { handle: number; watch: number; events: string[] } | { handle: number; event: WorkspaceEvent }
+export type EventItem = { handle: number; watch: number; events: string[] } | { handle: number; event: WorkspaceEvent } | { handle: number; status: StatusRecord }
 
 export interface EventsMessage {
   kind: typeof EVENTS_MESSAGE
@@ -270,6 +274,11 @@ export interface StatusRecord {
   frozen?: string
   /** The damage that opened the store read-only. */
   corrupt?: StoreDamage
+  /**
+   * Over a store the tabs of an origin share (IndexedDB, OPFS): whether this tab writes it or
+   * follows the tab that does (frozen, reloading its commits, next in line to write).
+   */
+  tab?: 'writer' | 'follower'
 }
 
 export interface Opened {

@@ -39,6 +39,14 @@ export interface WorkspaceEventMap {
   change: { readonly changes: readonly PathChange[]; readonly cause: BatchCause; readonly operation?: Operation }
   checkpoint: { readonly checkpoint: Checkpoint }
   restore: RestoreEvent
+  /**
+   * A follower (a workspace in a worker whose store another tab writes) reloaded the writer's
+   * commits: the operations that are new or were undone or redone since it last loaded, and the
+   * paths they name. Only a worker's workspace emits it (rewindfs/worker).
+   */
+  reload: { readonly operations: readonly Operation[]; readonly paths: readonly string[] }
+  /** A follower became the store's writer (the writer's tab went away) and was reopened for writing. Only a worker's workspace emits it. */
+  writer: { readonly reason: string }
 }
 
 export type WorkspaceEventType = keyof WorkspaceEventMap
@@ -177,7 +185,7 @@ export function feedEvents(feed: ChangeFeed): EventSource {
   }
 }
 
-const EVENT_TYPES: ReadonlySet<WorkspaceEventType> = new Set<WorkspaceEventType>(['operation', 'undo', 'redo', 'change', 'checkpoint', 'restore'])
+const EVENT_TYPES: ReadonlySet<WorkspaceEventType> = new Set<WorkspaceEventType>(['operation', 'undo', 'redo', 'change', 'checkpoint', 'restore', 'reload', 'writer'])
 
 /** The feed's notifications as path changes: a rename is one 'moved', a delete and create of one path stay two. */
 function pathChanges(batch: ChangeBatch): PathChange[] {

@@ -133,34 +133,6 @@ const scenarios: Record<string, (...args: never[]) => Promise<unknown>> = {
     return { kind: record.kind, offset: record.offset, of: all.length }
   },
 
-  async timing(name: string) {
-    const t: Record<string, number> = {}
-    const mark = async (label: string, body: () => Promise<unknown>) => {
-      const start = performance.now()
-      await body()
-      t[label] = Math.round((performance.now() - start) * 10) / 10
-    }
-    let store = opfsStore(name)
-    await mark('open', () => store.ready)
-    let ws: Workspace | undefined
-    await mark('workspace', async () => (ws = await Workspace.open({ lower: lower(), store, autoCheckpoint: false })))
-    await mark('write+sync', async () => {
-      ws!.fs.writeFileSync('/app/x.txt', 'x')
-      await ws!.sync()
-    })
-    await mark('close', () => ws!.close())
-    await mark('rawJournal', () => raw.rawStore(name).journal())
-    const journal = await raw.rawStore(name).journal()
-    await mark('setJournal', () => raw.setJournal(name, { records: journal.records, torn: 'abc' }))
-    await mark('fingerprint', () => raw.rawStore(name).fingerprint())
-    store = opfsStore(name)
-    await mark('open2', () => store.ready)
-    await mark('workspace2', async () => (ws = await Workspace.open({ lower: lower(), store, autoCheckpoint: false })))
-    await mark('kept', () => store.keptAside())
-    await mark('close2', () => ws!.close())
-    return t
-  },
-
   async fingerprint(name: string) {
     return raw.rawStore(name).fingerprint()
   },
