@@ -36,6 +36,8 @@ const html = (script: string) =>
 export interface Site {
   readonly url: string
   readonly browser: Browser
+  /** A new browser context: an incognito one (its storage in memory), or with `profile`, the one context whose storage is on disk. */
+  newContext(): Promise<BrowserContext>
   /** Opens `path` (default '/') in `context` and waits until its module says 'ready'; page errors are collected. */
   open(context: BrowserContext, path?: string): Promise<Page>
   reload(page: Page): Promise<void>
@@ -47,8 +49,12 @@ function ready(page: Page): Promise<unknown> {
   return page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready')
 }
 
-/** Serves `pages` (path → page module script) and `scripts` (path → script), and launches Chromium. */
-export async function startSite(pages: Record<string, string>, scripts: Record<string, string>): Promise<Site> {
+/**
+ * Serves `pages` (path → page module script) and `scripts` (path → script), and launches Chromium.
+ * Its contexts are incognito (OPFS and IndexedDB in memory: flush() costs nothing) unless `profile`
+ * names a directory for a persistent one, whose storage is on disk as a user's is (benches).
+ */
+export async function startSite(pages: Record<string, string>, scripts: Record<string, string>, options: { profile?: string } = {}): Promise<Site> {
   const server: Server = createServer((request, response) => {
     const path = new URL(request.url ?? '/', 'http://127.0.0.1').pathname
     const module = path.startsWith('/_page') && path.endsWith('.js') ? path.slice('/_page'.length, -'.js'.length) || '/' : undefined
@@ -63,8 +69,12 @@ export async function startSite(pages: Record<string, string>, scripts: Record<s
   })
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   let browser: Browser
+  let persistent: BrowserContext | undefined
   try {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS })
+    if (options.profile !== undefined) {
+      persistent = await chromium.launchPersistentContext(options.profile, { executablePath: CHROMIUM, args: LAUNCH_ARGS })
+      browser = persistent.browser()!
+    } else browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS })
   } catch (error) {
     server.close()
     throw error
@@ -74,6 +84,7 @@ export async function startSite(pages: Record<string, string>, scripts: Record<s
     url,
     browser,
     errors,
+    newContext: async () => persistent ?? browser.newContext(),
     async open(context, path = '/') {
       const page = await context.newPage()
       page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`))
@@ -89,6 +100,7 @@ export async function startSite(pages: Record<string, string>, scripts: Record<s
       await ready(page)
     },
     async close() {
+      await persistent?.close()
       await browser.close()
       await new Promise((resolve) => server.close(resolve))
     },
