@@ -1,8 +1,11 @@
 /**
  * The demo page: the engine runs in a Web Worker (./worker.ts) over the seed project in an IndexedDB
- * tree, with its journal in an IndexedDB store, so every change and checkpoint survives a reload.
- * Every action disables the buttons (body[data-busy]) until the views are fresh again.
+ * tree, with its journal in the OPFS store where the browser has one (IndexedDB otherwise), so every
+ * change and checkpoint survives a reload. A second tab follows the first: it shows the first tab's
+ * changes as they commit, and takes over writing when the first tab closes. Every action disables
+ * the buttons (body[data-busy]) until the views are fresh again.
  */
+import { removeOpfsStore } from '../adapters/opfs/index.js'
 import type { Change } from '../src/diff.js'
 import type { Operation } from '../src/engine/journal.js'
 import type { Checkpoint } from '../src/workspace.js'
@@ -15,6 +18,7 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 
 const view = {
   status: $('status'),
+  storeName: $('store-name'),
   tree: $<HTMLUListElement>('tree'),
   path: $<HTMLInputElement>('path'),
   editor: $<HTMLTextAreaElement>('editor'),
@@ -262,6 +266,7 @@ function wire(): void {
     void (async () => {
       await ws.close()
       await Promise.all([PROJECT_DATABASE, STORE_DATABASE].map((name) => deleted(indexedDB.deleteDatabase(name))))
+      if (hasOpfs()) await removeOpfsStore(STORE_DATABASE)
       location.reload()
     })()
   })
@@ -274,18 +279,51 @@ function deleted(request: IDBOpenDBRequest): Promise<void> {
   })
 }
 
-async function start(): Promise<void> {
-  await seedProject()
-  ws = await openWorkerWorkspace(new Worker(new URL('./worker.ts', import.meta.url), { type: 'module' }), {
+/** Whether the browser has an origin private file system (its workers then have sync access handles). */
+function hasOpfs(): boolean {
+  return typeof navigator.storage?.getDirectory === 'function'
+}
+
+function open(store: 'opfs' | 'indexeddb'): Promise<WorkerWorkspace> {
+  return openWorkerWorkspace(new Worker(new URL('./worker.ts', import.meta.url), { type: 'module' }), {
     lower: { kind: 'indexeddb-tree', name: PROJECT_DATABASE },
-    store: { kind: 'indexeddb', name: STORE_DATABASE },
+    store: { kind: store, name: STORE_DATABASE },
     validators: ['project-json'],
     // The demo shows the checkpoints people and the agent make, not automatic ones.
     autoCheckpoint: false,
     onCrash: (error) => say(describe(error), 'error'),
   })
+}
+
+/** Says which tab writes: a follower is read-only until the writing tab closes. */
+function showTab(): void {
+  const follower = ws.status.tab === 'follower'
+  document.body.dataset.tab = ws.status.tab ?? 'writer'
+  if (follower) say('Another tab is writing: this one follows its changes and takes over when it closes', 'ok')
+}
+
+async function start(): Promise<void> {
+  await seedProject()
+  let store: 'opfs' | 'indexeddb' = hasOpfs() ? 'opfs' : 'indexeddb'
+  try {
+    ws = await open(store)
+  } catch (error) {
+    // No OPFS after all (a private window, storage blocked): the IndexedDB store does.
+    if (store !== 'opfs') throw error
+    store = 'indexeddb'
+    ws = await open(store)
+  }
+  document.body.dataset.store = store
+  view.storeName.textContent = store === 'opfs' ? 'OPFS' : 'IndexedDB'
   wire()
+  // Another tab's commits, and this tab taking over from it.
+  ws.events.on('reload', () => void refresh().catch((error: unknown) => say(describe(error), 'error')))
+  ws.events.on('writer', () => {
+    showTab()
+    say('The writing tab closed: this tab writes now', 'ok')
+  })
   await refresh()
+  showTab()
   if (ws.status.degraded) say(`The store is degraded, changes live in memory only: ${ws.status.degraded}`, 'error')
   view.status.textContent = 'ready'
   document.body.dataset.busy = 'false'

@@ -54,6 +54,8 @@ describe.skipIf(!available)('the demo page (Vite, Web Worker, IndexedDB) in Chro
   it('write → checkpoint → break → preview → restore → undo-restore, the state survives a reload, start over empties it', async () => {
     context = await browser.newContext({ viewport: { width: 1400, height: 900 } })
     const page = await openDemo(context, server.url)
+    // Chromium has an origin private file system: the journal goes to the OPFS store.
+    expect(await page.getAttribute('body', 'data-store')).toBe('opfs')
     expect(await layers(page)).toEqual(SEED)
     expect(await timeline(page)).toEqual([])
 
@@ -116,7 +118,7 @@ describe.skipIf(!available)('the demo page (Vite, Web Worker, IndexedDB) in Chro
     await click(page, '#undo-restore')
     expect(await layers(page)).toEqual(broken)
 
-    // Reload: the worker reopens the IndexedDB store and finds the same files and checkpoints.
+    // Reload: the worker reopens the store and finds the same files and checkpoints.
     const checkpointsBefore = (await timeline(page)).filter((row) => row.startsWith('◆'))
     await reload(page)
     expect(await layers(page)).toEqual(broken)
@@ -126,7 +128,7 @@ describe.skipIf(!available)('the demo page (Vite, Web Worker, IndexedDB) in Chro
     expect(checkpointsBefore).toContain('◆ known-good (manual)')
     await screenshot(page, 'after-reload')
 
-    // Start over: both databases deleted, the seed project written again, no history.
+    // Start over: the store and the project deleted, the seed project written again, no history.
     await startOver(page)
     expect(await layers(page)).toEqual(SEED)
     expect(await timeline(page)).toEqual([])

@@ -71,19 +71,48 @@ export function directoryName(name: string): string {
   return encodeURIComponent(name).replace(/\./g, '%2E')
 }
 
-/** The store's directory, made when `create`; undefined when it does not exist. */
-export async function storeDirectory(name: string, create: boolean): Promise<FileSystemDirectoryHandle | undefined> {
+/** The origin's root directory. */
+async function originRoot(name: string): Promise<FileSystemDirectoryHandle> {
   const storage = (globalThis as { navigator?: { storage?: { getDirectory?: () => Promise<FileSystemDirectoryHandle> } } }).navigator?.storage
   if (typeof storage?.getDirectory !== 'function') {
     throw opfsError('ENOSYS', 'open', name, 'this context has no origin private file system (navigator.storage.getDirectory): run the OPFS store in a browser worker')
   }
   try {
-    const root = await storage.getDirectory()
+    return await storage.getDirectory()
+  } catch (error) {
+    throw translate(error, 'open', name)
+  }
+}
+
+/** The store's directory, made when `create`; undefined when it does not exist. */
+export async function storeDirectory(name: string, create: boolean): Promise<FileSystemDirectoryHandle | undefined> {
+  const root = await originRoot(name)
+  try {
     const top = await root.getDirectoryHandle(TOP, { create })
     return await top.getDirectoryHandle(directoryName(name), { create })
   } catch (error) {
     if (isNotFound(error) && !create) return undefined
     throw translate(error, 'open', name)
+  }
+}
+
+/**
+ * Removes the store's directory and everything in it; false when there was none. A file another
+ * context still holds (a worker that is closing) makes it try again for a while, then EBUSY.
+ */
+export async function removeStoreDirectory(name: string): Promise<boolean> {
+  const top = await subdirectory(await originRoot(name), TOP, false)
+  if (!top) return false
+  const started = Date.now()
+  for (let wait = 5; ; wait = Math.min(wait * 2, 200)) {
+    try {
+      await (top as FileSystemDirectoryHandle & { removeEntry(name: string, options: { recursive: boolean }): Promise<void> }).removeEntry(directoryName(name), { recursive: true })
+      return true
+    } catch (error) {
+      if (isNotFound(error)) return false
+      if (domName(error) !== 'NoModificationAllowedError' || Date.now() - started > HANDLE_PATIENCE_MS) throw translate(error, 'rm', name)
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait))
   }
 }
 

@@ -13,7 +13,7 @@
  * writer's tab goes away, the next one takes the handles and writes.
  */
 import { type BlobId, type JournalRead, type JsonValue, type Store, type StoreChange, type StoreItem, TabRole, keptName } from 'rewindfs/adapter-kit'
-import { fileNames, isTempName, opfsError, readWhole, removeIfPresent, storeDirectory, subdirectory, translate, writeAtomically } from './files.js'
+import { fileNames, isTempName, opfsError, readWhole, removeIfPresent, removeStoreDirectory, storeDirectory, subdirectory, translate, writeAtomically } from './files.js'
 import { DEFAULT_SEGMENT_BYTES, type LogStats, SegmentLog } from './log.js'
 
 export interface OpfsStoreOptions {
@@ -65,6 +65,11 @@ function lines(records: readonly string[]): string {
   return text
 }
 
+/** The Web Lock the writer of a store holds. */
+function lockName(name: string): string {
+  return `rewindfs-opfs:${name}`
+}
+
 function metaError(key: string, name: string, problem: string): Error {
   return Object.assign(new Error(`rewindfs: metadata '${key}' in the OPFS store '${name}' ${problem}`), { code: 'ERR_REWINDFS_STORE_META' })
 }
@@ -102,7 +107,7 @@ class OpfsJournalStore implements OpfsStore {
   }
 
   private async start(): Promise<void> {
-    this.role = await TabRole.open(`rewindfs-opfs:${this.name}`, {
+    this.role = await TabRole.open(lockName(this.name), {
       readOnly: this.options.readOnly,
       // Promoted: in turn with the calls queued so far, take the handles and read what the last writer left.
       promote: () => this.queue('open', () => this.log!.becomeWriter()),
@@ -332,4 +337,22 @@ export function opfsStore(name: string, options: OpfsStoreOptions = {}): OpfsSto
     throw Object.assign(new RangeError(`rewindfs: opfsStore segmentBytes must be a positive integer, got ${String(options.segmentBytes)}`), { code: 'ERR_OUT_OF_RANGE' })
   }
   return new OpfsJournalStore(name, options)
+}
+
+/**
+ * Deletes the OPFS store `name` and everything it holds (an app's "start over"); false when there
+ * was none. Refused with EBUSY while a store of that name is open for writing in any tab.
+ */
+export async function removeOpfsStore(name: string): Promise<boolean> {
+  if (typeof name !== 'string' || name === '') {
+    throw Object.assign(new TypeError(`rewindfs: removeOpfsStore needs a store name (a non-empty string); got ${String(name)}`), { code: 'ERR_INVALID_ARG_VALUE' })
+  }
+  const locks = (globalThis as { navigator?: { locks?: { request<T>(name: string, options: { ifAvailable: boolean }, callback: (lock: unknown) => Promise<T>): Promise<T> } } }).navigator?.locks
+  const remove = () => removeStoreDirectory(name)
+  if (!locks) return remove()
+  // Holding the writer's lock, so no tab starts writing it meanwhile.
+  return locks.request(lockName(name), { ifAvailable: true }, async (lock) => {
+    if (lock === null) throw opfsError('EBUSY', 'rm', name, 'a tab has this OPFS store open for writing; close it first')
+    return remove()
+  })
 }
