@@ -59,6 +59,7 @@ const seed: FlushEntry[] = [
 let held: IndexedDbStore | undefined
 let writerWorkspace: Workspace | undefined
 let changes = 0
+let lastChange = ''
 let changed: () => void = () => undefined
 let foreign: IDBDatabase | undefined
 
@@ -161,8 +162,9 @@ const scenarios = {
   async openReader(name: string) {
     held = indexedDbStore(name)
     await held.ready
-    held.onChange(() => {
+    held.onChange((change) => {
       changes++
+      lastChange = change.kind
       changed()
     })
     return show('reader opened', { readOnly: held.readOnly })
@@ -170,6 +172,20 @@ const scenarios = {
 
   readerChanges() {
     return changes
+  },
+
+  /** The reader's role now, and what it was last told ('commit', or 'writer' once it took over). */
+  readerRole() {
+    return { readOnly: held?.readOnly ?? null, last: lastChange }
+  },
+
+  /** Writes through a workspace over this tab's store (it took over writing). */
+  async readerWrite(path: string, content: string) {
+    if (!held) throw new Error('no store in this tab')
+    const ws = await Workspace.open({ store: held, autoCheckpoint: false })
+    ws.fs.writeFileSync(path, content)
+    await ws.sync()
+    return show('took over and wrote', files(ws))
   },
 
   /** Resolves once more than `seen` commits were announced. */
