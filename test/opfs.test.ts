@@ -96,6 +96,15 @@ describe.skipIf(!available)('the OPFS store in Chromium', () => {
     expect(again.kept[0]).toMatch(/^pack\.torn-\d{8}T\d{9}Z\.00000001-\d+$/)
   })
 
+  it('collects sealed segments that are mostly dead records; a follower reads the moved blobs; a reopen finds exactly what was kept', async () => {
+    const result = await work<Record<string, unknown>>(page, 'collect', 'collected')
+    const kept = Array.from({ length: 10 }, (_, i) => `b${i * 4}`).sort()
+    expect(result).toMatchObject({ heardRecords: 40, followerReads: true, followerDropped: 0, ids: kept, reads: true, journal: ['snapshot'] })
+    expect(result.collected as number).toBeGreaterThan(5)
+    expect(result.segmentsAfter as number).toBeLessThan((result.segmentsBefore as number) / 2)
+    expect(result.files).toBe(result.segmentsAfter)
+  })
+
   it('a damaged record header in the middle: reported, the workspace frozen at the state before it, nothing changed', async () => {
     await work(page, 'session', 'damaged', 6)
     // The journal record of the fourth commit (records: blob, journal, blob, journal, ...).

@@ -11,7 +11,8 @@
  * next append it is kept aside and cut. Bytes that cannot be read anywhere else are damage:
  * listed as a blob that cannot be read (`pack-damage:<segment>:<offset>`) and, where journal text
  * may have been, as a journal line no decoder accepts; kept, never cut. Deleted blobs are forgotten
- * by a record naming their places.
+ * by a record naming their places; a sealed segment whose live records fill less than half of it is
+ * collected: its live records are copied to the end of the log and made durable, then it is removed.
  *
  * The writer holds a sync access handle on every segment; a follower (another tab, read-only)
  * holds none and reads through File snapshots, looking again when the writer committed.
@@ -90,6 +91,8 @@ export interface LogStats {
   readonly writes: number
   /** flush() calls of a segment's handle (one per group commit). */
   readonly flushes: number
+  /** Segments collected (their live records copied on, the file removed). */
+  readonly collected: number
 }
 
 export const DEFAULT_SEGMENT_BYTES = 32 * 1024 * 1024
@@ -99,6 +102,10 @@ const LAYOUT = 1
 /** Reads go through windows this large (each read of a handle or a File is a call into the browser), a few at a time. */
 const WINDOW = 2 * 1024 * 1024
 const WINDOWS = 4
+/** A sealed segment whose live records fill less than this share of it is collected. */
+const LIVE_FRACTION = 0.5
+/** Bytes of live records collection copies per write. */
+const COLLECT_BYTES = 4 * 1024 * 1024
 const DAMAGE_PREFIX = 'pack-damage:'
 
 const encoder = new TextEncoder()
@@ -111,6 +118,11 @@ export function segmentName(segment: number): string {
 function segmentNumber(name: string): number | undefined {
   const match = /^(\d{8,})\.pack$/.exec(name)
   return match ? Number(match[1]) : undefined
+}
+
+/** A segment that is not there (any more): the writer collected it. */
+function isGone(error: unknown): boolean {
+  return (error as { code?: unknown }).code === 'ENOENT' || isNotFound(error)
 }
 
 function damageId(place: Place): string {
@@ -152,6 +164,8 @@ export class SegmentLog {
   private unreadable = new Map<string, Unreadable>()
   /** The journal: the last reset and everything after it, in log order. */
   private journal: JournalPiece[] = []
+  /** Places forgotten, by the segment of the record that forgot them (collection copies those still needed). */
+  private forgets = new Map<number, Place[]>()
   private torn: Torn | undefined
   /** Where the last record's end byte is missing (written before the next append). */
   private unterminated: Place | undefined
@@ -163,7 +177,7 @@ export class SegmentLog {
   private failure: Error | undefined
   /** The last window read of each segment. */
   private windows = new Map<number, { start: number; bytes: Uint8Array }>()
-  private readonly counters = { appendedBytes: 0, writes: 0, flushes: 0 }
+  private readonly counters = { appendedBytes: 0, writes: 0, flushes: 0, collected: 0 }
 
   private constructor(
     private readonly options: LogOptions,
@@ -187,6 +201,28 @@ export class SegmentLog {
 
   /** Rebuilds everything from the segments: the index, the journal, damage and a torn tail. */
   async scan(): Promise<void> {
+    // A follower may find a segment gone that the writer collected while it looked: it looks again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.scanOnce()
+      } catch (error) {
+        if (this.writer || !isGone(error) || attempt >= 3) throw error
+      }
+    }
+  }
+
+  /** Runs a read; a follower whose segment the writer collected since it looked reads the log again and runs it once more. */
+  private async again<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await read()
+    } catch (error) {
+      if (this.writer || !isGone(error)) throw error
+      await this.scan()
+      return read()
+    }
+  }
+
+  private async scanOnce(): Promise<void> {
     this.windows.clear()
     this.directory ??= await storeDirectory(this.options.name, false)
     const names = this.directory ? await fileNames(this.directory) : []
@@ -209,6 +245,7 @@ export class SegmentLog {
     const forgotten = new Set<string>()
     const damage: Unreadable[] = []
     let journal: JournalPiece[] = []
+    const forgets = new Map<number, Place[]>()
     this.torn = undefined
     this.unterminated = undefined
     for (const [i, number] of numbers.entries()) {
@@ -247,8 +284,10 @@ export class SegmentLog {
             else if (head.kind === Kind.Forget) {
               const bytes = await this.read(number, payload, head.length)
               const places = crc32(bytes) === head.checksum ? decodePlaces(bytes) : undefined
-              if (places) for (const place of places) forgotten.add(placeKey(place))
-              else damaged(at, recordEnd - at, 'a record of forgotten blobs fails its checksum (they show again)', false)
+              if (places) {
+                for (const place of places) forgotten.add(placeKey(place))
+                forgets.set(number, [...(forgets.get(number) ?? []), ...places])
+              } else damaged(at, recordEnd - at, 'a record of forgotten blobs fails its checksum (they show again)', false)
             } else if (head.kind === Kind.Reset) journal = [{ ...location, kind: 'text' }]
             else journal.push({ ...location, kind: 'text' })
             at = Math.min(recordEnd, size)
@@ -284,6 +323,7 @@ export class SegmentLog {
     this.unreadable = new Map()
     for (const piece of damage) if (!forgotten.has(placeKey(piece))) this.unreadable.set(damageId(piece), piece)
     this.journal = journal.filter((piece) => piece.kind !== 'damage' || !forgotten.has(placeKey(piece)))
+    this.forgets = forgets
   }
 
   /** The first offset from `from` on where a whole, checksummed record header is. */
@@ -348,7 +388,11 @@ export class SegmentLog {
   }
 
   /** A blob's bytes (a copy), checked against its checksum: a mismatch is EIO, never content. */
-  async readBlob(id: string): Promise<Uint8Array | undefined> {
+  readBlob(id: string): Promise<Uint8Array | undefined> {
+    return this.again(() => this.readBlobOnce(id))
+  }
+
+  private async readBlobOnce(id: string): Promise<Uint8Array | undefined> {
     const pending = this.pendingIds.get(id)
     if (pending) return new Uint8Array(pending.bytes)
     const damage = this.unreadable.get(id)
@@ -368,7 +412,11 @@ export class SegmentLog {
   }
 
   /** The journal as text, as a journal file would hold it: whole lines, then what a torn append left. */
-  async journalText(): Promise<string> {
+  journalText(): Promise<string> {
+    return this.again(() => this.journalTextOnce())
+  }
+
+  private async journalTextOnce(): Promise<string> {
     const parts: string[] = []
     const line = (text: string) => {
       if (parts.length > 0 && !parts[parts.length - 1].endsWith('\n')) parts.push('\n')
@@ -617,6 +665,7 @@ export class SegmentLog {
     const [place] = await this.append([[recordHead(Kind.Reset, new Uint8Array(0), payload.length, checksum, this.salt!), payload, RECORD_END]])
     this.journal = [{ ...place, idLength: 0, length: payload.length, checksum, kind: 'text' }]
     await this.sync()
+    await this.collect()
   }
 
   /** Every place a blob (or damage listed as one) is stored at. */
@@ -636,9 +685,7 @@ export class SegmentLog {
     }
     const places = ids.flatMap((id) => this.placesOf(id))
     if (places.length === 0) return
-    const payload = encodePlaces(places)
-    await this.prepare()
-    await this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload), this.salt!), payload, RECORD_END]])
+    await this.appendForget(places)
     for (const id of ids) {
       this.index.delete(id)
       this.copies.delete(id)
@@ -647,6 +694,86 @@ export class SegmentLog {
     const gone = new Set(places.map(placeKey))
     this.journal = this.journal.filter((piece) => piece.kind !== 'damage' || !gone.has(placeKey(piece)))
     await this.sync()
+    await this.collect()
+  }
+
+  /** Appends a record forgetting `places` (not yet durable). */
+  private async appendForget(places: readonly Place[]): Promise<void> {
+    const payload = encodePlaces(places)
+    await this.prepare()
+    const [place] = await this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload), this.salt!), payload, RECORD_END]])
+    this.forgets.set(place.segment, [...(this.forgets.get(place.segment) ?? []), ...places])
+  }
+
+  // ---- collection ----------------------------------------------------------------------------
+
+  /** The sealed segment with the smallest live share under half, holding no journal text that counts; undefined when none. */
+  private victim(): number | undefined {
+    const live = new Map<number, number>()
+    const add = (segment: number, bytes: number) => live.set(segment, (live.get(segment) ?? 0) + bytes)
+    for (const location of this.index.values()) add(location.segment, recordBytes(location.idLength, location.length))
+    for (const [segment, places] of this.forgets) add(segment, RECORD_HEADER_BYTES + 12 * places.length)
+    const keep = new Set(this.journal.map((piece) => piece.segment))
+    for (const damage of this.unreadable.values()) keep.add(damage.segment)
+    const active = this.active()?.number
+    let best: number | undefined
+    let bestShare = LIVE_FRACTION
+    for (const [number, segment] of this.segments) {
+      if (number === active || keep.has(number) || this.torn?.segment === number) continue
+      const share = (live.get(number) ?? 0) / Math.max(1, segment.size - SEGMENT_HEADER_BYTES)
+      if (share < bestShare) {
+        best = number
+        bestShare = share
+      }
+    }
+    return best
+  }
+
+  /**
+   * Collects sealed segments that are mostly dead records, one after another: a victim's live blob
+   * records are copied verbatim to the end of the log with the forget records it holds that still
+   * name places elsewhere, made durable, and only then is the victim removed. A crash in between
+   * leaves two copies of some blobs (forgetting one forgets both). Damage is never in a victim.
+   */
+  private async collect(): Promise<void> {
+    for (let victim = this.victim(); victim !== undefined; victim = this.victim()) {
+      const moving = [...this.index].filter(([, location]) => location.segment === victim).sort((a, b) => a[1].offset - b[1].offset)
+      for (let start = 0; start < moving.length; ) {
+        const batch: Uint8Array[][] = []
+        let bytes = 0
+        for (; start < moving.length && bytes < COLLECT_BYTES; start++) {
+          const [, location] = moving[start]
+          const length = recordBytes(location.idLength, location.length)
+          batch.push([(await this.read(victim, location.offset, length)).slice()])
+          bytes += length
+        }
+        const places = await this.append(batch)
+        const from = start - batch.length
+        places.forEach((place, i) => {
+          const [id, location] = moving[from + i]
+          this.index.set(id, { ...location, ...place })
+          // Until the victim is gone, a crash leaves both copies: forgetting the blob forgets both.
+          this.copies.set(id, [...(this.copies.get(id) ?? []), location])
+        })
+      }
+      const stillForgotten = (this.forgets.get(victim) ?? []).filter((place) => place.segment !== victim && this.segments.has(place.segment))
+      if (stillForgotten.length > 0) await this.appendForget(stillForgotten)
+      await this.sync() // the copies are durable before the only other copy goes
+      const segment = this.segments.get(victim)!
+      segment.handle?.close()
+      segment.handle = undefined
+      this.segments.delete(victim)
+      this.windows.delete(victim)
+      await removeIfPresent(this.directory!, segmentName(victim))
+      this.counters.collected++
+      this.forgets.delete(victim)
+      for (const [id, places] of this.copies) {
+        const left = places.filter((place) => place.segment !== victim)
+        if (left.length > 0) this.copies.set(id, left)
+        else this.copies.delete(id)
+      }
+      for (const [number, places] of this.forgets) this.forgets.set(number, places.filter((place) => place.segment !== victim))
+    }
   }
 
   /** Keeps a blob's stored bytes (or damage's) aside under a new name, then forgets it; undefined if absent. */
