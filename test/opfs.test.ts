@@ -96,6 +96,17 @@ describe.skipIf(!available)('the OPFS store in Chromium', () => {
     expect(again.kept[0]).toMatch(/^pack\.torn-\d{8}T\d{9}Z\.00000001-\d+$/)
   })
 
+  it('the writer reads blobs synchronously through its handles (written or still pending); a follower offers no sync read', async () => {
+    expect(await work(page, 'syncReads', 'sync-reads')).toEqual({
+      reads: [true, true, true, true, true],
+      syncReads: 4, // the pending one came from memory
+      absent: null,
+      sizes: [['s0', 3000], ['s1', 3001], ['s2', 3002], ['s3', 3003], ['s4', 3004]],
+      follower: 'undefined',
+      closed: 'undefined',
+    })
+  })
+
   it('collects sealed segments that are mostly dead records; a follower reads the moved blobs; a reopen finds exactly what was kept', async () => {
     const result = await work<Record<string, unknown>>(page, 'collect', 'collected')
     const kept = Array.from({ length: 10 }, (_, i) => `b${i * 4}`).sort()

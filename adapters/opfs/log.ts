@@ -93,6 +93,8 @@ export interface LogStats {
   readonly flushes: number
   /** Segments collected (their live records copied on, the file removed). */
   readonly collected: number
+  /** Blobs read synchronously (readBlobSync). */
+  readonly syncReads: number
 }
 
 export const DEFAULT_SEGMENT_BYTES = 32 * 1024 * 1024
@@ -177,7 +179,7 @@ export class SegmentLog {
   private failure: Error | undefined
   /** The last window read of each segment. */
   private windows = new Map<number, { start: number; bytes: Uint8Array }>()
-  private readonly counters = { appendedBytes: 0, writes: 0, flushes: 0, collected: 0 }
+  private readonly counters = { appendedBytes: 0, writes: 0, flushes: 0, collected: 0, syncReads: 0 }
 
   private constructor(
     private readonly options: LogOptions,
@@ -352,10 +354,30 @@ export class SegmentLog {
 
   /** `length` bytes at `at` of a segment (fewer where it ends), through its window. */
   private async read(segment: number, at: number, length: number): Promise<Uint8Array> {
+    if (this.segments.get(segment)?.handle) return this.readSync(segment, at, length)
+    const window = this.windowed(segment, at, length)
+    if (window) return window
+    if (length > WINDOW) return this.readDirect(segment, at, length)
+    return this.keepWindow(segment, at, length, await this.readDirect(segment, at, WINDOW))
+  }
+
+  /** The same through the writer's handle, synchronously. */
+  private readSync(number: number, at: number, length: number): Uint8Array {
+    const window = this.windowed(number, at, length)
+    if (window) return window
+    const handle = this.segments.get(number)?.handle
+    if (!handle) throw opfsError('ENOENT', 'read', segmentName(number), 'no such pack segment (or it is not open for writing here)')
+    if (length > WINDOW) return readFully(handle, length, at)
+    return this.keepWindow(number, at, length, readFully(handle, WINDOW, at))
+  }
+
+  private windowed(segment: number, at: number, length: number): Uint8Array | undefined {
     const window = this.windows.get(segment)
     if (window && at >= window.start && at + length <= window.start + window.bytes.length) return window.bytes.subarray(at - window.start, at - window.start + length)
-    if (length > WINDOW) return this.readDirect(segment, at, length)
-    const bytes = await this.readDirect(segment, at, WINDOW)
+    return undefined
+  }
+
+  private keepWindow(segment: number, at: number, length: number, bytes: Uint8Array): Uint8Array {
     this.windows.delete(segment)
     // The least recently filled window goes first.
     if (this.windows.size >= WINDOWS) this.windows.delete(this.windows.keys().next().value!)
@@ -393,14 +415,40 @@ export class SegmentLog {
   }
 
   private async readBlobOnce(id: string): Promise<Uint8Array | undefined> {
+    const location = this.locate(id)
+    if (location === undefined || location instanceof Uint8Array) return location
+    // The id and the payload in one read: their checksum covers both.
+    return this.checked(id, location, await this.read(location.segment, location.offset + RECORD_HEADER_BYTES, location.idLength + location.length))
+  }
+
+  /**
+   * A blob's bytes read synchronously through the writer's handle (history on demand: one read,
+   * checked like readBlob); only the writer holds handles.
+   */
+  readBlobSync(id: string): Uint8Array | undefined {
+    const location = this.locate(id)
+    if (location === undefined || location instanceof Uint8Array) return location
+    this.counters.syncReads++
+    return this.checked(id, location, this.readSync(location.segment, location.offset + RECORD_HEADER_BYTES, location.idLength + location.length))
+  }
+
+  /** Every blob's id and size, without reading contents. */
+  sizes(): [string, number][] {
+    const sizes: [string, number][] = [...this.index].map(([id, location]) => [id, location.length])
+    for (const [id, blob] of this.pendingIds) if (!this.index.has(id)) sizes.push([id, blob.bytes.length])
+    return sizes
+  }
+
+  /** Where a blob is: its bytes when it is not written yet, undefined when absent; damage throws. */
+  private locate(id: string): Location | Uint8Array | undefined {
     const pending = this.pendingIds.get(id)
     if (pending) return new Uint8Array(pending.bytes)
     const damage = this.unreadable.get(id)
     if (damage) throw this.damageError(damage)
-    const location = this.index.get(id)
-    if (location === undefined) return undefined
-    // The id and the payload in one read: their checksum covers both.
-    const bytes = await this.read(location.segment, location.offset + RECORD_HEADER_BYTES, location.idLength + location.length)
+    return this.index.get(id)
+  }
+
+  private checked(id: string, location: Location, bytes: Uint8Array): Uint8Array {
     if (bytes.length !== location.idLength + location.length || crc32(bytes) !== location.checksum) {
       throw opfsError('EIO', 'read', id, `blob '${id}' in pack segment ${segmentName(location.segment)} at byte ${location.offset} fails its checksum; it is kept as it is`)
     }

@@ -40,6 +40,13 @@ export interface OpfsStore extends Store {
   onChange(listener: (change: StoreChange) => void): () => void
   /** What the log holds and its work counters (writes, flushes, bytes appended) since it was opened. */
   readonly stats: LogStats | undefined
+  /**
+   * The writer's synchronous blob read, through its sync access handles (a workspace then reads
+   * history on demand); absent on a follower, which holds no handle, and until `ready`.
+   */
+  readonly readBlobSync?: (id: BlobId) => Uint8Array | undefined
+  /** Beside readBlobSync: every blob's id and size, without reading contents. */
+  readonly blobSizes?: () => Promise<[BlobId, number][]>
   close(): Promise<void>
 }
 
@@ -84,6 +91,8 @@ class OpfsJournalStore implements OpfsStore {
   private tail: Promise<unknown> = Promise.resolve()
   /** A follower heard a commit: it reads the log again before the next readJournal. */
   private stale = false
+  readBlobSync?: (id: BlobId) => Uint8Array | undefined
+  blobSizes?: () => Promise<[BlobId, number][]>
   private closed = false
 
   constructor(
@@ -110,7 +119,10 @@ class OpfsJournalStore implements OpfsStore {
     this.role = await TabRole.open(lockName(this.name), {
       readOnly: this.options.readOnly,
       // Promoted: in turn with the calls queued so far, take the handles and read what the last writer left.
-      promote: () => this.queue('open', () => this.log!.becomeWriter()),
+      promote: () => this.queue('open', async () => {
+        await this.log!.becomeWriter()
+        this.offerSyncReads()
+      }),
       busy: () => opfsError('EBUSY', 'open', this.name, 'another tab holds the writer lock of this OPFS store; open it with readOnly: true to follow its commits'),
     })
     this.role.onChange((change) => {
@@ -123,6 +135,20 @@ class OpfsJournalStore implements OpfsStore {
     ).catch((error: unknown) => {
       throw translate(error, 'open', this.name)
     })
+    if (this.role.writer) this.offerSyncReads()
+  }
+
+  /** The writer holds a handle on every segment, so it reads blobs synchronously. */
+  private offerSyncReads(): void {
+    this.readBlobSync = (id) => {
+      if (this.closed) throw opfsError('EBADF', 'readBlobSync', this.name, 'the OPFS store is closed')
+      try {
+        return this.log!.readBlobSync(id)
+      } catch (error) {
+        throw translate(error, 'readBlobSync', this.name)
+      }
+    }
+    this.blobSizes = () => this.queue('blobSizes', async () => this.log!.sizes())
   }
 
   onChange(listener: (change: StoreChange) => void): () => void {
@@ -314,6 +340,8 @@ class OpfsJournalStore implements OpfsStore {
     await this.tail
     this.closed = true
     this.listeners.clear()
+    this.readBlobSync = undefined
+    this.blobSizes = undefined
     try {
       await this.log?.close()
     } finally {

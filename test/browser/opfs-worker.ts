@@ -179,6 +179,32 @@ const scenarios: Record<string, (...args: never[]) => Promise<unknown>> = {
     return result
   },
 
+  /** The writer reads blobs synchronously (its handles); a follower offers no sync read. */
+  async syncReads(name: string) {
+    const writer = opfsStore(name)
+    await writer.ready
+    const blobs: [string, Uint8Array][] = Array.from({ length: 5 }, (_, i) => [`s${i}`, new Uint8Array(3000 + i).fill(i + 1)])
+    await writer.putBlobs(blobs.slice(0, 4))
+    await writer.appendJournal(['four blobs'])
+    await writer.putBlobs(blobs.slice(4)) // put, not yet committed: read from memory
+    const follower = opfsStore(name, { readOnly: true })
+    await follower.ready
+    const reads = blobs.map(([id, bytes]) => {
+      const read = writer.readBlobSync!(id)
+      return read !== undefined && read.length === bytes.length && read.every((byte, i) => byte === bytes[i])
+    })
+    const result = {
+      reads,
+      syncReads: writer.stats!.syncReads,
+      absent: writer.readBlobSync!('nope') ?? null,
+      sizes: (await writer.blobSizes!()).sort(),
+      follower: typeof follower.readBlobSync,
+    }
+    await follower.close()
+    await writer.close()
+    return { ...result, closed: typeof writer.readBlobSync }
+  },
+
   async fingerprint(name: string) {
     return raw.rawStore(name).fingerprint()
   },
