@@ -20,7 +20,7 @@
  * connection (waiting for the server to come back), and a workspace opened on it continues from
  * the last acknowledged state.
  */
-import { type BlobId, FsError, type JournalRead, type JsonValue, type Store, type StoreItem, keptName } from 'rewindfs/adapter-kit'
+import { type BlobId, FsError, type JournalRead, type JsonValue, type Store, type StoreChange, type StoreItem, keptName } from 'rewindfs/adapter-kit'
 import * as z from 'zod/mini'
 import type { Connection, Sql } from './connection.js'
 import { storeError } from './errors.js'
@@ -48,7 +48,7 @@ export interface PostgresStore extends Store {
   /** Why the connection is gone, once it is (every call then rejects with it). */
   readonly lost: Error | undefined
   /** Read-only instances: `listener` runs each time the writer commits to the journal or metadata. Returns the unsubscribe. */
-  onChange(listener: () => void): () => void
+  onChange(listener: (change: StoreChange) => void): () => void
   /** `listener` runs once if the connection is lost. Returns the unsubscribe. */
   onLost(listener: (error: Error) => void): () => void
   /** A new store on a new connection with the same options (the server may be restarting: it retries for `timeoutMs`, default 30 s). */
@@ -138,7 +138,7 @@ export class SessionStore implements PostgresStore {
   private tail: Promise<unknown> = Promise.resolve()
   private closed = false
   private readAhead = new Map<BlobId, Cached>()
-  private readonly changeListeners = new Set<() => void>()
+  private readonly changeListeners = new Set<(change: StoreChange) => void>()
   private unlisten: (() => Promise<void>) | undefined
   private readonly lostListeners = new Set<(error: Error) => void>()
   private readonly again: OpenContext['again']
@@ -232,12 +232,12 @@ export class SessionStore implements PostgresStore {
     return () => this.lostListeners.delete(listener)
   }
 
-  onChange(listener: () => void): () => void {
+  onChange(listener: (change: StoreChange) => void): () => void {
     this.changeListeners.add(listener)
     if (!this.unlisten && this.readOnly) {
       const subscribing = this.connection.listen(this.channel, () => {
         this.readAhead.clear()
-        for (const each of [...this.changeListeners]) each()
+        for (const each of [...this.changeListeners]) each({ kind: 'commit' })
       })
       this.unlisten = async () => (await subscribing)()
       subscribing.catch(() => undefined)
