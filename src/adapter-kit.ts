@@ -59,8 +59,11 @@ export { Dir, Dirent } from './fs/stats.js'
 // Exec runners: the upper tree ExecHost.tree() gives and the view over it (ExecHost.view), read
 // only. A directory's children are a persistent map: mapGet, mapEntries, and mapDiff for what
 // differs between two trees in O(differences). ws.lower is the lower source as the trees saw it:
-// pinnedPaths() are those a flush changed underneath them.
+// pinnedPaths() are those a flush changed underneath them. Hard-link names hold a HardLink into the
+// tree's inode table (the root's child INODES): namesOf finds an inode's names, tableOf the table.
 export type { DirNode, EntryNode, FileNode, Meta, SymlinkNode, UpperNode, Whiteout } from './layer/nodes.js'
+export type { HardLink, InodeRecord } from './layer/inodes.js'
+export { INODES, namesOf, recordIn, tableOf } from './layer/inodes.js'
 export type { MapRoot } from './layer/persistent-map.js'
 export { mapDiff, mapEntries, mapGet } from './layer/persistent-map.js'
 export type { Entry, Overlay } from './overlay.js'

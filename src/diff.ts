@@ -2,12 +2,15 @@
  * Differences between two upper trees over the same lower source, as one Change per path.
  * Shared subtrees are skipped by identity, so the cost is proportional to the paths that differ,
  * not to the size of the tree. Unified diffs are computed only when a Change's `patch` is read.
+ * Hard-link names show their inode's record in their own tree: when records differ, the names of
+ * those inodes are compared too, walking only directories that hold hard links (layer/inodes.ts).
  */
 import { createTwoFilesPatch } from 'diff'
 import { bytesEqual, decode, isProbablyText } from './bytes.js'
 import type { EntryType } from './lower/source.js'
 import type { DirNode, Meta, UpperNode } from './layer/nodes.js'
-import { mapDiff, mapKeys } from './layer/persistent-map.js'
+import { INODES, tableOf } from './layer/inodes.js'
+import { type MapRoot, emptyMap, mapDiff, mapEntries, mapKeys } from './layer/persistent-map.js'
 import type { Entry, Overlay } from './overlay.js'
 
 export interface Change {
@@ -33,12 +36,27 @@ export interface ChangeRecord {
 const PATCH_MAX_EDITS = 4000
 const PATCH_TIMEOUT_MS = 10_000
 
+/** A tree's root as an entry whose hard-link names resolve in that tree's own inode table. */
 export function rootEntry(root: DirNode): Entry {
-  return { path: '/', type: 'dir', node: root, lowerPath: root.lower, lowerStat: undefined }
+  return { path: '/', type: 'dir', node: root, lowerPath: root.lower, lowerStat: undefined, link: undefined, inodes: tableOf(root) }
 }
+
+const NO_RECORDS: MapRoot<UpperNode> = emptyMap<UpperNode>()
 
 export function diffTrees(overlay: Overlay, from: DirNode, to: DirNode): ChangeRecord[] {
   const records: ChangeRecord[] = []
+  // Inodes whose records differ: their names differ wherever they are, even in shared directories.
+  const changed = new Set<number>()
+  const fromTable = tableOf(from)
+  const toTable = tableOf(to)
+  if (fromTable !== toTable) mapDiff(fromTable?.children ?? NO_RECORDS, toTable?.children ?? NO_RECORDS, (key) => changed.add(Number(key)))
+  /** Names in `dir` that may show a changed inode: such hard links, and directories holding links. */
+  const linked = (dir: DirNode | undefined, into: Set<string>) => {
+    if (dir === undefined || dir.links === 0 || changed.size === 0) return
+    for (const [name, child] of mapEntries<UpperNode>(dir.children)) {
+      if ((child.type === 'link' && changed.has(child.id)) || (child.type === 'dir' && child.links > 0 && name !== INODES)) into.add(name)
+    }
+  }
   const emit = (path: string, type: Change['type'], entry: EntryType, before?: Entry, after?: Entry) => {
     records.push({ change: makeChange(overlay, path, type, entry, before, after), before, after })
   }
@@ -63,15 +81,18 @@ export function diffTrees(overlay: Overlay, from: DirNode, to: DirNode): ChangeR
   const walk = (before: Entry, after: Entry) => {
     const a = before.node as DirNode | undefined
     const b = after.node as DirNode | undefined
-    if (a === b && before.lowerPath === after.lowerPath) return
-    let names: string[]
-    if (a && b && a.lower === b.lower) {
-      names = []
-      mapDiff(a.children, b.children, (name) => names.push(name))
-    } else if (!a && b && b.lower === before.lowerPath) names = mapKeys(b.children)
-    else if (a && !b && a.lower === after.lowerPath) names = mapKeys(a.children)
-    else names = [...new Set([...overlay.names(before), ...overlay.names(after)])]
-    for (const name of names.sort()) compare(overlay.child(before, name), overlay.child(after, name))
+    let names: Set<string>
+    if (a === b && before.lowerPath === after.lowerPath) names = new Set()
+    else if (a && b && a.lower === b.lower) {
+      names = new Set()
+      mapDiff(a.children, b.children, (name) => names.add(name))
+    } else if (!a && b && b.lower === before.lowerPath) names = new Set(mapKeys(b.children))
+    else if (a && !b && a.lower === after.lowerPath) names = new Set(mapKeys(a.children))
+    else names = new Set([...overlay.names(before), ...overlay.names(after)])
+    linked(a, names)
+    if (b !== a) linked(b, names)
+    names.delete(INODES)
+    for (const name of [...names].sort()) compare(overlay.child(before, name), overlay.child(after, name))
   }
   compare(rootEntry(from), rootEntry(to))
   return records
@@ -79,6 +100,7 @@ export function diffTrees(overlay: Overlay, from: DirNode, to: DirNode): ChangeR
 
 function sameEntry(overlay: Overlay, a: Entry, b: Entry): boolean {
   if (a.node !== undefined && a.node === b.node) return true
+  // Content and metadata decide, whether a name is a hard link in one tree and not in the other.
   if (a.node === undefined && b.node === undefined && a.lowerPath === b.lowerPath) return true
   if (overlay.meta(a).mode !== overlay.meta(b).mode) return false
   if (a.type === 'dir') return true
@@ -131,7 +153,9 @@ export function unifiedDiff(path: string, before: Uint8Array, after: Uint8Array)
 /**
  * The upper-layer slots that differ between two trees (for the journal: a restore or reset is
  * recorded as root pointers and expanded to slots only when undo needs them). Directories merged
- * with the same lower directory are walked; anything else is one slot.
+ * with the same lower directory are walked; anything else is one slot. Inode records that are made
+ * or changed come first and records that are deleted last, so applying the slots in order (or in
+ * reverse) never leaves a hard-link name without its inode (layer/inodes.ts).
  */
 export function upperSlotDiff(
   from: DirNode,
@@ -139,14 +163,26 @@ export function upperSlotDiff(
   slot: (path: string, before: UpperNode | undefined, after: UpperNode | undefined) => void,
   meta: (path: string, before: Meta, after: Meta) => void,
 ): void {
+  const deleted: [string, UpperNode][] = []
   const walk = (path: string, a: DirNode, b: DirNode) => {
     if (a === b) return
     if (a.meta !== b.meta) meta(path, a.meta, b.meta)
     mapDiff(a.children, b.children, (name, before, after) => {
       const child = path === '/' ? '/' + name : path + '/' + name
+      if (path === '/' && name === INODES) return
       if (before?.type === 'dir' && after?.type === 'dir' && before.lower === after.lower) walk(child, before, after)
       else slot(child, before, after)
     })
   }
+  const fromTable = tableOf(from)
+  const toTable = tableOf(to)
+  if (fromTable !== toTable) {
+    const prefix = '/' + INODES + '/'
+    mapDiff(fromTable?.children ?? NO_RECORDS, toTable?.children ?? NO_RECORDS, (key, before, after) => {
+      if (after === undefined) deleted.push([prefix + key, before!])
+      else slot(prefix + key, before, after)
+    })
+  }
   walk('/', from, to)
+  for (const [path, before] of deleted) slot(path, before, undefined)
 }

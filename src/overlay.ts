@@ -17,6 +17,7 @@ import {
   dirNode,
   typeBits,
 } from './layer/nodes.js'
+import { type HardLink, INODES, INODES_PATH, type InodeRecord, hardLink, linkIds, linksIn, namesOf, recordId, recordIn, recordPath } from './layer/inodes.js'
 import { type EditToken, hashString, mapDelete, mapEntries, mapGet, mapSet } from './layer/persistent-map.js'
 import { components, join } from './path.js'
 
@@ -29,6 +30,10 @@ export interface Entry {
   /** For directories, the merged lower directory (null: opaque or upper-only); else the lower path if lower-only. */
   readonly lowerPath: string | null
   readonly lowerStat: LowerStat | undefined
+  /** A hard-link name: the inode's id in the table (`node` is then the inode's record). */
+  readonly link?: number
+  /** The inode table of the tree the entry was read from, when that is not the overlay's live tree. */
+  readonly inodes?: DirNode
 }
 
 export interface StatFields {
@@ -115,7 +120,27 @@ export class Overlay {
   // ---- lookups ----------------------------------------------------------------------------------
 
   rootEntry(): Entry {
-    return { path: '/', type: 'dir', node: this.root, lowerPath: this.root.lower, lowerStat: undefined }
+    return { path: '/', type: 'dir', node: this.root, lowerPath: this.root.lower, lowerStat: undefined, link: undefined, inodes: undefined }
+  }
+
+  /** The live tree's inode table (inodes.ts), if it has one. */
+  table(): DirNode | undefined {
+    const table = mapGet(this.root.children, INODES)
+    return table?.type === 'dir' ? table : undefined
+  }
+
+  /** The entry a hard-link name shows: its inode's record, from `inodes` or the live tree's table. */
+  linkEntry(path: string, id: number, inodes?: DirNode): Entry {
+    const record = recordIn(inodes ?? this.table(), id)
+    if (!record) throw new Error(`rewindfs: ${path} is a hard link to inode ${id}, which the tree does not have`)
+    return { path, type: record.type, node: record, lowerPath: null, lowerStat: undefined, link: id, inodes }
+  }
+
+  /** The entry an upper slot value shows at `path` (undefined: a whiteout). */
+  slotEntry(path: string, node: UpperNode, inodes?: DirNode): Entry | undefined {
+    if (node.type === 'whiteout') return undefined
+    if (node.type === 'link') return this.linkEntry(path, node.id, inodes)
+    return entryFromNode(path, node, inodes)
   }
 
   lowerStat(path: string): LowerStat | undefined {
@@ -136,12 +161,16 @@ export class Overlay {
     this.counters.lookups++
     const path = join(dir.path, name)
     const upper = dir.node?.type === 'dir' ? mapGet(dir.node.children, name) : undefined
-    if (upper !== undefined) return upper.type === 'whiteout' ? undefined : entryFromNode(path, upper)
+    if (upper !== undefined) {
+      if (upper.type === 'whiteout') return undefined
+      if (upper.type === 'link') return this.linkEntry(path, upper.id, dir.inodes)
+      return entryFromNode(path, upper, dir.inodes)
+    }
     if (dir.lowerPath === null) return undefined
     const lowerPath = join(dir.lowerPath, name)
     const stat = this.lowerStat(lowerPath)
     if (!stat) return undefined
-    return { path, type: stat.type, node: undefined, lowerPath, lowerStat: stat }
+    return { path, type: stat.type, node: undefined, lowerPath, lowerStat: stat, link: undefined, inodes: dir.inodes }
   }
 
   /**
@@ -237,7 +266,7 @@ export class Overlay {
     const names = new Set<string>()
     const hidden = new Set<string>()
     if (dir.node?.type === 'dir') {
-      for (const [name, node] of mapEntries(dir.node.children)) (node.type === 'whiteout' ? hidden : names).add(name)
+      for (const [name, node] of mapEntries(dir.node.children)) if (name !== INODES) (node.type === 'whiteout' ? hidden : names).add(name)
     }
     if (dir.lowerPath !== null) {
       for (const name of this.lower.readdir(dir.lowerPath)) if (!hidden.has(name)) names.add(name)
@@ -247,7 +276,7 @@ export class Overlay {
 
   isEmptyDir(dir: Entry): boolean {
     if (dir.node?.type === 'dir') {
-      for (const [, node] of mapEntries(dir.node.children)) if (node.type !== 'whiteout') return false
+      for (const [name, node] of mapEntries(dir.node.children)) if (node.type !== 'whiteout' && name !== INODES) return false
     }
     if (dir.lowerPath === null) return true
     const hidden = dir.node?.type === 'dir' ? dir.node.children : undefined
@@ -273,7 +302,7 @@ export class Overlay {
       dev: DEVICE,
       ino: meta.ino,
       mode: typeBits[entry.type] | meta.mode,
-      nlink: entry.type === 'dir' ? 2 : 1,
+      nlink: entry.type === 'dir' ? 2 : entry.link !== undefined ? (entry.node as InodeRecord).nlink ?? 1 : entry.node ? 1 : (entry.lowerStat?.nlink ?? 1),
       uid: meta.uid,
       gid: meta.gid,
       rdev: 0,
@@ -305,6 +334,9 @@ export class Overlay {
           continue
         }
         child = cloneDir(existing, this.token)
+      } else if (existing === undefined && node === this.root && name === INODES) {
+        // The inode table is made on the first hard link (it is no name of the lower layer's).
+        child = dirNode(TABLE_META, null, this.token)
       } else if (existing === undefined && node.lower !== null) {
         const lowerPath = join(node.lower, name)
         const stat = this.lowerStat(lowerPath)
@@ -327,20 +359,30 @@ export class Overlay {
     if (why !== undefined) throw new FsError('EINVAL', syscall, given, dest, `${why}; choose another name`)
   }
 
-  /** Puts `node` at `parent.path/name`, replacing what was there; bumps the parent's times. */
-  put(parent: Entry, name: string, node: EntryNode, touchParent = true): Entry {
+  /**
+   * Puts `node` at `parent.path/name`, replacing what was there (whose hard-link names are gone:
+   * their inodes lose a link); bumps the parent's times. A HardLink put here is a name its caller
+   * has counted already (link, rename).
+   */
+  put(parent: Entry, name: string, node: EntryNode | HardLink, touchParent = true): Entry {
     const path = join(parent.path, name)
     const dir = this.editDir(parent.path)
     const before = mapGet(dir.children, name)
     dir.children = mapSet<UpperNode>(dir.children, name, node, this.token)
     if (touchParent) this.touch(dir)
     this.recorder?.slot(path, before, node)
-    if (this.observer?.active) this.observer.slot(path, before, node, lowerChild(dir, name))
-    return entryFromNode(path, node)
+    if (this.observer?.active) this.observer.slot(path, this.shown(before), this.shown(node), lowerChild(dir, name))
+    this.countLinks(parent.path, linksIn(node) - linksIn(before))
+    if (before !== undefined && before.type !== 'whiteout' && linksIn(before) > 0) this.dropLinks(before)
+    return node.type === 'link' ? this.linkEntry(path, node.id) : entryFromNode(path, node)
   }
 
-  /** Removes `parent.path/name`: a whiteout when the lower layer has that name, else nothing. */
-  remove(parent: Entry, name: string): void {
+  /**
+   * Removes `parent.path/name`: a whiteout when the lower layer has that name, else nothing. The
+   * hard-link names it held are gone (their inodes lose a link), unless they are `moving` (a rename
+   * puts them back elsewhere).
+   */
+  remove(parent: Entry, name: string, moving = false): void {
     const dir = this.editDir(parent.path)
     const lowerHas = dir.lower !== null && this.lowerStat(join(dir.lower, name)) !== undefined
     const before = mapGet(dir.children, name)
@@ -349,7 +391,79 @@ export class Overlay {
       : mapDelete(dir.children, name, this.token)
     this.touch(dir)
     this.recorder?.slot(join(parent.path, name), before, lowerHas ? WHITEOUT : undefined)
-    if (this.observer?.active) this.observer.slot(join(parent.path, name), before, lowerHas ? WHITEOUT : undefined, lowerChild(dir, name))
+    if (this.observer?.active) this.observer.slot(join(parent.path, name), this.shown(before), lowerHas ? WHITEOUT : undefined, lowerChild(dir, name))
+    const links = linksIn(before)
+    if (links === 0) return
+    this.countLinks(parent.path, -links)
+    if (!moving) this.dropLinks(before!)
+  }
+
+  /**
+   * link(2): `parent.path/name` becomes one more name of the inode at `entry` (a file or a
+   * symlink), which becomes shared on its first link: its record moves into the inode table and its
+   * name points there. The record is set before any name points at it (inodes.ts).
+   */
+  link(entry: Entry, parent: Entry, name: string): Entry {
+    if (entry.type === 'dir') throw new Error('rewindfs: a directory cannot be hard-linked')
+    const now = this.now()
+    let id = entry.link
+    if (id === undefined) {
+      const node = this.copyUp(entry) as InodeRecord
+      id = this.newIno()
+      this.setRecord(id, { ...node, meta: { ...node.meta, ctimeMs: now }, nlink: 2 })
+      this.setName(entry.path, hardLink(id))
+    } else {
+      const record = this.record(id)
+      this.setRecord(id, { ...record, meta: { ...record.meta, ctimeMs: now }, nlink: (record.nlink ?? 1) + 1 })
+    }
+    return this.put(parent, name, hardLink(id))
+  }
+
+  /** What a slot holds as a node to move elsewhere: a hard-link name stays one (rename). */
+  slotNode(entry: Entry): EntryNode | HardLink {
+    return entry.link !== undefined ? hardLink(entry.link) : this.copyUp(entry)
+  }
+
+  /** The live record of an inode. */
+  private record(id: number): InodeRecord {
+    const record = recordIn(this.table(), id)
+    if (!record) throw new Error(`rewindfs: the tree has no inode ${id}`)
+    return record
+  }
+
+  /** Sets (or deletes) an inode's record in the live table; recorded, not shown to watchers (names are). */
+  private setRecord(id: number, record: InodeRecord | undefined): void {
+    const table = this.editDir(INODES_PATH)
+    const key = String(id)
+    const before = mapGet(table.children, key)
+    table.children = record === undefined ? mapDelete(table.children, key, this.token) : mapSet<UpperNode>(table.children, key, record, this.token)
+    this.recorder?.slot(recordPath(id), before, record)
+  }
+
+  /** Each hard-link name in a removed slot value takes one link from its inode; the last deletes its record. */
+  private dropLinks(node: UpperNode): void {
+    const now = this.now()
+    for (const id of linkIds(node)) {
+      const record = this.record(id)
+      const nlink = (record.nlink ?? 1) - 1
+      this.setRecord(id, nlink > 0 ? { ...record, meta: { ...record.meta, ctimeMs: now }, nlink } : undefined)
+    }
+  }
+
+  /** Adds `delta` hard-link names to the counts of the directories from the root to `dirPath` (all owned: just edited). */
+  private countLinks(dirPath: string, delta: number): void {
+    if (delta === 0) return
+    let node = this.root
+    node.links += delta
+    for (const name of components(dirPath)) {
+      node = mapGet(node.children, name) as DirNode
+      node.links += delta
+    }
+  }
+
+  /** A slot value as watchers see it: a hard-link name as its inode's record. */
+  private shown(node: UpperNode | undefined): UpperNode | undefined {
+    return node?.type === 'link' ? recordIn(this.table(), node.id) : node
   }
 
   /**
@@ -359,13 +473,23 @@ export class Overlay {
   setSlot(path: string, value: UpperNode | undefined): void {
     const parts = components(path)
     const name = parts.pop()!
-    const dir = this.editDir('/' + parts.join('/'))
+    const dirPath = '/' + parts.join('/')
+    const dir = this.editDir(dirPath)
     const before = mapGet(dir.children, name)
     if (before === value) return
     dir.children = value === undefined ? mapDelete(dir.children, name, this.token) : mapSet(dir.children, name, value, this.token)
-    this.touch(dir)
     this.recorder?.slot(path, before, value)
-    if (this.observer?.active) this.observer.slot(path, before, value, lowerChild(dir, name))
+    const id = recordId(path)
+    if (id !== undefined) {
+      // An inode's record: its names show the change (a record made or deleted comes with its names' own slots).
+      if (this.observer?.active && before !== undefined && value !== undefined) {
+        for (const name of namesOf(this.root, new Set([id])).get(id) ?? []) this.observer.slot(name, before, value, null)
+      }
+      return
+    }
+    this.touch(dir)
+    if (this.observer?.active) this.observer.slot(path, this.shown(before), this.shown(value), lowerChild(dir, name))
+    this.countLinks(dirPath, linksIn(value) - linksIn(before))
   }
 
   /** Sets a directory's metadata (undo/redo of chmod and utimes on directories). */
@@ -377,26 +501,50 @@ export class Overlay {
     if (this.observer?.active && before !== meta) this.observer.meta(path, before, meta)
   }
 
-  /** Replaces an entry's node in place (content or metadata change), copying it up first if lower-only. */
+  /**
+   * Replaces an entry's node in place (content or metadata change), copying it up first if
+   * lower-only. For a hard-link name the inode's record changes: every name shows it.
+   */
   replace(entry: Entry, node: EntryNode): Entry {
+    if (entry.link !== undefined) {
+      if (node.type === 'dir') throw new Error('rewindfs: an inode with hard links cannot become a directory')
+      const before = this.record(entry.link)
+      const record: InodeRecord = { ...node, nlink: before.nlink }
+      this.setRecord(entry.link, record)
+      // Watchers hear of it at the name it was made through, as inotify reports a write.
+      if (this.observer?.active) this.observer.slot(entry.path, before, record, null)
+      return { ...entry, type: record.type, node: record }
+    }
     const parts = components(entry.path)
     if (parts.length === 0) {
       if (node.type !== 'dir') throw new Error('rewindfs: the root must stay a directory')
       this.setDirMeta('/', node.meta)
       return this.rootEntry()
     }
+    this.setName(entry.path, node)
+    return entryFromNode(entry.path, node)
+  }
+
+  /** Sets the slot of an existing name without touching its directory (a change to the entry itself). */
+  private setName(path: string, node: EntryNode | HardLink): void {
+    const parts = components(path)
     const parentPath = '/' + parts.slice(0, -1).join('/')
     const dir = this.editDir(parentPath)
     const name = parts[parts.length - 1]
     const before = mapGet(dir.children, name)
     dir.children = mapSet<UpperNode>(dir.children, name, node, this.token)
-    this.recorder?.slot(entry.path, before, node)
-    if (this.observer?.active) this.observer.slot(entry.path, before, node, lowerChild(dir, name))
-    return entryFromNode(entry.path, node)
+    this.recorder?.slot(path, before, node)
+    if (this.observer?.active) this.observer.slot(path, this.shown(before), this.shown(node), lowerChild(dir, name))
+    this.countLinks(parentPath, linksIn(node) - linksIn(before))
   }
 
   /** The entry as an upper node: lower files are read into the blob store, lower dirs merged. */
   copyUp(entry: Entry): EntryNode {
+    if (entry.link !== undefined) {
+      // A copy of a shared inode's content is a node of its own: without the record's link count.
+      const { nlink: _nlink, ...node } = entry.node as InodeRecord
+      return node
+    }
     if (entry.node) return entry.node
     const meta = this.meta(entry)
     if (entry.type === 'file') {
@@ -472,8 +620,9 @@ export interface ParentLookup {
   readonly existing: Entry | undefined
 }
 
-export function entryFromNode(path: string, node: EntryNode): Entry {
-  return { path, type: node.type, node, lowerPath: node.type === 'dir' ? node.lower : null, lowerStat: undefined }
+/** The entry a node shows at `path`; `inodes`: the table of the tree it is from, when not the live one. */
+export function entryFromNode(path: string, node: EntryNode, inodes?: DirNode): Entry {
+  return { path, type: node.type, node, lowerPath: node.type === 'dir' ? node.lower : null, lowerStat: undefined, link: undefined, inodes }
 }
 
 export function metaFromLower(stat: LowerStat, lowerPath: string): Meta {
@@ -489,6 +638,9 @@ export function metaFromLower(stat: LowerStat, lowerPath: string): Meta {
     ino: stat.ino ?? 2 ** 32 + hashString(lowerPath),
   }
 }
+
+/** The inode table's own metadata (it is never shown). */
+const TABLE_META: Meta = Object.freeze({ mode: 0o700, uid: 0, gid: 0, atimeMs: 0, mtimeMs: 0, ctimeMs: 0, birthtimeMs: 0, ino: 0 })
 
 const encoder = new TextEncoder()
 const byteLength = (text: string) => encoder.encode(text).byteLength

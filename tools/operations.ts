@@ -10,7 +10,7 @@ import type { ToolOperationType } from './schemas.js'
 
 /** Engine operation types behind each of the seed's types ('config_change' goes by path). */
 const ENGINE_TYPES: Record<'file_edit' | 'file_create' | 'file_delete' | 'restore', readonly OperationType[]> = {
-  file_create: ['file_create', 'copy', 'symlink', 'mkdir'],
+  file_create: ['file_create', 'copy', 'symlink', 'link', 'mkdir'],
   file_edit: ['file_edit', 'truncate', 'chmod'],
   file_delete: ['file_delete', 'rmdir'],
   restore: ['restore', 'reset'],

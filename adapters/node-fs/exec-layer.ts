@@ -11,11 +11,13 @@
  * stays a plain directory; a directory that must hide the project's (replaced, or renamed here
  * from elsewhere: overlayfs cannot follow redirects in a user namespace) is opaque and, when
  * renamed, holds its whole view. Paths a flush pinned (the view shows their old state while the
- * project on disk has the new one) are written out explicitly.
+ * project on disk has the new one) are written out explicitly. The names of one inode (hard links)
+ * are hard links in the layer too, so a command sees them linked (overlayfs shows a lower file's
+ * links; a command's write copies up the name it wrote, as overlayfs does without index=on).
  */
 import { hostFs as fs } from './host-fs.js'
 import type { ExecHost } from 'rewindfs'
-import { type DirNode, type Entry, mapDiff, mapEntries, mapGet, type Meta, type Overlay, type PinnedLower, type UpperNode } from 'rewindfs/adapter-kit'
+import { type DirNode, type Entry, INODES, mapDiff, mapEntries, mapGet, type Meta, namesOf, type Overlay, type PinnedLower, tableOf, type UpperNode } from 'rewindfs/adapter-kit'
 import { RESERVED_PREFIX } from './confine.js'
 import { hostTarget } from './exec-tree.js'
 import { batches, removeTree } from './exec-files.js'
@@ -29,6 +31,8 @@ const FRESH = Symbol('fresh')
 function dirEntry(path: string, node: DirNode): Entry {
   return { path, type: 'dir', node, lowerPath: node.lower, lowerStat: undefined }
 }
+
+const parentOf = (path: string) => path.slice(0, path.lastIndexOf('/')) || '/'
 
 export interface LayerTools {
   readonly mknod: string
@@ -46,6 +50,8 @@ export class ExecLayer {
   private dirMeta: { host: string; meta: Meta }[] = []
   private opaque: string[] = []
   private whiteouts: string[] = []
+  /** Inodes whose names the sync in progress must (re)write, as hard links of one file. */
+  private linked = new Set<number>()
 
   constructor(
     /** The host directory of the layer (created by the caller, empty). */
@@ -66,6 +72,7 @@ export class ExecLayer {
     this.dirMeta = []
     this.opaque = []
     this.whiteouts = []
+    this.linked = new Set()
     this.reader = host.view(now)
     const before = this.synced
     // Until the sync completes the layer is in between: a failure leaves it to be written afresh.
@@ -73,6 +80,8 @@ export class ExecLayer {
     if (before === undefined) this.clearRoot()
     this.placeRoot(before, now)
     if (lower.pinned > 0) this.writePins(lower, now)
+    this.changedInodes(before, now)
+    this.writeLinks(now)
     this.hideStaging(now)
     await this.linkWhiteouts()
     if (this.opaque.length > 0) await this.setOpaque()
@@ -108,7 +117,7 @@ export class ExecLayer {
    * opaque), so the project shows through where the layer has nothing.
    */
   private place(path: string, parentMerges: boolean, was: UpperNode | undefined | typeof FRESH, now: UpperNode | undefined, parent: Entry, name: string): void {
-    if (was === now) return
+    if (was === now || (path === '/' + INODES)) return
     if (now === undefined) {
       const entry = this.reader.child(parent, name)
       this.clear(path)
@@ -120,6 +129,12 @@ export class ExecLayer {
     if (now.type === 'whiteout') {
       this.clear(path)
       if (parentMerges) this.whiteout(path)
+      return
+    }
+    if (now.type === 'link') {
+      // Written with the inode's other names once the walk is done.
+      this.clear(path)
+      this.linked.add(now.id)
       return
     }
     if (now.type === 'file') {
@@ -152,6 +167,10 @@ export class ExecLayer {
 
   /** Writes the view's entry (and, for a directory, its whole subtree) at `path`. */
   private materialise(entry: Entry, path: string, parentMerges: boolean): void {
+    if (entry.link !== undefined) {
+      this.linked.add(entry.link)
+      return
+    }
     const meta = this.reader.meta(entry)
     if (entry.type === 'file') this.writeFile(path, this.reader.readBytes(entry), meta)
     else if (entry.type === 'symlink') this.writeLink(path, this.reader.readLink(entry), meta)
@@ -175,6 +194,47 @@ export class ExecLayer {
       else if (entry.type === 'dir') this.makeDir(path, this.reader.meta(entry), false)
       else this.materialise(entry, path, true)
     }
+  }
+
+  /** Inodes whose records changed since the last sync: every name shows the change. */
+  private changedInodes(before: DirNode | undefined, now: DirNode): void {
+    const was = before && tableOf(before)
+    const is = tableOf(now)
+    if (was === is || is === undefined) return
+    if (was === undefined) for (const [key] of mapEntries(is.children)) this.linked.add(Number(key))
+    else mapDiff(was.children, is.children, (key, _before, after) => after !== undefined && this.linked.add(Number(key)))
+  }
+
+  /**
+   * The names of each inode the walk met (or whose record changed): the first written with the
+   * content, the others hard links of it. O(names of those inodes).
+   */
+  private writeLinks(now: DirNode): void {
+    if (this.linked.size === 0) return
+    for (const paths of namesOf(now, this.linked).values()) {
+      const [first, ...others] = paths
+      const entry = this.reader.lookup(first, false)!
+      const meta = this.reader.meta(entry)
+      this.enterParent(first)
+      this.clear(first)
+      if (entry.type === 'symlink') this.writeLink(first, this.reader.readLink(entry), meta)
+      else this.writeFile(first, this.reader.readBytes(entry), meta)
+      for (const path of others) {
+        this.enterParent(path)
+        this.clear(path)
+        fs.linkSync(this.host(first), this.host(path))
+        this.writes++
+      }
+    }
+  }
+
+  /** Lets the layer write into the directory above `path` (its mode is set back with the others). */
+  private enterParent(path: string): void {
+    if (this.privileged) return
+    const parent = parentOf(path)
+    const entry = this.reader.lookup(parent, false)
+    if (entry) this.dirMeta.push({ host: this.host(parent), meta: this.reader.meta(entry) })
+    this.openUp(this.host(parent))
   }
 
   /** Whether the view at `path` is the lower layer's `path`, through directories merged with the project's. */

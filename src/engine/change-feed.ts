@@ -10,7 +10,7 @@ import { type ChangeRecord, diffTrees } from '../diff.js'
 import type { EntryType } from '../lower/source.js'
 import type { DirNode, Meta, UpperNode } from '../layer/nodes.js'
 import { mapGet } from '../layer/persistent-map.js'
-import { type ChangeObserver, type Entry, type Overlay, entryFromNode, metaFromLower } from '../overlay.js'
+import { type ChangeObserver, type Entry, type Overlay, metaFromLower } from '../overlay.js'
 import { join } from '../path.js'
 import type { OperationRecord } from './journal.js'
 
@@ -231,11 +231,10 @@ export class ChangeFeed implements ChangeObserver {
 
   /** The merged entry a slot value shows: an upper node, nothing (whiteout), or the lower entry. */
   private slotEntry(path: string, node: UpperNode | undefined, lowerPath: string | null): Entry | undefined {
-    if (node?.type === 'whiteout') return undefined
-    if (node) return entryFromNode(path, node)
+    if (node) return this.overlay.slotEntry(path, node)
     if (lowerPath === null) return undefined
     const stat = this.overlay.lower.stat(lowerPath)
-    return stat ? { path, type: stat.type, node: undefined, lowerPath, lowerStat: stat } : undefined
+    return stat ? { path, type: stat.type, node: undefined, lowerPath, lowerStat: stat, link: undefined, inodes: undefined } : undefined
   }
 
   private metaOf(entry: Entry): Meta {
@@ -246,7 +245,7 @@ export class ChangeFeed implements ChangeObserver {
   private child(dir: Entry, name: string): Entry | undefined {
     const path = join(dir.path, name)
     const upper = dir.node?.type === 'dir' ? mapGet(dir.node.children, name) : undefined
-    if (upper !== undefined) return upper.type === 'whiteout' ? undefined : entryFromNode(path, upper)
+    if (upper !== undefined) return this.overlay.slotEntry(path, upper, dir.inodes)
     return dir.lowerPath === null ? undefined : this.slotEntry(path, undefined, join(dir.lowerPath, name))
   }
 

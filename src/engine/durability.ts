@@ -646,7 +646,8 @@ export class Durability {
     let operations = 0
     let maxIno = 0
     const noteIno = (node: UpperNode | undefined) => {
-      if (node && node.type !== 'whiteout') maxIno = Math.max(maxIno, node.meta.ino)
+      // A hard-link name's id comes from the same counter as inode numbers.
+      if (node && node.type !== 'whiteout') maxIno = Math.max(maxIno, node.type === 'link' ? node.id : node.meta.ino)
     }
     try {
       for (let g = 0; g < groups.length; g++) {

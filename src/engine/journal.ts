@@ -21,6 +21,7 @@ export type OperationType =
   | 'rmdir'
   | 'chmod'
   | 'symlink'
+  | 'link'
   | 'truncate'
   | 'copy'
   | 'state_set'
@@ -345,5 +346,5 @@ export function publicOperation(record: OperationRecord): Operation {
 }
 
 function sameFile(a: UpperNode | undefined, b: UpperNode | undefined): boolean {
-  return a?.type === 'file' && b?.type === 'file' && a.blob === b.blob && a.meta.mode === b.meta.mode && a.meta.uid === b.meta.uid && a.meta.gid === b.meta.gid
+  return a?.type === 'file' && b?.type === 'file' && a.blob === b.blob && a.meta.mode === b.meta.mode && a.meta.uid === b.meta.uid && a.meta.gid === b.meta.gid && a.nlink === b.nlink
 }

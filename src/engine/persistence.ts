@@ -11,6 +11,7 @@ import * as z from 'zod/mini'
 import type { BlobId } from '../blob/store.js'
 import type { DirNode, EntryNode, Meta, UpperNode } from '../layer/nodes.js'
 import { WHITEOUT, dirNode } from '../layer/nodes.js'
+import { type HardLink, hardLink, linksIn } from '../layer/inodes.js'
 import { mapEntries, mapSet } from '../layer/persistent-map.js'
 import type { JsonValue } from './state.js'
 
@@ -19,15 +20,19 @@ export const FORMAT_VERSION = 1
 // ---- node encoding ---------------------------------------------------------------------------
 
 export type SerialNode =
-  | { t: 'f'; m: Meta; b: BlobId; s: number }
-  | { t: 'l'; m: Meta; x: string }
+  /** `n`: an inode record's link count (layer/inodes.ts). */
+  | { t: 'f'; m: Meta; b: BlobId; s: number; n?: number }
+  | { t: 'l'; m: Meta; x: string; n?: number }
+  /** A hard-link name: the inode's id in the tree's inode table. */
+  | { t: 'h'; i: number }
   | { t: 'd'; m: Meta; l: string | null; c: Record<string, SerialNode | 'W'> }
   /** The node that was at path `p` just before this operation (a moved directory). */
   | { t: 'moved'; p: string }
 
-export function encodeNode(node: EntryNode, movedFrom?: (node: DirNode) => string | undefined): SerialNode {
-  if (node.type === 'file') return { t: 'f', m: node.meta, b: node.blob, s: node.size }
-  if (node.type === 'symlink') return { t: 'l', m: node.meta, x: node.target }
+export function encodeNode(node: EntryNode | HardLink, movedFrom?: (node: DirNode) => string | undefined): SerialNode {
+  if (node.type === 'file') return node.nlink === undefined ? { t: 'f', m: node.meta, b: node.blob, s: node.size } : { t: 'f', m: node.meta, b: node.blob, s: node.size, n: node.nlink }
+  if (node.type === 'symlink') return node.nlink === undefined ? { t: 'l', m: node.meta, x: node.target } : { t: 'l', m: node.meta, x: node.target, n: node.nlink }
+  if (node.type === 'link') return { t: 'h', i: node.id }
   const from = movedFrom?.(node)
   if (from !== undefined) return { t: 'moved', p: from }
   const children: Record<string, SerialNode | 'W'> = {}
@@ -38,9 +43,9 @@ export function encodeNode(node: EntryNode, movedFrom?: (node: DirNode) => strin
 export function decodeNode(serial: SerialNode, moved: (path: string) => UpperNode | undefined): UpperNode | undefined {
   switch (serial.t) {
     case 'f':
-      return { type: 'file', meta: serial.m, blob: serial.b, size: serial.s }
     case 'l':
-      return { type: 'symlink', meta: serial.m, target: serial.x }
+    case 'h':
+      return leafNode(serial)
     case 'moved':
       return moved(serial.p)
     case 'd': {
@@ -48,11 +53,21 @@ export function decodeNode(serial: SerialNode, moved: (path: string) => UpperNod
       const token = {}
       for (const [name, child] of Object.entries(serial.c)) {
         const node = child === 'W' ? WHITEOUT : decodeNode(child, moved)
-        if (node) dir.children = mapSet(dir.children, name, node, token)
+        if (node) {
+          dir.children = mapSet(dir.children, name, node, token)
+          dir.links += linksIn(node)
+        }
       }
       return dir
     }
   }
+}
+
+/** A file, symlink or hard-link name as a node. */
+function leafNode(serial: { t: 'f'; m: Meta; b: BlobId; s: number; n?: number } | { t: 'l'; m: Meta; x: string; n?: number } | { t: 'h'; i: number }): UpperNode {
+  if (serial.t === 'h') return hardLink(serial.i)
+  if (serial.t === 'f') return serial.n === undefined ? { type: 'file', meta: serial.m, blob: serial.b, size: serial.s } : { type: 'file', meta: serial.m, blob: serial.b, size: serial.s, nlink: serial.n }
+  return serial.n === undefined ? { type: 'symlink', meta: serial.m, target: serial.x } : { type: 'symlink', meta: serial.m, target: serial.x, nlink: serial.n }
 }
 
 /** Blob ids a serial node refers to (they must be durable before the record is). */
@@ -158,8 +173,9 @@ const metaSchema = z.object({
 const jsonSchema = z.custom<JsonValue>(() => true)
 const serialNodeSchema: z.ZodMiniType<SerialNode> = z.lazy(() =>
   z.union([
-    z.object({ t: z.literal('f'), m: metaSchema, b: z.string(), s: z.number() }),
-    z.object({ t: z.literal('l'), m: metaSchema, x: z.string() }),
+    z.object({ t: z.literal('f'), m: metaSchema, b: z.string(), s: z.number(), n: z.optional(z.number()) }),
+    z.object({ t: z.literal('l'), m: metaSchema, x: z.string(), n: z.optional(z.number()) }),
+    z.object({ t: z.literal('h'), i: z.number() }),
     z.object({ t: z.literal('d'), m: metaSchema, l: z.nullable(z.string()), c: z.record(z.string(), z.union([z.literal('W'), serialNodeSchema])) }),
     z.object({ t: z.literal('moved'), p: z.string() }),
   ]),
@@ -434,8 +450,7 @@ export class NodeTable {
   ref(node: UpperNode | undefined): SnapshotNode | 'W' | null {
     if (node === undefined) return null
     if (node.type === 'whiteout') return 'W'
-    if (node.type === 'file') return { t: 'f', m: node.meta, b: node.blob, s: node.size }
-    if (node.type === 'symlink') return { t: 'l', m: node.meta, x: node.target }
+    if (node.type !== 'dir') return encodeNode(node) as SnapshotNode
     return { t: 'r', i: this.dir(node) }
   }
 
@@ -456,7 +471,11 @@ export function decodeTable(dirs: readonly SnapshotDir[]): DirNode[] {
   const token = {}
   for (const dir of dirs) {
     const node = dirNode(dir.m, dir.l, null)
-    for (const [name, child] of Object.entries(dir.c)) node.children = mapSet(node.children, name, tableNode(child, nodes)!, token)
+    for (const [name, child] of Object.entries(dir.c)) {
+      const value = tableNode(child, nodes)!
+      node.children = mapSet(node.children, name, value, token)
+      node.links += linksIn(value)
+    }
     nodes.push(node)
   }
   return nodes
@@ -466,6 +485,5 @@ export function tableNode(serial: SnapshotNode | 'W' | null, nodes: readonly Dir
   if (serial === null) return undefined
   if (serial === 'W') return WHITEOUT
   if (serial.t === 'r') return nodes[serial.i]
-  if (serial.t === 'f') return { type: 'file', meta: serial.m, blob: serial.b, size: serial.s }
-  return { type: 'symlink', meta: serial.m, target: serial.x }
+  return leafNode(serial)
 }

@@ -62,6 +62,7 @@ const CREATES: Partial<Record<string, readonly [index: number, syscall: string]>
   appendFile: [0, 'open'],
   copyFile: [1, 'copyfile'],
   cp: [1, 'cp'],
+  link: [1, 'link'],
   mkdir: [0, 'mkdir'],
   mkdtemp: [0, 'mkdtemp'],
   open: [0, 'open'],
@@ -133,7 +134,7 @@ export class FsOperations {
     if (!journal) return body()
     const paths: string[] = []
     if (fd) paths.push(fd.path)
-    const pathArgs = name === 'symlink' ? [args[1]] : name === 'rename' || name === 'copyFile' || name === 'cp' ? [args[0], args[1]] : [args[0]]
+    const pathArgs = name === 'symlink' ? [args[1]] : name === 'rename' || name === 'copyFile' || name === 'cp' || name === 'link' ? [args[0], args[1]] : [args[0]]
     for (const value of pathArgs) if (typeof value === 'string') paths.push(normalize(absolute(value, this.cwd)))
     if (!journal.running) this.beforeOperation?.(type, paths)
     return journal.run({ type, paths }, body)
@@ -595,18 +596,21 @@ export class FsOperations {
     }
     const replaced = target.existing
     if (replaced) {
-      if (replaced.path === moving.path) return
+      // Two names of one inode: rename(2) does nothing and succeeds.
+      if (replaced.path === moving.path || (moving.link !== undefined && replaced.link === moving.link)) return
       if (moving.type === 'dir') {
         if (replaced.type !== 'dir') throw fail('ENOTDIR')
         if (!this.overlay.isEmptyDir(replaced)) throw fail('ENOTEMPTY')
       } else if (replaced.type === 'dir') throw fail('EISDIR')
     }
     const mark = this.changes.mark()
-    const node = this.overlay.copyUp(moving)
-    this.overlay.remove(source.parent, source.name)
+    const ino = this.overlay.meta(moving).ino
+    // The slot moves as it is: a hard-link name stays a name of its inode, a directory keeps its links.
+    const node = this.overlay.slotNode(moving)
+    this.overlay.remove(source.parent, source.name, true)
     this.overlay.put(target.parent, target.name, node)
     const gone = replaced && { type: replaced.type, ino: this.overlay.meta(replaced).ino }
-    this.changes.moved(mark, moving.path, join(target.parent.path, target.name), moving.type, node.meta.ino, gone)
+    this.changes.moved(mark, moving.path, join(target.parent.path, target.name), moving.type, ino, gone)
   }
 
   @journaled('copy')
@@ -834,11 +838,26 @@ export class FsOperations {
     this.overlay.put(parent, name, { type: 'symlink', meta: this.overlay.newMeta(0o777), target: linkTarget })
   }
 
+  /**
+   * link(2): `newPath` becomes another name of the inode `existingPath` names (not followed: a
+   * symlink is linked itself, unless a trailing slash resolves it). Errors as Linux gives them, the
+   * existing path's first: a directory is EPERM, a taken name (a dangling link too) EEXIST, a new
+   * name with a trailing slash ENOENT.
+   */
+  @journaled('link')
   link(existingPath: unknown, newPath: unknown): void {
-    const from = pathArgument(existingPath, 'existingPath')
-    const to = pathArgument(newPath, 'newPath')
-    // Hard links would need shared inodes across the persistent tree; not supported (yet).
-    throw new FsError('ENOSYS', 'link', from, to)
+    const from = this.path(existingPath, 'existingPath')
+    const to = this.path(newPath, 'newPath')
+    const source = this.overlay.resolve(from.path, 'link', false, from.given, to.given)
+    if (source.type === 'dir') throw new FsError('EPERM', 'link', from.given, to.given)
+    const target = this.overlay.resolveParent(to.path, 'link', from.given, to.given)
+    if (!target.parent || target.existing || isDots(target.name)) throw new FsError('EEXIST', 'link', from.given, to.given)
+    if (target.trailingSlash) throw new FsError('ENOENT', 'link', from.given, to.given)
+    const mark = this.changes.mark()
+    const linked = this.overlay.link(source, target.parent, target.name)
+    // inotify: IN_CREATE for the new name; the inode's link count is an IN_ATTRIB only on the inode.
+    this.changes.override(mark, source.path, [])
+    this.changes.override(mark, linked.path, ['create'])
   }
 
   @journaled('chmod')

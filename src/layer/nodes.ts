@@ -4,9 +4,11 @@
  * A directory node either merges with a lower directory (`lower` names it, which after a rename
  * may be another path: overlayfs's redirect_dir) or hides the lower layer entirely (`lower: null`,
  * an opaque directory). A whiteout hides one lower entry. Files point at blobs by id, so keeping an
- * old tree alive (a checkpoint) keeps its content without copying it.
+ * old tree alive (a checkpoint) keeps its content without copying it. Names that share an inode
+ * (hard links) hold a HardLink into the tree's inode table (see inodes.ts).
  */
 import type { BlobId } from '../blob/store.js'
+import type { HardLink } from './inodes.js'
 import { type EditToken, type MapRoot, emptyMap } from './persistent-map.js'
 
 export interface Meta {
@@ -26,12 +28,16 @@ export interface FileNode {
   readonly meta: Meta
   readonly blob: BlobId
   readonly size: number
+  /** Only on an inode record (inodes.ts): how many names it has. */
+  readonly nlink?: number
 }
 
 export interface SymlinkNode {
   readonly type: 'symlink'
   readonly meta: Meta
   readonly target: string
+  /** Only on an inode record (inodes.ts): how many names it has. */
+  readonly nlink?: number
 }
 
 export interface DirNode {
@@ -42,6 +48,8 @@ export interface DirNode {
   /** The lower directory merged under this one, or null when opaque. */
   readonly lower: string | null
   token: EditToken | null
+  /** Hard-link names in this subtree (inodes.ts); changed with `children`. */
+  links: number
 }
 
 export interface Whiteout {
@@ -49,17 +57,17 @@ export interface Whiteout {
 }
 
 export type EntryNode = FileNode | SymlinkNode | DirNode
-export type UpperNode = EntryNode | Whiteout
+export type UpperNode = EntryNode | Whiteout | HardLink
 
 export const WHITEOUT: Whiteout = Object.freeze({ type: 'whiteout' })
 
 export function dirNode(meta: Meta, lower: string | null, token: EditToken | null): DirNode {
-  return { type: 'dir', meta, children: emptyMap<UpperNode>(), lower, token }
+  return { type: 'dir', meta, children: emptyMap<UpperNode>(), lower, token, links: 0 }
 }
 
 /** A copy owned by `token`, sharing children until they are edited. */
 export function cloneDir(node: DirNode, token: EditToken): DirNode {
-  return { type: 'dir', meta: node.meta, children: node.children, lower: node.lower, token }
+  return { type: 'dir', meta: node.meta, children: node.children, lower: node.lower, token, links: node.links }
 }
 
 export const S_IFMT = 0o170000

@@ -18,6 +18,8 @@ export interface LowerStat {
   readonly atimeMs?: number
   readonly birthtimeMs?: number
   readonly ino?: number
+  /** Names the entry has in the source (hard links on disk); 1 when absent. */
+  readonly nlink?: number
   /**
    * Changes whenever the entry's content or metadata changes (size + mtime + inode, or a hash).
    * The workspace records it the first time it reads a path, so a later change underneath is

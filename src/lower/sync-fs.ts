@@ -13,6 +13,7 @@ export interface SyncStats {
   readonly size: number
   readonly mtimeMs: number
   readonly ino: number
+  readonly nlink?: number
   readonly ctimeMs?: number
   readonly atimeMs?: number
   readonly birthtimeMs?: number
@@ -62,6 +63,7 @@ export function lowerStatOf(stats: SyncStats): LowerStat | undefined {
     atimeMs: stats.atimeMs,
     birthtimeMs: stats.birthtimeMs,
     ino: stats.ino,
+    nlink: type === 'dir' ? undefined : stats.nlink,
     version: lowerVersionOf(stats),
   }
 }
