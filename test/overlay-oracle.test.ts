@@ -3,8 +3,8 @@
  * directory) and against a real Linux directory with node:fs. After every step the results or
  * errors (code, syscall and message: paths named exactly as given), and the whole tree, must be
  * equal. Paths are absolute, relative (the host runs in the real directory, the workspace in '/')
- * or empty; descriptors are driven through random sequences of their calls. The lower directory
- * must never change.
+ * or empty; descriptors are driven through random sequences of their calls. Hard links are
+ * compared as link counts and as which names share an inode. The lower directory must never change.
  */
 import * as nodeFs from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -38,11 +38,18 @@ type Tree = Record<string, string>
 
 function snapshot(fs: typeof nodeFs, root: string, prefix: string): Tree {
   const out: Tree = {}
+  // Names of one inode (hard links): each is shown with the count and all the names it shares.
+  const shared = new Map<number, string[]>()
   const walk = (dir: string) => {
     for (const name of fs.readdirSync(root + dir) as string[]) {
       const path = dir === '/' ? '/' + name : dir + '/' + name
       const stat = fs.lstatSync(root + path)
       const mode = (stat.mode & 0o7777).toString(8)
+      if (!stat.isDirectory() && stat.nlink > 1) {
+        const names = shared.get(stat.ino)
+        if (names) names.push(path)
+        else shared.set(stat.ino, [path])
+      }
       if (stat.isSymbolicLink()) {
         const target = fs.readlinkSync(root + path) as string
         out[path] = `link ${target.startsWith(prefix) ? target.slice(prefix.length) || '/' : target}`
@@ -53,6 +60,10 @@ function snapshot(fs: typeof nodeFs, root: string, prefix: string): Tree {
     }
   }
   walk('/')
+  for (const names of shared.values()) {
+    const group = [...names].sort().join(',')
+    for (const path of names) out[path] += ` nlink ${names.length} [${group}]`
+  }
   return out
 }
 
@@ -150,6 +161,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   path.map((p) => ({ name: 'unlinkSync', args: (r: string) => [at(r, p)] })),
   fc.record({ from: path, to: path }).map(({ from, to }) => ({ name: 'renameSync', args: (r: string) => [at(r, from), at(r, to)] })),
   fc.record({ from: path, to: path, excl: fc.boolean() }).map(({ from, to, excl }) => ({ name: 'copyFileSync', args: (r: string) => [at(r, from), at(r, to), excl ? 1 : 0] })),
+  fc.record({ from: path, to: path }).map(({ from, to }) => ({ name: 'linkSync', args: (r: string) => [at(r, from), at(r, to)] })),
   fc.record({ target: fc.constantFrom('a', 'a/f', 'a/../c', 'missing', 'l2', '/a', '/c', ''), p: path }).map(({ target, p }) => ({
     name: 'symlinkSync',
     // Absolute targets inside the root: '/x' in the workspace is root + '/x' on the host. Relative
@@ -200,7 +212,7 @@ function run(fs: typeof nodeFs, o: Op, root: string, prefix: string): unknown {
     if (o.name === 'statSync' || o.name === 'lstatSync') {
       const s = result as nodeFs.Stats
       // A link's size is its target's length, which differs by the host prefix for absolute ones.
-      return { type: s.isFile() ? 'file' : s.isDirectory() ? 'dir' : 'link', mode: s.mode & 0o7777, size: s.isFile() ? s.size : 0 }
+      return { type: s.isFile() ? 'file' : s.isDirectory() ? 'dir' : 'link', mode: s.mode & 0o7777, size: s.isFile() ? s.size : 0, nlink: s.isDirectory() ? 0 : s.nlink }
     }
     if (o.name === 'readdirSync') {
       const entries = result as (string | nodeFs.Dirent)[]

@@ -6,6 +6,7 @@
 import type { BlobId } from '../blob/store.js'
 import type { PinnedLower } from '../flush/pinned-lower.js'
 import type { DirNode, FileNode, UpperNode } from '../layer/nodes.js'
+import { recordPath } from '../layer/inodes.js'
 import { mapGet } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
@@ -36,15 +37,27 @@ export interface PurgeHost {
 export async function purge(host: PurgeHost, target: string): Promise<PurgeReport> {
   const { overlay, lower, journal } = host
   const ids = new Set<BlobId>()
-  const purgedNode = (node: FileNode): FileNode => ({ type: 'file', meta: node.meta, blob: overlay.blobs.put(new Uint8Array(0)), size: 0 })
+  const purgedNode = (node: FileNode): FileNode => ({ ...node, blob: overlay.blobs.put(new Uint8Array(0)), size: 0 })
+  /** Slots that hold the content: the path's, and the inode records of hard links it was (in any tree or record). */
+  const slots = new Set([target])
+  const slotAt = (root: DirNode, path: string) => {
+    let node: UpperNode | undefined = root
+    for (const part of components(path)) node = node?.type === 'dir' ? mapGet(node.children, part) : undefined
+    return node
+  }
   /** A copy of `root` with the file at `target` emptied, or the same root when it has none there. */
   const scrub = (root: DirNode): DirNode => {
     const scratch = new Overlay(lower, overlay.blobs, overlay.inodes, root)
-    let node: UpperNode | undefined = root
-    for (const part of components(target)) node = node?.type === 'dir' ? mapGet(node.children, part) : undefined
+    let path = target
+    let node = slotAt(root, path)
+    if (node?.type === 'link') {
+      // A hard-link name: its inode's record holds the content (every name of it is emptied).
+      slots.add((path = recordPath(node.id)))
+      node = slotAt(root, path)
+    }
     if (node?.type !== 'file') return root
     ids.add(node.blob)
-    scratch.setSlot(target, purgedNode(node))
+    scratch.setSlot(path, purgedNode(node))
     return scratch.freeze()
   }
   let checkpoints = 0
@@ -57,9 +70,17 @@ export async function purge(host: PurgeHost, target: string): Promise<PurgeRepor
   }
   let operations = 0
   for (const record of journal.records) {
+    for (const change of record.changes) {
+      if (change.kind !== 'slot' || change.path !== target) continue
+      for (const node of [change.before, change.after]) if (node?.type === 'link') slots.add(recordPath(node.id))
+    }
+  }
+  const live = overlay.lookup(target, false)
+  if (live?.link !== undefined) slots.add(recordPath(live.link))
+  for (const record of journal.records) {
     let touched = false
     const changes = record.changes.map((change): Change => {
-      if (change.kind === 'slot' && change.path === target) {
+      if (change.kind === 'slot' && slots.has(change.path)) {
         const fix = (node: UpperNode | undefined) => (node?.type === 'file' ? (ids.add(node.blob), purgedNode(node)) : node)
         touched = true
         return { ...change, before: fix(change.before), after: fix(change.after) }
@@ -77,7 +98,6 @@ export async function purge(host: PurgeHost, target: string): Promise<PurgeRepor
       operations++
     }
   }
-  const live = overlay.lookup(target, false)
   if (live?.node?.type === 'file') {
     ids.add(live.node.blob)
     // Not journaled: an undo record of the purge would hold the very bytes being removed.

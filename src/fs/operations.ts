@@ -840,19 +840,19 @@ export class FsOperations {
 
   /**
    * link(2): `newPath` becomes another name of the inode `existingPath` names (not followed: a
-   * symlink is linked itself, unless a trailing slash resolves it). Errors as Linux gives them, the
-   * existing path's first: a directory is EPERM, a taken name (a dangling link too) EEXIST, a new
-   * name with a trailing slash ENOENT.
+   * symlink is linked itself, unless a trailing slash resolves it). Errors in Linux's order: the
+   * existing path's lookup, then the new name's (taken, a dangling link too: EEXIST; a trailing
+   * slash: ENOENT), then a directory to link: EPERM.
    */
   @journaled('link')
   link(existingPath: unknown, newPath: unknown): void {
     const from = this.path(existingPath, 'existingPath')
     const to = this.path(newPath, 'newPath')
     const source = this.overlay.resolve(from.path, 'link', false, from.given, to.given)
-    if (source.type === 'dir') throw new FsError('EPERM', 'link', from.given, to.given)
     const target = this.overlay.resolveParent(to.path, 'link', from.given, to.given)
     if (!target.parent || target.existing || isDots(target.name)) throw new FsError('EEXIST', 'link', from.given, to.given)
     if (target.trailingSlash) throw new FsError('ENOENT', 'link', from.given, to.given)
+    if (source.type === 'dir') throw new FsError('EPERM', 'link', from.given, to.given)
     const mark = this.changes.mark()
     const linked = this.overlay.link(source, target.parent, target.name)
     // inotify: IN_CREATE for the new name; the inode's link count is an IN_ATTRIB only on the inode.

@@ -109,3 +109,15 @@ export function namesOf(root: DirNode, ids: ReadonlySet<number>): Map<number, st
   for (const list of names.values()) list.sort()
   return names
 }
+
+/**
+ * Where a recorded slot change is shown to people (undo reports, an operation's diff): its own path,
+ * or for an inode record whose content changed, the first path the operation named (the name it was
+ * written through). A record change that only moved its link count is shown by its names' own slots:
+ * undefined.
+ */
+export function shownAt(path: string, before: UpperNode | undefined, after: UpperNode | undefined, paths: readonly string[]): string | undefined {
+  if (recordId(path) === undefined) return path
+  const changed = before?.type === 'file' && after?.type === 'file' ? before.blob !== after.blob : before?.type === 'symlink' && after?.type === 'symlink' && before.target !== after.target
+  return changed ? paths[0] : undefined
+}
