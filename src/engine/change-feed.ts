@@ -35,6 +35,10 @@ export interface Notification {
   readonly from?: string
   /** On a derived create or delete: the entry's birth time, which with ino and type tells one entry (lower and upper inode numbers can coincide). */
   readonly born?: number
+  /** The inode has several names (hard links; `born` is then set too): a watch on any of them hears of it. */
+  readonly shared?: true
+  /** On a shared inode's delete: its link count before it (more than one: the inode lives on). */
+  readonly links?: number
 }
 
 /** How a batch came about: an operation (recorded or not), or undo/redo of a recorded one. */
@@ -133,11 +137,15 @@ export class ChangeFeed implements ChangeObserver {
     if (!this.active) return
     let ino = 0
     let type: EntryType = 'file'
+    let shared: { born: number; shared: true } | undefined
     const kept: Notification[] = []
     for (let i = mark; i < this.pending.length; i++) {
       const n = this.pending[i]
       if (n.path !== path) kept.push(n)
-      else if (n.kind !== 'delete') ({ ino, type } = n)
+      else if (n.kind !== 'delete') {
+        ;({ ino, type } = n)
+        if (n.shared) shared = { born: n.born!, shared: true }
+      }
     }
     // Mark past the end (the changes were never collected): only the explicit steps remain.
     mark = Math.min(mark, this.pending.length)
@@ -149,7 +157,7 @@ export class ChangeFeed implements ChangeObserver {
     }
     this.pending.length = mark
     this.pending.push(...kept)
-    for (const kind of kinds) this.pending.push({ path, kind, type, ino })
+    for (const kind of kinds) this.pending.push(shared ? { path, kind, type, ino, ...shared } : { path, kind, type, ino })
   }
 
   /** Where the notifications of the current operation stand, for override and moved. */
@@ -209,15 +217,19 @@ export class ChangeFeed implements ChangeObserver {
 
   // ---- deriving notifications ---------------------------------------------------------------------
 
-  private push(path: string, kind: NotificationKind, type: EntryType, ino: number, replaced?: number): void {
-    this.pending.push(replaced === undefined ? { path, kind, type, ino } : { path, kind, type, ino, replaced })
+  private push(path: string, kind: NotificationKind, type: EntryType, ino: number, replaced?: number, entry?: Entry): void {
+    const shared = entry?.node !== undefined && entry.node.type !== 'dir' && entry.node.nlink !== undefined
+    if (shared) this.pending.push({ path, kind, type, ino, born: entry.node!.meta.birthtimeMs, shared: true })
+    else this.pending.push(replaced === undefined ? { path, kind, type, ino } : { path, kind, type, ino, replaced })
     this.schedule()
   }
 
-  /** A derived create or delete, with what tells the entry apart for pairMoves. */
+  /** A derived create or delete, with what tells the entry apart for pairMoves (and a shared inode's link count). */
   private pushEntry(entry: Entry, kind: 'create' | 'delete'): void {
     const meta = this.metaOf(entry)
-    this.pending.push({ path: entry.path, kind, type: entry.type, ino: meta.ino, born: meta.birthtimeMs })
+    const nlink = entry.node?.type !== 'dir' ? entry.node?.nlink : undefined
+    const notification: Notification = { path: entry.path, kind, type: entry.type, ino: meta.ino, born: meta.birthtimeMs }
+    this.pending.push(nlink === undefined ? notification : { ...notification, shared: true, links: nlink })
     this.schedule()
   }
 
@@ -262,7 +274,7 @@ export class ChangeFeed implements ChangeObserver {
   private created(entry: Entry): void {
     const meta = this.metaOf(entry)
     this.pushEntry(entry, 'create')
-    if (entry.type === 'file' && this.overlay.size(entry) > 0) this.push(entry.path, 'modify', 'file', meta.ino)
+    if (entry.type === 'file' && this.overlay.size(entry) > 0) this.push(entry.path, 'modify', 'file', meta.ino, undefined, entry)
     if (entry.type === 'dir') for (const child of this.children(entry)) this.created(child)
   }
 
@@ -285,13 +297,13 @@ export class ChangeFeed implements ChangeObserver {
       else if (after.type === 'file' && this.overlay.size(after) > 0) this.push(after.path, 'modify', 'file', now.ino)
       return
     }
-    if (after.type === 'file' && !sameContent(before, after, this.overlay)) this.push(after.path, 'modify', 'file', now.ino)
+    if (after.type === 'file' && !sameContent(before, after, this.overlay)) this.push(after.path, 'modify', 'file', now.ino, undefined, after)
     else if (after.type === 'dir' ? explicitChange(was, now) : explicitChange(was, now) || (after.type === 'symlink' && !sameMeta(was, now))) {
-      this.push(after.path, 'attrib', after.type, now.ino)
+      this.push(after.path, 'attrib', after.type, now.ino, undefined, after)
     }
     // A file's new node with the same bytes, only its times moved (or not even those): a write of
     // the same bytes or a truncation to the same size, still a write to watchers.
-    else if (after.type === 'file' && before.node !== after.node) this.push(after.path, 'modify', 'file', now.ino)
+    else if (after.type === 'file' && before.node !== after.node) this.push(after.path, 'modify', 'file', now.ino, undefined, after)
     if (after.type === 'dir' && (before.node !== after.node || before.lowerPath !== after.lowerPath)) {
       const names = new Set([...this.overlay.names(before), ...this.overlay.names(after)])
       for (const name of [...names].sort()) this.compare(this.child(before, name), this.child(after, name))

@@ -30,6 +30,8 @@ interface Watch {
   /** Where the inode is now (a rename of it or of a directory above moves the watch along). */
   path: string
   readonly ino: number
+  /** Its birth time: with ino, what tells its inode's other names (hard links) in notifications. */
+  readonly born: number
   readonly type: EntryType
   /** What self events are named: the basename of the path as the caller gave it. */
   readonly label: string
@@ -65,6 +67,20 @@ function eventsFor(watch: Watch, notifications: readonly Notification[]): [Watch
   }
   for (const n of notifications) {
     if (watch.ended) break
+    if (n.shared && n.ino === watch.ino && n.born === watch.born && watch.type !== 'dir' && n.to === undefined && n.from === undefined) {
+      // The watched inode through any of its names (hard links): writes, and its link count as an
+      // attribute change; it ends with its last name. A watched name removed leaves the watch on it.
+      if (n.kind === 'delete' && (n.links ?? 1) <= 1) {
+        push('change', watch.label, 'attrib')
+        push('rename', watch.label, 'delete-self')
+        push('rename', watch.label, 'ignored')
+        watch.ended = true
+      } else {
+        push('change', watch.label, n.kind === 'modify' ? 'modify' : 'attrib')
+        if (n.path === watch.path && n.kind === 'delete') watch.path = ''
+      }
+      continue
+    }
     if (n.path === watch.path) {
       if (n.kind === 'modify' || n.kind === 'attrib') push(watch.type === 'dir' ? 'rename' : 'change', watch.label, n.kind)
       else if (n.kind === 'delete' && n.ino === watch.ino && n.to !== undefined) {
@@ -277,9 +293,11 @@ export class WatchRegistry {
       if (!(error instanceof FsError)) throw error
       throw watchError(error, given)
     }
+    const meta = this.ops.overlay.meta(entry)
     const watch: Watch = {
       path: entry.path,
-      ino: this.ops.overlay.meta(entry).ino,
+      ino: meta.ino,
+      born: meta.birthtimeMs,
       type: entry.type,
       // libuv names self events after what follows the last '/' of the path as given ('' for 'dir/').
       label: given.slice(given.lastIndexOf('/') + 1),

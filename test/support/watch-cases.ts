@@ -83,4 +83,15 @@ export const watchCases: Record<string, WatchCase> = {
   dRenameWithin: ['/d/sub', (fs, at) => fs.renameSync(at('/d/sub/x'), at('/d/sub/deep/x'))],
   lnWatch: ['/d/l', (fs, at) => fs.writeFileSync(at('/d/f'), 'via link')],
   dUtimesSelf: ['/d/sub', (fs, at) => fs.utimesSync(at('/d/sub'), 1, 1)],
+  // Hard links: a directory hears of the name made or removed and of writes through its own names;
+  // a watch on a file hears of every change to its inode, through any name, and of its link count.
+  link: ['/d', (fs, at) => fs.linkSync(at('/d/f'), at('/d/sub/h'))],
+  linkHere: ['/d', (fs, at) => fs.linkSync(at('/d/f'), at('/d/h'))],
+  linkWriteOther: ['/d', (fs, at) => { fs.linkSync(at('/d/f'), at('/d/sub/h')); fs.writeFileSync(at('/d/sub/h'), 'via h') }],
+  linkUnlinkOne: ['/d', (fs, at) => { fs.linkSync(at('/d/f'), at('/d/sub/h')); fs.unlinkSync(at('/d/f')); fs.appendFileSync(at('/d/sub/h'), '!') }],
+  linkSymlink: ['/d', (fs, at) => fs.linkSync(at('/d/l'), at('/d/l4'))],
+  fLinked: ['/d/f', (fs, at) => fs.linkSync(at('/d/f'), at('/d/sub/h'))],
+  fLinkWriteOther: ['/d/f', (fs, at) => { fs.linkSync(at('/d/f'), at('/d/sub/h')); fs.writeFileSync(at('/d/sub/h'), 'via h') }],
+  fLinkUnlinkSelf: ['/d/f', (fs, at) => { fs.linkSync(at('/d/f'), at('/d/sub/h')); fs.unlinkSync(at('/d/f')); fs.writeFileSync(at('/d/sub/h'), 'via h'); fs.unlinkSync(at('/d/sub/h')) }],
+  fLinkUnlinkOther: ['/d/f', (fs, at) => { fs.linkSync(at('/d/f'), at('/d/sub/h')); fs.unlinkSync(at('/d/sub/h')); fs.chmodSync(at('/d/f'), 0o600) }],
 }
