@@ -276,3 +276,59 @@ describe('lower files that are hard links on disk', () => {
     expect(ws.fs.statSync('/').nlink).toBe(2)
   })
 })
+
+describe('flush keeps link identity where the target can', () => {
+  const inode = (path: string) => nodeFs.lstatSync(path).ino
+
+  it('a directory target gets hard links, on each flush, with every name of a changed inode', async () => {
+    const project = fresh('project')
+    nodeFs.writeFileSync(join(project, 'a'), 'a')
+    const ws = await Workspace.open({ lower: directory(project), autoCheckpoint: false })
+    ws.fs.mkdirSync('/d')
+    ws.fs.linkSync('/a', '/d/b')
+    const report = await ws.flush()
+    expect(report.linksCopied).toBeUndefined()
+    expect(report.changes.map((c) => `${c.type} ${c.path}`)).toEqual(['modified /a', 'added /d', 'added /d/b'])
+    expect(inode(join(project, 'a'))).toBe(inode(join(project, 'd/b')))
+    expect(nodeFs.lstatSync(join(project, 'a')).nlink).toBe(2)
+    // A third name alone: all names are written again, as one inode.
+    ws.fs.linkSync('/a', '/c')
+    await ws.flush()
+    expect(new Set(['a', 'c', 'd/b'].map((p) => inode(join(project, p)))).size).toBe(1)
+    // A write through one name: every name on disk shows it.
+    ws.fs.writeFileSync('/c', 'changed')
+    await ws.flush()
+    expect(nodeFs.readFileSync(join(project, 'd/b'), 'utf8')).toBe('changed')
+    expect(nodeFs.lstatSync(join(project, 'a')).nlink).toBe(3)
+    // Another directory as target, and an unlink there.
+    const other = fresh('other')
+    const target = directory(other)
+    await ws.flush(target)
+    expect(inode(join(other, 'a'))).toBe(inode(join(other, 'c')))
+    ws.fs.unlinkSync('/c')
+    await ws.flush(target)
+    expect([nodeFs.existsSync(join(other, 'c')), nodeFs.lstatSync(join(other, 'a')).nlink]).toEqual([false, 2])
+  })
+
+  it('a target that cannot make hard links gets copies, and the report names them', async () => {
+    const ws = await Workspace.open({ autoCheckpoint: false })
+    ws.fs.writeFileSync('/a', 'x')
+    ws.fs.linkSync('/a', '/b')
+    const written: unknown[] = []
+    const target = {
+      id: 'plain',
+      kind: 'plain',
+      versions: async (paths: readonly string[]) => paths.map(() => undefined),
+      apply: async (entries: readonly { path: string }[]) => {
+        written.push(...entries)
+        return entries.map(() => 'v')
+      },
+    }
+    const report = await ws.flush(target)
+    expect(report.linksCopied).toEqual([{ target: 'plain', paths: ['/b'] }])
+    expect(written.map((e) => [(e as { path: string }).path, (e as { link?: string }).link, new TextDecoder().decode((e as { content: Uint8Array }).content)])).toEqual([
+      ['/a', undefined, 'x'],
+      ['/b', '/a', 'x'],
+    ])
+  })
+})

@@ -22,6 +22,8 @@ function isHidden(path: string): boolean {
 export class DirectorySource implements LowerSource, FlushTarget {
   readonly kind = 'directory'
   readonly id: string
+  /** Flushed names of one inode become hard links of one file. */
+  readonly hardLinks = true
   /** The real path of the root. */
   readonly root: string
   private readonly confinement: Confinement

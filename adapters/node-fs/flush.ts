@@ -10,6 +10,8 @@
  * A crash before 3 leaves the old generation (recovery deletes the temps); after it, recovery
  * repeats the steps, which are idempotent: a delete whose trash exists happened, a move whose temp
  * is gone happened, and nothing is created at or under a deleted path unless the set names it anew.
+ * A file entry that is a link of an earlier one (a hard link in the workspace) is staged as a hard
+ * link of that entry's temp, so the renames put one inode under every name.
  */
 import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
@@ -90,6 +92,9 @@ export function plan(entries: readonly FlushEntry[], confinement: Confinement): 
     if (!['file', 'dir', 'symlink', 'delete'].includes(entry.kind)) throw refuse(path, `unknown flush entry kind ${JSON.stringify(entry.kind)}`)
     if (path === '/' && entry.kind !== 'dir') throw refuse(path, 'the root can only change its mode or time')
     if (entry.kind === 'file' && !(entry.content instanceof Uint8Array)) throw refuse(path, 'a file entry needs its content as a Uint8Array')
+    if (entry.kind === 'file' && entry.link !== undefined && created.get(entry.link)?.kind !== 'file') {
+      throw refuse(path, `it is a link of '${String(entry.link)}', which no earlier file entry of the change set writes`)
+    }
     if (entry.kind === 'symlink') {
       checkPath(entry.target, `entries[${index}].target`)
       if (targetLeaves(path, entry.target)) {
@@ -185,11 +190,21 @@ function writeManifest(confinement: Confinement, manifest: Manifest): void {
 /** Staged files written between yields to the event loop (the writes themselves are synchronous: cheaper per file). */
 const CHUNK = 256
 
-function writeTemp(confinement: Confinement, { entry, temp }: Staged): string {
+function writeTemp(confinement: Confinement, { entry, temp }: Staged, temps: ReadonlyMap<string, string>): string {
   const host = confinement.lexical(temp)
   if (entry.kind === 'symlink') {
     fs.symlinkSync(entry.target, host)
     return host
+  }
+  const first = entry.link === undefined ? undefined : temps.get(entry.link)
+  if (first !== undefined) {
+    try {
+      fs.linkSync(first, host)
+      return host
+    } catch (error) {
+      // Another file system below (a mount point): the name gets a copy, as a target without links would.
+      if (codeOf(error) !== 'EXDEV' && codeOf(error) !== 'EMLINK') throw error
+    }
   }
   const fd = fs.openSync(host, 'wx', entry.mode & 0o777)
   try {
@@ -219,10 +234,12 @@ export async function stage(
   writeManifest(confinement, manifest)
   let done = 0
   const files: string[] = []
+  const temps = new Map<string, string>()
   for (let start = 0; start < staged.length; start += CHUNK) {
     for (const item of staged.slice(start, start + CHUNK)) {
       const { entry } = item
-      const host = writeTemp(confinement, item)
+      const host = writeTemp(confinement, item, temps)
+      temps.set(entry.path, host)
       if (entry.kind === 'file') files.push(host)
       report({ done: ++done, total: manifest.steps.length, path: entry.path })
     }

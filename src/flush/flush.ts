@@ -4,7 +4,9 @@
  * the target reported), so the next flush sends only what differs from the target's state, a
  * restore to a pre-flush checkpoint is sent back on the next flush, and a path someone else changed
  * since is a conflict. Flushing into the workspace's own lower source is a rebase: the old state of
- * every path it replaces is pinned first (PinnedLower), so no tree's view changes.
+ * every path it replaces is pinned first (PinnedLower), so no tree's view changes. Names of one
+ * inode (hard links) are flushed together, the first with the content and the others as links of
+ * it where the target can make hard links; a target that cannot gets copies, named in the report.
  */
 import type { BlobId } from '../blob/store.js'
 import { FsError } from '../errors.js'
@@ -12,6 +14,7 @@ import { diffTrees } from '../diff.js'
 import type { Change } from '../diff.js'
 import { ABSENT, Overlay, type Entry } from '../overlay.js'
 import { components, dirname, join } from '../path.js'
+import { namesOf } from '../layer/inodes.js'
 import type { FlushBook, Recorded } from './book.js'
 import type { PinnedLower } from './pinned-lower.js'
 import type { FlushEntry, FlushProgress, FlushTarget } from './target.js'
@@ -35,6 +38,8 @@ export interface FlushReport {
   /** Paths changed in a target since we read or last wrote them. */
   conflicts: { target: string; path: string }[]
   targets: { id: string; applied: boolean }[]
+  /** Names of shared inodes (hard links) a target wrote as separate copies, since it cannot make hard links. */
+  linksCopied?: { target: string; paths: string[] }[]
 }
 
 export interface FlushHost {
@@ -72,11 +77,16 @@ export async function flush(host: FlushHost, targets: readonly FlushTarget[], op
     for (const path of await conflictsOf(host, target, plan)) conflicts.push({ target: target.id, path })
   }
   const changes = plans.get(targets[0])!.map((p) => p.change)
+  const linksCopied = targets
+    .filter((target) => target.hardLinks !== true)
+    .map((target) => ({ target: target.id, paths: plans.get(target)!.flatMap((p) => p.entries.flatMap((e) => (e.kind === 'file' && e.link !== undefined ? [e.path] : []))) }))
+    .filter((copied) => copied.paths.length > 0)
   const report = (applied: boolean, done: readonly FlushTarget[]): FlushReport => ({
     applied,
     changes,
     conflicts,
     targets: targets.map((t) => ({ id: t.id, applied: done.includes(t) })),
+    ...(linksCopied.length > 0 ? { linksCopied } : {}),
   })
   if (options.dryRun) return report(false, [])
   if (conflicts.length > 0 && !options.force) {
@@ -154,7 +164,8 @@ function signature(overlay: Overlay, entry: Entry | undefined): string {
   const { mode } = overlay.meta(entry)
   if (entry.type === 'dir') return `d:${mode}`
   if (entry.type === 'symlink') return `l:${overlay.readLink(entry)}`
-  if (entry.node?.type === 'file') return `f:${mode}:${entry.node.blob}`
+  // A hard link's inode is part of what was written: linking or unlinking a name changes it.
+  if (entry.node?.type === 'file') return entry.link !== undefined ? `f:${mode}:${entry.node.blob}:${entry.link}` : `f:${mode}:${entry.node.blob}`
   return `lower:${mode}:${entry.lowerPath}:${entry.lowerStat?.version ?? ''}`
 }
 
@@ -180,12 +191,26 @@ export function differences(overlay: Overlay, lower: PinnedLower, ledger: Readon
   const base = new Overlay(lower, overlay.blobs, overlay.inodes)
   const candidates = new Set<string>(diffTrees(overlay, base.root, overlay.root).map((r) => r.change.path))
   for (const path of ledger.keys()) candidates.add(path)
+  // Every name of a shared inode any of whose names is flushed: the target links them to one file.
+  const linked = new Set<number>()
+  const sent = (path: string) => {
+    const current = exact(overlay, path)
+    const desired = signature(overlay, current)
+    return desired !== (ledger.get(path)?.sig ?? signature(base, exact(base, path))) ? current : undefined
+  }
+  for (const path of candidates) {
+    const current = sent(path)
+    if (current?.link !== undefined && current.type === 'file') linked.add(current.link)
+  }
+  const names = new Set<string>()
+  for (const list of namesOf(overlay.root, linked).values()) for (const name of list) names.add(name)
+  for (const name of names) candidates.add(name)
   const plan: Planned[] = []
   for (const path of [...candidates].sort()) {
     const current = exact(overlay, path)
     const desired = signature(overlay, current)
     const before = ledger.get(path)?.sig ?? signature(base, exact(base, path))
-    if (desired === before) continue
+    if (desired === before && !names.has(path)) continue
     const type = before === 'absent' ? 'added' : desired === 'absent' ? 'deleted' : 'modified'
     plan.push({ path, base: before, desired, current, entries: [], change: { path, type, entry: kindOf(desired) ?? kindOf(before)! } })
   }
@@ -207,15 +232,23 @@ async function planFor(host: FlushHost, target: FlushTarget): Promise<Planned[]>
       deleted.add(p.path)
     }
   }
-  for (const p of plan) if (p.current) p.entries.push(entryOf(overlay, p.current))
+  // The first name of each shared inode carries the content; the others are links of it.
+  const firstName = new Map<number, string>()
+  for (const p of plan) {
+    if (!p.current) continue
+    const id = p.current.type === 'file' ? p.current.link : undefined
+    p.entries.push(entryOf(overlay, p.current, id === undefined ? undefined : firstName.get(id)))
+    if (id !== undefined && !firstName.has(id)) firstName.set(id, p.path)
+  }
   return plan.filter((p) => p.entries.length > 0 || p.desired === 'absent')
 }
 
-function entryOf(overlay: Overlay, entry: Entry): FlushEntry {
+function entryOf(overlay: Overlay, entry: Entry, link?: string): FlushEntry {
   const meta = overlay.meta(entry)
   if (entry.type === 'dir') return { path: entry.path, kind: 'dir', mode: meta.mode, mtimeMs: meta.mtimeMs }
   if (entry.type === 'symlink') return { path: entry.path, kind: 'symlink', target: overlay.readLink(entry) }
-  return { path: entry.path, kind: 'file', mode: meta.mode, mtimeMs: meta.mtimeMs, content: overlay.readBytes(entry) }
+  const file = { path: entry.path, kind: 'file', mode: meta.mode, mtimeMs: meta.mtimeMs, content: overlay.readBytes(entry) } as const
+  return link === undefined ? file : { ...file, link }
 }
 
 async function conflictsOf(host: FlushHost, target: FlushTarget, plan: readonly Planned[]): Promise<string[]> {

@@ -5,9 +5,14 @@
  * either its old generation or the new one, never a mix, once `recover` has run.
  */
 
-/** One path's new state. Parents come before children; deletes of a directory remove its whole tree. */
+/**
+ * One path's new state. Parents come before children; deletes of a directory remove its whole tree.
+ * A file entry with `link` is another name of the inode an earlier entry of the same set wrote at
+ * that path (a hard link in the workspace): a target that can make hard links makes this path one
+ * (`hardLinks`); any other writes the content, which is the same.
+ */
 export type FlushEntry =
-  | { readonly path: string; readonly kind: 'file'; readonly mode: number; readonly mtimeMs: number; readonly content: Uint8Array }
+  | { readonly path: string; readonly kind: 'file'; readonly mode: number; readonly mtimeMs: number; readonly content: Uint8Array; readonly link?: string }
   | { readonly path: string; readonly kind: 'dir'; readonly mode: number; readonly mtimeMs: number }
   | { readonly path: string; readonly kind: 'symlink'; readonly target: string }
   | { readonly path: string; readonly kind: 'delete' }
@@ -22,6 +27,8 @@ export interface FlushTarget {
   readonly kind: string
   /** Stable identity of the place (e.g. 'directory:/abs/root'): flush records are kept per id. */
   readonly id: string
+  /** Whether file entries with `link` become hard links there (otherwise they are written as copies, and the report says so). */
+  readonly hardLinks?: boolean
   /**
    * The current version of each path (undefined: nothing there), in the same terms as the
    * LowerSource versions when the target is also a lower source, so a path the workspace read can be
