@@ -88,6 +88,23 @@ const checks: Record<ScenarioName, (seen: Observation) => void> = {
   undoRedo(seen) {
     expect(seen).toEqual({ undone: 'a.txt\n', redone: 'b.txt\n' })
   },
+  hardLinks(seen) {
+    // The command sees the workspace's names of one inode as one inode.
+    expect(seen).toMatchObject({ exitCode: 0, stderr: '', cloneExit: 0, clone: 'one\nb\nthrough lib2\n', objectShared: true, fh: true })
+    expect(seen.added).toEqual(['/h', '/lib2', '/lib2/a.txt', '/lib2/sub', '/lib2/sub/b.txt'])
+    expect(seen.lib).toEqual([true, 2, 'b\nthrough lib2\n'])
+    if (seen.privileged) {
+      // overlayfs's index (root): a write through g is the inode's, as on a plain file system.
+      expect(seen.stdout).toBe('2\n2\nsame\nf\nx\n')
+      expect(seen.names).toEqual(['3 f|x\n', '3 f|x\n', '3 f|x\n'])
+      expect(seen.fg).toBe(true)
+    } else {
+      // No index in a user namespace: overlayfs copied g up on its own; the command saw it apart, and so does the workspace.
+      expect(seen.stdout).toBe('2\n2\nsame\nf\n')
+      expect(seen.names).toEqual(['2 f|', '1 f|x\n', '2 f|'])
+      expect(seen.fg).toBe(false)
+    }
+  },
 }
 
 const names = Object.keys(scenarios) as ScenarioName[]

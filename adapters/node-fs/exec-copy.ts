@@ -33,7 +33,9 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
     // The tree and the copy are taken in one synchronous stretch: the same state.
     const before = host.tree()
     const lower: CloneSource | undefined = source instanceof DirectorySource ? { root: source.root, changed: new Set(ws.changes().map((c) => c.path)) } : undefined
-    const manifest = materialise(ws.fs, `${temp}/root`, `${temp}/clock`, lower)
+    const view = host.view(before)
+    // Names of one workspace inode are hard links in the copy too.
+    const manifest = materialise(ws.fs, `${temp}/root`, `${temp}/clock`, lower, (path) => view.lookup(path, false)?.link)
     const cwd = manifest.root + (launch.cwd === '/' ? '' : launch.cwd)
     const env = { ...launch.env, PWD: cwd }
     const namespaces = support.namespaces === undefined

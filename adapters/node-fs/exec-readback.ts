@@ -5,6 +5,9 @@
  * directory replaced) and, as root with redirect_dir=on, renamed directories (a redirect xattr
  * naming the source). Reading it back costs O(entries the command changed); the workspace view the
  * command started from (`before`) says what each entry replaced. The result is a Scan for apply().
+ * Hard links: files of the upper directory that share an inode become names of one workspace inode
+ * (LinkGroups); a name of a workspace inode that the upper directory holds with one link is a file
+ * of its own now (replaced, or copied up without the index: the command saw it apart).
  */
 import type { BigIntStats } from 'node:fs'
 import { hostFs as fs } from './host-fs.js'
@@ -12,7 +15,7 @@ import type { Entry, Overlay } from 'rewindfs/adapter-kit'
 import { isReserved } from './confine.js'
 import { batches, openPrivateDirectory, readPrivateFile } from './exec-files.js'
 import { run } from './exec-support.js'
-import { type Edit, type Scan, workspaceTarget } from './exec-tree.js'
+import { type Edit, LinkGroups, type Scan, workspaceTarget } from './exec-tree.js'
 
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => Buffer.compare(a, b) === 0
 
@@ -76,6 +79,7 @@ class Readback {
   private readonly skipped: string[] = []
   private readonly edits: Edit[] = []
   private readonly stash: string[] = []
+  private readonly links = new LinkGroups()
   private readonly before: Overlay
 
   constructor(private readonly options: ReadbackOptions) {
@@ -183,8 +187,11 @@ class Readback {
       let bytes: Uint8Array | undefined
       const content = () => (bytes ??= readPrivateFile(entry.host))
       const differs = (was: Entry) => this.fileDiffers(entry, content, was)
-      const change = base?.type === 'file' ? differs(base) : undefined
-      if (base?.type === 'file') {
+      if (entry.stats.nlink > 1n) this.links.add(entry.stats.ino, path, base?.link)
+      // A name of a shared inode held with one link: not the shared inode any more.
+      const detached = base?.link !== undefined && entry.stats.nlink === 1n
+      const change = base?.type === 'file' && !detached ? differs(base) : undefined
+      if (base?.type === 'file' && !detached) {
         if (change!.content || change!.meta) this.edits.push({ op: 'file', path, content: change!.content ? content() : undefined, mode, mtimeMs: mtimeOf(entry.stats) })
       } else {
         if (base) this.edits.push({ op: 'remove', path })
@@ -192,6 +199,7 @@ class Readback {
       }
       if (!old) this.added.add(path)
       else if (old.type !== 'file') this.replaced(path, old)
+      else if (detached && old === base) this.modified.add(path)
       else {
         const versusOld = old === base ? change! : differs(old)
         if (versusOld.content || versusOld.meta) this.modified.add(path)
@@ -289,7 +297,7 @@ class Readback {
 
   result(): Scan {
     const sorted = (set: Set<string>) => [...set].sort()
-    return {
+    const scan: Scan = {
       added: sorted(this.added),
       modified: sorted(this.modified),
       deleted: sorted(this.deleted),
@@ -298,6 +306,9 @@ class Readback {
       edits: this.edits,
       ...(this.stash.length > 0 ? { stash: this.stash } : {}),
     }
+    this.links.apply(scan, (path) => this.before.lookup(path, false) !== undefined)
+    scan.modified.sort()
+    return scan
   }
 }
 

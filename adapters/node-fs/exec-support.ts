@@ -160,9 +160,14 @@ async function probeOverlay(tools: Record<Tool, string>, privileged: boolean, pi
   }
 }
 
-/** Mount options beyond the layers: a user namespace needs overlayfs's user.* xattrs; root gets renames of merged directories. */
+/**
+ * Mount options beyond the layers: a user namespace needs overlayfs's user.* xattrs; root gets
+ * renames of merged directories and the inode index, so a write through one name of a hard-linked
+ * file copies the inode up once and every name shows it, as on a plain file system (the kernel falls
+ * back to index=off where the file systems cannot give it, and a user namespace cannot have it).
+ */
 export function overlayOptions(privileged: boolean): string {
-  return privileged ? ',redirect_dir=on' : ',userxattr'
+  return privileged ? ',redirect_dir=on,index=on' : ',userxattr'
 }
 
 /** The xattr name prefix overlayfs uses for its own attributes in this mode. */

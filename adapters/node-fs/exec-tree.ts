@@ -24,6 +24,8 @@ interface Written {
   readonly clonedFrom?: string
   /** Symlinks: the target as written on the host. */
   readonly target?: string
+  /** Names of one workspace inode (hard links): its id; they were written as hard links of one file. */
+  readonly link?: number
 }
 
 export interface Manifest {
@@ -52,6 +54,8 @@ export type Edit =
   | { readonly op: 'symlink'; readonly path: string; readonly target: string }
   /** A file made or changed: `content` undefined when only its mode or times changed. */
   | { readonly op: 'file'; readonly path: string; readonly content: Uint8Array | undefined; readonly mode: number; readonly mtimeMs: number }
+  /** A hard link the command made: `path` (replaced if there) becomes another name of `existing`'s inode. */
+  | { readonly op: 'link'; readonly path: string; readonly existing: string }
 
 export interface Scan {
   added: string[]
@@ -115,12 +119,17 @@ function cloneable(source: CloneSource, path: string, view: Stats, realDirs: Map
  * files the view shows unchanged are cloned with FICLONE (copy-on-write where the file system
  * has reflinks, a plain copy elsewhere): a distinct inode either way, so nothing the command does
  * reaches the lower directory. Hard links would share the inode: `echo >> file` would write
- * straight into the lower layer, and read-only modes do not stop root.
+ * straight into the lower layer, and read-only modes do not stop root. Names of one workspace inode
+ * (`linkOf` gives its id) are written as hard links of one file in the copy, so the command sees
+ * them linked.
  */
-export function materialise(view: NodeFs, root: string, clock: string, lower: CloneSource | undefined): Manifest {
+export function materialise(view: NodeFs, root: string, clock: string, lower: CloneSource | undefined, linkOf?: (path: string) => number | undefined): Manifest {
   const written = new Map<string, Written>()
   const dirs: { path: string; stats: Stats }[] = []
   const realDirs = new Map<string, boolean>()
+  /** The first name written of each workspace inode; the others are linked to it. */
+  const firstName = new Map<number, { host: string; origin: { sha1: string } }>()
+  const linkedPaths: string[] = []
   const visit = (path: string) => {
     const stats = view.lstatSync(path)
     const host = root + (path === '/' ? '' : path)
@@ -136,7 +145,15 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
       fs.symlinkSync(target, host)
       written.set(path, { kind: 'symlink', mode, target, stats: fs.lstatSync(host, { bigint: true }) })
     } else {
-      const clone = lower && cloneable(lower, path, stats, realDirs)
+      const link = linkOf?.(path)
+      const first = link === undefined ? undefined : firstName.get(link)
+      if (link !== undefined) linkedPaths.push(path)
+      if (first !== undefined) {
+        fs.linkSync(first.host, host)
+        written.set(path, { kind: 'file', mode, ...first.origin, link })
+        return
+      }
+      const clone = link === undefined && lower ? cloneable(lower, path, stats, realDirs) : undefined
       let origin: { clonedFrom: string } | { sha1: string }
       if (clone) {
         fs.copyFileSync(clone, host, fs.constants.COPYFILE_FICLONE)
@@ -148,10 +165,13 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
       }
       fs.chmodSync(host, mode)
       fs.utimesSync(host, stats.atime, stats.mtime)
-      written.set(path, { kind: 'file', mode, ...origin, stats: fs.lstatSync(host, { bigint: true }) })
+      written.set(path, { kind: 'file', mode, ...origin, ...(link !== undefined ? { link } : {}), stats: fs.lstatSync(host, { bigint: true }) })
+      if (link !== undefined) firstName.set(link, { host, origin: origin as { sha1: string } })
     }
   }
   visit('/')
+  // Linking changes an inode's ctime: each name's stats are taken once all are made.
+  for (const path of linkedPaths) written.get(path)!.stats = fs.lstatSync(root + path, { bigint: true })
   // Children before their parent: a directory's mode and times are set once nothing more is made
   // in it, and while its parent can still be searched (even if its own mode forbids that).
   for (const { path, stats } of dirs.reverse()) {
@@ -184,6 +204,7 @@ export function scan(manifest: Manifest): Scan {
   const { root, written } = manifest
   const out: Scan = { added: [], modified: [], deleted: [], skipped: [], removals: [], edits: [] }
   const seen = new Set<string>()
+  const links = new LinkGroups()
   const create = (path: string, host: string, kind: Kind, stats: BigIntStats) => {
     const mode = Number(stats.mode) & 0o7777
     if (kind === 'dir') out.edits.push({ op: 'dir', path, mode })
@@ -201,10 +222,12 @@ export function scan(manifest: Manifest): Scan {
     }
     seen.add(path)
     const mode = Number(stats.mode) & 0o7777
+    if (kind === 'file' && stats.nlink > 1n) links.add(stats.ino, path, before?.link)
     if (!before) {
       out.added.push(path)
       create(path, host, kind, stats)
-    } else if (before.kind !== kind || (kind === 'symlink' && fs.readlinkSync(host) !== before.target)) {
+    } else if (before.kind !== kind || (kind === 'symlink' && fs.readlinkSync(host) !== before.target) || (before.link !== undefined && stats.ino !== before.stats!.ino)) {
+      // Replaced by another type, another link, or (a name of a shared inode) by a file of its own.
       // Replaced by another type or another link: remove, then make anew.
       out.modified.push(path)
       out.removals.push(path)
@@ -239,8 +262,46 @@ export function scan(manifest: Manifest): Scan {
     // Only the topmost removed path: removing it takes its subtree along.
     if (seen.has(parent) && !replaced.has(parent)) out.removals.push(path)
   }
+  links.apply(out, (path) => written.has(path))
   for (const list of [out.added, out.modified, out.deleted, out.skipped]) list.sort()
   return out
+}
+
+/**
+ * Hard links a command left (files sharing an inode, by the inode number it found): each group
+ * becomes names of one workspace inode. The anchor is a name that already is one of a workspace
+ * inode's (else the first); every other name not already of that inode drops its file edits and is
+ * linked to the anchor, after everything else is made.
+ */
+export class LinkGroups {
+  private readonly groups = new Map<bigint, { path: string; link: number | undefined }[]>()
+
+  /** A file with more than one name; `link`: the workspace inode its name was before the command. */
+  add(ino: bigint, path: string, link: number | undefined): void {
+    const group = this.groups.get(ino)
+    if (group) group.push({ path, link })
+    else this.groups.set(ino, [{ path, link }])
+  }
+
+  /** Rewrites the scan's edits; `existed`: whether the workspace had the path before. */
+  apply(scan: Scan, existed: (path: string) => boolean): void {
+    const linked: Edit[] = []
+    const relinked = new Set<string>()
+    for (const group of this.groups.values()) {
+      if (group.length < 2) continue
+      group.sort((a, b) => (a.path < b.path ? -1 : 1))
+      const anchor = group.find((member) => member.link !== undefined) ?? group[0]
+      for (const member of group) {
+        if (member === anchor || (member.link !== undefined && member.link === anchor.link)) continue
+        relinked.add(member.path)
+        linked.push({ op: 'link', path: member.path, existing: anchor.path })
+        if (existed(member.path) && !scan.modified.includes(member.path)) scan.modified.push(member.path)
+      }
+    }
+    if (relinked.size === 0) return
+    scan.edits = scan.edits.filter((edit) => !(edit.op === 'file' && relinked.has(edit.path)))
+    scan.edits.push(...linked)
+  }
 }
 
 /** Applies a scan's edits to a staging fs (a transaction's). */
@@ -268,6 +329,10 @@ export function apply(target: NodeFs, result: Scan): void {
       target.chmodSync(edit.path, edit.mode)
     } else if (edit.op === 'chmod') target.chmodSync(edit.path, edit.mode)
     else if (edit.op === 'symlink') target.symlinkSync(edit.target, edit.path)
+    else if (edit.op === 'link') {
+      target.rmSync(edit.path, { recursive: true, force: true })
+      target.linkSync(edit.existing, edit.path)
+    }
     else {
       if (edit.content) target.writeFileSync(edit.path, edit.content)
       target.chmodSync(edit.path, edit.mode)

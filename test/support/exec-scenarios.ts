@@ -277,6 +277,49 @@ export const scenarios = {
     }
   },
 
+  /**
+   * Hard links both ways: names linked in the workspace are linked for the command, and links the
+   * command makes (ln, cp -al, git clone --local's object store) come back as shared inodes.
+   */
+  async hardLinks(): Promise<Observation> {
+    return withWorkspace({ '/lib/a.txt': 'a\n', '/lib/sub/b.txt': 'b\n' }, async (ws) => {
+      ws.fs.writeFileSync('/f', 'f\n')
+      ws.fs.linkSync('/f', '/g')
+      const ino = (path: string) => ws.fs.statSync(path).ino
+      const identity = '-c user.email=agent@example.com -c user.name=agent -c init.defaultBranch=main'
+      const result = await ws.exec(
+        [
+          'stat -c %h f g',
+          '[ "$(stat -c %i f)" = "$(stat -c %i g)" ] && echo same',
+          'cp -al lib lib2',
+          'ln f h',
+          'echo x >> g',
+          'cat f',
+          `git ${identity} init -q repo && echo hi > repo/hi && git -C repo add hi && git ${identity} -C repo commit -qm one && git clone -q --local repo clone`,
+        ].join(' && '),
+        overlay,
+      )
+      const object = ws.fs.readdirSync('/repo/.git/objects', { recursive: true }).find((p) => /^[0-9a-f]{2}\/[0-9a-f]{38}$/.test(String(p))) as string
+      ws.fs.appendFileSync('/lib2/sub/b.txt', 'through lib2\n')
+      const clone = await ws.exec('git -C clone fsck --no-progress 2>&1 && git -C clone log --format=%s && cat lib/sub/b.txt', overlay)
+      return {
+        privileged: process.getuid?.() === 0,
+        exitCode: result.exitCode,
+        stdout: result.stdout,
+        stderr: result.stderr,
+        added: result.changes.added.filter((p) => !p.startsWith('/repo') && !p.startsWith('/clone')),
+        lib: [ino('/lib/a.txt') === ino('/lib2/a.txt'), ws.fs.statSync('/lib/sub/b.txt').nlink, ws.fs.readFileSync('/lib/sub/b.txt', 'utf8')],
+        names: ['/f', '/g', '/h'].map((p) => `${ws.fs.statSync(p).nlink} ${ws.fs.readFileSync(p, 'utf8').replace('\n', '|')}`),
+        fh: ino('/f') === ino('/h'),
+        fg: ino('/f') === ino('/g'),
+        objectShared: ino(`/repo/.git/objects/${object}`) === ino(`/clone/.git/objects/${object}`),
+        clone: clone.stdout,
+        cloneExit: clone.exitCode,
+        cloneErr: clone.stderr,
+      }
+    })
+  },
+
   /** The workspace's durable store and several execs: undo and redo of an exec are seen by the next one. */
   async undoRedo(): Promise<Observation> {
     const store = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-exec-store-`)
