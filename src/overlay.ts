@@ -15,7 +15,9 @@ import {
   WHITEOUT,
   cloneDir,
   dirNode,
+  timesChanged,
   typeBits,
+  withMeta,
 } from './layer/nodes.js'
 import { type HardLink, INODES, INODES_PATH, type InodeRecord, hardLink, linkIds, linksIn, namesOf, recordId, recordIn, recordPath } from './layer/inodes.js'
 import { type EditToken, hashString, mapDelete, mapEntries, mapGet, mapSet } from './layer/persistent-map.js'
@@ -78,6 +80,8 @@ export class Overlay {
   observer: ChangeObserver | undefined
   /** Receives every upper-layer slot change: what the journal needs to undo and redo. */
   recorder: Recorder | undefined
+  /** Changes with every change to the view (what was read from it may be kept until then). */
+  version = 0
 
   constructor(
     readonly lower: LowerSource,
@@ -106,6 +110,7 @@ export class Overlay {
     const before = this.root
     this.token = {}
     this.root = root
+    this.version++
     if (this.observer?.active) this.observer.root(before, root)
   }
 
@@ -369,6 +374,7 @@ export class Overlay {
     const dir = this.editDir(parent.path)
     const before = mapGet(dir.children, name)
     dir.children = mapSet<UpperNode>(dir.children, name, node, this.token)
+    this.version++
     if (touchParent) this.touch(dir)
     this.recorder?.slot(path, before, node)
     if (this.observer?.active) this.observer.slot(path, this.shown(before), this.shown(node), lowerChild(dir, name))
@@ -389,6 +395,7 @@ export class Overlay {
     dir.children = lowerHas
       ? mapSet<UpperNode>(dir.children, name, WHITEOUT, this.token)
       : mapDelete(dir.children, name, this.token)
+    this.version++
     this.touch(dir)
     this.recorder?.slot(join(parent.path, name), before, lowerHas ? WHITEOUT : undefined)
     if (this.observer?.active) this.observer.slot(join(parent.path, name), this.shown(before), lowerHas ? WHITEOUT : undefined, lowerChild(dir, name))
@@ -410,11 +417,11 @@ export class Overlay {
     if (id === undefined) {
       const node = this.copyUp(entry) as InodeRecord
       id = this.newIno()
-      this.setRecord(id, { ...node, meta: { ...node.meta, ctimeMs: now }, nlink: 2 })
+      this.setRecord(id, withMeta(node, timesChanged(node.meta, now), 2))
       this.setName(entry.path, hardLink(id))
     } else {
       const record = this.record(id)
-      this.setRecord(id, { ...record, meta: { ...record.meta, ctimeMs: now }, nlink: (record.nlink ?? 1) + 1 })
+      this.setRecord(id, withMeta(record, timesChanged(record.meta, now), (record.nlink ?? 1) + 1))
     }
     return this.put(parent, name, hardLink(id))
   }
@@ -433,10 +440,12 @@ export class Overlay {
 
   /** Sets (or deletes) an inode's record in the live table; recorded, not shown to watchers (names are). */
   private setRecord(id: number, record: InodeRecord | undefined): void {
-    const table = this.editDir(INODES_PATH)
+    const owned = this.root.token === this.token ? mapGet(this.root.children, INODES) : undefined
+    const table = owned?.type === 'dir' && owned.token === this.token ? owned : this.editDir(INODES_PATH)
     const key = String(id)
     const before = mapGet(table.children, key)
     table.children = record === undefined ? mapDelete(table.children, key, this.token) : mapSet<UpperNode>(table.children, key, record, this.token)
+    this.version++
     this.recorder?.slot(recordPath(id), before, record)
   }
 
@@ -446,7 +455,7 @@ export class Overlay {
     for (const id of linkIds(node)) {
       const record = this.record(id)
       const nlink = (record.nlink ?? 1) - 1
-      this.setRecord(id, nlink > 0 ? { ...record, meta: { ...record.meta, ctimeMs: now }, nlink } : undefined)
+      this.setRecord(id, nlink > 0 ? withMeta(record, timesChanged(record.meta, now), nlink) : undefined)
     }
   }
 
@@ -478,6 +487,7 @@ export class Overlay {
     const before = mapGet(dir.children, name)
     if (before === value) return
     dir.children = value === undefined ? mapDelete(dir.children, name, this.token) : mapSet(dir.children, name, value, this.token)
+    this.version++
     this.recorder?.slot(path, before, value)
     const id = recordId(path)
     if (id !== undefined) {
@@ -497,6 +507,7 @@ export class Overlay {
     const dir = this.editDir(path)
     const before = dir.meta
     dir.meta = meta
+    this.version++
     this.recorder?.meta(path, before, meta)
     if (this.observer?.active && before !== meta) this.observer.meta(path, before, meta)
   }
@@ -509,7 +520,7 @@ export class Overlay {
     if (entry.link !== undefined) {
       if (node.type === 'dir') throw new Error('rewindfs: an inode with hard links cannot become a directory')
       const before = this.record(entry.link)
-      const record: InodeRecord = { ...node, nlink: before.nlink }
+      const record = withMeta(node, node.meta, before.nlink)
       this.setRecord(entry.link, record)
       // Watchers hear of it at the name it was made through, as inotify reports a write.
       if (this.observer?.active) this.observer.slot(entry.path, before, record, null)
@@ -533,6 +544,7 @@ export class Overlay {
     const name = parts[parts.length - 1]
     const before = mapGet(dir.children, name)
     dir.children = mapSet<UpperNode>(dir.children, name, node, this.token)
+    this.version++
     this.recorder?.slot(path, before, node)
     if (this.observer?.active) this.observer.slot(path, this.shown(before), this.shown(node), lowerChild(dir, name))
     this.countLinks(parentPath, linksIn(node) - linksIn(before))
@@ -572,7 +584,7 @@ export class Overlay {
     const now = this.now()
     const blob = owned ? this.blobs.put(bytes) : this.blobs.putCopy(bytes)
     if (entry.node?.type === 'file') this.blobs.succeeded(entry.node.blob, blob)
-    return this.replace(entry, { type: 'file', meta: { ...meta, mtimeMs: now, ctimeMs: now }, blob, size: bytes.byteLength })
+    return this.replace(entry, { type: 'file', meta: timesChanged(meta, now, now), blob, size: bytes.byteLength })
   }
 
   newMeta(mode: number): Meta {
@@ -582,7 +594,7 @@ export class Overlay {
 
   private touch(dir: DirNode): void {
     const now = this.now()
-    dir.meta = { ...dir.meta, mtimeMs: now, ctimeMs: now }
+    dir.meta = timesChanged(dir.meta, now, now)
   }
 }
 

@@ -20,6 +20,8 @@ export interface OpenFile {
   buffer: Uint8Array | undefined
   length: number
   dirty: boolean
+  /** The file's bytes as last read, while the tree is unchanged (`version`): a stream's reads do not resolve the path per chunk. */
+  lastRead: { readonly version: number; readonly bytes: Uint8Array } | undefined
 }
 
 // Far above real descriptor numbers, so one of ours is never mistaken for the process's own.
@@ -30,8 +32,8 @@ export class DescriptorTable {
   private readonly dirty = new Set<OpenFile>()
   private next = FIRST_FD
 
-  add(file: Omit<OpenFile, 'fd' | 'position' | 'buffer' | 'length' | 'dirty'>): OpenFile {
-    const entry: OpenFile = { ...file, fd: this.next++, position: 0, buffer: undefined, length: 0, dirty: false }
+  add(file: Omit<OpenFile, 'fd' | 'position' | 'buffer' | 'length' | 'dirty' | 'lastRead'>): OpenFile {
+    const entry: OpenFile = { ...file, fd: this.next++, position: 0, buffer: undefined, length: 0, dirty: false, lastRead: undefined }
     this.open.set(entry.fd, entry)
     return entry
   }

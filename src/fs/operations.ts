@@ -1160,12 +1160,12 @@ export class FsOperations {
   private workingBuffer(open: OpenFile, size: number): Uint8Array {
     if (!open.buffer) {
       const current = this.overlay.readBytes(this.descriptorEntry(open, 'write'))
-      open.buffer = new Uint8Array(Math.max(size, current.byteLength, 64))
+      open.buffer = workingMemory(Math.max(size, current.byteLength, 64))
       open.buffer.set(current)
       open.length = current.byteLength
     }
     if (open.buffer.byteLength < size) {
-      const grown = new Uint8Array(Math.min(Math.max(size, open.buffer.byteLength * 2), Math.max(size, this.maxFileSize)))
+      const grown = workingMemory(Math.min(Math.max(size, open.buffer.byteLength * 2), Math.max(size, this.maxFileSize)))
       grown.set(open.buffer.subarray(0, open.length))
       open.buffer = grown
     }
@@ -1175,9 +1175,14 @@ export class FsOperations {
   /** What a descriptor reads: its unsettled working copy, else the file; `reading` counts as an access. */
   private descriptorBytes(open: OpenFile, reading = false): Uint8Array {
     if (open.buffer) return open.buffer.subarray(0, open.length)
+    // Nothing changed since the last read (its access time is set already): the same bytes.
+    const version = this.overlay.version
+    if (open.lastRead !== undefined && open.lastRead.version === version) return open.lastRead.bytes
     const entry = this.descriptorEntry(open, 'read')
     if (reading) this.accessed(entry)
-    return this.overlay.readBytes(entry)
+    const bytes = this.overlay.readBytes(entry)
+    if (reading) open.lastRead = { version, bytes }
+    return bytes
   }
 
   /** The entry an open descriptor names; EBADF-free: a vanished file reads as empty. */
@@ -1204,7 +1209,11 @@ export class FsOperations {
       }
       // The file was unlinked or replaced since open: like an orphaned inode, its writes go nowhere.
       if (entry && entry.type === 'file' && this.overlay.meta(entry).ino === open.ino) {
-        this.overlay.setContent(entry, open.buffer.slice(0, open.length))
+        // The working copy is handed over, not copied (the descriptor lets go of it): copying a big file
+        // into fresh memory costs as much as writing it. Its spare room (under half, as the buffer
+        // doubles: what memfs keeps too) stays with it; a copy is made only of a mostly empty buffer.
+        const { buffer, length } = open
+        this.overlay.setContent(entry, buffer.byteLength - length <= length ? buffer.subarray(0, length) : new Uint8Array(buffer.subarray(0, length)))
       }
     }
     this.descriptors.settled(open)
@@ -1247,6 +1256,14 @@ const STATFS_FILES = 2 ** 31 - 1
 
 /** Node's kIoMaxLength: readFile refuses larger files, so no write may make one. */
 export const MAX_FILE_SIZE = 2 ** 31 - 1
+
+/**
+ * Memory for a descriptor's working copy, left uninitialised where the host can (Node): every byte
+ * below the file's length is written before it is read (a gap is zero-filled), so nothing stale shows.
+ */
+function workingMemory(size: number): Uint8Array {
+  return HostBuffer !== undefined && size >= 4096 ? HostBuffer.allocUnsafe(size) : new Uint8Array(size)
+}
 
 function resize(bytes: Uint8Array, length: number): Uint8Array {
   if (length === bytes.byteLength) return bytes.slice()
