@@ -5,6 +5,7 @@
  */
 import { unifiedDiff } from '../diff.js'
 import type { DirNode, UpperNode } from '../layer/nodes.js'
+import { recordId, shownAt } from '../layer/inodes.js'
 import type { Checkpoints } from './checkpoints.js'
 import type { EngineContext } from './context.js'
 import { type Operation, type OperationRecord, type OperationType, publicOperation } from './journal.js'
@@ -94,13 +95,15 @@ export class UndoHistory {
     const files = new Set<string>()
     for (const record of ordered) {
       for (const change of journal.slots(record)) {
-        files.add(change.path)
+        const path = change.kind === 'slot' ? shownAt(change.path, change.before, change.after, record.paths) : change.path
+        if (path === undefined) continue
+        files.add(path)
         if (change.kind !== 'slot') continue
         const before = this.slotContent(change.path, change.before)
         const after = this.slotContent(change.path, change.after)
         if (before === undefined && after === undefined) continue
         const counts = lineCounts(before, after)
-        const entry = (changesReverted[change.path] ??= { linesRestored: 0, linesRemoved: 0 })
+        const entry = (changesReverted[path] ??= { linesRestored: 0, linesRemoved: 0 })
         entry.linesRestored += counts.restored
         entry.linesRemoved += counts.removed
       }
@@ -184,7 +187,7 @@ export class UndoHistory {
   private slotContent(path: string, node: UpperNode | undefined): Uint8Array | undefined {
     const { overlay, lower } = this.context
     if (node?.type === 'file') return overlay.blobs.get(node.blob)
-    if (node !== undefined) return undefined
+    if (node !== undefined || recordId(path) !== undefined) return undefined
     const stat = lower.stat(path)
     return stat?.type === 'file' ? lower.readFile(path) : undefined
   }
@@ -215,10 +218,12 @@ export class UndoHistory {
     if (!record) return undefined
     const diff = journal.slots(record).flatMap((change) => {
       if (change.kind !== 'slot') return []
+      const path = shownAt(change.path, change.before, change.after, record.paths)
+      if (path === undefined) return []
       const before = this.slotContent(change.path, change.before)
       const after = this.slotContent(change.path, change.after)
-      if (before === undefined && after === undefined) return [{ path: change.path }]
-      return [{ path: change.path, patch: unifiedDiff(change.path, before ?? new Uint8Array(0), after ?? new Uint8Array(0)) }]
+      if (before === undefined && after === undefined) return [{ path }]
+      return [{ path, patch: unifiedDiff(path, before ?? new Uint8Array(0), after ?? new Uint8Array(0)) }]
     })
     return { ...publicOperation(record), undone: record.undone, diff }
   }
