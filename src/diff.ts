@@ -5,12 +5,12 @@
  * Hard-link names show their inode's record in their own tree: when records differ, the names of
  * those inodes are compared too, walking only directories that hold hard links (layer/inodes.ts).
  */
-import { createTwoFilesPatch } from 'diff'
 import { bytesEqual, decode, isProbablyText } from './bytes.js'
 import type { EntryType } from './lower/source.js'
 import type { DirNode, Meta, UpperNode } from './layer/nodes.js'
 import { INODES, tableOf } from './layer/inodes.js'
 import { type MapRoot, emptyMap, mapDiff, mapEntries, mapKeys } from './layer/persistent-map.js'
+import { unifiedPatch } from './line-diff.js'
 import type { Entry, Overlay } from './overlay.js'
 
 export interface Change {
@@ -29,12 +29,11 @@ export interface ChangeRecord {
 }
 
 /**
- * Bounds for a unified diff: an edit-length cap keeps results independent of machine load (a
- * timeout alone made the same diff succeed or give up depending on what else ran); the generous
- * timeout is only a backstop. Beyond them the patch is undefined (too different to show as a diff).
+ * The bound for a unified diff: an edit-length cap keeps results independent of machine load (a
+ * timeout made the same diff succeed or give up depending on what else ran). Beyond it the patch
+ * is undefined (too different to show as a diff).
  */
 const PATCH_MAX_EDITS = 4000
-const PATCH_TIMEOUT_MS = 10_000
 
 /** A tree's root as an entry whose hard-link names resolve in that tree's own inode table. */
 export function rootEntry(root: DirNode): Entry {
@@ -142,11 +141,7 @@ function makeChange(overlay: Overlay, path: string, type: Change['type'], entry:
 
 export function unifiedDiff(path: string, before: Uint8Array, after: Uint8Array): string | undefined {
   if (!isProbablyText(before) || !isProbablyText(after)) return undefined
-  return createTwoFilesPatch(path, path, decode(before), decode(after), undefined, undefined, {
-    context: 3,
-    maxEditLength: PATCH_MAX_EDITS,
-    timeout: PATCH_TIMEOUT_MS,
-  })
+  return unifiedPatch(path, decode(before), decode(after), 3, PATCH_MAX_EDITS)
 }
 
 

@@ -4,8 +4,8 @@
  * instead of a megabyte. Deltas are made in the background (never on the write path) with a
  * bounded diff, and only when clearly smaller than the full content.
  */
-import { diffLines } from 'diff'
 import { decode, encode, isProbablyText } from '../bytes.js'
+import { diffLines } from '../line-diff.js'
 import type { BlobId } from './store.js'
 
 /** Copy `n` characters of the base, skip `-n` characters of it, or insert a string. */
@@ -22,14 +22,13 @@ export interface Delta {
 
 /** Files below this size are not worth a delta. */
 export const MIN_DELTA_SIZE = 4096
-/** Bounded by edit length (deterministic whatever the load); the timeout is only a backstop. */
+/** Bounded by edit length, so whether a delta is made does not depend on machine load. */
 const DIFF_MAX_EDITS = 2000
-const DIFF_TIMEOUT_MS = 5000
 
 /** The delta rebuilding `target` from `base`, or undefined when it would not pay off. */
 export function makeDelta(baseId: BlobId, base: Uint8Array, target: Uint8Array): Delta | undefined {
   if (target.byteLength < MIN_DELTA_SIZE || !isProbablyText(base) || !isProbablyText(target)) return undefined
-  const changes = diffLines(decode(base), decode(target), { maxEditLength: DIFF_MAX_EDITS, timeout: DIFF_TIMEOUT_MS })
+  const changes = diffLines(decode(base), decode(target), DIFF_MAX_EDITS)
   if (!changes) return undefined // the diff gave up: keep the full content
   const ops: DeltaOp[] = []
   let cost = 0
