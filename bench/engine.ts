@@ -54,6 +54,7 @@ const GROUPS = [1, 10, 100]
 // The built package, as run.ts measures it (`npm run bench` builds first).
 const DIST_ENTRY = new URL('../dist/src/index.js', import.meta.url).href
 const DIST_NODE_FS = new URL('../dist/adapters/node-fs/index.js', import.meta.url).href
+const DIST_ADAPTER_KIT = new URL('../dist/src/adapter-kit.js', import.meta.url).href
 let rewindfs: typeof import('../src/index.js') | undefined
 async function load(): Promise<typeof import('../src/index.js')> {
   return (rewindfs ??= (await import(DIST_ENTRY)) as typeof import('../src/index.js'))
@@ -315,7 +316,7 @@ async function benchJournal(config: Config): Promise<string> {
     await again.close()
     if (names !== ops) throw new Error(`reopened from the ${durable!.kind} store: ${names} entries in /t, expected ${ops}`)
   }
-  const { MemoryStore } = await load()
+  const { MemoryStore } = (await import(DIST_ADAPTER_KIT)) as typeof import('../src/adapter-kit.js')
   const { directoryStore } = (await import(DIST_NODE_FS)) as typeof import('../adapters/node-fs/index.js')
   let directoryPath = ''
   const subjects: {

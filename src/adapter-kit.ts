@@ -10,13 +10,16 @@
  *   contents loaded on prefetch); one with Node's sync API maps its stats with `lowerStatOf`. One
  *   that lists and reads its tree faster in bulk than path by path offers `walker()` (the agent
  *   tools' search, find and list read untouched paths through it).
- * - a durable store (`Store`): the journal, blobs and metadata. `storeContract(subject)` runs the
+ * - a durable store (`Store`): the journal, blobs and metadata, carrying the durable journal that
+ *   runs over it (`durability: durableJournal`: the core never imports it, so a workspace in memory
+ *   does without). `MemoryStore` is one, in memory. `storeContract(subject)` runs the
  *   contract's checks on an implementation: each check is a named async function that throws on a
  *   violation, so any test runner runs them (`for (const c of storeContract(s)) it(c.name, c.run)`);
  *   it imports no test runner. It is also exported from `rewindfs/testing`. A store on a file that
  *   can be appended to and read at an offset can write the `pack` segment format; one shared by a
  *   browser's tabs settles who writes with `TabRole`.
- * - a flush target (`FlushTarget`): a real place that takes the workspace's change set all or nothing.
+ * - a flush target (`FlushTarget`): a real place that takes the workspace's change set all or
+ *   nothing, carrying the flush engine (`flusher: flushEngine`) as a store carries its journal.
  * - an exec runner (`ExecRunner` in `rewindfs`; a lower source may carry one as `exec`): runs
  *   commands against a workspace, reading the upper tree and the view its `ExecHost` gives.
  *
@@ -35,8 +38,11 @@ export { lowerStatOf, lowerVersionOf, syncFsSource } from './lower/sync-fs.js'
 export type { SyncDirent, SyncReadableFs, SyncStats } from './lower/sync-fs.js'
 
 // Stores: the journal, content-addressed blobs and metadata, and what is set aside.
-export type { JournalRead, KeptValue, Store, StoreChange, StoreImage, StoreItem } from './engine/store.js'
+export type { DurabilityEngine, JournalRead, KeptValue, Store, StoreChange, StoreImage, StoreItem } from './engine/store.js'
 export { keptName } from './engine/store.js'
+// ...the durable journal a store carries (Store.durability), and the in-memory store, which carries it.
+export { durableJournal } from './engine/durable-journal.js'
+export { MemoryStore } from './engine/memory-store.js'
 export type { BlobId } from './blob/store.js'
 export type { JsonValue } from './engine/state.js'
 // ...and the checks a store must pass.
@@ -44,7 +50,9 @@ export { storeContract } from '../testing/store-contract.js'
 export type { ContractCheck, RawStore, StoreSubject, StoreUnderTest } from '../testing/store-contract.js'
 
 // Flush targets: a real place that takes the change set.
-export type { FlushEntry, FlushProgress, FlushTarget } from './flush/target.js'
+export type { FlushEngine, FlushEntry, FlushProgress, FlushTarget } from './flush/target.js'
+// ...carrying the flush engine the workspace runs to it (FlushTarget.flusher).
+export { flushEngine } from './flush/engine.js'
 
 // Errors shaped like Node's.
 export { FsError, isFsError, rangeError, systemError, typeError } from './errors.js'

@@ -12,7 +12,8 @@ import path from 'node:path'
 import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
-import { MemoryStore, Workspace } from '../src/index.js'
+import { MemoryStore } from '../src/adapter-kit.js'
+import { Workspace } from '../src/index.js'
 import { callTool, createAgentTools } from '../tools/index.js'
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-acknowledgement-'))

@@ -9,7 +9,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { directory } from '../adapters/node-fs/index.js'
-import { type FlushTarget, MemoryStore, Workspace } from '../src/index.js'
+import { MemoryStore, flushEngine } from '../src/adapter-kit.js'
+import { type FlushTarget, Workspace } from '../src/index.js'
 import { callTool, createAgentTools } from '../tools/index.js'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -66,6 +67,7 @@ describe('concurrent recording calls run in turn', () => {
     const target: FlushTarget = {
       kind: 'memory',
       id: 'memory:slow',
+      flusher: flushEngine,
       versions: async (paths) => paths.map((p) => written.get(p)),
       apply: async (entries) => {
         writing()

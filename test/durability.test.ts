@@ -4,7 +4,8 @@
  * and every reopen must show exactly the last committed state.
  */
 import { describe, expect, it } from 'vitest'
-import { MemoryStore, Workspace } from '../src/index.js'
+import { MemoryStore } from '../src/adapter-kit.js'
+import { Workspace } from '../src/index.js'
 import { IndexedSource } from '../src/lower/indexed.js'
 import { FORMAT_VERSION } from '../src/engine/persistence.js'
 import { workspaceSnapshot } from './support/workspace-snapshot.js'

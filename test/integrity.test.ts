@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { MemoryStore, Workspace } from '../src/index.js'
+import { MemoryStore } from '../src/adapter-kit.js'
+import { Workspace } from '../src/index.js'
 
 describe('store integrity checked in the background after open', () => {
   it('drops a blob whose bytes no longer match its checksum and marks the checkpoints needing it broken', async () => {

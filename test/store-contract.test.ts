@@ -15,7 +15,7 @@ import { Database, prefixRange } from '../adapters/indexeddb/database.js'
 import { type IndexedDbStore, indexedDbStore } from '../adapters/indexeddb/index.js'
 import { type DirectoryStore, directoryStore } from '../adapters/node-fs/index.js'
 import type { JournalRead, StoreImage } from '../src/engine/store.js'
-import { MemoryStore } from '../src/index.js'
+import { MemoryStore } from '../src/adapter-kit.js'
 import { type RawStore, type StoreSubject, type StoreUnderTest, storeContract } from '../testing/index.js'
 import * as pack from './support/pack-raw.js'
 

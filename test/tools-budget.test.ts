@@ -6,6 +6,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest'
 import { Workspace } from '../src/index.js'
+import { flushEngine } from '../src/adapter-kit.js'
 import type { FlushEntry, FlushTarget } from '../src/flush/target.js'
 import { type AgentTool, callTool, createAgentTools } from '../tools/index.js'
 
@@ -21,6 +22,7 @@ lower['/package.json'] = '{ "name": "big", "version": "1.0.0" }\n'
 class RecordingTarget implements FlushTarget {
   readonly kind = 'memory'
   readonly id = 'memory:budget'
+  readonly flusher = flushEngine
   readonly applied: FlushEntry[] = []
   async versions(paths: readonly string[]) {
     return paths.map(() => undefined)

@@ -4,6 +4,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest'
 import { Workspace } from '../src/index.js'
+import { flushEngine } from '../src/adapter-kit.js'
 import type { FlushEntry, FlushTarget } from '../src/flush/target.js'
 import { type AgentTool, type ToolResult, callTool, createAgentTools, isConfigPath } from '../tools/index.js'
 
@@ -297,6 +298,7 @@ describe('operation_history', () => {
 class MemoryTarget implements FlushTarget {
   readonly kind = 'memory'
   readonly id = 'memory:test'
+  readonly flusher = flushEngine
   readonly entries = new Map<string, FlushEntry>()
   private readonly version = new Map<string, string>()
   private generation = 0

@@ -5,6 +5,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { Workspace } from '../src/index.js'
+import { flushEngine } from '../src/adapter-kit.js'
 import type { FlushTarget } from '../src/flush/target.js'
 import { type AgentTool, type ToolResult, callTool, createAgentTools } from '../tools/index.js'
 
@@ -32,7 +33,7 @@ async function fails(tools: readonly AgentTool[], name: string, input: unknown):
   return outcome.error
 }
 
-const memoryTarget: FlushTarget = { kind: 'memory', id: 'memory:schema', versions: async (paths) => paths.map(() => undefined), apply: async (entries) => entries.map(() => undefined) }
+const memoryTarget: FlushTarget = { kind: 'memory', id: 'memory:schema', flusher: flushEngine, versions: async (paths) => paths.map(() => undefined), apply: async (entries) => entries.map(() => undefined) }
 
 const schemaWorkspace = await Workspace.open()
 

@@ -118,7 +118,7 @@ describe('Workspace API', () => {
 
 describe('checkpoint descriptions', () => {
   it('are kept with the checkpoint, also across a reopen from a store', async () => {
-    const { MemoryStore } = await import('../src/index.js')
+    const { MemoryStore } = await import('../src/adapter-kit.js')
     const store = new MemoryStore()
     const ws = await Workspace.open({ store })
     const c = await ws.checkpoint({ name: 'before-migration', description: 'schema v1, 3 tables' })

@@ -45,7 +45,7 @@ export interface AgentToolsOptions {
 
 export function createAgentTools(ws: Workspace, options: AgentToolsOptions = {}): AgentTool[] {
   if (options.flushTarget !== undefined && !isFlushTarget(options.flushTarget)) {
-    throw new TypeError('rewindfs/tools: flushTarget must be a FlushTarget (id, versions, apply), e.g. directory(path) from rewindfs/adapters/node-fs')
+    throw new TypeError('rewindfs/tools: flushTarget must be a FlushTarget (id, versions, apply, flusher), e.g. directory(path) from rewindfs/adapters/node-fs')
   }
   const budget = resolveBudget(options.budget)
   const commands = options.commands === true ? {} : options.commands || undefined

@@ -15,6 +15,7 @@ import {
   PRELOAD_BYTES,
   basename,
   dirname,
+  flushEngine,
   isWithin,
   normalize,
 } from 'rewindfs/adapter-kit'
@@ -107,6 +108,7 @@ function outcome(entry: FlushEntry, now: Date): IndexedEntry | undefined {
 }
 
 export class DockerVolume extends IndexedSource implements FlushTarget {
+  readonly flusher = flushEngine
   private closed = false
   /**
    * An apply that failed after it started uploading: whether its manifest landed whole (and a later

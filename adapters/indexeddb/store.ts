@@ -11,7 +11,7 @@
  */
 import { del, delMany, get, promisifyRequest, set, setMany } from 'idb-keyval'
 import * as z from 'zod/mini'
-import { type BlobId, type JournalRead, type JsonValue, type Store, type StoreChange, type StoreItem, TabRole, keptName } from 'rewindfs/adapter-kit'
+import { type BlobId, type JournalRead, type JsonValue, type Store, type StoreChange, type StoreItem, TabRole, durableJournal, keptName } from 'rewindfs/adapter-kit'
 import { Database, prefixRange, prefixRangeFrom, tight } from './database.js'
 import { corruptError, indexedDbError, readOnlyError } from './errors.js'
 
@@ -66,6 +66,7 @@ function checkBlob(id: BlobId, value: unknown): Uint8Array | undefined {
 
 class IndexedDbJournalStore implements IndexedDbStore {
   readonly kind = 'indexeddb'
+  readonly durability = durableJournal
   readonly ready: Promise<void>
   private readonly database: Database
   private role: TabRole | undefined

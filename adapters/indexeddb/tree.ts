@@ -7,7 +7,7 @@
  */
 import { getMany, promisifyRequest } from 'idb-keyval'
 import * as z from 'zod/mini'
-import { type FlushEntry, type FlushProgress, type FlushTarget, type IndexedEntry, IndexedSource, PRELOAD_BYTES, dirname } from 'rewindfs/adapter-kit'
+import { type FlushEntry, type FlushProgress, type FlushTarget, type IndexedEntry, IndexedSource, PRELOAD_BYTES, dirname, flushEngine } from 'rewindfs/adapter-kit'
 import { Database, prefixRange, tight } from './database.js'
 import { corruptError, indexedDbError } from './errors.js'
 
@@ -44,6 +44,7 @@ function isAbsolute(path: string): boolean {
 }
 
 export class IndexedDbTree extends IndexedSource implements FlushTarget {
+  readonly flusher = flushEngine
   constructor(
     readonly name: string,
     private readonly database: Database,

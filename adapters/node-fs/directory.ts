@@ -5,7 +5,7 @@
  */
 import { hostFs as fs } from './host-fs.js'
 import type { ExecRunner } from 'rewindfs'
-import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type LowerSource, type LowerStat, lowerStatOf, lowerVersionOf, normalize } from 'rewindfs/adapter-kit'
+import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type LowerSource, type LowerStat, flushEngine, lowerStatOf, lowerVersionOf, normalize } from 'rewindfs/adapter-kit'
 import { Confinement, RESERVED_PREFIX, checkPath, isReserved, lstatOrUndefined } from './confine.js'
 import { hostShell } from './exec.js'
 import { clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
@@ -21,6 +21,7 @@ function isHidden(path: string): boolean {
 
 export class DirectorySource implements LowerSource, FlushTarget {
   readonly kind = 'directory'
+  readonly flusher = flushEngine
   readonly id: string
   /** Flushed names of one inode become hard links of one file. */
   readonly hardLinks = true

@@ -13,7 +13,7 @@
  */
 import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
-import { type BlobId, FsError, type JournalRead, type JsonValue, keptName, type Store, type StoreItem } from 'rewindfs/adapter-kit'
+import { type BlobId, FsError, type JournalRead, type JsonValue, durableJournal, keptName, type Store, type StoreItem } from 'rewindfs/adapter-kit'
 import { checkPath, codeOf } from './confine.js'
 import { isTempName, removeIfPresent, syncDirectory, writeAtomically } from './files.js'
 import { LockFile } from './lock.js'
@@ -95,6 +95,7 @@ function newSalt(): number {
 
 export class DirectoryStore implements Store {
   readonly kind = 'directory'
+  readonly durability = durableJournal
   readonly readOnly: boolean
   /** The real path of the store's directory. */
   readonly root: string

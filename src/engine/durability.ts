@@ -8,6 +8,9 @@
  */
 import type { BlobId, BlobStore } from '../blob/store.js'
 import { madeHere } from '../blob/hash.js'
+import type { FlushBook } from '../flush/book.js'
+import type { PinnedLower } from '../flush/pinned-lower.js'
+import { FLUSH_STATE_KEY, decodeFlushState, encodeFlushState } from '../flush/state.js'
 import type { DirNode, UpperNode } from '../layer/nodes.js'
 import { WHITEOUT } from '../layer/nodes.js'
 import { type MapRoot, mapEntries, mapGet } from '../layer/persistent-map.js'
@@ -509,6 +512,20 @@ export class Durability {
     await this.sync()
     await this.putDurable(blobs)
     await this.store.putMeta(key, value)
+  }
+
+  /** Persists the flush state (pins, ledgers, flushes not yet confirmed) with the blobs it names. */
+  async saveFlushState(lower: PinnedLower, book: FlushBook, blobs: readonly BlobId[]): Promise<void> {
+    await this.saveMeta(FLUSH_STATE_KEY, encodeFlushState(lower, book), blobs)
+  }
+
+  /** On open: loads the flush state into `lower` and `book`; true when there was one it could read. */
+  async loadFlushState(lower: PinnedLower, book: FlushBook): Promise<boolean> {
+    const loaded = await this.readMeta(FLUSH_STATE_KEY, (value) => {
+      decodeFlushState(value, lower, book)
+      return true
+    })
+    return loaded === true
   }
 
   /**

@@ -1,8 +1,9 @@
 /**
  * The workspace's side of flushing (the algorithm is in src/flush/): which targets a flush goes
  * to, the flush ledgers and pins it persists in the store and loads back on open, and the change
- * set against the lower source, whose base a flush into it moves. The flush code and its records
- * load on first use: most workspaces never flush.
+ * set against the lower source, whose base a flush into it moves. The flush algorithm comes with
+ * the targets (FlushTarget.flusher) and its records are read and written by the store's durable
+ * journal (Durability.saveFlushState): most workspaces never flush, and the core carries neither.
  */
 import { type Change, diffTrees } from '../diff.js'
 import type { FlushOptions, FlushReport } from '../flush/flush.js'
@@ -10,10 +11,6 @@ import { type FlushTarget, isFlushTarget } from '../flush/target.js'
 import { Overlay } from '../overlay.js'
 import type { EngineContext } from './context.js'
 import type { Durability } from './durability.js'
-
-const loadFlushRecords = () => import('../flush/state.js')
-let flushCode: typeof import('../flush/flush.js') | undefined
-const loadFlush = async () => (flushCode ??= await import('../flush/flush.js'))
 
 export class Flushes {
   constructor(private readonly context: EngineContext) {}
@@ -25,17 +22,16 @@ export class Flushes {
     // No target, or ws.lower: the lower source itself, when it can take a flush.
     const own = (t: unknown) => (t === undefined || t === lower ? lower.source : t) as FlushTarget
     const targets = Array.isArray(target) ? (target as readonly FlushTarget[]).map(own) : [own(target)]
-    for (const t of targets) if (!isFlushTarget(t)) throw new TypeError('rewindfs: flush needs a FlushTarget (versions, apply, id), e.g. directory(path) from rewindfs/adapters/node-fs')
+    if (targets.length === 0) throw new TypeError('rewindfs: flush needs a target')
+    for (const t of targets) if (!isFlushTarget(t)) throw new TypeError('rewindfs: flush needs a FlushTarget (versions, apply, id, flusher), e.g. directory(path) from rewindfs/adapters/node-fs')
     const durability = this.context.durability
-    const { flush } = await loadFlush()
-    const { FLUSH_STATE_KEY, encodeFlushState } = await loadFlushRecords()
-    return flush(
+    return targets[0].flusher.flush(
       {
         overlay,
         lower,
         book,
         session,
-        persist: async (blobs) => durability?.saveMeta(FLUSH_STATE_KEY, encodeFlushState(lower, book), blobs),
+        persist: async (blobs) => durability?.saveFlushState(lower, book, blobs),
       },
       targets,
       // The verify callback is user code on behalf of this call: engine calls it makes join it.
@@ -49,17 +45,14 @@ export class Flushes {
     ops.settle()
     // After a flush into the lower source, what it holds now is the base: flushed paths are clean.
     const flushed = lower.id !== undefined ? book.ledgers.get(lower.id) : undefined
-    if (flushed && flushed.size > 0 && flushCode) return flushCode.differences(overlay, lower, flushed).map((p) => p.change)
+    // Only a lower source that is a flush target has a ledger: its engine tells what differs.
+    const engine = flushed && flushed.size > 0 ? (lower.source as Partial<FlushTarget>).flusher : undefined
+    if (engine) return engine.differences(overlay, lower, flushed!).map((p) => p.change)
     return diffTrees(overlay, Overlay.emptyRoot(lower), overlay.root).map((r) => r.change)
   }
 
   /** On open: loads pins and flush ledgers; unreadable ones are damage (reported, left in the store). */
   async load(durability: Durability): Promise<void> {
-    const { FLUSH_STATE_KEY, decodeFlushState } = await loadFlushRecords()
-    const loaded = await durability.readMeta(FLUSH_STATE_KEY, (value) => {
-      decodeFlushState(value, this.context.lower, this.context.book)
-      return true
-    })
-    if (loaded === true) await loadFlush() // changes() reads the ledgers through it
+    await durability.loadFlushState(this.context.lower, this.context.book)
   }
 }

@@ -3,7 +3,9 @@
  * identity checked before any replay, the journal replayed, flush state loaded, a damaged store
  * opened read-only and frozen, an unavailable one replaced by memory and said so), then every
  * change recorded to it, compacted as it grows, synced, verified and repaired. What it found is
- * `status`. The durable journal and repair code load here on first use (durability.ts, repair.ts).
+ * `status`. The durable journal and its repair come with the store (Store.durability): the core
+ * never imports them, so a workspace in memory carries neither, nor zod, which they use on what
+ * they read back.
  */
 import type { Checkpoints } from './checkpoints.js'
 import type { EngineContext } from './context.js'
@@ -11,7 +13,7 @@ import type { Durability, IntegrityReport, LoadReport, StoreDamage } from './dur
 import type { Flushes } from './flushes.js'
 import type { RepairOptions, RepairReport } from './repair.js'
 import type { SideEffects } from './side-effects.js'
-import { LOWER_KEY, type Store } from './store.js'
+import { type DurabilityEngine, LOWER_KEY, type Store } from './store.js'
 
 export interface StoreStatus {
   /** Why the configured store is not in use (the workspace runs in memory). */
@@ -23,17 +25,12 @@ export interface StoreStatus {
   corrupt?: StoreDamage
 }
 
-/**
- * The durable journal and flush code load on first use (a store given, a first flush), so an
- * in-memory workspace's bundle carries neither, nor zod, which they use on what they read back.
- */
-const loadDurability = () => import('./durability.js')
-const loadRepair = () => import('./repair.js')
-
 export class SessionStore {
   readonly status: StoreStatus = { warnings: [] }
   /** The background check of the store's blob checksums that open starts. */
   private integrity: Promise<IntegrityReport> | undefined
+  /** The attached store's durable journal engine. */
+  private engine: DurabilityEngine | undefined
 
   constructor(
     private readonly context: EngineContext,
@@ -45,8 +42,12 @@ export class SessionStore {
   /** Replays the store's journal, then records every later change to it (write-ahead). */
   async attach(store: Store): Promise<void> {
     const { overlay, state, journal, ops, lower } = this.context
-    const { Durability } = await loadDurability()
-    const durability = new Durability({ overlay, state, journal, blobs: overlay.blobs, ...this.checkpoints.durable() }, store)
+    const engine = store.durability
+    if (typeof engine?.open !== 'function' || typeof engine.repair !== 'function') {
+      throw new TypeError(`rewindfs: the ${String(store.kind)} store carries no durable journal (store.durability): set it to durableJournal from rewindfs/adapter-kit`)
+    }
+    this.engine = engine
+    const durability = engine.open({ overlay, state, journal, blobs: overlay.blobs, ...this.checkpoints.durable() }, store)
     try {
       // Before any replay: a journal of another source must not be replayed over this one.
       await this.checkLowerIdentity(store, durability)
@@ -116,14 +117,14 @@ export class SessionStore {
 
   async repair(options: RepairOptions): Promise<RepairReport> {
     this.context.assertOpen()
-    if (!this.context.durability) throw Object.assign(new Error('rewindfs: repair needs a workspace opened on a store it could read'), { code: 'EINVAL' })
-    const durability = this.context.durability
+    if (!this.context.durability || !this.engine) throw Object.assign(new Error('rewindfs: repair needs a workspace opened on a store it could read'), { code: 'EINVAL' })
+    const { durability } = this.context
+    const { engine } = this
     // In turn with the other recording calls: a repair rewrites the journal they append to.
     return this.context.serial.run(async () => {
-      const { repair } = await loadRepair()
       await this.verify() // the blob checks too, so the report names every damaged blob
       const wasDamaged = this.status.corrupt !== undefined
-      const report = await repair(durability, { ...options, lowerId: this.context.lower.id })
+      const report = await engine.repair(durability, { ...options, lowerId: this.context.lower.id })
       if (report.repaired) {
         this.status.corrupt = undefined
         if (wasDamaged) this.context.ops.frozenReason = undefined

@@ -1,8 +1,8 @@
 /**
  * The validator contract and its runner. A transaction stages its writes, runs the validators on
  * the staged files, and commits only when none failed, so a bad write never reaches the tree.
- * Kept tiny and dependency-light (the path globs; zod/mini loads with the first run): it is part of the browser-safe core;
- * the concrete validators (JSON, YAML, TOML, secrets…) live in the separate `rewindfs/validators`.
+ * Kept tiny and dependency-light (the path globs only): it is part of the browser-safe core; the
+ * concrete validators (JSON, YAML, TOML, secrets…) live in the separate `rewindfs/validators`.
  */
 import { pathMatcher } from '../glob.js'
 
@@ -74,9 +74,8 @@ const describeError = (error: unknown): string => (error instanceof Error ? erro
  */
 export async function runValidators(validators: readonly Validator[], files: Iterable<ValidatedFile>): Promise<ValidationReport> {
   if (!Array.isArray(validators)) throw new TypeError('runValidators: validators must be an array')
-  const { check, fileSchema, validatorSchema } = await import('./validator-schemas.js')
   const checked = validators.map((v, i) => {
-    const valid = check(validatorSchema, v, `validators[${i}]`)
+    const valid = checkValidator(v, `validators[${i}]`)
     return { validator: v, cost: valid.cost ?? 0, matches: pathMatcher(typeof valid.match === 'string' ? [valid.match] : valid.match) }
   })
   // Array.prototype.sort is stable (ES2019), which gives the registration-order tie-break.
@@ -86,7 +85,7 @@ export async function runValidators(validators: readonly Validator[], files: Ite
     throw new TypeError('runValidators: files must be an iterable of { path, content }')
   }
   // Materialised once: every validator walks the files, and a generator can only be walked once.
-  const list = Array.from(files, (file, i) => check(fileSchema, file, `files[${i}]`))
+  const list = Array.from(files, (file, i) => checkFile(file, `files[${i}]`))
 
   const failures: ValidationFailure[] = []
   const results: ValidationResult[] = []
@@ -102,6 +101,35 @@ export async function runValidators(validators: readonly Validator[], files: Ite
     }
   }
   return { failures, results }
+}
+
+// Validators come from users (possibly plain JS), so their shape is checked before anything runs:
+// a typo should fail loudly at the call, not as a mysterious rejection of every commit. Four
+// fields checked by hand: the core does not carry a schema library for them.
+
+const isGlob = (value: unknown) => typeof value === 'string' && value.length > 0
+
+function checkValidator(value: unknown, where: string): Validator {
+  if (typeof value !== 'object' || value === null) throw new TypeError(`runValidators: ${where} must be an object`)
+  const { name, match, cost, validate } = value as Partial<Record<keyof Validator, unknown>>
+  const problems: string[] = []
+  if (typeof name !== 'string' || name === '') problems.push('name must be a non-empty string')
+  if (!isGlob(match) && !(Array.isArray(match) && match.every(isGlob))) problems.push('match must be a glob or an array of globs')
+  if (cost !== undefined && !Number.isFinite(cost)) problems.push('cost must be a finite number')
+  if (typeof validate !== 'function') problems.push('validate must be a function')
+  if (problems.length > 0) throw new TypeError(`runValidators: ${problems.map((problem) => `${where}.${problem}`).join('; ')}`)
+  return value as Validator
+}
+
+function checkFile(value: unknown, where: string): ValidatedFile {
+  if (typeof value !== 'object' || value === null) throw new TypeError(`runValidators: ${where} must be an object { path, content }`)
+  const { path, content } = value as Partial<Record<keyof ValidatedFile, unknown>>
+  const problems: string[] = []
+  if (typeof path !== 'string') problems.push('path must be a string')
+  // Tag check rather than instanceof so Buffers and other realms' Uint8Arrays pass.
+  if (!ArrayBuffer.isView(content) || Object.prototype.toString.call(content) !== '[object Uint8Array]') problems.push('content must be a Uint8Array')
+  if (problems.length > 0) throw new TypeError(`runValidators: ${problems.map((problem) => `${where}.${problem}`).join('; ')}`)
+  return { path: path as string, content: content as Uint8Array }
 }
 
 /** The failure message, or undefined when the validator passed. */

@@ -4,6 +4,10 @@
  * recorded and hands the set to `apply`, which must be all or nothing: after a crash the target holds
  * either its old generation or the new one, never a mix, once `recover` has run.
  */
+import type { Overlay } from '../overlay.js'
+import type { Recorded } from './book.js'
+import type { FlushHost, FlushOptions, FlushReport, Planned } from './flush.js'
+import type { PinnedLower } from './pinned-lower.js'
 
 /**
  * One path's new state. Parents come before children; deletes of a directory remove its whole tree.
@@ -25,6 +29,12 @@ export interface FlushProgress {
 
 export interface FlushTarget {
   readonly kind: string
+  /**
+   * The flush engine the workspace runs to this target (conflict checks against the ledgers, the
+   * change set, canaries, pins): `flushEngine` from rewindfs/adapter-kit. A capability the target
+   * carries, so a workspace that never flushes never carries it.
+   */
+  readonly flusher: FlushEngine
   /** Stable identity of the place (e.g. 'directory:/abs/root'): flush records are kept per id. */
   readonly id: string
   /** Whether file entries with `link` become hard links there (otherwise they are written as copies, and the report says so). */
@@ -49,7 +59,21 @@ export interface FlushTarget {
   reserved?(path: string): string | undefined
 }
 
+/** The flush algorithm (src/flush/flush.ts), as a target carries it. */
+export interface FlushEngine {
+  flush(host: FlushHost, targets: readonly FlushTarget[], options?: FlushOptions): Promise<FlushReport>
+  /** What differs between the workspace and the lower source's state after a flush into it. */
+  differences(overlay: Overlay, lower: PinnedLower, ledger: ReadonlyMap<string, Recorded>): Planned[]
+}
+
 export function isFlushTarget(value: unknown): value is FlushTarget {
   const target = value as Partial<FlushTarget> | null
-  return typeof target === 'object' && target !== null && typeof target.apply === 'function' && typeof target.versions === 'function' && typeof target.id === 'string'
+  return (
+    typeof target === 'object' &&
+    target !== null &&
+    typeof target.apply === 'function' &&
+    typeof target.versions === 'function' &&
+    typeof target.id === 'string' &&
+    typeof target.flusher?.flush === 'function'
+  )
 }

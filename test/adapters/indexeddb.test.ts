@@ -11,7 +11,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { indexedDbStore, indexedDbTree, type IndexedDbStore } from '../../adapters/indexeddb/index.js'
 import { Database } from '../../adapters/indexeddb/database.js'
 import type { FlushEntry } from '../../src/flush/target.js'
-import { MemoryStore, Workspace } from '../../src/index.js'
+import { MemoryStore } from '../../src/adapter-kit.js'
+import { Workspace } from '../../src/index.js'
 import { workspaceSnapshot } from '../support/workspace-snapshot.js'
 
 let counter = 0
