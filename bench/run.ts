@@ -687,16 +687,18 @@ async function benchBundle(): Promise<void> {
     .slice(0, 5)
     .map((input) => `${input.path.replace(/^node_modules\//, '')} ${kib(input.bytes)}`)
     .join(', ')
+  const goal = (gzip: number) => `≤ ${kib(GZIP_BUDGET_BYTES)} ${gzip <= GZIP_BUDGET_BYTES ? '✅' : '❌'}`
   emit(
-    `### 5. Core entry bundle (src/index.ts; esbuild bundle+splitting+minify, esm, platform neutral, mainFields module,main; gzip -9)\n\n` +
+    `### 5. Core entry bundle (src/index.ts; esbuild bundle+minify, esm, platform neutral, mainFields module,main; gzip -9)\n\n` +
       table(
-        ['loaded by import', 'minified', 'min+gzip', 'goal'],
+        ['bundle', 'minified', 'min+gzip', 'goal'],
         [
-          ['at import', kib(size.minified), `**${kib(size.gzip)}**`, `< ${kib(GZIP_BUDGET_BYTES)} ${size.gzip < GZIP_BUDGET_BYTES ? '✅' : '❌'}`],
-          ['on first use (durable store, flush, validator schemas with zod/mini)', kib(size.lazy.minified), kib(size.lazy.gzip), ''],
+          ['one unsplit file (the whole core)', kib(size.unsplit.minified), `**${kib(size.unsplit.gzip)}**`, goal(size.unsplit.gzip)],
+          ['code splitting: loaded at import', kib(size.minified), `**${kib(size.gzip)}**`, goal(size.gzip)],
+          ['code splitting: loaded on first use (export, zip, reports, purge)', kib(size.lazy.minified), kib(size.lazy.gzip), ''],
         ],
       ) +
-      `\n\nLargest inputs loaded at import (minified): ${top}.`,
+      `\n\nLargest inputs loaded at import (minified): ${top}. The durable journal comes with a store and the flush engine with a flush target (rewindfs/adapter-kit), not with the core.`,
   )
 }
 
