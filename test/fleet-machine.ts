@@ -65,6 +65,7 @@ let fleet: Fleet
 function reporting(store: PostgresStore, session: string, ws: () => Workspace | undefined): Store {
   return {
     kind: store.kind,
+    durability: store.durability,
     get readOnly() {
       return store.readOnly
     },

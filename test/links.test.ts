@@ -9,7 +9,8 @@ import * as nodeFs from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { MemoryStore, Workspace, syncFsSource } from '../src/index.js'
+import { Workspace, syncFsSource } from '../src/index.js'
+import { MemoryStore, flushEngine } from '../src/adapter-kit.js'
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { durableLinkSession } from './support/link-session.js'
 
@@ -318,6 +319,7 @@ describe('flush keeps link identity where the target can', () => {
     const target = {
       id: 'plain',
       kind: 'plain',
+      flusher: flushEngine,
       versions: async (paths: readonly string[]) => paths.map(() => undefined),
       apply: async (entries: readonly { path: string }[]) => {
         written.push(...entries)

@@ -12,7 +12,7 @@
  * (they look at the log again on the next readJournal), and wait in the lock's queue: when the
  * writer's tab goes away, the next one takes the handles and writes.
  */
-import { type BlobId, type JournalRead, type JsonValue, type Store, type StoreChange, type StoreItem, TabRole, keptName } from 'rewindfs/adapter-kit'
+import { type BlobId, type JournalRead, type JsonValue, type Store, type StoreChange, type StoreItem, TabRole, durableJournal, keptName } from 'rewindfs/adapter-kit'
 import { fileNames, isTempName, opfsError, readWhole, removeIfPresent, removeStoreDirectory, storeDirectory, subdirectory, translate, writeAtomically } from './files.js'
 import { DEFAULT_SEGMENT_BYTES, type LogStats, SegmentLog } from './log.js'
 
@@ -83,6 +83,7 @@ function metaError(key: string, name: string, problem: string): Error {
 
 class OpfsJournalStore implements OpfsStore {
   readonly kind = 'opfs'
+  readonly durability = durableJournal
   readonly ready: Promise<void>
   private role: TabRole | undefined
   private log: SegmentLog | undefined

@@ -20,7 +20,7 @@
  * connection (waiting for the server to come back), and a workspace opened on it continues from
  * the last acknowledged state.
  */
-import { type BlobId, FsError, type JournalRead, type JsonValue, type Store, type StoreChange, type StoreItem, keptName } from 'rewindfs/adapter-kit'
+import { type BlobId, FsError, type JournalRead, type JsonValue, type Store, type StoreChange, type StoreItem, durableJournal, keptName } from 'rewindfs/adapter-kit'
 import * as z from 'zod/mini'
 import type { Connection, Sql } from './connection.js'
 import { storeError } from './errors.js'
@@ -126,6 +126,7 @@ export interface OpenContext {
 
 export class SessionStore implements PostgresStore {
   readonly kind: 'postgres' | 'pglite'
+  readonly durability = durableJournal
   readonly session: string
   readonly schema: string
   readonly readOnly: boolean
