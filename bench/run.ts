@@ -695,7 +695,7 @@ async function benchBundle(): Promise<void> {
         [
           ['one unsplit file (the whole core)', kib(size.unsplit.minified), `**${kib(size.unsplit.gzip)}**`, goal(size.unsplit.gzip)],
           ['code splitting: loaded at import', kib(size.minified), `**${kib(size.gzip)}**`, goal(size.gzip)],
-          ['code splitting: loaded on first use (export, zip, reports, purge)', kib(size.lazy.minified), kib(size.lazy.gzip), ''],
+          ['code splitting: loaded on first use (export, zip, reports, purge, bisect)', kib(size.lazy.minified), kib(size.lazy.gzip), ''],
         ],
       ) +
       `\n\nLargest inputs loaded at import (minified): ${top}. The durable journal comes with a store and the flush engine with a flush target (rewindfs/adapter-kit), not with the core.`,

@@ -25,7 +25,7 @@ export interface BundleSize {
   minified: number
   /** The same, gzipped (level 9), chunk by chunk as a browser fetches them. */
   gzip: number
-  /** Chunks loaded on first use (export, zip, reports, purge): minified and gzipped. */
+  /** Chunks loaded on first use (export, zip, reports, purge, bisect): minified and gzipped. */
   lazy: { minified: number; gzip: number }
   /** Bytes each input contributes to the eagerly loaded output, largest first. */
   inputs: { path: string; bytes: number }[]
@@ -96,7 +96,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     const verdict = (gzip: number) => (gzip <= GZIP_BUDGET_BYTES ? 'within' : 'OVER')
     console.log(`src/index.ts as one file: ${kib(size.unsplit.minified)} minified, ${kib(size.unsplit.gzip)} min+gzip (${verdict(size.unsplit.gzip)} the ${kib(GZIP_BUDGET_BYTES)} goal)`)
     console.log(`split, loaded at import: ${kib(size.minified)} minified, ${kib(size.gzip)} min+gzip (${verdict(size.gzip)} the ${kib(GZIP_BUDGET_BYTES)} goal)`)
-    console.log(`loaded on first use (export, zip, reports, purge): ${kib(size.lazy.minified)} minified, ${kib(size.lazy.gzip)} min+gzip`)
+    console.log(`loaded on first use (export, zip, reports, purge, bisect): ${kib(size.lazy.minified)} minified, ${kib(size.lazy.gzip)} min+gzip`)
     console.log('largest inputs (minified bytes in output):')
     for (const input of size.inputs.slice(0, 12)) console.log(`  ${String(input.bytes).padStart(8)}  ${input.path}`)
   }

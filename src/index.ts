@@ -35,8 +35,8 @@ export type {
   AsyncTransactionOptions,
   Awaitable,
 } from './async-workspace.js'
-export { BisectError } from './engine/bisect.js'
-export type { BisectErrorCode, BisectOptions, BisectPoint, BisectProbe, BisectProgress, BisectResult, BisectState } from './engine/bisect.js'
+export { BisectError, type BisectErrorCode } from './engine/bisect-error.js'
+export type { BisectOptions, BisectPoint, BisectProbe, BisectProgress, BisectResult, BisectState } from './engine/bisect.js'
 export type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
 export type { FlushTarget, FlushEntry, FlushProgress } from './flush/target.js'
 export type { FlushOptions, FlushReport } from './flush/flush.js'

@@ -6,7 +6,7 @@
 import { FsError } from '../src/errors.js'
 import { BigIntStats, Dirent, Stats } from '../src/fs/stats.js'
 import { ValidationError } from '../src/engine/validator.js'
-import { BisectError } from '../src/engine/bisect.js'
+import { BisectError } from '../src/engine/bisect-error.js'
 import { asCallerBytes } from '../src/bytes.js'
 import { fsMembers } from './constants.js'
 import type { ErrorRecord, FsCall } from './protocol.js'

@@ -16,6 +16,7 @@ import type { Change } from '../diff.js'
 import type { ExecOptions, ExecResult } from '../exec.js'
 import type { Checkpoint, Workspace } from '../workspace.js'
 import type { Operation } from './journal.js'
+import { BisectError, type BisectErrorCode } from './bisect-error.js'
 
 /** A state of the history: a checkpoint (by id or name) or the state just after an operation. */
 export type BisectPoint = string | { operation: string }
@@ -88,20 +89,7 @@ export interface BisectResult {
   skipped: { state: BisectState; reason: string }[]
 }
 
-export type BisectErrorCode = 'EBISECTFROM' | 'EBISECTTO' | 'EBISECTSKIP' | 'EFLAKY'
-
-/** The search could not conclude: `from` fails, `to` passes, an end cannot be evaluated, or the command is flaky. */
-export class BisectError extends Error {
-  constructor(
-    readonly code: BisectErrorCode,
-    message: string,
-    readonly probes: BisectProbe[],
-    readonly skipped: { state: BisectState; reason: string }[],
-  ) {
-    super(`rewindfs: bisect: ${message}`)
-    this.name = 'BisectError'
-  }
-}
+export { BisectError, type BisectErrorCode } from './bisect-error.js'
 
 /** Where a probe's view is taken from, as the Workspace resolves it. */
 export type ProbeTarget = 'origin' | 'now' | { checkpoint: string } | { operation: string }
