@@ -354,13 +354,15 @@ export function rollBack(confinement: Confinement, manifest: Manifest): void {
 }
 
 /**
- * Removes the manifest (the flush is over) and anything else in the staging folder but the lock,
- * such as a manifest temp a crash left half written.
+ * Removes the manifest (the flush is over) and anything else in the staging folder but the lock and
+ * its temps, such as a manifest temp a crash left half written. Another process taking the lock
+ * writes `lock.tmp-…` and links it to `lock` (lock.ts): removing that temp between the two made its
+ * link fail with ENOENT (seen in the fleet test, with many machines flushing into one base).
  */
 export function clearStaging(confinement: Confinement): void {
   const folder = stagingFolder(confinement)
   removeIfPresent(manifestFile(confinement))
-  for (const name of fs.readdirSync(folder)) if (name !== 'lock') fs.rmSync(`${folder}/${name}`, { force: true, recursive: true })
+  for (const name of fs.readdirSync(folder)) if (name !== 'lock' && !name.startsWith('lock.')) fs.rmSync(`${folder}/${name}`, { force: true, recursive: true })
   syncDirectory(folder)
 }
 
