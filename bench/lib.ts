@@ -216,6 +216,8 @@ export interface Loops {
   writeSame(payload: Uint8Array): number
   read(order: Uint32Array): number
   stat(order: Uint32Array): number
+  /** A hard link of each file (`<path>.link`), then a stat of each link in `order`: [link ms, stat ms]. */
+  links(order: Uint32Array): [number, number]
 }
 
 type LoopsFactory = (fs: FsLike, paths: readonly string[], content: Content, fileSize: number) => Loops
@@ -248,6 +250,17 @@ return {
     const ms = performance.now() - start
     if (size !== n * fileSize) throw new Error('stat saw ' + size + ' bytes, expected ' + n * fileSize)
     return ms
+  },
+  links(order) {
+    let start = performance.now()
+    for (let i = 0; i < n; i++) fs.linkSync(paths[i], paths[i] + '.link')
+    const link = performance.now() - start
+    let nlink = 0
+    start = performance.now()
+    for (let i = 0; i < n; i++) nlink += fs.statSync(paths[order[i]] + '.link').nlink
+    const stat = performance.now() - start
+    if (nlink !== 2 * n) throw new Error('the links show ' + nlink + ' names, expected ' + 2 * n)
+    return [link, stat]
   },
 }`
 

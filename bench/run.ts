@@ -11,7 +11,8 @@
  *   1. ops        writeFileSync / readFileSync / statSync of 1 KiB files spread over directories:
  *                 memfs Volume, unionfs (memfs lower + memfs upper), ZenFS CopyOnWrite (InMemory
  *                 readable + InMemory writable, through ZenFS's synchronous fs API) and rewindfs;
- *                 also n writes of one identical payload over the files (duplicate content).
+ *                 also n writes of one identical payload over the files (duplicate content), and a
+ *                 hard link of each file, then a stat of each link.
  *   1b. streams   createWriteStream then createReadStream of one 100 MB file: memfs and rewindfs.
  *   2. lower      reading files that live in the lower layer only (cold first pass, warm second pass).
  *   3. checkpoint rewindfs checkpoint()/restore() vs a shadow git repository on disk vs memfs's
@@ -182,6 +183,9 @@ interface OpsResult {
   stat: number
   /** Writes of one identical payload over every file (duplicate content). */
   same: number
+  /** linkSync of every file, then statSync of every link (NaN where the fs has no hard links). */
+  link: number
+  linkStat: number
 }
 
 /** One run: a fresh fs, n writes, then n reads and n stats in strided order. */
@@ -195,8 +199,14 @@ async function opsOnce(subject: Subject, paths: readonly string[], dirs: readonl
   const read = loops.read(order)
   const stat = loops.stat(order)
   const same = loops.writeSame(new Content(1).bytes)
+  let links: [number, number] = [NaN, NaN]
+  try {
+    links = loops.links(order)
+  } catch (error) {
+    progress(`ops ${subject.name}: no hard links (${(error as Error).message.split('\n')[0]})`)
+  }
   await close?.()
-  return { write: (n / write) * 1000, read: (n / read) * 1000, stat: (n / stat) * 1000, same: (n / same) * 1000 }
+  return { write: (n / write) * 1000, read: (n / read) * 1000, stat: (n / stat) * 1000, same: (n / same) * 1000, link: (n / links[0]) * 1000, linkStat: (n / links[1]) * 1000 }
 }
 
 async function benchOps(): Promise<void> {
@@ -211,7 +221,7 @@ async function benchOps(): Promise<void> {
         const heapBefore = retainedBytes()
         const r = await opsOnce(subject, paths, dirs, order)
         samples.push(r)
-        progress(`ops ${subject.name} rep ${rep + 1}/${subject.reps}: write ${fmtOps(r.write)}, read ${fmtOps(r.read)}, stat ${fmtOps(r.stat)}, same-content write ${fmtOps(r.same)} (heap before: ${fmtBytes(heapBefore)})`)
+        progress(`ops ${subject.name} rep ${rep + 1}/${subject.reps}: write ${fmtOps(r.write)}, read ${fmtOps(r.read)}, stat ${fmtOps(r.stat)}, same-content write ${fmtOps(r.same)}, link ${fmtOps(r.link)}, stat of a link ${fmtOps(r.linkStat)} (heap before: ${fmtBytes(heapBefore)})`)
       }
     } catch (error) {
       failures.set(subject.name, failure(subject.name, error))
@@ -222,27 +232,34 @@ async function benchOps(): Promise<void> {
       read: median(samples.map((s) => s.read)),
       stat: median(samples.map((s) => s.stat)),
       same: median(samples.map((s) => s.same)),
+      link: median(samples.map((s) => s.link)),
+      linkStat: median(samples.map((s) => s.linkStat)),
     })
   }
   const ours = results.get('rewindfs')
+  const ops = (value: number) => (Number.isNaN(value) ? 'n/a' : fmtOps(value))
+  const ratio = (a: number, b: number) => (Number.isNaN(a) || Number.isNaN(b) ? 'n/a' : fmtRatio(a / b))
   const rows = [...results].map(([name, r]) => [
     name,
     fmtOps(r.write),
     fmtOps(r.read),
     fmtOps(r.stat),
     fmtOps(r.same),
+    ops(r.link),
+    ops(r.linkStat),
     name === 'rewindfs'
       ? '1'
       : ours
-        ? `${fmtRatio(ours.write / r.write)} / ${fmtRatio(ours.read / r.read)} / ${fmtRatio(ours.stat / r.stat)} / ${fmtRatio(ours.same / r.same)}`
+        ? [ratio(ours.write, r.write), ratio(ours.read, r.read), ratio(ours.stat, r.stat), ratio(ours.same, r.same), ratio(ours.link, r.link), ratio(ours.linkStat, r.linkStat)].join(' / ')
         : 'n/a',
   ])
-  for (const [name, message] of failures) rows.push([name, 'FAILED', message, '', '', ''])
+  for (const [name, message] of failures) rows.push([name, 'FAILED', message, '', '', '', '', ''])
   emit(
     `### 1. Sync fs ops: ${fmtCount(CONFIG.files)} × 1 KiB files in ${CONFIG.dirs} dirs (empty lower; median of ${CONFIG.reps} runs, ZenFS ${ZENFS_REPS})\n\n` +
-      table(['fs', 'writeFileSync', 'readFileSync', 'statSync', 'writeFileSync, same content', 'rewindfs ÷ it (write / read / stat / same)'], rows) +
+      table(['fs', 'writeFileSync', 'readFileSync', 'statSync', 'writeFileSync, same content', 'linkSync', 'statSync of a hard link', 'rewindfs ÷ it (write / read / stat / same / link / link stat)'], rows) +
       '\n\nRatios above 1× mean rewindfs is faster. Reads and stats visit the files in a strided (non-write) order. ' +
-      '"Same content" writes one identical 1 KiB payload over each of the files (content the fs already holds: agents and package managers do this all the time).',
+      '"Same content" writes one identical 1 KiB payload over each of the files (content the fs already holds: agents and package managers do this all the time). ' +
+      '"linkSync" makes a hard link of each file; "statSync of a hard link" stats those links (n/a: the fs has no hard links).',
   )
 }
 

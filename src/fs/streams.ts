@@ -3,10 +3,13 @@
  * workspace's callback fs through their `fs` option (a documented part of Node's streams), so
  * events, chunking (highWaterMark, start/end), close(), destroy and errors are Node's exactly. The
  * classes are reached at run time (src/ never imports node:); in a browser these members throw
- * ENOSYS saying why, and FileHandle.readableWebStream is the way to stream there.
+ * ENOSYS saying why, and FileHandle.readableWebStream is the way to stream there. A stream's own
+ * reads and writes call back on a microtask, as memfs's calls do: Node's streams wait for each chunk,
+ * and a turn of the event loop per chunk (the fs surface's callbacks) was most of a big file's time.
  */
 import { FsError } from '../errors.js'
 import { builtin } from '../host.js'
+import { isNotLoaded } from '../lower/source.js'
 
 /** The callback-form members Node's streams call on their `fs` option. */
 export interface StreamFs {
@@ -16,6 +19,34 @@ export interface StreamFs {
   writev: (...args: unknown[]) => unknown
   close: (...args: unknown[]) => unknown
   fsync: (...args: unknown[]) => unknown
+  readSync?: (...args: unknown[]) => unknown
+  writeSync?: (...args: unknown[]) => unknown
+  writevSync?: (...args: unknown[]) => unknown
+}
+
+type Callback = (error: unknown, ...results: unknown[]) => void
+
+/**
+ * The callback form of `name` for a stream: the sync call, called back on a microtask with what
+ * Node's callback gets (`results` of the value and the arguments); a file an asynchronous lower
+ * source has not loaded yet goes through the ordinary callback form, which loads it first.
+ */
+function onMicrotask(fs: StreamFs, name: 'read' | 'write' | 'writev', results: (value: unknown, args: unknown[]) => unknown[]): (...args: unknown[]) => void {
+  const sync = fs[`${name}Sync`]
+  const slow = fs[name]
+  if (sync === undefined) return slow
+  return (...args: unknown[]) => {
+    const callback = args.pop() as Callback
+    let value: unknown
+    try {
+      value = sync(...args)
+    } catch (error) {
+      if (isNotLoaded(error)) return void slow(...args, callback)
+      queueMicrotask(() => callback(error))
+      return
+    }
+    queueMicrotask(() => callback(null, ...results(value, args)))
+  }
 }
 
 type StreamConstructor = new (path: unknown, options?: Record<string, unknown>) => object
@@ -51,7 +82,13 @@ function withWorkspace(path: unknown, options: unknown, fs: StreamFs, isHandle: 
   if (opts.fs === undefined) {
     // Opens the path it was given, even if `stream.path` is changed to show another name (mountOver shows host paths).
     const open = fs.open
-    fs = { ...fs, open: (_path: unknown, ...rest: unknown[]) => open(path, ...rest) }
+    fs = {
+      ...fs,
+      open: (_path: unknown, ...rest: unknown[]) => open(path, ...rest),
+      read: onMicrotask(fs, 'read', (bytes, args) => [bytes, args[1]]),
+      write: onMicrotask(fs, 'write', (bytes, args) => [bytes, args[1]]),
+      writev: onMicrotask(fs, 'writev', (bytes, args) => [bytes, args[1]]),
+    }
   }
   const fd = opts.fd
   if (isHandle(fd)) {
