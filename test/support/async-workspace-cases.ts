@@ -80,6 +80,22 @@ export const asyncWorkspaceCases: Record<string, (fresh: Fresh) => Promise<void>
     expect(await fs.readFile('/app/copy.txt', 'utf8')).toBe('one\ntwo\n')
   },
 
+  'makes hard links: one inode under two names, Linux errors, one undo step': async (fresh) => {
+    const ws = await fresh({ '/app/a.txt': 'a' })
+    const fs = ws.fs.promises
+    await fs.link('/app/a.txt', '/app/b.txt')
+    await fs.writeFile('/app/b.txt', 'through b')
+    expect(await fs.readFile('/app/a.txt', 'utf8')).toBe('through b')
+    const [a, b] = [await fs.stat('/app/a.txt'), await fs.stat('/app/b.txt')]
+    expect([a.nlink, b.nlink, a.ino === b.ino]).toEqual([2, 2, true])
+    await expect(fs.link('/app/a.txt', '/app/b.txt')).rejects.toMatchObject({ code: 'EEXIST', syscall: 'link', path: '/app/a.txt', dest: '/app/b.txt' })
+    await expect(fs.link('/app', '/dir-link')).rejects.toMatchObject({ code: 'EPERM', syscall: 'link' })
+    await fs.unlink('/app/a.txt')
+    expect((await fs.stat('/app/b.txt')).nlink).toBe(1)
+    await ws.undo()
+    expect((await fs.stat('/app/a.txt')).nlink).toBe(2)
+  },
+
   "keeps Node's error shape: code, errno, syscall, path and message": async (fresh) => {
     const ws = await fresh({ '/dir/file.txt': 'x' })
     const fs = ws.fs.promises
