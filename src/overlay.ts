@@ -426,6 +426,22 @@ export class Overlay {
     return this.put(parent, name, hardLink(id))
   }
 
+  /**
+   * A name of the shared inode whose inode number is `ino` (a descriptor's file once its own name
+   * went), if the live tree has one. O(shared inodes): only asked when a descriptor's path fails it.
+   */
+  nameOfInode(ino: number): Entry | undefined {
+    const table = this.table()
+    if (table === undefined) return undefined
+    for (const [key, record] of mapEntries<UpperNode>(table.children)) {
+      if ((record.type !== 'file' && record.type !== 'symlink') || record.meta.ino !== ino) continue
+      const id = Number(key)
+      const path = namesOf(this.root, new Set([id])).get(id)?.[0]
+      return path === undefined ? undefined : this.linkEntry(path, id)
+    }
+    return undefined
+  }
+
   /** What a slot holds as a node to move elsewhere: a hard-link name stays one (rename). */
   slotNode(entry: Entry): EntryNode | HardLink {
     return entry.link !== undefined ? hardLink(entry.link) : this.copyUp(entry)

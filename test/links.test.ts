@@ -5,6 +5,7 @@
  * per-name copy-up of lower files that are hard links on disk (overlayfs without index=on); the
  * work a write through a link costs (counters, not clocks).
  */
+import { execFileSync } from 'node:child_process'
 import * as nodeFs from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -153,6 +154,33 @@ describe('names of one inode', () => {
     expect(fs.existsSync('/dir2/m')).toBe(false)
   })
 
+  it('a descriptor keeps its inode when its name goes and another stays, as on a real directory', async () => {
+    const sequence = (fs: F, at: (p: string) => string) => {
+      const out: unknown[] = []
+      fs.writeFileSync(at('/f'), 'one')
+      fs.linkSync(at('/f'), at('/g'))
+      const fd = fs.openSync(at('/f'), 'r+')
+      fs.unlinkSync(at('/f'))
+      fs.writeSync(fd, 'ONE', 0)
+      out.push(fs.fstatSync(fd).nlink)
+      const buffer = Buffer.alloc(3)
+      fs.readSync(fd, buffer, 0, 3, 0)
+      out.push(buffer.toString())
+      fs.closeSync(fd)
+      out.push(fs.readFileSync(at('/g'), 'utf8'))
+      fs.linkSync(at('/g'), at('/h'))
+      const fd2 = fs.openSync(at('/g'), 'a')
+      fs.renameSync(at('/g'), at('/k'))
+      fs.writeSync(fd2, '+')
+      fs.closeSync(fd2)
+      out.push(fs.readFileSync(at('/h'), 'utf8'), fs.readFileSync(at('/k'), 'utf8'), fs.statSync(at('/k')).nlink)
+      return out
+    }
+    const real = fresh('real')
+    const ws = await Workspace.open({ autoCheckpoint: false })
+    expect(sequence(ws.fs as unknown as F, (p) => p)).toEqual(sequence(nodeFs, (p) => real + p))
+  })
+
   it('a symlink can be hard-linked (link does not follow it)', async () => {
     const ws = await Workspace.open({ autoCheckpoint: false })
     ws.fs.writeFileSync('/t', 'target')
@@ -266,6 +294,59 @@ describe('lower files that are hard links on disk', () => {
     fs.linkSync('/b', '/c')
     fs.writeFileSync('/c', 'c')
     expect([fs.readFileSync('/b', 'utf8'), fs.statSync('/b').nlink, nodeFs.readFileSync(join(lower, 'a'), 'utf8')]).toEqual(['c', 2, 'shared on disk'])
+  })
+
+  // The oracle: kernel overlayfs without index=on, mounted over the same lower directory (as root, in
+  // a mount namespace). Compared: link counts, which names share an inode, contents. Not compared: a
+  // copied-up name's inode number, which overlayfs keeps only where it can record the origin (the
+  // workspace keeps it; this host's upper file system may not).
+  it.skipIf(process.getuid?.() !== 0)('match kernel overlayfs without index, name by name', async () => {
+    const seedLower = () => {
+      const lower = fresh('lower')
+      nodeFs.writeFileSync(join(lower, 'a'), 'shared\n')
+      nodeFs.linkSync(join(lower, 'a'), join(lower, 'b'))
+      nodeFs.writeFileSync(join(lower, 'x'), 'x\n')
+      nodeFs.linkSync(join(lower, 'x'), join(lower, 'y'))
+      return lower
+    }
+    const steps = ['echo more >> a', 'ln b c', 'echo via-c >> c', 'chmod 600 y', 'rm x']
+    const look = 'for f in a b c x y; do if [ -e $f ]; then echo "$f $(stat -c %h $f) $(cat $f | tr "\\n" "|")"; fi; done; [ "$(stat -c %i b)" = "$(stat -c %i c)" ] && echo "b=c"; [ "$(stat -c %i a)" = "$(stat -c %i b)" ] && echo "a=b"; echo "y $(stat -c %a y)"'
+    const lower = seedLower()
+    const dir = fresh('kernel')
+    for (const sub of ['upper', 'work', 'merged']) nodeFs.mkdirSync(join(dir, sub))
+    const script = `mount -t overlay overlay -o lowerdir=${lower},upperdir=${dir}/upper,workdir=${dir}/work,index=off ${dir}/merged && cd ${dir}/merged && ${look} && echo --- && ${steps.map((step) => `${step} && ${look} && echo ---`).join(' && ')}`
+    let expected: string
+    try {
+      expected = execFileSync('unshare', ['-m', 'sh', '-c', script], { encoding: 'utf8' })
+    } catch (error) {
+      console.log(`[rewindfs] skipping the kernel overlayfs oracle: ${(error as Error).message.split('\n')[0]}`)
+      return
+    }
+    // The same steps in the workspace, over a copy of the same lower directory.
+    const ws = await Workspace.open({ lower: directory(seedLower()), autoCheckpoint: false })
+    const fs = ws.fs
+    const lookHere = () => {
+      const lines: string[] = []
+      for (const f of ['a', 'b', 'c', 'x', 'y']) if (fs.existsSync('/' + f)) lines.push(`${f} ${fs.statSync('/' + f).nlink} ${fs.readFileSync('/' + f, 'utf8').replaceAll('\n', '|')}`)
+      if (fs.existsSync('/c') && fs.statSync('/b').ino === fs.statSync('/c').ino) lines.push('b=c')
+      if (fs.statSync('/a').ino === fs.statSync('/b').ino && fs.statSync('/a').nlink > 1) lines.push('a=b')
+      lines.push(`y ${(fs.statSync('/y').mode & 0o777).toString(8)}`)
+      return lines.join('\n') + '\n---\n'
+    }
+    let actual = lookHere()
+    const run: Record<string, () => void> = {
+      'echo more >> a': () => fs.appendFileSync('/a', 'more\n'),
+      'ln b c': () => fs.linkSync('/b', '/c'),
+      'echo via-c >> c': () => fs.appendFileSync('/c', 'via-c\n'),
+      'chmod 600 y': () => fs.chmodSync('/y', 0o600),
+      'rm x': () => fs.unlinkSync('/x'),
+    }
+    for (const step of steps) {
+      run[step]()
+      actual += lookHere()
+    }
+    expect(actual).toBe(expected)
+    await ws.close()
   })
 
   it('syncFsSource reports the link count it reads', async () => {

@@ -1187,8 +1187,19 @@ export class FsOperations {
 
   /** The entry an open descriptor names; EBADF-free: a vanished file reads as empty. */
   private descriptorEntry(open: OpenFile, syscall: string): Entry {
-    const entry = this.overlay.resolve(open.path, syscall, false)
-    return entry
+    let entry: Entry | undefined
+    let failure: unknown
+    try {
+      entry = this.overlay.resolve(open.path, syscall, false)
+    } catch (error) {
+      failure = error
+    }
+    if (entry !== undefined && this.overlay.meta(entry).ino === open.ino) return entry
+    // Its name was removed or replaced: a hard-linked inode lives on under its other names, as on Linux.
+    const other = this.overlay.nameOfInode(open.ino)
+    if (other !== undefined) return other
+    if (entry !== undefined) return entry
+    throw failure
   }
 
   private flushDescriptor(open: OpenFile): void {
@@ -1203,11 +1214,11 @@ export class FsOperations {
     if (open.buffer && open.dirty) {
       let entry: Entry | undefined
       try {
-        entry = this.overlay.resolve(open.path, 'write', false)
+        entry = this.descriptorEntry(open, 'write')
       } catch {
         entry = undefined
       }
-      // The file was unlinked or replaced since open: like an orphaned inode, its writes go nowhere.
+      // The file was unlinked or replaced since open (and has no other name): like an orphaned inode, its writes go nowhere.
       if (entry && entry.type === 'file' && this.overlay.meta(entry).ino === open.ino) {
         // The working copy is handed over, not copied (the descriptor lets go of it): copying a big file
         // into fresh memory costs as much as writing it. Its spare room (under half, as the buffer
