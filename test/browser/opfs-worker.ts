@@ -205,6 +205,27 @@ const scenarios: Record<string, (...args: never[]) => Promise<unknown>> = {
     return { ...result, closed: typeof writer.readBlobSync }
   },
 
+  /**
+   * Writes and syncs in a loop from `from` on, posting each acknowledged step to the page, until the
+   * page's process is killed (the crash test). Step i writes `v<i>` to /app/f<i % 16>.txt.
+   */
+  async hammer(name: string, from: number) {
+    const ws = await Workspace.open({ lower: lower(), store: opfsStore(name, { segmentBytes: 64 * 1024 }), autoCheckpoint: false, compactEvery: 50 })
+    for (let i = from; ; i++) {
+      ws.fs.writeFileSync(`/app/f${i % 16}.txt`, `v${i}`.padEnd(200 + (i % 7) * 300, '.'))
+      await ws.sync()
+      self.postMessage({ acknowledged: i })
+    }
+  },
+
+  /** What a reopen finds after a crash: the files and the status. */
+  async afterCrash(name: string) {
+    const ws = await Workspace.open({ lower: lower(), store: opfsStore(name, { segmentBytes: 64 * 1024 }), autoCheckpoint: false, compactEvery: 50 })
+    const result = { files: files(ws), frozen: ws.frozen ?? null, corrupt: ws.status.corrupt ?? null, degraded: ws.status.degraded ?? null }
+    await ws.close()
+    return result
+  },
+
   async fingerprint(name: string) {
     return raw.rawStore(name).fingerprint()
   },
