@@ -18,6 +18,7 @@ import * as z from 'zod/mini'
 import { basename, dirname, type FlushEntry, type FlushProgress, FsError, normalize } from 'rewindfs/adapter-kit'
 import { Confinement, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined } from './confine.js'
 import { makeDirectoriesDurable, makeDurable, removeIfPresent, syncDirectory, writeAtomically } from './files.js'
+import { isAlive } from './lock.js'
 
 const MANIFEST_VERSION = 1
 const pathSchema = z.string().check(z.refine((path) => normalize(path) === path && !path.includes('\0'), 'a normalised absolute path'))
@@ -357,13 +358,23 @@ export function rollBack(confinement: Confinement, manifest: Manifest): void {
  * Removes the manifest (the flush is over) and anything else in the staging folder but the lock and
  * its temps, such as a manifest temp a crash left half written. Another process taking the lock
  * writes `lock.tmp-…` and links it to `lock` (lock.ts): removing that temp between the two made its
- * link fail with ENOENT (seen in the fleet test, with many machines flushing into one base).
+ * link fail with ENOENT (seen in the fleet test, with many machines flushing into one base). A lock
+ * temp whose process is gone (killed between writing and removing it) is removed: nothing links it.
  */
 export function clearStaging(confinement: Confinement): void {
   const folder = stagingFolder(confinement)
   removeIfPresent(manifestFile(confinement))
-  for (const name of fs.readdirSync(folder)) if (name !== 'lock' && !name.startsWith('lock.')) fs.rmSync(`${folder}/${name}`, { force: true, recursive: true })
+  for (const name of fs.readdirSync(folder)) {
+    if (name === 'lock' || (name.startsWith('lock.') && lockTempInUse(name))) continue
+    fs.rmSync(`${folder}/${name}`, { force: true, recursive: true })
+  }
   syncDirectory(folder)
+}
+
+/** Whether a lock temp (`lock.tmp-<pid>-…`, `lock.stale.tmp-<pid>-…`) may still be linked: its process lives. */
+function lockTempInUse(name: string): boolean {
+  const pid = /\.tmp-(\d+)-[0-9a-z]+$/.exec(name)?.[1]
+  return pid === undefined || isAlive(Number(pid))
 }
 
 /** The manifest left by an interrupted flush, if any; a manifest that does not parse is refused loudly. */
