@@ -188,30 +188,31 @@ async function flush(session: Session): Promise<void> {
   const { ws, name } = session
   await askToFlush()
   try {
-    await fleet.exclusive(`flush:${lower.id}`, async () => {
-      try {
-        await ws.flush()
-        say({ t: 'flushed', session: name })
-      } catch (error) {
-        const { code, conflicts } = error as { code?: string; conflicts?: { path: string }[] }
-        if (code !== 'ECONFLICT') throw error
-        // Under the fleet's flush lock nobody else writes the base: what is there now was written
-        // by the flush some other session's ledger records, with the version it recorded.
-        const paths = conflicts!.map((c) => c.path)
+    try {
+      await ws.flush()
+      say({ t: 'flushed', session: name })
+    } catch (error) {
+      const { code, conflicts } = error as { code?: string; conflicts?: { path: string }[] }
+      if (code !== 'ECONFLICT') throw error
+      // The flush checked under the directory's flush lock, as every flush into the base does, and
+      // each records its ledger before it lets go: under that lock, what the base holds now was
+      // written by a flush some other session's ledger records, with the version it recorded.
+      const paths = conflicts!.map((c) => c.path)
+      const explained = await lower.exclusive(async () => {
         const now = await lower.versions(paths)
-        const explained = await Promise.all(
+        return Promise.all(
           paths.map(async (path, i) => {
             const rows = await fleet.flushes({ target: lower.id, path })
             return rows.some((row) => row.session !== name && (row.version ?? undefined) === now[i])
           }),
         )
-        say({ t: 'conflict', session: name, paths, explained })
-        if (random() < 0.5) {
-          await ws.flush(undefined, { force: true })
-          say({ t: 'flushed', session: name, forced: true })
-        }
+      })
+      say({ t: 'conflict', session: name, paths, explained })
+      if (random() < 0.5) {
+        await ws.flush(undefined, { force: true })
+        say({ t: 'flushed', session: name, forced: true })
       }
-    })
+    }
   } finally {
     say({ t: 'flush-end' })
   }

@@ -17,13 +17,13 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import readline from 'node:readline'
-import { build } from 'esbuild'
 import { afterAll, describe, expect, it } from 'vitest'
 import { directory } from '../adapters/node-fs/index.js'
 import { postgresFleet, postgresStore } from '../adapters/postgres/index.js'
 import { hashBytes } from '../src/blob/hash.js'
 import { Workspace } from '../src/index.js'
 import { digest, sessionDigest } from './fleet-digest.js'
+import { bundleChild } from './support/child-bundle.js'
 import { dropSchema, rawClient, scratchSchema, serverUrl } from './postgres-server.js'
 
 const MACHINES = 8
@@ -93,7 +93,7 @@ describe.skipIf(url === undefined)('a fleet of machines on one database and one 
     fs.mkdirSync(path.join(base, 'work'))
 
     const entry = path.join(OUT, 'machine.mjs')
-    await build({ entryPoints: [path.join(REPO, 'test/fleet-machine.ts')], bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', outfile: entry, logLevel: 'error' })
+    await bundleChild('test/fleet-machine.ts', entry)
 
     const sessions = new Map<string, SessionTrack>()
     const machines = new Map<string, Machine>()

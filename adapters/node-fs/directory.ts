@@ -3,6 +3,7 @@
  * synchronous (nothing is scanned on open; every call asks the disk, so a change underneath shows
  * in `version`), confined to the root (see confine.ts), and never show the flush's staging area.
  */
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { hostFs as fs } from './host-fs.js'
 import type { ExecRunner } from 'rewindfs'
 import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type LowerSource, type LowerStat, flushEngine, lowerStatOf, lowerVersionOf, normalize } from 'rewindfs/adapter-kit'
@@ -14,6 +15,16 @@ import { LockFile } from './lock.js'
 import { DirectoryWalker } from './walker.js'
 
 const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
+
+/** How long a flush waits for another process's flush into the same directory before EBUSY. */
+const LOCK_WAIT_MS = 60_000
+
+/**
+ * The roots whose flush lock the running flush holds (inside `exclusive`): its own `apply` and
+ * `recover` then run under that lock instead of taking it again, whichever DirectorySource object
+ * of the root they are called on.
+ */
+const held = new AsyncLocalStorage<ReadonlySet<string>>()
 
 function isHidden(path: string): boolean {
   return path.includes(RESERVED_PREFIX) && path.split('/').some(isReserved)
@@ -103,29 +114,67 @@ export class DirectorySource implements LowerSource, FlushTarget {
   }
 
   apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void): Promise<(string | undefined)[]> {
-    const run = this.queue.then(() => this.applyNow(entries, onProgress))
-    this.queue = run.catch(() => undefined)
-    return run
+    if (this.holding()) return this.applyNow(entries, onProgress, true)
+    return this.queued(() => this.applyNow(entries, onProgress, false))
   }
 
   async recover(): Promise<void> {
-    const run = this.queue.then(() => {
-      this.recoverNow()
-    })
-    this.queue = run.catch(() => undefined)
-    return run
+    if (this.holding()) return this.settle()
+    return this.queued(() => this.recoverNow())
   }
 
-  private async applyNow(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void): Promise<(string | undefined)[]> {
+  /**
+   * Runs `section` holding the directory's flush lock: first in line in this process, then across
+   * processes through the lock file, waited for (polled, up to a minute; a dead owner's lock is
+   * taken over at once). The flush engine runs its recovery, conflict check and apply in one
+   * section, so two processes flushing into this directory never both check before either applies.
+   */
+  exclusive<T>(section: () => Promise<T>): Promise<T> {
+    if (this.holding()) return section()
+    return this.queued(async () => {
+      const lock = await this.waitForLock()
+      try {
+        return await held.run(new Set([...(held.getStore() ?? []), this.root]), section)
+      } finally {
+        lock.release()
+      }
+    })
+  }
+
+  private holding(): boolean {
+    return held.getStore()?.has(this.root) === true
+  }
+
+  private queued<T>(run: () => T | Promise<T>): Promise<T> {
+    const result = this.queue.then(run)
+    this.queue = result.catch(() => undefined)
+    return result
+  }
+
+  private async waitForLock(): Promise<LockFile> {
+    const deadline = Date.now() + LOCK_WAIT_MS
+    for (let wait = 2; ; wait = Math.min(wait * 2, 100)) {
+      try {
+        return this.lock(true)!
+      } catch (error) {
+        if ((error as FsError).code !== 'EBUSY' || Date.now() + wait > deadline) throw error
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait))
+    }
+  }
+
+  /** `locked`: the caller holds the flush lock (inside `exclusive`). */
+  private async applyNow(entries: readonly FlushEntry[], onProgress: ((progress: FlushProgress) => void) | undefined, locked: boolean): Promise<(string | undefined)[]> {
     if (!Array.isArray(entries)) throw new TypeError(`rewindfs: apply(entries) needs an array of flush entries, got ${typeof entries}`)
     if (entries.length === 0) return []
-    // The staging folder is made by the first flush that passes the checks and then kept: making and
-    // removing it each time would move the root's mtime, and so its version, with no file changed.
-    let lock = this.lock(false)
+    // The staging folder is made by the first flush (a bare apply: once it passes the checks) and then
+    // kept: making and removing it each time would move the root's mtime, and so its version, with no
+    // file changed.
+    let lock = locked ? undefined : this.lock(false)
     try {
-      if (lock) this.settle()
+      if (lock || locked) this.settle()
       const planned = plan(entries, this.confinement)
-      lock ??= this.lock(true)!
+      if (!locked) lock ??= this.lock(true)!
       try {
         await stage(this.confinement, planned, (progress) => onProgress?.(progress), this.stopAfter)
       } catch (error) {

@@ -67,6 +67,24 @@ export async function flush(host: FlushHost, targets: readonly FlushTarget[], op
   if (canary > 0 && (canary >= targets.length || typeof options.verify !== 'function')) {
     throw new TypeError(`rewindfs: a canary flush needs more targets than canaries (${targets.length} ≤ ${canary}) and a verify function`)
   }
+  // A dry run writes nothing: what it reports may be stale by the time it returns, as any read.
+  return options.dryRun ? flushHeld(host, targets, options) : holding(targets, () => flushHeld(host, targets, options))
+}
+
+/**
+ * Runs `section` holding every target's flush lock, taken in the order of their ids (one lock per
+ * id) so two flushes into the same targets never wait for each other crosswise.
+ */
+function holding<T>(targets: readonly FlushTarget[], section: () => Promise<T>): Promise<T> {
+  const byId = new Map<string, FlushTarget>()
+  for (const target of targets) if (typeof target.exclusive === 'function' && !byId.has(target.id)) byId.set(target.id, target)
+  const ordered = [...byId.keys()].sort().map((id) => byId.get(id)!)
+  const enter = (index: number): Promise<T> => (index === ordered.length ? section() : ordered[index].exclusive!(() => enter(index + 1)))
+  return enter(0)
+}
+
+async function flushHeld(host: FlushHost, targets: readonly FlushTarget[], options: FlushOptions): Promise<FlushReport> {
+  const canary = options.canary ?? 0
   for (const target of targets) await recover(host, target)
   const plans = new Map<FlushTarget, Planned[]>()
   const conflicts: FlushReport['conflicts'] = []

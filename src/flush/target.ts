@@ -53,6 +53,15 @@ export interface FlushTarget {
   /** Rolls an interrupted apply forward (called before every flush; targets also call it on open). */
   recover?(): Promise<void>
   /**
+   * Runs `section` holding the target's flush lock, waiting for it if another flush (another
+   * workspace, another process) holds it. A flush runs its recovery, conflict check and apply in one
+   * section, so what the check saw is what the apply replaces: a concurrent flush is either seen as
+   * a conflict or applies after. `versions`, `apply` and `recover` called inside the section run
+   * under the held lock. Without it, a flush checks and applies unlocked (fine for a target only
+   * this process writes).
+   */
+  exclusive?<T>(section: () => Promise<T>): Promise<T>
+  /**
    * Paths the target keeps to itself (its staging folder): why, when `path` is one of them. A flush
    * that would write such a path is refused before anything is written (EINVAL naming the path).
    */
