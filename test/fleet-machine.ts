@@ -54,7 +54,6 @@ const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.le
 interface Session {
   readonly name: string
   ws: Workspace
-  forks: number
 }
 
 const lower = directory(config.base)
@@ -103,7 +102,7 @@ async function openSession(name: string): Promise<Session> {
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
-  const session = { name, forks: 0 } as Session
+  const session = { name } as Session
   session.ws = await Workspace.open({ lower, store: reporting(store, name, () => session.ws), session: name, autoCheckpoint: false, compactEvery: 150 })
   if (session.ws.status.degraded) throw new Error(`session ${name} opened degraded: ${session.ws.status.degraded}`)
   return session
@@ -167,9 +166,14 @@ function ignoreConflict(error: unknown): void {
 }
 
 async function fork(session: Session): Promise<void> {
-  if (session.forks >= 2) return
-  session.forks++
-  const to = `${session.name}.f${session.forks}`
+  // The forks the database has, whichever machine made them: a session adopted from a killed
+  // machine may have forks already, and a name taken is EEXIST.
+  const prefix = `${session.name}.f`
+  const taken = new Set((await fleet.sessions()).map((s) => s.session).filter((n) => n.startsWith(prefix) && /^\d+$/.test(n.slice(prefix.length))))
+  if (taken.size >= 2) return
+  let number = 1
+  while (taken.has(`${prefix}${number}`)) number++
+  const to = `${prefix}${number}`
   const checkpoints = session.ws.checkpoints().filter((c) => c.kind === 'manual')
   const checkpoint = checkpoints.length > 0 && random() < 0.7 ? pick(checkpoints).name : undefined
   // What the copy holds: the source's committed state (every op on it was acknowledged), seen
