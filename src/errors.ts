@@ -8,6 +8,7 @@ const descriptions = {
   ENOENT: [2, 'no such file or directory'],
   EIO: [5, 'i/o error'],
   EBADF: [9, 'bad file descriptor'],
+  EAGAIN: [11, 'resource temporarily unavailable'],
   EACCES: [13, 'permission denied'],
   EBUSY: [16, 'resource busy or locked'],
   EEXIST: [17, 'file already exists'],

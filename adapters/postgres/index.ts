@@ -82,6 +82,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
   const open = async (): Promise<PostgresStore> =>
     SessionStore.open({
       connection: await connect(),
+      connect,
       tables: t,
       schemaName: schema,
       options: { session, schema, readOnly: options.readOnly },
@@ -105,6 +106,7 @@ export async function pgliteStore(options: PgliteStoreOptions): Promise<Postgres
   const open = async (): Promise<PostgresStore> =>
     SessionStore.open({
       connection: await connectPGlite({ db: options.db, dataDir: options.dataDir }),
+      connect: () => connectPGlite({ db: options.db, dataDir: options.dataDir }),
       tables: t,
       schemaName: schema,
       options: { session, schema, readOnly: options.readOnly },

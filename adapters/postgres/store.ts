@@ -16,9 +16,10 @@
  *
  * A lost connection (the server restarted, the network failed) fails the call in flight and every
  * later one with ECONNRESET: the workspace goes degraded (ws.status.degraded) and keeps working in
- * memory. What was acknowledged is in the database: `reopen()` gives a new store on a new
- * connection (waiting for the server to come back), and a workspace opened on it continues from
- * the last acknowledged state.
+ * memory, and reconnects in place (`reconnect()`, engine/reconnect.ts): a new connection, the
+ * session's lock taken again and its fencing token checked, so a writer that took the session over
+ * meanwhile is never written over. `reopen()` gives a new store on a new connection instead (waiting
+ * for the server to come back), for a workspace opened anew.
  */
 import { type BlobId, FsError, type JournalRead, type JsonValue, type Store, type StoreChange, type StoreItem, durableJournal, keptName } from 'rewindfs/adapter-kit'
 import * as z from 'zod/mini'
@@ -53,6 +54,16 @@ export interface PostgresStore extends Store {
   onLost(listener: (error: Error) => void): () => void
   /** A new store on a new connection with the same options (the server may be restarting: it retries for `timeoutMs`, default 30 s). */
   reopen(options?: { timeoutMs?: number }): Promise<PostgresStore>
+  /**
+   * This store, its connection lost (or a write failed), made the session's writer again: a new
+   * connection, the session's lock taken again, the fencing token checked to be still this
+   * writer's. Resolves with the number of records in the session's journal. Rejects with EBUSY when
+   * another writer took the session over (it holds the lock, or stamped its token since), ENOENT
+   * when the session was dropped, EAGAIN while the server still holds the lock for this writer's
+   * lost connection, and with the connection's error while the server is away. The workspace calls
+   * it by itself (engine/reconnect.ts).
+   */
+  reconnect(): Promise<{ readonly records: number }>
   close(): Promise<void>
 }
 
@@ -117,6 +128,8 @@ type Cached = { bytes: Uint8Array } | { chunks: number; size: number }
 
 export interface OpenContext {
   readonly connection: Connection
+  /** A new connection to the same place (reconnect). */
+  readonly connect: () => Promise<Connection>
   readonly tables: Tables
   readonly schemaName: string
   readonly options: SessionStoreOptions
@@ -130,7 +143,8 @@ export class SessionStore implements PostgresStore {
   readonly session: string
   readonly schema: string
   readonly readOnly: boolean
-  private readonly connection: Connection
+  private connection: Connection
+  private readonly connect: () => Promise<Connection>
   private readonly t: Tables
   /** The fencing token this writer stamped on the session row. */
   private token: string | undefined
@@ -146,14 +160,19 @@ export class SessionStore implements PostgresStore {
 
   private constructor(context: OpenContext) {
     this.connection = context.connection
+    this.connect = context.connect
     this.kind = context.connection.backend
     this.t = context.tables
     this.schema = context.schemaName
     this.session = context.options.session
     this.readOnly = context.options.readOnly === true
     this.again = context.again
-    this.connection.onLost((error) => {
-      for (const listener of [...this.lostListeners]) listener(error)
+    this.watch(this.connection)
+  }
+
+  private watch(connection: Connection): void {
+    connection.onLost((error) => {
+      if (connection === this.connection) for (const listener of [...this.lostListeners]) listener(error)
     })
   }
 
@@ -248,6 +267,54 @@ export class SessionStore implements PostgresStore {
 
   reopen(options: { timeoutMs?: number } = {}): Promise<PostgresStore> {
     return this.again(options.timeoutMs ?? 30_000)
+  }
+
+  reconnect(): Promise<{ readonly records: number }> {
+    return this.queue('reconnect', async () => {
+      if (this.readOnly) throw storeError('EROFS', 'reconnect', this.where, 'a reader has no writer to reconnect')
+      const lost = this.connection.lost !== undefined
+      const connection = lost ? await this.connect() : this.connection
+      try {
+        // A new connection holds nothing yet: the lock first, then the token, in that order (a
+        // writer that takes the session over takes the lock, then stamps its token).
+        if (lost) {
+          const [lock] = await connection.query<{ taken: boolean }>(`SELECT pg_try_advisory_lock($1::bigint) AS taken`, [this.lockKey])
+          if (!lock.taken) {
+            const writer = await this.writerOf(connection)
+            if (writer === this.token) {
+              throw storeError('EAGAIN', 'reconnect', this.where, "the server still holds the session's lock for this writer's lost connection")
+            }
+            throw this.takenOver(writer)
+          }
+        }
+        const [row] = await connection.query<{ writer: string | null; records: string }>(`SELECT writer, records FROM ${this.t.sessions} WHERE id = $1`, [this.session])
+        if (row === undefined || row.writer !== this.token) {
+          if (lost) await connection.query(`SELECT pg_advisory_unlock($1::bigint)`, [this.lockKey]).catch(() => undefined)
+          throw row === undefined ? storeError('ENOENT', 'reconnect', this.where, `the session '${this.session}' was dropped while this writer was away`) : this.takenOver(row.writer)
+        }
+        if (lost) {
+          const old = this.connection
+          this.connection = connection
+          this.watch(connection)
+          await old.close().catch(() => undefined)
+        }
+        return { records: Number(row.records) }
+      } catch (error) {
+        if (lost) await connection.close().catch(() => undefined)
+        throw error
+      }
+    })
+  }
+
+  private async writerOf(connection: Connection): Promise<string | null | undefined> {
+    const [row] = await connection.query<{ writer: string | null }>(`SELECT writer FROM ${this.t.sessions} WHERE id = $1`, [this.session])
+    return row?.writer
+  }
+
+  private takenOver(writer: string | null | undefined): FsError {
+    return writer === undefined
+      ? storeError('ENOENT', 'reconnect', this.where, `the session '${this.session}' was dropped while this writer was away`)
+      : storeError('EBUSY', 'reconnect', this.where, `another writer took the session '${this.session}' over while this one was away; nothing of this writer was written after its connection was lost (reopen the session to see what it holds)`)
   }
 
   /** Calls run one after another on the one connection, so appends keep their order and reads see every earlier write. */

@@ -36,6 +36,7 @@ import {
   journalOffset,
   tableNode,
 } from './persistence.js'
+import { type ReconnectSink, Reconnection } from './reconnect.js'
 import { type JsonValue, SessionState } from './state.js'
 import type { Store } from './store.js'
 
@@ -67,6 +68,10 @@ export interface DurableHost {
   checkpointSeq(): number
   /** Raises the checkpoint sequence after replay so new ones do not reuse numbers. */
   seenCheckpointSeq(seq: number): void
+  /** Where a store that reconnects (reconnect.ts) shows what happened: the workspace's status. */
+  readonly status?: ReconnectSink
+  /** Tells the user when the store cannot be resumed (WorkspaceOptions.onAlert). */
+  alert?(message: string): void
 }
 
 export interface IntegrityReport {
@@ -128,6 +133,14 @@ export class Durability {
   private scheduled = false
   /** Set when the store failed: the workspace keeps working in memory, flagged, never silently. */
   failure: string | undefined
+  /**
+   * The group commit in flight when the store failed: it may or may not have landed. Kept, with
+   * everything recorded since, for a store that reconnects (resume).
+   */
+  private unsent: { readonly lines: string[]; readonly ids: BlobId[] } | undefined
+  /** A journal replacement (compaction) failed: the store holds either journal, so resume writes a snapshot. */
+  private journalUnknown = false
+  private reconnection: Reconnection | undefined
 
   constructor(
     private readonly host: DurableHost,
@@ -257,10 +270,70 @@ export class Durability {
         this.sinceCompaction += lines.length
         for (const id of ids) this.durableBlobs.add(id)
       } catch (error) {
-        this.failure = `the ${this.store.kind} store failed: ${(error as Error)?.message ?? String(error)}`
+        this.unsent = { lines, ids }
+        this.failed(error)
       }
     })
     return this.flushing
+  }
+
+  /** The store failed: degraded, and a store that can reconnect is retried (reconnect.ts). */
+  private failed(error: unknown): void {
+    this.failure = `the ${this.store.kind} store failed: ${(error as Error)?.message ?? String(error)}`
+    if (typeof this.store.reconnect !== 'function' || this.store.readOnly) return
+    this.reconnection ??= new Reconnection(
+      this as Durability & { store: Store & { reconnect(): Promise<{ readonly records: number }> } },
+      this.host.status,
+      (message) => this.host.alert?.(message),
+    )
+    this.reconnection.failed(error)
+  }
+
+  /**
+   * After the store reconnected as this session's writer, its journal holding `records` records:
+   * sends what the failure kept back and leaves degraded mode. The commit in flight when it failed
+   * landed if the journal is that much longer than what was acknowledged (then it is not sent
+   * again), and did not if it is as long (then it is sent first, before everything recorded since);
+   * any other length is not this writer's journal any more, and nothing is written. After a failed
+   * compaction the store holds either journal: a snapshot of the live state replaces both.
+   */
+  async resume(records: number): Promise<{ resent: number; landed: boolean }> {
+    return this.atomically(async () => {
+      // Another hold (a restore) must end first: its records commit as one group.
+      await this.holdsAtMost(1)
+      await this.flushing
+      const unsent = this.unsent
+      const landed = !this.journalUnknown && unsent !== undefined && records === this.position + unsent.lines.length + 1
+      if (!this.journalUnknown && !landed && records !== this.position) {
+        const expected = unsent ? `${this.position} (or ${this.position + unsent.lines.length + 1} with the commit in flight)` : `${this.position}`
+        throw Object.assign(new Error(`the store's journal holds ${records} records where this writer left ${expected}: it was written by someone else, and nothing is written over it`), { code: 'EBUSY' })
+      }
+      this.unsent = undefined
+      this.failure = undefined
+      if (this.journalUnknown) {
+        // The snapshot is the whole live state: what was kept back is in it.
+        const resent = this.lines.length + (unsent?.lines.length ?? 0)
+        this.lines = []
+        this.blobIds = new Set()
+        this.host.overlay.unrecorded?.splice(0)
+        await this.writeSnapshot()
+        this.journalUnknown = false
+        this.sinceCompaction = 0
+        return { resent, landed: false }
+      }
+      if (landed) {
+        this.position = records
+        this.sinceCompaction += unsent.lines.length
+        for (const id of unsent.ids) this.durableBlobs.add(id)
+      } else if (unsent) {
+        this.lines = [...unsent.lines, ...this.lines]
+        for (const id of unsent.ids) this.blobIds.add(id)
+      }
+      const resent = this.lines.length
+      await this.commit(true)
+      if (this.failure) throw Object.assign(new Error(this.failure), { code: 'ECONNRESET' })
+      return { resent, landed }
+    })
   }
 
   /**
@@ -313,7 +386,14 @@ export class Durability {
       }
     }
     await this.putDurable(blobs)
-    await this.store.replaceJournal([encodeRecord({ t: 'snapshot', data: snapshot }, 0), encodeRecord({ t: 'commit' }, 1)])
+    try {
+      await this.store.replaceJournal([encodeRecord({ t: 'snapshot', data: snapshot }, 0), encodeRecord({ t: 'commit' }, 1)])
+    } catch (error) {
+      // The store may hold the old journal or this one: a store that reconnects is resumed with a snapshot.
+      this.journalUnknown = true
+      this.failed(error)
+      throw error
+    }
     this.position = 2
     return blobs
   }

@@ -11,6 +11,7 @@ import type { Checkpoints } from './checkpoints.js'
 import type { EngineContext } from './context.js'
 import type { Durability, IntegrityReport, LoadReport, StoreDamage } from './durability.js'
 import type { Flushes } from './flushes.js'
+import type { ReconnectStatus } from './reconnect.js'
 import type { RepairOptions, RepairReport } from './repair.js'
 import type { SideEffects } from './side-effects.js'
 import { type DurabilityEngine, LOWER_KEY, type Store } from './store.js'
@@ -23,6 +24,8 @@ export interface StoreStatus {
   loaded?: LoadReport
   /** The damage that made open read-only (the workspace is frozen; see `repair()`). */
   corrupt?: StoreDamage
+  /** A store that reconnects (a database server): where its reconnection is, or how it ended. */
+  reconnect?: ReconnectStatus
 }
 
 export class SessionStore {
@@ -47,7 +50,8 @@ export class SessionStore {
       throw new TypeError(`rewindfs: the ${String(store.kind)} store carries no durable journal (store.durability): set it to durableJournal from rewindfs/adapter-kit`)
     }
     this.engine = engine
-    const durability = engine.open({ overlay, state, journal, blobs: overlay.blobs, ...this.checkpoints.durable() }, store)
+    const alert = (message: string) => this.context.alert({ kind: 'safe-stop', message })
+    const durability = engine.open({ overlay, state, journal, blobs: overlay.blobs, ...this.checkpoints.durable(), status: this.status, alert }, store)
     try {
       // Before any replay: a journal of another source must not be replayed over this one.
       await this.checkLowerIdentity(store, durability)
