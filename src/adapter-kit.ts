@@ -21,7 +21,8 @@
  * - a flush target (`FlushTarget`): a real place that takes the workspace's change set all or
  *   nothing, carrying the flush engine (`flusher: flushEngine`) as a store carries its journal.
  * - an exec runner (`ExecRunner` in `rewindfs`; a lower source may carry one as `exec`): runs
- *   commands against a workspace, reading the upper tree and the view its `ExecHost` gives.
+ *   commands against a workspace, reading the upper tree and the view its `ExecHost` gives, and
+ *   carries the search ws.bisect runs with those commands (`bisector: bisectEngine`).
  *
  * Errors an adapter raises through fs calls are Node-shaped (`FsError`: code, errno, syscall, path).
  * Paths are the workspace's: absolute, normalised POSIX paths, '/' the root.
@@ -64,7 +65,10 @@ export { basename, dirname, isWithin, join, normalize } from './path.js'
 // The classes ws.fs returns, for an adapter that hands them on with other paths (mountOver).
 export { Dir, Dirent } from './fs/stats.js'
 
-// Exec runners: the upper tree ExecHost.tree() gives and the view over it (ExecHost.view), read
+// Exec runners: the search over the history a runner carries for ws.bisect (ExecRunner.bisector).
+export { bisectEngine } from './engine/bisect.js'
+export type { BisectEngine, BisectHost } from './engine/bisect.js'
+// ...the upper tree ExecHost.tree() gives and the view over it (ExecHost.view), read
 // only. A directory's children are a persistent map: mapGet, mapEntries, and mapDiff for what
 // differs between two trees in O(differences). ws.lower is the lower source as the trees saw it:
 // pinnedPaths() are those a flush changed underneath them. Hard-link names hold a HardLink into the

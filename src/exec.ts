@@ -4,6 +4,7 @@
  * commands over itself) or passed to `Workspace.open({ exec })`. The Workspace only wires it: one
  * ExecSession per workspace, opened on the first exec and closed with the workspace.
  */
+import type { BisectEngine } from './engine/bisect.js'
 import type { DirNode } from './layer/nodes.js'
 import type { Overlay } from './overlay.js'
 import type { Workspace } from './workspace.js'
@@ -98,4 +99,10 @@ export interface ExecSession {
 /** Runs commands against workspaces: one session per workspace. */
 export interface ExecRunner {
   open(host: ExecHost): ExecSession
+  /**
+   * The search ws.bisect runs, probing with this runner's commands (`bisectEngine` from
+   * rewindfs/adapter-kit), carried as a store carries its journal: a workspace that cannot run
+   * commands does not load it. Without it ws.bisect is ENOSYS.
+   */
+  readonly bisector?: BisectEngine
 }

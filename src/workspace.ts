@@ -9,7 +9,7 @@ import { Collector } from './blob/collector.js'
 import { BlobStore } from './blob/store.js'
 import { type Change, diffTrees } from './diff.js'
 import { FsError } from './errors.js'
-import type { ExecOptions, ExecResult, ExecSession } from './exec.js'
+import type { ExecOptions, ExecResult, ExecRunner, ExecSession } from './exec.js'
 import { FlushBook } from './flush/book.js'
 import type { FlushOptions, FlushReport } from './flush/flush.js'
 import { PinnedLower } from './flush/pinned-lower.js'
@@ -370,14 +370,7 @@ export class Workspace {
    * source's own (a directory from rewindfs/adapters/node-fs); the core cannot start processes.
    */
   async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    this.context.assertOpen()
-    const runner = this.context.options.exec ?? this.lower.source.exec
-    if (!runner) {
-      throw Object.assign(
-        new Error("rewindfs: ws.exec needs a runner: open the workspace over directory(path) from 'rewindfs/adapters/node-fs', or pass Workspace.open({ exec: hostShell() }) (Node only)"),
-        { code: 'ENOSYS' },
-      )
-    }
+    const runner = this.runner()
     this.execSession ??= runner.open({
       workspace: this,
       tree: () => this.overlay.freeze(),
@@ -390,17 +383,18 @@ export class Workspace {
   /**
    * Finds the first operation (or checkpoint) after which `command` fails, by bisecting the
    * history; each probe runs in a throwaway view of a past state, so nothing here moves or is
-   * recorded (engine/bisect.ts).
+   * recorded. The search comes with the exec runner (ExecRunner.bisector, engine/bisect.ts).
    */
   async bisect(command: string, options: BisectOptions = {}): Promise<BisectResult> {
-    this.context.assertOpen()
+    const bisector = this.runner().bisector
+    if (!bisector) throw Object.assign(new Error('rewindfs: ws.bisect needs an exec runner that carries the search (runner.bisector: bisectEngine from rewindfs/adapter-kit)'), { code: 'ENOSYS' })
     this.ops.settle()
     const point = (target: ProbeTarget) =>
       target === 'now' ? { root: this.overlay.freeze(), state: this.state.freeze() } : target === 'origin' ? { root: Overlay.emptyRoot(this.lower), state: emptyMap<JsonValue>() } : this.engine.restore.point('checkpoint' in target ? target.checkpoint : target)
     const shared = { ...this.shared, inodes: { next: this.shared.inodes.next } } // a probe's writes take no inode numbers from this session
     const { exec } = this.context.options
     const probeOptions = { autoCheckpoint: false, umask: this.ops.umask, maxFileSize: this.ops.maxFileSize, ...(exec ? { exec } : {}) } as const
-    return (await import('./engine/bisect.js')).bisect(
+    return bisector.bisect(
       {
         workspace: this,
         point,
@@ -489,6 +483,17 @@ export class Workspace {
   /** Runs a full garbage collection cycle now (normally it runs in the background). */
   collectGarbage(): void {
     this.collector.collect()
+  }
+
+  /** The exec runner: the `exec` option or the lower source's own; ENOSYS without one. */
+  private runner(): ExecRunner {
+    this.context.assertOpen()
+    const runner = this.context.options.exec ?? this.lower.source.exec
+    if (runner) return runner
+    throw Object.assign(
+      new Error("rewindfs: ws.exec needs a runner: open the workspace over directory(path) from 'rewindfs/adapters/node-fs', or pass Workspace.open({ exec: hostShell() }) (Node only)"),
+      { code: 'ENOSYS' },
+    )
   }
 
   /** Recording calls run in turn, are refused while frozen (but dry runs) and resolve once durable (engine/context.ts). */

@@ -10,7 +10,7 @@ import os from 'node:os'
 import { afterAll, describe, expect, it } from 'vitest'
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { BisectError, Workspace } from '../src/index.js'
-import { MemoryStore } from '../src/adapter-kit.js'
+import { MemoryStore, bisectEngine } from '../src/adapter-kit.js'
 import type { BisectProbe, WorkspaceOptions } from '../src/index.js'
 import { scriptHistory, writeProject } from './support/bisect-project.js'
 import { workspaceSnapshot } from './support/workspace-snapshot.js'
@@ -250,6 +250,22 @@ describe('ws.bisect', () => {
     const ws = await Workspace.open({ lower: { '/a.txt': 'a' } })
     ws.fs.writeFileSync('/a.txt', 'b')
     await expect(ws.bisect('true')).rejects.toMatchObject({ code: 'ENOSYS' })
+    await ws.close()
+  })
+
+  it('the search comes with the runner: one that carries none (runner.bisector) is refused, one given bisectEngine searches', async () => {
+    const root = project()
+    const lower = directory(root)
+    // The directory's own runner carries it, but the runner given to open is the one used.
+    const bare = await Workspace.open({ lower, exec: { open: (host) => lower.exec.open(host) } })
+    bare.fs.writeFileSync('/a.txt', 'b')
+    await expect(bare.bisect('true')).rejects.toThrow(/runner\.bisector/)
+    await expect(bare.bisect('true')).rejects.toMatchObject({ code: 'ENOSYS' })
+    await bare.close()
+    const ws = await Workspace.open({ lower, autoCheckpoint: false, exec: { open: (host) => lower.exec.open(host), bisector: bisectEngine } })
+    const ids = await scriptHistory(ws)
+    const result = await ws.bisect(QUICK)
+    expect(result.suspects.map((op) => op.id)).toEqual([ids[36]])
     await ws.close()
   })
 })

@@ -106,9 +106,9 @@ async function adapterModule(adapter: AdapterName): Promise<Record<string, unkno
 }
 
 /**
- * ws.exec in the worker: the node-fs adapter's hostShell(), loaded on the first command. A Node
- * worker runs commands over any lower (overlay mode over a directory); a browser worker has no
- * such adapter to load, and the command fails saying so.
+ * ws.exec in the worker: the node-fs adapter's hostShell(), loaded on the first command, and the
+ * search ws.bisect runs with it. A Node worker runs commands over any lower (overlay mode over a
+ * directory); a browser worker has no such adapter to load, and the command fails saying so.
  */
 const workerShell: ExecRunner = {
   open(host) {
@@ -124,6 +124,8 @@ const workerShell: ExecRunner = {
       },
     }
   },
+  // ws.bisect's search, loaded by the first bisect.
+  bisector: { bisect: async (host, command, options) => (await import('../src/engine/bisect.js')).bisectEngine.bisect(host, command, options) },
 }
 
 async function adapterFunction(adapter: AdapterName, name: string): Promise<(arg: string, options?: object) => unknown> {

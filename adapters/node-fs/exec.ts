@@ -11,7 +11,7 @@
 import os from 'node:os'
 import { hostFs as fs, onHost } from './host-fs.js'
 import { ConflictError, type ExecHost, type ExecMode, type ExecOptions, type ExecResult, type ExecRunner, type ExecSandbox, type ExecSession } from 'rewindfs'
-import { type DirNode, FsError } from 'rewindfs/adapter-kit'
+import { type DirNode, FsError, bisectEngine } from 'rewindfs/adapter-kit'
 import { DirectorySource } from './directory.js'
 import { runCopy } from './exec-copy.js'
 import { type Launch, OverlaySession, type Ran, SetupError } from './exec-overlay.js'
@@ -80,10 +80,10 @@ function writablePaths(list: readonly string[]): string[] {
   return [...out]
 }
 
-/** A runner for commands on this host (Node). `defaults` apply to every command it runs. */
+/** A runner for commands on this host (Node), carrying ws.bisect's search. `defaults` apply to every command it runs. */
 export function hostShell(defaults: ExecDefaults = {}): ExecRunner {
   checkOptions(defaults, 'hostShell defaults')
-  return { open: (host) => new HostShellSession(host, defaults) }
+  return { open: (host) => new HostShellSession(host, defaults), bisector: bisectEngine }
 }
 
 class HostShellSession implements ExecSession {

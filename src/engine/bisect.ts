@@ -11,6 +11,9 @@
  * state the answer names was observed: `to` (assumed bad) and `from` (assumed good) are probed only
  * when the search ends on them, and the blamed state is probed a second time (`confirm`) so a
  * flaky command is reported (EFLAKY) instead of blamed.
+ *
+ * An exec runner carries it (ExecRunner.bisector = bisectEngine, through rewindfs/adapter-kit), so
+ * the core entry never loads it: bisecting needs a runner anyway.
  */
 import type { Change } from '../diff.js'
 import type { ExecOptions, ExecResult } from '../exec.js'
@@ -93,6 +96,11 @@ export { BisectError, type BisectErrorCode } from './bisect-error.js'
 
 /** Where a probe's view is taken from, as the Workspace resolves it. */
 export type ProbeTarget = 'origin' | 'now' | { checkpoint: string } | { operation: string }
+
+/** The search as a capability an exec runner carries (ExecRunner.bisector); the core never imports it. */
+export interface BisectEngine {
+  bisect<Point>(host: BisectHost<Point>, command: string, options?: BisectOptions): Promise<BisectResult>
+}
 
 /** What bisect needs from the Workspace beyond its public API; the Workspace wires it. */
 export interface BisectHost<Point> {
@@ -417,6 +425,8 @@ export async function bisect<Point>(host: BisectHost<Point>, command: string, op
     await Promise.all(views.map((view) => view.close().catch(() => undefined)))
   }
 }
+
+export const bisectEngine: BisectEngine = { bisect }
 
 /** Patches joined; a file whose content has no text patch is named, as git names binary files. */
 function unified(changes: Change[]): string {
