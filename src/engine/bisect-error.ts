@@ -1,6 +1,7 @@
 /**
  * The error a bisection ends with when it cannot conclude, apart from the search itself so that
- * `import 'rewindfs'` (which exports it) does not load the search (engine/bisect.ts, loaded on first use).
+ * `import 'rewindfs'` (which exports it) does not load the search (engine/bisect.ts, which an exec
+ * runner carries).
  */
 import type { BisectProbe, BisectState } from './bisect.js'
 
