@@ -14,9 +14,7 @@ import type { JsonValue } from './engine/state.js'
 import type { ApprovalHook } from './engine/transaction.js'
 import type { IntegrityReport, StoreDamage } from './engine/durability.js'
 import type { RepairOptions, RepairReport } from './engine/repair.js'
-import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
 import type { FlushOptions, FlushReport } from './flush/flush.js'
-import type { FileSystemTree } from './lower/file-system-tree.js'
 import type {
   Checkpoint,
   CheckpointInfo,
@@ -204,10 +202,6 @@ export interface AsyncWorkspace {
   /** Finds the operation after which a command fails (a worker: onProbe and isGood run in the page). */
   bisect(command: string, options?: BisectOptions): Promise<BisectResult>
   prefetch(paths: readonly string[]): Promise<void>
-  /** The view as a WebContainers FileSystemTree, or as a zip streamed in chunks. */
-  export(options: FileSystemTreeExportOptions): Promise<FileSystemTree>
-  export(options: ZipExportOptions): Promise<AsyncIterable<Uint8Array>>
-  export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>>
   verify(): Promise<IntegrityReport>
   /** Rebuilds a damaged store (the old journal kept aside). */
   repair(options?: RepairOptions): Promise<RepairReport>

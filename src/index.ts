@@ -37,7 +37,6 @@ export type {
 } from './async-workspace.js'
 export { BisectError, type BisectErrorCode } from './engine/bisect-error.js'
 export type { BisectOptions, BisectPoint, BisectProbe, BisectProgress, BisectResult, BisectState } from './engine/bisect.js'
-export type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
 export type { FlushTarget, FlushEntry, FlushProgress } from './flush/target.js'
 export type { FlushOptions, FlushReport } from './flush/flush.js'
 export { NotLoadedError, isNotLoaded } from './lower/source.js'

@@ -18,7 +18,6 @@ import { FsOperations, MAX_FILE_SIZE } from './fs/operations.js'
 import { createFs } from './fs/surface.js'
 import type { DirNode } from './layer/nodes.js'
 import { type MapRoot, emptyMap } from './layer/persistent-map.js'
-import type { FileSystemTree } from './lower/file-system-tree.js'
 import { toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
 import { Overlay } from './overlay.js'
@@ -29,7 +28,6 @@ import { type Checkpoint, type CheckpointInfo, type CheckpointKind, Checkpoints,
 import { type Alert, type EngineContext, type WorkspaceOptions, engineContext } from './engine/context.js'
 import type { IntegrityReport } from './engine/durability.js'
 import { WorkspaceEvents, feedEvents } from './engine/events.js'
-import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from './engine/export.js'
 import { Flushes } from './engine/flushes.js'
 import { Journal, type Operation, type OperationType } from './engine/journal.js'
 import type { PurgeReport } from './engine/purge.js'
@@ -350,18 +348,6 @@ export class Workspace {
    */
   async flush(target?: FlushTarget | readonly FlushTarget[], options: FlushOptions = {}): Promise<FlushReport> {
     return this.recording('flush', () => this.engine.flushes.flush(target, options), options.dryRun === true)
-  }
-
-  /**
-   * The view (or the directory `path`) as a WebContainers FileSystemTree, or as a zip archive
-   * streamed in chunks (modes, symlinks and times as Info-ZIP stores them), read from a fork taken
-   * now. The code loads on first use.
-   */
-  export(options: FileSystemTreeExportOptions): Promise<FileSystemTree>
-  export(options: ZipExportOptions): Promise<AsyncIterable<Uint8Array>>
-  export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>>
-  async export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>> {
-    return (await import('./engine/export.js')).exportView(this, options)
   }
 
   /**

@@ -1,5 +1,5 @@
 /**
- * ws.export() against real tools: the zip is read by Info-ZIP's unzip and zipinfo and by Python's
+ * exportView (rewindfs/export) against real tools: the zip is read by Info-ZIP's unzip and zipinfo and by Python's
  * zipfile, and unzipping it must give the same directory (contents, modes, symlinks, times) as
  * flushing the workspace into a real directory; the FileSystemTree must read back as the same view.
  */
@@ -10,7 +10,8 @@ import path from 'node:path'
 import zlib from 'node:zlib'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { directory } from '../adapters/node-fs/index.js'
-import { type ZipEntry, compressionStreamDeflate, crc32Table, nativeDeflate, writeZip } from '../src/engine/zip.js'
+import { type ZipEntry, compressionStreamDeflate, crc32Table, nativeDeflate, writeZip } from '../src/zip.js'
+import { exportView } from '../src/export.js'
 import { Workspace } from '../src/index.js'
 
 const scratch: string[] = []
@@ -25,7 +26,7 @@ afterEach(() => {
 
 async function zipOf(ws: Workspace, options: { path?: string; level?: number } = {}): Promise<{ bytes: Buffer; chunks: number; largest: number }> {
   const chunks: Uint8Array[] = []
-  for await (const chunk of await ws.export({ format: 'zip', ...options })) chunks.push(chunk)
+  for await (const chunk of await exportView(ws, { format: 'zip', ...options })) chunks.push(chunk)
   return { bytes: Buffer.concat(chunks), chunks: chunks.length, largest: Math.max(...chunks.map((c) => c.byteLength)) }
 }
 
@@ -82,7 +83,7 @@ async function project(): Promise<{ root: string; ws: Workspace }> {
   return { root, ws }
 }
 
-describe('ws.export as a zip', () => {
+describe('exportView as a zip', () => {
   it('unzips into the same directory a flush writes (contents, modes, symlinks), with the workspace’s times', async () => {
     const { root, ws } = await project()
     const { bytes } = await zipOf(ws)
@@ -167,7 +168,7 @@ describe('ws.export as a zip', () => {
       { encoding: 'utf8' },
     )
     expect(python.trim()).toBe('70000 d0/ d9/f998 69/998 0/0 70000')
-    await expect(ws.export({ format: 'zip', level: 10 })).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
+    await expect(exportView(ws, { format: 'zip', level: 10 })).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
     await ws.close()
   }, 120_000)
 
@@ -195,7 +196,7 @@ describe('ws.export as a zip', () => {
 
   it('is read once, and returning early closes the fork it reads', async () => {
     const ws = await Workspace.open({ lower: { '/a.txt': 'a', '/b.txt': 'b' } })
-    const archive = await ws.export({ format: 'zip' })
+    const archive = await exportView(ws, { format: 'zip' })
     for await (const chunk of archive) {
       expect(chunk.byteLength).toBeGreaterThan(0)
       break
@@ -209,10 +210,10 @@ describe('ws.export as a zip', () => {
   })
 })
 
-describe('ws.export as a FileSystemTree', () => {
+describe('exportView as a FileSystemTree', () => {
   it('reads back as the same view when mounted as a lower layer', async () => {
     const { ws } = await project()
-    const tree = await ws.export({ format: 'file-system-tree' })
+    const tree = await exportView(ws, { format: 'file-system-tree' })
     const copy = await Workspace.open({ lower: tree })
     const walk = (w: Workspace, dir: string): string[] =>
       (w.fs.readdirSync(dir) as string[]).sort().flatMap((name) => {
@@ -229,7 +230,7 @@ describe('ws.export as a FileSystemTree', () => {
   })
 })
 
-describe('the zip writer (src/engine/zip.ts)', () => {
+describe('the zip writer (src/zip.ts)', () => {
   const text = (value: string) => new TextEncoder().encode(value)
   const file = (name: string, contents: string | (() => AsyncIterable<Uint8Array> | Iterable<Uint8Array>), size?: number): ZipEntry => ({
     name,

@@ -14,7 +14,7 @@ import type { ApprovalHook } from '../src/engine/transaction.js'
 import type { Validator } from '../src/engine/validator.js'
 import type { IntegrityReport, StoreDamage } from '../src/engine/durability.js'
 import type { RepairOptions, RepairReport } from '../src/engine/repair.js'
-import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from '../src/engine/export.js'
+import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from '../src/export.js'
 import type { FlushReport } from '../src/flush/flush.js'
 import type { FileSystemTree } from '../src/lower/file-system-tree.js'
 import type {
@@ -341,7 +341,10 @@ export class WorkerWorkspace implements AsyncWorkspace, EventReceiver {
     return this.call('flush', args, onProgress || verify ? callbacks : undefined) as Promise<FlushReport>
   }
 
-  /** The worker's view as a FileSystemTree (one message), or a zip pulled chunk by chunk as it is iterated. */
+  /**
+   * The worker's view as a FileSystemTree (one message), or a zip pulled chunk by chunk as it is
+   * iterated: exportView from rewindfs/export, run in the worker (exportView(ws) here calls this).
+   */
   export(options: FileSystemTreeExportOptions): Promise<FileSystemTree>
   export(options: ZipExportOptions): Promise<AsyncIterable<Uint8Array>>
   export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>>

@@ -18,6 +18,7 @@ import type { FlushTarget } from '../src/flush/target.js'
 import type { FlushProgress } from '../src/flush/target.js'
 import type { ExecResult, ExecRunner, ExecSession } from '../src/exec.js'
 import type { BisectOptions, BisectProbe, BisectProgress } from '../src/engine/bisect.js'
+import { type ExportOptions, exportView } from '../src/export.js'
 import { EventRelay } from './event-relay.js'
 import { Following, type Reopened } from './follow.js'
 import { FsServer, type FsFunctions, runLoading, tryRun } from './fs-server.js'
@@ -474,7 +475,7 @@ export class WorkspaceHost {
       case 'storage':
         return ws.storage
       case 'export': {
-        const result = await ws.export(args[0] as Parameters<Workspace['export']>[0])
+        const result = await exportView(ws, args[0] as ExportOptions)
         return Symbol.asyncIterator in result ? this.cursor(session, result as AsyncIterable<unknown>) : result
       }
       case 'flush':

@@ -8,6 +8,8 @@
 import { unzipSync } from 'fflate'
 import { expect } from 'vitest'
 import type { AsyncWorkspace } from '../../src/async-workspace.js'
+import { type ExportsRemotely, exportView } from '../../src/export.js'
+import type { Workspace } from '../../src/workspace.js'
 
 /** Opens a fresh workspace over `files` as its lower layer (a fixture: path → text); closed after the case. */
 export type Fresh = (files?: Record<string, string>) => Promise<AsyncWorkspace>
@@ -300,7 +302,7 @@ export const asyncWorkspaceCases: Record<string, (fresh: Fresh) => Promise<void>
     await fs.writeFile('/app/bin.dat', new Uint8Array([0, 1, 2, 255]))
     await fs.symlink('src/index.js', '/app/main')
     await fs.mkdir('/app/empty')
-    const tree = await ws.export({ format: 'file-system-tree', path: '/app' })
+    const tree = await exportView(ws as Workspace | ExportsRemotely, { format: 'file-system-tree', path: '/app' })
     const bytes = (node: unknown) => [...((node as { file: { contents: Uint8Array } }).file.contents)]
     expect(Object.keys(tree).sort()).toEqual(['a.txt', 'bin.dat', 'empty', 'main', 'src'])
     expect(text((tree['a.txt'] as { file: { contents: Uint8Array } }).file.contents)).toBe('lower a')
@@ -312,7 +314,7 @@ export const asyncWorkspaceCases: Record<string, (fresh: Fresh) => Promise<void>
     // Past one read slice (1 MiB) and compressible: deflated as a stream (CompressionStream in a browser).
     const long = Array.from({ length: 40_000 }, (_, i) => `line ${i} of a file that deflates well\n`).join('')
     await fs.writeFile('/app/long.txt', long)
-    const archive = await ws.export({ format: 'zip', level: 9 })
+    const archive = await exportView(ws as Workspace | ExportsRemotely, { format: 'zip', level: 9 })
     // Written after the export began: not in it.
     await fs.writeFile('/app/later.txt', 'later')
     await fs.rm('/other.txt')
@@ -332,8 +334,8 @@ export const asyncWorkspaceCases: Record<string, (fresh: Fresh) => Promise<void>
     expect(text(files['app/main'])).toBe('src/index.js')
     expect([...files['app/bin.dat']]).toEqual([0, 1, 2, 255])
     expect(text(files['other.txt'])).toBe('outside')
-    await expect(ws.export({ format: 'tar' as 'zip' })).rejects.toMatchObject({ code: expect.stringMatching(/ERR_INVALID_ARG_VALUE|ERR_REWINDFS_BAD_CALL/) })
-    await expect(ws.export({ format: 'file-system-tree', path: '/app/a.txt' })).rejects.toMatchObject({ code: 'ENOTDIR' })
+    await expect(exportView(ws as Workspace | ExportsRemotely, { format: 'tar' as 'zip' })).rejects.toMatchObject({ code: expect.stringMatching(/ERR_INVALID_ARG_VALUE|ERR_REWINDFS_BAD_CALL/) })
+    await expect(exportView(ws as Workspace | ExportsRemotely, { format: 'file-system-tree', path: '/app/a.txt' })).rejects.toMatchObject({ code: 'ENOTDIR' })
   },
 
   'answers frozen, counters, storage, verify, repair and prefetch as the in-process Workspace does': async (fresh) => {

@@ -1,11 +1,12 @@
 /**
- * ws.export(): the view as a WebContainers FileSystemTree, or as a zip archive streamed in chunks.
- * It reads a fork taken when the export starts (O(1)), so writes made meanwhile are not in it and
- * the archive is one consistent state. Loaded on first use, and the zip writer (./zip.ts) only for
- * zip, so the core entry carries neither.
+ * `rewindfs/export`: the view as a WebContainers FileSystemTree, or as a zip archive streamed in
+ * chunks, written against the Workspace's public API (a fork, its fs). An entry of its own, so the
+ * core entry carries neither it nor the zip writer (./zip.ts, loaded for the first zip). It reads a
+ * fork taken when the export starts (O(1)), so writes made meanwhile are not in it and the archive
+ * is one consistent state.
  */
-import type { DirectoryNode, FileNode, FileSystemTree, SymlinkNode } from '../lower/file-system-tree.js'
-import type { Workspace } from '../workspace.js'
+import type { DirectoryNode, FileNode, FileSystemTree, SymlinkNode } from './lower/file-system-tree.js'
+import type { Workspace } from './workspace.js'
 import type { Deflate, ZipEntry } from './zip.js'
 
 interface CommonOptions {
@@ -42,12 +43,26 @@ interface Entry {
 
 type FsLike = Workspace['fs']
 
+/** A workspace whose engine runs elsewhere (a worker's): it exports there, and streams the zip here. */
+export interface ExportsRemotely {
+  export(options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>>
+}
+
 let exports = 0
 
-export function exportView(ws: Workspace, options: FileSystemTreeExportOptions): Promise<FileSystemTree>
-export function exportView(ws: Workspace, options: ZipExportOptions): Promise<AsyncIterable<Uint8Array>>
-export function exportView(ws: Workspace, options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>>
-export async function exportView(ws: Workspace, options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>> {
+/**
+ * The view (or the directory `options.path`) as a FileSystemTree, or as a zip: an async iterable of
+ * chunks, read once. `ws` is a Workspace, or a worker's workspace, which exports in the worker.
+ */
+export function exportView(ws: Workspace | ExportsRemotely, options: FileSystemTreeExportOptions): Promise<FileSystemTree>
+export function exportView(ws: Workspace | ExportsRemotely, options: ZipExportOptions): Promise<AsyncIterable<Uint8Array>>
+export function exportView(ws: Workspace | ExportsRemotely, options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>>
+export async function exportView(ws: Workspace | ExportsRemotely, options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>> {
+  if ('export' in ws && typeof ws.export === 'function') return ws.export(options)
+  return exportHere(ws as Workspace, options)
+}
+
+async function exportHere(ws: Workspace, options: ExportOptions): Promise<FileSystemTree | AsyncIterable<Uint8Array>> {
   const format = (options as { format?: unknown } | null)?.format
   if (format !== 'zip' && format !== 'file-system-tree') {
     throw Object.assign(new TypeError(`rewindfs: export needs { format: 'file-system-tree' | 'zip' }; got format ${JSON.stringify(format)}`), { code: 'ERR_INVALID_ARG_VALUE' })
@@ -121,7 +136,7 @@ function zip(view: Workspace, entries: readonly Entry[], writeZip: typeof import
   let started = false
   return {
     async *[Symbol.asyncIterator]() {
-      if (started) throw Object.assign(new Error('rewindfs: an export is read once; call ws.export() again for another pass'), { code: 'ERR_REWINDFS_EXPORT_CONSUMED' })
+      if (started) throw Object.assign(new Error('rewindfs: an export is read once; call exportView() again for another pass'), { code: 'ERR_REWINDFS_EXPORT_CONSUMED' })
       started = true
       try {
         yield* writeZip(entries.map((entry) => zipEntry(view.fs, entry)), deflate)

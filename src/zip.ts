@@ -1,5 +1,5 @@
 /**
- * A streaming zip writer, so ws.export() needs no zip library: each entry is a local header and its
+ * A streaming zip writer, so exportView() needs no zip library: each entry is a local header and its
  * data, a slice at a time, then one central directory. The CRC and sizes are in the local header
  * wherever they can be known first; only a deflated file of several slices puts them in a data
  * descriptor after its data. Zip64 records appear exactly where a count, size or offset needs them,
@@ -7,7 +7,7 @@
  * Info-ZIP's `zip` writes them. Deflate is the host's own: node:zlib where Node is,
  * CompressionStream('deflate-raw') in browsers.
  */
-import { builtin } from '../host.js'
+import { builtin } from './host.js'
 
 export interface ZipEntry {
   /** The path inside the archive, '/'-separated, without a leading '/' (a directory's gets one added). */
