@@ -30,7 +30,7 @@ import type { IntegrityReport } from './engine/durability.js'
 import { WorkspaceEvents, feedEvents } from './engine/events.js'
 import { Flushes } from './engine/flushes.js'
 import { Journal, type Operation, type OperationType } from './engine/journal.js'
-import type { PurgeReport } from './engine/purge.js'
+import { type PurgeReport, purge } from './engine/purge.js'
 import type { RepairOptions, RepairReport } from './engine/repair.js'
 import { type RestoreOptions, type RestoreReport, type RestoreTarget, Restores } from './engine/restore.js'
 import { SerialQueue } from './engine/serial.js'
@@ -449,7 +449,6 @@ export class Workspace {
       const { ops, overlay, lower, journal, collector } = this.context
       this.context.assertOpen()
       ops.settle()
-      const { purge } = await import('./engine/purge.js')
       const checkpoints = this.engine.checkpoints.records
       const host = { overlay, lower, journal, checkpoints, reachable: () => collector.reachable(), compact: () => this.engine.store.compactNow() }
       return purge(host, normalize(absolute(path, ops.cwd)))

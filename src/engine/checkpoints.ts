@@ -12,6 +12,7 @@ import { AutoCheckpoints } from './auto-checkpoint.js'
 import type { EngineContext } from './context.js'
 import type { CheckpointRecord, DurableHost } from './durability.js'
 import { type Operation, type OperationType, publicOperation } from './journal.js'
+import { treeSize } from './reports.js'
 import { retained } from './retention.js'
 import type { JsonValue } from './state.js'
 
@@ -47,8 +48,6 @@ export interface ResumePoint {
   turn: number
   data?: JsonValue
 }
-
-const loadReports = () => import('./reports.js')
 
 export class Checkpoints {
   /** Oldest first. The durable journal replays into this array and purge scrubs it. */
@@ -216,7 +215,6 @@ export class Checkpoints {
     const lowerRoot = Overlay.emptyRoot(lower)
     const previous = index > 0 ? this.records[index - 1].root : lowerRoot
     const last = journal.records.findLast((r) => r.seq <= record.opSeq)
-    const { treeSize } = await loadReports()
     return {
       ...treeSize(overlay, lower, lowerRoot, record.root),
       ...(last ? { lastOperation: publicOperation(last) } : {}),

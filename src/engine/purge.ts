@@ -1,7 +1,7 @@
 /**
  * Purge: a file's contents (a leaked secret) removed from the live tree, every checkpoint, every undo
  * record and the lower-source pins a flush made, the bytes overwritten, and the durable journal
- * rewritten. Loaded on first use: most workspaces never purge.
+ * rewritten.
  */
 import type { BlobId } from '../blob/store.js'
 import type { PinnedLower } from '../flush/pinned-lower.js'

@@ -1,6 +1,6 @@
 /**
  * Reports computed on request, never on the write path: line counts for undo results and a
- * checkpoint's size. Loaded on first use.
+ * checkpoint's size.
  */
 import { decode, isProbablyText } from '../bytes.js'
 import { diffTrees, rootEntry } from '../diff.js'

@@ -9,6 +9,7 @@ import { recordId, shownAt } from '../layer/inodes.js'
 import type { Checkpoints } from './checkpoints.js'
 import type { EngineContext } from './context.js'
 import { type Operation, type OperationRecord, type OperationType, publicOperation } from './journal.js'
+import { lineCounts } from './reports.js'
 import { RollbackStack } from './rollback-stack.js'
 import type { Compensation, SideEffects } from './side-effects.js'
 
@@ -46,8 +47,6 @@ export interface HistoryFilter {
   session?: string
   limit?: number
 }
-
-const loadReports = () => import('./reports.js')
 
 export class UndoHistory {
   /** What the last undo removed, for redo; cleared by the next new operation. */
@@ -91,7 +90,6 @@ export class UndoHistory {
     }
     const ordered = [...chosen].sort((a, b) => b.seq - a.seq)
     const changesReverted: Record<string, { linesRestored: number; linesRemoved: number }> = {}
-    const { lineCounts } = await loadReports()
     const files = new Set<string>()
     for (const record of ordered) {
       for (const change of journal.slots(record)) {
