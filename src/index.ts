@@ -56,7 +56,5 @@ export type { TransactionOptions, ApprovalRequest, ApprovalHook } from './engine
 export type { Operation, OperationType } from './engine/journal.js'
 export type { WorkspaceEvents, WorkspaceEvent, WorkspaceEventMap, WorkspaceEventType, PathChange, RestoreEvent, StreamOptions as EventStreamOptions } from './engine/events.js'
 export type { JsonValue } from './engine/state.js'
-export { RollbackStack } from './engine/rollback-stack.js'
 export type { TieredRetention } from './engine/retention.js'
 export type { PurgeReport } from './engine/purge.js'
-export type { RollbackPolicy, RollbackEntryOptions, RollbackResult, RollbackSummary } from './engine/rollback-stack.js'

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { RollbackStack } from '../src/index.js'
+import { RollbackStack } from '../src/rollback-stack.js'
 import { seeds } from './support/seed.js'
 
 describe('RollbackStack', () => {

@@ -10,7 +10,6 @@ import type { Checkpoints } from './checkpoints.js'
 import type { EngineContext } from './context.js'
 import { type Operation, type OperationRecord, type OperationType, publicOperation } from './journal.js'
 import { lineCounts } from './reports.js'
-import { RollbackStack } from './rollback-stack.js'
 import type { Compensation, SideEffects } from './side-effects.js'
 
 export interface UndoOptions {
@@ -109,23 +108,30 @@ export class UndoHistory {
     let compensation: Compensation = { compensated: [], uncompensated: [] }
     if (!options.dryRun) {
       compensation = await this.sideEffects.compensate(ordered.filter((r) => r.type === 'side_effect'))
-      // The same mechanism as RollbackStack, uncapped: LIFO, each revert retried once, then escalation.
-      const stack = new RollbackStack({ policy: 'retry-once', maxDepth: Infinity })
-      for (const record of [...ordered].reverse()) {
-        stack.push(
-          () => {
-            journal.revert(record)
-            record.undone = true
-          },
-          { id: record.id, description: `${record.type} ${record.paths.join(', ')}` },
-        )
+      // Newest first; a revert that fails is tried once more, then the undo stops and escalates
+      // (a RollbackStack's 'retry-once' policy, uncapped).
+      const revert = (record: OperationRecord): { error: unknown } | undefined => {
+        try {
+          journal.revert(record)
+          record.undone = true
+          return undefined
+        } catch (error) {
+          return { error }
+        }
       }
-      const failed = (await stack.rollbackAll()).entries.find((entry) => !entry.ok)
+      let failed: { record: OperationRecord; error: unknown } | undefined
+      for (const record of ordered) {
+        const failure = revert(record) && revert(record)
+        if (failure) {
+          failed = { record, error: failure.error }
+          break
+        }
+      }
       const undone = ordered.filter((r) => r.undone)
       if (undone.length > 0) this.context.durability?.record({ t: 'undo', ids: undone.map((r) => r.id) })
       this.redoable = undone
       this.redoMark = journal.records.length
-      if (failed) this.escalate(ordered.find((r) => r.id === failed.id)!, failed.error)
+      if (failed) this.escalate(failed.record, failed.error)
     }
     const next = journal.records.findLast((r) => !r.undone && !chosen.has(r))
     return {

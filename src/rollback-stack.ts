@@ -1,7 +1,9 @@
 /**
- * The seed's rollback stack: undo actions pushed as work proceeds and run LIFO when it must be
- * taken back, with marks, groups, tiers, committed (audit-only) entries and an error policy.
- * Rollbacks are serialised, so two callers never run the same entry twice.
+ * `rewindfs/rollback-stack`: the seed's rollback stack, for undo beyond the workspace. Undo actions
+ * pushed as work proceeds and run LIFO when it must be taken back, with marks, groups, tiers,
+ * committed (audit-only) entries and an error policy. Rollbacks are serialised, so two callers
+ * never run the same entry twice. An entry of its own: it needs nothing from a workspace, and
+ * ws.undo applies the same 'retry-once' policy itself (engine/undo.ts).
  */
 
 export type RollbackPolicy = 'abort' | 'continue' | 'retry-once'
