@@ -155,7 +155,7 @@ export class Workspace {
     this.engine = { checkpoints, sideEffects, undo, restore, flushes, store, transactions }
     this.status = this.engine.store.status
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
-    this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]) }) as unknown as NodeFs
+    this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]), ...(options.watch ? { watch: options.watch } : {}) }) as unknown as NodeFs
     this.events = new WorkspaceEvents(feedEvents(this.ops.changes))
     this.unregister = this.collector.register({ roots: () => this.gcRoots() })
   }

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
 /** What README tells browser users to import (the worker entry runs inside a Web Worker). */
-const ENTRIES = ['rewindfs', 'rewindfs/export', 'rewindfs/worker', 'rewindfs/worker/browser-entry', 'rewindfs/adapters/indexeddb', 'rewindfs/adapters/opfs', 'rewindfs/validators']
+const ENTRIES = ['rewindfs', 'rewindfs/export', 'rewindfs/watch', 'rewindfs/rollback-stack', 'rewindfs/worker', 'rewindfs/worker/browser-entry', 'rewindfs/adapters/indexeddb', 'rewindfs/adapters/opfs', 'rewindfs/validators']
 
 let project = ''
 

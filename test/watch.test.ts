@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { Workspace } from '../src/index.js'
 import { hostShell } from '../adapters/node-fs/index.js'
 import { seedWatchTree, watchCases } from './support/watch-cases.js'
+import { fsWatch } from '../src/watch.js'
 
 type F = typeof nodeFs
 const base = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-watch-'))
@@ -36,7 +37,7 @@ async function fence(): Promise<void> {
 const settle = () => new Promise((resolve) => setImmediate(resolve))
 
 async function workspaceWith(seed: (fs: F, at: (p: string) => string) => void) {
-  const ws = await Workspace.open({ autoCheckpoint: false })
+  const ws = await Workspace.open({ watch: fsWatch, autoCheckpoint: false })
   const fs = ws.fs as unknown as F
   seed(fs, (p) => p)
   return { ws, fs }
@@ -123,7 +124,7 @@ describe('fs.watch with recursive reports every path below as a watch on its dir
 
 describe('changes made by the engine reach watchers, one batch per operation', () => {
   async function watched() {
-    const ws = await Workspace.open({ lower: { '/app/a.txt': 'a', '/app/lib/b.txt': 'b' }, autoCheckpoint: false, exec: hostShell() })
+    const ws = await Workspace.open({ watch: fsWatch, lower: { '/app/a.txt': 'a', '/app/lib/b.txt': 'b' }, autoCheckpoint: false, exec: hostShell() })
     const dir: string[] = []
     const all: string[] = []
     const batches: string[][] = []
@@ -191,7 +192,7 @@ describe('changes made by the engine reach watchers, one batch per operation', (
   })
 
   it('a watcher on / with 10k files gets 10k events for 10k writes, one batch per write', async () => {
-    const ws = await Workspace.open({ autoCheckpoint: false })
+    const ws = await Workspace.open({ watch: fsWatch, autoCheckpoint: false })
     for (let d = 0; d < 10; d++) ws.fs.mkdirSync(`/d${d}`)
     for (let i = 0; i < 10_000; i++) ws.fs.writeFileSync(`/d${i % 10}/f${i}`, 'x')
     let events = 0
@@ -348,5 +349,34 @@ describe('fs.watchFile is Node’s StatWatcher', () => {
     await new Promise((resolve) => setTimeout(resolve, 40))
     expect(calls).toEqual([])
     expect(() => (fs.watchFile as (path: string, options: object) => void)('/d/f', { interval: 10 })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }))
+  })
+})
+
+describe('watching is a capability the workspace is given (rewindfs/watch)', () => {
+  it('without it the watch members are ENOSYS, saying what to pass; forks and staged fs inherit it', async () => {
+    const bare = await Workspace.open({ lower: { '/a.txt': 'a' } })
+    for (const call of [() => bare.fs.watch('/'), () => bare.fs.promises.watch('/'), () => bare.fs.watchFile('/a.txt', () => undefined), () => bare.fs.unwatchFile('/a.txt')]) {
+      expect(call).toThrow(expect.objectContaining({ code: 'ENOSYS', message: expect.stringContaining("fsWatch from 'rewindfs/watch'") }))
+    }
+    await bare.close()
+
+    const ws = await Workspace.open({ lower: { '/a.txt': 'a' }, watch: fsWatch })
+    const fork = await ws.fork()
+    const seen: string[] = []
+    const watcher = fork.fs.watch('/', (type, name) => seen.push(`${type}:${String(name)}`))
+    fork.fs.writeFileSync('/b.txt', 'b')
+    await settle()
+    expect(seen).toEqual(['rename:b.txt', 'change:b.txt'])
+    watcher.close()
+    await ws.transaction(async (staged) => {
+      const inside: string[] = []
+      const stagedWatcher = staged.watch('/', (type, name) => inside.push(`${type}:${String(name)}`))
+      staged.rmSync('/a.txt')
+      await settle()
+      expect(inside).toEqual(['rename:a.txt'])
+      stagedWatcher.close()
+    })
+    await fork.close()
+    await ws.close()
   })
 })

@@ -8,6 +8,7 @@
 import type { Collector } from '../blob/collector.js'
 import { FsError } from '../errors.js'
 import type { ExecRunner } from '../exec.js'
+import type { Watching } from '../fs/watch.js'
 import type { FlushBook } from '../flush/book.js'
 import type { PinnedLower } from '../flush/pinned-lower.js'
 import type { FsOperations } from '../fs/operations.js'
@@ -56,6 +57,8 @@ export interface WorkspaceOptions {
   onAlert?: (alert: Alert) => void
   /** Runs ws.exec's commands (e.g. hostShell() from rewindfs/adapters/node-fs); default: the lower source's own, if it has one. */
   exec?: ExecRunner
+  /** Runs fs.watch, fs.promises.watch and fs.watchFile (`fsWatch` from rewindfs/watch); without it they are ENOSYS. */
+  watch?: Watching
 }
 
 export interface Alert {

@@ -9,6 +9,7 @@ import type { Change } from '../diff.js'
 import { diffTrees, upperSlotDiff } from '../diff.js'
 import { FsOperations } from '../fs/operations.js'
 import { createFs } from '../fs/surface.js'
+import type { Watching } from '../fs/watch.js'
 import type { DirNode } from '../layer/nodes.js'
 import { Overlay } from '../overlay.js'
 import type { EngineContext } from './context.js'
@@ -72,6 +73,8 @@ export interface TransactionHost {
   journal: Journal
   cwd: string
   umask: number
+  /** The workspace's watching capability: the staged fs is watched as the workspace's is. */
+  watch?: Watching
   validators: readonly Validator[]
   approve?: ApprovalHook
   /** Runs the commit (conflict check and journal append) in the engine's turn; at once without it. */
@@ -88,7 +91,7 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
   const ops = new FsOperations(staging)
   ops.cwd = host.cwd
   ops.umask = host.umask
-  const fs = createFs(ops)
+  const fs = createFs(ops, host.watch ? { watch: host.watch } : {})
   const result = await body(fs)
   ops.settle()
   const staged = staging.freeze()
@@ -181,6 +184,7 @@ export class Transactions {
           journal,
           cwd: ops.cwd,
           umask: ops.umask,
+          ...(defaults.watch ? { watch: defaults.watch } : {}),
           validators: defaults.validators ?? [],
           ...(defaults.approve ? { approve: defaults.approve } : {}),
           // Only the commit takes a turn: the body, validators and approval run before it.

@@ -1,16 +1,18 @@
 /**
  * The Node-compatible `fs` object, generated from one table over FsOperations: each operation is
  * written once (synchronously) and gets its `xSync`, callback `x` and `promises.x` forms here.
- * Members that are not triples keep Node's own shapes (exists, streams, watch, FileHandle).
+ * Members that are not triples keep Node's own shapes (exists, streams, watch, FileHandle). The
+ * watch members run on the watching capability when one is given (./watch.ts), so the core does
+ * not carry them.
  */
-import { typeError } from '../errors.js'
+import { FsError, typeError } from '../errors.js'
 import { type NotLoadedError, isNotLoaded } from '../lower/source.js'
 import { constants, pathArgument, validateFunction } from './arguments.js'
 import { FileHandle } from './file-handle.js'
 import type { FsOperations } from './operations.js'
 import { Dir, Dirent, Stats } from './stats.js'
 import { type StreamFs, hasStreams, streamClasses } from './streams.js'
-import { type FSWatcher, WatchRegistry } from './watch.js'
+import type { Watching } from './watch.js'
 
 type Operation = (...args: unknown[]) => unknown
 
@@ -155,6 +157,15 @@ const bytesAndBuffer = (n: unknown, args: unknown[]) => [n, args[1]]
 export interface SurfaceOptions {
   /** Loads contents an asynchronous lower source has not loaded yet (promise and callback forms). */
   load?: Loader
+  /** Runs fs.watch, fs.promises.watch and fs.watchFile (rewindfs/watch); without it they are ENOSYS. */
+  watch?: Watching
+}
+
+/** A watch member without the watching capability. */
+function unwatched(syscall: string): () => never {
+  return () => {
+    throw new FsError('ENOSYS', syscall, undefined, undefined, "function not implemented: pass Workspace.open({ watch: fsWatch }) with fsWatch from 'rewindfs/watch'")
+  }
 }
 
 /** The object users take in place of `node:fs`. Its type is structural; see NodeFs in ../types.ts. */
@@ -218,11 +229,11 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
   promises.lchmod = async () => {
     throw typeError('ERR_METHOD_NOT_IMPLEMENTED', 'The lchmod() method is not implemented')
   }
-  const watches = new WatchRegistry(ops)
-  fs.watch = (filename: unknown, opts?: unknown, listener?: unknown): FSWatcher => watches.watch(filename, opts, listener)
-  promises.watch = (filename: unknown, opts?: unknown) => watches.iterate(filename, opts)
-  fs.watchFile = (filename: unknown, opts?: unknown, listener?: unknown) => watches.watchFile(filename, opts, listener)
-  fs.unwatchFile = (filename: unknown, listener?: unknown) => watches.unwatchFile(filename, listener)
+  const watches = options.watch?.(ops)
+  fs.watch = watches ? (filename: unknown, opts?: unknown, listener?: unknown) => watches.watch(filename, opts, listener) : unwatched('watch')
+  promises.watch = watches ? (filename: unknown, opts?: unknown) => watches.iterate(filename, opts) : unwatched('watch')
+  fs.watchFile = watches ? (filename: unknown, opts?: unknown, listener?: unknown) => watches.watchFile(filename, opts, listener) : unwatched('watchFile')
+  fs.unwatchFile = watches ? (filename: unknown, listener?: unknown) => watches.unwatchFile(filename, listener) : unwatched('unwatchFile')
 
   Object.assign(fs, { Dirent, Stats, Dir, constants, F_OK: 0, R_OK: 4, W_OK: 2, X_OK: 1, promises })
   promises.constants = constants

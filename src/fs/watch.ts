@@ -267,7 +267,21 @@ export function watchIterator(start: StartWatch, filename: unknown, options?: un
   })()
 }
 
-export class WatchRegistry {
+/** fs.watch, fs.promises.watch, fs.watchFile and fs.unwatchFile of one fs layer. */
+export interface Watches {
+  watch(filename: unknown, options?: unknown, listener?: unknown): FSWatcher
+  iterate(filename: unknown, options?: unknown): AsyncGenerator<{ eventType: WatchEventType; filename: string | Uint8Array }>
+  watchFile(filename: unknown, options?: unknown, listener?: unknown): StatWatcher
+  unwatchFile(filename: unknown, listener?: unknown): void
+}
+
+/**
+ * The watching capability (`fsWatch` from rewindfs/watch, passed as `Workspace.open({ watch })`):
+ * what the fs surface's watch members run on. Without it they are ENOSYS.
+ */
+export type Watching = (ops: FsOperations) => Watches
+
+export class WatchRegistry implements Watches {
   private readonly watches = new Set<Watch>()
   private unsubscribe: (() => void) | undefined
   private readonly statWatchers = new Map<string, StatWatcherState>()
