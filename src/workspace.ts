@@ -37,6 +37,7 @@ import { SerialQueue } from './engine/serial.js'
 import { SessionStore, type StoreStatus } from './engine/session-store.js'
 import { type SideEffectOptions, SideEffects, registerCompensator } from './engine/side-effects.js'
 import { type JsonValue, SessionState } from './engine/state.js'
+import { sessionOver } from './engine/store.js'
 import { type StagedFs, type TransactionOptions, Transactions } from './engine/transaction.js'
 import { type HistoryFilter, UndoHistory, type UndoOptions, type UndoResult } from './engine/undo.js'
 
@@ -161,7 +162,9 @@ export class Workspace {
   }
 
   static async open(options: WorkspaceOptions = {}): Promise<Workspace> {
-    const ws = new Workspace(toLowerSource(options.lower), options)
+    // A store opened for one session (postgres) names the workspace's session, or refuses another.
+    const session = sessionOver(options.store, options.session)
+    const ws = new Workspace(toLowerSource(options.lower), session === options.session ? options : { ...options, session })
     if (options.store) await ws.engine.store.attach(options.store)
     return ws
   }

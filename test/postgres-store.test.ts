@@ -345,6 +345,30 @@ describe.skipIf(url === undefined)('postgres store on a server', () => {
     fs.rmSync(base, { recursive: true, force: true })
   })
 
+  it("a workspace takes the session its store was opened for, and refuses another one with EINVAL naming both", async () => {
+    const base = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-pg-named-'))
+    fs.writeFileSync(path.join(base, 'a.txt'), 'original\n')
+    const store = await open('named-y')
+    const refused = await Workspace.open({ lower: directory(base), session: 'named-x', store, autoCheckpoint: false }).catch((error: unknown) => error as Error & { code?: string })
+    expect(refused).toMatchObject({ code: 'EINVAL', syscall: 'open', message: expect.stringMatching(/'named-x'.*'named-y'/) })
+    // Refused before anything was read or written: the store serves the right session afterwards.
+    expect((await store.readJournal()).records).toEqual([])
+    const ws = await Workspace.open({ lower: directory(base), store, autoCheckpoint: false })
+    expect(ws.session).toBe('named-y')
+    ws.fs.writeFileSync('/a.txt', 'flushed by y\n')
+    await ws.flush()
+    expect(ws.history()[0].session).toBe('named-y')
+    await ws.close()
+    const fleet = await postgresFleet({ connectionString: url!, schema })
+    expect((await fleet.flushes({ target: directory(base).id, path: '/a.txt' })).map((f) => [f.session, f.by])).toEqual([['named-y', 'named-y']])
+    await fleet.close()
+    // The same name given explicitly is fine.
+    const again = await Workspace.open({ lower: directory(base), session: 'named-y', store: await open('named-y'), autoCheckpoint: false })
+    expect(again.fs.readFileSync('/a.txt', 'utf8')).toBe('flushed by y\n')
+    await again.close()
+    fs.rmSync(base, { recursive: true, force: true })
+  })
+
   it('clear errors: a bad connection string, a refused connection, a refused login, a missing database, a role without privileges', async () => {
     const session = 'errors'
     await expect(postgresStore({ connectionString: 'not a url', session })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' })

@@ -6,6 +6,7 @@
  * set-aside members give every store one place for it.
  */
 import type { BlobId } from '../blob/store.js'
+import { FsError } from '../errors.js'
 import type { Durability, DurableHost } from './durability.js'
 import type { RepairOptions, RepairReport } from './repair.js'
 import type { JsonValue } from './state.js'
@@ -46,6 +47,11 @@ export interface Store {
    * carries, so a workspace without a store never loads it.
    */
   readonly durability: DurabilityEngine
+  /**
+   * The session a store holding one session of many was opened for (a database's: postgres). A
+   * workspace opened over it takes that name, and refuses another (sessionOver).
+   */
+  readonly session?: string
   /** Opened for reading only (another process or tab holds the writer's lock): the workspace freezes. */
   readonly readOnly?: boolean
   /** Appends records in order; resolves once they are durable (the acknowledgement of a group commit). */
@@ -94,6 +100,19 @@ export interface Store {
    */
   reconnect?(): Promise<{ readonly records: number }>
   close?(): Promise<void>
+}
+
+/**
+ * The session a workspace opened over `store` is: the one asked for, or the store's own when it was
+ * opened for one (Store.session) and none was asked for. Asking for another than the store's is
+ * EINVAL naming both: the workspace would record its history and flush ledgers under one name in
+ * rows the store keeps under the other.
+ */
+export function sessionOver(store: Store | undefined, asked: string | undefined): string | undefined {
+  const own = store?.session
+  if (typeof own !== 'string' || asked === own) return asked ?? own
+  if (asked === undefined) return own
+  throw new FsError('EINVAL', 'open', undefined, undefined, `the workspace's session '${asked}' is not the session '${own}' the ${String(store!.kind)} store was opened for; open the store with session '${asked}', or the workspace with session '${own}' (or none)`)
 }
 
 /** The durable journal over a store, and its repair (engine/durable-journal.ts). */
