@@ -148,24 +148,54 @@ export class Restores {
       label = `at ${new Date(target.time).toISOString()}`
       time = target.time
     } else throw new TypeError('rewindfs: restore target must be a checkpoint id or name, { time } or { operation }')
-    // Start from the nearest checkpoint at or before the point and replay the operations since it:
-    // O(operations since that checkpoint).
+    // Retention dropped operations 1…dropped. Forward from the nearest checkpoint at or before the
+    // point, replaying the operations since it (O(operations since it)), when none of those was
+    // dropped; else back from the live tree, taking back the operations after the point (O(operations
+    // after it), all kept). A point before the kept operations is no longer restorable: its
+    // operations are gone, as a pruned reflog's.
     const base = this.checkpoints.latestAt(untilSeq)
-    const first = journal.records[0]
-    if (!base && first && first.seq > 1) throw new FsError('ENOENT', 'restore', label, undefined, 'that point is older than the kept history')
-    const scratch = new Overlay(lower, overlay.blobs, overlay.inodes, base ? base.root : Overlay.emptyRoot(lower))
+    const dropped = journal.records.length > 0 ? journal.records[0].seq - 1 : journal.lastSeq
+    const seq = base?.seq ?? 0
+    if ((base?.opSeq ?? 0) >= dropped) {
+      const scratch = new Overlay(lower, overlay.blobs, overlay.inodes, base ? base.root : Overlay.emptyRoot(lower))
+      const state = new SessionState()
+      state.setRoot(base ? base.state : state.root)
+      const fromSeq = base?.opSeq ?? 0
+      for (const record of journal.records) {
+        if (record.seq <= fromSeq || record.seq > untilSeq || record.undone) continue
+        for (const change of journal.slots(record)) {
+          if (change.kind === 'slot') scratch.setSlot(change.path, change.after)
+          else if (change.kind === 'state') state.write(change.key, change.after)
+          else scratch.setDirMeta(change.path, change.after)
+        }
+      }
+      return { root: scratch.freeze(), state: state.freeze(), seq, opSeq: untilSeq, label, time }
+    }
+    if (untilSeq < dropped) {
+      throw new FsError(
+        'ENOENT',
+        'restore',
+        label,
+        undefined,
+        `that point is no longer restorable: retention dropped the operations up to #${dropped} (retention.operations) and no checkpoint holds it; the oldest restorable point is just before ${journal.records[0]?.id ?? 'the next operation'}`,
+      )
+    }
+    const scratch = new Overlay(lower, overlay.blobs, overlay.inodes, overlay.freeze())
     const state = new SessionState()
-    state.setRoot(base ? base.state : state.root)
-    const fromSeq = base?.opSeq ?? 0
-    for (const record of journal.records) {
-      if (record.seq <= fromSeq || record.seq > untilSeq || record.undone) continue
-      for (const change of journal.slots(record)) {
-        if (change.kind === 'slot') scratch.setSlot(change.path, change.after)
-        else if (change.kind === 'state') state.write(change.key, change.after)
-        else scratch.setDirMeta(change.path, change.after)
+    state.setRoot(this.context.state.freeze())
+    for (let i = journal.records.length - 1; i >= 0 && journal.records[i].seq > untilSeq; i--) {
+      const record = journal.records[i]
+      if (record.undone) continue
+      // In reverse within the operation too, as undo takes it back.
+      const changes = journal.slots(record)
+      for (let j = changes.length - 1; j >= 0; j--) {
+        const change = changes[j]
+        if (change.kind === 'slot') scratch.setSlot(change.path, change.before)
+        else if (change.kind === 'state') state.write(change.key, change.before)
+        else scratch.setDirMeta(change.path, change.before)
       }
     }
-    return { root: scratch.freeze(), state: state.freeze(), seq: base?.seq ?? 0, opSeq: untilSeq, label, time }
+    return { root: scratch.freeze(), state: state.freeze(), seq, opSeq: untilSeq, label, time }
   }
 
   /**
