@@ -296,7 +296,8 @@ export class SessionStore implements PostgresStore {
           const old = this.connection
           this.connection = connection
           this.watch(connection)
-          await old.close().catch(() => undefined)
+          // Not waited for: ending a client whose socket is gone must not hold up the session's calls.
+          void old.close().catch(() => undefined)
         }
         return { records: Number(row.records) }
       } catch (error) {
