@@ -140,4 +140,24 @@ describe('flushing into one directory from many processes at once', () => {
       live.kill()
     }
   })
+
+  it('work a flush section started that outlives it does not hold the lock', async () => {
+    const base = path.join(tmp, 'outlives')
+    fs.mkdirSync(base)
+    const target = directory(base)
+    let later: Promise<unknown> | undefined
+    await target.exclusive(async () => {
+      later = new Promise((resolve) => setTimeout(resolve, 100)).then(() => target.apply([{ path: '/late.txt', kind: 'file', mode: 0o644, mtimeMs: 0, content: new TextEncoder().encode('late') }]))
+      later.catch(() => undefined)
+    })
+    // Meanwhile another live process holds the lock: the late apply must not write under it.
+    const holder = spawn('sleep', ['60'])
+    fs.writeFileSync(path.join(base, '.rewindfs-flush/lock'), `${holder.pid}\n`)
+    try {
+      await expect(later).rejects.toMatchObject({ code: 'EBUSY' })
+      expect(fs.existsSync(path.join(base, 'late.txt'))).toBe(false)
+    } finally {
+      holder.kill()
+    }
+  })
 })

@@ -20,11 +20,16 @@ const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
 const LOCK_WAIT_MS = 60_000
 
 /**
- * The roots whose flush lock the running flush holds (inside `exclusive`): its own `apply` and
- * `recover` then run under that lock instead of taking it again, whichever DirectorySource object
- * of the root they are called on.
+ * The flush locks the running flush holds (inside `exclusive`): its own `apply` and `recover` then
+ * run under that lock instead of taking it again, whichever DirectorySource object of the root they
+ * are called on. A grant ends with its section: work the section started that outlives it (a timer
+ * its callback set) keeps the context but not the lock.
  */
-const held = new AsyncLocalStorage<ReadonlySet<string>>()
+interface Grant {
+  readonly root: string
+  live: boolean
+}
+const held = new AsyncLocalStorage<readonly Grant[]>()
 
 function isHidden(path: string): boolean {
   return path.includes(RESERVED_PREFIX) && path.split('/').some(isReserved)
@@ -133,16 +138,18 @@ export class DirectorySource implements LowerSource, FlushTarget {
     if (this.holding()) return section()
     return this.queued(async () => {
       const lock = await this.waitForLock()
+      const grant: Grant = { root: this.root, live: true }
       try {
-        return await held.run(new Set([...(held.getStore() ?? []), this.root]), section)
+        return await held.run([...(held.getStore() ?? []), grant], section)
       } finally {
+        grant.live = false
         lock.release()
       }
     })
   }
 
   private holding(): boolean {
-    return held.getStore()?.has(this.root) === true
+    return held.getStore()?.some((grant) => grant.live && grant.root === this.root) === true
   }
 
   private queued<T>(run: () => T | Promise<T>): Promise<T> {
