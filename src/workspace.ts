@@ -157,7 +157,7 @@ export class Workspace {
     this.status = this.engine.store.status
     this.ops.beforeOperation = (type, paths) => this.autoCheckpoint(type, paths)
     this.fs = createFs(this.ops, { load: (missing) => this.lower.prefetch([missing.path]), ...(options.watch ? { watch: options.watch } : {}) }) as unknown as NodeFs
-    this.events = new WorkspaceEvents(feedEvents(this.ops.changes))
+    this.events = new WorkspaceEvents(feedEvents(this.ops.changes), this.ops.changes.deriver !== undefined)
     this.unregister = this.collector.register({ roots: () => this.gcRoots() })
   }
 

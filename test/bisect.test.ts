@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { BisectError, Workspace } from '../src/index.js'
 import { MemoryStore, bisectEngine } from '../src/adapter-kit.js'
+import { watching } from '../src/watch.js'
 import type { BisectProbe, WorkspaceOptions } from '../src/index.js'
 import { scriptHistory, writeProject } from './support/bisect-project.js'
 import { workspaceSnapshot } from './support/workspace-snapshot.js'
@@ -52,7 +53,7 @@ describe('ws.bisect', () => {
   it('names operation 37 of 64 in at most 7 probes and leaves the workspace byte-identical', async () => {
     const root = project()
     const storeDir = `${scratch}/store-${serial++}`
-    const ws = await open(root, { store: directoryStore(storeDir) })
+    const ws = await open(root, { store: directoryStore(storeDir), watch: watching })
     const ids = await scriptHistory(ws, { between: async (n) => (n % 16 === 0 ? ws.checkpoint({ name: `at-${n}` }) : undefined) })
     expect(ids).toHaveLength(64)
     // Everything a user can see of the workspace, then the bytes of its store and of the project.

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { directory } from '../adapters/node-fs/index.js'
 import { mountOver, patchFs } from '../adapters/node-fs/mount.js'
 import { type NodeFs, Workspace } from '../src/index.js'
-import { fsWatch } from '../src/watch.js'
+import { watching as watchCapability } from '../src/watch.js'
 
 type Chokidar = typeof import('chokidar')
 type Step = readonly [label: string, run: (fs: NodeFs, at: (path: string) => string) => unknown, expected: readonly string[]]
@@ -76,7 +76,7 @@ describe('chokidar over mountOver + patchFs', () => {
     // Node 20 loads its recursive rm on first use and keeps the fs functions it finds then: load it
     // before the patch, so removing the scratch directory afterwards reaches the disk.
     fs.rmSync(tempDirectory(), { recursive: true })
-    ws = await Workspace.open({ watch: fsWatch, lower: directory(project), autoCheckpoint: false })
+    ws = await Workspace.open({ watch: watchCapability, lower: directory(project), autoCheckpoint: false })
     undoPatch = patchFs(mountOver(ws, project))
     chokidar = await import('chokidar')
   })

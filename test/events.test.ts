@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest'
 import { Workspace } from '../src/index.js'
 import type { WorkspaceEvent } from '../src/engine/events.js'
-import { fsWatch } from '../src/watch.js'
+import { watching } from '../src/watch.js'
 
 const settle = () => new Promise((resolve) => setImmediate(resolve))
 
@@ -27,7 +27,7 @@ function describeEvent(event: WorkspaceEvent): string {
 }
 
 async function recorded() {
-  const ws = await Workspace.open({ watch: fsWatch, lower: { '/src/a.ts': 'a', '/src/lib/b.ts': 'b' }, autoCheckpoint: false })
+  const ws = await Workspace.open({ watch: watching, lower: { '/src/a.ts': 'a', '/src/lib/b.ts': 'b' }, autoCheckpoint: false })
   const log: string[] = []
   for (const type of ['operation', 'undo', 'redo', 'change', 'checkpoint', 'restore'] as const) ws.events.on(type, (event) => log.push(describeEvent(event as WorkspaceEvent)))
   return { ws, log }
@@ -79,7 +79,7 @@ describe('ws.events', () => {
   })
 
   it('streams events until the signal aborts or the workspace closes; unsubscribing stops a listener', async () => {
-    const ws = await Workspace.open({ watch: fsWatch, autoCheckpoint: false })
+    const ws = await Workspace.open({ watch: watching, autoCheckpoint: false })
     const controller = new AbortController()
     const seen: string[] = []
     const reading = (async () => {
@@ -114,7 +114,7 @@ describe('ws.events', () => {
   })
 
   it('collects changed paths only while someone listens for them', async () => {
-    const ws = await Workspace.open({ watch: fsWatch, autoCheckpoint: false })
+    const ws = await Workspace.open({ watch: watching, autoCheckpoint: false })
     const feed = (ws as unknown as { ops: { changes: { active: boolean; listening: boolean } } }).ops.changes
     expect([feed.active, feed.listening]).toEqual([false, false])
     const off = ws.events.on('operation', () => undefined)

@@ -6,13 +6,13 @@ import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Workspace } from '../src/index.js'
-import { fsWatch } from '../src/watch.js'
+import { watching } from '../src/watch.js'
 
 const real = mkdtempSync(join(tmpdir(), 'rewindfs-surface-'))
 afterAll(() => rmSync(real, { recursive: true, force: true }))
 
 async function both() {
-  const ws = await Workspace.open({ watch: fsWatch, lower: { '/a.txt': 'hello world' } })
+  const ws = await Workspace.open({ watch: watching, lower: { '/a.txt': 'hello world' } })
   nodeFs.writeFileSync(join(real, 'a.txt'), 'hello world')
   return { ws, fs: ws.fs }
 }
@@ -163,7 +163,7 @@ describe('fs surface beyond the triples', () => {
 
 describe('promise forms and descriptors', () => {
   it('take paths and FileHandles, and refuse a numeric descriptor as Node does', async () => {
-    const ws = await Workspace.open({ watch: fsWatch, lower: { '/a.txt': 'alpha' } })
+    const ws = await Workspace.open({ watch: watching, lower: { '/a.txt': 'alpha' } })
     const real = await import('node:fs')
     for (const [name, args] of [['readFile', [42]], ['writeFile', [42, 'x']], ['appendFile', [42, 'x']], ['truncate', [42]]] as const) {
       const ours = await (ws.fs.promises as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[name](...args).catch((e: unknown) => e)
@@ -192,7 +192,7 @@ describe('the smaller parities, with node:fs as the oracle', () => {
   }
 
   it('a callback form without its callback names what is in the callback’s place, as Node does', async () => {
-    const ws = await Workspace.open({ watch: fsWatch, lower: { '/a.txt': 'a' } })
+    const ws = await Workspace.open({ watch: watching, lower: { '/a.txt': 'a' } })
     const fs = ws.fs as unknown as Record<string, (...args: unknown[]) => unknown>
     const real = nodeFs as unknown as Record<string, (...args: unknown[]) => unknown>
     const fd = ws.fs.openSync('/a.txt', 'r')
@@ -221,7 +221,7 @@ describe('the smaller parities, with node:fs as the oracle', () => {
   })
 
   it("'' is ENOENT in every form", async () => {
-    const ws = await Workspace.open({ watch: fsWatch, lower: { '/a.txt': 'a' } })
+    const ws = await Workspace.open({ watch: watching, lower: { '/a.txt': 'a' } })
     nodeFs.writeFileSync(join(oracle, 'a.txt'), 'a')
     const calls: [string, (at: (p: string) => string) => unknown[]][] = [
       ['statSync', () => ['']],
@@ -239,7 +239,7 @@ describe('the smaller parities, with node:fs as the oracle', () => {
   })
 
   it('mkdir -p meets a non-directory where a parent should be: ENOTDIR while a longer path waits, EEXIST at the end (MKDirpSync)', async () => {
-    const ws = await Workspace.open({ watch: fsWatch, lower: { '/a/f': 'f' } })
+    const ws = await Workspace.open({ watch: watching, lower: { '/a/f': 'f' } })
     const root = join(oracle, 'mkdirp')
     for (const fs of [nodeFs, ws.fs] as (typeof nodeFs)[]) {
       const at = (p: string) => (fs === nodeFs ? root + p : p)
@@ -266,7 +266,7 @@ describe('the smaller parities, with node:fs as the oracle', () => {
     }
     nodeFs.mkdirSync(root)
     make(nodeFs, (p) => root + p)
-    const ws = await Workspace.open({ watch: fsWatch })
+    const ws = await Workspace.open({ watch: watching })
     make(ws.fs as unknown as typeof nodeFs, (p) => '/walk' + p)
     // Within a directory the disk's order is its own: compare the depth of each entry in turn, and the sets.
     const depths = (names: string[]) => names.map((n) => n.split('/').length)
@@ -293,7 +293,7 @@ describe('the smaller parities, with node:fs as the oracle', () => {
   it('reads update atime as Linux’s relatime does', async () => {
     const dir = join(oracle, 'atime')
     nodeFs.mkdirSync(dir)
-    const ws = await Workspace.open({ watch: fsWatch })
+    const ws = await Workspace.open({ watch: watching })
     const script = (fs: typeof nodeFs, at: (p: string) => string) => {
       const newer = (p: string, lstat = false) => {
         const s = lstat ? fs.lstatSync(at(p)) : fs.statSync(at(p))
@@ -332,7 +332,7 @@ describe('the smaller parities, with node:fs as the oracle', () => {
   })
 
   it('statfs, openAsBlob and promises.lchmod have Node’s shapes', async () => {
-    const ws = await Workspace.open({ watch: fsWatch, lower: { '/a.txt': 'hello' } })
+    const ws = await Workspace.open({ watch: watching, lower: { '/a.txt': 'hello' } })
     const ours = ws.fs.statfsSync('/')
     const theirs = nodeFs.statfsSync(oracle)
     expect(ours.constructor.name).toBe(theirs.constructor.name)

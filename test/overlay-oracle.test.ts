@@ -13,7 +13,7 @@ import fc from 'fast-check'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Workspace, syncFsSource } from '../src/index.js'
 import { seeds } from './support/seed.js'
-import { fsWatch } from '../src/watch.js'
+import { watching } from '../src/watch.js'
 
 process.umask(0o022)
 const base = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-oracle-'))
@@ -346,7 +346,7 @@ describe('the workspace matches a real Linux directory', () => {
           seedTree(lowerDir, '')
           seedTree(realDir, realDir)
           const lowerBefore = snapshot(nodeFs, lowerDir, lowerDir)
-          const ws = await Workspace.open({ watch: fsWatch, lower: syncFsSource(nodeFs, lowerDir), autoCheckpoint: false })
+          const ws = await Workspace.open({ watch: watching, lower: syncFsSource(nodeFs, lowerDir), autoCheckpoint: false })
           const wfs = ws.fs as unknown as typeof nodeFs
           const cwd = process.cwd()
           process.chdir(realDir) // relative paths: the host's working directory is the real root
@@ -371,7 +371,7 @@ describe('the workspace matches a real Linux directory', () => {
   }
 
   it('refuses to copy a directory into itself through a link (where Node recurses forever)', async () => {
-    const ws = await Workspace.open({ watch: fsWatch, lower: { '/a/b/g': 'g', '/a/f': 'f' } })
+    const ws = await Workspace.open({ watch: watching, lower: { '/a/b/g': 'g', '/a/f': 'f' } })
     ws.fs.symlinkSync('/a/b', '/abs')
     for (const dest of ['/abs/', '/abs/a', '/abs/abs']) {
       expect(() => ws.fs.cpSync('/a', dest, { recursive: true }), dest).toThrow(expect.objectContaining({ code: 'ERR_FS_CP_EINVAL' }))
@@ -380,7 +380,7 @@ describe('the workspace matches a real Linux directory', () => {
   })
 
   it('keeps absolute symlink targets and ".." inside the workspace (chroot semantics)', async () => {
-    const ws = await Workspace.open({ watch: fsWatch, lower: { '/etc/passwd': 'workspace passwd', '/app/x': 'x' } })
+    const ws = await Workspace.open({ watch: watching, lower: { '/etc/passwd': 'workspace passwd', '/app/x': 'x' } })
     ws.fs.symlinkSync('/etc/passwd', '/app/link')
     expect(ws.fs.readFileSync('/app/link', 'utf8')).toBe('workspace passwd')
     ws.fs.symlinkSync('../../../../etc', '/app/up')
@@ -408,7 +408,7 @@ describe('the workspace matches a real Linux directory', () => {
           nodeFs.mkdirSync(realDir)
           seedTree(lowerDir, '')
           seedTree(realDir, realDir)
-          const ws = await Workspace.open({ watch: fsWatch, lower: syncFsSource(nodeFs, lowerDir), autoCheckpoint: false })
+          const ws = await Workspace.open({ watch: watching, lower: syncFsSource(nodeFs, lowerDir), autoCheckpoint: false })
           const wfs = ws.fs as unknown as typeof nodeFs
           const cwd = process.cwd()
           process.chdir(realDir)

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { Workspace } from '../src/index.js'
 import { hostShell } from '../adapters/node-fs/index.js'
 import { seedWatchTree, watchCases } from './support/watch-cases.js'
-import { fsWatch } from '../src/watch.js'
+import { watching } from '../src/watch.js'
 
 type F = typeof nodeFs
 const base = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-watch-'))
@@ -37,7 +37,7 @@ async function fence(): Promise<void> {
 const settle = () => new Promise((resolve) => setImmediate(resolve))
 
 async function workspaceWith(seed: (fs: F, at: (p: string) => string) => void) {
-  const ws = await Workspace.open({ watch: fsWatch, autoCheckpoint: false })
+  const ws = await Workspace.open({ watch: watching, autoCheckpoint: false })
   const fs = ws.fs as unknown as F
   seed(fs, (p) => p)
   return { ws, fs }
@@ -124,7 +124,7 @@ describe('fs.watch with recursive reports every path below as a watch on its dir
 
 describe('changes made by the engine reach watchers, one batch per operation', () => {
   async function watched() {
-    const ws = await Workspace.open({ watch: fsWatch, lower: { '/app/a.txt': 'a', '/app/lib/b.txt': 'b' }, autoCheckpoint: false, exec: hostShell() })
+    const ws = await Workspace.open({ watch: watching, lower: { '/app/a.txt': 'a', '/app/lib/b.txt': 'b' }, autoCheckpoint: false, exec: hostShell() })
     const dir: string[] = []
     const all: string[] = []
     const batches: string[][] = []
@@ -192,7 +192,7 @@ describe('changes made by the engine reach watchers, one batch per operation', (
   })
 
   it('a watcher on / with 10k files gets 10k events for 10k writes, one batch per write', async () => {
-    const ws = await Workspace.open({ watch: fsWatch, autoCheckpoint: false })
+    const ws = await Workspace.open({ watch: watching, autoCheckpoint: false })
     for (let d = 0; d < 10; d++) ws.fs.mkdirSync(`/d${d}`)
     for (let i = 0; i < 10_000; i++) ws.fs.writeFileSync(`/d${i % 10}/f${i}`, 'x')
     let events = 0
@@ -356,11 +356,11 @@ describe('watching is a capability the workspace is given (rewindfs/watch)', () 
   it('without it the watch members are ENOSYS, saying what to pass; forks and staged fs inherit it', async () => {
     const bare = await Workspace.open({ lower: { '/a.txt': 'a' } })
     for (const call of [() => bare.fs.watch('/'), () => bare.fs.promises.watch('/'), () => bare.fs.watchFile('/a.txt', () => undefined), () => bare.fs.unwatchFile('/a.txt')]) {
-      expect(call).toThrow(expect.objectContaining({ code: 'ENOSYS', message: expect.stringContaining("fsWatch from 'rewindfs/watch'") }))
+      expect(call).toThrow(expect.objectContaining({ code: 'ENOSYS', message: expect.stringContaining("watching from 'rewindfs/watch'") }))
     }
     await bare.close()
 
-    const ws = await Workspace.open({ lower: { '/a.txt': 'a' }, watch: fsWatch })
+    const ws = await Workspace.open({ lower: { '/a.txt': 'a' }, watch: watching })
     const fork = await ws.fork()
     const seen: string[] = []
     const watcher = fork.fs.watch('/', (type, name) => seen.push(`${type}:${String(name)}`))
@@ -377,6 +377,23 @@ describe('watching is a capability the workspace is given (rewindfs/watch)', () 
       stagedWatcher.close()
     })
     await fork.close()
+    await ws.close()
+  })
+})
+
+describe("ws.events 'change' comes with watching too", () => {
+  it("is ENOSYS without it, and a stream of every type leaves it out; the other events are told either way", async () => {
+    const ws = await Workspace.open({ lower: { '/a.txt': 'a' }, autoCheckpoint: false })
+    expect(() => ws.events.on('change', () => undefined)).toThrow(expect.objectContaining({ code: 'ENOSYS', message: expect.stringContaining("'rewindfs/watch'") }))
+    expect(() => ws.events.stream({ types: ['change'] })).toThrow(expect.objectContaining({ code: 'ENOSYS' }))
+    const stream = ws.events.stream()
+    const operations: string[] = []
+    ws.events.on('operation', (event) => operations.push(event.operation.type))
+    ws.fs.writeFileSync('/a.txt', 'b')
+    await settle()
+    expect(operations).toEqual(['file_edit'])
+    expect((await stream.next()).value).toMatchObject({ type: 'operation' })
+    await stream.return!()
     await ws.close()
   })
 })

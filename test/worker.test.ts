@@ -6,7 +6,7 @@ import type { AsyncWorkspace } from '../src/async-workspace.js'
 import { type WorkerWorkspace, openWorkerWorkspace } from '../worker/index.js'
 import { EVENTS_MESSAGE } from '../worker/constants.js'
 import { asyncWorkspaceSuite } from './support/async-workspace-suite.js'
-import { fsWatch } from '../src/watch.js'
+import { watching } from '../src/watch.js'
 
 const bootstrap = new URL('../worker/bootstrap.mjs', import.meta.url)
 
@@ -14,7 +14,7 @@ const bootstrap = new URL('../worker/bootstrap.mjs', import.meta.url)
 const satisfied = (ws: Workspace): AsyncWorkspace => ws
 void satisfied
 
-asyncWorkspaceSuite('in-process Workspace', (files, store) => Workspace.open({ watch: fsWatch, lower: files, ...(store ? { store: directoryStore(store) } : {}) }))
+asyncWorkspaceSuite('in-process Workspace', (files, store) => Workspace.open({ watch: watching, lower: files, ...(store ? { store: directoryStore(store) } : {}) }))
 asyncWorkspaceSuite('engine in a worker thread', (files, store) =>
   openWorkerWorkspace(new Worker(bootstrap), { lower: files ? { kind: 'fixture', files } : undefined, ...(store ? { store: { kind: 'directory', path: store } } : {}) }),
 )

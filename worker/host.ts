@@ -19,7 +19,7 @@ import type { FlushProgress } from '../src/flush/target.js'
 import type { ExecResult, ExecRunner, ExecSession } from '../src/exec.js'
 import type { BisectOptions, BisectProbe, BisectProgress } from '../src/engine/bisect.js'
 import { type ExportOptions, exportView } from '../src/export.js'
-import { fsWatch } from '../src/watch.js'
+import { watching } from '../src/watch.js'
 import { EventRelay } from './event-relay.js'
 import { Following, type Reopened } from './follow.js'
 import { FsServer, type FsFunctions, runLoading, tryRun } from './fs-server.js'
@@ -336,7 +336,7 @@ export class WorkspaceHost {
       ...(options.compactEvery !== undefined ? { compactEvery: options.compactEvery } : {}),
       validators: [...named, ...remote],
       exec: workerShell,
-      watch: fsWatch,
+      watch: watching,
       ...(options.hooks?.approve && hooks?.approve ? { approve: (request: ApprovalRequest) => hooks.approve!(request) } : {}),
       ...(options.hooks?.alert && hooks?.alert ? { onAlert: (alert) => void hooks.alert!(alert).catch(() => undefined) } : {}),
     }

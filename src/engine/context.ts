@@ -57,7 +57,7 @@ export interface WorkspaceOptions {
   onAlert?: (alert: Alert) => void
   /** Runs ws.exec's commands (e.g. hostShell() from rewindfs/adapters/node-fs); default: the lower source's own, if it has one. */
   exec?: ExecRunner
-  /** Runs fs.watch, fs.promises.watch and fs.watchFile (`fsWatch` from rewindfs/watch); without it they are ENOSYS. */
+  /** Runs fs.watch, fs.promises.watch, fs.watchFile and ws.events 'change' (`watching` from rewindfs/watch); without it they are ENOSYS. */
   watch?: Watching
 }
 

@@ -74,7 +74,11 @@ export class WorkspaceEvents {
   private subscribed = ''
   private readonly endings = new Set<() => void>()
 
-  constructor(private readonly source: EventSource) {}
+  /** `paths`: whether 'change' events can be told (the workspace was given the watching capability). */
+  constructor(
+    private readonly source: EventSource,
+    private readonly paths = true,
+  ) {}
 
   /** Calls `listener` with every event of `type`; returns the function that stops it. */
   on<K extends WorkspaceEventType>(type: K, listener: (event: { readonly type: K } & WorkspaceEventMap[K]) => void): () => void {
@@ -84,6 +88,9 @@ export class WorkspaceEvents {
   private add(type: WorkspaceEventType, listener: AnyListener): () => void {
     if (typeof listener !== 'function') throw new TypeError('rewindfs: ws.events.on(type, listener) needs a function')
     if (!EVENT_TYPES.has(type)) throw new TypeError(`rewindfs: unknown event type '${String(type)}'; one of ${[...EVENT_TYPES].join(', ')}`)
+    if (type === 'change' && !this.paths) {
+      throw Object.assign(new Error("rewindfs: ws.events 'change' needs the watching capability: pass Workspace.open({ watch: watching }) with watching from 'rewindfs/watch'"), { code: 'ENOSYS' })
+    }
     let set = this.listeners.get(type)
     if (!set) this.listeners.set(type, (set = new Set()))
     set.add(listener)
@@ -101,7 +108,7 @@ export class WorkspaceEvents {
 
   /** Every event (or those of `types`) as an async iterator, until `signal` aborts or the workspace closes. */
   stream(options: StreamOptions = {}): AsyncIterableIterator<WorkspaceEvent> {
-    const types = options.types ?? [...EVENT_TYPES]
+    const types = options.types ?? [...EVENT_TYPES].filter((type) => type !== 'change' || this.paths)
     const queue: WorkspaceEvent[] = []
     let wake: (() => void) | undefined
     let ended = options.signal?.aborted === true

@@ -84,12 +84,11 @@ export class FsOperations {
   /** The largest file a write may make (EFBIG above it, nothing written): Node's own I/O limit by default. */
   maxFileSize = MAX_FILE_SIZE
 
-  /** Every change to this overlay's view, for fs.watch and ws.events (collected only while watched). */
+  /** Every change to this overlay's view, for fs.watch and ws.events (paths collected only while watched). */
   readonly changes: ChangeFeed
 
   constructor(readonly overlay: Overlay) {
     this.changes = new ChangeFeed(overlay)
-    overlay.observer = this.changes
   }
 
   /**

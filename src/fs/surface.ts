@@ -164,7 +164,7 @@ export interface SurfaceOptions {
 /** A watch member without the watching capability. */
 function unwatched(syscall: string): () => never {
   return () => {
-    throw new FsError('ENOSYS', syscall, undefined, undefined, "function not implemented: pass Workspace.open({ watch: fsWatch }) with fsWatch from 'rewindfs/watch'")
+    throw new FsError('ENOSYS', syscall, undefined, undefined, "function not implemented: pass Workspace.open({ watch: watching }) with watching from 'rewindfs/watch'")
   }
 }
 

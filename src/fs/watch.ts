@@ -276,7 +276,7 @@ export interface Watches {
 }
 
 /**
- * The watching capability (`fsWatch` from rewindfs/watch, passed as `Workspace.open({ watch })`):
+ * The watching capability (`watching` from rewindfs/watch, passed as `Workspace.open({ watch })`):
  * what the fs surface's watch members run on. Without it they are ENOSYS.
  */
 export type Watching = (ops: FsOperations) => Watches

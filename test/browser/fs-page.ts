@@ -5,13 +5,13 @@
  */
 import { Workspace } from '../../src/index.js'
 import { openWorkerWorkspace } from '../../worker/index.js'
-import { fsWatch } from '../../src/watch.js'
+import { watching } from '../../src/watch.js'
 
 const status = document.getElementById('status') as HTMLElement
 const pause = (ms = 10) => new Promise((resolve) => setTimeout(resolve, ms))
 
 async function surface() {
-  const ws = await Workspace.open({ watch: fsWatch, lower: { '/app/a.txt': 'a', '/big': 'x'.repeat(40_000) }, autoCheckpoint: false })
+  const ws = await Workspace.open({ watch: watching, lower: { '/app/a.txt': 'a', '/big': 'x'.repeat(40_000) }, autoCheckpoint: false })
   const fs = ws.fs
   const dir: string[] = []
   const all: string[] = []
