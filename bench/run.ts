@@ -361,7 +361,8 @@ async function benchLower(): Promise<void> {
     {
       name: 'rewindfs, lower = memfs Volume',
       open: async () => {
-        const { ws, fs } = await rewind({ lower: lowerVolume as never })
+        const { syncFsSource } = (await import(new URL('../dist/src/adapter-kit.js', import.meta.url).href)) as typeof import('../src/adapter-kit.js')
+        const { ws, fs } = await rewind({ lower: syncFsSource(lowerVolume as never) })
         return { fs, close: () => ws.close() }
       },
     },

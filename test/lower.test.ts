@@ -11,9 +11,9 @@ import {
   emptySource,
   fileSystemTreeSource,
   fixtureSource,
-  syncFsSource,
   toLowerSource,
 } from '../src/lower/index.js'
+import { syncFsSource } from '../src/lower/sync-fs.js'
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
 const sorted = (names: string[]) => [...names].sort()
@@ -233,7 +233,7 @@ describe('syncFsSource over memfs', () => {
     const vol = volume()
     vol.symlinkSync('app', '/root/ln')
     const guarded = readOnly(vol)
-    for (const source of [syncFsSource(guarded, '/root'), toLowerSource(readOnly(vol))]) {
+    for (const source of [syncFsSource(guarded, '/root'), syncFsSource(readOnly(vol))]) {
       const all = walk(source)
       for (const [path, type] of Object.entries(all)) {
         if (type === 'file') source.readFile(path)
@@ -334,8 +334,6 @@ describe('toLowerSource', () => {
     expect(toLowerSource(undefined).kind).toBe('empty')
     const existing = fixtureSource({ a: 'x' })
     expect(toLowerSource(existing)).toBe(existing)
-    expect(toLowerSource(nodeFs).kind).toBe('sync-fs')
-    expect(toLowerSource(Volume.fromJSON({ '/a': 'x' })).kind).toBe('sync-fs')
     expect(toLowerSource({ app: { directory: { 'a.txt': { file: { contents: 'x' } } } } }).kind).toBe('FileSystemTree')
     expect(toLowerSource({ '/a.txt': 'x', 'b.bin': new Uint8Array([1]) }).kind).toBe('fixture')
     const empty = toLowerSource({})
@@ -345,7 +343,14 @@ describe('toLowerSource', () => {
   it('reads what it recognised', () => {
     const tree = toLowerSource({ app: { directory: { 'a.txt': { file: { contents: 'x' } } } } })
     expect(text(tree.readFile('/app/a.txt'))).toBe('x')
-    const vol = toLowerSource(Volume.fromJSON({ '/d/a': 'memfs' }))
+  })
+
+  it('takes a synchronous fs only as a source (syncFsSource), saying so', () => {
+    for (const fs of [nodeFs, Volume.fromJSON({ '/a': 'x' })]) {
+      expect(() => toLowerSource(fs as unknown as LowerInput)).toThrow(/syncFsSource\(fs, root\?\) from rewindfs\/adapter-kit/)
+    }
+    const vol = toLowerSource(syncFsSource(Volume.fromJSON({ '/d/a': 'memfs' }) as unknown as SyncReadableFs))
+    expect(vol.kind).toBe('sync-fs')
     expect(text(vol.readFile('/d/a'))).toBe('memfs')
   })
 

@@ -13,7 +13,7 @@ const fixture = await vi.hoisted(async () => {
   real.writeFileSync(`${root}/app/logs/today.log`, 'started\n')
   real.writeFileSync(`${root}/app/notes.md`, '# notes\n')
   const { createFixture } = await import('../testing/index.js')
-  const { syncFsSource } = await import('../src/lower/index.js')
+  const { syncFsSource } = await import('../src/adapter-kit.js')
   return Object.assign(await createFixture(syncFsSource(real, root)), { root, real })
 })
 vi.mock('node:fs', () => fixture.modules.fs)

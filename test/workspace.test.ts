@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Volume } from 'memfs'
 import { afterEach, describe, expect, it } from 'vitest'
-import { Workspace, syncFsSource } from '../src/index.js'
+import { Workspace } from '../src/index.js'
+import { type SyncReadableFs, syncFsSource } from '../src/adapter-kit.js'
 
 const temps: string[] = []
 afterEach(() => {
@@ -12,7 +13,7 @@ afterEach(() => {
 })
 
 describe('Workspace API', () => {
-  it('accepts a fixture, a FileSystemTree and a memfs Volume as the lower layer', async () => {
+  it('accepts a fixture, a FileSystemTree and a memfs Volume (through syncFsSource) as the lower layer', async () => {
     const fromFixture = await Workspace.open({ lower: { '/app/a.txt': 'fixture', 'app/bin': new Uint8Array([0, 255]) } })
     expect(fromFixture.fs.readFileSync('/app/a.txt', 'utf8')).toBe('fixture')
     expect([...fromFixture.fs.readFileSync('/app/bin')]).toEqual([0, 255])
@@ -24,7 +25,7 @@ describe('Workspace API', () => {
     expect(fromTree.fs.readlinkSync('/app/link')).toBe('a.txt')
 
     const volume = Volume.fromJSON({ '/app/a.txt': 'memfs' })
-    const fromVolume = await Workspace.open({ lower: volume })
+    const fromVolume = await Workspace.open({ lower: syncFsSource(volume as unknown as SyncReadableFs) })
     fromVolume.fs.writeFileSync('/app/a.txt', 'changed')
     expect(fromVolume.fs.readFileSync('/app/a.txt', 'utf8')).toBe('changed')
     expect(volume.readFileSync('/app/a.txt', 'utf8')).toBe('memfs')

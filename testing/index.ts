@@ -21,13 +21,15 @@
  * beforeEach(() => fixture.reset())
  * ```
  *
- * To use a real directory as the fixture, build its source from the real fs:
+ * To use a real directory as the fixture, build its source from the real fs (syncFsSource from
+ * rewindfs/adapter-kit):
  * `createFixture(syncFsSource(await vi.importActual('node:fs'), '/path/to/fixture'))`; the directory
  * is only ever read. vi.mock reaches modules vitest transforms (your code and inlined dependencies);
  * a dependency vitest externalises keeps Node's fs unless listed in `server.deps.inline`.
  */
 import { toLowerSource } from '../src/lower/index.js'
 import type { LowerInput, LowerSource } from '../src/lower/index.js'
+import { watching } from '../src/watch.js'
 import { type NodeFs, Workspace, type WorkspaceOptions } from '../src/workspace.js'
 
 export { type ContractCheck, type RawStore, type StoreSubject, type StoreUnderTest, storeContract } from './store-contract.js'
@@ -104,7 +106,8 @@ function stable(current: () => Members, sample: Members): Members {
 
 export async function createFixture(lower: LowerInput, options: FixtureOptions = {}): Promise<Fixture> {
   const source = toLowerSource(lower) // once: every reset reuses it
-  const open = () => Workspace.open({ ...options, lower: keptOpen(source) })
+  // Watching too, as node:fs has it: code under test may watch (a test helper carries no bundle budget).
+  const open = () => Workspace.open({ watch: watching, ...options, lower: keptOpen(source) })
   let current = await open()
   let closed = false
   const fs = stable(() => current.fs as unknown as Members, current.fs as unknown as Members) as unknown as NodeFs

@@ -1,26 +1,27 @@
 /**
  * Lower sources, and `toLowerSource`, which turns whatever the caller has into one by its shape.
  * Shapes are probed with `in` before any member is read, so a guarded object (a Proxy that allows
- * only some members) is asked for nothing beyond what its kind needs.
+ * only some members) is asked for nothing beyond what its kind needs. A synchronous fs (node:fs, a
+ * memfs Volume) is passed as a source, `syncFsSource(fs, root?)` from rewindfs/adapter-kit, so the
+ * core entry does not carry that adapter.
  */
 import { emptySource } from './empty.js'
 import { type FileSystemTree, fileSystemTreeSource } from './file-system-tree.js'
 import { type FixtureFiles, describe, fixtureSource, isBytes, isPlainObject } from './fixture.js'
 import type { LowerSource } from './source.js'
-import { type SyncReadableFs, syncFsSource } from './sync-fs.js'
 
 export type { EntryType, LowerSource, LowerStat } from './source.js'
 export type { DirectoryNode, FileNode, FileSystemTree, SymlinkNode } from './file-system-tree.js'
 export type { FixtureFiles } from './fixture.js'
 export type { SyncDirent, SyncReadableFs, SyncStats } from './sync-fs.js'
-export { emptySource, fileSystemTreeSource, fixtureSource, syncFsSource }
+export { emptySource, fileSystemTreeSource, fixtureSource }
 
 /** Everything `toLowerSource` accepts (plus undefined, for an empty workspace). */
-export type LowerInput = LowerSource | SyncReadableFs | FileSystemTree | FixtureFiles
+export type LowerInput = LowerSource | FileSystemTree | FixtureFiles
 
 const ACCEPTED =
-  'expected undefined (empty), a LowerSource, a synchronous fs with readFileSync/readdirSync/lstatSync/readlinkSync ' +
-  "(node:fs, a memfs Volume), a WebContainers FileSystemTree ({ name: { file } | { directory } }) or a fixture " +
+  'expected undefined (empty), a LowerSource (a synchronous fs such as a memfs Volume is one through syncFsSource(fs, root?) ' +
+  "from rewindfs/adapter-kit), a WebContainers FileSystemTree ({ name: { file } | { directory } }) or a fixture " +
   "({ '/path': string | Uint8Array, 'dir/': '' })"
 
 function hasFunctions(value: object, names: readonly string[]): boolean {
@@ -45,7 +46,9 @@ export function toLowerSource(input: LowerInput | undefined): LowerSource {
   if (value === undefined) return emptySource()
   if ((typeof value === 'object' || typeof value === 'function') && value !== null) {
     if (isLowerSource(value)) return value
-    if (hasFunctions(value, ['readFileSync', 'readdirSync', 'lstatSync'])) return syncFsSource(value as SyncReadableFs)
+    if (hasFunctions(value, ['readFileSync', 'readdirSync', 'lstatSync'])) {
+      throw new TypeError('rewindfs: a synchronous fs is a lower source through syncFsSource(fs, root?) from rewindfs/adapter-kit: pass lower: syncFsSource(fs)')
+    }
     if (isPlainObject(value)) {
       const keys = Object.keys(value)
       // {} fits both formats and means the same either way: only the root.
