@@ -821,7 +821,7 @@ export class FsOperations {
     this.copyFileEntry(source, undefined, parent, name, opts.preserveTimestamps === true)
     const steps: NotificationKind[] = ['create', 'modify', 'attrib']
     if (this.overlay.size(source) > 0) steps.push('modify')
-    this.changes.override(mark, destPath, [...steps, 'attrib'])
+    this.changes.override(mark, join(parent.path, name), [...steps, 'attrib'])
   }
 
   @journaled('symlink')

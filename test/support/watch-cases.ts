@@ -49,6 +49,8 @@ export const watchCases: Record<string, WatchCase> = {
   cpDir: ['/d', (fs, at) => fs.cpSync(at('/d/sub'), at('/d/cp'), { recursive: true })],
   cpFile: ['/d', (fs, at) => fs.cpSync(at('/d/f'), at('/d/c'))],
   cpFileOver: ['/d', (fs, at) => fs.cpSync(at('/d/f'), at('/d/e'))],
+  // A destination spelled with '.' (not canonical): the steps are told at the canonical path.
+  cpFileOverDotted: ['/d', (fs, at) => fs.cpSync(at('/d/f'), at('/d/./e'))],
   cpFileEmpty: ['/d', (fs, at) => fs.cpSync(at('/d/z'), at('/d/c'))],
   cpLink: ['/d', (fs, at) => fs.cpSync(at('/d/l'), at('/d/l3'))],
   chmodDir: ['/d', (fs, at) => fs.chmodSync(at('/d/sub'), 0o700)],
