@@ -150,8 +150,11 @@ describe('flushing into one directory from many processes at once', () => {
       later = new Promise((resolve) => setTimeout(resolve, 100)).then(() => target.apply([{ path: '/late.txt', kind: 'file', mode: 0o644, mtimeMs: 0, content: new TextEncoder().encode('late') }]))
       later.catch(() => undefined)
     })
+    // The section applied nothing, so it left no staging folder behind.
+    expect(fs.readdirSync(base)).toEqual([])
     // Meanwhile another live process holds the lock: the late apply must not write under it.
     const holder = spawn('sleep', ['60'])
+    fs.mkdirSync(path.join(base, '.rewindfs-flush'))
     fs.writeFileSync(path.join(base, '.rewindfs-flush/lock'), `${holder.pid}\n`)
     try {
       await expect(later).rejects.toMatchObject({ code: 'EBUSY' })

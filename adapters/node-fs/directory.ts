@@ -28,6 +28,8 @@ const LOCK_WAIT_MS = 60_000
 interface Grant {
   readonly root: string
   live: boolean
+  /** An apply ran under it (the staging folder is then kept). */
+  applied: boolean
 }
 const held = new AsyncLocalStorage<readonly Grant[]>()
 
@@ -138,18 +140,36 @@ export class DirectorySource implements LowerSource, FlushTarget {
     if (this.holding()) return section()
     return this.queued(async () => {
       const lock = await this.waitForLock()
-      const grant: Grant = { root: this.root, live: true }
+      const made = this.madeFolder
+      const grant: Grant = { root: this.root, live: true, applied: false }
       try {
         return await held.run([...(held.getStore() ?? []), grant], section)
       } finally {
         grant.live = false
         lock.release()
+        // A refused flush leaves the target as it found it: the staging folder it made for the lock
+        // goes, unless another process is taking the lock in it (not empty). Kept once a flush applied.
+        if (made && !grant.applied) this.removeFolder()
       }
     })
   }
 
+  private removeFolder(): void {
+    try {
+      fs.rmdirSync(stagingFolder(this.confinement))
+      syncDirectory(this.root)
+    } catch (error) {
+      const code = (error as { code?: string }).code
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'ENOENT') throw error
+    }
+  }
+
   private holding(): boolean {
-    return held.getStore()?.some((grant) => grant.live && grant.root === this.root) === true
+    return this.grant() !== undefined
+  }
+
+  private grant(): Grant | undefined {
+    return held.getStore()?.find((grant) => grant.live && grant.root === this.root)
   }
 
   private queued<T>(run: () => T | Promise<T>): Promise<T> {
@@ -177,6 +197,8 @@ export class DirectorySource implements LowerSource, FlushTarget {
     // The staging folder is made by the first flush (a bare apply: once it passes the checks) and then
     // kept: making and removing it each time would move the root's mtime, and so its version, with no
     // file changed.
+    const grant = locked ? this.grant() : undefined
+    if (grant) grant.applied = true
     let lock = locked ? undefined : this.lock(false)
     try {
       if (lock || locked) this.settle()
@@ -226,17 +248,35 @@ export class DirectorySource implements LowerSource, FlushTarget {
   /** The flush lock in the staging folder; undefined when there is no folder and `create` is false. */
   private lock(create: boolean): LockFile | undefined {
     const folder = stagingFolder(this.confinement)
-    const stats = lstatOrUndefined(folder)
-    if (stats && !stats.isDirectory()) throw new FsError('EEXIST', 'flush', folder, undefined, `'${RESERVED_PREFIX}' in the root is not the flush staging folder; move it away`)
-    if (!stats && !create) return undefined
-    if (!stats) {
-      fs.mkdirSync(folder)
-      syncDirectory(this.root)
+    this.madeFolder = false
+    for (let attempt = 0; ; attempt++) {
+      const stats = lstatOrUndefined(folder)
+      if (stats && !stats.isDirectory()) throw new FsError('EEXIST', 'flush', folder, undefined, `'${RESERVED_PREFIX}' in the root is not the flush staging folder; move it away`)
+      if (!stats && !create) return undefined
+      if (!stats) {
+        try {
+          fs.mkdirSync(folder)
+          this.madeFolder = true
+          syncDirectory(this.root)
+        } catch (error) {
+          if ((error as { code?: string }).code !== 'EEXIST') throw error // another process made it meanwhile
+        }
+      }
+      let result: ReturnType<typeof LockFile.tryAcquire>
+      try {
+        result = LockFile.tryAcquire(folder + '/lock')
+      } catch (error) {
+        // A refused flush of another process removed the folder it had made, just now: make it again.
+        if ((error as { code?: string }).code === 'ENOENT' && create && attempt < 5) continue
+        throw error
+      }
+      if ('owner' in result) throw new FsError('EBUSY', 'flush', this.root, undefined, `another flush into this directory is running (process ${result.owner})`)
+      return result.lock
     }
-    const result = LockFile.tryAcquire(folder + '/lock')
-    if ('owner' in result) throw new FsError('EBUSY', 'flush', this.root, undefined, `another flush into this directory is running (process ${result.owner})`)
-    return result.lock
   }
+
+  /** Whether the last lock() made the staging folder. */
+  private madeFolder = false
 
   toString(): string {
     return `directory(${this.root})`
