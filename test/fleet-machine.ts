@@ -204,12 +204,13 @@ async function flush(session: Session): Promise<void> {
       const paths = conflicts!.map((c) => c.path)
       const explained = await lower.exclusive(async () => {
         const now = await lower.versions(paths)
-        return Promise.all(
-          paths.map(async (path, i) => {
-            const rows = await fleet.flushes({ target: lower.id, path })
-            return rows.some((row) => row.session !== name && (row.version ?? undefined) === now[i])
-          }),
-        )
+        // One query at a time: the fleet view has one connection.
+        const found: boolean[] = []
+        for (const [i, path] of paths.entries()) {
+          const rows = await fleet.flushes({ target: lower.id, path })
+          found.push(rows.some((row) => row.session !== name && (row.version ?? undefined) === now[i]))
+        }
+        return found
       })
       say({ t: 'conflict', session: name, paths, explained })
       if (random() < 0.5) {
