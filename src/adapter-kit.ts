@@ -12,7 +12,9 @@
  *   tools' search, find and list read untouched paths through it).
  * - a durable store (`Store`): the journal, blobs and metadata, carrying the durable journal that
  *   runs over it (`durability: durableJournal`: the core never imports it, so a workspace in memory
- *   does without). `MemoryStore` is one, in memory. `storeContract(subject)` runs the
+ *   does without). `MemoryStore` is one, in memory. One that can read a blob synchronously offers
+ *   `readBlobSync` (and `blobSizes`): the engine then reads contents on demand instead of loading
+ *   them all on open. `storeContract(subject)` runs the
  *   contract's checks on an implementation: each check is a named async function that throws on a
  *   violation, so any test runner runs them (`for (const c of storeContract(s)) it(c.name, c.run)`);
  *   it imports no test runner. It is also exported from `rewindfs/testing`. A store on a file that

@@ -14,6 +14,8 @@ export class SegmentWindow {
   /** The file bytes the buffer holds: [start, start + length). */
   private start = 0
   private length = 0
+  /** Bytes read from the file so far (the scan's work, counted). */
+  bytesRead = 0
   constructor(
     private readonly fd: number,
     readonly size: number,
@@ -27,6 +29,7 @@ export class SegmentWindow {
       const length = Math.min(this.size - at, Math.max(want, WINDOW))
       if (this.buffer.length < length || this.buffer.length > 4 * Math.max(length, WINDOW)) this.buffer = Buffer.allocUnsafe(Math.max(length, WINDOW))
       this.length = readFully(this.fd, this.buffer, length, at)
+      this.bytesRead += this.length
       this.start = at
     }
     return { bytes: this.buffer, offset: at - this.start, end: this.length }
@@ -50,9 +53,11 @@ export class SegmentWindow {
   /** Where the zeros at the end of the file start (the file's size when it does not end in zeros). */
   zeroTail(): number {
     const chunk = Buffer.allocUnsafe(WINDOW)
-    for (let end = this.size; end > 0; ) {
-      const start = Math.max(0, end - WINDOW)
+    // A page first (a segment closed cleanly ends in its last record), then more at a time.
+    for (let end = this.size, step = 4096; end > 0; step = Math.min(WINDOW, step * 4)) {
+      const start = Math.max(0, end - step)
       const read = readFully(this.fd, chunk, end - start, start)
+      this.bytesRead += read
       for (let i = read - 1; i >= 0; i--) if (chunk[i] !== 0) return start + i + 1
       end = start
     }
@@ -61,7 +66,7 @@ export class SegmentWindow {
 
   bytes(at: number, length: number): Uint8Array {
     const out = Buffer.allocUnsafe(length)
-    readFully(this.fd, out, length, at)
+    this.bytesRead += readFully(this.fd, out, length, at)
     return out
   }
 }

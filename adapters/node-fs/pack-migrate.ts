@@ -72,8 +72,22 @@ export class FirstLayout {
     }
   }
 
+  readSync(id: string): Uint8Array | undefined {
+    try {
+      const data = fs.readFileSync(this.blobFile(id))
+      return new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+    } catch (error) {
+      if (codeOf(error) === 'ENOENT') return undefined
+      throw error
+    }
+  }
+
   ids(): string[] {
     return blobFiles(this.root).map(([id]) => id)
+  }
+
+  sizes(): [string, number][] {
+    return blobFiles(this.root).map(([id, file]) => [id, fs.statSync(file).size])
   }
 }
 

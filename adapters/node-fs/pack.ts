@@ -7,8 +7,11 @@
  * before the next one is made). Zeros written ahead of the records make that fdatasync flush data
  * pages, not a new file size.
  *
- * The index (blob id → segment, offset, length, checksum) is rebuilt from the segments on open and
- * kept in memory, so reading a blob is one positional read checked against its checksum. A
+ * The index (blob id → segment, offset, length, checksum) is kept in memory, so reading a blob is
+ * one positional read checked against its checksum, synchronously or not. Open builds it from each
+ * segment's index file (pack-index.ts, written when a segment is sealed) and scans only the last
+ * segment (at most `segmentBytes`) and any without one, so opening costs the number of records,
+ * not the bytes of history. A
  * segment's last record cut short by a crash is a torn tail: presented to the engine when it was
  * journal text, kept aside before it is cut at the first append. Bytes that cannot be read
  * anywhere else are damage: reported (as a blob that cannot be read, and as an unreadable journal
@@ -19,6 +22,7 @@
 import { hostFs as fs } from './host-fs.js'
 import { isTempName, syncDirectory, tempName } from './files.js'
 import { SegmentWindow, ZEROS, fdatasync, readFully, readFullyAsync, writeFully } from './pack-io.js'
+import { type IndexEntry, decodeIndex, encodeIndex, indexName } from './pack-index.js'
 import {
   Kind,
   type Place,
@@ -116,6 +120,13 @@ export interface PackStats {
   /** fdatasyncs of pack segments (directory and new-file fsyncs not counted). */
   readonly fdatasyncs: number
   readonly collected: number
+  /** Segments whose records open took from their index file. */
+  readonly indexedSegments: number
+  /** Bytes of segments open (and a reader's rescans) read record by record: what no index file covered. */
+  readonly scannedBytes: number
+  /** Blobs read (their payloads), and the bytes of them. */
+  readonly blobsRead: number
+  readonly blobBytesRead: number
 }
 
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
@@ -139,6 +150,17 @@ export function segmentName(segment: number): string {
 function segmentNumber(name: string): number | undefined {
   const match = /^(\d{8,})\.pack$/.exec(name)
   return match ? Number(match[1]) : undefined
+}
+
+function indexNumber(name: string): number | undefined {
+  const match = /^(\d{8,})\.idx$/.exec(name)
+  return match ? Number(match[1]) : undefined
+}
+
+/** A record to append: its bytes, and what its segment's index lists for it (its place is added). */
+interface Appended {
+  readonly pieces: readonly Uint8Array[]
+  readonly entry: Omit<IndexEntry, 'offset'>
 }
 
 function storeError(code: string, message: string): Error & { code: string } {
@@ -172,6 +194,10 @@ export class PackLog {
   /** Where the last record's end byte is missing (written before the next append). */
   private unterminated: number | undefined
   private active: Active | undefined
+  /** The records of the active segment (or the last one, before it is opened for appends), for its index file. */
+  private activeEntries: IndexEntry[] = []
+  /** The active segment holds damage: it gets no index file (its damage is found by scanning it). */
+  private activeDamaged = false
   /** Bytes appended since the last fdatasync. */
   private dirty = false
   /** Descriptors reads go through, by segment. */
@@ -181,7 +207,7 @@ export class PackLog {
   private collecting = false
   private stopped = false
   /** Work counters (tests prove the write path by them, the bench reports them). */
-  private readonly counters = { appendedBytes: 0, fdatasyncs: 0, collected: 0 }
+  private readonly counters = { appendedBytes: 0, fdatasyncs: 0, collected: 0, indexedSegments: 0, scannedBytes: 0, blobsRead: 0, blobBytesRead: 0 }
 
   constructor(
     root: string,
@@ -197,7 +223,15 @@ export class PackLog {
     return `${this.directory}/${segmentName(segment)}`
   }
 
-  /** Rebuilds everything from the segments: the index, the journal, damage and a torn tail. */
+  private indexFile(segment: number): string {
+    return `${this.directory}/${indexName(segment)}`
+  }
+
+  /**
+   * Rebuilds everything from the segments: the index, the journal, damage and a torn tail. A
+   * segment's index file gives the records it covers; the rest of the segment is read record by
+   * record. The writer writes the index file of a sealed segment that has none and no damage.
+   */
   private scan(): void {
     this.closeReads()
     let names: string[]
@@ -207,9 +241,15 @@ export class PackLog {
       if ((error as { code?: string }).code !== 'ENOENT') throw error
       names = []
     }
-    // Temp files of segments a crash kept from being renamed into place are the writer's own.
-    if (!this.options.readOnly) for (const name of names) if (isTempName(name)) fs.rmSync(`${this.directory}/${name}`, { force: true })
     const numbers = names.flatMap((name) => segmentNumber(name) ?? []).sort((a, b) => a - b)
+    if (!this.options.readOnly) {
+      // Temp files a crash kept from being renamed into place, and index files of segments that are gone, are the writer's own.
+      const present = new Set(numbers)
+      for (const name of names) {
+        const indexed = indexNumber(name)
+        if (isTempName(name) || (indexed !== undefined && !present.has(indexed))) fs.rmSync(`${this.directory}/${name}`, { force: true })
+      }
+    }
     const blobs: [string, BlobLocation][] = []
     const forgotten = new Set<string>()
     const damage: Unreadable[] = []
@@ -218,6 +258,8 @@ export class PackLog {
     this.forgets = new Map()
     this.torn = undefined
     this.unterminated = undefined
+    this.activeEntries = []
+    this.activeDamaged = false
     for (const [i, segment] of numbers.entries()) {
       const last = i === numbers.length - 1
       let fd: number
@@ -229,21 +271,44 @@ export class PackLog {
         throw error
       }
       try {
-        const window = new SegmentWindow(fd, fs.fstatSync(fd).size, this.options.salt)
+        const size = fs.fstatSync(fd).size
+        const window = new SegmentWindow(fd, size, this.options.salt)
+        /** The segment's whole records, in order: what its index file lists. */
+        const entries: IndexEntry[] = []
+        let damaged = false
         /** Bytes that are no record: listed, and where journal text may have been, damage in the journal too. */
-        const damaged = (offset: number, length: number, reason: string, journalText = true) => {
+        const damagedAt = (offset: number, length: number, reason: string, journalText = true) => {
           const piece = { segment, offset, length, reason }
+          damaged = true
           damage.push(piece)
           if (journalText) journal.push({ ...piece, kind: 'damage' })
         }
-        const first = readSegmentHeader(window.view(0, SEGMENT_HEADER_BYTES).bytes.subarray(0, Math.min(window.size, SEGMENT_HEADER_BYTES)))
-        if (first && first.version !== SEGMENT_VERSION) throw formatError(`pack segment ${segmentName(segment)} has format version ${first.version}; this rewindfs reads version ${SEGMENT_VERSION}`)
-        if (!first) damaged(0, Math.min(window.size, SEGMENT_HEADER_BYTES), 'the segment header fails its checksum', false)
-        // The last segment may end in zeros it was preallocated with: where they start, the log ends.
-        const dataEnd = last ? window.zeroTail() : window.size
+        /** A whole record: indexed, and its part of the journal. */
+        const take = (entry: IndexEntry) => {
+          entries.push(entry)
+          const location: BlobLocation = { segment, offset: entry.offset, idLength: entry.idLength, length: entry.length, checksum: entry.checksum }
+          if (entry.kind === Kind.Blob) blobs.push([entry.id, location])
+          else if (entry.kind === Kind.Forget) {
+            for (const place of entry.places!) forgotten.add(placeKey(place))
+            this.forgets.set(segment, [...(this.forgets.get(segment) ?? []), ...entry.places!])
+          } else if (entry.kind === Kind.Reset) journal = [{ ...location, kind: Kind.Reset }]
+          else journal.push({ ...location, kind: Kind.Append })
+        }
         let at = SEGMENT_HEADER_BYTES
-        let end = window.size
-        while (at < window.size) {
+        const indexed = this.readIndex(segment, fd, size)
+        if (indexed) {
+          for (const entry of indexed.entries) take(entry)
+          at = indexed.covered
+          this.counters.indexedSegments++
+        } else {
+          const first = readSegmentHeader(window.view(0, SEGMENT_HEADER_BYTES).bytes.subarray(0, Math.min(size, SEGMENT_HEADER_BYTES)))
+          if (first && first.version !== SEGMENT_VERSION) throw formatError(`pack segment ${segmentName(segment)} has format version ${first.version}; this rewindfs reads version ${SEGMENT_VERSION}`)
+          if (!first) damagedAt(0, Math.min(size, SEGMENT_HEADER_BYTES), 'the segment header fails its checksum', false)
+        }
+        // The last segment may end in zeros it was preallocated with: where they start, the log ends.
+        const dataEnd = last && at < size ? window.zeroTail() : size
+        let end = size
+        while (at < size) {
           if (at >= dataEnd) {
             end = at
             break
@@ -256,28 +321,25 @@ export class PackLog {
             // Its end byte (never zero) before the zeros, or the file ends first: a crash cut it
             // short. Everything but the end byte, its checksum right: whole (the byte is written
             // before the next append), so what the engine replays of it stays.
-            const unterminated = last && recordEnd > dataEnd && recordEnd - 1 <= Math.min(dataEnd, window.size) && crc32(window.bytes(at + RECORD_HEADER_BYTES, head.idLength + head.length)) === head.checksum
+            const unterminated = last && recordEnd > dataEnd && recordEnd - 1 <= Math.min(dataEnd, size) && crc32(window.bytes(at + RECORD_HEADER_BYTES, head.idLength + head.length)) === head.checksum
             if (unterminated) this.unterminated = recordEnd - 1
             if (recordEnd <= dataEnd || unterminated) {
-              const location: BlobLocation = { segment, offset: at, idLength: head.idLength, length: head.length, checksum: head.checksum }
+              const entry = { kind: head.kind, offset: at, idLength: head.idLength, length: head.length, checksum: head.checksum }
               if (head.kind === Kind.Blob) {
                 const { bytes, offset } = window.view(at + RECORD_HEADER_BYTES, head.idLength)
-                blobs.push([decoder.decode(bytes.subarray(offset, offset + head.idLength)), location])
+                take({ ...entry, id: decoder.decode(bytes.subarray(offset, offset + head.idLength)) })
               } else if (head.kind === Kind.Forget) {
                 const bytes = window.bytes(payload, head.length)
                 const places = crc32(bytes) === head.checksum ? decodePlaces(bytes) : undefined
-                if (places) {
-                  for (const place of places) forgotten.add(placeKey(place))
-                  this.forgets.set(segment, [...(this.forgets.get(segment) ?? []), ...places])
-                } else damaged(at, recordEnd - at, 'a record of forgotten blobs fails its checksum (they show again)', false)
-              } else if (head.kind === Kind.Reset) journal = [{ ...location, kind: Kind.Reset }]
-              else journal.push({ ...location, kind: Kind.Append })
+                if (places) take({ ...entry, id: '', places })
+                else damagedAt(at, recordEnd - at, 'a record of forgotten blobs fails its checksum (they show again)', false)
+              } else take({ ...entry, id: '' })
               at = recordEnd
               continue
             }
             // Cut short: torn at the end of the last segment (a whole header says how long the record is), damage elsewhere.
-            if (last) this.torn = { segment, offset: at, kind: head.kind, payloadOffset: payload, end: Math.min(dataEnd, window.size), captured: false }
-            else damaged(at, window.size - at, 'a record runs past the end of its segment')
+            if (last) this.torn = { segment, offset: at, kind: head.kind, payloadOffset: payload, end: Math.min(dataEnd, size), captured: false }
+            else damagedAt(at, size - at, 'a record runs past the end of its segment')
             break
           }
           // No whole record header. The last one of the last segment cut short inside its header
@@ -288,17 +350,23 @@ export class PackLog {
             break
           }
           if (head === 'short') {
-            damaged(at, window.size - at, 'a segment ends inside a record header')
+            damagedAt(at, size - at, 'a segment ends inside a record header')
             break
           }
           const next = window.nextHeader(at + 1)
-          damaged(at, (next ?? window.size) - at, 'a record header fails its checksum')
+          damagedAt(at, (next ?? size) - at, 'a record header fails its checksum')
           if (next === undefined) break
           at = next
         }
+        this.counters.scannedBytes += window.bytesRead
         // Where the next append goes: after the last record (over the zeros; past the file's end
         // when only its end byte is missing), or after what is torn or damaged.
         this.segments.set(segment, this.torn?.segment === segment ? this.torn.end : Math.max(end, at))
+        if (last) {
+          this.activeEntries = entries
+          this.activeDamaged = damaged
+        }
+        else if ((!indexed || indexed.covered < size) && !damaged && !this.options.readOnly) this.writeIndex(segment, size, entries)
       } finally {
         fs.closeSync(fd)
       }
@@ -313,6 +381,46 @@ export class PackLog {
     this.unreadable = new Map()
     for (const piece of damage) if (!forgotten.has(placeKey(piece))) this.unreadable.set(damageId(piece), piece)
     this.journal = journal.filter((piece) => piece.kind !== 'damage' || !forgotten.has(placeKey(piece)))
+  }
+
+  /**
+   * A segment's index file, when it is whole and about this segment as it is: its number and salt,
+   * covering no more than the segment holds, its last record's header and id as the segment has
+   * them (a segment written anew under the same number does not match).
+   */
+  private readIndex(segment: number, fd: number, size: number): { covered: number; entries: readonly IndexEntry[] } | undefined {
+    let bytes: Uint8Array
+    try {
+      bytes = fs.readFileSync(this.indexFile(segment))
+    } catch {
+      return undefined
+    }
+    const index = decodeIndex(bytes)
+    if (!index || index.segment !== segment || index.salt !== this.options.salt || index.covered > size || index.covered < SEGMENT_HEADER_BYTES) return undefined
+    const last = index.entries.at(-1)
+    if (last) {
+      if (last.offset + recordBytes(last.idLength, last.length) !== index.covered) return undefined
+      const expected = recordHead(last.kind, Buffer.from(last.id, 'utf8'), last.length, last.checksum, this.options.salt)
+      const stored = Buffer.allocUnsafe(expected.length)
+      if (readFully(fd, stored, stored.length, last.offset) !== stored.length || !stored.equals(expected)) return undefined
+    } else if (index.covered !== SEGMENT_HEADER_BYTES) return undefined
+    return index
+  }
+
+  /**
+   * Writes a segment's index file (temp, rename). Not fsynced: it holds nothing the segment does
+   * not, and one a crash damaged fails its checksum and is ignored. One that cannot be written is
+   * skipped: the segment is scanned instead.
+   */
+  private writeIndex(segment: number, covered: number, entries: readonly IndexEntry[]): void {
+    const file = this.indexFile(segment)
+    const temp = tempName(file)
+    try {
+      fs.writeFileSync(temp, encodeIndex({ segment, salt: this.options.salt, covered, entries }))
+      fs.renameSync(temp, file)
+    } catch {
+      fs.rmSync(temp, { force: true })
+    }
   }
 
   // ---- reading -----------------------------------------------------------------------------
@@ -352,7 +460,8 @@ export class PackLog {
 
   /** Reads `length` bytes at `position` of a segment (a reader's segments may have been collected: it looks again once). */
   private async readAt(segment: number, position: number, length: number): Promise<Uint8Array> {
-    const buffer = Buffer.allocUnsafe(length)
+    // Not from Buffer's shared pool: a small blob kept in memory must not keep a whole pool slab alive.
+    const buffer = Buffer.allocUnsafeSlow(length)
     const reader = this.reader(segment)
     reader.inFlight++
     let read: number
@@ -378,16 +487,52 @@ export class PackLog {
   }
 
   private async readBlob(id: string): Promise<Uint8Array | undefined> {
-    const damage = this.unreadable.get(id)
-    if (damage) throw this.damageError(damage)
-    const location = this.index.get(id)
+    const location = this.locate(id)
     if (location === undefined) return undefined
     // The id and the payload in one read: their checksum covers both.
-    const bytes = await this.readAt(location.segment, location.offset + RECORD_HEADER_BYTES, location.idLength + location.length)
+    return this.checked(id, location, await this.readAt(location.segment, location.offset + RECORD_HEADER_BYTES, location.idLength + location.length))
+  }
+
+  /** A blob's bytes read synchronously (one positional read), checked as read() checks them. */
+  readSync(id: string): Uint8Array | undefined {
+    try {
+      return this.readBlobSync(id)
+    } catch (error) {
+      if (!this.options.readOnly || (error as { code?: string }).code !== 'ENOENT') throw error
+      this.scan()
+      return this.readBlobSync(id)
+    }
+  }
+
+  private readBlobSync(id: string): Uint8Array | undefined {
+    const location = this.locate(id)
+    if (location === undefined) return undefined
+    const length = location.idLength + location.length
+    const buffer = Buffer.allocUnsafeSlow(length)
+    const read = readFully(this.reader(location.segment).fd, buffer, length, location.offset + RECORD_HEADER_BYTES)
+    return this.checked(id, location, buffer.subarray(0, read))
+  }
+
+  /** Where a blob is; damage listed as a blob throws EIO. */
+  private locate(id: string): BlobLocation | undefined {
+    const damage = this.unreadable.get(id)
+    if (damage) throw this.damageError(damage)
+    return this.index.get(id)
+  }
+
+  /** A blob's payload from its id and payload as read: EIO when they fail their checksum, never content. */
+  private checked(id: string, location: BlobLocation, bytes: Uint8Array): Uint8Array {
     if (bytes.length !== location.idLength + location.length || crc32(bytes) !== location.checksum) {
       throw storeError('EIO', `blob '${id}' in pack segment ${segmentName(location.segment)} at byte ${location.offset} fails its checksum; it is kept as it is`)
     }
+    this.counters.blobsRead++
+    this.counters.blobBytesRead += location.length
     return new Uint8Array(bytes.buffer, bytes.byteOffset + location.idLength, location.length)
+  }
+
+  /** Every readable blob's id and size (damage listed as a blob has none). */
+  sizes(): [string, number][] {
+    return [...this.index].map(([id, location]) => [id, location.length])
   }
 
   private damageError(damage: Unreadable): Error {
@@ -461,6 +606,14 @@ export class PackLog {
     return this.active!
   }
 
+  /** Writes the index file of the active segment, sealed; the next segment starts a new list. */
+  private indexActive(): void {
+    const segment = this.active!.segment
+    if (!this.activeDamaged) this.writeIndex(segment, this.segments.get(segment)!, this.activeEntries)
+    this.activeEntries = []
+    this.activeDamaged = false
+  }
+
   /** Cuts the zeros preallocated past the active segment's last record (sealing, closing). */
   private trimActive(): void {
     const active = this.active!
@@ -481,6 +634,7 @@ export class PackLog {
     }
     this.dirty = false
     fs.closeSync(fd)
+    this.indexActive()
     this.startSegment(segment + 1)
     return this.active!
   }
@@ -535,18 +689,20 @@ export class PackLog {
    * Appends records (each its pieces) at the end of the log; returns where each starts. A segment
    * past its size is sealed before the next record. A failed write is cut back.
    */
-  private append(records: readonly (readonly Uint8Array[])[]): Place[] {
+  private append(records: readonly Appended[]): Place[] {
     let active = this.prepare()
     const places: Place[] = []
     for (let next = 0; next < records.length; ) {
       if (this.segments.get(active.segment)! >= this.options.segmentBytes) active = this.seal()
       const start = this.segments.get(active.segment)!
       const pieces: Uint8Array[] = []
+      const entries: IndexEntry[] = []
       let at = start
       // As many records as fit (at least one: a record larger than a segment gets one of its own).
       for (; next < records.length && (at === start || at < this.options.segmentBytes); next++) {
         places.push({ segment: active.segment, offset: at })
-        for (const piece of records[next]) {
+        entries.push({ ...records[next].entry, offset: at })
+        for (const piece of records[next].pieces) {
           pieces.push(piece)
           at += piece.length
         }
@@ -567,6 +723,7 @@ export class PackLog {
       }
       active.allocated = allocated
       this.segments.set(active.segment, at)
+      for (const entry of entries) this.activeEntries.push(entry)
       this.counters.appendedBytes += at - start
       this.dirty = true
     }
@@ -603,13 +760,13 @@ export class PackLog {
     if (fresh.length === 0) return
     // Every header in one buffer; the payloads are written from the caller's bytes, not copied.
     const heads = Buffer.allocUnsafe(headBytes)
-    const records: Uint8Array[][] = []
+    const records: Appended[] = []
     const checksums: number[] = []
     let at = 0
-    for (const [, name, bytes] of fresh) {
+    for (const [id, name, bytes] of fresh) {
       const checksum = recordChecksum(name, bytes)
       writeRecordHead(heads, at, Kind.Blob, name, bytes.length, checksum, this.options.salt)
-      records.push([heads.subarray(at, at + RECORD_HEADER_BYTES + name.length), bytes, RECORD_END])
+      records.push({ pieces: [heads.subarray(at, at + RECORD_HEADER_BYTES + name.length), bytes, RECORD_END], entry: { kind: Kind.Blob, idLength: name.length, length: bytes.length, checksum, id } })
       checksums.push(checksum)
       at += RECORD_HEADER_BYTES + name.length
     }
@@ -620,13 +777,21 @@ export class PackLog {
     }
   }
 
+  /** A journal or forget record of `payload` (no id), to append. */
+  private plain(kind: typeof Kind.Append | typeof Kind.Reset | typeof Kind.Forget, payload: Uint8Array, places?: readonly Place[]): Appended {
+    const checksum = crc32(payload)
+    return {
+      pieces: [recordHead(kind, new Uint8Array(0), payload.length, checksum, this.options.salt), payload, RECORD_END],
+      entry: { kind, idLength: 0, length: payload.length, checksum, id: '', ...(places ? { places } : {}) },
+    }
+  }
+
   /** Appends one group commit's journal text and makes it, and every blob before it, durable. */
   async appendJournal(text: string): Promise<void> {
     if (text !== '') {
-      const payload = Buffer.from(text, 'utf8') // native, faster than TextEncoder for long text
-      const checksum = crc32(payload)
-      const [place] = this.append([[recordHead(Kind.Append, new Uint8Array(0), payload.length, checksum, this.options.salt), payload, RECORD_END]])
-      this.journal.push({ segment: place.segment, offset: place.offset, idLength: 0, length: payload.length, checksum, kind: Kind.Append })
+      const record = this.plain(Kind.Append, Buffer.from(text, 'utf8')) // Buffer.from: native, faster than TextEncoder for long text
+      const [place] = this.append([record])
+      this.journal.push({ ...place, idLength: 0, length: record.entry.length, checksum: record.entry.checksum, kind: Kind.Append })
     }
     await this.sync()
   }
@@ -640,10 +805,9 @@ export class PackLog {
 
   /** The reset record, appended (not yet durable). */
   appendReset(text: string): void {
-    const payload = Buffer.from(text, 'utf8')
-    const checksum = crc32(payload)
-    const [place] = this.append([[recordHead(Kind.Reset, new Uint8Array(0), payload.length, checksum, this.options.salt), payload, RECORD_END]])
-    this.journal = [{ ...place, idLength: 0, length: payload.length, checksum, kind: Kind.Reset }]
+    const record = this.plain(Kind.Reset, Buffer.from(text, 'utf8'))
+    const [place] = this.append([record])
+    this.journal = [{ ...place, idLength: 0, length: record.entry.length, checksum: record.entry.checksum, kind: Kind.Reset }]
   }
 
   /** sync(), blocking (a migration on open). */
@@ -665,8 +829,7 @@ export class PackLog {
   async forget(ids: readonly string[]): Promise<void> {
     const places = ids.flatMap((id) => this.placesOf(id))
     if (places.length === 0) return
-    const payload = encodePlaces(places)
-    const [place] = this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload), this.options.salt), payload, RECORD_END]])
+    const [place] = this.append([this.plain(Kind.Forget, encodePlaces(places), places)])
     this.forgets.set(place.segment, [...(this.forgets.get(place.segment) ?? []), ...places])
     for (const id of ids) {
       this.index.delete(id)
@@ -761,7 +924,7 @@ export class PackLog {
       if (this.index.get(id) !== location) continue // deleted or set aside meanwhile
       const length = recordBytes(location.idLength, location.length)
       const bytes = await this.readAt(segment, location.offset, length)
-      const [place] = this.append([[bytes]])
+      const [place] = this.append([{ pieces: [bytes], entry: { kind: Kind.Blob, idLength: location.idLength, length: location.length, checksum: location.checksum, id } }])
       this.index.set(id, { ...location, ...place })
       // Until the victim is gone, a crash leaves both copies: forgetting the blob forgets both.
       this.copies.set(id, [...(this.copies.get(id) ?? []), location])
@@ -773,14 +936,14 @@ export class PackLog {
     }
     const stillForgotten = (this.forgets.get(segment) ?? []).filter((place) => place.segment !== segment && this.segments.has(place.segment))
     if (stillForgotten.length > 0) {
-      const payload = encodePlaces(stillForgotten)
-      const [place] = this.append([[recordHead(Kind.Forget, new Uint8Array(0), payload.length, crc32(payload), this.options.salt), payload, RECORD_END]])
+      const [place] = this.append([this.plain(Kind.Forget, encodePlaces(stillForgotten), stillForgotten)])
       this.forgets.set(place.segment, [...(this.forgets.get(place.segment) ?? []), ...stillForgotten])
     }
     // The copies are durable before the only other copy goes.
     await this.sync()
     this.retire(segment)
     fs.unlinkSync(this.segmentFile(segment))
+    fs.rmSync(this.indexFile(segment), { force: true })
     syncDirectory(this.directory)
     this.segments.delete(segment)
     this.counters.collected++

@@ -2,6 +2,7 @@
  * A durable Store in a directory:
  *   format             the layout's name and version (2: packs)
  *   packs/<n>.pack     blobs and journal appended to segments, one fdatasync per group commit (pack.ts)
+ *   packs/<n>.idx      a segment's records, so open need not read it (pack-index.ts; rebuilt when missing)
  *   meta/<hex>.json    one file per key, replaced atomically
  *   lock               the writer's pid: one writer at a time, readers may open read-only
  *   journal.<label>-<time>, blob.<label>-<time>.<hex>, meta.<label>-<time>.<hex>.json,
@@ -221,6 +222,16 @@ export class DirectoryStore implements Store {
 
   getBlob(id: BlobId): Promise<Uint8Array | undefined> {
     return this.read('getBlob', () => (this.packs ? this.packs.read(id) : this.firstLayout!.read(id)))
+  }
+
+  /** One positional read of the pack: the engine reads contents on demand through it. */
+  readBlobSync(id: BlobId): Uint8Array | undefined {
+    if (this.closed) throw storeError('ERR_REWINDFS_STORE_CLOSED', `the directory store '${this.root}' is closed (readBlobSync)`)
+    return this.packs ? this.packs.readSync(id) : this.firstLayout!.readSync(id)
+  }
+
+  blobSizes(): Promise<[BlobId, number][]> {
+    return this.read('blobSizes', async () => (this.packs ? this.packs.sizes() : this.firstLayout!.sizes()))
   }
 
   deleteBlobs(ids: readonly BlobId[]): Promise<void> {

@@ -66,6 +66,17 @@ export interface Store {
    */
   putBlobs(blobs: readonly (readonly [BlobId, Uint8Array])[]): Promise<void>
   getBlob(id: BlobId): Promise<Uint8Array | undefined>
+  /**
+   * Optional: one blob's bytes read synchronously (a positional read of a file, an OPFS sync
+   * access handle in a worker); undefined when the store does not hold it; throws (code `EIO`)
+   * when its bytes cannot be read. A store that offers it is read on demand: opening lists its
+   * blobs without reading them, a content is read when first needed (checked against its id) and
+   * durable contents stay in memory up to the workspace's `cacheBytes`. A store without it is read
+   * whole on open. Called on the thread of the sync fs calls, so it must be one quick read.
+   */
+  readBlobSync?(id: BlobId): Uint8Array | undefined
+  /** Optional, beside readBlobSync: every blob's id and size in bytes, without reading contents (`ws.storage` counts durable bytes with it). */
+  blobSizes?(): Promise<[BlobId, number][]>
   deleteBlobs(ids: readonly BlobId[]): Promise<void>
   blobIds(): Promise<BlobId[]>
   getMeta(key: string): Promise<JsonValue | undefined>

@@ -365,6 +365,100 @@ describe('pack segments: sealing and garbage collection', () => {
   })
 })
 
+describe('pack segments: index files and synchronous reads', () => {
+  const content = (id: string) => new TextEncoder().encode(`blob ${id} `.repeat(60))
+  /** A store of many sealed segments: blobs, journal appends, a deletion. */
+  async function filled(path: string): Promise<string[]> {
+    const store = directoryStore(path, { segmentBytes: 8192 })
+    const ids = Array.from({ length: 120 }, (_, i) => `id-${i}`)
+    for (let i = 0; i < ids.length; i += 10) {
+      await store.putBlobs(ids.slice(i, i + 10).map((id) => [id, content(id)] as const))
+      await store.appendJournal([`put ${i}`])
+    }
+    await store.deleteBlobs(['id-3'])
+    await store.close()
+    return ids.filter((id) => id !== 'id-3')
+  }
+  const size = (file: string) => fs.statSync(file).size
+
+  it('open takes sealed segments from their index files and reads only the last one; blobs read by one positional read each', async () => {
+    const path = fresh()
+    const ids = await filled(path)
+    const segments = pack.segmentFiles(path)
+    expect(segments.length).toBeGreaterThan(10)
+    // Every sealed segment has its index file; the last, still appended to, has none.
+    expect(pack.indexFiles(path).length).toBe(segments.length - 1)
+    const store = directoryStore(path, { segmentBytes: 8192 })
+    const stats = store.packStats!
+    expect(stats.indexedSegments).toBe(segments.length - 1)
+    // The last segment only: record by record, its end once more for where the zeros start, a forget record's places.
+    expect(stats.scannedBytes).toBeLessThanOrEqual(2 * size(segments.at(-1)!.file) + 64)
+    expect(segments.slice(0, -1).reduce((sum, { file }) => sum + size(file), 0)).toBeGreaterThan(20 * stats.scannedBytes)
+    // What an open that scans everything finds, and nothing read yet.
+    expect((await store.blobIds()).sort()).toEqual([...ids].sort())
+    expect(new Map(await store.blobSizes())).toEqual(new Map(ids.map((id) => [id, content(id).length])))
+    expect(await store.readJournal()).toEqual({ records: Array.from({ length: 12 }, (_, i) => `put ${i * 10}`) })
+    expect(store.packStats!.blobsRead).toBe(0)
+    for (const id of ids.slice(0, 5)) expect(store.readBlobSync(id)).toEqual(content(id))
+    expect(store.readBlobSync('id-3')).toBeUndefined()
+    expect(store.readBlobSync('absent')).toBeUndefined()
+    expect(store.packStats!.blobsRead).toBe(5)
+    expect(store.packStats!.blobBytesRead).toBe(5 * content('id-0').length)
+    await store.close()
+  })
+
+  it('an index file that is missing, damaged or about another segment is ignored (the segment is scanned) and written again', async () => {
+    const path = fresh()
+    const ids = await filled(path)
+    const indexes = pack.indexFiles(path).sort()
+    const reference = fs.readFileSync(indexes[1])
+    fs.rmSync(indexes[0])
+    const flipped = Buffer.from(reference)
+    flipped[40] ^= 0x01
+    fs.writeFileSync(indexes[1], flipped)
+    // Another segment's index under this one's name.
+    fs.copyFileSync(indexes[3], indexes[2])
+    const reader = directoryStore(path, { readOnly: true })
+    expect(reader.packStats!.indexedSegments).toBe(indexes.length - 3)
+    for (const id of ids) expect(await reader.getBlob(id)).toEqual(content(id))
+    await reader.close()
+    // The writer writes them again.
+    const writer = directoryStore(path, { segmentBytes: 8192 })
+    await writer.close()
+    expect(fs.readFileSync(indexes[1]).equals(reference)).toBe(true)
+    const again = directoryStore(path, { readOnly: true })
+    expect(again.packStats!.indexedSegments).toBe(indexes.length)
+    expect((await again.blobIds()).sort()).toEqual([...ids].sort())
+    await again.close()
+  })
+
+  it('a segment written anew under the same number does not match its old index file', async () => {
+    const path = fresh()
+    await filled(path)
+    expect(pack.indexFiles(path).length).toBeGreaterThan(0)
+    const indexes = pack.indexFiles(path).map((file) => [file, fs.readFileSync(file)] as const)
+    // One segment holding other records (pack-raw rewrites the pack as one segment), the old index files put back.
+    pack.setJournal(path, { records: ['only this'] })
+    for (const [file, bytes] of indexes) fs.writeFileSync(file, bytes)
+    const store = directoryStore(path, { readOnly: true })
+    expect(store.packStats!.indexedSegments).toBe(0)
+    expect(await store.readJournal()).toEqual({ records: ['only this'] })
+    await store.close()
+  })
+
+  it('a synchronous read checks the checksum too: damage is EIO, never content', async () => {
+    const path = fresh()
+    const ids = await filled(path)
+    const record = pack.blobRecords(path).get(ids[7])!
+    pack.flipBlobByte(path, ids[7], 3)
+    const store = directoryStore(path, { readOnly: true })
+    expect(() => store.readBlobSync(ids[7])).toThrow(expect.objectContaining({ code: 'EIO' }))
+    expect(store.readBlobSync(ids[8])).toEqual(content(ids[8]))
+    expect(record.segment).toBeLessThan(pack.segmentFiles(path).at(-1)!.segment)
+    await store.close()
+  })
+})
+
 describe('pack segments: a reader beside the writer', () => {
   it('sees what the writer committed since, also across a collection that removed the segment it had read', async () => {
     const path = fresh()

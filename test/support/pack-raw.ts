@@ -120,8 +120,19 @@ export function setJournal(root: string, journal: JournalRead): void {
     pieces.push(recordHead(Kind.Append, new Uint8Array(0), torn.length + 1, 0, seed), torn)
   }
   for (const { file } of segmentFiles(root)) fs.rmSync(file)
+  removeIndexes(root)
   fs.mkdirSync(`${root}/packs`, { recursive: true })
   fs.writeFileSync(`${root}/packs/00000001.pack`, Buffer.concat(pieces))
+}
+
+/** The segments' index files (pack-index.ts): a test that rewrites segments removes them, as they describe the old ones. */
+export function indexFiles(root: string): string[] {
+  const folder = `${root}/packs`
+  return fs.existsSync(folder) ? fs.readdirSync(folder).filter((name) => /^\d{8,}\.idx$/.test(name)).map((name) => `${folder}/${name}`) : []
+}
+
+export function removeIndexes(root: string): void {
+  for (const file of indexFiles(root)) fs.rmSync(file)
 }
 
 /** Overwrites a blob's stored bytes in place with checksums that match them: the content no longer matches its id. */
