@@ -31,6 +31,7 @@ import type {
   UndoResult,
   WorkspaceCounters,
 } from './workspace.js'
+import type { StorageReport } from './engine/storage.js'
 
 export type Awaitable<T> = T | Promise<T>
 
@@ -165,7 +166,7 @@ export interface AsyncWorkspace {
   readonly frozen: string | undefined
   /** Work counters and blob store occupancy (a worker answers them in a round trip: await them). */
   readonly counters: Awaitable<WorkspaceCounters>
-  readonly storage: Awaitable<{ blobs: number; bytes: number }>
+  readonly storage: Awaitable<StorageReport>
 
   chdir(path: string): Awaitable<void>
   cwd(): Awaitable<string>

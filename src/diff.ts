@@ -123,20 +123,37 @@ function readable(overlay: Overlay, entry: Entry): Uint8Array | undefined {
 function makeChange(overlay: Overlay, path: string, type: Change['type'], entry: EntryType, before?: Entry, after?: Entry): Change {
   const change: Change = { path, type, entry }
   if (entry !== 'file' || (before && before.type !== 'file')) return change
-  // Content is captured now (a reference, not a copy), so a later write cannot change the patch.
-  const oldBytes = before ? readable(overlay, before) : new Uint8Array(0)
-  const newBytes = after && after.type === 'file' ? readable(overlay, after) : new Uint8Array(0)
+  const oldBytes = before ? captured(overlay, before) : () => new Uint8Array(0)
+  const newBytes = after && after.type === 'file' ? captured(overlay, after) : () => new Uint8Array(0)
   if (oldBytes === undefined || newBytes === undefined) return change // no patch for unreadable content
   let patch: string | undefined | null = null
   Object.defineProperty(change, 'patch', {
     enumerable: true,
     configurable: true,
     get() {
-      if (patch === null) patch = unifiedDiff(path, oldBytes, newBytes)
+      if (patch === null) {
+        const [a, b] = [oldBytes(), newBytes()]
+        patch = a === undefined || b === undefined ? undefined : unifiedDiff(path, a, b)
+      }
       return patch
     },
   })
   return change
+}
+
+/**
+ * A file's content for a patch (undefined: it cannot be read now). Captured now (a reference, not
+ * a copy), so a later write cannot change the patch; an upper file's content only the durable
+ * store holds (contents on demand) is immutable under its id, so it is read when the patch is,
+ * not for every change listed.
+ */
+function captured(overlay: Overlay, entry: Entry): (() => Uint8Array | undefined) | undefined {
+  if (entry.node?.type === 'file' && !overlay.blobs.resident(entry.node.blob)) {
+    let bytes: Uint8Array | undefined | null = null
+    return () => (bytes === null ? (bytes = readable(overlay, entry)) : bytes)
+  }
+  const bytes = readable(overlay, entry)
+  return bytes === undefined ? undefined : () => bytes
 }
 
 export function unifiedDiff(path: string, before: Uint8Array, after: Uint8Array): string | undefined {

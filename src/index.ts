@@ -20,6 +20,7 @@ export type {
   WorkspaceCounters,
   WorkspaceOptions,
 } from './workspace.js'
+export type { StorageReport } from './engine/storage.js'
 export type { ExecHost, ExecMode, ExecOptions, ExecResult, ExecRunner, ExecSandbox, ExecSession } from './exec.js'
 export type { Change } from './diff.js'
 export type {

@@ -254,7 +254,13 @@ export class Overlay {
     if (entry.node?.type === 'file') {
       // A blob the integrity check dropped (its bytes were corrupt) reads as an I/O error, as a bad disk block would.
       if (!this.blobs.intact(entry.node.blob)) throw new FsError('EIO', 'read', entry.path, undefined, 'i/o error: the stored content failed its checksum')
-      return this.blobs.get(entry.node.blob)
+      try {
+        return this.blobs.get(entry.node.blob)
+      } catch (error) {
+        // Read back from the durable store (contents on demand) and found damaged: this path's I/O error.
+        if (error instanceof FsError && error.code === 'EIO' && error.path === undefined) throw new FsError('EIO', 'read', entry.path, undefined, 'i/o error: the stored content cannot be read or failed its checksum')
+        throw error
+      }
     }
     if (entry.lowerPath !== null && entry.type === 'file') return this.lower.readFile(entry.lowerPath)
     throw new FsError('EISDIR', 'read')

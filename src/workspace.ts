@@ -35,6 +35,7 @@ import type { RepairOptions, RepairReport } from './engine/repair.js'
 import { type RestoreOptions, type RestoreReport, type RestoreTarget, Restores } from './engine/restore.js'
 import { SerialQueue } from './engine/serial.js'
 import { SessionStore, type StoreStatus } from './engine/session-store.js'
+import { type StorageReport, cacheBytesOf, storageReport } from './engine/storage.js'
 import { type SideEffectOptions, SideEffects, registerCompensator } from './engine/side-effects.js'
 import { type JsonValue, SessionState } from './engine/state.js'
 import { sessionOver } from './engine/store.js'
@@ -55,6 +56,8 @@ export interface WorkspaceCounters {
   readonly lookups: number
   /** Blob store reads and writes. */
   readonly blobsTouched: number
+  /** Blob contents read back from the durable store (contents on demand). */
+  readonly blobsRead: number
 }
 
 /** The engine's parts, each owning its state (src/engine/). */
@@ -127,6 +130,7 @@ export class Workspace {
       this.ops.maxFileSize = options.maxFileSize
     }
     if (from) this.ops.cwd = from.cwd
+    cacheBytesOf(options.cacheBytes)
     this.state = new SessionState()
     this.state.guard = (syscall) => this.context.assertWritable(syscall)
     if (from) this.state.setRoot(from.state)
@@ -403,7 +407,9 @@ export class Workspace {
 
   /**
    * Waits for the background check of the store's blob checksums started by open: what it checked,
-   * the blobs that did not match (dropped) and the checkpoints it marked broken.
+   * the blobs that did not match (dropped) and the checkpoints it marked broken. With contents on
+   * demand nothing was loaded to check on open: it reads and checks every blob the store holds
+   * (keeping none in memory), as `git fsck` would.
    */
   async verify(): Promise<IntegrityReport> {
     return this.engine.store.verify()
@@ -460,12 +466,12 @@ export class Workspace {
 
   /** Work counters, for complexity tests and diagnostics. */
   get counters(): WorkspaceCounters {
-    return { ...this.overlay.counters, blobsTouched: this.overlay.blobs.counters.touched }
+    return { ...this.overlay.counters, blobsTouched: this.overlay.blobs.counters.touched, blobsRead: this.overlay.blobs.counters.read }
   }
 
-  /** Blob store occupancy. */
-  get storage(): { blobs: number; bytes: number } {
-    return { blobs: this.overlay.blobs.count, bytes: this.overlay.blobs.bytes }
+  /** Where file contents are: in memory (resident) and in the durable store, and how they get there. */
+  get storage(): StorageReport {
+    return storageReport(this.overlay.blobs, this.context.durability?.store)
   }
 
   /** Runs a full garbage collection cycle now (normally it runs in the background). */

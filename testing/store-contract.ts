@@ -185,6 +185,36 @@ export function storeContract<S extends Store>(subject: StoreSubject<S>): Contra
     await under.store.close?.()
   })
 
+  add('reads a blob synchronously, when it offers to, as getBlob does, and lists sizes without reading (readBlobSync, blobSizes)', async () => {
+    let under = await subject.create()
+    if (!under.store.readBlobSync) return void (await under.store.close?.()) // optional: the store is read whole on open
+    const ids = ['qUiQTy8PR5uPgZdpSzAYSw0u0cE=', 'a/b+c==', 'empty']
+    const bytes = (id: string) => (id === 'empty' ? new Uint8Array(0) : encode(`content of ${id}`.repeat(3)))
+    await under.store.putBlobs(ids.map((id) => [id, bytes(id)] as const))
+    for (const id of ids) same(under.store.readBlobSync(id), bytes(id), `readBlobSync of ${id}`)
+    same(under.store.readBlobSync('missing'), undefined, 'readBlobSync of a missing blob')
+    await under.store.deleteBlobs([ids[1]])
+    same(under.store.readBlobSync(ids[1]), undefined, 'readBlobSync of a deleted blob')
+    under = await under.reopen()
+    for (const id of [ids[0], ids[2]]) same(under.store.readBlobSync!(id), bytes(id), `readBlobSync of ${id} after a reopen`)
+    if (under.store.blobSizes) {
+      const sizes = new Map(await under.store.blobSizes())
+      same([...sizes.keys()].sort(), [ids[0], ids[2]].sort(), 'blobSizes ids')
+      for (const id of [ids[0], ids[2]]) same(sizes.get(id), bytes(id).byteLength, `blobSizes of ${id}`)
+    }
+    // A workspace over it reads on demand: nothing on open, one read for one file.
+    const ws = await open(under.store)
+    ws.fs.writeFileSync('/app/new.txt', 'on demand')
+    await ws.close()
+    under = await under.reopen()
+    const reopened = await open(under.store)
+    check(reopened.storage.contents === 'on-demand', `contents are read on demand: ${reopened.storage.contents}`)
+    const before = reopened.counters.blobsRead
+    same(reopened.fs.readFileSync('/app/new.txt', 'utf8'), 'on demand', 'a file read on demand')
+    same(reopened.counters.blobsRead - before, 1, 'blobs read for one file')
+    await reopened.close()
+  })
+
   add('sets the journal aside as a copy, byte for byte, lists it, and removes it only when asked', async () => {
     let under = await subject.create()
     await under.store.appendJournal(['one', 'two'])

@@ -13,6 +13,7 @@ import type { JsonValue } from '../src/engine/state.js'
 import type { ApprovalHook } from '../src/engine/transaction.js'
 import type { Validator } from '../src/engine/validator.js'
 import type { IntegrityReport, StoreDamage } from '../src/engine/durability.js'
+import type { StorageReport } from '../src/engine/storage.js'
 import type { RepairOptions, RepairReport } from '../src/engine/repair.js'
 import type { ExportOptions, FileSystemTreeExportOptions, ZipExportOptions } from '../src/export.js'
 import type { FlushReport } from '../src/flush/flush.js'
@@ -167,9 +168,9 @@ export class WorkerWorkspace implements AsyncWorkspace, EventReceiver {
     return this.call('counters', []) as Promise<WorkspaceCounters>
   }
 
-  /** Blob store occupancy, now (a round trip). */
-  get storage(): Promise<{ blobs: number; bytes: number }> {
-    return this.call('storage', []) as Promise<{ blobs: number; bytes: number }>
+  /** Where file contents are, now (a round trip). */
+  get storage(): Promise<StorageReport> {
+    return this.call('storage', []) as Promise<StorageReport>
   }
 
   /** A closed session (a fork closed on its own) refuses calls here, as the whole worker does once closed. */

@@ -2,10 +2,15 @@
  * Content-addressed blob store: file contents keyed by hash, so identical content is stored once
  * across files, sessions and checkpoints. Blobs are immutable once stored; the store owns the bytes
  * it is given. Unreachable blobs are removed by the collector (collector.ts), never by the store.
+ *
+ * Over a durable store that reads synchronously (`Store.readBlobSync`), contents are held on
+ * demand: a blob the store holds may be known by id and size only, read back when first needed,
+ * and durable contents stay in memory in a cache of at most `cacheBytes`, least recently used
+ * leaving first. Contents not durable yet are never dropped.
  */
 import { FsError } from '../errors.js'
 import { type Delta, MIN_DELTA_SIZE, applyDelta, makeDelta } from './delta.js'
-import { hashBytes } from './hash.js'
+import { hashBytes, madeHere } from './hash.js'
 import { sameContent } from './same-content.js'
 
 export type BlobId = string
@@ -13,22 +18,53 @@ export type BlobId = string
 /** Deltas applied in a row before a read stores the rebuilt content whole. */
 const MAX_CHAIN = 16
 
+/** Durable contents kept in memory by default when they are read on demand. */
+export const DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
+
 export interface BlobCounters {
   /** Blobs looked up or stored since creation; complexity tests read this. */
   touched: number
+  /** Blob contents read back from the durable store (on demand). */
+  read: number
+  /** Bytes of them. */
+  readBytes: number
+  /** Durable contents dropped from memory (the cache was full). */
+  evicted: number
 }
 
+/** Reads a blob the durable store holds, synchronously (undefined when it does not hold it). */
+export type BlobReader = (id: BlobId) => Uint8Array | undefined
+
+/** A blob only the durable store holds: its contents are read when needed. */
+class InStore {
+  constructor(readonly size: number | undefined) {}
+}
+
+type Stored = Uint8Array | Delta | InStore
+
 export class BlobStore {
-  /** Full bytes, or a reverse delta against a newer blob (old versions of text files). */
-  private readonly blobs = new Map<BlobId, Uint8Array | Delta>()
+  /** Full bytes, a reverse delta against a newer blob (old versions of text files), or a blob only the durable store holds. */
+  private readonly blobs = new Map<BlobId, Stored>()
   /** Old → new version pairs written since the last compaction: candidates for reverse deltas. */
   private readonly successors: [BlobId, BlobId][] = []
+  /** Bytes held in memory. */
   private storedBytes = 0
+  /** Blobs held by the durable store only. */
+  private inStore = 0
   /** Ids stored or re-referenced while a collection is marking: never swept by that cycle. */
   private protectedIds: Set<BlobId> | undefined
-  readonly counters: BlobCounters = { touched: 0 }
+  readonly counters: BlobCounters = { touched: 0, read: 0, readBytes: 0, evicted: 0 }
   /** Bytes stored since the last collection, to decide when another one is worth it. */
   allocatedSinceCollection = 0
+  /** Where contents leave memory to and are read back from, when the durable store reads synchronously. */
+  private reader: BlobReader | undefined
+  private cacheLimit = DEFAULT_CACHE_BYTES
+  /** Durable contents in memory, least recently used first (their sizes): what may leave. */
+  private readonly cache = new Map<BlobId, number>()
+  private cachedBytes = 0
+  /** Blobs the durable store holds, and their sizes. */
+  private readonly durable = new Map<BlobId, number>()
+  private durableBytes = 0
 
   /** Stores `bytes` (taking ownership) and returns their id. */
   put(bytes: Uint8Array): BlobId {
@@ -46,11 +82,15 @@ export class BlobStore {
     let id = base
     // A hash match is confirmed byte by byte (why: same-content.ts); a true collision gets a suffixed id.
     for (let n = 1; ; n++) {
-      const existing = this.blobs.get(id)
+      let existing = this.blobs.get(id)
+      // Only the durable store holds it: read back to compare; found damaged, it was dropped and the good bytes are stored.
+      if (existing instanceof InStore) existing = this.readBackIfIntact(id)
       if (existing === undefined) {
         this.blobs.set(id, owned ? bytes : bytes.slice())
         this.storedBytes += bytes.byteLength
         this.allocatedSinceCollection += bytes.byteLength
+        // Content the durable store still holds (its blob was collected from memory only): it may leave again.
+        if (this.durable.has(id)) this.cacheIn(id, bytes.byteLength)
         break
       }
       if (sameContent(existing instanceof Uint8Array ? existing : this.get(id), bytes)) break
@@ -72,10 +112,164 @@ export class BlobStore {
     if (unchecked) this.unchecked.add(id)
   }
 
+  // ---- contents on demand -------------------------------------------------------------------
+
+  /**
+   * From now on, contents the durable store holds may leave memory and are read back through
+   * `reader` when needed, at most `cacheBytes` of them held in memory. Reverse deltas are no
+   * longer made: an old version leaves memory whole instead.
+   */
+  readOnDemand(reader: BlobReader, cacheBytes: number): void {
+    this.reader = reader
+    this.cacheLimit = cacheBytes
+    this.successors.length = 0
+  }
+
+  /** Whether contents are read on demand (the durable store reads synchronously). */
+  get onDemand(): boolean {
+    return this.reader !== undefined
+  }
+
+  /** A blob the durable store holds, not read: its contents are read when first needed. */
+  known(id: BlobId, size: number | undefined): void {
+    if (!this.blobs.has(id)) {
+      this.blobs.set(id, new InStore(size))
+      this.inStore++
+    }
+    this.markDurable(id, size)
+  }
+
+  /** The durable store holds the blob now: on demand, its contents may leave memory. */
+  markDurable(id: BlobId, size?: number): void {
+    const stored = this.blobs.get(id)
+    if (stored === undefined || this.durable.has(id)) return
+    const bytes = size ?? (stored instanceof Uint8Array ? stored.byteLength : stored instanceof InStore ? (stored.size ?? 0) : stored.size)
+    this.durable.set(id, bytes)
+    this.durableBytes += bytes
+    if (stored instanceof Uint8Array) this.cacheIn(id, stored.byteLength)
+  }
+
+  /** The durable store no longer holds the blob (compaction deleted it): only what memory holds is left. */
+  notDurable(id: BlobId): void {
+    const size = this.durable.get(id)
+    if (size === undefined) return
+    this.durable.delete(id)
+    this.durableBytes -= size
+    this.cacheOut(id)
+    if (this.blobs.get(id) instanceof InStore) this.drop(id)
+  }
+
+  /** Durable contents in memory may leave it, least recently used first, once the cache is full. */
+  private cacheIn(id: BlobId, size: number): void {
+    if (this.reader === undefined || this.cache.has(id)) return
+    this.cache.set(id, size)
+    this.cachedBytes += size
+    if (this.cachedBytes > this.cacheLimit) this.trim()
+  }
+
+  private cacheOut(id: BlobId): void {
+    const size = this.cache.get(id)
+    if (size === undefined) return
+    this.cache.delete(id)
+    this.cachedBytes -= size
+  }
+
+  private trim(): void {
+    for (const [id, size] of this.cache) {
+      if (this.cachedBytes <= this.cacheLimit) break
+      this.cache.delete(id)
+      this.cachedBytes -= size
+      const stored = this.blobs.get(id)
+      if (stored instanceof Uint8Array) {
+        this.blobs.set(id, new InStore(stored.byteLength))
+        this.storedBytes -= stored.byteLength
+        this.inStore++
+        this.counters.evicted++
+      }
+    }
+  }
+
+  /** Reads a blob from the durable store and checks it against its id: its bytes, or why they cannot be had. */
+  private readStored(id: BlobId): Uint8Array | string {
+    let bytes: Uint8Array | undefined
+    try {
+      bytes = this.reader?.(id)
+    } catch (error) {
+      return (error as Error)?.message ?? String(error)
+    }
+    if (bytes === undefined) return 'it is missing from the store'
+    this.counters.read++
+    this.counters.readBytes += bytes.byteLength
+    return madeHere(id) && hashBytes(bytes) !== id ? 'its bytes no longer match their id' : bytes
+  }
+
+  /** Damage of one blob: dropped from memory and no longer counted durable (the store keeps its bytes); what needs it reads as EIO. */
+  private damaged(id: BlobId): void {
+    this.drop(id)
+    this.notDurable(id)
+    this.onCorrupt?.(id)
+  }
+
+  /** Reads back a blob only the durable store holds, checks it against its id, and keeps it in the cache. */
+  private readBack(id: BlobId): Uint8Array {
+    const bytes = this.readStored(id)
+    if (typeof bytes === 'string') {
+      this.damaged(id)
+      throw new FsError('EIO', 'read', undefined, undefined, `i/o error: stored content ${id} cannot be read (${bytes})`)
+    }
+    this.blobs.set(id, bytes)
+    this.inStore--
+    this.storedBytes += bytes.byteLength
+    this.cacheIn(id, bytes.byteLength)
+    return bytes
+  }
+
+  /**
+   * Reads a durable blob from the store and checks it (a full verify on demand), keeping nothing in
+   * memory; returns the bytes read. Damage is handled as a read back finds it.
+   */
+  checkStored(id: BlobId): number {
+    if (!this.durable.has(id)) return 0
+    const bytes = this.readStored(id)
+    if (typeof bytes !== 'string') return bytes.byteLength
+    this.damaged(id)
+    return 0
+  }
+
+  /** A blob only the durable store holds, read back; undefined when its bytes are damaged (then dropped, and reported). */
+  private readBackIfIntact(id: BlobId): Uint8Array | undefined {
+    try {
+      return this.readBack(id)
+    } catch {
+      return undefined
+    }
+  }
+
+  /** Drops a blob from memory (its entry and its place in the cache). */
+  private drop(id: BlobId): void {
+    const stored = this.blobs.get(id)
+    if (stored === undefined) return
+    if (stored instanceof InStore) this.inStore--
+    else this.storedBytes -= stored instanceof Uint8Array ? stored.byteLength : stored.cost
+    this.cacheOut(id)
+    this.blobs.delete(id)
+  }
+
+  /** What is held in memory and what the durable store holds, in blobs and bytes. */
+  get occupancy(): { resident: { blobs: number; bytes: number }; durable: { blobs: number; bytes: number }; cache: { bytes: number; limit: number } } {
+    return {
+      resident: { blobs: this.blobs.size - this.inStore, bytes: this.storedBytes },
+      durable: { blobs: this.durable.size, bytes: this.durableBytes },
+      cache: { bytes: this.cachedBytes, limit: this.cacheLimit },
+    }
+  }
+
+  // ---- reading --------------------------------------------------------------------------------
+
   /** Adopted blobs whose bytes have not been hashed against their ids. */
   private readonly unchecked = new Set<BlobId>()
 
-  /** Told when a check finds an adopted blob's bytes do not match its id (the blob is dropped first). */
+  /** Told when a blob's bytes are found damaged (a check, or a read back from the store); the blob is dropped first. */
   onCorrupt: ((id: BlobId) => void) | undefined
 
   /**
@@ -88,11 +282,12 @@ export class BlobStore {
     if (stored === undefined) return false
     if (!(stored instanceof Uint8Array) || hashBytes(stored) === id) return true
     this.erase(id)
+    this.notDurable(id)
     this.onCorrupt?.(id)
     return false
   }
 
-  /** Whether a blob can be read: present, and its bytes match its id. */
+  /** Whether a blob can be read: present, and its bytes match its id (one only the store holds is checked when read back). */
   intact(id: BlobId): boolean {
     return this.unchecked.has(id) ? this.check(id) : this.blobs.has(id)
   }
@@ -105,45 +300,60 @@ export class BlobStore {
     }
     const stored = this.blobs.get(id)
     if (stored === undefined) throw new Error(`rewindfs: blob ${id} is missing from the store`)
-    if (stored instanceof Uint8Array) return stored
+    if (stored instanceof Uint8Array) {
+      // Recently used: the last to leave the cache.
+      if (this.cache.has(id)) {
+        this.cache.delete(id)
+        this.cache.set(id, stored.byteLength)
+      }
+      return stored
+    }
+    if (stored instanceof InStore) return this.readBack(id)
     // Walk the chain to full content, then apply the deltas back down; a long chain is squashed
     // (the rebuilt content stored whole) so reads of old versions stay bounded.
     const chain: Delta[] = [stored]
     let base = this.blobs.get(stored.base)
-    while (base !== undefined && !(base instanceof Uint8Array)) {
+    let baseId = stored.base
+    while (base !== undefined && !(base instanceof Uint8Array) && !(base instanceof InStore)) {
       chain.push(base)
-      base = this.blobs.get(base.base)
+      baseId = base.base
+      base = this.blobs.get(baseId)
     }
     if (base === undefined) throw new Error(`rewindfs: the base of blob ${id} is missing from the store`)
-    let bytes = base
+    let bytes = base instanceof InStore ? this.readBack(baseId) : base
     for (let i = chain.length - 1; i >= 0; i--) bytes = applyDelta(bytes, chain[i])
     if (chain.length > MAX_CHAIN) this.replace(id, bytes)
     return bytes
   }
 
-  /** Size of a blob's content without rebuilding it. */
+  /** Size of a blob's content without rebuilding it (one only the store holds, of unknown size, is read back). */
   size(id: BlobId): number {
     const stored = this.blobs.get(id)
     if (stored === undefined) throw new Error(`rewindfs: blob ${id} is missing from the store`)
+    if (stored instanceof InStore) return stored.size ?? this.get(id).byteLength
     return stored instanceof Uint8Array ? stored.byteLength : stored.size
   }
 
   /** The blob a delta is made against, if `id` is stored as one. */
   baseOf(id: BlobId): BlobId | undefined {
     const stored = this.blobs.get(id)
-    return stored instanceof Uint8Array || stored === undefined ? undefined : stored.base
+    return stored instanceof Uint8Array || stored instanceof InStore || stored === undefined ? undefined : stored.base
   }
 
   private replace(id: BlobId, value: Uint8Array | Delta): void {
     const old = this.blobs.get(id)
-    if (old !== undefined) this.storedBytes -= old instanceof Uint8Array ? old.byteLength : old.cost
+    if (old instanceof InStore) this.inStore--
+    else if (old !== undefined) this.storedBytes -= old instanceof Uint8Array ? old.byteLength : old.cost
+    this.cacheOut(id)
     this.blobs.set(id, value)
     this.storedBytes += value instanceof Uint8Array ? value.byteLength : value.cost
+    if (value instanceof Uint8Array && this.durable.has(id)) this.cacheIn(id, value.byteLength)
   }
 
   /** Notes that `next` replaced `previous` as a file's content: a candidate reverse delta. */
   succeeded(previous: BlobId, next: BlobId): void {
-    if (previous === next || this.size(next) < MIN_DELTA_SIZE) return
+    // On demand, an old version leaves memory whole once durable: no delta to make.
+    if (this.reader !== undefined || previous === next || this.size(next) < MIN_DELTA_SIZE) return
     this.successors.push([previous, next])
     if (this.successors.length === 1) this.onWork?.()
   }
@@ -173,6 +383,12 @@ export class BlobStore {
     return this.blobs.has(id)
   }
 
+  /** Whether a blob's content is in memory (not only in the durable store). */
+  resident(id: BlobId): boolean {
+    const stored = this.blobs.get(id)
+    return stored !== undefined && !(stored instanceof InStore)
+  }
+
   /** Marks an existing blob as referenced again (e.g. a node reused by restore or undo). */
   retain(id: BlobId): void {
     this.protectedIds?.add(id)
@@ -182,6 +398,7 @@ export class BlobStore {
     return this.blobs.size
   }
 
+  /** Bytes of contents held in memory. */
   get bytes(): number {
     return this.storedBytes
   }
@@ -195,12 +412,9 @@ export class BlobStore {
     const stored = this.blobs.get(id)
     if (stored === undefined) return false
     // Blobs stored as deltas against this one are rebuilt whole first: they must not lose their base.
-    for (const [other, value] of this.blobs) if (!(value instanceof Uint8Array) && value.base === id) this.replace(other, this.get(other))
-    if (stored instanceof Uint8Array) {
-      stored.fill(0)
-      this.storedBytes -= stored.byteLength
-    } else this.storedBytes -= stored.cost
-    this.blobs.delete(id)
+    for (const [other, value] of this.blobs) if (!(value instanceof Uint8Array) && !(value instanceof InStore) && value.base === id) this.replace(other, this.get(other))
+    if (stored instanceof Uint8Array) stored.fill(0)
+    this.drop(id)
     return true
   }
 
@@ -220,9 +434,7 @@ export class BlobStore {
       }
       const id = next.value
       if (marked.has(id) || this.protectedIds?.has(id)) continue
-      const stored = this.blobs.get(id)
-      if (stored !== undefined) this.storedBytes -= stored instanceof Uint8Array ? stored.byteLength : stored.cost
-      this.blobs.delete(id)
+      this.drop(id)
     }
     return false
   }

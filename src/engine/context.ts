@@ -53,6 +53,12 @@ export interface WorkspaceOptions {
   store?: Store
   /** Compact the store's journal after this many records (default 10 000). */
   compactEvery?: number
+  /**
+   * Over a store that reads synchronously (directoryStore; `Store.readBlobSync`): bytes of durable
+   * contents kept in memory, least recently used leaving first (default 256 MiB). The rest stays in
+   * the store and is read when needed. `ws.storage` reports what is resident.
+   */
+  cacheBytes?: number
   /** Told when the engine escalates: an undo that failed, a compensation that failed, a safe stop. */
   onAlert?: (alert: Alert) => void
   /** Runs ws.exec's commands (e.g. hostShell() from rewindfs/adapters/node-fs); default: the lower source's own, if it has one. */

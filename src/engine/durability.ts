@@ -5,8 +5,10 @@
  * is exactly the last acknowledged state, never a torn one. A crash loses at most what was never
  * acknowledged; damage is reported and kept, never deleted: a torn tail is dropped only after the
  * journal is kept aside, and a damaged store is replayed up to the damage and written no more.
+ * Over a store that reads synchronously, open lists its blobs without reading them: contents are
+ * read when needed (BlobStore's cache) and checked against their ids then.
  */
-import type { BlobId, BlobStore } from '../blob/store.js'
+import { type BlobId, type BlobStore, DEFAULT_CACHE_BYTES } from '../blob/store.js'
 import { madeHere } from '../blob/hash.js'
 import type { FlushBook } from '../flush/book.js'
 import type { PinnedLower } from '../flush/pinned-lower.js'
@@ -118,6 +120,11 @@ const lostCompensation = () => {
   throw new Error('its compensation was a function, which does not survive a reopen (register a named compensator)')
 }
 
+export interface DurabilityOptions {
+  /** Durable contents kept in memory when the store reads synchronously (the rest is read when needed). */
+  readonly cacheBytes: number
+}
+
 export class Durability {
   /** Record texts (bodyText) waiting for the next group commit; numbered when it frames them. */
   private lines: string[] = []
@@ -145,7 +152,27 @@ export class Durability {
   constructor(
     private readonly host: DurableHost,
     readonly store: Store,
-  ) {}
+    private readonly options: DurabilityOptions = { cacheBytes: DEFAULT_CACHE_BYTES },
+  ) {
+    // A read (on demand, or the first of an adopted blob) or a check that finds a blob's bytes damaged lands here.
+    host.blobs.onCorrupt = (id) => {
+      this.found.push(id)
+      this.durableBlobs.delete(id)
+      this.corrupt.add(id)
+      // On demand a read finds it, not a check whose report follows: said at once.
+      if (this.onDemand) this.onDamagedBlob?.(id)
+    }
+  }
+
+  /** Blobs found damaged since the last verify() report. */
+  private found: BlobId[] = []
+  /** Told when a blob is found damaged (the workspace warns and alerts). */
+  onDamagedBlob: ((id: BlobId) => void) | undefined
+
+  /** Whether blob contents are read from the store when needed rather than all on open. */
+  get onDemand(): boolean {
+    return this.host.blobs.onDemand
+  }
 
   // ---- writing ---------------------------------------------------------------------------------
 
@@ -268,7 +295,7 @@ export class Durability {
         await this.store.appendJournal([...lines.map((text, i) => frameRecord(text, first + i)), encodeRecord({ t: 'commit' }, first + lines.length)])
         this.position = first + lines.length + 1
         this.sinceCompaction += lines.length
-        for (const id of ids) this.durableBlobs.add(id)
+        for (const id of ids) this.markDurable(id)
       } catch (error) {
         this.unsent = { lines, ids }
         this.failed(error)
@@ -365,12 +392,18 @@ export class Durability {
       if (this.failure || this.damage.length > 0 || this.store.readOnly) return
       const blobs = await this.writeSnapshot()
       this.sinceCompaction = 0
+      const stored = await this.store.blobIds()
+      // What is reachable now, with no wait before the stale ones stop counting as durable: a write
+      // from here on that needs one of them again stores it again (after the deletion, in order).
       const keep = reachable()
       for (const id of blobs) keep.add(id)
       const pending = new Set(this.unverified)
-      const stale = (await this.store.blobIds()).filter((id) => !keep.has(id) && !this.corrupt.has(id) && !pending.has(id))
+      const stale = stored.filter((id) => !keep.has(id) && !this.corrupt.has(id) && !pending.has(id))
+      for (const id of stale) {
+        this.durableBlobs.delete(id)
+        this.host.blobs.notDurable(id)
+      }
       if (stale.length > 0) await this.store.deleteBlobs(stale)
-      for (const id of stale) this.durableBlobs.delete(id)
     })
   }
 
@@ -580,7 +613,13 @@ export class Durability {
   private async putDurable(ids: Iterable<BlobId>): Promise<void> {
     const missing = [...ids].filter((id) => !this.durableBlobs.has(id) && this.host.blobs.has(id))
     if (missing.length > 0) await this.putBlobs(missing.map((id) => [id, this.host.blobs.get(id)] as const))
-    for (const id of missing) this.durableBlobs.add(id)
+    for (const id of missing) this.markDurable(id)
+  }
+
+  /** The store holds the blob: its contents may leave memory (read on demand). */
+  private markDurable(id: BlobId): void {
+    this.durableBlobs.add(id)
+    this.host.blobs.markDurable(id)
   }
 
   /**
@@ -695,6 +734,30 @@ export class Durability {
   private async loadBlobs(warnings: string[]): Promise<void> {
     const { blobs } = this.host
     const ids = await this.store.blobIds()
+    const { store } = this
+    if (store.readBlobSync) {
+      // On demand: known by id and size, read when first needed and checked against its id then.
+      // One the store lists without a size (damage it cannot read) is read now, so open reports it.
+      const sizes = store.blobSizes ? new Map(await store.blobSizes()) : undefined
+      blobs.readOnDemand((id) => store.readBlobSync!(id), this.options.cacheBytes)
+      for (const id of ids) {
+        let size = sizes?.get(id)
+        if (sizes && size === undefined) {
+          try {
+            size = store.readBlobSync(id)?.byteLength
+          } catch (error) {
+            this.corrupt.add(id)
+            this.unreadable.push(id)
+            warnings.push(`blob ${id} cannot be read (${(error as Error)?.message ?? String(error)}); it is kept in the store, and what needs it reads as EIO`)
+            continue
+          }
+          if (size === undefined) continue
+        }
+        blobs.known(id, size)
+        this.durableBlobs.add(id)
+      }
+      return
+    }
     let next = 0
     const lane = async () => {
       while (next < ids.length) {
@@ -711,7 +774,7 @@ export class Durability {
         if (bytes) {
           const checkable = madeHere(id)
           blobs.adopt(id, bytes, checkable)
-          this.durableBlobs.add(id)
+          this.markDurable(id)
           if (checkable) this.unverified.push(id)
         }
       }
@@ -917,29 +980,24 @@ export class Durability {
    * Re-hashes the blobs loaded from the store, about `budget` bytes per slice with the event loop
    * free in between, so open never waits for it. A blob whose bytes no longer match its id is
    * dropped from memory (what needs it reads as EIO) and the checkpoints that need it are marked
-   * broken; its bytes stay in the store (`corrupt`), for the user to inspect.
+   * broken; its bytes stay in the store (`corrupt`), for the user to inspect. On demand nothing
+   * was loaded (every read back is checked): `stored` reads every blob the store holds and checks
+   * it, keeping none in memory — what an explicit `ws.verify()` asks for.
    */
-  async verify(budget = 4 * 1024 * 1024): Promise<IntegrityReport> {
+  async verify(budget = 4 * 1024 * 1024, options: { stored?: boolean } = {}): Promise<IntegrityReport> {
     const { blobs } = this.host
     const report: IntegrityReport = { verified: 0, corrupt: [], broken: [] }
-    // A read that reaches a blob first checks it there (BlobStore.check): both land here.
-    const found: BlobId[] = this.unreadable.splice(0)
-    blobs.onCorrupt = (id) => {
-      found.push(id)
-      this.durableBlobs.delete(id)
-      this.corrupt.add(id)
-    }
-    while (this.unverified.length > 0) {
+    const pending = options.stored && this.onDemand ? [...this.durableBlobs] : this.unverified
+    while (pending.length > 0) {
       await new Promise((resolve) => setTimeout(resolve, 0))
-      for (let spent = 0; spent < budget && this.unverified.length > 0; ) {
-        const id = this.unverified.pop()!
+      for (let spent = 0; spent < budget && pending.length > 0; ) {
+        const id = pending.pop()!
         if (!blobs.has(id)) continue // collected meanwhile, or found corrupt by a read
-        spent += blobs.size(id) + 64
+        spent += (options.stored ? blobs.checkStored(id) : (blobs.check(id), blobs.has(id) ? blobs.size(id) : 0)) + 64
         report.verified++
-        blobs.check(id)
       }
     }
-    report.corrupt = found
+    report.corrupt = [...this.unreadable.splice(0), ...this.found.splice(0)]
     if (report.corrupt.length > 0) report.broken = this.checkIntegrity()
     return report
   }

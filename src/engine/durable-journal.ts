@@ -8,6 +8,6 @@ import { repair } from './repair.js'
 import type { DurabilityEngine } from './store.js'
 
 export const durableJournal: DurabilityEngine = {
-  open: (host, store) => new Durability(host, store),
+  open: (host, store, options) => new Durability(host, store, options),
   repair,
 }

@@ -15,6 +15,7 @@ import type { ReconnectStatus } from './reconnect.js'
 import type { RepairOptions, RepairReport } from './repair.js'
 import type { SideEffects } from './side-effects.js'
 import { type DurabilityEngine, LOWER_KEY, type Store } from './store.js'
+import { cacheBytesOf } from './storage.js'
 
 export interface StoreStatus {
   /** Why the configured store is not in use (the workspace runs in memory). */
@@ -51,7 +52,7 @@ export class SessionStore {
     }
     this.engine = engine
     const alert = (message: string) => this.context.alert({ kind: 'safe-stop', message })
-    const durability = engine.open({ overlay, state, journal, blobs: overlay.blobs, ...this.checkpoints.durable(), status: this.status, alert }, store)
+    const durability = engine.open({ overlay, state, journal, blobs: overlay.blobs, ...this.checkpoints.durable(), status: this.status, alert }, store, { cacheBytes: cacheBytesOf(this.context.options.cacheBytes) })
     try {
       // Before any replay: a journal of another source must not be replayed over this one.
       await this.checkLowerIdentity(store, durability)
@@ -69,15 +70,18 @@ export class SessionStore {
     if (store.readOnly) ops.frozenReason = `the ${store.kind} store is open read-only (another writer holds it)`
     // From now on, first sightings of lower paths are journaled: conflict checks survive a reopen.
     if (lower.id !== undefined) overlay.unrecorded = []
-    // Blob checksums are verified in the background; verify() waits for the verdict.
-    this.integrity = durability.verify().then((report) => {
-      if (report.corrupt.length > 0) {
-        const message = `${report.corrupt.length} blob(s) in the ${store.kind} store did not match their checksums and were dropped; broken checkpoints: ${report.broken.join(', ') || 'none'}`
-        this.status.warnings.push(message)
+    // Blob checksums are verified in the background; verify() waits for the verdict. On demand,
+    // each content is checked when it is read: damage found then is reported at once.
+    this.integrity = durability.verify().then((report) => this.reportIntegrity(report))
+    durability.onDamagedBlob = (id) => {
+      this.damagedBlobs.add(id)
+      const message = `blob ${id} in the ${store.kind} store cannot be read or does not match its checksum; what needs it reads as EIO (its bytes stay in the store)`
+      this.status.warnings.push(message)
+      queueMicrotask(() => {
+        durability.checkIntegrity()
         this.context.alert({ kind: 'integrity', message })
-      }
-      return report
-    })
+      })
+    }
     await this.flushes.load(durability)
     if (durability.damage.length > 0) this.openedDamaged(durability)
     this.checkpoints.prune() // retention applies to what was reopened too
@@ -150,7 +154,27 @@ export class SessionStore {
   }
 
   async verify(): Promise<IntegrityReport> {
+    const { durability } = this.context
+    if (durability?.onDemand) {
+      await this.integrity
+      return this.reportIntegrity(await durability.verify(undefined, { stored: true }))
+    }
     return (await this.integrity) ?? { verified: 0, corrupt: [], broken: [] }
+  }
+
+  /** Blobs found damaged when read on demand (said then, not again by a check's report). */
+  private readonly damagedBlobs = new Set<string>()
+
+  /** Damaged blobs a check found: a warning and an alert. */
+  private reportIntegrity(report: IntegrityReport): IntegrityReport {
+    const fresh = report.corrupt.filter((id) => !this.damagedBlobs.has(id))
+    for (const id of fresh) this.damagedBlobs.add(id)
+    if (fresh.length > 0) {
+      const message = `${fresh.length} blob(s) in the ${this.context.durability?.store.kind ?? 'durable'} store did not match their checksums and were dropped; broken checkpoints: ${report.broken.join(', ') || 'none'}`
+      this.status.warnings.push(message)
+      this.context.alert({ kind: 'integrity', message })
+    }
+    return report
   }
 
   async sync(): Promise<void> {

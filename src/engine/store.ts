@@ -7,7 +7,7 @@
  */
 import type { BlobId } from '../blob/store.js'
 import { FsError } from '../errors.js'
-import type { Durability, DurableHost } from './durability.js'
+import type { Durability, DurabilityOptions, DurableHost } from './durability.js'
 import type { RepairOptions, RepairReport } from './repair.js'
 import type { JsonValue } from './state.js'
 
@@ -128,7 +128,8 @@ export function sessionOver(store: Store | undefined, asked: string | undefined)
 
 /** The durable journal over a store, and its repair (engine/durable-journal.ts). */
 export interface DurabilityEngine {
-  open(host: DurableHost, store: Store): Durability
+  /** `options.cacheBytes`: durable contents kept in memory when the store reads synchronously (contents on demand). */
+  open(host: DurableHost, store: Store, options?: DurabilityOptions): Durability
   repair(durability: Durability, options: RepairOptions & { lowerId?: string }): Promise<RepairReport>
 }
 

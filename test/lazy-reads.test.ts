@@ -1,0 +1,222 @@
+/**
+ * History on demand, proved by counters (blobs read back from the store), never by clocks: over a
+ * store that reads synchronously (directoryStore), open reads no contents; a file, an old
+ * checkpoint's restore, diff, undo and checkpointInfo read only the blobs they need; durable
+ * contents stay within `cacheBytes` in memory, least recently used leaving first; damage found on
+ * a read is EIO, reported, its checkpoints broken; a compaction reads no contents. A store without
+ * synchronous reads keeps loading everything on open, and says so.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import { afterAll, describe, expect, it } from 'vitest'
+import { directoryStore } from '../adapters/node-fs/index.js'
+import { MemoryStore } from '../src/adapter-kit.js'
+import { Workspace } from '../src/index.js'
+import type { WorkspaceOptions } from '../src/index.js'
+import * as pack from './support/pack-raw.js'
+
+const scratch = fs.mkdtempSync(`${fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir()}/rewindfs-lazy-`)
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
+let serial = 0
+const fresh = () => `${scratch}/s${serial++}`
+
+const open = (path: string, options: Partial<WorkspaceOptions> = {}) => Workspace.open({ store: directoryStore(path), autoCheckpoint: false, ...options })
+const read = (ws: Workspace) => ws.counters.blobsRead
+const content = (round: number, file: number) => `round ${round}, file ${file}\n`.repeat(40)
+
+/** 50 files over 6 rounds, a checkpoint after each: 300 distinct contents, 50 live. */
+async function history(path: string): Promise<string[]> {
+  const ws = await open(path)
+  const ids: string[] = []
+  for (let round = 0; round < 6; round++) {
+    for (let file = 0; file < 50; file++) ws.fs.writeFileSync(`/dir${file % 5}/f${file}.txt`, content(round, file))
+    ids.push((await ws.checkpoint({ name: `r${round}` })).id)
+  }
+  await ws.close()
+  return ids
+}
+
+/** Makes the directories history() writes into (a write does not make its parent). */
+async function historyIn(path: string): Promise<string[]> {
+  const ws = await open(path)
+  for (let d = 0; d < 5; d++) ws.fs.mkdirSync(`/dir${d}`)
+  await ws.close()
+  return history(path)
+}
+
+describe('contents on demand over a directory store', () => {
+  it('open reads no contents; a file reads its one blob, once, then from the cache', async () => {
+    const path = fresh()
+    await historyIn(path)
+    const ws = await open(path)
+    expect(read(ws)).toBe(0)
+    const storage = ws.storage
+    expect(storage.contents).toBe('on-demand')
+    expect(storage.resident).toEqual({ blobs: 0, bytes: 0 })
+    expect(storage.durable.blobs).toBe(300)
+    expect(storage.durable.bytes).toBe(Array.from({ length: 6 }, (_, r) => Array.from({ length: 50 }, (_, f) => content(r, f).length)).flat().reduce((a, b) => a + b, 0))
+    expect(ws.fs.readFileSync('/dir3/f13.txt', 'utf8')).toBe(content(5, 13))
+    expect(read(ws)).toBe(1)
+    expect(ws.fs.readFileSync('/dir3/f13.txt', 'utf8')).toBe(content(5, 13))
+    expect(read(ws)).toBe(1)
+    // Listing and stat need no contents.
+    expect(ws.fs.readdirSync('/dir0')).toHaveLength(10)
+    expect(ws.fs.statSync('/dir0/f0.txt').size).toBe(content(5, 0).length)
+    expect(read(ws)).toBe(1)
+    expect(ws.storage.resident.blobs).toBe(1)
+    await ws.close()
+  })
+
+  it('restore, diff, undo and checkpointInfo of an old checkpoint read only the blobs they need', async () => {
+    const path = fresh()
+    const checkpoints = await historyIn(path)
+    let ws = await open(path)
+    // Restoring the first checkpoint moves trees: no content is read.
+    await ws.restore(checkpoints[0])
+    expect(read(ws)).toBe(0)
+    // Its files read their own blobs only.
+    for (let file = 0; file < 10; file++) expect(ws.fs.readFileSync(`/dir${file % 5}/f${file}.txt`, 'utf8')).toBe(content(0, file))
+    expect(read(ws)).toBe(10)
+    await ws.close()
+
+    ws = await open(path)
+    // The diff of one old operation: that file's two versions.
+    const op = ws.history({ path: '/dir2/f7.txt' }).at(-2)!
+    const detail = ws.operation(op.id)!
+    expect(detail.diff).toHaveLength(1)
+    expect(read(ws)).toBeLessThanOrEqual(2)
+    // checkpointInfo of the first checkpoint: the lines of the 50 files it holds, nothing else.
+    const before = read(ws)
+    const info = await ws.checkpointInfo('r0')
+    expect(info.files).toBe(50)
+    expect(info.totalLines).toBe(50 * 40)
+    expect(read(ws) - before).toBeLessThanOrEqual(50)
+    await ws.close()
+
+    ws = await open(path)
+    // Undoing the restore (an operation over every path) reads no content for the tree, only what its report counts.
+    ws.fs.writeFileSync('/dir1/f1.txt', 'changed')
+    const beforeUndo = read(ws)
+    await ws.undo()
+    expect(ws.fs.readFileSync('/dir1/f1.txt', 'utf8')).toBe(content(0, 1))
+    // The line counts of the one path undone: its previous content (the new one was never durable-only).
+    expect(read(ws) - beforeUndo).toBeLessThanOrEqual(1)
+    await ws.close()
+  })
+
+  it('keeps durable contents in memory within cacheBytes, least recently used leaving first; cold writes leave once durable', async () => {
+    const path = fresh()
+    await historyIn(path)
+    const limit = 8 * 1024
+    const ws = await open(path, { cacheBytes: limit })
+    const size = content(5, 0).length
+    for (let file = 0; file < 50; file++) ws.fs.readFileSync(`/dir${file % 5}/f${file}.txt`)
+    expect(read(ws)).toBe(50)
+    expect(ws.storage.resident.bytes).toBeLessThanOrEqual(limit)
+    expect(ws.storage.cache).toEqual({ bytes: ws.storage.resident.bytes, limit })
+    // The most recently read ones are in memory, the first ones left.
+    ws.fs.readFileSync('/dir4/f49.txt')
+    expect(read(ws)).toBe(50)
+    ws.fs.readFileSync('/dir0/f0.txt')
+    expect(read(ws)).toBe(51)
+    // New contents stay until they are durable, then leave like the rest.
+    for (let file = 0; file < 50; file++) ws.fs.writeFileSync(`/dir${file % 5}/f${file}.txt`, `new ${file}\n`.repeat(100))
+    expect(ws.storage.resident.bytes).toBeGreaterThan(50 * 100 * 6)
+    await ws.sync()
+    expect(ws.storage.resident.bytes).toBeLessThanOrEqual(limit)
+    expect(ws.storage.durable.blobs).toBe(350)
+    expect(ws.fs.readFileSync('/dir0/f0.txt', 'utf8')).toBe('new 0\n'.repeat(100))
+    expect(size).toBeGreaterThan(0)
+    await ws.close()
+    // What left memory is durable: a reopen reads it all back.
+    const again = await open(path)
+    for (let file = 0; file < 50; file++) expect(again.fs.readFileSync(`/dir${file % 5}/f${file}.txt`, 'utf8')).toBe(`new ${file}\n`.repeat(100))
+    await again.close()
+  })
+
+  it('a compaction reads no contents and writes what is live, not the history', async () => {
+    const path = fresh()
+    await historyIn(path)
+    const store = directoryStore(path)
+    const ws = await Workspace.open({ store, autoCheckpoint: false, retention: { checkpoints: 1, operations: 10 } })
+    const appended = store.packStats!.appendedBytes
+    const historyBytes = ws.storage.durable.bytes
+    for (const checkpoint of ws.checkpoints().slice(0, -1)) await ws.deleteCheckpoint(checkpoint.id)
+    await ws.compact()
+    await store.idle()
+    expect(read(ws)).toBe(0)
+    // The snapshot, a record of the places deleted, and the live blobs a collection moved: far less than the history.
+    expect(store.packStats!.appendedBytes - appended).toBeLessThan(historyBytes / 3)
+    expect(ws.storage.durable.blobs).toBeLessThan(300)
+    await ws.close()
+  })
+
+  it('damage found when a content is read: EIO, never content; reported at once, its checkpoints broken, verify lists it', async () => {
+    const path = fresh()
+    await historyIn(path)
+    const ws0 = await open(path)
+    const id = ws0.storage.durable.blobs > 0 ? [...pack.blobRecords(path).values()].find((record) => record.payload.toString('utf8') === content(0, 7))!.id : ''
+    await ws0.close()
+    pack.flipBlobByte(path, id, 5)
+    const alerts: string[] = []
+    const ws = await open(path, { onAlert: (alert) => alerts.push(alert.kind) })
+    expect(ws.status.warnings).toEqual([])
+    await ws.restore('r0')
+    expect(() => ws.fs.readFileSync('/dir2/f7.txt')).toThrow(expect.objectContaining({ code: 'EIO', syscall: 'read', path: '/dir2/f7.txt' }))
+    expect(() => ws.fs.readFileSync('/dir2/f7.txt')).toThrow(expect.objectContaining({ code: 'EIO' }))
+    expect(ws.status.warnings.join('\n')).toMatch(new RegExp(`blob ${id.replace(/[+/=]/g, '.')} .*cannot be read`))
+    await new Promise((resolve) => setTimeout(resolve, 0))
+    expect(alerts).toEqual(['integrity'])
+    expect(ws.checkpoints().find((c) => c.name === 'r0')?.broken).toBe(true)
+    const report = await ws.verify()
+    expect(report.corrupt).toEqual([id])
+    // Every other blob the store holds was read and checked (the damaged one was dropped when read).
+    expect(report.verified).toBe(299)
+    expect(alerts).toEqual(['integrity'])
+    await ws.close()
+  })
+})
+
+describe('contents on demand: writing a damaged content again', () => {
+  it('stores the good bytes (the damaged ones kept aside) though nothing read the damage yet', async () => {
+    const path = fresh()
+    await historyIn(path)
+    const id = [...pack.blobRecords(path).values()].find((record) => record.payload.toString('utf8') === content(5, 7))!.id
+    pack.flipBlobByte(path, id, 5)
+    let ws = await open(path)
+    // Not read yet: a write of the same content compares with what the store holds, finds it
+    // damaged, and stores the good bytes (the file that had them reads them again too).
+    ws.fs.writeFileSync('/copy.txt', content(5, 7))
+    expect(ws.fs.readFileSync('/dir2/f7.txt', 'utf8')).toBe(content(5, 7))
+    await ws.sync()
+    await ws.close()
+    ws = await open(path)
+    expect(ws.fs.readFileSync('/dir2/f7.txt', 'utf8')).toBe(content(5, 7))
+    expect(ws.fs.readFileSync('/copy.txt', 'utf8')).toBe(content(5, 7))
+    expect(ws.status.warnings).toEqual([])
+    await ws.close()
+    expect(fs.readdirSync(path).filter((name) => name.startsWith('blob.damaged-'))).toHaveLength(1)
+  })
+})
+
+describe('stores without synchronous reads', () => {
+  it('are read whole on open, and ws.storage says so', async () => {
+    const store = new MemoryStore()
+    let ws = await Workspace.open({ store })
+    ws.fs.writeFileSync('/a', 'one')
+    await ws.close()
+    ws = await Workspace.open({ store })
+    expect(ws.storage).toMatchObject({ contents: 'preloaded', resident: { blobs: 1, bytes: 3 }, durable: { blobs: 1, bytes: 3 }, cache: { bytes: 0, limit: 0 } })
+    expect(read(ws)).toBe(0)
+    await ws.close()
+    const memory = await Workspace.open({})
+    memory.fs.writeFileSync('/a', 'one')
+    expect(memory.storage).toMatchObject({ contents: 'memory', blobs: 1, bytes: 3, durable: { blobs: 0, bytes: 0 } })
+    await memory.close()
+  })
+
+  it('cacheBytes is a number of bytes ≥ 0', async () => {
+    await expect(Workspace.open({ cacheBytes: -1 })).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
+    await expect(Workspace.open({ cacheBytes: '1' as unknown as number })).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
+  })
+})
