@@ -751,6 +751,12 @@ async function benchAdapters(): Promise<void> {
   emit(`### 7. Adapters (\`${scripts.map(([, script]) => script).join('`, `')}\`)\n\n` + parts.join('\n\n'))
 }
 
+/** History on demand (bench/history.ts): a store of long history opened in a fresh process, its table kept. */
+async function benchHistoryOnDemand(): Promise<void> {
+  const output = execFileSync(process.execPath, ['--expose-gc', '--import', 'tsx', 'bench/history.ts', ...(QUICK ? ['--quick'] : [])], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3_600_000 })
+  emit(output.trim().replace(/^### /, '#### 6.5 '))
+}
+
 // ---- main --------------------------------------------------------------------------------------
 
 const started = performance.now()
@@ -767,6 +773,7 @@ const sections: [string, () => Promise<void>][] = [
   ['memory', benchMemory],
   ['bundle', benchBundle],
   ['engine', () => benchEngine({ quick: QUICK, withGit: WITH_GIT, emit })],
+  ['history', benchHistoryOnDemand],
   ['adapters', benchAdapters],
   ['search', () => benchSearch({ quick: QUICK, emit })],
   ['exec', () => benchExec({ quick: QUICK, emit })],
