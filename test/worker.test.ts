@@ -1,10 +1,12 @@
+import fs from 'node:fs'
+import os from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
 import { directoryStore } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/workspace.js'
 import type { AsyncWorkspace } from '../src/async-workspace.js'
 import { type WorkerWorkspace, openWorkerWorkspace } from '../worker/index.js'
-import { EVENTS_MESSAGE } from '../worker/constants.js'
+import { BAD_CALL, EVENTS_MESSAGE } from '../worker/constants.js'
 import { asyncWorkspaceSuite } from './support/async-workspace-suite.js'
 import { watching } from '../src/watch.js'
 
@@ -132,5 +134,55 @@ describe('watching across a worker thread', () => {
     expect(mine).toEqual(['rename:main.txt', 'change:main.txt'])
     expect(theirs).toEqual(['rename:fork.txt', 'change:fork.txt'])
     expect(forkOperations).toEqual(['/fork.txt'])
+  })
+})
+
+describe('the memory budget of a worker’s workspace', () => {
+  const dirs: string[] = []
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('cacheBytes in the descriptor bounds the durable contents a directoryStore’s workspace keeps; a bad value is refused at the boundary', async () => {
+    const dir = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-worker-cache-`)
+    dirs.push(dir)
+    const size = 4096
+    const content = (i: number) => String(i).padEnd(size, '.')
+    const writer = await Workspace.open({ store: directoryStore(dir), autoCheckpoint: false })
+    for (let i = 0; i < 20; i++) writer.fs.writeFileSync(`/f${i}.txt`, content(i))
+    await writer.checkpoint({ name: 'written' })
+    await writer.close()
+
+    const ws = await openWorkerWorkspace(new Worker(bootstrap), { store: { kind: 'directory', path: dir }, cacheBytes: 3 * size, autoCheckpoint: false })
+    try {
+      const opened = await ws.storage
+      expect(opened).toMatchObject({ contents: 'on-demand', cache: { limit: 3 * size }, durable: { blobs: 20, bytes: 20 * size }, resident: { blobs: 0, bytes: 0 } })
+      for (let i = 0; i < 20; i++) expect(await ws.fs.readFile(`/f${i}.txt`, 'utf8')).toBe(content(i))
+      const read = await ws.storage
+      // The last three read stay; the others left the cache as later ones came in.
+      expect(read.resident).toEqual({ blobs: 3, bytes: 3 * size })
+      expect(read.cache).toEqual({ bytes: 3 * size, limit: 3 * size })
+      expect(ws.status).toMatchObject({ warnings: [] })
+    } finally {
+      await ws.close()
+    }
+
+    // Infinity keeps every content read, as in-process.
+    const unbounded = await openWorkerWorkspace(new Worker(bootstrap), { store: { kind: 'directory', path: dir }, cacheBytes: Infinity, autoCheckpoint: false })
+    try {
+      for (let i = 0; i < 20; i++) await unbounded.fs.readFile(`/f${i}.txt`)
+      expect((await unbounded.storage).resident).toEqual({ blobs: 20, bytes: 20 * size })
+    } finally {
+      await unbounded.close()
+    }
+
+    for (const cacheBytes of [-1, Number.NaN, '1 MiB']) {
+      const worker = new Worker(bootstrap)
+      await expect(openWorkerWorkspace(worker, { store: { kind: 'directory', path: dir }, cacheBytes: cacheBytes as number })).rejects.toMatchObject({
+        code: BAD_CALL,
+        message: expect.stringMatching(/cacheBytes/),
+      })
+      await worker.terminate()
+    }
   })
 })

@@ -51,6 +51,8 @@ export interface OpenWorkerOptions {
   retention?: { operations?: number; checkpoints?: number }
   autoCheckpoint?: { highRisk?: boolean; interval?: number } | false
   compactEvery?: number
+  /** Over a store that reads synchronously (directory, opfs): bytes of durable contents kept in the worker's memory (default 256 MiB); `ws.storage` reports them. */
+  cacheBytes?: number
   /** Names registered in the worker's entry (registerValidator), or validators that run on this side. */
   validators?: readonly (string | Validator)[]
   approve?: ApprovalHook

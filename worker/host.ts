@@ -334,6 +334,7 @@ export class WorkspaceHost {
       ...(options.retention ? { retention: options.retention } : {}),
       ...(options.autoCheckpoint !== undefined ? { autoCheckpoint: options.autoCheckpoint } : {}),
       ...(options.compactEvery !== undefined ? { compactEvery: options.compactEvery } : {}),
+      ...(options.cacheBytes !== undefined ? { cacheBytes: options.cacheBytes } : {}),
       validators: [...named, ...remote],
       exec: workerShell,
       watch: watching,

@@ -45,6 +45,8 @@ export const openOptions = z.object({
     .optional(),
   autoCheckpoint: z.union([z.literal(false), z.object({ highRisk: z.boolean().optional(), interval: z.number().min(0).optional() })]).optional(),
   compactEvery: z.int().positive().optional(),
+  /** Bytes of durable contents the engine keeps in memory over a store that reads synchronously (Infinity: all it reads). */
+  cacheBytes: z.union([z.number().min(0), z.literal(Infinity)]).optional(),
   /** Names registered in the worker's entry module with registerValidator. */
   validators: z.array(z.string().min(1)).optional(),
   remoteValidators: z.array(remoteValidator).optional(),
