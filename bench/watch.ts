@@ -20,6 +20,8 @@ const DIRS = 100
 
 const DIST_ENTRY = new URL('../dist/src/index.js', import.meta.url).href
 const { Workspace: WorkspaceClass } = (await import(DIST_ENTRY)) as typeof import('../src/index.js')
+// Watching is a capability a workspace is given (rewindfs/watch), as users pass it.
+const { watching } = (await import(new URL('../dist/src/watch.js', import.meta.url).href)) as typeof import('../src/watch.js')
 const { openWorkerWorkspace } = (await import(new URL('../dist/worker/index.js', import.meta.url).href)) as typeof import('../worker/index.js')
 
 const paths = Array.from({ length: FILES }, (_, i) => `/d${i % DIRS}/f${i}.txt`)
@@ -59,7 +61,7 @@ interface Row {
 }
 
 async function rewind(watched: boolean): Promise<Row> {
-  const ws: Workspace = await WorkspaceClass.open({ autoCheckpoint: false })
+  const ws: Workspace = await WorkspaceClass.open({ autoCheckpoint: false, watch: watching })
   fill(ws.fs as unknown as Writable)
   let received = 0
   let batches = 0
@@ -84,7 +86,7 @@ async function memfs(watched: boolean): Promise<Row> {
 
 /** One transaction writing every file: one operation, so one batch. */
 async function transaction(): Promise<Row> {
-  const ws: Workspace = await WorkspaceClass.open({ autoCheckpoint: false })
+  const ws: Workspace = await WorkspaceClass.open({ autoCheckpoint: false, watch: watching })
   fill(ws.fs as unknown as Writable)
   let received = 0
   let batches = 0
