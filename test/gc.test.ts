@@ -87,6 +87,25 @@ describe('blob garbage collection', () => {
 })
 
 describe('history storage', () => {
+  it('makes reverse deltas in the background after a collection cycle that the same writes started', async () => {
+    // 100 versions of ~1.1 MB cross the collector's 32 MiB threshold, so a cycle runs in the
+    // background slices while the delta queue is full; the queue must still drain afterwards.
+    const lines = Array.from({ length: 22_000 }, (_, i) => `line ${i}: the quick brown fox jumps over the lazy dog`)
+    const ws = await Workspace.open({ autoCheckpoint: false })
+    for (let v = 0; v < 100; v++) {
+      lines[v * 7] = `edited in version ${v}`
+      ws.fs.writeFileSync('/big.txt', lines.join('\n'))
+      await ws.checkpoint({ name: `v${v}` })
+    }
+    expect(ws.storage.bytes).toBeGreaterThan(100_000_000)
+    // Background slices are timers: give them event-loop turns (a bound in turns, not in time).
+    for (let turn = 0; turn < 5_000 && ws.storage.bytes > 5_000_000; turn++) await new Promise((resolve) => setTimeout(resolve, 0))
+    expect(ws.storage.bytes).toBeLessThan(5_000_000)
+    await ws.restore('v10')
+    expect((ws.fs.readFileSync('/big.txt', 'utf8') as string).split('\n')[70]).toBe('edited in version 10')
+    await ws.close()
+  })
+
   it('keeps 100 versions of a 1 MB text file with a 3-line edit each in under 100 KB more', async () => {
     const lines = Array.from({ length: 20_000 }, (_, i) => `line ${i}: the quick brown fox jumps over the lazy dog`)
     const ws = await Workspace.open({ autoCheckpoint: false })

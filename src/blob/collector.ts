@@ -123,8 +123,11 @@ export class Collector {
     this.timer = setTimeout(() => {
       this.timer = undefined
       if (!this.running && this.blobs.allocatedSinceCollection >= this.threshold) this.start()
+      // After a cycle ends the next slice goes on with delta compaction: its queue only wakes the
+      // collector when it becomes non-empty, so a cycle that ran while it was full must hand back.
       if (this.running) {
-        if (!this.step(20_000)) this.scheduleSlice()
+        this.step(20_000)
+        this.scheduleSlice()
       } else if (!this.blobs.compact(8)) this.scheduleSlice()
     }, 0)
     // Background collection must never keep a Node process alive.
