@@ -14,7 +14,13 @@ export function tempName(host: string): string {
 }
 
 export function isTempName(name: string): boolean {
-  return /\.tmp-\d+-[0-9a-z]+$/.test(name)
+  return tempOwner(name) !== undefined
+}
+
+/** The pid of the process that made a temp name (tempName), or undefined for another name. */
+export function tempOwner(name: string): number | undefined {
+  const pid = /\.tmp-(\d+)-[0-9a-z]+$/.exec(name)?.[1]
+  return pid === undefined ? undefined : Number(pid)
 }
 
 /** fsync of a directory: makes the names created, renamed or removed in it durable. */

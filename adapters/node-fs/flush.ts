@@ -17,7 +17,7 @@ import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
 import { basename, dirname, type FlushEntry, type FlushProgress, FsError, normalize } from 'rewindfs/adapter-kit'
 import { Confinement, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined } from './confine.js'
-import { makeDirectoriesDurable, makeDurable, removeIfPresent, syncDirectory, writeAtomically } from './files.js'
+import { makeDirectoriesDurable, makeDurable, removeIfPresent, syncDirectory, tempOwner, writeAtomically } from './files.js'
 import { isAlive } from './lock.js'
 
 const MANIFEST_VERSION = 1
@@ -373,8 +373,8 @@ export function clearStaging(confinement: Confinement): void {
 
 /** Whether a lock temp (`lock.tmp-<pid>-…`, `lock.stale.tmp-<pid>-…`) may still be linked: its process lives. */
 function lockTempInUse(name: string): boolean {
-  const pid = /\.tmp-(\d+)-[0-9a-z]+$/.exec(name)?.[1]
-  return pid === undefined || isAlive(Number(pid))
+  const pid = tempOwner(name)
+  return pid === undefined || isAlive(pid)
 }
 
 /** The manifest left by an interrupted flush, if any; a manifest that does not parse is refused loudly. */
