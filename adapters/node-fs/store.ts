@@ -14,7 +14,7 @@
  */
 import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
-import { type BlobId, FsError, type JournalRead, type JsonValue, durableJournal, keptName, type Store, type StoreItem } from 'rewindfs/adapter-kit'
+import { type BlobId, FsError, type JournalRead, type JsonValue, durableJournal, keptName, type ScrubFinding, type Store, type StoreItem } from 'rewindfs/adapter-kit'
 import { checkPath, codeOf } from './confine.js'
 import { isTempName, removeIfPresent, syncDirectory, writeAtomically } from './files.js'
 import { LockFile } from './lock.js'
@@ -232,6 +232,11 @@ export class DirectoryStore implements Store {
 
   blobSizes(): Promise<[BlobId, number][]> {
     return this.read('blobSizes', async () => (this.packs ? this.packs.sizes() : this.firstLayout!.sizes()))
+  }
+
+  /** Every pack segment read record by record, dead records too (pack-scrub.ts); a layout-1 store read as it is has no records to scrub. */
+  scrub(): Promise<ScrubFinding[]> {
+    return this.read('scrub', async () => (this.packs ? this.packs.scrub() : []))
   }
 
   deleteBlobs(ids: readonly BlobId[]): Promise<void> {

@@ -79,7 +79,11 @@ export interface DurableHost {
 export interface IntegrityReport {
   /** Blobs whose bytes were checked against their ids. */
   verified: number
-  /** Blobs whose bytes did not match: dropped from memory (reads fail with EIO), kept in the store. */
+  /**
+   * Blobs whose bytes did not match: dropped from memory (reads fail with EIO), kept in the store;
+   * and damaged bytes the store lists as blobs (`pack-damage:<segment>:<offset>`), found by open or
+   * by the store's scrub (Store.scrub: records nothing reads any more included).
+   */
   corrupt: string[]
   /** Checkpoints marked broken because of them. */
   broken: string[]

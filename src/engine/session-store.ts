@@ -14,7 +14,7 @@ import type { Flushes } from './flushes.js'
 import type { ReconnectStatus } from './reconnect.js'
 import type { RepairOptions, RepairReport } from './repair.js'
 import type { SideEffects } from './side-effects.js'
-import { type DurabilityEngine, LOWER_KEY, type Store } from './store.js'
+import { type DurabilityEngine, LOWER_KEY, type ScrubFinding, type Store } from './store.js'
 import { cacheBytesOf } from './storage.js'
 
 export interface StoreStatus {
@@ -155,11 +155,30 @@ export class SessionStore {
 
   async verify(): Promise<IntegrityReport> {
     const { durability } = this.context
+    let report: IntegrityReport
     if (durability?.onDemand) {
       await this.integrity
-      return this.reportIntegrity(await durability.verify(undefined, { stored: true }))
+      report = this.reportIntegrity(await durability.verify(undefined, { stored: true }))
+    } else report = (await this.integrity) ?? { verified: 0, corrupt: [], broken: [] }
+    return durability?.store.scrub ? this.scrubbed(report, await durability.store.scrub()) : report
+  }
+
+  /**
+   * The store's scrub (bytes no read reaches: dead records, segment headers) added to a report:
+   * what it found is listed as corrupt under the ids the store lists such damage as, said once in
+   * a warning and an alert, kept in the store as it is.
+   */
+  private scrubbed(report: IntegrityReport, findings: readonly ScrubFinding[]): IntegrityReport {
+    if (findings.length === 0) return report
+    const fresh = findings.filter((finding) => !this.damagedBlobs.has(finding.id))
+    for (const finding of fresh) this.damagedBlobs.add(finding.id)
+    if (fresh.length > 0) {
+      const kind = this.context.durability?.store.kind ?? 'durable'
+      const message = `a scrub of everything the ${kind} store holds found damaged bytes: ${fresh.map((finding) => finding.reason).join('; ')}`
+      this.status.warnings.push(message)
+      this.context.alert({ kind: 'integrity', message })
     }
-    return (await this.integrity) ?? { verified: 0, corrupt: [], broken: [] }
+    return { ...report, corrupt: [...new Set([...report.corrupt, ...findings.map((finding) => finding.id)])] }
   }
 
   /** Blobs found damaged when read on demand (said then, not again by a check's report). */

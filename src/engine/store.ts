@@ -27,6 +27,12 @@ export interface JournalRead {
   torn?: string
 }
 
+/** Damaged bytes a store's scrub found: the id they are listed as (a blob that cannot be read), and where and why. */
+export type ScrubFinding = {
+  readonly id: string
+  readonly reason: string
+}
+
 /** Something a store holds that can be set aside: its journal, one blob, one metadata entry. */
 export type StoreItem = { readonly journal: true } | { readonly blob: BlobId } | { readonly meta: string }
 
@@ -77,6 +83,14 @@ export interface Store {
   readBlobSync?(id: BlobId): Uint8Array | undefined
   /** Optional, beside readBlobSync: every blob's id and size in bytes, without reading contents (`ws.storage` counts durable bytes with it). */
   blobSizes?(): Promise<[BlobId, number][]>
+  /**
+   * Optional: reads everything the store holds through its own framing, records nothing refers to
+   * any more included (bytes open and blob reads never reach: the directory store's dead pack
+   * records, its segment headers), and lists what fails its checks — each under the id the store
+   * lists such damage as, with a sentence saying where and why. Changes nothing. `ws.verify()` and
+   * `rewindfs verify` call it; a store whose open reads all it holds needs none.
+   */
+  scrub?(): Promise<ScrubFinding[]>
   deleteBlobs(ids: readonly BlobId[]): Promise<void>
   blobIds(): Promise<BlobId[]>
   getMeta(key: string): Promise<JsonValue | undefined>

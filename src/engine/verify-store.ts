@@ -1,7 +1,8 @@
 /**
  * A store checked without opening it for writing (`rewindfs verify`): every journal record (frame,
  * checksum, shape, position, group commits), every blob against its id and every blob the records
- * and the flush state refer to, the metadata rewindfs keeps, and what was set aside. It reads only:
+ * and the flush state refer to, the metadata rewindfs keeps, what was set aside, and the store's
+ * own scrub of what no read reaches (Store.scrub: dead records, segment headers). It reads only:
  * nothing is replayed, so no lower source is needed.
  */
 import { hashBytes, madeHere } from '../blob/hash.js'
@@ -13,7 +14,7 @@ import { FLUSH_STATE_KEY, decodeFlushState } from '../flush/state.js'
 import { toLowerSource } from '../lower/index.js'
 import { type RecordBody, blobsOf, decodeJournal, decodeLine, journalOffset } from './persistence.js'
 import type { JsonValue } from './state.js'
-import { LOWER_KEY, type Store } from './store.js'
+import { LOWER_KEY, type ScrubFinding, type Store } from './store.js'
 
 /** Bad records listed one by one; beyond this many they are counted. */
 const LISTED = 50
@@ -43,6 +44,11 @@ export interface StoreVerification {
     missing: { id: BlobId; record?: number }[]
   }
   meta: { key: string; problem: string }[]
+  /**
+   * The store's scrub (Store.scrub: every record through its framing, dead ones too), when it has
+   * one: damage beyond what the journal and blob checks found, by the id the store lists it as.
+   */
+  scrub: { scrubbed: boolean; damaged: ScrubFinding[] }
   /** What was set aside (torn or damaged journals, blobs, metadata), for the user to remove. */
   kept: string[]
   /** Every damage, each in a sentence. */
@@ -124,6 +130,13 @@ export async function verifyStore(store: Store): Promise<StoreVerification> {
     blobs.missing.push({ id, ...(record >= 0 ? { record } : {}) })
     problems.push(`blob ${id} is missing from the store (${describeUse(record)} needs it)`)
   }
+  const scrub: StoreVerification['scrub'] = { scrubbed: store.scrub !== undefined, damaged: [] }
+  const listed = new Set(blobs.unreadable.map((blob) => blob.id))
+  for (const finding of store.scrub ? await store.scrub() : []) {
+    if (listed.has(finding.id)) continue
+    scrub.damaged.push(finding)
+    problems.push(finding.reason)
+  }
   if (unverifiable > 0) notes.push(`${unverifiable} blob(s) have ids another host's hash made; their bytes cannot be checked here`)
   const kept = await store.keptAside()
   if (kept.length > 0) notes.push(`${kept.length} item(s) kept aside (torn or damaged journals, blobs, metadata): remove them once you no longer need them`)
@@ -142,6 +155,7 @@ export async function verifyStore(store: Store): Promise<StoreVerification> {
     },
     blobs,
     meta,
+    scrub,
     kept,
     problems,
     notes,

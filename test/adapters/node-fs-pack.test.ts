@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { directoryStore } from '../../adapters/node-fs/index.js'
 import { Kind, RECORD_HEADER_BYTES } from '../../adapters/node-fs/pack-format.js'
 import { MemoryStore } from '../../src/adapter-kit.js'
+import { verifyStore } from '../../src/engine/verify-store.js'
 import { Workspace } from '../../src/index.js'
 import type { WorkspaceOptions } from '../../src/index.js'
 import * as pack from '../support/pack-raw.js'
@@ -456,6 +457,97 @@ describe('pack segments: index files and synchronous reads', () => {
     expect(store.readBlobSync(ids[8])).toEqual(content(ids[8]))
     expect(record.segment).toBeLessThan(pack.segmentFiles(path).at(-1)!.segment)
     await store.close()
+  })
+  it('a scrub reads every record header of every segment: clean after writes, a deletion and sealing; a flipped segment header, dead record header or record of forgotten blobs is found though open reads none of them', async () => {
+    const path = fresh()
+    const ids = await filled(path)
+    // The journal replaced (what came before is dead), then more, so the record forgetting id-3 is in a sealed segment.
+    const writer = directoryStore(path, { segmentBytes: 8192 })
+    await writer.replaceJournal(['snapshot'])
+    const more = Array.from({ length: 20 }, (_, i) => `more-${i}`)
+    for (let i = 0; i < more.length; i += 10) {
+      await writer.putBlobs(more.slice(i, i + 10).map((id) => [id, content(id)] as const))
+      await writer.appendJournal([`more ${i}`])
+    }
+    await writer.close()
+    const segments = pack.segmentFiles(path)
+    const total = segments.reduce((sum, { file }) => sum + size(file), 0)
+    const clean = directoryStore(path, { readOnly: true })
+    expect(await clean.scrub()).toEqual([])
+    // Each segment read once, whole (they are smaller than the scrub's window).
+    expect(clean.packStats!.scrubbedBytes).toBe(total)
+    await clean.close()
+    const records = pack.records(path)
+    const deadText = records.find((record) => record.kind === Kind.Append)!
+    const forget = records.find((record) => record.kind === Kind.Forget)!
+    const forgotten = records.find((record) => record.kind === Kind.Blob && record.id === 'id-3')!
+    expect(deadText.segment).toBe(1)
+    expect(forget.segment).toBeLessThan(segments.at(-1)!.segment)
+    const flip = (file: string, at: number) => {
+      const bytes = fs.readFileSync(file)
+      bytes[at] ^= 0x04
+      fs.writeFileSync(file, bytes)
+    }
+    flip(deadText.file, deadText.offset + 9) // its length
+    flip(segments[1].file, 13) // the segment's number
+    flip(forget.file, forget.payloadAt + 1)
+    // Damage where a record was forgotten is passed over, as open passes it over: nothing needs it.
+    flip(forgotten.file, forgotten.offset + 2)
+    const before = fingerprint(path)
+    const store = directoryStore(path, { readOnly: true })
+    // Open reads index files: it sees none of it, and every live blob and the journal read back.
+    expect(store.packStats!.indexedSegments).toBe(segments.length - 1)
+    expect(await store.readJournal()).toEqual({ records: ['snapshot', 'more 0', 'more 10'] })
+    for (const id of [...ids, ...more]) expect(await store.getBlob(id)).toEqual(content(id))
+    const found = await store.scrub()
+    const reason = (id: string) => found.find((finding) => finding.id === id)?.reason
+    expect(found.map((finding) => finding.id).sort()).toEqual([`pack-damage:1:${deadText.offset}`, 'pack-damage:2:0', `pack-damage:${forget.segment}:${forget.offset}`].sort())
+    expect(reason(`pack-damage:1:${deadText.offset}`)).toMatch(/^pack segment 00000001\.pack, bytes \d+ to \d+: a record header fails its checksum; they are kept as they are$/)
+    expect(reason('pack-damage:2:0')).toMatch(/the segment header fails its checksum/)
+    expect(reason(`pack-damage:${forget.segment}:${forget.offset}`)).toMatch(/a record of forgotten blobs fails its checksum/)
+    // rewindfs verify: damaged, each said where.
+    const report = await verifyStore(store)
+    expect(report.ok).toBe(false)
+    expect(report.scrub).toEqual({ scrubbed: true, damaged: found })
+    for (const finding of found) expect(report.problems).toContain(finding.reason)
+    await store.close()
+    expect(fingerprint(path)).toBe(before)
+  })
+
+  it('ws.verify() scrubs: a flipped header of a journal record before the last compaction, in a sealed segment, is reported (corrupt, a warning, an alert); the workspace opens at its last state, nothing changed', async () => {
+    const path = fresh()
+    let ws = await open(path, { segmentBytes: 4096, compactEvery: Number.POSITIVE_INFINITY })
+    for (let i = 0; i < 30; i++) {
+      ws.fs.writeFileSync(`/f${i}`, `file ${i} `.repeat(40))
+      await ws.sync()
+    }
+    await ws.compact()
+    ws.fs.writeFileSync('/after', 'after')
+    await ws.sync()
+    const expected = view(ws)
+    expect(await ws.verify()).toEqual({ verified: 31, corrupt: [], broken: [] })
+    expect(ws.status.warnings).toEqual([])
+    await ws.close()
+    const dead = pack.records(path).find((record) => record.kind === Kind.Append)!
+    expect(dead.segment).toBeLessThan(pack.segmentFiles(path).at(-1)!.segment)
+    const bytes = fs.readFileSync(dead.file)
+    bytes[dead.offset + 17] ^= 0x01 // its checksum
+    fs.writeFileSync(dead.file, bytes)
+    const before = fingerprint(path)
+    const alerts: string[] = []
+    ws = await open(path, { onAlert: (alert) => alerts.push(alert.kind) })
+    expect(ws.status.corrupt).toBeUndefined()
+    expect(ws.status.warnings).toEqual([])
+    expect(view(ws)).toBe(expected)
+    const report = await ws.verify()
+    expect(report.corrupt).toEqual([`pack-damage:${dead.segment}:${dead.offset}`])
+    expect(ws.status.warnings).toEqual([expect.stringMatching(new RegExp(`pack segment ${String(dead.segment).padStart(8, '0')}.pack, bytes ${dead.offset} to \\d+: a record header fails its checksum`))])
+    expect(alerts).toEqual(['integrity'])
+    // Said once: a second verify lists it again, without another warning.
+    expect((await ws.verify()).corrupt).toEqual(report.corrupt)
+    expect(ws.status.warnings).toHaveLength(1)
+    await ws.close()
+    expect(fingerprint(path)).toBe(before)
   })
 })
 
