@@ -3,11 +3,13 @@
  * store is then "found on disk" at every journal boundary, and torn in the middle of each record,
  * and every reopen must show exactly the last committed state.
  */
+import { crc32 as zlibCrc32 } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { MemoryStore } from '../src/adapter-kit.js'
 import { Workspace } from '../src/index.js'
 import { IndexedSource } from '../src/lower/indexed.js'
-import { FORMAT_VERSION } from '../src/engine/persistence.js'
+import { FORMAT_VERSION, type RecordBody, crc32, encodeRecord } from '../src/engine/persistence.js'
+import { verifyStore } from '../src/engine/verify-store.js'
 import { workspaceSnapshot } from './support/workspace-snapshot.js'
 
 
@@ -129,6 +131,43 @@ describe('write-ahead journal and crash recovery', () => {
     rotted.journal = rotted.journal.replace(`{"v":${FORMAT_VERSION},`, '{"v":7,')
     const opened = await Workspace.open({ store: MemoryStore.from(rotted) })
     expect(opened.status.corrupt).toMatchObject({ part: 'journal', record: 0, offset: 0, reason: 'format version 7' })
+  })
+
+  it('checksums records as CRC-32 of their UTF-16 code units, low byte first (zlib as the oracle), so journals written before verify still', () => {
+    let seed = 7
+    const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0)
+    for (let round = 0; round < 500; round++) {
+      let text = ''
+      for (let i = next() % 40; i > 0; i--) text += String.fromCharCode(next() % 3 === 0 ? next() % 0x10000 : 32 + (next() % 95))
+      expect(crc32(text), JSON.stringify(text)).toBe(zlibCrc32(Buffer.from(text, 'utf16le')))
+    }
+    const long = JSON.stringify({ t: 'snapshot', data: { dirs: Array.from({ length: 5000 }, (_, i) => ({ c: { [`f${i}.txt`]: 'é😀' } })) } })
+    expect(crc32(long)).toBe(zlibCrc32(Buffer.from(long, 'utf16le')))
+  })
+
+  it('open takes a record whose checksum holds by its kind (encodeRecord wrote its shape); verify checks the whole shape', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store })
+    ws.fs.writeFileSync('/a', '1')
+    await ws.sync()
+    await ws.close()
+    const image = store.image()
+    const lines = image.journal.trimEnd().split('\n')
+    expect(lines).toHaveLength(2) // the operation, its commit marker
+    const replaced = (body: unknown) => MemoryStore.from({ ...image, journal: [encodeRecord(body as RecordBody, 0), lines[1]].join('\n') + '\n' })
+
+    // A kind rewindfs never writes, checksum and all: damage at open.
+    const unknown = await Workspace.open({ store: replaced({ t: 'mystery' }) })
+    expect(unknown.status.corrupt).toMatchObject({ part: 'journal', record: 0, reason: 'not a record rewindfs writes' })
+
+    // A known kind of the wrong shape passes open's check (nothing to rename here); verify names it.
+    const misshapen = replaced({ t: 'checkpoint-rename', id: 5 })
+    const opened = await Workspace.open({ store: misshapen })
+    expect(opened.status.corrupt).toBeUndefined()
+    await opened.close()
+    const verified = await verifyStore(misshapen)
+    expect(verified.ok).toBe(false)
+    expect(verified.journal.damaged).toEqual([{ record: 0, offset: 0, reason: 'not a record rewindfs writes' }])
   })
 
   it('drops a torn last record after keeping the journal aside, and appends whole records after it', async () => {

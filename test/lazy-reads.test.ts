@@ -177,6 +177,53 @@ describe('contents on demand over a directory store', () => {
   })
 })
 
+describe('open follows the last snapshot and the index, not history', () => {
+  const options = { autoCheckpoint: false, compactEvery: 100, retention: { operations: 40, checkpoints: 3 } } as const
+  const segmentBytes = 16 * 1024
+  /** `rounds` rounds of 20 files and a checkpoint, under a retention that keeps the live state and kept history the same size. */
+  async function session(path: string, rounds: number): Promise<void> {
+    const ws = await Workspace.open({ store: directoryStore(path, { segmentBytes }), ...options })
+    ws.fs.mkdirSync('/src')
+    for (let round = 0; round < rounds; round++) {
+      for (let file = 0; file < 20; file++) ws.fs.writeFileSync(`/src/f${file}.txt`, content(round, file))
+      await ws.checkpoint({ name: `r${round}`, kind: 'auto' }) // automatic: retention keeps the last three
+      await ws.sync()
+    }
+    await ws.compact() // the journal ends in its snapshot: open replays no tail in either store
+    await ws.close()
+  }
+  /** What open did, by the store's and the workspace's counters. */
+  async function opened(path: string, rounds: number) {
+    const store = directoryStore(path, { segmentBytes })
+    const ws = await Workspace.open({ store, ...options })
+    const stats = store.packStats!
+    const work = { scanned: stats.scannedBytes, journal: stats.journalBytesRead, indexed: stats.indexedSegments, segments: stats.segments, blobsRead: ws.counters.blobsRead, replayed: ws.status.loaded!.operations }
+    expect(ws.fs.readFileSync('/src/f7.txt', 'utf8')).toBe(content(rounds - 1, 7))
+    expect(ws.checkpoints().map((c) => c.name)).toEqual([`r${rounds - 3}`, `r${rounds - 2}`, `r${rounds - 1}`])
+    await ws.close()
+    return work
+  }
+
+  it('ten times the history: no segment read record by record, no content read, the same journal bytes read', async () => {
+    const short = fresh()
+    const long = fresh()
+    await session(short, 6)
+    await session(long, 60)
+    const few = await opened(short, 6)
+    const many = await opened(long, 60)
+    for (const work of [few, many]) {
+      // Every segment from its index file (the last one's written when the store closed): none scanned.
+      expect(work.indexed).toBe(work.segments)
+      expect(work.scanned).toBe(0)
+      expect(work.blobsRead).toBe(0)
+      expect(work.replayed).toBe(0)
+    }
+    // The journal from its last snapshot on, whose size follows what is kept, not how long the session ran.
+    expect(many.journal).toBeGreaterThan(0)
+    expect(many.journal).toBeLessThan(1.1 * few.journal)
+  })
+})
+
 describe('contents on demand: writing a damaged content again', () => {
   it('stores the good bytes (the damaged ones kept aside) though nothing read the damage yet', async () => {
     const path = fresh()

@@ -9,9 +9,10 @@
  *
  * The index (blob id → segment, offset, length, checksum) is kept in memory, so reading a blob is
  * one positional read checked against its checksum, synchronously or not. Open builds it from each
- * segment's index file (pack-index.ts, written when a segment is sealed) and scans only the last
- * segment (at most `segmentBytes`) and any without one, so opening costs the number of records,
- * not the bytes of history. A
+ * segment's index file (pack-index.ts, written when a segment is sealed, and for the last one when
+ * the store closes) and scans only what no index file covers: the last segment's records appended
+ * after its index file (all of it after a crash, at most `segmentBytes`) and any segment without
+ * one, so opening costs the number of records, not the bytes of history. A
  * segment's last record cut short by a crash is a torn tail: presented to the engine when it was
  * journal text, kept aside before it is cut at the first append. Bytes that cannot be read
  * anywhere else are damage: reported (as a blob that cannot be read, and as an unreadable journal
@@ -36,6 +37,7 @@ import {
   encodePlaces,
   isKind,
   placeKey,
+  readRecordHeader,
   readSegmentHeader,
   recordBytes,
   recordChecksum,
@@ -128,6 +130,8 @@ export interface PackStats {
   /** Blobs read (their payloads), and the bytes of them. */
   readonly blobsRead: number
   readonly blobBytesRead: number
+  /** Bytes of journal text read (readJournal: the last reset record and what follows it). */
+  readonly journalBytesRead: number
   /** Bytes of segments scrubs read (scrub()). */
   readonly scrubbedBytes: number
 }
@@ -201,6 +205,8 @@ export class PackLog {
   private activeEntries: IndexEntry[] = []
   /** The active segment holds damage: it gets no index file (its damage is found by scanning it). */
   private activeDamaged = false
+  /** How far the last segment's index file covers it (0: none), so close writes it only when it grew. */
+  private lastIndexed = 0
   /** Bytes appended since the last fdatasync. */
   private dirty = false
   /** Descriptors reads go through, by segment. */
@@ -210,7 +216,7 @@ export class PackLog {
   private collecting = false
   private stopped = false
   /** Work counters (tests prove the write path by them, the bench reports them). */
-  private readonly counters = { appendedBytes: 0, fdatasyncs: 0, collected: 0, indexedSegments: 0, scannedBytes: 0, blobsRead: 0, blobBytesRead: 0, scrubbedBytes: 0 }
+  private readonly counters = { appendedBytes: 0, fdatasyncs: 0, collected: 0, indexedSegments: 0, scannedBytes: 0, blobsRead: 0, blobBytesRead: 0, journalBytesRead: 0, scrubbedBytes: 0 }
 
   constructor(
     root: string,
@@ -263,6 +269,7 @@ export class PackLog {
     this.unterminated = undefined
     this.activeEntries = []
     this.activeDamaged = false
+    this.lastIndexed = 0
     for (const [i, segment] of numbers.entries()) {
       const last = i === numbers.length - 1
       let fd: number
@@ -368,6 +375,7 @@ export class PackLog {
         if (last) {
           this.activeEntries = entries
           this.activeDamaged = damaged
+          this.lastIndexed = indexed?.covered ?? 0
         }
         else if ((!indexed || indexed.covered < size) && !damaged && !this.options.readOnly) this.writeIndex(segment, size, entries)
       } finally {
@@ -492,8 +500,8 @@ export class PackLog {
   private async readBlob(id: string): Promise<Uint8Array | undefined> {
     const location = this.locate(id)
     if (location === undefined) return undefined
-    // The id and the payload in one read: their checksum covers both.
-    return this.checked(id, location, await this.readAt(location.segment, location.offset + RECORD_HEADER_BYTES, location.idLength + location.length))
+    // The header, id and payload in one read: the header as the index has it, the checksum over the id and payload.
+    return this.checked(id, location, await this.readAt(location.segment, location.offset, RECORD_HEADER_BYTES + location.idLength + location.length))
   }
 
   /** A blob's bytes read synchronously (one positional read), checked as read() checks them. */
@@ -510,9 +518,9 @@ export class PackLog {
   private readBlobSync(id: string): Uint8Array | undefined {
     const location = this.locate(id)
     if (location === undefined) return undefined
-    const length = location.idLength + location.length
+    const length = RECORD_HEADER_BYTES + location.idLength + location.length
     const buffer = Buffer.allocUnsafeSlow(length)
-    const read = readFully(this.reader(location.segment).fd, buffer, length, location.offset + RECORD_HEADER_BYTES)
+    const read = readFully(this.reader(location.segment).fd, buffer, length, location.offset)
     return this.checked(id, location, buffer.subarray(0, read))
   }
 
@@ -523,14 +531,27 @@ export class PackLog {
     return this.index.get(id)
   }
 
-  /** A blob's payload from its id and payload as read: EIO when they fail their checksum, never content. */
-  private checked(id: string, location: BlobLocation, bytes: Uint8Array): Uint8Array {
+  /**
+   * A blob's payload from its record as read (header, id, payload): EIO when the header is not the
+   * one the index lists (an index file vouches for a record open did not read) or the id and
+   * payload fail their checksum; never content.
+   */
+  private checked(id: string, location: BlobLocation, record: Uint8Array): Uint8Array {
+    const where = `blob '${id}' in pack segment ${segmentName(location.segment)} at byte ${location.offset}`
+    if (!this.headerMatches(record, Kind.Blob, location)) throw storeError('EIO', `${where}: its record header is damaged; it is kept as it is`)
+    const bytes = record.subarray(RECORD_HEADER_BYTES)
     if (bytes.length !== location.idLength + location.length || crc32(bytes) !== location.checksum) {
-      throw storeError('EIO', `blob '${id}' in pack segment ${segmentName(location.segment)} at byte ${location.offset} fails its checksum; it is kept as it is`)
+      throw storeError('EIO', `${where} fails its checksum; it is kept as it is`)
     }
     this.counters.blobsRead++
     this.counters.blobBytesRead += location.length
     return new Uint8Array(bytes.buffer, bytes.byteOffset + location.idLength, location.length)
+  }
+
+  /** Whether a record read from its place starts with a whole header saying what the index says of it. */
+  private headerMatches(record: Uint8Array, kind: number, location: BlobLocation): boolean {
+    const head = readRecordHeader(record, 0, record.length, this.options.salt)
+    return typeof head === 'object' && head.kind === kind && head.idLength === location.idLength && head.length === location.length && head.checksum === location.checksum
   }
 
   /** Every readable blob's id and size (damage listed as a blob has none). */
@@ -559,8 +580,15 @@ export class PackLog {
         line(JSON.stringify({ rewindfs: 'unreadable pack bytes', segment: piece.segment, offset: piece.offset, bytes: piece.length, reason: piece.reason }))
         continue
       }
-      // As stored, even if it fails its checksum: every line carries its own, so the engine finds the damaged one.
-      parts.push(decoder.decode(await this.readAt(piece.segment, piece.offset + RECORD_HEADER_BYTES + piece.idLength, piece.length)))
+      // As stored, even if it fails its checksum: every line carries its own, so the engine finds the
+      // damaged one. Under a header that is not the one listed (an index file vouched for it), damage.
+      const record = await this.readAt(piece.segment, piece.offset, RECORD_HEADER_BYTES + piece.idLength + piece.length)
+      if (!this.headerMatches(record, piece.kind, piece)) {
+        line(JSON.stringify({ rewindfs: 'unreadable pack bytes', segment: piece.segment, offset: piece.offset, bytes: recordBytes(piece.idLength, piece.length), reason: 'a record header fails its checksum' }))
+        continue
+      }
+      parts.push(decoder.decode(record.subarray(RECORD_HEADER_BYTES + piece.idLength)))
+      this.counters.journalBytesRead += piece.length
     }
     const torn = this.torn
     if (torn?.kind === Kind.Append && torn.payloadOffset !== undefined) {
@@ -642,6 +670,24 @@ export class PackLog {
     if (!this.activeDamaged) this.writeIndex(segment, this.segments.get(segment)!, this.activeEntries)
     this.activeEntries = []
     this.activeDamaged = false
+    this.lastIndexed = 0
+  }
+
+  /**
+   * On close: the last segment's index file, covering its records so far, so the next open reads
+   * it rather than the segment (appends go on after it; open scans only what follows). Not when the
+   * segment ends in what a crash left (a torn or unterminated record) or holds damage: those are
+   * found by scanning. Only after appends: a store opened and closed without writing (one the engine
+   * found damaged, say) is left exactly as it was. A segment written anew under its number does not
+   * match it (readIndex).
+   */
+  private indexLast(): void {
+    if (this.active === undefined || this.failure || this.activeDamaged || this.torn || this.unterminated !== undefined) return
+    const { segment } = this.active
+    const covered = this.segments.get(segment)
+    if (covered === undefined || covered <= this.lastIndexed) return
+    this.writeIndex(segment, covered, this.activeEntries)
+    this.lastIndexed = covered
   }
 
   /** Cuts the zeros preallocated past the active segment's last record (sealing, closing). */
@@ -999,6 +1045,7 @@ export class PackLog {
         // A store closed cleanly keeps no preallocated zeros.
         if (this.active !== undefined) this.trimActive()
         await this.sync()
+        this.indexLast()
       }
     } finally {
       if (this.active !== undefined) fs.closeSync(this.active.fd)

@@ -5,7 +5,10 @@
  * rebuilds the tree, and the "before" side of every change is whatever the replayed tree held,
  * exactly as it was the first time. Each record carries its position, so a duplicated, reordered
  * or lost record shows. A torn tail is told from damage (decodeJournal); an unknown version is
- * refused. Bodies are checked with zod at this trust boundary.
+ * refused. A record whose checksum holds was written by rewindfs as it stands: open takes its body
+ * after a check of its kind alone (its shape is what encodeRecord wrote; a deep walk of every record
+ * would cost open more than the replay does). `rewindfs verify` and repair, which exist to find
+ * what is wrong, check every body against the full schema with zod.
  */
 import * as z from 'zod/mini'
 import type { BlobId } from '../blob/store.js'
@@ -228,25 +231,37 @@ const bodySchema = z.union([
 
 // ---- framing ---------------------------------------------------------------------------------
 
-const crcTable = (() => {
-  const table = new Uint32Array(256)
+/** CRC-32 tables for slicing by four bytes: `crcTables[k * 256 + b]` is byte b followed by k zero bytes. */
+const crcTables = (() => {
+  const tables = new Uint32Array(4 * 256)
   for (let n = 0; n < 256; n++) {
     let c = n
     for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
-    table[n] = c >>> 0
+    tables[n] = c >>> 0
   }
-  return table
+  for (let n = 0; n < 256; n++) for (let k = 1; k < 4; k++) tables[k * 256 + n] = (tables[(k - 1) * 256 + n] >>> 8) ^ tables[tables[(k - 1) * 256 + n] & 0xff]
+  return tables
 })()
 
-/** CRC-32 over the UTF-16 code units of a string (enough to catch torn or flipped records). */
+/**
+ * CRC-32 over the UTF-16 code units of a string, low byte first (enough to catch torn or flipped
+ * records): two code units (four bytes) a step, as a snapshot of a long history is megabytes of text.
+ */
 export function crc32(text: string): number {
-  let crc = 0xffffffff
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i)
-    crc = crcTable[(crc ^ code) & 0xff] ^ (crc >>> 8)
-    crc = crcTable[(crc ^ (code >>> 8)) & 0xff] ^ (crc >>> 8)
+  const t = crcTables
+  let crc = -1
+  const pairs = text.length & ~1
+  let i = 0
+  for (; i < pairs; i += 2) {
+    crc ^= text.charCodeAt(i) | (text.charCodeAt(i + 1) << 16)
+    crc = t[768 + (crc & 0xff)] ^ t[512 + ((crc >>> 8) & 0xff)] ^ t[256 + ((crc >>> 16) & 0xff)] ^ t[crc >>> 24]
   }
-  return (crc ^ 0xffffffff) >>> 0
+  if (i < text.length) {
+    const code = text.charCodeAt(i)
+    crc = t[(crc ^ code) & 0xff] ^ (crc >>> 8)
+    crc = t[(crc ^ (code >>> 8)) & 0xff] ^ (crc >>> 8)
+  }
+  return (crc ^ -1) >>> 0
 }
 
 /** A record body as the text `frameRecord` numbers and checksums. */
@@ -272,6 +287,19 @@ export class JournalFormatError extends Error {
   readonly code = 'EJOURNALVERSION'
 }
 
+/**
+ * How a record's body is checked once its frame, version and checksum hold: 'kind' (open) takes a
+ * JSON object of a kind rewindfs writes; 'schema' (verify, repair) checks its whole shape.
+ */
+export type BodyCheck = 'kind' | 'schema'
+
+const recordKinds = new Set<string>(['op', 'checkpoint', 'checkpoint-rename', 'checkpoint-delete', 'superseded', 'undo', 'redo', 'compensated', 'resume', 'seen', 'commit', 'snapshot'])
+
+/** Whether a parsed body is an object of a kind rewindfs writes (the checksum vouches for the rest). */
+function isRecordKind(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && recordKinds.has((value as { t?: unknown }).t as string)
+}
+
 /** One line read back: its body and number, or why it cannot be read. */
 export type LineVerdict =
   | { readonly ok: true; readonly body: RecordBody; readonly n: number | undefined }
@@ -279,8 +307,8 @@ export type LineVerdict =
 
 const FRAME = /^\{"v":(\d+),"c":(\d+),"b":(.*)\}$/
 
-/** Decodes one line, checking its frame, version, checksum and shape. */
-export function decodeLine(line: string): LineVerdict {
+/** Decodes one line, checking its frame, version, checksum and its body as `check` says. */
+export function decodeLine(line: string, check: BodyCheck = 'kind'): LineVerdict {
   const match = FRAME.exec(line)
   if (!match) return { ok: false, reason: 'not a journal record' }
   const version = Number(match[1])
@@ -293,11 +321,11 @@ export function decodeLine(line: string): LineVerdict {
   } catch {
     return { ok: false, reason: 'not JSON' }
   }
-  const checked = bodySchema.safeParse(parsed)
-  if (!checked.success) return { ok: false, reason: 'not a record rewindfs writes' }
-  const n = (parsed as { n?: unknown }).n
+  if (check === 'kind' ? !isRecordKind(parsed) : !bodySchema.safeParse(parsed).success) return { ok: false, reason: 'not a record rewindfs writes' }
+  // The number is the frame's, not the body's (encodeRecord puts it in front again).
+  const { n, ...body } = parsed as { n?: unknown }
   if (n !== undefined && (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)) return { ok: false, reason: 'its record number is not a number' }
-  return { ok: true, body: checked.data as RecordBody, n }
+  return { ok: true, body: body as RecordBody, n }
 }
 
 /** A group commit: the records between two commit markers, and where it starts. */
@@ -342,7 +370,7 @@ export interface DecodedJournal {
  * is, since no crash produces it; then nothing after it is replayed and nothing is dropped. A
  * record of a newer format version is refused with EJOURNALVERSION, never guessed at.
  */
-export function decodeJournal(read: { records: readonly string[]; torn?: string }): DecodedJournal {
+export function decodeJournal(read: { records: readonly string[]; torn?: string }, check: BodyCheck = 'kind'): DecodedJournal {
   const lines = read.records
   const groups: Group[] = []
   let bodies: RecordBody[] = []
@@ -350,7 +378,7 @@ export function decodeJournal(read: { records: readonly string[]; torn?: string 
   let proven = 0
   const torn = read.torn !== undefined
   for (let i = 0; i < lines.length; i++) {
-    const verdict = decodeLine(lines[i])
+    const verdict = decodeLine(lines[i], check)
     let reason: string | undefined
     if (!verdict.ok) {
       if (verdict.version !== undefined && writtenByNewer(lines, i, verdict.version)) {
@@ -362,7 +390,7 @@ export function decodeJournal(read: { records: readonly string[]; torn?: string 
     }
     if (reason !== undefined) {
       let intactAfter = 0
-      for (let j = i + 1; j < lines.length; j++) if (decodeLine(lines[j]).ok) intactAfter++
+      for (let j = i + 1; j < lines.length; j++) if (decodeLine(lines[j], check).ok) intactAfter++
       return { groups, proven, tail: 0, torn, damage: { record: i, offset: journalOffset(lines, i), reason, intactAfter } }
     }
     const body = (verdict as { body: RecordBody }).body

@@ -138,7 +138,7 @@ export async function repair(durability: Durability, options: RepairOptions & { 
 
 /** Without salvage: the whole group commits before the first damage; everything from it on is lost. */
 function positionalPlan(records: readonly string[]): { candidates: Candidate[]; lost: LostRecords[] } {
-  const decoded = decodeJournal({ records })
+  const decoded = decodeJournal({ records }, 'schema')
   const candidates = decoded.groups.map((group) => ({ group, lines: range(group.start, group.end) }))
   const lost: LostRecords[] = []
   if (decoded.proven < records.length) {
@@ -159,7 +159,7 @@ function numberedPlan(records: readonly string[]): { candidates: Candidate[]; lo
   const byNumber = new Map<number, { line: number; text: string; body: RecordBody }>()
   const one = (line: number, reason: string) => lost.push({ first: line, last: line, offset: journalOffset(records, line), reason })
   for (let line = 0; line < records.length; line++) {
-    const verdict = decodeLine(records[line])
+    const verdict = decodeLine(records[line], 'schema')
     if (!verdict.ok) {
       one(line, verdict.reason)
       continue

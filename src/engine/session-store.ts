@@ -93,7 +93,9 @@ export class SessionStore {
         void this.compact().catch(() => undefined)
       }
     }
-    if ((this.status.loaded?.operations ?? 0) >= every) await this.compact()
+    // A long tail (the last process ended before its compaction): compacted in the background, in
+    // turn with the first calls, as during work; open does not wait to rewrite the journal.
+    if ((this.status.loaded?.operations ?? 0) >= every) void this.compact().catch(() => undefined)
   }
 
   /** Refuses a store made over another lower source; remembers this one's identity in a new store. */

@@ -62,12 +62,12 @@ export async function verifyStore(store: Store): Promise<StoreVerification> {
   const notes: string[] = []
   const read = await store.readJournal()
   const lines = read.records
-  const decoded = decodeJournal(read)
+  const decoded = decodeJournal(read, 'schema')
   const damaged: StoreVerification['journal']['damaged'] = []
   let damagedCount = 0
   const referenced = new Map<BlobId, number>()
   for (let i = 0; i < lines.length; i++) {
-    const verdict = decodeLine(lines[i])
+    const verdict = decodeLine(lines[i], 'schema')
     const reason = !verdict.ok ? verdict.reason : verdict.n !== undefined && verdict.n !== i ? `record number ${verdict.n} found at position ${i} (a duplicated, reordered or lost record)` : undefined
     if (reason !== undefined) {
       damagedCount++

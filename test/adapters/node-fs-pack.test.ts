@@ -161,85 +161,91 @@ describe('pack segments: a crash cut at every byte of the last group commit', ()
 })
 
 describe('pack segments: damage', () => {
-  it('a byte flipped anywhere (every header byte, payloads sampled): detected and reported, never read as content; nothing on disk changes', async () => {
-    const path = fresh()
-    let ws = await open(path, { compactEvery: Number.POSITIVE_INFINITY })
-    const states = new Set<string>([JSON.stringify(files(ws))])
-    const commit = async () => {
-      await ws.sync()
-      states.add(JSON.stringify(files(ws)))
-    }
-    for (let i = 0; i < 6; i++) {
-      ws.fs.writeFileSync(`/f${i % 3}`, `v${i}`)
-      if (i === 2) await ws.checkpoint({ name: 'cp' })
-      await commit()
-    }
-    // A compaction: the journal as one reset record.
-    await ws.compact()
-    for (let i = 6; i < 9; i++) {
-      ws.fs.writeFileSync(`/f${i % 3}`, `v${i}`)
-      await commit()
-    }
-    const final = JSON.stringify(files(ws))
-    await ws.close()
-    // A blob stored and deleted: a record of forgotten places, and a blob nothing reads.
-    const store = directoryStore(path)
-    await store.putBlobs([['orphan', new TextEncoder().encode('orphan bytes')]])
-    await store.deleteBlobs(['orphan'])
-    await store.close()
-    const all = pack.records(path)
-    expect(all.some((record) => record.kind === Kind.Forget)).toBe(true)
-    expect(all.some((record) => record.kind === Kind.Reset)).toBe(true)
-
-    // Bytes nothing reads: the text of journal records before the last reset, and forgotten blobs.
-    const lastReset = all.findLastIndex((record) => record.kind === Kind.Reset)
-    const live = new Set([...pack.blobRecords(path).values()].map((record) => record.offset))
-    const dead = new Set<number>()
-    all.forEach((record, i) => {
-      const deadText = (record.kind === Kind.Append || record.kind === Kind.Reset) && i < lastReset
-      // A forgotten blob's header too: damage where a record was forgotten is damage nothing needs.
-      const forgotten = record.kind === Kind.Blob && !live.has(record.offset)
-      if (deadText || forgotten) for (let at = record.offset + (forgotten ? 0 : RECORD_HEADER_BYTES); at < record.offset + record.bytes.length; at++) dead.add(at)
-      // The end byte only marks a record written whole: nothing reads what it holds.
-      dead.add(record.offset + record.bytes.length - 1)
-    })
-
-    // Every byte of every header and id; payload bytes at their ends and one in 11 between (the
-    // checksum covers each alike: sampling keeps the run short).
-    const payloads = all.map((record) => [record.payloadAt, record.offset + record.bytes.length] as const)
-    const sampled = (at: number) => {
-      const payload = payloads.find(([start, end]) => start <= at && at < end)
-      return payload === undefined || at - payload[0] < 4 || payload[1] - at <= 4 || (at - payload[0]) % 11 === 0
-    }
-    const [{ file }] = pack.segmentFiles(path)
-    const original = fs.readFileSync(file)
-    for (let at = 0; at < original.length; at++) {
-      if (!sampled(at)) continue
-      const damaged = Buffer.from(original)
-      damaged[at] ^= 0x10
-      fs.writeFileSync(file, damaged)
-      const context = `byte ${at} of ${original.length} flipped`
-      const before = fingerprint(path)
-      ws = await open(path)
-      const seen = files(ws)
-      const report = await ws.verify()
-      const reported = ws.status.corrupt !== undefined || ws.status.warnings.length > 0 || report.corrupt.length > 0
-      // Never content that was not written: every file reads as in some state the session acknowledged, or fails.
-      const matches = [...states].some((state) => {
-        const expected = JSON.parse(state) as Record<string, string>
-        const paths = Object.keys(expected)
-        return paths.length === Object.keys(seen).length && paths.every((p) => seen[p] === expected[p] || seen[p] === '<EIO>')
-      })
-      expect(matches, `${context}: ${JSON.stringify(seen)}`).toBe(true)
-      if (dead.has(at)) {
-        expect(reported, context).toBe(false)
-        expect(JSON.stringify(seen), context).toBe(final)
-      } else expect(reported, `${context}: not reported`).toBe(true)
+  for (const indexed of [false, true]) {
+    it(`a byte flipped anywhere (every header byte, payloads sampled): detected and reported, never read as content; nothing on disk changes (${indexed ? 'through index files: open reads no header, blob and journal reads and the scrub do' : 'no index files: open scans'})`, async () => {
+      const path = fresh()
+      let ws = await open(path, { compactEvery: Number.POSITIVE_INFINITY })
+      const states = new Set<string>([JSON.stringify(files(ws))])
+      const commit = async () => {
+        await ws.sync()
+        states.add(JSON.stringify(files(ws)))
+      }
+      for (let i = 0; i < 6; i++) {
+        ws.fs.writeFileSync(`/f${i % 3}`, `v${i}`)
+        if (i === 2) await ws.checkpoint({ name: 'cp' })
+        await commit()
+      }
+      // A compaction: the journal as one reset record.
+      await ws.compact()
+      for (let i = 6; i < 9; i++) {
+        ws.fs.writeFileSync(`/f${i % 3}`, `v${i}`)
+        await commit()
+      }
+      const final = JSON.stringify(files(ws))
       await ws.close()
-      expect(fingerprint(path), context).toBe(before)
-    }
-    fs.writeFileSync(file, original)
-  }, 600_000)
+      // A blob stored and deleted: a record of forgotten places, and a blob nothing reads.
+      const store = directoryStore(path)
+      await store.putBlobs([['orphan', new TextEncoder().encode('orphan bytes')]])
+      await store.deleteBlobs(['orphan'])
+      await store.close()
+      const all = pack.records(path)
+      expect(all.some((record) => record.kind === Kind.Forget)).toBe(true)
+      expect(all.some((record) => record.kind === Kind.Reset)).toBe(true)
+
+      // Bytes nothing reads: the text of journal records before the last reset, and forgotten blobs.
+      const lastReset = all.findLastIndex((record) => record.kind === Kind.Reset)
+      const live = new Set([...pack.blobRecords(path).values()].map((record) => record.offset))
+      const dead = new Set<number>()
+      all.forEach((record, i) => {
+        const deadText = (record.kind === Kind.Append || record.kind === Kind.Reset) && i < lastReset
+        // A forgotten blob's header too: damage where a record was forgotten is damage nothing needs.
+        const forgotten = record.kind === Kind.Blob && !live.has(record.offset)
+        if (deadText || forgotten) for (let at = record.offset + (forgotten ? 0 : RECORD_HEADER_BYTES); at < record.offset + record.bytes.length; at++) dead.add(at)
+        // The end byte only marks a record written whole: nothing reads what it holds.
+        dead.add(record.offset + record.bytes.length - 1)
+      })
+
+      // Every byte of every header and id; payload bytes at their ends and one in 11 between (the
+      // checksum covers each alike: sampling keeps the run short).
+      const payloads = all.map((record) => [record.payloadAt, record.offset + record.bytes.length] as const)
+      const sampled = (at: number) => {
+        const payload = payloads.find(([start, end]) => start <= at && at < end)
+        return payload === undefined || at - payload[0] < 4 || payload[1] - at <= 4 || (at - payload[0]) % 11 === 0
+      }
+      // Without index files open scans (after a crash, or where no index file covers a segment); through
+      // them it reads no header: reads check the header the index lists, ws.verify() scrubs the rest.
+      if (indexed) expect(pack.indexFiles(path)).toHaveLength(1)
+      else pack.removeIndexes(path)
+      const [{ file }] = pack.segmentFiles(path)
+      const original = fs.readFileSync(file)
+      for (let at = 0; at < original.length; at++) {
+        if (!sampled(at)) continue
+        const damaged = Buffer.from(original)
+        damaged[at] ^= 0x10
+        fs.writeFileSync(file, damaged)
+        const context = `byte ${at} of ${original.length} flipped`
+        const before = fingerprint(path)
+        ws = await open(path)
+        const seen = files(ws)
+        const report = await ws.verify()
+        const reported = ws.status.corrupt !== undefined || ws.status.warnings.length > 0 || report.corrupt.length > 0
+        // Never content that was not written: every file reads as in some state the session acknowledged, or fails.
+        const matches = [...states].some((state) => {
+          const expected = JSON.parse(state) as Record<string, string>
+          const paths = Object.keys(expected)
+          return paths.length === Object.keys(seen).length && paths.every((p) => seen[p] === expected[p] || seen[p] === '<EIO>')
+        })
+        expect(matches, `${context}: ${JSON.stringify(seen)}`).toBe(true)
+        if (dead.has(at)) {
+          expect(reported, context).toBe(false)
+          expect(JSON.stringify(seen), context).toBe(final)
+        } else expect(reported, `${context}: not reported`).toBe(true)
+        await ws.close()
+        expect(fingerprint(path), context).toBe(before)
+      }
+      fs.writeFileSync(file, original)
+    }, 600_000)
+  }
 
   it('another store\'s pack kept as a file\'s content is never read as records, even right after damage', async () => {
     const other = fresh()
@@ -257,7 +263,8 @@ describe('pack segments: damage', () => {
     ws.fs.writeFileSync('/after.txt', 'after')
     await ws.sync()
     await ws.close()
-    // The record holding the copy loses its header: what follows is read from the next record of this store.
+    // The record holding the copy loses its header: a scan reads what follows from the next record of this store.
+    pack.removeIndexes(path)
     const record = [...pack.blobRecords(path).values()].find((blob) => blob.payload.equals(segment))!
     const fd = fs.openSync(record.file, 'r+')
     fs.writeSync(fd, Buffer.from([record.bytes[2] ^ 0x40]), 0, 1, record.offset + 2)
@@ -268,6 +275,60 @@ describe('pack segments: damage', () => {
     expect(ws.checkpoints().map((c) => c.name)).not.toContain('foreign')
     expect(ws.status.warnings.join('\n')).toMatch(/pack-damage:1:\d+ cannot be read/)
     await ws.close()
+  })
+
+  it('through index files open reads no record header: a damaged one is found when its record is read (EIO for a blob, damage in the journal), never content', async () => {
+    const path = fresh()
+    let ws = await open(path)
+    ws.fs.writeFileSync('/a.txt', 'first')
+    await ws.sync()
+    ws.fs.writeFileSync('/b.txt', 'second')
+    await ws.sync()
+    await ws.close()
+    expect(pack.indexFiles(path)).toHaveLength(pack.segmentFiles(path).length)
+    const records = pack.records(path)
+    const ids = new Map([...pack.blobRecords(path)].map(([id, blob]) => [blob.offset, id]))
+    const blobs = [...pack.blobRecords(path).values()]
+    // Not the last record: open checks that one's header against the index file (a mismatch: the segment is scanned).
+    const journalRecord = records.find((record) => record.kind === Kind.Append || record.kind === Kind.Reset)!
+    expect(journalRecord).not.toBe(records.at(-1))
+    const [{ file }] = pack.segmentFiles(path)
+    const original = fs.readFileSync(file)
+    // Its kind, its id's length, its payload's length, its checksum, the header's own checksum.
+    for (const at of [4, 6, 8, 16, 20]) {
+      for (const record of [...blobs, journalRecord]) {
+        const damaged = Buffer.from(original)
+        damaged[record.offset + at] ^= 0x01
+        fs.writeFileSync(file, damaged)
+        const context = `header byte ${at} of the ${record.kind === Kind.Blob ? 'blob' : 'journal'} record at ${record.offset}`
+        const store = directoryStore(path, { readOnly: true })
+        expect(store.packStats!.indexedSegments, context).toBe(1)
+        expect(store.packStats!.scannedBytes, context).toBe(0)
+        if (record.kind === Kind.Blob) {
+          const id = ids.get(record.offset)!
+          expect(() => store.readBlobSync(id), context).toThrow(expect.objectContaining({ code: 'EIO', message: expect.stringMatching(/record header is damaged/) }))
+          await expect(store.getBlob(id), context).rejects.toMatchObject({ code: 'EIO' })
+          await store.close()
+          ws = await open(path)
+          const seen = ['/a.txt', '/b.txt'].map((p) => {
+            try {
+              return ws.fs.readFileSync(p, 'utf8')
+            } catch (error) {
+              return (error as { code?: string }).code
+            }
+          })
+          expect(seen, context).toContain('EIO')
+          expect(seen.every((value) => value === 'EIO' || value === 'first' || value === 'second'), context).toBe(true)
+          expect(ws.status.warnings.join('\n'), context).toMatch(/cannot be read or does not match/)
+        } else {
+          await store.close()
+          ws = await open(path)
+          expect(ws.status.corrupt, context).toMatchObject({ part: 'journal' })
+        }
+        await ws.close()
+      }
+    }
+    fs.writeFileSync(file, original)
   })
 
   it('a segment that is not the last cut short is damage (a sealed segment was made durable whole), not a torn tail', async () => {
@@ -387,14 +448,13 @@ describe('pack segments: index files and synchronous reads', () => {
     const ids = await filled(path)
     const segments = pack.segmentFiles(path)
     expect(segments.length).toBeGreaterThan(10)
-    // Every sealed segment has its index file; the last, still appended to, has none.
-    expect(pack.indexFiles(path).length).toBe(segments.length - 1)
+    // Every segment has its index file: a sealed one since it was sealed, the last since the store closed.
+    expect(pack.indexFiles(path).length).toBe(segments.length)
     const store = directoryStore(path, { segmentBytes: 8192 })
     const stats = store.packStats!
-    expect(stats.indexedSegments).toBe(segments.length - 1)
-    // The last segment only: record by record, its end once more for where the zeros start, a forget record's places.
-    expect(stats.scannedBytes).toBeLessThanOrEqual(2 * size(segments.at(-1)!.file) + 64)
-    expect(segments.slice(0, -1).reduce((sum, { file }) => sum + size(file), 0)).toBeGreaterThan(20 * stats.scannedBytes)
+    expect(stats.indexedSegments).toBe(segments.length)
+    // No segment read record by record: open costs the index files, not the bytes of history.
+    expect(stats.scannedBytes).toBe(0)
     // What an open that scans everything finds, and nothing read yet.
     expect((await store.blobIds()).sort()).toEqual([...ids].sort())
     expect(new Map(await store.blobSizes())).toEqual(new Map(ids.map((id) => [id, content(id).length])))
@@ -406,6 +466,36 @@ describe('pack segments: index files and synchronous reads', () => {
     expect(store.packStats!.blobsRead).toBe(5)
     expect(store.packStats!.blobBytesRead).toBe(5 * content('id-0').length)
     await store.close()
+  })
+
+  it('the last segment’s index file (written at close) covers what came before; open reads on after it, after a crash too', async () => {
+    const path = fresh()
+    const ids = await filled(path)
+    const last = pack.segmentFiles(path).at(-1)!
+    const indexed = size(last.file)
+    // Appended to after the index file, then a crash: the store's files as they are, the lock gone with the process.
+    const store = directoryStore(path, { segmentBytes: 8192 })
+    await store.putBlobs([['late', content('late')]])
+    await store.appendJournal(['put late'])
+    const crashed = fresh()
+    fs.cpSync(path, crashed, { recursive: true })
+    fs.rmSync(`${crashed}/lock`)
+    await store.close()
+    expect(pack.segmentFiles(crashed).at(-1)!.segment).toBe(last.segment) // still the same segment: its index file covers a prefix
+
+    const reader = directoryStore(crashed, { readOnly: true })
+    // The last segment too: its index file, then record by record from where that ends (the late record, the zeros after it).
+    expect(reader.packStats!.indexedSegments).toBe(pack.segmentFiles(crashed).length)
+    expect(reader.readBlobSync('late')).toEqual(content('late'))
+    expect((await reader.blobIds()).sort()).toEqual([...ids, 'late'].sort())
+    expect((await reader.readJournal()).records.at(-1)).toBe('put late')
+    await reader.close()
+
+    // A segment cut below what its index file covers (bytes lost, not a crash's tear): the file is ignored, the segment scanned.
+    fs.truncateSync(last.file, indexed - 10)
+    const cut = directoryStore(path, { readOnly: true })
+    expect(cut.packStats!.indexedSegments).toBe(pack.segmentFiles(path).length - 1)
+    await cut.close()
   })
 
   it('an index file that is missing, damaged or about another segment is ignored (the segment is scanned) and written again', async () => {
@@ -495,8 +585,9 @@ describe('pack segments: index files and synchronous reads', () => {
     flip(forgotten.file, forgotten.offset + 2)
     const before = fingerprint(path)
     const store = directoryStore(path, { readOnly: true })
-    // Open reads index files: it sees none of it, and every live blob and the journal read back.
-    expect(store.packStats!.indexedSegments).toBe(segments.length - 1)
+    // Open reads index files (the last segment's too, written at close): it sees none of it, and every live blob and the journal read back.
+    expect(store.packStats!.indexedSegments).toBe(segments.length)
+    expect(store.packStats!.scannedBytes).toBe(0)
     expect(await store.readJournal()).toEqual({ records: ['snapshot', 'more 0', 'more 10'] })
     for (const id of [...ids, ...more]) expect(await store.getBlob(id)).toEqual(content(id))
     const found = await store.scrub()

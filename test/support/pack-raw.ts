@@ -135,10 +135,14 @@ export function removeIndexes(root: string): void {
   for (const file of indexFiles(root)) fs.rmSync(file)
 }
 
-/** Overwrites a blob's stored bytes in place with checksums that match them: the content no longer matches its id. */
+/**
+ * Overwrites a blob's stored bytes in place with checksums that match them: the content no longer
+ * matches its id. The index files go (they list the old checksum, which the store would notice).
+ */
 export function setBlob(root: string, id: string, bytes: Uint8Array): void {
   const record = blobRecords(root).get(id)
   if (!record) throw new Error(`no blob '${id}' in ${root}`)
+  removeIndexes(root)
   if (record.payload.length !== bytes.length) throw new Error(`setBlob keeps the length: ${record.payload.length} bytes, got ${bytes.length}`)
   const name = Buffer.from(id, 'utf8')
   const head = recordHead(Kind.Blob, name, bytes.length, recordChecksum(name, bytes), salt(root))
