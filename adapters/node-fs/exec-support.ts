@@ -7,6 +7,7 @@
 import { execFile, spawn } from 'node:child_process'
 import os from 'node:os'
 import { hostFs as fs } from './host-fs.js'
+import { removeTree } from './exec-files.js'
 import { HELPER_SCRIPT, helperArguments } from './exec-helper.js'
 
 export interface Support {
@@ -22,9 +23,9 @@ export interface Support {
   readonly tools: Readonly<Record<Tool, string>>
 }
 
-type Tool = 'unshare' | 'mount' | 'getfattr' | 'setfattr' | 'mknod' | 'rm'
-const TOOLS: readonly Tool[] = ['unshare', 'mount', 'getfattr', 'setfattr', 'mknod', 'rm']
-const PACKAGES: Record<Tool, string> = { unshare: 'util-linux', mount: 'util-linux', getfattr: 'attr', setfattr: 'attr', mknod: 'coreutils', rm: 'coreutils' }
+type Tool = 'unshare' | 'mount' | 'getfattr' | 'setfattr' | 'mknod'
+const TOOLS: readonly Tool[] = ['unshare', 'mount', 'getfattr', 'setfattr', 'mknod']
+const PACKAGES: Record<Tool, string> = { unshare: 'util-linux', mount: 'util-linux', getfattr: 'attr', setfattr: 'attr', mknod: 'coreutils' }
 
 function which(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':').concat(['/usr/sbin', '/sbin', '/usr/bin', '/bin'])) {
@@ -64,7 +65,7 @@ export function unshareArguments(support: Pick<Support, 'privileged' | 'pid'>, n
 
 let cached: Promise<Support> | undefined
 
-/** The host's support, probed on first use (a few small namespace set-ups, tens of milliseconds). */
+/** The host's support, probed on first use (one overlay set-up on a usual host; step by step when it fails, for the reason). */
 export function support(): Promise<Support> {
   return (cached ??= probe())
 }
@@ -82,6 +83,10 @@ async function probe(): Promise<Support> {
   if (process.platform !== 'linux') return none(`namespaces and overlayfs are Linux's (this is ${process.platform})`)
   if (!tools.unshare || !tools.mount) return none(`util-linux's ${!tools.unshare ? 'unshare' : 'mount'} is not on PATH`)
 
+  // The usual host in one round: an overlay that mounts in a PID namespace proves the namespaces too.
+  const withPid = missing.length === 0 ? await probeOverlay(tools, privileged, true) : 'not tried'
+  if (withPid === undefined) return { namespaces: undefined, privileged, pid: true, tools, overlay: undefined }
+  // Something is missing or failed: find out what, step by step, for the reason.
   // Namespaces: with a PID namespace if the kernel allows it, else without.
   const trial = (pid: boolean) => run(tools.unshare, [...unshareArguments({ privileged, pid }, true), '/bin/sh', '-c', 'echo ok'])
   let pid = true
@@ -99,7 +104,7 @@ async function probe(): Promise<Support> {
     const packages = [...new Set(missing.map((tool) => PACKAGES[tool]))].join(', ')
     return { ...base, overlay: `${missing.join(', ')} not found on PATH (package ${packages})` }
   }
-  return { ...base, overlay: await probeOverlay(tools, privileged, pid) }
+  return { ...base, overlay: pid ? withPid : await probeOverlay(tools, privileged, pid) }
 }
 
 /**
@@ -113,9 +118,11 @@ async function probeOverlay(tools: Record<Tool, string>, privileged: boolean, pi
     fs.writeFileSync(`${dir}/lower/gone`, '')
     fs.writeFileSync(`${dir}/lower/hidden/old`, '')
     fs.writeFileSync(`${dir}/layer/hidden/new`, '')
-    const whiteout = await run(tools.mknod, [`${dir}/layer/gone`, 'c', '0', '0'])
+    const [whiteout, xattr] = await Promise.all([
+      run(tools.mknod, [`${dir}/layer/gone`, 'c', '0', '0']),
+      run(tools.setfattr, ['-n', `${privileged ? 'trusted' : 'user'}.overlay.opaque`, '-v', 'y', `${dir}/layer/hidden`]),
+    ])
     if (whiteout.code !== 0) return `whiteouts cannot be made (mknod c 0 0: ${whiteout.stderr.trim()})`
-    const xattr = await run(tools.setfattr, ['-n', `${privileged ? 'trusted' : 'user'}.overlay.opaque`, '-v', 'y', `${dir}/layer/hidden`])
     if (xattr.code !== 0) return `the opaque xattr cannot be set in ${os.tmpdir()} (setfattr: ${xattr.stderr.trim()})`
     const args = [
       ...unshareArguments({ privileged, pid }, true),
@@ -156,7 +163,11 @@ async function probeOverlay(tools: Record<Tool, string>, privileged: boolean, pi
     }
     return undefined
   } finally {
-    await run(tools.rm, ['-rf', '--', dir])
+    try {
+      removeTree(dir)
+    } catch {
+      // A leftover in the temp directory does not change the answer.
+    }
   }
 }
 
