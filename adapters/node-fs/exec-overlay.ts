@@ -133,7 +133,7 @@ export class OverlaySession {
           layer: `${dir}/layer`,
           upper,
           work,
-          overlayOptions: overlayOptions(privileged),
+          overlayOptions: overlayOptions(this.support),
           cwd: launch.cwd,
           network: launch.network ? 'on' : 'off',
           host: launch.readOnlyHost ? 'read-only' : 'read-write',

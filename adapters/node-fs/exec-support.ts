@@ -17,6 +17,12 @@ export interface Support {
   readonly privileged: boolean
   /** A PID namespace: everything the command starts dies with it. */
   readonly pid: boolean
+  /**
+   * Overlays mount `volatile` (Linux 5.10+): the upper directory is thrown away after the command,
+   * so its mount never syncs the file system under it (a sync on unmount flushes everything dirty
+   * there, the exec layer's fresh writes and any other process's).
+   */
+  readonly volatile: boolean
   /** Why overlay mode cannot run here, or undefined when it can. */
   readonly overlay: string | undefined
   /** The util-linux tools, resolved on PATH. */
@@ -79,14 +85,16 @@ async function probe(): Promise<Support> {
     else missing.push(tool)
   }
   const privileged = process.getuid?.() === 0
-  const none = (namespaces: string, overlay = namespaces): Support => ({ namespaces, overlay, privileged, pid: false, tools })
+  const none = (namespaces: string, overlay = namespaces): Support => ({ namespaces, overlay, privileged, pid: false, volatile: false, tools })
   if (process.platform !== 'linux') return none(`namespaces and overlayfs are Linux's (this is ${process.platform})`)
   if (!tools.unshare || !tools.mount) return none(`util-linux's ${!tools.unshare ? 'unshare' : 'mount'} is not on PATH`)
 
-  // The usual host in one round: an overlay that mounts in a PID namespace proves the namespaces too.
-  const withPid = missing.length === 0 ? await probeOverlay(tools, privileged, true) : 'not tried'
-  if (withPid === undefined) return { namespaces: undefined, privileged, pid: true, tools, overlay: undefined }
-  // Something is missing or failed: find out what, step by step, for the reason.
+  // The usual host in one round: a volatile overlay that mounts in a PID namespace proves the namespaces too.
+  if (missing.length === 0 && (await probeOverlay(tools, { privileged, pid: true, volatile: true })) === undefined) {
+    return { namespaces: undefined, privileged, pid: true, volatile: true, tools, overlay: undefined }
+  }
+  // Something is missing or failed (an older kernel without volatile, no PID namespace, no overlay):
+  // find out what, step by step, for the reason.
   // Namespaces: with a PID namespace if the kernel allows it, else without.
   const trial = (pid: boolean) => run(tools.unshare, [...unshareArguments({ privileged, pid }, true), '/bin/sh', '-c', 'echo ok'])
   let pid = true
@@ -99,19 +107,20 @@ async function probe(): Promise<Support> {
     const why = (attempt.stderr.trim().split('\n').pop() ?? '') || `exit status ${attempt.code}`
     return none(`${privileged ? 'a mount namespace' : 'an unprivileged user namespace'} cannot be made here (unshare: ${why})`)
   }
-  const base = { namespaces: undefined, privileged, pid, tools }
+  const base = { namespaces: undefined, privileged, pid, volatile: false, tools }
   if (missing.length > 0) {
     const packages = [...new Set(missing.map((tool) => PACKAGES[tool]))].join(', ')
     return { ...base, overlay: `${missing.join(', ')} not found on PATH (package ${packages})` }
   }
-  return { ...base, overlay: pid ? withPid : await probeOverlay(tools, privileged, pid) }
+  return { ...base, overlay: await probeOverlay(tools, base) }
 }
 
 /**
  * Mounts an overlay the way exec does (an exec layer with a whiteout and an opaque directory over
  * a lower directory, a fresh upper) and checks the merged view and where a write lands.
  */
-async function probeOverlay(tools: Record<Tool, string>, privileged: boolean, pid: boolean): Promise<string | undefined> {
+async function probeOverlay(tools: Record<Tool, string>, mode: Pick<Support, 'privileged' | 'pid' | 'volatile'>): Promise<string | undefined> {
+  const { privileged } = mode
   const dir = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-exec-probe-`)
   try {
     for (const sub of ['lower/kept', 'lower/hidden', 'layer/hidden', 'upper', 'work', 'stash']) fs.mkdirSync(`${dir}/${sub}`, { recursive: true })
@@ -125,7 +134,7 @@ async function probeOverlay(tools: Record<Tool, string>, privileged: boolean, pi
     if (whiteout.code !== 0) return `whiteouts cannot be made (mknod c 0 0: ${whiteout.stderr.trim()})`
     if (xattr.code !== 0) return `the opaque xattr cannot be set in ${os.tmpdir()} (setfattr: ${xattr.stderr.trim()})`
     const args = [
-      ...unshareArguments({ privileged, pid }, true),
+      ...unshareArguments(mode, true),
       '/bin/sh',
       '-c',
       HELPER_SCRIPT,
@@ -135,7 +144,7 @@ async function probeOverlay(tools: Record<Tool, string>, privileged: boolean, pi
         layer: `${dir}/layer`,
         upper: `${dir}/upper`,
         work: `${dir}/work`,
-        overlayOptions: overlayOptions(privileged),
+        overlayOptions: overlayOptions(mode),
         cwd: `${dir}/lower`,
         network: 'on',
         host: 'read-write',
@@ -175,10 +184,11 @@ async function probeOverlay(tools: Record<Tool, string>, privileged: boolean, pi
  * Mount options beyond the layers: a user namespace needs overlayfs's user.* xattrs; root gets
  * renames of merged directories and the inode index, so a write through one name of a hard-linked
  * file copies the inode up once and every name shows it, as on a plain file system (the kernel falls
- * back to index=off where the file systems cannot give it, and a user namespace cannot have it).
+ * back to index=off where the file systems cannot give it, and a user namespace cannot have it);
+ * `volatile` where the kernel has it (Support.volatile).
  */
-export function overlayOptions(privileged: boolean): string {
-  return privileged ? ',redirect_dir=on,index=on' : ',userxattr'
+export function overlayOptions({ privileged, volatile }: Pick<Support, 'privileged' | 'volatile'>): string {
+  return (privileged ? ',redirect_dir=on,index=on' : ',userxattr') + (volatile ? ',volatile' : '')
 }
 
 /** The xattr name prefix overlayfs uses for its own attributes in this mode. */
