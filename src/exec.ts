@@ -42,6 +42,11 @@ export interface ExecOptions {
   stdio?: 'pipe' | 'inherit'
   /** The recorded operation's description; default `exec: <command>`. */
   label?: string
+  /**
+   * true: what the command writes is thrown away unread, nothing is recorded and `changes` stays
+   * empty (ws.bisect's probes; a run whose output is all that matters). Default false.
+   */
+  discard?: boolean
 }
 
 export type ExecMode = 'overlay' | 'copy'

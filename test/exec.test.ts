@@ -141,6 +141,26 @@ describe.each(modes)('ws.exec in %s mode: a shell command against the workspace'
     expect(fs.readdirSync(temps)).toEqual([]) // the temp directory (overlay mode: the session's) is gone
   })
 
+  it('with discard, throws the command\'s writes away unread: nothing recorded, nothing read back, the next command sees the workspace', async () => {
+    const root = project()
+    const lowerBefore = tree(root)
+    const ws = await open(root)
+    ws.fs.writeFileSync('/notes.txt', 'from the workspace\n')
+    const viewBefore = view(ws)
+    const historyBefore = ws.history()
+    const result = await run(ws, 'cat notes.txt && echo more >> README.md && mkdir -p build && echo app > build/app && rm -r old && echo changed > notes.txt', { discard: true })
+    expect(result).toMatchObject({ exitCode: 0, stdout: 'from the workspace\n', mode, changes: { added: [], modified: [], deleted: [] }, skipped: [] })
+    // Overlay mode: the command's upper directory held its writes, and none of them was read back.
+    if (mode === 'overlay') expect(result.work).toMatchObject({ upperEntries: 0 })
+    expect(view(ws)).toEqual(viewBefore)
+    expect(ws.history()).toEqual(historyBefore)
+    expect(tree(root)).toEqual(lowerBefore)
+    // The writes are gone for the next command too.
+    expect((await run(ws, 'cat README.md notes.txt; test -e build || echo no build')).stdout).toBe('hello\nfrom the workspace\nno build\n')
+    await expect(run(ws, 'true', { discard: 'yes' as unknown as boolean })).rejects.toThrow(/discard must be a boolean/)
+    await ws.close()
+  })
+
   it('is durable like any transaction: after a reopen the writes are there and undoable', async () => {
     const root = project()
     const storePath = `${scratch}/store${serial++}`

@@ -144,6 +144,7 @@ export const memberArguments = {
       tmpdir: z.string().optional(),
       mode: z.enum(['overlay', 'copy']).optional(),
       label: z.string().optional(),
+      discard: z.boolean().optional(),
       sandbox: z.object({ network: z.boolean().optional(), host: z.enum(['read-write', 'read-only']).optional(), writable: z.array(z.string()).max(1000).optional() }).strict().optional(),
     }),
   ]),

@@ -15,7 +15,7 @@ import { removeLargeTree } from './exec-files.js'
 import { type Launch, type Ran, SetupError } from './exec-overlay.js'
 import { runProcess } from './exec-process.js'
 import { type Support, unshareArguments } from './exec-support.js'
-import { type CloneSource, materialise, scan } from './exec-tree.js'
+import { type CloneSource, emptyScan, materialise, scan } from './exec-tree.js'
 
 /** `cwd` is a workspace path here (the copy's location is known only once it is made). */
 export async function runCopy(host: ExecHost, support: Support, launch: Launch, tmpdir: string | undefined): Promise<Omit<Ran, 'work'>> {
@@ -77,7 +77,7 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
     // Paths in the output name the copy; people and models need the project's (or the workspace's).
     const shown = source instanceof DirectorySource ? source.root : ''
     const mapPaths = (text: string) => text.replaceAll(manifest.root + '/', shown + '/').replaceAll(manifest.root, shown || '/')
-    return { outcome: { ...outcome, stdout: mapPaths(outcome.stdout), stderr: mapPaths(outcome.stderr) }, scan: scan(manifest), before }
+    return { outcome: { ...outcome, stdout: mapPaths(outcome.stdout), stderr: mapPaths(outcome.stderr) }, scan: launch.discard ? emptyScan() : scan(manifest), before }
   } finally {
     await removeLargeTree(temp)
   }

@@ -14,12 +14,12 @@ export function removeTree(path: string): void {
 }
 
 /**
- * removeTree for trees that may be large (a copy of the whole view, a session's exec layer): a
- * small one goes here, in-process (a process costs more than a few hundred unlinks); past
- * `budget` entries the rest goes to `rm -rf`, many times faster on a big tree, and what it
- * leaves to removeTree.
+ * removeTree for trees that may be large (a copy of the whole view, a session's exec layer): the
+ * first `budget` entries go here, in-process (a process costs more than a few hundred unlinks, so
+ * a small tree is gone sooner); the rest goes to `rm -rf`, many times faster on a big tree, and
+ * what it leaves to removeTree.
  */
-export async function removeLargeTree(path: string, budget = 1000): Promise<void> {
+export async function removeLargeTree(path: string, budget = 0): Promise<void> {
   if (removeWithin(path, { left: budget })) return
   await new Promise<void>((resolve) => execFile('/bin/rm', ['-rf', '--', path], () => resolve()))
   removeTree(path)

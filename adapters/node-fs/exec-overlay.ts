@@ -15,7 +15,7 @@ import { ExecLayer } from './exec-layer.js'
 import { type ProcessOutcome, runProcess } from './exec-process.js'
 import { readBack } from './exec-readback.js'
 import { type Support, overlayOptions, unshareArguments, xattrPrefix } from './exec-support.js'
-import type { Scan } from './exec-tree.js'
+import { type Scan, emptyScan } from './exec-tree.js'
 
 /** How the command runs, resolved from its options. */
 export interface Launch {
@@ -28,6 +28,8 @@ export interface Launch {
   readonly network: boolean
   readonly readOnlyHost: boolean
   readonly writable: readonly string[]
+  /** What the command writes is thrown away unread (an empty scan). */
+  readonly discard: boolean
 }
 
 export interface Ran {
@@ -148,7 +150,9 @@ export class OverlaySession {
         const why = outcome.status.replace(/^error /, '').trim() || (outcome.timedOut ? 'timed out while setting up' : `the namespace helper ended with ${outcome.signal ?? `exit status ${outcome.exitCode}`}: ${outcome.stderr.trim()}`)
         throw new SetupError(`rewindfs: exec: overlay mode could not be set up: ${why}`)
       }
-      const { scan, entries } = await readBack({ upper, before: view, project: this.project, xattr: xattrPrefix(privileged), getfattr: tools.getfattr, redirects: privileged })
+      const { scan, entries } = launch.discard
+        ? { scan: emptyScan(), entries: 0 }
+        : await readBack({ upper, before: view, project: this.project, xattr: xattrPrefix(privileged), getfattr: tools.getfattr, redirects: privileged })
       return { outcome, scan, before, work: { layerWrites: writes, upperEntries: entries, lookups: lookups + view.counters.lookups } }
     } finally {
       for (const path of [upper, work, stash]) removeTree(path)
@@ -158,7 +162,8 @@ export class OverlaySession {
   async close(): Promise<void> {
     await this.queue
     if (this.dir !== undefined) {
-      await removeLargeTree(this.dir)
+      // A few hundred entries usually (what the workspace changed): in-process is faster than rm.
+      await removeLargeTree(this.dir, 1000)
       live.delete(this.dir)
     }
     this.dir = undefined

@@ -70,6 +70,11 @@ export interface Scan {
   stash?: string[]
 }
 
+/** What a command whose writes are discarded hands back: nothing. */
+export function emptyScan(): Scan {
+  return { added: [], modified: [], deleted: [], skipped: [], removals: [], edits: [] }
+}
+
 const join = (dir: string, name: string) => (dir === '/' ? '/' + name : `${dir}/${name}`)
 const sha1 = (data: Uint8Array) => crypto.createHash('sha1').update(data).digest('hex')
 

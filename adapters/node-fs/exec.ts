@@ -38,10 +38,11 @@ function unsupported(message: string): Error {
 
 function checkOptions(options: unknown, what = 'options'): asserts options is ExecOptions {
   if (typeof options !== 'object' || options === null) throw invalid(`${what} must be an object`)
-  const { cwd, env, timeout, tmpdir, mode, sandbox, stdio, label } = options as ExecOptions
+  const { cwd, env, timeout, tmpdir, mode, sandbox, stdio, label, discard } = options as ExecOptions
   if (cwd !== undefined && typeof cwd !== 'string') throw invalid('cwd must be a string')
   if (tmpdir !== undefined && typeof tmpdir !== 'string') throw invalid('tmpdir must be a string')
   if (label !== undefined && (typeof label !== 'string' || label.trim() === '')) throw invalid('label must be a non-empty string')
+  if (discard !== undefined && typeof discard !== 'boolean') throw invalid('discard must be a boolean')
   if (timeout !== undefined && !(typeof timeout === 'number' && timeout > 0 && Number.isFinite(timeout))) throw invalid('timeout must be a positive number of milliseconds')
   if (mode !== undefined && mode !== 'overlay' && mode !== 'copy') throw invalid(`mode must be 'overlay' or 'copy', not ${JSON.stringify(mode)}`)
   if (stdio !== undefined && stdio !== 'pipe' && stdio !== 'inherit') throw invalid(`stdio must be 'pipe' or 'inherit', not ${JSON.stringify(stdio)}`)
@@ -135,6 +136,7 @@ class HostShellSession implements ExecSession {
       network: sandbox.network !== false,
       readOnlyHost: sandbox.host === 'read-only',
       writable: sandbox.host === 'read-only' ? writablePaths(sandbox.writable) : [],
+      discard: options.discard === true,
     }
 
     const { mode, reason } = this.chooseMode(options, host)

@@ -4,7 +4,7 @@
  * past state in a throwaway view (a session sharing the lower layer and the content, recording
  * nothing anywhere, moved from state to state so its exec layer follows in O(paths that differ))
  * and runs the command there through ws.exec; the live workspace, its history, checkpoints and
- * journal are never touched, and what a probe writes dies with its view.
+ * journal are never touched, and what a probe writes is thrown away unread (ExecOptions.discard).
  *
  * Outcomes follow `git bisect run`: exit 0 is good, 125 means "cannot be tested" (skipped, as
  * `git bisect skip`), any other code is bad; a timeout or a kill from outside skips too. Every
@@ -329,7 +329,7 @@ export async function bisect<Point>(host: BisectHost<Point>, command: string, op
     let failure: string | undefined
     try {
       host.show(view, pointOf(i))
-      result = await view.exec(command, { ...exec, label: `bisect probe: ${command}` })
+      result = await view.exec(command, { ...exec, label: `bisect probe: ${command}`, discard: true })
     } catch (error) {
       if (global(error)) throw error
       // The command ran but its writes could not be recorded in the view: its outcome still counts.
