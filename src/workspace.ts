@@ -507,5 +507,6 @@ export class Workspace {
     yield* this.shared.book.blobs()
     yield* this.engine.checkpoints.roots()
     yield* this.engine.undo.roots()
+    yield* this.engine.store.historyRoots()
   }
 }

@@ -224,6 +224,169 @@ describe('open follows the last snapshot and the index, not history', () => {
   })
 })
 
+describe('a snapshot whose history opens lazily (format 2)', () => {
+  const options = { autoCheckpoint: false, compactEvery: Number.POSITIVE_INFINITY, retention: { operations: 40 } } as const
+  const files = (ws: Workspace) => {
+    const out: Record<string, string> = {}
+    const walk = (dir: string) => {
+      for (const name of (ws.fs.readdirSync(dir) as string[]).sort()) {
+        const path = dir === '/' ? `/${name}` : `${dir}/${name}`
+        if (ws.fs.statSync(path).isDirectory()) walk(path)
+        else out[path] = ws.fs.readFileSync(path, 'utf8') as string
+      }
+    }
+    walk('/')
+    return out
+  }
+  /** `rounds` rounds over 50 files in 5 directories, a kept checkpoint after each, compacted at the end; what each checkpoint held. */
+  async function session(path: string, rounds: number): Promise<Map<string, Record<string, string>>> {
+    const ws = await Workspace.open({ store: directoryStore(path), ...options })
+    for (let d = 0; d < 5; d++) ws.fs.mkdirSync(`/dir${d}`)
+    const held = new Map<string, Record<string, string>>()
+    for (let round = 0; round < rounds; round++) {
+      // Most files change each round, one directory keeps its files (a subtree checkpoints share).
+      for (let file = 10; file < 50; file++) ws.fs.writeFileSync(`/dir${file % 5}/f${file}.txt`, content(round, file))
+      if (round === 0) for (let file = 0; file < 10; file++) ws.fs.writeFileSync(`/dir${file % 5}/f${file}.txt`, content(round, file))
+      await ws.checkpoint({ name: `r${round}` })
+      held.set(`r${round}`, files(ws))
+    }
+    await ws.compact()
+    await ws.close()
+    return held
+  }
+  /** Part reads: the store's blob reads that were not contents. */
+  const partsRead = (store: ReturnType<typeof directoryStore>, ws: Workspace) => store.packStats!.blobsRead - ws.counters.blobsRead
+
+  it('ten times the history: open reads no part and about the same journal bytes; a compaction then writes no part', async () => {
+    const work: { journal: number; parts: number; appended: number }[] = []
+    for (const rounds of [6, 60]) {
+      const path = fresh()
+      await session(path, rounds)
+      const store = directoryStore(path)
+      const ws = await Workspace.open({ store, ...options })
+      const opened = { journal: store.packStats!.journalBytesRead, parts: partsRead(store, ws) }
+      expect(ws.checkpoints()).toHaveLength(rounds)
+      expect(ws.fs.readFileSync('/dir2/f17.txt', 'utf8')).toBe(content(rounds - 1, 17))
+      // Nothing decoded, nothing written again: the snapshot refers to the parts as they are.
+      const before = store.packStats!.appendedBytes
+      await ws.compact()
+      work.push({ ...opened, appended: store.packStats!.appendedBytes - before })
+      expect(partsRead(store, ws)).toBe(0)
+      await ws.close()
+    }
+    const [few, many] = work
+    for (const w of work) expect(w.parts).toBe(0)
+    // The head: the live tree, kept operations (40) and every checkpoint's name, not their trees.
+    expect(many.journal).toBeLessThan(1.5 * few.journal)
+    expect(many.appended).toBeLessThan(1.5 * few.appended)
+    expect(many.appended).toBeLessThan(2 * many.journal)
+  })
+
+  it('restore, diff, checkpointInfo and undo decode only the parts they need, and see exactly what was written', async () => {
+    const path = fresh()
+    const held = await session(path, 30)
+    /** A copy of the store, to restore in without recording it in the original. */
+    const copy = () => {
+      const to = fresh()
+      fs.cpSync(path, to, { recursive: true })
+      return to
+    }
+    let store = directoryStore(copy())
+    let ws = await Workspace.open({ store, ...options })
+    await ws.restore('r0')
+    expect(files(ws)).toEqual(held.get('r0'))
+    // The parts r0's tree is in (a few of them), not the history's.
+    const restoring = partsRead(store, ws)
+    expect(restoring).toBeGreaterThan(0)
+    expect(restoring).toBeLessThanOrEqual(3)
+    await ws.close()
+    // Every checkpoint: its tree decoded from the parts reads as it was written.
+    for (const [name, expected] of held) {
+      ws = await Workspace.open({ store: directoryStore(copy()), ...options })
+      await ws.restore(name)
+      expect(files(ws), name).toEqual(expected)
+      await ws.close()
+    }
+    store = directoryStore(path)
+    ws = await Workspace.open({ store, ...options })
+    expect(ws.diff('r28', 'r29').map((change) => change.path).sort()).toEqual(Array.from({ length: 40 }, (_, i) => `/dir${(i + 10) % 5}/f${i + 10}.txt`).sort())
+    expect((await ws.checkpointInfo('r3')).files).toBe(50)
+    // Undo of the last round's writes: their changes decoded, the files back as in r28.
+    for (let i = 0; i < 40; i++) await ws.undo()
+    expect(files(ws)).toEqual(held.get('r28'))
+    await ws.compact()
+    await ws.close()
+    // Compacted again with part of the history decoded: nothing lost.
+    ws = await Workspace.open({ store: directoryStore(path), ...options })
+    expect(files(ws)).toEqual(held.get('r28'))
+    expect(ws.history().filter((op) => op.undone)).toHaveLength(40)
+    await ws.restore('r7')
+    expect(files(ws)).toEqual(held.get('r7'))
+    await ws.undo()
+    expect(files(ws)).toEqual(held.get('r28'))
+    await ws.close()
+  })
+
+  it('a part that cannot be read: its checkpoint fails to restore with EIO, is broken, and compaction deletes nothing', async () => {
+    const path = fresh()
+    const held = await session(path, 12)
+    const parts = [...pack.blobRecords(path).values()].filter((record) => record.payload.subarray(0, 24).toString('utf8') === '{"rewindfs":"history-par')
+    expect(parts.length).toBeGreaterThan(0)
+    // The part r0's root directory is in: the last one written holds the roots (children come first).
+    for (const part of parts) pack.flipBlobByte(path, part.id, 40, 0x01)
+    const store = directoryStore(path)
+    const ws = await Workspace.open({ store, ...options })
+    expect(ws.status.warnings).toEqual([])
+    expect(files(ws)).toEqual(held.get('r11'))
+    await expect(ws.restore('r0')).rejects.toMatchObject({ code: 'EIO' })
+    expect(files(ws)).toEqual(held.get('r11'))
+    const blobs = ws.storage.durable.blobs
+    await ws.compact()
+    await store.idle()
+    expect(ws.storage.durable.blobs).toBeGreaterThanOrEqual(blobs)
+    const report = await ws.verify()
+    expect(report.corrupt.sort()).toEqual(parts.map((part) => part.id).sort())
+    await ws.close()
+  })
+
+  it('a store compacted in format 1 (every tree in one record) opens as the rewindfs that wrote it saw it, and compacts to format 2', async () => {
+    const fixture = JSON.parse(fs.readFileSync(new URL('./fixtures/snapshot-format-1.json', import.meta.url), 'utf8')) as {
+      image: { journal: string; blobs: [string, string][]; meta: [string, never][] }
+      expected: { files: Record<string, string>; checkpoints: string[]; history: string[]; at: Record<string, Record<string, string>> }
+    }
+    expect(fixture.image.journal).toMatch(/^\{"v":1,"c":\d+,"b":\{"n":0,"t":"snapshot","data":\{"checkpoints"/)
+    const image = { journal: fixture.image.journal, blobs: fixture.image.blobs.map(([id, bytes]) => [id, new Uint8Array(Buffer.from(bytes, 'base64'))] as [string, Uint8Array]), meta: fixture.image.meta }
+    const store = MemoryStore.from(image)
+    const view = (ws: Workspace) => {
+      const out: Record<string, string> = {}
+      const walk = (dir: string) => {
+        for (const name of (ws.fs.readdirSync(dir) as string[]).sort()) {
+          const path = dir === '/' ? `/${name}` : `${dir}/${name}`
+          const stat = ws.fs.lstatSync(path)
+          if (stat.isDirectory()) walk(path)
+          else out[path] = stat.isSymbolicLink() ? `-> ${ws.fs.readlinkSync(path)}` : (ws.fs.readFileSync(path, 'utf8') as string)
+        }
+      }
+      walk('/')
+      return { files: out, checkpoints: ws.checkpoints().map((c) => c.name), history: ws.history().map((op) => `${op.id}${op.undone ? ':undone' : ''}`) }
+    }
+    const { at, ...expected } = fixture.expected
+    for (const round of ['format 1', 'format 2']) {
+      const ws = await Workspace.open({ store, ...options })
+      expect(view(ws), round).toEqual(expected)
+      for (const [name, held] of Object.entries(at)) {
+        const probe = await Workspace.open({ store: MemoryStore.from(store.image()), ...options })
+        await probe.restore(name)
+        expect(view(probe).files, `${round}: ${name}`).toEqual(held)
+        await probe.close()
+      }
+      await ws.compact()
+      await ws.close()
+      expect(store.image().journal, round).toMatch(/"t":"snapshot","data":\{"format":2,/)
+    }
+  })
+})
+
 describe('contents on demand: writing a damaged content again', () => {
   it('stores the good bytes (the damaged ones kept aside) though nothing read the damage yet', async () => {
     const path = fresh()

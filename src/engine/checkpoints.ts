@@ -12,6 +12,7 @@ import { AutoCheckpoints } from './auto-checkpoint.js'
 import type { EngineContext } from './context.js'
 import type { CheckpointRecord, DurableHost } from './durability.js'
 import { type Operation, type OperationType, publicOperation } from './journal.js'
+import { rootPending } from './lazy-history.js'
 import { treeSize } from './reports.js'
 import { retained } from './retention.js'
 import type { JsonValue } from './state.js'
@@ -266,8 +267,8 @@ export class Checkpoints {
     }
   }
 
-  /** Garbage-collection roots: every checkpoint's tree. */
+  /** Garbage-collection roots: every checkpoint's tree (one still in the snapshot's parts is kept through them: SessionStore.historyRoots). */
   *roots(): Iterable<DirNode> {
-    for (const record of this.records) yield record.root
+    for (const record of this.records) if (!rootPending(record)) yield record.root
   }
 }

@@ -9,7 +9,8 @@
  * read when needed (BlobStore's cache) and checked against their ids then.
  */
 import { type BlobId, type BlobStore, DEFAULT_CACHE_BYTES } from '../blob/store.js'
-import { madeHere } from '../blob/hash.js'
+import { hashBytes, madeHere } from '../blob/hash.js'
+import { FsError } from '../errors.js'
 import type { FlushBook } from '../flush/book.js'
 import type { PinnedLower } from '../flush/pinned-lower.js'
 import { FLUSH_STATE_KEY, decodeFlushState, encodeFlushState } from '../flush/state.js'
@@ -19,12 +20,12 @@ import { type MapRoot, mapEntries, mapGet } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
 import type { Change, Journal, Operation, OperationRecord, OperationType, SideEffect, UndoStrategy } from './journal.js'
+import { LazyHistory, lostCompensation, rootPending } from './lazy-history.js'
 import {
   type Group,
-  NodeTable,
+  type LazySnapshotData,
   type RecordBody,
   type SerialChange,
-  type SnapshotChange,
   type SnapshotData,
   blobsOf,
   bodyText,
@@ -35,6 +36,7 @@ import {
   encodeNode,
   encodeRecord,
   frameRecord,
+  isLazySnapshot,
   journalOffset,
   tableNode,
 } from './persistence.js'
@@ -119,11 +121,6 @@ export interface LoadReport {
 /** Blob reads in flight while a store is opened. */
 const BLOB_READS = 16
 
-/** Stand-in for a compensation that was a function: functions do not survive a reopen. */
-const lostCompensation = () => {
-  throw new Error('its compensation was a function, which does not survive a reopen (register a named compensator)')
-}
-
 export interface DurabilityOptions {
   /** Durable contents kept in memory when the store reads synchronously (the rest is read when needed). */
   readonly cacheBytes: number
@@ -152,6 +149,9 @@ export class Durability {
   /** A journal replacement (compaction) failed: the store holds either journal, so resume writes a snapshot. */
   private journalUnknown = false
   private reconnection: Reconnection | undefined
+
+  /** The history of the last snapshot: checkpoint trees and operations' changes decoded when first needed (lazy-history.ts). */
+  readonly history = new LazyHistory((id) => this.readPart(id))
 
   constructor(
     private readonly host: DurableHost,
@@ -257,7 +257,8 @@ export class Durability {
           ...(effect.group !== undefined ? { group: effect.group } : {}),
         })
       } else {
-        const checkpoint = this.host.checkpoints.find((c) => c.root === change.after && (!change.stateAfter || c.state === change.stateAfter))
+        // A checkpoint whose tree is still in the snapshot's parts is not the one just moved to (that one was decoded).
+        const checkpoint = this.host.checkpoints.find((c) => !rootPending(c) && c.root === change.after && (!change.stateAfter || c.state === change.stateAfter))
         if (checkpoint) out.push({ k: 'root', checkpoint: checkpoint.id })
         else if (isEmptyRoot(change.after) && !change.stateAfter) out.push({ k: 'root', empty: true })
         else {
@@ -401,6 +402,11 @@ export class Durability {
       // from here on that needs one of them again stores it again (after the deletion, in order).
       const keep = reachable()
       for (const id of blobs) keep.add(id)
+      // The history's parts, and what they refer to. Until every part's blobs are known (read in
+      // the background, never here) nothing is deleted: a part not listed may need any blob.
+      const history = this.history.blobs()
+      if (!history.complete) return
+      for (const id of history.ids) keep.add(id)
       const pending = new Set(this.unverified)
       const stale = stored.filter((id) => !keep.has(id) && !this.corrupt.has(id) && !pending.has(id))
       for (const id of stale) {
@@ -413,24 +419,17 @@ export class Durability {
 
   /** Replaces the journal with a snapshot of the host and its commit marker; returns the blobs it needs. */
   private async writeSnapshot(): Promise<Set<BlobId>> {
-    const snapshot = this.snapshot()
-    const blobs = new Set<BlobId>()
-    for (const dir of snapshot.dirs) for (const child of Object.values(dir.c)) if (child !== 'W' && child.t === 'f') blobs.add(child.b)
-    for (const op of snapshot.operations) {
-      for (const c of op.changes) {
-        if (c.k !== 'slot') continue
-        for (const n of [c.b, c.a]) if (n && n !== 'W' && n.t === 'f') blobs.add(n.b)
-      }
-    }
+    const { data, blobs, staged } = this.snapshot()
     await this.putDurable(blobs)
     try {
-      await this.store.replaceJournal([encodeRecord({ t: 'snapshot', data: snapshot }, 0), encodeRecord({ t: 'commit' }, 1)])
+      await this.store.replaceJournal([encodeRecord({ t: 'snapshot', data }, 0), encodeRecord({ t: 'commit' }, 1)])
     } catch (error) {
       // The store may hold the old journal or this one: a store that reconnects is resumed with a snapshot.
       this.journalUnknown = true
       this.failed(error)
       throw error
     }
+    this.history.commit(staged)
     this.position = 2
     return blobs
   }
@@ -474,70 +473,54 @@ export class Durability {
     await this.commit(true)
   }
 
-  private snapshot(): SnapshotData {
+  /**
+   * The snapshot of the host (format 2, lazy-history.ts): the live tree and metadata in the head,
+   * history in parts — new ones for what no part holds yet (stored as blobs), references for the
+   * rest. Returns it, the blobs it needs durable, and what the history takes on once it is.
+   */
+  private snapshot(): ReturnType<LazyHistory['encode']> {
     const { overlay, state, journal, checkpoints } = this.host
-    const table = new NodeTable()
-    const entries = (root: MapRoot<JsonValue>) => [...mapEntries(root)]
-    const operations = journal.records.map((record) => ({
-      ...identity(record),
-      undone: record.undone,
-      changes: record.changes.map((change): SnapshotChange => {
-        switch (change.kind) {
-          case 'slot':
-            return { k: 'slot', p: change.path, b: table.ref(change.before), a: table.ref(change.after) }
-          case 'meta':
-            return { k: 'meta', p: change.path, b: change.before, a: change.after }
-          case 'state':
-            return { k: 'state', key: change.key, b: change.before ?? null, a: change.after ?? null }
-          case 'effect': {
-            const named = typeof change.effect.compensate === 'function' ? undefined : change.effect.compensate
-            return {
-              k: 'effect',
-              d: change.effect.description,
-              ...(named ? { n: named.name, ...(named.args !== undefined ? { args: named.args } : {}) } : {}),
-              ...(change.effect.tier !== undefined ? { tier: change.effect.tier } : {}),
-              ...(change.effect.group !== undefined ? { group: change.effect.group } : {}),
-              done: change.effect.compensated,
-            }
-          }
-          case 'root':
-            return {
-              k: 'root',
-              b: table.dir(change.before),
-              a: table.dir(change.after),
-              ...(change.stateBefore ? { sb: entries(change.stateBefore) } : {}),
-              ...(change.stateAfter ? { sa: entries(change.stateAfter) } : {}),
-            }
-        }
-      }),
-    }))
-    const resume = this.host.getResume()
-    return {
-      checkpoints: checkpoints.map((c) => ({
-        id: c.id,
-        name: c.name,
-        kind: c.kind,
-        seq: c.seq,
-        createdAt: c.createdAt,
-        ...(c.description !== undefined ? { description: c.description } : {}),
-        superseded: c.superseded,
-        root: table.dir(c.root),
-        state: entries(c.state),
-        opSeq: c.opSeq,
-      })),
-      operations,
-      root: table.dir(overlay.freeze()),
-      state: entries(state.freeze()),
-      seq: journal.lastSeq,
-      checkpointSeq: this.host.checkpointSeq(),
-      ...(resume !== undefined ? { resume } : {}),
-      ...(overlay.observed.size > 0 ? { seen: [...overlay.observed] } : {}),
-      dirs: table.dirs,
-    }
+    return this.history.encode(
+      {
+        root: overlay.freeze(),
+        state: [...mapEntries(state.freeze())],
+        seq: journal.lastSeq,
+        checkpointSeq: this.host.checkpointSeq(),
+        resume: this.host.getResume(),
+        seen: [...overlay.observed],
+        ino: overlay.inodes.next,
+        checkpoints,
+        operations: journal.records,
+        identity,
+      },
+      (bytes) => this.host.blobs.put(bytes),
+    )
+  }
+
+  /**
+   * A part of the snapshot's history read back: through the store's synchronous read and checked
+   * against its id (not counted as a content read), or from memory where the store's blobs were
+   * loaded on open. EIO when it cannot be read.
+   */
+  private readPart(id: BlobId): Uint8Array {
+    const { store } = this
+    if (!this.onDemand || !store.readBlobSync) return this.host.blobs.get(id)
+    const bytes = store.readBlobSync(id)
+    if (bytes === undefined) throw new FsError('EIO', 'read', undefined, undefined, `blob ${id} is missing from the ${store.kind} store`)
+    if (madeHere(id) && hashBytes(bytes) !== id) throw new FsError('EIO', 'read', undefined, undefined, `blob ${id} in the ${store.kind} store does not match its checksum`)
+    return bytes
+  }
+
+  /** Garbage-collection roots the history's parts hold (the collector keeps them, and what they refer to). */
+  historyRoots(): Iterable<BlobId> {
+    const { ids, complete } = this.history.blobs()
+    // Until every part's blobs are known, every durable blob is kept.
+    return complete ? ids : [...ids, ...this.durableBlobs]
   }
 
   /** Loads a snapshot record into the (empty) host. */
-  private restoreSnapshot(data: SnapshotData): void {
+  private restoreSnapshot(data: SnapshotData | LazySnapshotData): void {
+    if (isLazySnapshot(data)) return this.restoreLazySnapshot(data)
     const { overlay, state, journal, checkpoints } = this.host
     const nodes = decodeTable(data.dirs)
     const stateRoot = (pairs: [string, JsonValue][]) => {
@@ -609,6 +592,63 @@ export class Durability {
           }
         }),
       })),
+      data.seq,
+    )
+  }
+
+  /**
+   * Loads a format-2 snapshot: the live tree and metadata now, every checkpoint's tree and every
+   * operation's changes when first read (a checkpoint's contents are checked for integrity then).
+   */
+  private restoreLazySnapshot(data: LazySnapshotData): void {
+    const { overlay, state, journal, checkpoints } = this.host
+    const head = this.history.load(data)
+    const stateRoot = (pairs: [string, JsonValue][]) => {
+      const s = new SessionState()
+      for (const [key, value] of pairs) s.write(key, value)
+      return s.freeze()
+    }
+    overlay.setRoot(head[data.root])
+    state.setRoot(stateRoot(data.state))
+    overlay.inodes.next = Math.max(overlay.inodes.next, data.ino)
+    for (const c of data.checkpoints) {
+      const record = {
+        id: c.id,
+        name: c.name,
+        kind: c.kind as CheckpointRecord['kind'],
+        seq: c.seq,
+        createdAt: c.createdAt,
+        ...(c.description !== undefined ? { description: c.description } : {}),
+        superseded: c.superseded,
+        state: stateRoot(c.state),
+        opSeq: c.opSeq,
+      } as Omit<CheckpointRecord, 'root'> as CheckpointRecord
+      this.history.lazyRoot(record, c.root, head, (root) => {
+        if (!this.treeIntact(root)) record.broken = true
+      })
+      checkpoints.push(record)
+    }
+    this.host.seenCheckpointSeq(data.checkpointSeq)
+    if (data.resume !== undefined) this.host.setResume(data.resume)
+    for (const [path, version] of data.seen ?? []) overlay.observed.set(path, version)
+    journal.load(
+      data.operations.map((op) => {
+        const record = {
+          id: op.id,
+          seq: op.seq,
+          type: op.type as OperationType,
+          paths: op.paths,
+          time: op.time,
+          session: op.session,
+          ...(op.turn !== undefined ? { turn: op.turn } : {}),
+          ...(op.group !== undefined ? { group: op.group } : {}),
+          ...(op.description !== undefined ? { description: op.description } : {}),
+          strategy: op.strategy as UndoStrategy,
+          undone: op.undone,
+        } as Omit<OperationRecord, 'changes'> as OperationRecord
+        this.history.lazyChanges(record, op.at)
+        return record
+      }),
       data.seq,
     )
   }
@@ -914,6 +954,8 @@ export class Durability {
         break
       case 'snapshot': {
         this.restoreSnapshot(body.data)
+        // A format-2 snapshot says the next inode number; an older one is walked for it.
+        if (isLazySnapshot(body.data)) break
         for (const dir of body.data.dirs) for (const child of Object.values(dir.c)) if (child !== 'W' && child.t !== 'r') noteIno(tableNode(child, []))
         let maxIno = 0
         for (const dir of body.data.dirs) maxIno = Math.max(maxIno, dir.m.ino)
@@ -1006,10 +1048,27 @@ export class Durability {
     return report
   }
 
-  /** Marks checkpoints whose content is missing from the store as broken; returns their ids. */
+  /**
+   * Marks checkpoints whose content is missing from the store as broken; returns their ids. One
+   * whose tree is still in the snapshot's parts is checked when it is decoded.
+   */
   checkIntegrity(): string[] {
-    const { blobs, checkpoints } = this.host
+    const { checkpoints } = this.host
     const verdict = new Map<DirNode, boolean>()
+    const broken: string[] = []
+    for (const record of checkpoints) {
+      if (rootPending(record)) continue
+      if (!this.treeIntact(record.root, verdict)) {
+        record.broken = true
+        broken.push(record.id)
+      }
+    }
+    return broken
+  }
+
+  /** Whether every content a tree needs is there (`verdict` remembers directories already seen). */
+  private treeIntact(root: DirNode, verdict = new Map<DirNode, boolean>()): boolean {
+    const { blobs } = this.host
     const intact = (dir: DirNode): boolean => {
       const known = verdict.get(dir)
       if (known !== undefined) return known
@@ -1023,14 +1082,7 @@ export class Durability {
       verdict.set(dir, ok)
       return ok
     }
-    const broken: string[] = []
-    for (const record of checkpoints) {
-      if (!intact(record.root)) {
-        record.broken = true
-        broken.push(record.id)
-      }
-    }
-    return broken
+    return intact(root)
   }
 }
 

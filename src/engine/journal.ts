@@ -341,7 +341,9 @@ export class Journal implements Recorder, StateRecorder {
 }
 
 export function publicOperation(record: OperationRecord): Operation {
-  const { changes: _changes, undone: _undone, ...operation } = record
+  // `changes` is not read: an operation's changes still in the snapshot's parts stay there (lazy-history.ts).
+  const { undone: _undone, ...operation } = record as Omit<OperationRecord, 'changes'> & { changes?: unknown }
+  delete operation.changes
   return operation
 }
 

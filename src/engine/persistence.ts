@@ -116,8 +116,12 @@ export type RecordBody =
   | { t: 'seen'; entries: [string, string][] }
   /** Ends a group commit: records after the last one of these were never acknowledged. */
   | { t: 'commit' }
-  /** Compaction: the whole live state and kept history in one record; the journal continues after it. */
-  | { t: 'snapshot'; data: SnapshotData }
+  /**
+   * Compaction: the whole live state and kept history; the journal continues after it. Written as
+   * a head whose history is in parts read on demand (LazySnapshotData, format 2); stores compacted
+   * before hold it in one record (SnapshotData), which open still reads.
+   */
+  | { t: 'snapshot'; data: SnapshotData | LazySnapshotData }
 
 export interface SnapshotData {
   dirs: SnapshotDir[]
@@ -154,6 +158,102 @@ export interface SnapshotData {
     undone: boolean
     changes: SnapshotChange[]
   }[]
+}
+
+/**
+ * A snapshot in format 2 (lazy-history.ts): the head, which open decodes — the live tree inline,
+ * state, and every checkpoint's and operation's metadata — and parts, blobs in the store holding
+ * checkpoint trees and operations' changes, decoded the first time something needs them.
+ */
+export interface LazySnapshotData {
+  format: 2
+  /** The live tree: directories of the head's own table (children first), `root` its top. */
+  dirs: HeadDir[]
+  root: number
+  state: [string, JsonValue][]
+  seq: number
+  checkpointSeq: number
+  resume?: JsonValue
+  seen?: [string, string][]
+  /** The next inode number (no walk of every tree at open to find it). */
+  ino: number
+  /** The parts the history needs, and the serial the next one gets. */
+  parts: PartInfo[]
+  nextPart: number
+  checkpoints: {
+    id: string
+    name: string
+    kind: string
+    seq: number
+    createdAt: number
+    description?: string
+    superseded: boolean
+    /** Its tree: a part's directory, or the head's (without `p`) when it is the live tree's. */
+    root: DirRef
+    state: [string, JsonValue][]
+    opSeq: number
+  }[]
+  operations: {
+    id: string
+    seq: number
+    type: string
+    paths: string[]
+    time: number
+    session: string
+    turn?: number
+    group?: string
+    description?: string
+    strategy: { kind: string; reason: string }
+    undone: boolean
+    /** Where its changes are: part serial, index in the part's `ops`. */
+    at: [number, number]
+  }[]
+}
+
+/** A part the history needs: its serial, its blob, and the parts its references point into. */
+export interface PartInfo {
+  n: number
+  id: BlobId
+  u: number[]
+}
+
+/** Directory `i` of part `p` (of the head's own table when `p` is absent). */
+export interface DirRef {
+  t: 'r'
+  i: number
+  p?: number
+}
+
+export type PartNode = Exclude<SerialNode, { t: 'd' } | { t: 'moved' }> | DirRef
+
+export interface PartDir {
+  m: Meta
+  l: string | null
+  c: Record<string, PartNode | 'W'>
+}
+
+/** A live directory in the head; `a` is the same directory in a part (part, index), so decoding that part shares it. */
+export interface HeadDir extends PartDir {
+  a?: [number, number]
+}
+
+export type PartChange =
+  | { k: 'slot'; p: string; b: PartNode | 'W' | null; a: PartNode | 'W' | null }
+  | { k: 'meta'; p: string; b: Meta; a: Meta }
+  | { k: 'state'; key: string; b: JsonValue | null; a: JsonValue | null }
+  | { k: 'effect'; d: string; n?: string; args?: JsonValue; tier?: number; group?: string; done: boolean }
+  | { k: 'root'; b: DirRef; a: DirRef; sb?: [string, JsonValue][]; sa?: [string, JsonValue][] }
+
+/** A part's content (JSON in a blob): directories, children first, and operations' changes. */
+export interface HistoryPart {
+  rewindfs: 'history-part'
+  n: number
+  dirs: PartDir[]
+  ops: PartChange[][]
+}
+
+export function isLazySnapshot(data: SnapshotData | LazySnapshotData): data is LazySnapshotData {
+  return (data as LazySnapshotData).format === 2
 }
 
 export type SnapshotChange =
@@ -226,7 +326,7 @@ const bodySchema = z.union([
   z.object({ t: z.literal('commit') }),
   // The snapshot's inner shape is produced by this module and checked by its checksum; its size
   // (a whole tree) makes a deep schema walk too costly at open.
-  z.object({ t: z.literal('snapshot'), data: z.custom<SnapshotData>((v) => typeof v === 'object' && v !== null && Array.isArray((v as SnapshotData).dirs)) }),
+  z.object({ t: z.literal('snapshot'), data: z.custom<SnapshotData | LazySnapshotData>((v) => typeof v === 'object' && v !== null && Array.isArray((v as SnapshotData).dirs)) }),
 ])
 
 // ---- framing ---------------------------------------------------------------------------------
@@ -461,7 +561,7 @@ function utf8Length(text: string): number {
 
 // ---- snapshots (compaction) -----------------------------------------------------------------
 
-/** A directory in a snapshot's node table; child directories are `{ t: 'r', i }` references. */
+/** A directory in a format-1 snapshot's node table (read, no longer written); child directories are `{ t: 'r', i }` references. */
 export interface SnapshotDir {
   m: Meta
   l: string | null
@@ -469,29 +569,6 @@ export interface SnapshotDir {
 }
 
 export type SnapshotNode = Exclude<SerialNode, { t: 'd' } | { t: 'moved' }> | { t: 'r'; i: number }
-
-/** Encodes directory trees into one table, each shared subtree once (trees share most nodes). */
-export class NodeTable {
-  readonly dirs: SnapshotDir[] = []
-  private readonly index = new Map<DirNode, number>()
-
-  ref(node: UpperNode | undefined): SnapshotNode | 'W' | null {
-    if (node === undefined) return null
-    if (node.type === 'whiteout') return 'W'
-    if (node.type !== 'dir') return encodeNode(node) as SnapshotNode
-    return { t: 'r', i: this.dir(node) }
-  }
-
-  dir(node: DirNode): number {
-    const known = this.index.get(node)
-    if (known !== undefined) return known
-    const children: Record<string, SnapshotNode | 'W'> = {}
-    for (const [name, child] of mapEntries<UpperNode>(node.children)) children[name] = this.ref(child) as SnapshotNode | 'W'
-    const i = this.dirs.push({ m: node.meta, l: node.lower, c: children }) - 1
-    this.index.set(node, i)
-    return i
-  }
-}
 
 /** Rebuilds a snapshot's node table (children always precede their parents). */
 export function decodeTable(dirs: readonly SnapshotDir[]): DirNode[] {

@@ -130,8 +130,10 @@ export class Restores {
     const { overlay, lower, journal } = this.context
     if (typeof target === 'string') {
       const record = this.checkpoints.find(target)
+      // Its tree first: one still in the snapshot's parts is decoded now, and checked (broken) then.
+      const root = record.root
       if (record.broken) throw Object.assign(new Error(`rewindfs: checkpoint ${record.name} is broken (content missing from the store) and cannot be restored`), { code: 'EBROKEN' })
-      return { root: record.root, state: record.state, seq: record.seq, opSeq: record.opSeq, label: record.name, time: record.createdAt }
+      return { root, state: record.state, seq: record.seq, opSeq: record.opSeq, label: record.name, time: record.createdAt }
     }
     if (typeof target !== 'object' || target === null) throw new TypeError('rewindfs: restore target must be a checkpoint id or name, { time } or { operation }')
     let untilSeq: number

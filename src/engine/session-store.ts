@@ -198,6 +198,11 @@ export class SessionStore {
     return report
   }
 
+  /** Garbage-collection roots in the snapshot's parts: what checkpoints and operations not decoded yet need. */
+  historyRoots(): Iterable<string> {
+    return this.context.durability?.historyRoots() ?? []
+  }
+
   async sync(): Promise<void> {
     const { ops, durability } = this.context
     ops.settle()

@@ -9,6 +9,7 @@ import { recordId, shownAt } from '../layer/inodes.js'
 import type { Checkpoints } from './checkpoints.js'
 import type { EngineContext } from './context.js'
 import { type Operation, type OperationRecord, type OperationType, publicOperation } from './journal.js'
+import { changesPending } from './lazy-history.js'
 import { lineCounts } from './reports.js'
 import type { Compensation, SideEffects } from './side-effects.js'
 
@@ -236,6 +237,8 @@ export class UndoHistory {
   *roots(): Iterable<DirNode | string> {
     const { journal } = this.context
     for (const record of journal.records) {
+      // Changes still in the snapshot's parts are kept through them (SessionStore.historyRoots).
+      if (changesPending(record)) continue
       for (const change of record.changes) {
         if (change.kind === 'root') {
           yield change.before

@@ -12,7 +12,8 @@ import { FlushBook } from '../flush/book.js'
 import { PinnedLower } from '../flush/pinned-lower.js'
 import { FLUSH_STATE_KEY, decodeFlushState } from '../flush/state.js'
 import { toLowerSource } from '../lower/index.js'
-import { type RecordBody, blobsOf, decodeJournal, decodeLine, journalOffset } from './persistence.js'
+import { blobsOfHead, readPartBlobs } from './lazy-history.js'
+import { type PartInfo, type RecordBody, blobsOf, decodeJournal, decodeLine, isLazySnapshot, journalOffset } from './persistence.js'
 import type { JsonValue } from './state.js'
 import { LOWER_KEY, type ScrubFinding, type Store } from './store.js'
 
@@ -66,6 +67,8 @@ export async function verifyStore(store: Store): Promise<StoreVerification> {
   const damaged: StoreVerification['journal']['damaged'] = []
   let damagedCount = 0
   const referenced = new Map<BlobId, number>()
+  /** The history parts snapshots name (read after the blobs: what they refer to must be there too). */
+  const parts: { info: PartInfo; record: number }[] = []
   for (let i = 0; i < lines.length; i++) {
     const verdict = decodeLine(lines[i], 'schema')
     const reason = !verdict.ok ? verdict.reason : verdict.n !== undefined && verdict.n !== i ? `record number ${verdict.n} found at position ${i} (a duplicated, reordered or lost record)` : undefined
@@ -74,6 +77,7 @@ export async function verifyStore(store: Store): Promise<StoreVerification> {
       if (damaged.length < LISTED) damaged.push({ record: i, offset: journalOffset(lines, i), reason })
     }
     if (verdict.ok) for (const id of blobsOfRecord(verdict.body)) if (!referenced.has(id)) referenced.set(id, i)
+    if (verdict.ok && verdict.body.t === 'snapshot' && isLazySnapshot(verdict.body.data)) for (const info of verdict.body.data.parts) parts.push({ info, record: i })
   }
   const bodies = decoded.groups.flatMap((group) => group.bodies)
   const torn = decoded.damage ? 0 : decoded.tail + (decoded.torn ? 1 : 0)
@@ -125,6 +129,21 @@ export async function verifyStore(store: Store): Promise<StoreVerification> {
       problems.push(`blob ${id} does not match its checksum${referenced.has(id) ? ` (${describeUse(referenced.get(id)!)} needs it)` : ' (nothing refers to it any more)'}`)
     }
   }
+  for (const { info, record } of parts) {
+    if (!stored.has(info.id)) continue // missing: reported below
+    let refs: BlobId[] | string
+    try {
+      const bytes = await store.getBlob(info.id)
+      refs = bytes === undefined ? 'it is missing' : readPartBlobs(bytes, info.n)
+    } catch (error) {
+      refs = ((error as Error)?.message ?? String(error)).replace(/^rewindfs: /, '')
+    }
+    if (typeof refs === 'string') {
+      problems.push(`history part ${info.n} (blob ${info.id}) of journal record ${record} cannot be read: ${refs}`)
+      continue
+    }
+    for (const id of refs) if (!referenced.has(id)) referenced.set(id, record)
+  }
   for (const [id, record] of referenced) {
     if (stored.has(id)) continue
     blobs.missing.push({ id, ...(record >= 0 ? { record } : {}) })
@@ -173,6 +192,11 @@ function blobsOfRecord(body: RecordBody): Set<BlobId> {
     for (const change of body.changes) if (change.k === 'slot') blobsOf(change.a, ids)
   } else if (body.t === 'snapshot') {
     const data = body.data
+    if (isLazySnapshot(data)) {
+      // Its parts and the live tree's files; what the parts refer to is read from them (verifyStore).
+      for (const id of blobsOfHead(data)) ids.add(id)
+      return ids
+    }
     const node = (n: unknown) => {
       if (n !== null && typeof n === 'object' && (n as { t?: unknown }).t === 'f') ids.add((n as { b: BlobId }).b)
     }

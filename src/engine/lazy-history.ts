@@ -1,0 +1,582 @@
+/**
+ * History that opens lazily. Open needs the live tree and state and the metadata of every
+ * checkpoint and operation; a checkpoint's tree and an operation's changes are needed only by
+ * restore, diff, undo and checkpointInfo of that point. So a compaction snapshot (format 2,
+ * persistence.ts) is a head — what open needs — and parts: blobs in the store, each a table of
+ * directories and of operations' changes, read and decoded the first time something needs them.
+ *
+ * A directory is named by (part, index): one shared by several checkpoints is stored once and,
+ * decoded, is one node (the head's live directories name their twin in a part, so they are shared
+ * too). A compaction writes only what is new since the last one: a directory decoded from a part,
+ * or written to one, keeps its place; a checkpoint or operation never decoded keeps its reference
+ * as it is. So compaction costs the live tree and what changed, not the history.
+ */
+import type { BlobId } from '../blob/store.js'
+import { FsError } from '../errors.js'
+import { hardLink, linksIn } from '../layer/inodes.js'
+import { type DirNode, type UpperNode, WHITEOUT, dirNode } from '../layer/nodes.js'
+import { type MapRoot, mapEntries, mapSet } from '../layer/persistent-map.js'
+import type { Change, OperationRecord } from './journal.js'
+import type { DirRef, HeadDir, HistoryPart, LazySnapshotData, PartChange, PartDir, PartInfo, PartNode } from './persistence.js'
+import { encodeNode } from './persistence.js'
+import { type JsonValue, SessionState } from './state.js'
+
+/** Stand-in for a compensation that was a function: functions do not survive a reopen. */
+export const lostCompensation = () => {
+  throw new Error('its compensation was a function, which does not survive a reopen (register a named compensator)')
+}
+
+/** A part is sealed once its JSON reaches this many characters (a read decodes one whole part). */
+const PART_CHARS = 1024 * 1024
+
+const decoder = new TextDecoder()
+const encoder = new TextEncoder()
+
+/** Records whose tree or changes are still in a part: not decoded, referred to as they are. */
+const pendingRoots = new WeakMap<object, DirRef>()
+const pendingChanges = new WeakMap<object, [number, number]>()
+
+/** Whether a checkpoint's tree was not decoded yet (reading `root` decodes it). */
+export function rootPending(record: object): boolean {
+  return pendingRoots.has(record)
+}
+
+/** Whether an operation's changes were not decoded yet (reading `changes` decodes them). */
+export function changesPending(record: object): boolean {
+  return pendingChanges.has(record)
+}
+
+/** Makes `key` of `target` a value computed on first read (or set), the pending marker dropped then. */
+function lazyProperty<T extends object>(target: T, key: string, registry: WeakMap<object, unknown>, load: () => unknown): void {
+  const settle = (value: unknown) => {
+    registry.delete(target)
+    Object.defineProperty(target, key, { value, writable: true, configurable: true, enumerable: true })
+  }
+  // Not enumerable while pending: spreading a record ({ ...record }) does not decode it.
+  Object.defineProperty(target, key, {
+    configurable: true,
+    enumerable: false,
+    get() {
+      const value = load()
+      settle(value)
+      return value
+    },
+    set(value: unknown) {
+      settle(value)
+    },
+  })
+}
+
+function partError(part: number, id: BlobId | undefined, why: string): FsError {
+  return new FsError('EIO', 'read', undefined, undefined, `the history part ${part}${id !== undefined ? ` (blob ${id})` : ''} cannot be read: ${why}`)
+}
+
+const stateRoot = (pairs: readonly [string, JsonValue][] | undefined): MapRoot<JsonValue> => {
+  const s = new SessionState()
+  for (const [key, value] of pairs ?? []) s.write(key, value)
+  return s.freeze()
+}
+
+export interface HistoryCounters {
+  /** Parts read back from the store and parsed. */
+  partsRead: number
+  /** Directories decoded from parts. */
+  dirsDecoded: number
+  /** Operations whose changes were decoded from parts. */
+  operationsDecoded: number
+}
+
+/** What a compaction wrote, applied to the history once the snapshot is durable (commit). */
+export interface StagedHistory {
+  readonly parts: PartInfo[]
+  readonly written: { info: PartInfo; blobs: BlobId[] }[]
+  readonly places: [DirNode, [number, number]][]
+  readonly nextPart: number
+}
+
+export class LazyHistory {
+  /** The parts the last snapshot needs, by serial. */
+  private parts = new Map<number, PartInfo>()
+  nextPart = 1
+  /** Where a directory is stored in a part: a compaction refers to it there instead of writing it again. */
+  private readonly places = new WeakMap<DirNode, [number, number]>()
+  /** Directories decoded so far, by part and index; the head's live ones under the place they name. */
+  private readonly decoded = new Map<number, DirNode[]>()
+  /** Parts parsed during one decoding (dropped when it ends: parts are read again when needed). */
+  private readonly parsed = new Map<number, HistoryPart>()
+  private depth = 0
+  /** The blobs each part refers to, once known (garbage collection keeps them). */
+  private readonly partBlobs = new Map<number, BlobId[]>()
+  readonly counters: HistoryCounters = { partsRead: 0, dirsDecoded: 0, operationsDecoded: 0 }
+
+  /** `read`: a blob's bytes, checked against its id (EIO when they cannot be read or do not match). */
+  constructor(private readonly read: (id: BlobId) => Uint8Array) {}
+
+  // ---- decoding --------------------------------------------------------------------------------
+
+  /** Takes a format-2 snapshot's head: its parts, and its live tree decoded (the head's table). */
+  load(head: LazySnapshotData): DirNode[] {
+    this.parts = new Map(head.parts.map((info) => [info.n, info]))
+    this.nextPart = Math.max(this.nextPart, head.nextPart)
+    const nodes: DirNode[] = []
+    for (const dir of head.dirs) {
+      const node = this.build(dir, (ref) => (ref.p === undefined ? nodes[ref.i] : this.dir(ref)))
+      nodes.push(node)
+      if (dir.a) this.place(node, dir.a[0], dir.a[1])
+    }
+    return nodes
+  }
+
+  /** Decodes one directory of a part (and what it holds), once. */
+  dir(ref: DirRef): DirNode {
+    const p = ref.p!
+    const known = this.decoded.get(p)?.[ref.i]
+    if (known) return known
+    return this.decoding(() => {
+      const part = this.part(p)
+      const serial = part.dirs[ref.i]
+      if (serial === undefined) throw partError(p, this.parts.get(p)?.id, `it holds no directory ${ref.i}`)
+      const node = this.build(serial, (child) => this.dir(child.p === undefined ? { t: 'r', i: child.i, p } : child))
+      this.counters.dirsDecoded++
+      this.place(node, p, ref.i)
+      return node
+    })
+  }
+
+  /** A checkpoint's tree, decoded when first read; `check` runs on it then (the integrity of its contents). */
+  lazyRoot(record: object, ref: DirRef, head: readonly DirNode[], check: (root: DirNode) => void): void {
+    if (ref.p === undefined) {
+      Object.defineProperty(record, 'root', { value: head[ref.i], writable: true, configurable: true, enumerable: true })
+      return
+    }
+    pendingRoots.set(record, ref)
+    lazyProperty(record, 'root', pendingRoots, () => {
+      const root = this.dir(ref)
+      check(root)
+      return root
+    })
+  }
+
+  /** An operation's changes, decoded when first read. */
+  lazyChanges(record: OperationRecord, at: [number, number]): void {
+    pendingChanges.set(record, at)
+    lazyProperty(record, 'changes', pendingChanges, () => this.changes(at))
+  }
+
+  private changes([p, k]: [number, number]): Change[] {
+    return this.decoding(() => {
+      const serial = this.part(p).ops[k]
+      if (!Array.isArray(serial)) throw partError(p, this.parts.get(p)?.id, `it holds no operation ${k}`)
+      const node = (n: PartNode | 'W' | null) => (n === null ? undefined : this.node(n, p))
+      const dir = (ref: DirRef) => this.dir(ref.p === undefined ? { t: 'r', i: ref.i, p } : ref)
+      const out = serial.map((c): Change => {
+        switch (c.k) {
+          case 'slot':
+            return { kind: 'slot', path: c.p, before: node(c.b), after: node(c.a) }
+          case 'meta':
+            return { kind: 'meta', path: c.p, before: c.b, after: c.a }
+          case 'state':
+            return { kind: 'state', path: `state:${c.key}`, key: c.key, before: c.b ?? undefined, after: c.a ?? undefined }
+          case 'effect':
+            return {
+              kind: 'effect',
+              path: `effect:${c.d}`,
+              effect: {
+                description: c.d,
+                compensate: c.n !== undefined ? { name: c.n, ...(c.args !== undefined ? { args: c.args } : {}) } : lostCompensation,
+                ...(c.tier !== undefined ? { tier: c.tier } : {}),
+                ...(c.group !== undefined ? { group: c.group } : {}),
+                compensated: c.done,
+              },
+            }
+          case 'root':
+            return { kind: 'root', path: '/', before: dir(c.b), after: dir(c.a), ...(c.sb ? { stateBefore: stateRoot(c.sb) } : {}), ...(c.sa ? { stateAfter: stateRoot(c.sa) } : {}) }
+        }
+      })
+      this.counters.operationsDecoded++
+      return out
+    })
+  }
+
+  /** A node of part `p` (a directory reference without a part is one of `p`'s own). */
+  private node(serial: PartNode | 'W', p: number): UpperNode {
+    if (serial === 'W') return WHITEOUT
+    if (serial.t === 'r') return this.dir(serial.p === undefined ? { t: 'r', i: serial.i, p } : serial)
+    if (serial.t === 'h') return hardLink(serial.i)
+    if (serial.t === 'f') return serial.n === undefined ? { type: 'file', meta: serial.m, blob: serial.b, size: serial.s } : { type: 'file', meta: serial.m, blob: serial.b, size: serial.s, nlink: serial.n }
+    return serial.n === undefined ? { type: 'symlink', meta: serial.m, target: serial.x } : { type: 'symlink', meta: serial.m, target: serial.x, nlink: serial.n }
+  }
+
+  private build(serial: PartDir, dirAt: (ref: DirRef) => DirNode): DirNode {
+    const node = dirNode(serial.m, serial.l, null)
+    const token = {}
+    for (const [name, child] of Object.entries(serial.c)) {
+      const value: UpperNode = child === 'W' ? WHITEOUT : child.t === 'r' ? dirAt(child) : this.node(child, 0)
+      node.children = mapSet(node.children, name, value, token)
+      node.links += linksIn(value)
+    }
+    return node
+  }
+
+  private place(node: DirNode, p: number, i: number): void {
+    this.places.set(node, [p, i])
+    let table = this.decoded.get(p)
+    if (!table) this.decoded.set(p, (table = []))
+    table[i] ??= node
+  }
+
+  /** Runs a decoding; parts parsed for it are dropped when the outermost one ends. */
+  private decoding<T>(work: () => T): T {
+    this.depth++
+    try {
+      return work()
+    } finally {
+      if (--this.depth === 0) this.parsed.clear()
+    }
+  }
+
+  /** A part read back and parsed (EIO when it cannot be read or is not a part). */
+  private part(p: number): HistoryPart {
+    const cached = this.parsed.get(p)
+    if (cached) return cached
+    const info = this.parts.get(p)
+    if (!info) throw partError(p, undefined, 'the snapshot does not list it')
+    let part: HistoryPart
+    try {
+      part = JSON.parse(decoder.decode(this.read(info.id))) as HistoryPart
+    } catch (error) {
+      if (error instanceof FsError) throw partError(p, info.id, error.message)
+      throw partError(p, info.id, 'it is not JSON')
+    }
+    if (part?.rewindfs !== 'history-part' || part.n !== p || !Array.isArray(part.dirs) || !Array.isArray(part.ops)) throw partError(p, info.id, 'it is not the part the snapshot names')
+    this.counters.partsRead++
+    this.parsed.set(p, part)
+    return part
+  }
+
+  // ---- garbage collection ----------------------------------------------------------------------
+
+  /** Parts whose blobs could not be listed (they cannot be read). */
+  private readonly unlisted = new Set<number>()
+  private listing = false
+
+  /**
+   * The parts the snapshot needs and every blob they refer to (all of a part's, whatever of it is
+   * still needed): garbage collection keeps them. `complete` is false while some part's blobs are
+   * not known yet: those are read in the background, a part at a time with the event loop free in
+   * between (a compaction never reads the history), and until then nothing may be deleted.
+   */
+  blobs(): { ids: BlobId[]; complete: boolean } {
+    const ids: BlobId[] = []
+    let complete = true
+    for (const info of this.parts.values()) {
+      ids.push(info.id)
+      const known = this.partBlobs.get(info.n)
+      if (known === undefined) complete = false
+      else for (const id of known) ids.push(id)
+    }
+    if (!complete) this.listSoon()
+    return { ids, complete }
+  }
+
+  /** Lists the blobs of the parts not listed yet, in the background (after the caller's turn). */
+  private listSoon(): void {
+    if (this.listing) return
+    this.listing = true
+    const next = () => {
+      const info = [...this.parts.values()].find((part) => !this.partBlobs.has(part.n) && !this.unlisted.has(part.n))
+      if (info === undefined) {
+        this.listing = false
+        return
+      }
+      try {
+        this.partBlobs.set(info.n, blobsOfPart(this.decoding(() => this.part(info.n))))
+      } catch {
+        this.unlisted.add(info.n)
+      }
+      setTimeout(next, 0)
+    }
+    setTimeout(next, 0)
+  }
+
+  // ---- encoding (compaction) -------------------------------------------------------------------
+
+  /**
+   * The snapshot of `input` in format 2: new parts for what no part holds yet (put as blobs
+   * through `put`), references to the parts that do, and the head. Nothing of the history changes
+   * until `commit(staged)`, once the snapshot is durable.
+   */
+  encode(input: SnapshotInput, put: (bytes: Uint8Array) => BlobId): { data: LazySnapshotData; blobs: Set<BlobId>; staged: StagedHistory } {
+    // A place is good while its part is one the history needs (a directory may outlive its part).
+    const first = this.nextPart
+    const usable = (place: [number, number] | undefined) => (place && (this.parts.has(place[0]) || place[0] >= first) ? place : undefined)
+    const writer = new PartWriter(this.nextPart, (dir) => usable(this.places.get(dir)), put)
+    const checkpoints = input.checkpoints.map((c) => ({
+      id: c.id,
+      name: c.name,
+      kind: c.kind,
+      seq: c.seq,
+      createdAt: c.createdAt,
+      ...(c.description !== undefined ? { description: c.description } : {}),
+      superseded: c.superseded,
+      root: pendingRoots.get(c) ?? writer.dir(c.root),
+      state: [...mapEntries(c.state)],
+      opSeq: c.opSeq,
+    }))
+    const operations = input.operations.map((record) => ({
+      ...input.identity(record),
+      undone: record.undone,
+      at: pendingChanges.get(record) ?? writer.changes(record.changes),
+    }))
+    const written = writer.seal()
+    // The head: the live tree inline, each directory naming its twin in a part.
+    const head = new HeadTable((dir) => writer.placed.get(dir) ?? usable(this.places.get(dir)))
+    const root = head.dir(input.root)
+    // The parts needed: those referred to, and the ones they refer to.
+    const infos = new Map<number, PartInfo>([...this.parts, ...written.map(({ info }) => [info.n, info] as const)])
+    const needed = new Set<number>()
+    const need = (n: number) => {
+      if (needed.has(n)) return
+      needed.add(n)
+      for (const used of infos.get(n)?.u ?? []) need(used)
+    }
+    for (const c of checkpoints) if (c.root.p !== undefined) need(c.root.p)
+    for (const op of operations) need(op.at[0])
+    const parts = [...needed].sort((a, b) => a - b).map((n) => infos.get(n)!)
+    const blobs = new Set<BlobId>(head.blobs)
+    for (const { info, blobs: refs } of written) {
+      if (!needed.has(info.n)) continue
+      blobs.add(info.id)
+      for (const id of refs) blobs.add(id)
+    }
+    const data: LazySnapshotData = {
+      format: 2,
+      dirs: head.dirs,
+      root,
+      state: input.state,
+      seq: input.seq,
+      checkpointSeq: input.checkpointSeq,
+      ...(input.resume !== undefined ? { resume: input.resume } : {}),
+      ...(input.seen.length > 0 ? { seen: input.seen } : {}),
+      ino: input.ino,
+      parts,
+      nextPart: writer.next,
+      checkpoints,
+      operations,
+    }
+    this.nextPart = writer.next // serials are never given twice, even if this snapshot is not written
+    return { data, blobs, staged: { parts, written, places: [...writer.placed], nextPart: writer.next } }
+  }
+
+  /** The snapshot `encode` made is durable: its parts are the history's, its directories placed. */
+  commit(staged: StagedHistory): void {
+    this.parts = new Map(staged.parts.map((info) => [info.n, info]))
+    for (const { info, blobs } of staged.written) if (this.parts.has(info.n)) this.partBlobs.set(info.n, blobs)
+    for (const n of [...this.partBlobs.keys()]) if (!this.parts.has(n)) this.partBlobs.delete(n)
+    for (const [dir, [p, i]] of staged.places) this.place(dir, p, i)
+    for (const n of [...this.decoded.keys()]) if (!this.parts.has(n)) this.decoded.delete(n)
+  }
+}
+
+/** What a snapshot is made of (the durable host's state, settled). */
+export interface SnapshotInput {
+  readonly root: DirNode
+  readonly state: [string, JsonValue][]
+  readonly seq: number
+  readonly checkpointSeq: number
+  readonly resume: JsonValue | undefined
+  readonly seen: [string, string][]
+  readonly ino: number
+  readonly checkpoints: readonly {
+    readonly id: string
+    readonly name: string
+    readonly kind: string
+    readonly seq: number
+    readonly createdAt: number
+    readonly description?: string
+    readonly superseded: boolean
+    readonly root: DirNode
+    readonly state: MapRoot<JsonValue>
+    readonly opSeq: number
+  }[]
+  readonly operations: readonly OperationRecord[]
+  /** An operation's persisted identity (everything but its changes and undone flag). */
+  readonly identity: (record: OperationRecord) => Omit<LazySnapshotData['operations'][number], 'undone' | 'at'>
+}
+
+/** Writes new parts: directories children first, then operations' changes, sealed at PART_CHARS. */
+class PartWriter {
+  /** Directories written by this compaction (to be placed once it is durable). */
+  readonly placed = new Map<DirNode, [number, number]>()
+  private dirs: string[] = []
+  private ops: string[] = []
+  private chars = 0
+  private uses = new Set<number>()
+  private blobs = new Set<BlobId>()
+  private readonly written: { info: PartInfo; blobs: BlobId[] }[] = []
+  private serial: number
+
+  constructor(
+    public next: number,
+    private readonly placeOf: (dir: DirNode) => [number, number] | undefined,
+    private readonly put: (bytes: Uint8Array) => BlobId,
+  ) {
+    this.serial = this.next++
+  }
+
+  /** A directory's reference: where a part already holds it, or written now (what it holds first). */
+  dir(node: DirNode): DirRef {
+    const known = this.placed.get(node) ?? this.placeOf(node)
+    if (known) return this.refTo(known)
+    const children: Record<string, PartNode | 'W'> = {}
+    for (const [name, child] of mapEntries<UpperNode>(node.children)) children[name] = this.node(child)
+    this.roomFor()
+    const text = JSON.stringify({ m: node.meta, l: node.lower, c: children } satisfies PartDir)
+    const place: [number, number] = [this.serial, this.dirs.length]
+    this.dirs.push(text)
+    this.chars += text.length + 1
+    this.placed.set(node, place)
+    return { t: 'r', i: place[1], p: place[0] }
+  }
+
+  /** An operation's changes, written now; returns where. */
+  changes(changes: readonly Change[]): [number, number] {
+    const node = (n: UpperNode | undefined) => (n === undefined ? null : this.node(n))
+    const out = changes.map((change): PartChange => {
+      switch (change.kind) {
+        case 'slot':
+          return { k: 'slot', p: change.path, b: node(change.before), a: node(change.after) }
+        case 'meta':
+          return { k: 'meta', p: change.path, b: change.before, a: change.after }
+        case 'state':
+          return { k: 'state', key: change.key, b: change.before ?? null, a: change.after ?? null }
+        case 'effect': {
+          const named = typeof change.effect.compensate === 'function' ? undefined : change.effect.compensate
+          return {
+            k: 'effect',
+            d: change.effect.description,
+            ...(named ? { n: named.name, ...(named.args !== undefined ? { args: named.args } : {}) } : {}),
+            ...(change.effect.tier !== undefined ? { tier: change.effect.tier } : {}),
+            ...(change.effect.group !== undefined ? { group: change.effect.group } : {}),
+            done: change.effect.compensated,
+          }
+        }
+        case 'root':
+          return {
+            k: 'root',
+            b: this.dir(change.before),
+            a: this.dir(change.after),
+            ...(change.stateBefore ? { sb: [...mapEntries(change.stateBefore)] } : {}),
+            ...(change.stateAfter ? { sa: [...mapEntries(change.stateAfter)] } : {}),
+          }
+      }
+    })
+    this.roomFor()
+    const text = JSON.stringify(out)
+    const at: [number, number] = [this.serial, this.ops.length]
+    this.ops.push(text)
+    this.chars += text.length + 1
+    return at
+  }
+
+  private node(node: UpperNode): PartNode | 'W' {
+    if (node.type === 'whiteout') return 'W'
+    if (node.type === 'dir') return this.dir(node)
+    if (node.type === 'file') this.blobs.add(node.blob)
+    return encodeNode(node) as PartNode
+  }
+
+  /** A reference from the part being written (a directory in another part makes that part used). */
+  private refTo([p, i]: [number, number]): DirRef {
+    if (p !== this.serial) this.uses.add(p)
+    return { t: 'r', i, p }
+  }
+
+  /** Seals the part being written when it is full. */
+  private roomFor(): void {
+    if (this.chars >= PART_CHARS) this.sealOne()
+  }
+
+  private sealOne(): void {
+    if (this.dirs.length === 0 && this.ops.length === 0) return
+    const n = this.serial
+    const bytes = encoder.encode(`{"rewindfs":"history-part","n":${n},"dirs":[${this.dirs.join(',')}],"ops":[${this.ops.join(',')}]}`)
+    const id = this.put(bytes)
+    this.written.push({ info: { n, id, u: [...this.uses].sort((a, b) => a - b) }, blobs: [...this.blobs] })
+    this.dirs = []
+    this.ops = []
+    this.chars = 0
+    this.uses = new Set()
+    this.blobs = new Set()
+    this.serial = this.next++
+  }
+
+  /** Seals the last part; returns every part written. */
+  seal(): { info: PartInfo; blobs: BlobId[] }[] {
+    this.sealOne()
+    return this.written
+  }
+}
+
+/** The head's own table: the live tree, children first, each directory naming its twin in a part. */
+class HeadTable {
+  readonly dirs: HeadDir[] = []
+  readonly blobs = new Set<BlobId>()
+  private readonly index = new Map<DirNode, number>()
+
+  constructor(private readonly placeOf: (dir: DirNode) => [number, number] | undefined) {}
+
+  dir(node: DirNode): number {
+    const known = this.index.get(node)
+    if (known !== undefined) return known
+    const children: Record<string, PartNode | 'W'> = {}
+    for (const [name, child] of mapEntries<UpperNode>(node.children)) {
+      if (child.type === 'whiteout') children[name] = 'W'
+      else if (child.type === 'dir') children[name] = { t: 'r', i: this.dir(child) }
+      else {
+        if (child.type === 'file') this.blobs.add(child.blob)
+        children[name] = encodeNode(child) as PartNode
+      }
+    }
+    const place = this.placeOf(node)
+    const i = this.dirs.push({ m: node.meta, l: node.lower, c: children, ...(place ? { a: place } : {}) }) - 1
+    this.index.set(node, i)
+    return i
+  }
+}
+
+/** Every blob a part refers to (its files' contents). */
+function blobsOfPart(part: HistoryPart): BlobId[] {
+  const ids = new Set<BlobId>()
+  const node = (n: PartNode | 'W' | null) => {
+    if (n !== null && n !== 'W' && n.t === 'f') ids.add(n.b)
+  }
+  for (const dir of part.dirs) for (const child of Object.values(dir.c)) node(child)
+  for (const changes of part.ops) {
+    for (const change of changes) {
+      if (change.k !== 'slot') continue
+      node(change.b)
+      node(change.a)
+    }
+  }
+  return [...ids]
+}
+
+/** Every blob a format-2 snapshot's head refers to: its parts and the live tree's files (rewindfs verify). */
+export function blobsOfHead(head: LazySnapshotData): BlobId[] {
+  const ids = new Set<BlobId>(head.parts.map((info) => info.id))
+  for (const dir of head.dirs) for (const child of Object.values(dir.c)) if (child !== 'W' && child.t === 'f') ids.add(child.b)
+  return [...ids]
+}
+
+/** Every blob a part's bytes refer to, or why they are no part (rewindfs verify reads parts with it). */
+export function readPartBlobs(bytes: Uint8Array, n: number): BlobId[] | string {
+  let part: HistoryPart
+  try {
+    part = JSON.parse(decoder.decode(bytes)) as HistoryPart
+  } catch {
+    return 'it is not JSON'
+  }
+  if (part?.rewindfs !== 'history-part' || part.n !== n || !Array.isArray(part.dirs) || !Array.isArray(part.ops)) return 'it is not the part the snapshot names'
+  return blobsOfPart(part)
+}
