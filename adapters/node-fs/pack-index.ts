@@ -81,38 +81,66 @@ export function encodeIndex(index: SegmentIndex): Uint8Array {
   return bytes
 }
 
-/** The index the bytes hold, or undefined when they are not a whole, checksummed index. */
-export function decodeIndex(bytes: Uint8Array): SegmentIndex | undefined {
+/** What an index file says of itself: its segment, salt, how far it covers it, how many records. */
+export interface IndexHead {
+  readonly segment: number
+  readonly salt: number
+  readonly covered: number
+  readonly count: number
+}
+
+/** The head of a whole, checksummed index, or undefined when the bytes are not one. */
+export function readIndexHead(bytes: Uint8Array): IndexHead | undefined {
   if (bytes.length < HEAD_BYTES + 4) return undefined
   for (let i = 0; i < MAGIC.length; i++) if (bytes[i] !== MAGIC[i]) return undefined
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   const end = bytes.length - 4
   if (view.getUint32(end, true) !== crc32(bytes, 0, end)) return undefined
-  const count = view.getUint32(24, true)
-  const entries: IndexEntry[] = []
+  return { segment: view.getUint32(8, true), salt: view.getUint32(12, true), covered: getU48(view, 16), count: view.getUint32(24, true) }
+}
+
+/**
+ * Visits an index's records in order, without making an object of each (open reads a hundred
+ * thousand of them): kind, place and lengths, checksum, and where the id (and a forget record's
+ * places) start in `bytes`. False when the records do not fill the index exactly.
+ */
+export function walkIndex(bytes: Uint8Array, head: IndexHead, visit: (kind: Kind, offset: number, idLength: number, length: number, checksum: number, idAt: number) => void): boolean {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const end = bytes.length - 4
   let at = HEAD_BYTES
-  for (let i = 0; i < count; i++) {
-    if (at + ENTRY_BYTES > end) return undefined
+  for (let i = 0; i < head.count; i++) {
+    if (at + ENTRY_BYTES > end) return false
     const kind = view.getUint8(at) as Kind
     const idLength = view.getUint16(at + 2, true)
     const offset = getU48(view, at + 4)
     const length = getU48(view, at + 10)
     const checksum = view.getUint32(at + 16, true)
-    at += ENTRY_BYTES
-    if (at + idLength > end) return undefined
-    const id = idLength > 0 ? decoder.decode(bytes.subarray(at, at + idLength)) : ''
-    at += idLength
-    let places: Place[] | undefined
-    if (kind === Kind.Forget) {
-      if (at + length > end) return undefined
-      places = decodePlaces(bytes.subarray(at, at + length))
-      if (!places) return undefined
-      at += length
-    }
-    entries.push({ kind, offset, idLength, length, checksum, id, ...(places ? { places } : {}) })
+    const idAt = at + ENTRY_BYTES
+    at = idAt + idLength
+    if (kind === Kind.Forget) at += length
+    if (at > end) return false
+    visit(kind, offset, idLength, length, checksum, idAt)
   }
-  if (at !== end) return undefined
-  return { segment: view.getUint32(8, true), salt: view.getUint32(12, true), covered: getU48(view, 16), entries }
+  return at === end
+}
+
+/** The index the bytes hold, or undefined when they are not a whole, checksummed index. */
+export function decodeIndex(bytes: Uint8Array): SegmentIndex | undefined {
+  const head = readIndexHead(bytes)
+  if (!head) return undefined
+  const entries: IndexEntry[] = []
+  let places = true
+  const whole = walkIndex(bytes, head, (kind, offset, idLength, length, checksum, idAt) => {
+    const id = idLength > 0 ? decoder.decode(bytes.subarray(idAt, idAt + idLength)) : ''
+    let forgotten: Place[] | undefined
+    if (kind === Kind.Forget) {
+      forgotten = decodePlaces(bytes.subarray(idAt + idLength, idAt + idLength + length))
+      if (!forgotten) places = false
+    }
+    entries.push({ kind, offset, idLength, length, checksum, id, ...(forgotten ? { places: forgotten } : {}) })
+  })
+  if (!whole || !places) return undefined
+  return { segment: head.segment, salt: head.salt, covered: head.covered, entries }
 }
 
 export function indexName(segment: number): string {

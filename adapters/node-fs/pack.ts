@@ -23,7 +23,7 @@
 import { hostFs as fs } from './host-fs.js'
 import { isTempName, syncDirectory, tempName } from './files.js'
 import { SegmentWindow, ZEROS, fdatasync, readFully, readFullyAsync, writeFully } from './pack-io.js'
-import { type IndexEntry, decodeIndex, encodeIndex, indexName } from './pack-index.js'
+import { type IndexEntry, type IndexHead, decodeIndex, encodeIndex, indexName, readIndexHead, walkIndex } from './pack-index.js'
 import { openForScrub, scrubSegment } from './pack-scrub.js'
 import {
   Kind,
@@ -203,6 +203,8 @@ export class PackLog {
   private active: Active | undefined
   /** The records of the active segment (or the last one, before it is opened for appends), for its index file. */
   private activeEntries: IndexEntry[] = []
+  /** The active segment's index file as open found it (the records it covers come before activeEntries): decoded only to write it anew. */
+  private activeBase: Buffer | undefined
   /** The active segment holds damage: it gets no index file (its damage is found by scanning it). */
   private activeDamaged = false
   /** How far the last segment's index file covers it (0: none), so close writes it only when it grew. */
@@ -259,8 +261,18 @@ export class PackLog {
         if (isTempName(name) || (indexed !== undefined && !present.has(indexed))) fs.rmSync(`${this.directory}/${name}`, { force: true })
       }
     }
-    const blobs: [string, BlobLocation][] = []
-    const forgotten = new Set<string>()
+    // Blob records in log order (two arrays: open takes a hundred thousand of them), and forgotten places by segment.
+    const blobIds: string[] = []
+    const blobPlaces: BlobLocation[] = []
+    const forgotten = new Map<number, Set<number>>()
+    const forget = (places: readonly Place[]) => {
+      for (const place of places) {
+        let offsets = forgotten.get(place.segment)
+        if (!offsets) forgotten.set(place.segment, (offsets = new Set()))
+        offsets.add(place.offset)
+      }
+    }
+    const isForgotten = (place: Place) => forgotten.get(place.segment)?.has(place.offset) === true
     const damage: Unreadable[] = []
     let journal: JournalPiece[] = []
     this.segments = new Map()
@@ -268,6 +280,7 @@ export class PackLog {
     this.torn = undefined
     this.unterminated = undefined
     this.activeEntries = []
+    this.activeBase = undefined
     this.activeDamaged = false
     this.lastIndexed = 0
     for (const [i, segment] of numbers.entries()) {
@@ -294,21 +307,37 @@ export class PackLog {
           if (journalText) journal.push({ ...piece, kind: 'damage' })
         }
         /** A whole record: indexed, and its part of the journal. */
+        const place = (kind: Kind, offset: number, idLength: number, length: number, checksum: number, id: string, places?: readonly Place[]) => {
+          const location: BlobLocation = { segment, offset, idLength, length, checksum }
+          if (kind === Kind.Blob) {
+            blobIds.push(id)
+            blobPlaces.push(location)
+          } else if (kind === Kind.Forget) {
+            forget(places!)
+            this.forgets.set(segment, [...(this.forgets.get(segment) ?? []), ...places!])
+          } else if (kind === Kind.Reset) journal = [{ ...location, kind: Kind.Reset }]
+          else journal.push({ ...location, kind: Kind.Append })
+        }
         const take = (entry: IndexEntry) => {
           entries.push(entry)
-          const location: BlobLocation = { segment, offset: entry.offset, idLength: entry.idLength, length: entry.length, checksum: entry.checksum }
-          if (entry.kind === Kind.Blob) blobs.push([entry.id, location])
-          else if (entry.kind === Kind.Forget) {
-            for (const place of entry.places!) forgotten.add(placeKey(place))
-            this.forgets.set(segment, [...(this.forgets.get(segment) ?? []), ...entry.places!])
-          } else if (entry.kind === Kind.Reset) journal = [{ ...location, kind: Kind.Reset }]
-          else journal.push({ ...location, kind: Kind.Append })
+          place(entry.kind, entry.offset, entry.idLength, entry.length, entry.checksum, entry.id, entry.places)
         }
         let at = SEGMENT_HEADER_BYTES
         const indexed = this.readIndex(segment, fd, size)
         if (indexed) {
-          for (const entry of indexed.entries) take(entry)
-          at = indexed.covered
+          if (!last && indexed.head.covered < size) {
+            // Its records are listed again: its index file is written anew, now.
+            for (const entry of decodeIndex(indexed.bytes)!.entries) take(entry)
+          } else {
+            // The last segment's index file is kept as read: written anew (at close) with what follows it.
+            if (last) this.activeBase = indexed.bytes
+            const { bytes } = indexed
+            walkIndex(bytes, indexed.head, (kind, offset, idLength, length, checksum, idAt) => {
+              const places = kind === Kind.Forget ? decodePlaces(bytes.subarray(idAt + idLength, idAt + idLength + length)) : undefined
+              place(kind, offset, idLength, length, checksum, kind === Kind.Blob ? bytes.toString('utf8', idAt, idAt + idLength) : '', places)
+            })
+          }
+          at = indexed.head.covered
           this.counters.indexedSegments++
         } else {
           const first = readSegmentHeader(window.view(0, SEGMENT_HEADER_BYTES).bytes.subarray(0, Math.min(size, SEGMENT_HEADER_BYTES)))
@@ -375,23 +404,26 @@ export class PackLog {
         if (last) {
           this.activeEntries = entries
           this.activeDamaged = damaged
-          this.lastIndexed = indexed?.covered ?? 0
+          this.lastIndexed = indexed?.head.covered ?? 0
         }
-        else if ((!indexed || indexed.covered < size) && !damaged && !this.options.readOnly) this.writeIndex(segment, size, entries)
+        else if ((!indexed || indexed.head.covered < size) && !damaged && !this.options.readOnly) this.writeIndex(segment, size, entries)
       } finally {
         fs.closeSync(fd)
       }
     }
     this.index = new Map()
     this.copies = new Map()
-    for (const [id, location] of blobs) {
-      if (forgotten.has(placeKey(location))) continue
+    const anyForgotten = forgotten.size > 0
+    for (let i = 0; i < blobIds.length; i++) {
+      const id = blobIds[i]
+      const location = blobPlaces[i]
+      if (anyForgotten && isForgotten(location)) continue
       if (!this.index.has(id)) this.index.set(id, location)
       else this.copies.set(id, [...(this.copies.get(id) ?? []), location])
     }
     this.unreadable = new Map()
-    for (const piece of damage) if (!forgotten.has(placeKey(piece))) this.unreadable.set(damageId(piece), piece)
-    this.journal = journal.filter((piece) => piece.kind !== 'damage' || !forgotten.has(placeKey(piece)))
+    for (const piece of damage) if (!isForgotten(piece)) this.unreadable.set(damageId(piece), piece)
+    this.journal = journal.filter((piece) => piece.kind !== 'damage' || !isForgotten(piece))
   }
 
   /**
@@ -399,23 +431,42 @@ export class PackLog {
    * covering no more than the segment holds, its last record's header and id as the segment has
    * them (a segment written anew under the same number does not match).
    */
-  private readIndex(segment: number, fd: number, size: number): { covered: number; entries: readonly IndexEntry[] } | undefined {
-    let bytes: Uint8Array
+  private readIndex(segment: number, fd: number, size: number): { head: IndexHead; bytes: Buffer } | undefined {
+    let bytes: Buffer
     try {
       bytes = fs.readFileSync(this.indexFile(segment))
     } catch {
       return undefined
     }
-    const index = decodeIndex(bytes)
-    if (!index || index.segment !== segment || index.salt !== this.options.salt || index.covered > size || index.covered < SEGMENT_HEADER_BYTES) return undefined
-    const last = index.entries.at(-1)
-    if (last) {
-      if (last.offset + recordBytes(last.idLength, last.length) !== index.covered) return undefined
-      const expected = recordHead(last.kind, Buffer.from(last.id, 'utf8'), last.length, last.checksum, this.options.salt)
+    const head = readIndexHead(bytes)
+    if (!head || head.segment !== segment || head.salt !== this.options.salt || head.covered > size || head.covered < SEGMENT_HEADER_BYTES) return undefined
+    // Its records fill it exactly (a forget record's places whole); the last one is checked against the segment.
+    let places = true
+    let count = 0
+    let kind: Kind = Kind.Blob
+    let offset = 0
+    let idLength = 0
+    let length = 0
+    let checksum = 0
+    let idAt = 0
+    const whole = walkIndex(bytes, head, (k, o, i, l, c, a) => {
+      if (k === Kind.Forget && l % 12 !== 0) places = false
+      count++
+      kind = k
+      offset = o
+      idLength = i
+      length = l
+      checksum = c
+      idAt = a
+    })
+    if (!whole || !places) return undefined
+    if (count > 0) {
+      if (offset + recordBytes(idLength, length) !== head.covered) return undefined
+      const expected = recordHead(kind, bytes.subarray(idAt, idAt + idLength), length, checksum, this.options.salt)
       const stored = Buffer.allocUnsafe(expected.length)
-      if (readFully(fd, stored, stored.length, last.offset) !== stored.length || !stored.equals(expected)) return undefined
-    } else if (index.covered !== SEGMENT_HEADER_BYTES) return undefined
-    return index
+      if (readFully(fd, stored, stored.length, offset) !== stored.length || !stored.equals(expected)) return undefined
+    } else if (head.covered !== SEGMENT_HEADER_BYTES) return undefined
+    return { head, bytes }
   }
 
   /**
@@ -667,8 +718,9 @@ export class PackLog {
   /** Writes the index file of the active segment, sealed; the next segment starts a new list. */
   private indexActive(): void {
     const segment = this.active!.segment
-    if (!this.activeDamaged) this.writeIndex(segment, this.segments.get(segment)!, this.activeEntries)
+    if (!this.activeDamaged) this.writeIndex(segment, this.segments.get(segment)!, this.activeList())
     this.activeEntries = []
+    this.activeBase = undefined
     this.activeDamaged = false
     this.lastIndexed = 0
   }
@@ -686,8 +738,13 @@ export class PackLog {
     const { segment } = this.active
     const covered = this.segments.get(segment)
     if (covered === undefined || covered <= this.lastIndexed) return
-    this.writeIndex(segment, covered, this.activeEntries)
+    this.writeIndex(segment, covered, this.activeList())
     this.lastIndexed = covered
+  }
+
+  /** Every record of the active segment, for its index file: those its index file listed at open, then the rest. */
+  private activeList(): IndexEntry[] {
+    return this.activeBase ? [...decodeIndex(this.activeBase)!.entries, ...this.activeEntries] : this.activeEntries
   }
 
   /** Cuts the zeros preallocated past the active segment's last record (sealing, closing). */

@@ -782,11 +782,21 @@ export class Durability {
     if (store.readBlobSync) {
       // On demand: known by id and size, read when first needed and checked against its id then.
       // One the store lists without a size (damage it cannot read) is read now, so open reports it.
-      const sizes = store.blobSizes ? new Map(await store.blobSizes()) : undefined
+      const sizes = store.blobSizes ? await store.blobSizes() : undefined
       blobs.readOnDemand((id) => store.readBlobSync!(id), this.options.cacheBytes)
-      for (const id of ids) {
-        let size = sizes?.get(id)
-        if (sizes && size === undefined) {
+      // Each blob listed with its size, without a lookup per blob; the ones listed without (damage) then.
+      let unsized: readonly BlobId[] = ids
+      if (sizes) {
+        for (const [id, size] of sizes) {
+          blobs.known(id, size)
+          this.durableBlobs.add(id)
+        }
+        const sized = sizes.length < ids.length ? new Set(sizes.map(([id]) => id)) : undefined
+        unsized = sized ? ids.filter((id) => !sized.has(id)) : []
+      }
+      for (const id of unsized) {
+        let size: number | undefined
+        if (sizes) {
           try {
             size = store.readBlobSync(id)?.byteLength
           } catch (error) {
