@@ -24,6 +24,7 @@ import { hostFs as fs } from './host-fs.js'
 import { isTempName, syncDirectory, tempName } from './files.js'
 import { SegmentWindow, ZEROS, fdatasync, readFully, readFullyAsync, writeFully } from './pack-io.js'
 import { type IndexEntry, type IndexHead, decodeIndex, encodeIndex, indexName, readIndexHead, walkIndex } from './pack-index.js'
+import { type BlobLocation, BlobLocations } from './pack-locations.js'
 import { openForScrub, scrubSegment } from './pack-scrub.js'
 import {
   Kind,
@@ -46,14 +47,7 @@ import {
   segmentHeader,
 } from './pack-format.js'
 
-/** Where a blob's record is, and what its payload must check against. */
-export interface BlobLocation extends Place {
-  readonly idLength: number
-  /** Payload bytes. */
-  readonly length: number
-  /** CRC-32 of the id and the payload. */
-  readonly checksum: number
-}
+export type { BlobLocation } from './pack-locations.js'
 
 /** Bytes of a segment that are no record (damage), as a blob id that cannot be read. */
 interface Unreadable extends Place {
@@ -186,7 +180,7 @@ function damageId(place: Place): string {
 export class PackLog {
   readonly directory: string
   /** Blob id → where its record is. */
-  private index = new Map<string, BlobLocation>()
+  private index = new BlobLocations()
   /** Further copies of a blob (a collection a crash interrupted): forgotten with it. */
   private copies = new Map<string, Place[]>()
   /** Damage, by the id it is listed under. */
@@ -263,7 +257,8 @@ export class PackLog {
     }
     // Blob records in log order (two arrays: open takes a hundred thousand of them), and forgotten places by segment.
     const blobIds: string[] = []
-    const blobPlaces: BlobLocation[] = []
+    /** Per blob record: segment, offset, id length, payload length, checksum (numbers, no object each). */
+    const blobFields: number[] = []
     const forgotten = new Map<number, Set<number>>()
     const forget = (places: readonly Place[]) => {
       for (const place of places) {
@@ -308,11 +303,13 @@ export class PackLog {
         }
         /** A whole record: indexed, and its part of the journal. */
         const place = (kind: Kind, offset: number, idLength: number, length: number, checksum: number, id: string, places?: readonly Place[]) => {
-          const location: BlobLocation = { segment, offset, idLength, length, checksum }
           if (kind === Kind.Blob) {
             blobIds.push(id)
-            blobPlaces.push(location)
-          } else if (kind === Kind.Forget) {
+            blobFields.push(segment, offset, idLength, length, checksum)
+            return
+          }
+          const location: BlobLocation = { segment, offset, idLength, length, checksum }
+          if (kind === Kind.Forget) {
             forget(places!)
             this.forgets.set(segment, [...(this.forgets.get(segment) ?? []), ...places!])
           } else if (kind === Kind.Reset) journal = [{ ...location, kind: Kind.Reset }]
@@ -411,15 +408,15 @@ export class PackLog {
         fs.closeSync(fd)
       }
     }
-    this.index = new Map()
+    this.index = new BlobLocations()
     this.copies = new Map()
     const anyForgotten = forgotten.size > 0
-    for (let i = 0; i < blobIds.length; i++) {
+    for (let i = 0, f = 0; i < blobIds.length; i++, f += 5) {
       const id = blobIds[i]
-      const location = blobPlaces[i]
-      if (anyForgotten && isForgotten(location)) continue
-      if (!this.index.has(id)) this.index.set(id, location)
-      else this.copies.set(id, [...(this.copies.get(id) ?? []), location])
+      const segment = blobFields[f]
+      const offset = blobFields[f + 1]
+      if (anyForgotten && forgotten.get(segment)?.has(offset)) continue
+      if (!this.index.add(id, segment, offset, blobFields[f + 2], blobFields[f + 3], blobFields[f + 4])) this.copies.set(id, [...(this.copies.get(id) ?? []), { segment, offset }])
     }
     this.unreadable = new Map()
     for (const piece of damage) if (!isForgotten(piece)) this.unreadable.set(damageId(piece), piece)
@@ -607,7 +604,7 @@ export class PackLog {
 
   /** Every readable blob's id and size (damage listed as a blob has none). */
   sizes(): [string, number][] {
-    return [...this.index].map(([id, location]) => [id, location.length])
+    return this.index.sizes()
   }
 
   private damageError(damage: Unreadable): Error {
@@ -1011,9 +1008,8 @@ export class PackLog {
 
   /** The sealed segment with the smallest live share under LIVE_FRACTION, holding no live journal text. */
   private victim(): number | undefined {
-    const live = new Map<number, number>()
+    const live = this.index.liveBytes(recordBytes)
     const add = (segment: number, bytes: number) => live.set(segment, (live.get(segment) ?? 0) + bytes)
-    for (const location of this.index.values()) add(location.segment, recordBytes(location.idLength, location.length))
     for (const [segment, places] of this.forgets) add(segment, RECORD_HEADER_BYTES + 12 * places.length)
     const journal = new Set(this.journal.map((piece) => piece.segment))
     let best: number | undefined
@@ -1045,7 +1041,7 @@ export class PackLog {
         this.collecting = false
         return
       }
-      const pending = [...this.index].filter(([, location]) => location.segment === segment).sort((a, b) => a[1].offset - b[1].offset)
+      const pending = [...this.index.entries()].filter(([, location]) => location.segment === segment).sort((a, b) => a[1].offset - b[1].offset)
       state = { segment, pending }
       // Damage in it is kept aside (and forgotten) before the segment goes.
       for (const [id, damage] of [...this.unreadable]) if (damage.segment === segment) await this.setAside(id, 'damaged', Buffer.from(id, 'utf8').toString('hex'))
@@ -1054,7 +1050,8 @@ export class PackLog {
     let copied = 0
     while (pending.length > 0 && copied < COLLECT_SLICE) {
       const [id, location] = pending.shift()!
-      if (this.index.get(id) !== location) continue // deleted or set aside meanwhile
+      const now = this.index.get(id)
+      if (now?.segment !== location.segment || now.offset !== location.offset) continue // deleted or set aside meanwhile
       const length = recordBytes(location.idLength, location.length)
       const bytes = await this.readAt(segment, location.offset, length)
       const [place] = this.append([{ pieces: [bytes], entry: { kind: Kind.Blob, idLength: location.idLength, length: location.length, checksum: location.checksum, id } }])
