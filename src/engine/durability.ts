@@ -29,6 +29,7 @@ import {
   type SnapshotData,
   blobsOf,
   bodyText,
+  commitRecord,
   decodeJournal,
   decodeLine,
   decodeNode,
@@ -223,10 +224,20 @@ export class Durability {
   recordOperation(record: OperationRecord): void {
     const blobs = new Set<BlobId>()
     const changes = this.encodeChanges(record, blobs)
+    // One object of one shape, in identity()'s key order: JSON.stringify leaves the undefined members out.
     this.record(
       {
         t: 'op',
-        ...identity(record),
+        id: record.id,
+        seq: record.seq,
+        type: record.type,
+        paths: record.paths as string[],
+        time: record.time,
+        session: record.session,
+        turn: record.turn,
+        group: record.group,
+        description: record.description,
+        strategy: record.strategy,
         changes,
       },
       blobs,
@@ -297,7 +308,10 @@ export class Durability {
         const blobs = ids.filter((id) => this.host.blobs.has(id)).map((id) => [id, this.host.blobs.get(id)] as const)
         if (blobs.length > 0) await this.putBlobs(blobs)
         const first = this.position
-        await this.store.appendJournal([...lines.map((text, i) => frameRecord(text, first + i)), encodeRecord({ t: 'commit' }, first + lines.length)])
+        const records = new Array<string>(lines.length + 1)
+        for (let i = 0; i < lines.length; i++) records[i] = frameRecord(lines[i], first + i)
+        records[lines.length] = commitRecord(first + lines.length)
+        await this.store.appendJournal(records)
         this.position = first + lines.length + 1
         this.sinceCompaction += lines.length
         for (const id of ids) this.markDurable(id)
