@@ -20,6 +20,7 @@
  * their places; garbage collection copies the live records of a segment that holds mostly dead
  * ones to the end of the log, makes them durable, then removes the old segment.
  */
+import { crc32 as nativeCrc32 } from 'node:zlib'
 import { hostFs as fs } from './host-fs.js'
 import { isTempName, syncDirectory, tempName } from './files.js'
 import { SegmentWindow, ZEROS, fdatasync, readFully, readFullyAsync, writeFully } from './pack-io.js'
@@ -41,7 +42,6 @@ import {
   readRecordHeader,
   readSegmentHeader,
   recordBytes,
-  recordChecksum,
   writeRecordHead,
   recordHead,
   segmentHeader,
@@ -141,6 +141,9 @@ const PREALLOCATE = 4 * 1024 * 1024
 /** Bytes garbage collection copies per step before letting queued calls run. */
 const COLLECT_SLICE = 8 * 1024 * 1024
 const DAMAGE_PREFIX = 'pack-damage:'
+const NO_ID = new Uint8Array(0)
+/** A blob payload up to this size is copied into its group's buffer; a larger one is written from its own bytes. */
+const COPY_LIMIT = 64 * 1024
 
 const decoder = new TextDecoder()
 
@@ -820,21 +823,56 @@ export class PackLog {
    * past its size is sealed before the next record. A failed write is cut back.
    */
   private append(records: readonly Appended[]): Place[] {
-    let active = this.prepare()
+    const pieces: Uint8Array[] = []
+    const ends: number[] = []
+    let at = 0
+    for (const record of records) {
+      for (const piece of record.pieces) {
+        pieces.push(piece)
+        at += piece.length
+      }
+      ends.push(at)
+    }
     const places: Place[] = []
-    for (let next = 0; next < records.length; ) {
+    this.write(pieces, ends, (i, segment, offset) => {
+      places.push({ segment, offset })
+      return { ...records[i].entry, offset }
+    })
+    return places
+  }
+
+  /**
+   * Appends records back to back at the end of the log: `pieces` hold their bytes in order (a piece
+   * may hold many records, as a group commit's blobs encoded in one buffer), `ends[i]` is where
+   * record i ends in them. A segment past its size is sealed before the next record. Once a run of
+   * records is written, `placed(i, segment, offset)` is told where record i went and returns what
+   * the segment's index lists for it. A failed write is cut back.
+   */
+  private write(pieces: readonly Uint8Array[], ends: readonly number[], placed: (record: number, segment: number, offset: number) => IndexEntry): void {
+    let active = this.prepare()
+    let piece = 0
+    /** Bytes of pieces[piece] already written (a segment boundary fell inside it). */
+    let used = 0
+    for (let next = 0; next < ends.length; ) {
       if (this.segments.get(active.segment)! >= this.options.segmentBytes) active = this.seal()
       const start = this.segments.get(active.segment)!
-      const pieces: Uint8Array[] = []
-      const entries: IndexEntry[] = []
-      let at = start
+      const first = next
+      const from = first === 0 ? 0 : ends[first - 1]
       // As many records as fit (at least one: a record larger than a segment gets one of its own).
-      for (; next < records.length && (at === start || at < this.options.segmentBytes); next++) {
-        places.push({ segment: active.segment, offset: at })
-        entries.push({ ...records[next].entry, offset: at })
-        for (const piece of records[next].pieces) {
-          pieces.push(piece)
-          at += piece.length
+      do next++
+      while (next < ends.length && start + ends[next - 1] - from < this.options.segmentBytes)
+      const at = start + ends[next - 1] - from
+      // The pieces holding those records' bytes, cut where a record of the next run begins.
+      const run: Uint8Array[] = []
+      for (let left = at - start; left > 0; ) {
+        const bytes = pieces[piece]
+        const take = Math.min(left, bytes.length - used)
+        run.push(used === 0 && take === bytes.length ? bytes : bytes.subarray(used, used + take))
+        left -= take
+        used += take
+        if (used === bytes.length) {
+          piece++
+          used = 0
         }
       }
       // Past the zeros written ahead: more zeros after the records, in the same write. Appends
@@ -842,10 +880,10 @@ export class PackLog {
       let allocated = active.allocated
       if (at > allocated) {
         allocated = Math.max(at, Math.min(this.options.segmentBytes, at + PREALLOCATE))
-        for (let zero = at; zero < allocated; zero += ZEROS.length) pieces.push(ZEROS.subarray(0, Math.min(ZEROS.length, allocated - zero)))
+        for (let zero = at; zero < allocated; zero += ZEROS.length) run.push(ZEROS.subarray(0, Math.min(ZEROS.length, allocated - zero)))
       }
       try {
-        writeFully(active.fd, pieces, start)
+        writeFully(active.fd, run, start)
       } catch (error) {
         fs.ftruncateSync(active.fd, start)
         active.allocated = start
@@ -853,11 +891,10 @@ export class PackLog {
       }
       active.allocated = allocated
       this.segments.set(active.segment, at)
-      for (const entry of entries) this.activeEntries.push(entry)
+      for (let i = first; i < next; i++) this.activeEntries.push(placed(i, active.segment, start + (i === 0 ? 0 : ends[i - 1]) - from))
       this.counters.appendedBytes += at - start
       this.dirty = true
     }
-    return places
   }
 
   /** Makes everything appended so far durable: one fdatasync of the active segment. */
@@ -875,53 +912,97 @@ export class PackLog {
     }
   }
 
-  /** Appends blobs the log does not hold yet (not durable until the next sync). */
+  /**
+   * Appends blobs the log does not hold yet (not durable until the next sync). Their records are
+   * encoded back to back into one buffer and written at once: a copy of each payload costs less
+   * than the three views and the iovecs a record of its own pieces would (a group commit's blobs
+   * are mostly small); one larger than COPY_LIMIT is written from the caller's bytes.
+   */
   putBlobs(blobs: readonly (readonly [string, Uint8Array])[]): void {
-    const fresh: [string, Buffer, Uint8Array][] = []
-    const seen = new Set<string>()
-    let headBytes = 0
-    for (const [id, bytes] of blobs) {
-      if (this.index.has(id) || seen.has(id)) continue
-      seen.add(id)
-      const name = Buffer.from(id, 'utf8')
-      fresh.push([id, name, bytes])
-      headBytes += RECORD_HEADER_BYTES + name.length
+    const fresh: (readonly [string, Uint8Array])[] = []
+    const idLengths: number[] = []
+    const seen = blobs.length > 1 ? new Set<string>() : undefined
+    let copied = 0
+    for (const blob of blobs) {
+      const id = blob[0]
+      if (this.index.has(id) || seen?.has(id)) continue
+      seen?.add(id)
+      const idLength = Buffer.byteLength(id, 'utf8')
+      fresh.push(blob)
+      idLengths.push(idLength)
+      copied += RECORD_HEADER_BYTES + idLength + (blob[1].length > COPY_LIMIT ? 0 : blob[1].length + RECORD_END.length)
     }
     if (fresh.length === 0) return
-    // Every header in one buffer; the payloads are written from the caller's bytes, not copied.
-    const heads = Buffer.allocUnsafe(headBytes)
-    const records: Appended[] = []
+    const buffer = Buffer.allocUnsafe(copied)
+    const pieces: Uint8Array[] = []
+    const ends: number[] = []
     const checksums: number[] = []
     let at = 0
-    for (const [id, name, bytes] of fresh) {
-      const checksum = recordChecksum(name, bytes)
-      writeRecordHead(heads, at, Kind.Blob, name, bytes.length, checksum, this.options.salt)
-      records.push({ pieces: [heads.subarray(at, at + RECORD_HEADER_BYTES + name.length), bytes, RECORD_END], entry: { kind: Kind.Blob, idLength: name.length, length: bytes.length, checksum, id } })
-      checksums.push(checksum)
-      at += RECORD_HEADER_BYTES + name.length
-    }
-    const places = this.append(records)
+    let written = 0
+    let total = 0
     for (let i = 0; i < fresh.length; i++) {
-      const [id, name, bytes] = fresh[i]
-      this.index.set(id, { segment: places[i].segment, offset: places[i].offset, idLength: name.length, length: bytes.length, checksum: checksums[i] })
+      const [id, bytes] = fresh[i]
+      const idLength = idLengths[i]
+      buffer.write(id, at + RECORD_HEADER_BYTES, idLength, 'utf8')
+      // recordChecksum's value (CRC-32 of the id's UTF-8, then the payload), by zlib: three times faster.
+      const checksum = nativeCrc32(bytes, nativeCrc32(id))
+      // The id is in place already: it is copied onto itself (a plain view: Buffer's subarray costs ten times more).
+      writeRecordHead(buffer, at, Kind.Blob, new Uint8Array(buffer.buffer, buffer.byteOffset + at + RECORD_HEADER_BYTES, idLength), bytes.length, checksum, this.options.salt)
+      at += RECORD_HEADER_BYTES + idLength
+      if (bytes.length > COPY_LIMIT) {
+        pieces.push(buffer.subarray(written, at), bytes, RECORD_END)
+        written = at
+      } else {
+        buffer.set(bytes, at)
+        at += bytes.length
+        buffer[at++] = RECORD_END[0]
+      }
+      checksums.push(checksum)
+      total += RECORD_HEADER_BYTES + idLength + bytes.length + RECORD_END.length
+      ends.push(total)
     }
+    if (written < at) pieces.push(written === 0 && at === buffer.length ? buffer : buffer.subarray(written, at))
+    this.write(pieces, ends, (i, segment, offset) => {
+      // One object is both the blob's location and its index file entry.
+      const location = { kind: Kind.Blob, segment, offset, idLength: idLengths[i], length: fresh[i][1].length, checksum: checksums[i], id: fresh[i][0] }
+      this.index.set(location.id, location)
+      return location
+    })
   }
 
   /** A journal or forget record of `payload` (no id), to append. */
   private plain(kind: typeof Kind.Append | typeof Kind.Reset | typeof Kind.Forget, payload: Uint8Array, places?: readonly Place[]): Appended {
-    const checksum = crc32(payload)
+    const checksum = nativeCrc32(payload)
     return {
       pieces: [recordHead(kind, new Uint8Array(0), payload.length, checksum, this.options.salt), payload, RECORD_END],
       entry: { kind, idLength: 0, length: payload.length, checksum, id: '', ...(places ? { places } : {}) },
     }
   }
 
-  /** Appends one group commit's journal text and makes it, and every blob before it, durable. */
-  async appendJournal(text: string): Promise<void> {
-    if (text !== '') {
-      const record = this.plain(Kind.Append, Buffer.from(text, 'utf8')) // Buffer.from: native, faster than TextEncoder for long text
-      const [place] = this.append([record])
-      this.journal.push({ ...place, idLength: 0, length: record.entry.length, checksum: record.entry.checksum, kind: Kind.Append })
+  /**
+   * Appends one group commit's journal records (lines, each checked to hold no line end) and makes
+   * them, and every blob before them, durable. The record is encoded in one buffer: header, the
+   * lines each followed by a line end, the end byte.
+   */
+  async appendJournal(records: readonly string[]): Promise<void> {
+    if (records.length > 0) {
+      let length = 0
+      for (const record of records) length += Buffer.byteLength(record, 'utf8') + 1
+      const bytes = Buffer.allocUnsafe(RECORD_HEADER_BYTES + length + RECORD_END.length)
+      let at = RECORD_HEADER_BYTES
+      for (const record of records) {
+        at += bytes.write(record, at, 'utf8')
+        bytes[at++] = 0x0a
+      }
+      bytes[at] = RECORD_END[0]
+      const checksum = nativeCrc32(bytes.subarray(RECORD_HEADER_BYTES, at))
+      writeRecordHead(bytes, 0, Kind.Append, NO_ID, length, checksum, this.options.salt)
+      this.write([bytes], [bytes.length], (_, segment, offset) => {
+        // One object is both the journal piece and the index file entry.
+        const piece = { kind: Kind.Append, segment, offset, idLength: 0, length, checksum, id: '' }
+        this.journal.push(piece)
+        return piece
+      })
     }
     await this.sync()
   }

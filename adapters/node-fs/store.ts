@@ -48,8 +48,8 @@ interface Format {
   readonly salt: number
 }
 
-const encoder = new TextEncoder()
-const decoder = new TextDecoder()
+/** A UTF-16 code unit no well-formed string has on its own (what a round trip through UTF-8 would change). */
+const LONE_SURROGATE = /\p{Surrogate}/u
 
 function hex(text: string): string {
   return Buffer.from(text, 'utf8').toString('hex')
@@ -189,7 +189,7 @@ export class DirectoryStore implements Store {
   }
 
   appendJournal(records: readonly string[]): Promise<void> {
-    return this.write('appendJournal', () => this.packs!.appendJournal(lines(records)))
+    return this.write('appendJournal', () => this.packs!.appendJournal(journalLines(records)))
   }
 
   readJournal(): Promise<JournalRead> {
@@ -213,7 +213,7 @@ export class DirectoryStore implements Store {
     return this.write('putBlobs', () => {
       for (const [id, bytes] of blobs) {
         if (typeof id !== 'string' || id === '') throw new TypeError(`rewindfs: a blob id must be a non-empty string, got ${JSON.stringify(id)}`)
-        if (decoder.decode(encoder.encode(id)) !== id) throw new TypeError(`rewindfs: a blob id must be well-formed Unicode, got ${JSON.stringify(id)}`)
+        if (LONE_SURROGATE.test(id)) throw new TypeError(`rewindfs: a blob id must be well-formed Unicode, got ${JSON.stringify(id)}`)
         if (!(bytes instanceof Uint8Array)) throw new TypeError(`rewindfs: blob '${id}' must be a Uint8Array`)
       }
       this.packs!.putBlobs(blobs)
@@ -350,13 +350,18 @@ function isKeptName(name: string): boolean {
   return /^(journal|blob|meta|pack)\.[a-z][a-z0-9-]*-\d{8}T\d{9}Z(-\d+)?(\.([0-9a-f]+(\.json)?|\d{8,}-\d+))?$/.test(name) && !isTempName(name)
 }
 
-function lines(records: readonly string[]): string {
-  let text = ''
+/** The records, each checked to be one line. */
+function journalLines(records: readonly string[]): readonly string[] {
   for (const record of records) {
     if (typeof record !== 'string') throw new TypeError(`rewindfs: a journal record must be a string, got ${typeof record}`)
     if (record.includes('\n')) throw new TypeError('rewindfs: a journal record must be a single line')
-    text += record + '\n'
   }
+  return records
+}
+
+function lines(records: readonly string[]): string {
+  let text = ''
+  for (const record of journalLines(records)) text += record + '\n'
   return text
 }
 
