@@ -221,30 +221,29 @@ export class Durability {
     }
   }
 
+  /** Takes the blobs a record being encoded names: those the store does not hold yet go with the next commit. */
+  private readonly needed = { add: (id: BlobId) => (this.durableBlobs.has(id) ? undefined : this.blobIds.add(id)) }
+
   recordOperation(record: OperationRecord): void {
-    const blobs = new Set<BlobId>()
-    const changes = this.encodeChanges(record, blobs)
+    const changes = this.encodeChanges(record, this.needed)
     // One object of one shape, in identity()'s key order: JSON.stringify leaves the undefined members out.
-    this.record(
-      {
-        t: 'op',
-        id: record.id,
-        seq: record.seq,
-        type: record.type,
-        paths: record.paths as string[],
-        time: record.time,
-        session: record.session,
-        turn: record.turn,
-        group: record.group,
-        description: record.description,
-        strategy: record.strategy,
-        changes,
-      },
-      blobs,
-    )
+    this.record({
+      t: 'op',
+      id: record.id,
+      seq: record.seq,
+      type: record.type,
+      paths: record.paths as string[],
+      time: record.time,
+      session: record.session,
+      turn: record.turn,
+      group: record.group,
+      description: record.description,
+      strategy: record.strategy,
+      changes,
+    })
   }
 
-  private encodeChanges(record: OperationRecord, blobs: Set<BlobId>): SerialChange[] {
+  private encodeChanges(record: OperationRecord, blobs: { add(id: BlobId): unknown }): SerialChange[] {
     const out: SerialChange[] = []
     // A directory that an earlier slot of the same operation held was moved: refer to it by path.
     const movedFrom = (dir: DirNode) => record.changes.find((c) => c.kind === 'slot' && c.before === dir)?.path
@@ -301,11 +300,12 @@ export class Durability {
         return
       }
       const lines = this.lines
-      const ids = [...this.blobIds]
+      const ids = this.blobIds
       this.lines = []
       this.blobIds = new Set()
       try {
-        const blobs = ids.filter((id) => this.host.blobs.has(id)).map((id) => [id, this.host.blobs.get(id)] as const)
+        const blobs: (readonly [BlobId, Uint8Array])[] = []
+        for (const id of ids) if (this.host.blobs.has(id)) blobs.push([id, this.host.blobs.get(id)])
         if (blobs.length > 0) await this.putBlobs(blobs)
         const first = this.position
         const records = new Array<string>(lines.length + 1)
@@ -316,7 +316,7 @@ export class Durability {
         this.sinceCompaction += lines.length
         for (const id of ids) this.markDurable(id)
       } catch (error) {
-        this.unsent = { lines, ids }
+        this.unsent = { lines, ids: [...ids] }
         this.failed(error)
       }
     })

@@ -74,7 +74,7 @@ function leafNode(serial: { t: 'f'; m: Meta; b: BlobId; s: number; n?: number } 
 }
 
 /** Blob ids a serial node refers to (they must be durable before the record is). */
-export function blobsOf(serial: SerialNode | 'W' | null, into: Set<BlobId>): void {
+export function blobsOf(serial: SerialNode | 'W' | null, into: { add(id: BlobId): unknown }): void {
   if (serial === null || serial === 'W') return
   if (serial.t === 'f') into.add(serial.b)
   else if (serial.t === 'd') for (const child of Object.values(serial.c)) blobsOf(child, into)
