@@ -39,8 +39,11 @@ describe('journal framing', () => {
       const split = Math.floor(random() * (length + 1))
       expect(crc32(text, split, crc32(text.slice(0, split)))).toBe(expected)
     }
+    // A long text (a snapshot's), split anywhere.
     const long = randomText(100_000, random)
-    expect(crc32(long)).toBe(zlib.crc32(Buffer.from(long, 'utf16le')))
+    const whole = zlib.crc32(Buffer.from(long, 'utf16le'))
+    expect(crc32(long)).toBe(whole)
+    for (const split of [1, 4095, 4096, 32_768, 65_537, 99_999]) expect(crc32(long, split, crc32(long.slice(0, split)))).toBe(whole)
   })
 
   it('frames a body with its number and a checksum the decoder accepts; a changed character is refused', () => {
