@@ -64,6 +64,8 @@ export interface OverlayCounters {
 }
 
 const MAX_SYMLINKS = 40
+/** What makes a path other than plain: '//', or a '.' or '..' component. */
+const UNPLAIN = /\/\/|\/\.\.?(?:\/|$)/
 /** The version recorded for a lower path that had nothing when first looked up. */
 export const ABSENT = ''
 const DEVICE = 0x72776673 // 'rwfs'
@@ -239,11 +241,22 @@ export class Overlay {
    */
   resolveParent(path: string, syscall: string, reportPath: string = path, dest?: string): ParentLookup {
     if (path === '') throw new FsError('ENOENT', syscall, reportPath, dest)
-    const parts = components(path)
-    const trailingSlash = path.endsWith('/')
-    if (parts.length === 0) return { parent: undefined, name: '', trailingSlash, existing: this.rootEntry() }
-    const name = parts[parts.length - 1]
-    const parentPath = '/' + parts.slice(0, -1).join('/') + (parts.length > 1 ? '/' : '')
+    const last = path.lastIndexOf('/')
+    let name: string
+    let parentPath: string
+    let trailingSlash = false
+    if (last === 0 ? path.length > 1 : last > 0 && last < path.length - 1 && path.charCodeAt(0) === 47 && !UNPLAIN.test(path)) {
+      // An absolute path without '//', '.' or '..' components or a trailing slash (the usual one):
+      // the same split, without arrays (a hot path of every call that creates or removes a name).
+      name = path.slice(last + 1)
+      parentPath = path.slice(0, last + 1)
+    } else {
+      const parts = components(path)
+      trailingSlash = path.endsWith('/')
+      if (parts.length === 0) return { parent: undefined, name: '', trailingSlash, existing: this.rootEntry() }
+      name = parts[parts.length - 1]
+      parentPath = '/' + parts.slice(0, -1).join('/') + (parts.length > 1 ? '/' : '')
+    }
     const parent = this.resolve(parentPath, syscall, true, reportPath, dest)
     if (parent.type !== 'dir') throw new FsError('ENOTDIR', syscall, reportPath, dest)
     const existing = name === '.' || name === '..' ? undefined : this.child(parent, name)
@@ -336,7 +349,12 @@ export class Overlay {
       this.counters.nodesCopied++
     }
     let node = this.root
-    for (const name of components(path)) {
+    // Component by component without an array: every write edits a directory.
+    for (let start = 1, end = 0; start < path.length; start = end + 1) {
+      end = path.indexOf('/', start)
+      if (end === -1) end = path.length
+      if (end === start) continue
+      const name = path.slice(start, end)
       const existing = mapGet(node.children, name)
       let child: DirNode
       if (existing?.type === 'dir') {
@@ -486,8 +504,11 @@ export class Overlay {
     if (delta === 0) return
     let node = this.root
     node.links += delta
-    for (const name of components(dirPath)) {
-      node = mapGet(node.children, name) as DirNode
+    for (let start = 1, end = 0; start < dirPath.length; start = end + 1) {
+      end = dirPath.indexOf('/', start)
+      if (end === -1) end = dirPath.length
+      if (end === start) continue
+      node = mapGet(node.children, dirPath.slice(start, end)) as DirNode
       node.links += delta
     }
   }
@@ -560,10 +581,11 @@ export class Overlay {
 
   /** Sets the slot of an existing name without touching its directory (a change to the entry itself). */
   private setName(path: string, node: EntryNode | HardLink): void {
-    const parts = components(path)
-    const parentPath = '/' + parts.slice(0, -1).join('/')
+    // A canonical path of an existing name (not the root).
+    const last = path.lastIndexOf('/')
+    const parentPath = last === 0 ? '/' : path.slice(0, last)
     const dir = this.editDir(parentPath)
-    const name = parts[parts.length - 1]
+    const name = path.slice(last + 1)
     const before = mapGet(dir.children, name)
     dir.children = mapSet<UpperNode>(dir.children, name, node, this.token)
     this.version++
