@@ -215,26 +215,33 @@ async function benchOps(): Promise<void> {
   const order = strided(paths.length)
   const results = new Map<string, OpsResult>()
   const failures = new Map<string, string>()
-  for (const subject of EMPTY_SUBJECTS) {
-    const samples: OpsResult[] = []
-    try {
-      for (let rep = 0; rep < subject.reps; rep++) {
+  // The subjects take turns rep by rep, as in the streams section: blocks of one subject's reps after
+  // another's measured the order (the heap, the machine) as much as the fs.
+  const samples = new Map<string, OpsResult[]>(EMPTY_SUBJECTS.map((subject) => [subject.name, []]))
+  const rounds = Math.max(...EMPTY_SUBJECTS.map((subject) => subject.reps))
+  for (let rep = 0; rep < rounds; rep++) {
+    for (const subject of EMPTY_SUBJECTS) {
+      if (rep >= subject.reps || failures.has(subject.name)) continue
+      try {
         const heapBefore = retainedBytes()
         const r = await opsOnce(subject, paths, dirs, order)
-        samples.push(r)
+        samples.get(subject.name)!.push(r)
         progress(`ops ${subject.name} rep ${rep + 1}/${subject.reps}: write ${fmtOps(r.write)}, read ${fmtOps(r.read)}, stat ${fmtOps(r.stat)}, same-content write ${fmtOps(r.same)}, link ${fmtOps(r.link)}, stat of a link ${fmtOps(r.linkStat)} (heap before: ${fmtBytes(heapBefore)})`)
+      } catch (error) {
+        failures.set(subject.name, failure(subject.name, error))
       }
-    } catch (error) {
-      failures.set(subject.name, failure(subject.name, error))
-      continue
     }
+  }
+  for (const subject of EMPTY_SUBJECTS) {
+    const taken = samples.get(subject.name)!
+    if (failures.has(subject.name)) continue
     results.set(subject.name, {
-      write: median(samples.map((s) => s.write)),
-      read: median(samples.map((s) => s.read)),
-      stat: median(samples.map((s) => s.stat)),
-      same: median(samples.map((s) => s.same)),
-      link: median(samples.map((s) => s.link)),
-      linkStat: median(samples.map((s) => s.linkStat)),
+      write: median(taken.map((s) => s.write)),
+      read: median(taken.map((s) => s.read)),
+      stat: median(taken.map((s) => s.stat)),
+      same: median(taken.map((s) => s.same)),
+      link: median(taken.map((s) => s.link)),
+      linkStat: median(taken.map((s) => s.linkStat)),
     })
   }
   const ours = results.get('rewindfs')
@@ -256,7 +263,7 @@ async function benchOps(): Promise<void> {
   ])
   for (const [name, message] of failures) rows.push([name, 'FAILED', message, '', '', '', '', ''])
   emit(
-    `### 1. Sync fs ops: ${fmtCount(CONFIG.files)} × 1 KiB files in ${CONFIG.dirs} dirs (empty lower; median of ${CONFIG.reps} runs, ZenFS ${ZENFS_REPS})\n\n` +
+    `### 1. Sync fs ops: ${fmtCount(CONFIG.files)} × 1 KiB files in ${CONFIG.dirs} dirs (empty lower; median of ${CONFIG.reps} runs, ZenFS ${ZENFS_REPS}, the subjects taking turns)\n\n` +
       table(['fs', 'writeFileSync', 'readFileSync', 'statSync', 'writeFileSync, same content', 'linkSync', 'statSync of a hard link', 'rewindfs ÷ it (write / read / stat / same / link / link stat)'], rows) +
       '\n\nRatios above 1× mean rewindfs is faster. Reads and stats visit the files in a strided (non-write) order. ' +
       '"Same content" writes one identical 1 KiB payload over each of the files (content the fs already holds: agents and package managers do this all the time). ' +
