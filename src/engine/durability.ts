@@ -20,7 +20,8 @@ import { type MapRoot, mapEntries, mapGet } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
 import type { Change, Journal, Operation, OperationRecord, OperationType, SideEffect, UndoStrategy } from './journal.js'
-import { LazyHistory, lostCompensation, rootPending } from './lazy-history.js'
+import { LazyHistory, lostCompensation } from './lazy-history.js'
+import { rootPending } from './pending-history.js'
 import {
   type Group,
   type LazySnapshotData,

@@ -19,6 +19,7 @@ import { type MapRoot, mapEntries, mapSet } from '../layer/persistent-map.js'
 import type { Change, OperationRecord } from './journal.js'
 import type { DirRef, HeadDir, HistoryPart, LazySnapshotData, PartChange, PartDir, PartInfo, PartNode } from './persistence.js'
 import { encodeNode } from './persistence.js'
+import { pendingChanges, pendingRoots } from './pending-history.js'
 import { type JsonValue, SessionState } from './state.js'
 
 /** Stand-in for a compensation that was a function: functions do not survive a reopen. */
@@ -32,19 +33,6 @@ const PART_CHARS = 1024 * 1024
 const decoder = new TextDecoder()
 const encoder = new TextEncoder()
 
-/** Records whose tree or changes are still in a part: not decoded, referred to as they are. */
-const pendingRoots = new WeakMap<object, DirRef>()
-const pendingChanges = new WeakMap<object, [number, number]>()
-
-/** Whether a checkpoint's tree was not decoded yet (reading `root` decodes it). */
-export function rootPending(record: object): boolean {
-  return pendingRoots.has(record)
-}
-
-/** Whether an operation's changes were not decoded yet (reading `changes` decodes them). */
-export function changesPending(record: object): boolean {
-  return pendingChanges.has(record)
-}
 
 /** Makes `key` of `target` a value computed on first read (or set), the pending marker dropped then. */
 function lazyProperty<T extends object>(target: T, key: string, registry: WeakMap<object, unknown>, load: () => unknown): void {

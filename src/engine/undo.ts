@@ -9,7 +9,7 @@ import { recordId, shownAt } from '../layer/inodes.js'
 import type { Checkpoints } from './checkpoints.js'
 import type { EngineContext } from './context.js'
 import { type Operation, type OperationRecord, type OperationType, publicOperation } from './journal.js'
-import { changesPending } from './lazy-history.js'
+import { changesPending } from './pending-history.js'
 import { lineCounts } from './reports.js'
 import type { Compensation, SideEffects } from './side-effects.js'
 
