@@ -20,7 +20,7 @@ import { type MapRoot, mapEntries, mapGet } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
 import type { Change, Journal, Operation, OperationRecord, OperationType, SideEffect, UndoStrategy } from './journal.js'
-import { LazyHistory, lostCompensation } from './lazy-history.js'
+import { LazyHistory, decodeChange, lostCompensation } from './lazy-history.js'
 import { rootPending } from './pending-history.js'
 import {
   type Group,
@@ -575,37 +575,7 @@ export class Durability {
         ...(op.description !== undefined ? { description: op.description } : {}),
         strategy: op.strategy as UndoStrategy,
         undone: op.undone,
-        changes: op.changes.map((c): Change => {
-          switch (c.k) {
-            case 'slot':
-              return { kind: 'slot', path: c.p, before: tableNode(c.b, nodes), after: tableNode(c.a, nodes) }
-            case 'meta':
-              return { kind: 'meta', path: c.p, before: c.b, after: c.a }
-            case 'state':
-              return { kind: 'state', path: `state:${c.key}`, key: c.key, before: c.b ?? undefined, after: c.a ?? undefined }
-            case 'effect':
-              return {
-                kind: 'effect',
-                path: `effect:${c.d}`,
-                effect: {
-                  description: c.d,
-                  compensate: c.n !== undefined ? { name: c.n, ...(c.args !== undefined ? { args: c.args } : {}) } : lostCompensation,
-                  ...(c.tier !== undefined ? { tier: c.tier } : {}),
-                  ...(c.group !== undefined ? { group: c.group } : {}),
-                  compensated: c.done,
-                },
-              }
-            case 'root':
-              return {
-                kind: 'root',
-                path: '/',
-                before: nodes[c.b],
-                after: nodes[c.a],
-                ...(c.sb ? { stateBefore: stateRoot(c.sb) } : {}),
-                ...(c.sa ? { stateAfter: stateRoot(c.sa) } : {}),
-              }
-          }
-        }),
+        changes: op.changes.map((c) => decodeChange(c, (serial) => tableNode(serial, nodes), (i) => nodes[i])),
       })),
       data.seq,
     )

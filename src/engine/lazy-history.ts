@@ -14,7 +14,7 @@
 import type { BlobId } from '../blob/store.js'
 import { FsError } from '../errors.js'
 import { hardLink, linksIn } from '../layer/inodes.js'
-import { type DirNode, type UpperNode, WHITEOUT, dirNode } from '../layer/nodes.js'
+import { type DirNode, type Meta, type UpperNode, WHITEOUT, dirNode } from '../layer/nodes.js'
 import { type MapRoot, mapEntries, mapSet } from '../layer/persistent-map.js'
 import type { Change, OperationRecord } from './journal.js'
 import type { DirRef, HeadDir, HistoryPart, LazySnapshotData, PartChange, PartDir, PartInfo, PartNode } from './persistence.js'
@@ -63,6 +63,40 @@ const stateRoot = (pairs: readonly [string, JsonValue][] | undefined): MapRoot<J
   const s = new SessionState()
   for (const [key, value] of pairs ?? []) s.write(key, value)
   return s.freeze()
+}
+
+/** A change as either snapshot format stores it: nodes and directories are the format's own references. */
+export type StoredChange<Node, Dir> =
+  | { k: 'slot'; p: string; b: Node | 'W' | null; a: Node | 'W' | null }
+  | { k: 'meta'; p: string; b: Meta; a: Meta }
+  | { k: 'state'; key: string; b: JsonValue | null; a: JsonValue | null }
+  | { k: 'effect'; d: string; n?: string; args?: JsonValue; tier?: number; group?: string; done: boolean }
+  | { k: 'root'; b: Dir; a: Dir; sb?: [string, JsonValue][]; sa?: [string, JsonValue][] }
+
+/** A stored change as the journal holds it (both snapshot formats): the format resolves its own node and directory references. */
+export function decodeChange<Node, Dir>(c: StoredChange<Node, Dir>, node: (serial: Node | 'W' | null) => UpperNode | undefined, dir: (ref: Dir) => DirNode): Change {
+  switch (c.k) {
+    case 'slot':
+      return { kind: 'slot', path: c.p, before: node(c.b), after: node(c.a) }
+    case 'meta':
+      return { kind: 'meta', path: c.p, before: c.b, after: c.a }
+    case 'state':
+      return { kind: 'state', path: `state:${c.key}`, key: c.key, before: c.b ?? undefined, after: c.a ?? undefined }
+    case 'effect':
+      return {
+        kind: 'effect',
+        path: `effect:${c.d}`,
+        effect: {
+          description: c.d,
+          compensate: c.n !== undefined ? { name: c.n, ...(c.args !== undefined ? { args: c.args } : {}) } : lostCompensation,
+          ...(c.tier !== undefined ? { tier: c.tier } : {}),
+          ...(c.group !== undefined ? { group: c.group } : {}),
+          compensated: c.done,
+        },
+      }
+    case 'root':
+      return { kind: 'root', path: '/', before: dir(c.b), after: dir(c.a), ...(c.sb ? { stateBefore: stateRoot(c.sb) } : {}), ...(c.sa ? { stateAfter: stateRoot(c.sa) } : {}) }
+  }
 }
 
 export interface HistoryCounters {
@@ -157,30 +191,7 @@ export class LazyHistory {
       if (!Array.isArray(serial)) throw partError(p, this.parts.get(p)?.id, `it holds no operation ${k}`)
       const node = (n: PartNode | 'W' | null) => (n === null ? undefined : this.node(n, p))
       const dir = (ref: DirRef) => this.dir(ref.p === undefined ? { t: 'r', i: ref.i, p } : ref)
-      const out = serial.map((c): Change => {
-        switch (c.k) {
-          case 'slot':
-            return { kind: 'slot', path: c.p, before: node(c.b), after: node(c.a) }
-          case 'meta':
-            return { kind: 'meta', path: c.p, before: c.b, after: c.a }
-          case 'state':
-            return { kind: 'state', path: `state:${c.key}`, key: c.key, before: c.b ?? undefined, after: c.a ?? undefined }
-          case 'effect':
-            return {
-              kind: 'effect',
-              path: `effect:${c.d}`,
-              effect: {
-                description: c.d,
-                compensate: c.n !== undefined ? { name: c.n, ...(c.args !== undefined ? { args: c.args } : {}) } : lostCompensation,
-                ...(c.tier !== undefined ? { tier: c.tier } : {}),
-                ...(c.group !== undefined ? { group: c.group } : {}),
-                compensated: c.done,
-              },
-            }
-          case 'root':
-            return { kind: 'root', path: '/', before: dir(c.b), after: dir(c.a), ...(c.sb ? { stateBefore: stateRoot(c.sb) } : {}), ...(c.sa ? { stateAfter: stateRoot(c.sa) } : {}) }
-        }
-      })
+      const out = serial.map((c) => decodeChange(c, node, dir))
       this.counters.operationsDecoded++
       return out
     })
