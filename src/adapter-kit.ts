@@ -41,7 +41,7 @@ export { lowerStatOf, lowerVersionOf, syncFsSource } from './lower/sync-fs.js'
 export type { SyncDirent, SyncReadableFs, SyncStats } from './lower/sync-fs.js'
 
 // Stores: the journal, content-addressed blobs and metadata, and what is set aside.
-export type { DurabilityEngine, JournalRead, KeptValue, Store, ScrubFinding, StoreChange, StoreImage, StoreItem } from './engine/store.js'
+export type { BlobTotals, DurabilityEngine, JournalRead, KeptValue, Store, ScrubFinding, StoreChange, StoreImage, StoreItem } from './engine/store.js'
 export { keptName } from './engine/store.js'
 // ...the durable journal a store carries (Store.durability), and the in-memory store, which carries it.
 export { durableJournal } from './engine/durable-journal.js'

@@ -49,7 +49,7 @@ export { toLowerSource, fixtureSource, fileSystemTreeSource, emptySource } from 
 export type { LowerInput, FileSystemTree } from './lower/index.js'
 export type { IntegrityReport, LoadReport, StoreDamage } from './engine/durability.js'
 export type { LostRecords, RepairOptions, RepairReport } from './engine/repair.js'
-export type { DurabilityEngine, JournalRead, ScrubFinding, Store, StoreChange, StoreImage, StoreItem } from './engine/store.js'
+export type { BlobTotals, DurabilityEngine, JournalRead, ScrubFinding, Store, StoreChange, StoreImage, StoreItem } from './engine/store.js'
 export { ValidationError } from './engine/validator.js'
 export type { Validator, ValidationFailure } from './engine/validator.js'
 export { ConflictError, ApprovalError } from './engine/transaction.js'

@@ -6,6 +6,7 @@
  * a read is EIO, reported, its checkpoints broken; a compaction reads no contents. A store without
  * synchronous reads keeps loading everything on open, and says so.
  */
+import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -221,6 +222,107 @@ describe('open follows the last snapshot and the index, not history', () => {
     // The journal from its last snapshot on, whose size follows what is kept, not how long the session ran.
     expect(many.journal).toBeGreaterThan(0)
     expect(many.journal).toBeLessThan(1.1 * few.journal)
+  })
+})
+
+describe('open asks the store about a blob when it is first looked up, and lists none', () => {
+  /** `files` files written `rounds` times, a checkpoint each, the journal compacted: files × rounds contents. */
+  async function build(path: string, files: number, rounds: number): Promise<void> {
+    const ws = await open(path)
+    for (let round = 0; round < rounds; round++) {
+      for (let file = 0; file < files; file++) ws.fs.writeFileSync(`/f${file}.txt`, content(round, file))
+      await ws.checkpoint({ name: `r${round}` })
+    }
+    await ws.compact()
+    await ws.close()
+  }
+  /** The directory store, its calls counted by member. */
+  function counted(path: string) {
+    const store = directoryStore(path)
+    const calls: Record<string, number> = {}
+    const proxy = new Proxy(store, {
+      get(target, key) {
+        const value: unknown = Reflect.get(target, key, target)
+        if (typeof value !== 'function' || typeof key !== 'string') return value
+        return (...args: unknown[]) => {
+          calls[key] = (calls[key] ?? 0) + 1
+          return (value as (...args: unknown[]) => unknown).apply(target, args)
+        }
+      },
+    })
+    return { store, proxy, calls }
+  }
+
+  it('ten times the blobs: the same calls on open, no blob listed or read; ws.storage counts from the store\'s totals', async () => {
+    const opened: Record<string, number>[] = []
+    for (const rounds of [3, 30]) {
+      const path = fresh()
+      await build(path, 40, rounds)
+      const { store, proxy, calls } = counted(path)
+      const ws = await Workspace.open({ store: proxy, autoCheckpoint: false })
+      opened.push({ ...calls })
+      // What the store lists, summed here: what ws.storage reports without a sum of its own.
+      const sizes = await store.blobSizes()
+      expect(sizes.length).toBeGreaterThanOrEqual(40 * rounds)
+      expect(ws.storage.durable).toEqual({ blobs: sizes.length, bytes: sizes.reduce((sum, [, size]) => sum + size, 0) })
+      expect(ws.storage.blobs).toBe(sizes.length)
+      // The oldest checkpoint's files: one lookup and one read for each.
+      const before = { ...calls }
+      await ws.restore('r0')
+      for (let file = 0; file < 40; file++) expect(ws.fs.readFileSync(`/f${file}.txt`, 'utf8')).toBe(content(0, file))
+      expect(ws.counters.blobsRead).toBe(40)
+      // A few lookups for each file read (is it there, read it back, its size), not one per blob held.
+      expect((calls.blobSize ?? 0) - (before.blobSize ?? 0)).toBeLessThanOrEqual(4 * 40)
+      await ws.close()
+    }
+    const [few, many] = opened
+    for (const calls of opened) {
+      expect(calls.blobIds ?? 0).toBe(0)
+      expect(calls.blobSizes ?? 0).toBe(0)
+      expect(calls.getBlob ?? 0).toBe(0)
+      expect(calls.readBlobSync ?? 0).toBe(0)
+    }
+    // Asked per blob looked up by open (the live tree's, none here), not per blob held.
+    expect(many).toEqual(few)
+  })
+
+  it('a content written again while a compaction deletes it is stored again, not lost', async () => {
+    const path = fresh()
+    const options = { retention: { operations: 1 } }
+    let ws = await open(path, options)
+    ws.fs.writeFileSync('/a.txt', 'old content')
+    await ws.sync()
+    ws.fs.writeFileSync('/a.txt', 'new content')
+    // The write of 'old content' leaves the kept history (trimmed in batches): nothing reaches it any more.
+    for (let i = 0; i < 40; i++) ws.fs.writeFileSync(`/other${i % 5}.txt`, `other ${i}`)
+    await ws.close()
+    const old = createHash('sha1').update('old content').digest('base64')
+    const { store, proxy } = counted(path)
+    let deleted: readonly string[] = []
+    const deleteBlobs = store.deleteBlobs.bind(store)
+    store.deleteBlobs = async (ids) => {
+      if (ids.includes(old)) {
+        deleted = ids
+        // The compaction decided to delete it and has not yet: written again now, it must be stored again.
+        ws.fs.writeFileSync('/again.txt', 'old content')
+      }
+      return deleteBlobs(ids)
+    }
+    ws = await Workspace.open({ store: proxy, autoCheckpoint: false, ...options })
+    expect(ws.storage.resident.blobs).toBe(0)
+    // Nothing is deleted until the history's parts are listed (in the background, after open).
+    for (let tries = 0; deleted.length === 0 && tries < 50; tries++) {
+      await ws.compact()
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    expect(deleted).toContain(old)
+    await ws.sync()
+    await ws.close()
+    ws = await open(path)
+    expect(ws.fs.readFileSync('/again.txt', 'utf8')).toBe('old content')
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('new content')
+    expect(ws.status.warnings).toEqual([])
+    await ws.close()
   })
 })
 

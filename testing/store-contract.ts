@@ -185,18 +185,31 @@ export function storeContract<S extends Store>(subject: StoreSubject<S>): Contra
     await under.store.close?.()
   })
 
-  add('reads a blob synchronously, when it offers to, as getBlob does, and lists sizes without reading (readBlobSync, blobSizes)', async () => {
+  add('reads a blob synchronously, when it offers to, as getBlob does, and lists sizes without reading (readBlobSync, blobSizes, blobSize, blobTotals)', async () => {
     let under = await subject.create()
     if (!under.store.readBlobSync) return void (await under.store.close?.()) // optional: the store is read whole on open
     const ids = ['qUiQTy8PR5uPgZdpSzAYSw0u0cE=', 'a/b+c==', 'empty']
     const bytes = (id: string) => (id === 'empty' ? new Uint8Array(0) : encode(`content of ${id}`.repeat(3)))
+    /** blobSize and blobTotals, where offered, say what is held: `held` and nothing else. */
+    const sizes = (held: readonly string[], when: string) => {
+      const { blobSize, blobTotals } = under.store
+      if (!blobSize || !blobTotals) return
+      for (const id of ids) same(blobSize.call(under.store, id), held.includes(id) ? bytes(id).byteLength : undefined, `blobSize of ${id} ${when}`)
+      same(blobSize.call(under.store, 'missing'), undefined, `blobSize of a missing blob ${when}`)
+      const totals = blobTotals.call(under.store)
+      same({ blobs: totals.blobs, bytes: totals.bytes, unreadable: [...totals.unreadable] }, { blobs: held.length, bytes: held.reduce((sum, id) => sum + bytes(id).byteLength, 0), unreadable: [] }, `blobTotals ${when}`)
+    }
+    sizes([], 'of an empty store')
     await under.store.putBlobs(ids.map((id) => [id, bytes(id)] as const))
+    sizes(ids, 'once put')
     for (const id of ids) same(under.store.readBlobSync(id), bytes(id), `readBlobSync of ${id}`)
     same(under.store.readBlobSync('missing'), undefined, 'readBlobSync of a missing blob')
     await under.store.deleteBlobs([ids[1]])
     same(under.store.readBlobSync(ids[1]), undefined, 'readBlobSync of a deleted blob')
+    sizes([ids[0], ids[2]], 'after deleteBlobs')
     under = await under.reopen()
     for (const id of [ids[0], ids[2]]) same(under.store.readBlobSync!(id), bytes(id), `readBlobSync of ${id} after a reopen`)
+    sizes([ids[0], ids[2]], 'after a reopen')
     if (under.store.blobSizes) {
       const sizes = new Map(await under.store.blobSizes())
       same([...sizes.keys()].sort(), [ids[0], ids[2]].sort(), 'blobSizes ids')

@@ -12,7 +12,8 @@
  *      the id, then a forget record's payload
  *  end u32 CRC-32 of everything before it
  */
-import { Kind, type Place, crc32, decodePlaces, encodePlaces } from './pack-format.js'
+import { crc32 } from 'node:zlib'
+import { Kind, type Place, decodePlaces, encodePlaces } from './pack-format.js'
 
 const MAGIC = new TextEncoder().encode('RWFSIDX1')
 const HEAD_BYTES = 28
@@ -77,7 +78,8 @@ export function encodeIndex(index: SegmentIndex): Uint8Array {
       at += forgets[i]!.length
     }
   })
-  view.setUint32(at, crc32(bytes, 0, at), true)
+  // zlib's CRC-32 (native), the same value as the kit's.
+  view.setUint32(at, crc32(bytes.subarray(0, at)), true)
   return bytes
 }
 
@@ -95,51 +97,76 @@ export function readIndexHead(bytes: Uint8Array): IndexHead | undefined {
   for (let i = 0; i < MAGIC.length; i++) if (bytes[i] !== MAGIC[i]) return undefined
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   const end = bytes.length - 4
-  if (view.getUint32(end, true) !== crc32(bytes, 0, end)) return undefined
+  if (view.getUint32(end, true) !== crc32(bytes.subarray(0, end))) return undefined
   return { segment: view.getUint32(8, true), salt: view.getUint32(12, true), covered: getU48(view, 16), count: view.getUint32(24, true) }
 }
 
-/**
- * Visits an index's records in order, without making an object of each (open reads a hundred
- * thousand of them): kind, place and lengths, checksum, and where the id (and a forget record's
- * places) start in `bytes`. False when the records do not fill the index exactly.
- */
-export function walkIndex(bytes: Uint8Array, head: IndexHead, visit: (kind: Kind, offset: number, idLength: number, length: number, checksum: number, idAt: number) => void): boolean {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+/** An index's records, field by field in typed arrays (open lists a hundred thousand of them: no object, no call each). */
+export interface IndexRecords {
+  readonly count: number
+  readonly kind: Uint8Array
+  readonly offset: Float64Array
+  readonly idLength: Uint16Array
+  /** Payload bytes. */
+  readonly length: Float64Array
+  readonly checksum: Uint32Array
+  /** Where the record's id starts in the index's bytes (a forget record's places follow it). */
+  readonly idAt: Uint32Array
+}
+
+/** An index's records, read in one pass; undefined when they do not fill the index exactly. */
+export function listIndex(bytes: Uint8Array, head: IndexHead): IndexRecords | undefined {
+  const { count } = head
   const end = bytes.length - 4
-  let at = HEAD_BYTES
-  for (let i = 0; i < head.count; i++) {
-    if (at + ENTRY_BYTES > end) return false
-    const kind = view.getUint8(at) as Kind
-    const idLength = view.getUint16(at + 2, true)
-    const offset = getU48(view, at + 4)
-    const length = getU48(view, at + 10)
-    const checksum = view.getUint32(at + 16, true)
-    const idAt = at + ENTRY_BYTES
-    at = idAt + idLength
-    if (kind === Kind.Forget) at += length
-    if (at > end) return false
-    visit(kind, offset, idLength, length, checksum, idAt)
+  if (count > (end - HEAD_BYTES) / ENTRY_BYTES) return undefined
+  const records = {
+    count,
+    kind: new Uint8Array(count),
+    offset: new Float64Array(count),
+    idLength: new Uint16Array(count),
+    length: new Float64Array(count),
+    checksum: new Uint32Array(count),
+    idAt: new Uint32Array(count),
   }
-  return at === end
+  const u32 = (at: number) => (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24)) >>> 0
+  let at = HEAD_BYTES
+  for (let i = 0; i < count; i++) {
+    if (at + ENTRY_BYTES > end) return undefined
+    const kind = bytes[at]
+    const idLength = bytes[at + 2] | (bytes[at + 3] << 8)
+    const length = u32(at + 10) + (bytes[at + 14] | (bytes[at + 15] << 8)) * 2 ** 32
+    records.kind[i] = kind
+    records.idLength[i] = idLength
+    records.offset[i] = u32(at + 4) + (bytes[at + 8] | (bytes[at + 9] << 8)) * 2 ** 32
+    records.length[i] = length
+    records.checksum[i] = u32(at + 16)
+    records.idAt[i] = at + ENTRY_BYTES
+    at += ENTRY_BYTES + idLength
+    if (kind === Kind.Forget) at += length
+    if (at > end) return undefined
+  }
+  return at === end ? records : undefined
 }
 
 /** The index the bytes hold, or undefined when they are not a whole, checksummed index. */
 export function decodeIndex(bytes: Uint8Array): SegmentIndex | undefined {
   const head = readIndexHead(bytes)
-  if (!head) return undefined
+  const records = head && listIndex(bytes, head)
+  if (!head || !records) return undefined
   const entries: IndexEntry[] = []
-  let places = true
-  const whole = walkIndex(bytes, head, (kind, offset, idLength, length, checksum, idAt) => {
+  for (let i = 0; i < records.count; i++) {
+    const kind = records.kind[i] as Kind
+    const idAt = records.idAt[i]
+    const idLength = records.idLength[i]
+    const length = records.length[i]
     const id = idLength > 0 ? decoder.decode(bytes.subarray(idAt, idAt + idLength)) : ''
-    let forgotten: Place[] | undefined
+    let places: Place[] | undefined
     if (kind === Kind.Forget) {
-      forgotten = decodePlaces(bytes.subarray(idAt + idLength, idAt + idLength + length))
-      if (!forgotten) places = false
+      places = decodePlaces(bytes.subarray(idAt + idLength, idAt + idLength + length))
+      if (!places) return undefined
     }
-    entries.push({ kind, offset, idLength, length, checksum, id, ...(forgotten ? { places: forgotten } : {}) })
-  })
-  if (!whole || !places) return undefined
+    entries.push({ kind, offset: records.offset[i], idLength, length, checksum: records.checksum[i], id, ...(places ? { places } : {}) })
+  }
   return { segment: head.segment, salt: head.salt, covered: head.covered, entries }
 }
 

@@ -89,6 +89,22 @@ export class FirstLayout {
   sizes(): [string, number][] {
     return blobFiles(this.root).map(([id, file]) => [id, fs.statSync(file).size])
   }
+
+  /** One blob file's size (a stat: this layout has no index). */
+  sizeOf(id: string): number | undefined {
+    try {
+      return fs.statSync(this.blobFile(id)).size
+    } catch (error) {
+      if (codeOf(error) === 'ENOENT') return undefined
+      throw error
+    }
+  }
+
+  /** Every blob file listed and its size summed: this layout has no index to keep totals in. */
+  totals(): { blobs: number; bytes: number; unreadable: string[] } {
+    const sizes = this.sizes()
+    return { blobs: sizes.length, bytes: sizes.reduce((sum, [, size]) => sum + size, 0), unreadable: [] }
+  }
 }
 
 /**

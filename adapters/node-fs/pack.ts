@@ -24,7 +24,7 @@ import { crc32 as nativeCrc32 } from 'node:zlib'
 import { hostFs as fs } from './host-fs.js'
 import { isTempName, syncDirectory, tempName } from './files.js'
 import { SegmentWindow, ZEROS, fdatasync, readFully, readFullyAsync, writeFully } from './pack-io.js'
-import { type IndexEntry, type IndexHead, decodeIndex, encodeIndex, indexName, readIndexHead, walkIndex } from './pack-index.js'
+import { type IndexEntry, type IndexHead, type IndexRecords, decodeIndex, encodeIndex, indexName, listIndex, readIndexHead } from './pack-index.js'
 import { type BlobLocation, BlobLocations } from './pack-locations.js'
 import { openForScrub, scrubSegment } from './pack-scrub.js'
 import {
@@ -260,10 +260,14 @@ export class PackLog {
         if (isTempName(name) || (indexed !== undefined && !present.has(indexed))) fs.rmSync(`${this.directory}/${name}`, { force: true })
       }
     }
-    // Blob records in log order (two arrays: open takes a hundred thousand of them), and forgotten places by segment.
-    const blobIds: string[] = []
-    /** Per blob record: segment, offset, id length, payload length, checksum (numbers, no object each). */
-    const blobFields: number[] = []
+    /**
+     * Blob records in log order, indexed once every forgotten place is known: an index file's
+     * (walked again then, its ids taken as bytes: open takes a hundred thousand of them, no string
+     * made), or a record found by scanning.
+     */
+    const blobs: ({ readonly segment: number; readonly bytes: Buffer; readonly records: IndexRecords } | { readonly segment: number; readonly id: string; readonly offset: number; readonly length: number; readonly checksum: number })[] = []
+    /** How many blob records, and their ids' bytes: the index is made that large at once. */
+    const listed = { blobs: 0, idBytes: 0 }
     const forgotten = new Map<number, Set<number>>()
     const forget = (places: readonly Place[]) => {
       for (const place of places) {
@@ -309,8 +313,9 @@ export class PackLog {
         /** A whole record: indexed, and its part of the journal. */
         const place = (kind: Kind, offset: number, idLength: number, length: number, checksum: number, id: string, places?: readonly Place[]) => {
           if (kind === Kind.Blob) {
-            blobIds.push(id)
-            blobFields.push(segment, offset, idLength, length, checksum)
+            blobs.push({ segment, id, offset, length, checksum })
+            listed.blobs++
+            listed.idBytes += idLength
             return
           }
           const location: BlobLocation = { segment, offset, idLength, length, checksum }
@@ -333,11 +338,15 @@ export class PackLog {
           } else {
             // The last segment's index file is kept as read: written anew (at close) with what follows it.
             if (last) this.activeBase = indexed.bytes
-            const { bytes } = indexed
-            walkIndex(bytes, indexed.head, (kind, offset, idLength, length, checksum, idAt) => {
-              const places = kind === Kind.Forget ? decodePlaces(bytes.subarray(idAt + idLength, idAt + idLength + length)) : undefined
-              place(kind, offset, idLength, length, checksum, kind === Kind.Blob ? bytes.toString('utf8', idAt, idAt + idLength) : '', places)
-            })
+            const { bytes, records } = indexed
+            blobs.push({ segment, bytes, records })
+            listed.blobs += indexed.blobs
+            listed.idBytes += indexed.idBytes
+            for (const i of indexed.others) {
+              const kind = records.kind[i] as Kind
+              const idEnd = records.idAt[i] + records.idLength[i]
+              place(kind, records.offset[i], records.idLength[i], records.length[i], records.checksum[i], '', kind === Kind.Forget ? decodePlaces(bytes.subarray(idEnd, idEnd + records.length[i])) : undefined)
+            }
           }
           at = indexed.head.covered
           this.counters.indexedSegments++
@@ -413,15 +422,23 @@ export class PackLog {
         fs.closeSync(fd)
       }
     }
-    this.index = new BlobLocations()
+    this.index = new BlobLocations(listed.blobs, listed.idBytes)
     this.copies = new Map()
-    const anyForgotten = forgotten.size > 0
-    for (let i = 0, f = 0; i < blobIds.length; i++, f += 5) {
-      const id = blobIds[i]
-      const segment = blobFields[f]
-      const offset = blobFields[f + 1]
-      if (anyForgotten && forgotten.get(segment)?.has(offset)) continue
-      if (!this.index.add(id, segment, offset, blobFields[f + 2], blobFields[f + 3], blobFields[f + 4])) this.copies.set(id, [...(this.copies.get(id) ?? []), { segment, offset }])
+    // The first place of an id not forgotten is the blob's; a later one is a copy (a collection a crash interrupted).
+    const copy = (id: string, segment: number, offset: number) => this.copies.set(id, [...(this.copies.get(id) ?? []), { segment, offset }])
+    for (const source of blobs) {
+      const { segment } = source
+      const dropped = forgotten.get(segment)
+      if ('bytes' in source) {
+        const { bytes, records } = source
+        for (let i = 0; i < records.count; i++) {
+          const offset = records.offset[i]
+          if (records.kind[i] !== Kind.Blob || dropped?.has(offset)) continue
+          const idAt = records.idAt[i]
+          const idLength = records.idLength[i]
+          if (!this.index.addFrom(bytes, idAt, idLength, segment, offset, records.length[i], records.checksum[i])) copy(bytes.toString('utf8', idAt, idAt + idLength), segment, offset)
+        }
+      } else if (!dropped?.has(source.offset) && !this.index.add(source.id, segment, source.offset, source.length, source.checksum)) copy(source.id, segment, source.offset)
     }
     this.unreadable = new Map()
     for (const piece of damage) if (!isForgotten(piece)) this.unreadable.set(damageId(piece), piece)
@@ -433,7 +450,7 @@ export class PackLog {
    * covering no more than the segment holds, its last record's header and id as the segment has
    * them (a segment written anew under the same number does not match).
    */
-  private readIndex(segment: number, fd: number, size: number): { head: IndexHead; bytes: Buffer } | undefined {
+  private readIndex(segment: number, fd: number, size: number): { head: IndexHead; bytes: Buffer; records: IndexRecords; blobs: number; idBytes: number; others: number[] } | undefined {
     let bytes: Buffer
     try {
       bytes = fs.readFileSync(this.indexFile(segment))
@@ -443,32 +460,32 @@ export class PackLog {
     const head = readIndexHead(bytes)
     if (!head || head.segment !== segment || head.salt !== this.options.salt || head.covered > size || head.covered < SEGMENT_HEADER_BYTES) return undefined
     // Its records fill it exactly (a forget record's places whole); the last one is checked against the segment.
-    let places = true
-    let count = 0
-    let kind: Kind = Kind.Blob
-    let offset = 0
-    let idLength = 0
-    let length = 0
-    let checksum = 0
-    let idAt = 0
-    const whole = walkIndex(bytes, head, (k, o, i, l, c, a) => {
-      if (k === Kind.Forget && l % 12 !== 0) places = false
-      count++
-      kind = k
-      offset = o
-      idLength = i
-      length = l
-      checksum = c
-      idAt = a
-    })
-    if (!whole || !places) return undefined
-    if (count > 0) {
+    const records = listIndex(bytes, head)
+    if (!records) return undefined
+    // Its blob records counted; its others (journal text, forgotten places: a few) listed for the scan.
+    let blobs = 0
+    let idBytes = 0
+    const others: number[] = []
+    for (let i = 0; i < records.count; i++) {
+      const kind = records.kind[i]
+      if (kind === Kind.Blob) {
+        blobs++
+        idBytes += records.idLength[i]
+      } else if (kind === Kind.Forget && records.length[i] % 12 !== 0) return undefined
+      else others.push(i)
+    }
+    const last = records.count - 1
+    if (last >= 0) {
+      const offset = records.offset[last]
+      const idLength = records.idLength[last]
+      const length = records.length[last]
+      const idAt = records.idAt[last]
       if (offset + recordBytes(idLength, length) !== head.covered) return undefined
-      const expected = recordHead(kind, bytes.subarray(idAt, idAt + idLength), length, checksum, this.options.salt)
+      const expected = recordHead(records.kind[last] as Kind, bytes.subarray(idAt, idAt + idLength), length, records.checksum[last], this.options.salt)
       const stored = Buffer.allocUnsafe(expected.length)
       if (readFully(fd, stored, stored.length, offset) !== stored.length || !stored.equals(expected)) return undefined
     } else if (head.covered !== SEGMENT_HEADER_BYTES) return undefined
-    return { head, bytes }
+    return { head, bytes, records, blobs, idBytes, others }
   }
 
   /**
@@ -610,6 +627,16 @@ export class PackLog {
   /** Every readable blob's id and size (damage listed as a blob has none). */
   sizes(): [string, number][] {
     return this.index.sizes()
+  }
+
+  /** A readable blob's size from the index (undefined: not held, or damage listed as a blob). */
+  sizeOf(id: string): number | undefined {
+    return this.index.lengthOf(id)
+  }
+
+  /** How many readable blobs and their bytes, kept as the index changes; and the damage listed as blobs. */
+  totals(): { blobs: number; bytes: number; unreadable: string[] } {
+    return { blobs: this.index.size, bytes: this.index.bytes, unreadable: [...this.unreadable.keys()] }
   }
 
   private damageError(damage: Unreadable): Error {

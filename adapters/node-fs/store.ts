@@ -14,7 +14,7 @@
  */
 import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
-import { type BlobId, FsError, type JournalRead, type JsonValue, durableJournal, keptName, type ScrubFinding, type Store, type StoreItem } from 'rewindfs/adapter-kit'
+import { type BlobId, type BlobTotals, FsError, type JournalRead, type JsonValue, durableJournal, keptName, type ScrubFinding, type Store, type StoreItem } from 'rewindfs/adapter-kit'
 import { checkPath, codeOf } from './confine.js'
 import { isTempName, removeIfPresent, syncDirectory, writeAtomically } from './files.js'
 import { LockFile } from './lock.js'
@@ -232,6 +232,15 @@ export class DirectoryStore implements Store {
 
   blobSizes(): Promise<[BlobId, number][]> {
     return this.read('blobSizes', async () => (this.packs ? this.packs.sizes() : this.firstLayout!.sizes()))
+  }
+
+  /** From the pack's index in memory, answered after close too (what the store held); a first-layout store read as it is stats its blob file. */
+  blobSize(id: BlobId): number | undefined {
+    return this.packs ? this.packs.sizeOf(id) : this.firstLayout!.sizeOf(id)
+  }
+
+  blobTotals(): BlobTotals {
+    return this.packs ? this.packs.totals() : this.firstLayout!.totals()
   }
 
   /** Every pack segment read record by record, dead records too (pack-scrub.ts); a layout-1 store read as it is has no records to scrub. */

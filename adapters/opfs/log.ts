@@ -62,6 +62,22 @@ interface Segment {
   file?: File
 }
 
+/** Blob id → where its record is, keeping the bytes of the payloads it lists (the store's totals, without a sum per call). */
+class LocationIndex extends Map<string, Location> {
+  bytes = 0
+
+  override set(id: string, location: Location): this {
+    this.bytes += location.length - (this.get(id)?.length ?? 0)
+    return super.set(id, location)
+  }
+
+  override delete(id: string): boolean {
+    const location = this.get(id)
+    if (location !== undefined) this.bytes -= location.length
+    return super.delete(id)
+  }
+}
+
 /** A blob put and not yet written (it goes out with the next group commit). */
 interface PendingBlob {
   readonly id: string
@@ -159,7 +175,7 @@ export class SegmentLog {
   private writer: boolean
   private segments = new Map<number, Segment>()
   /** Blob id → where its record is. */
-  private index = new Map<string, Location>()
+  private index = new LocationIndex()
   /** Further copies of a blob (the same id put again after a crash lost the index): forgotten with it. */
   private copies = new Map<string, Place[]>()
   /** Damage, by the id it is listed under. */
@@ -315,7 +331,7 @@ export class SegmentLog {
       // Appends go after everything there (damage stays), a torn tail is cut first.
       segment.size = this.torn?.segment === number ? this.torn.offset : size
     }
-    this.index = new Map()
+    this.index = new LocationIndex()
     this.copies = new Map()
     for (const [id, location] of blobs) {
       if (forgotten.has(placeKey(location))) continue
@@ -437,6 +453,23 @@ export class SegmentLog {
     const sizes: [string, number][] = [...this.index].map(([id, location]) => [id, location.length])
     for (const [id, blob] of this.pendingIds) if (!this.index.has(id)) sizes.push([id, blob.bytes.length])
     return sizes
+  }
+
+  /** A blob's size, written or pending (undefined: not held, or damage listed as a blob). */
+  sizeOf(id: string): number | undefined {
+    return this.pendingIds.get(id)?.bytes.length ?? this.index.get(id)?.length
+  }
+
+  /** How many readable blobs (pending ones included) and their bytes, and the damage listed as blobs. */
+  totals(): { blobs: number; bytes: number; unreadable: string[] } {
+    let blobs = this.index.size
+    let bytes = this.index.bytes
+    for (const [id, blob] of this.pendingIds) {
+      if (this.index.has(id)) continue
+      blobs++
+      bytes += blob.bytes.length
+    }
+    return { blobs, bytes, unreadable: [...this.unreadable.keys()] }
   }
 
   /** Where a blob is: its bytes when it is not written yet, undefined when absent; damage throws. */

@@ -12,7 +12,7 @@
  * (they look at the log again on the next readJournal), and wait in the lock's queue: when the
  * writer's tab goes away, the next one takes the handles and writes.
  */
-import { type BlobId, type JournalRead, type JsonValue, type Store, type StoreChange, type StoreItem, TabRole, durableJournal, keptName } from 'rewindfs/adapter-kit'
+import { type BlobId, type BlobTotals, type JournalRead, type JsonValue, type Store, type StoreChange, type StoreItem, TabRole, durableJournal, keptName } from 'rewindfs/adapter-kit'
 import { fileNames, isTempName, opfsError, readWhole, removeIfPresent, removeStoreDirectory, storeDirectory, subdirectory, translate, writeAtomically } from './files.js'
 import { DEFAULT_SEGMENT_BYTES, type LogStats, SegmentLog } from './log.js'
 
@@ -47,6 +47,10 @@ export interface OpfsStore extends Store {
   readonly readBlobSync?: (id: BlobId) => Uint8Array | undefined
   /** Beside readBlobSync: every blob's id and size, without reading contents. */
   readonly blobSizes?: () => Promise<[BlobId, number][]>
+  /** Beside readBlobSync: one blob's size from the log's index (a workspace then lists nothing on open); answered after close too, from what the log held. */
+  readonly blobSize?: (id: BlobId) => number | undefined
+  /** Beside blobSize: how many blobs and bytes the log holds, and the damage it lists as blobs. */
+  readonly blobTotals?: () => BlobTotals
   close(): Promise<void>
 }
 
@@ -94,6 +98,8 @@ class OpfsJournalStore implements OpfsStore {
   private stale = false
   readBlobSync?: (id: BlobId) => Uint8Array | undefined
   blobSizes?: () => Promise<[BlobId, number][]>
+  blobSize?: (id: BlobId) => number | undefined
+  blobTotals?: () => BlobTotals
   private closed = false
 
   constructor(
@@ -150,6 +156,8 @@ class OpfsJournalStore implements OpfsStore {
       }
     }
     this.blobSizes = () => this.queue('blobSizes', async () => this.log!.sizes())
+    this.blobSize = (id) => this.log!.sizeOf(id)
+    this.blobTotals = () => this.log!.totals()
   }
 
   onChange(listener: (change: StoreChange) => void): () => void {

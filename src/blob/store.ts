@@ -4,12 +4,14 @@
  * it is given. Unreachable blobs are removed by the collector (collector.ts), never by the store.
  *
  * Over a durable store that reads synchronously (`Store.readBlobSync`), contents are held on
- * demand: a blob the store holds may be known by id and size only, read back when first needed,
- * and durable contents stay in memory in a cache of at most `cacheBytes`, least recently used
- * leaving first. Contents not durable yet are never dropped.
+ * demand: memory holds only contents, and a blob the store holds (durable-blobs.ts: listed on
+ * open, or asked of the store's index when first looked up) is read back when first needed;
+ * durable contents stay in memory in a cache of at most `cacheBytes`, least recently used leaving
+ * first. Contents not durable yet are never dropped.
  */
 import { FsError } from '../errors.js'
 import { type Delta, MIN_DELTA_SIZE, applyDelta, makeDelta } from './delta.js'
+import { type DurableBlobs, ListedBlobs } from './durable-blobs.js'
 import { hashBytes, madeHere } from './hash.js'
 import { sameContent } from './same-content.js'
 
@@ -35,22 +37,15 @@ export interface BlobCounters {
 /** Reads a blob the durable store holds, synchronously (undefined when it does not hold it). */
 export type BlobReader = (id: BlobId) => Uint8Array | undefined
 
-/** A blob only the durable store holds: its contents are read when needed. */
-class InStore {
-  constructor(readonly size: number | undefined) {}
-}
-
-type Stored = Uint8Array | Delta | InStore
+type Stored = Uint8Array | Delta
 
 export class BlobStore {
-  /** Full bytes, a reverse delta against a newer blob (old versions of text files), or a blob only the durable store holds. */
+  /** Contents in memory: full bytes, or a reverse delta against a newer blob (old versions of text files). */
   private readonly blobs = new Map<BlobId, Stored>()
   /** Old → new version pairs written since the last compaction: candidates for reverse deltas. */
   private readonly successors: [BlobId, BlobId][] = []
   /** Bytes held in memory. */
   private storedBytes = 0
-  /** Blobs held by the durable store only. */
-  private inStore = 0
   /** Ids stored or re-referenced while a collection is marking: never swept by that cycle. */
   private protectedIds: Set<BlobId> | undefined
   readonly counters: BlobCounters = { touched: 0, read: 0, readBytes: 0, evicted: 0 }
@@ -62,9 +57,8 @@ export class BlobStore {
   /** Durable contents in memory, least recently used first (their sizes): what may leave. */
   private readonly cache = new Map<BlobId, number>()
   private cachedBytes = 0
-  /** Blobs the durable store holds, and their sizes. */
-  private readonly durable = new Map<BlobId, number>()
-  private durableBytes = 0
+  /** Blobs the durable store holds, and their sizes: listed, or asked of the store (durable-blobs.ts). */
+  private durable: DurableBlobs = new ListedBlobs()
 
   /** Stores `bytes` (taking ownership) and returns their id. */
   put(bytes: Uint8Array): BlobId {
@@ -83,14 +77,14 @@ export class BlobStore {
     // A hash match is confirmed byte by byte (why: same-content.ts); a true collision gets a suffixed id.
     for (let n = 1; ; n++) {
       let existing = this.blobs.get(id)
-      // Only the durable store holds it: read back to compare; found damaged, it was dropped and the good bytes are stored.
-      if (existing instanceof InStore) existing = this.readBackIfIntact(id)
+      // Only the durable store holds it: read back to compare; found damaged, it is no longer counted and the good bytes are stored.
+      if (existing === undefined && this.storeOnly(id)) existing = this.readBackIfIntact(id)
       if (existing === undefined) {
         this.blobs.set(id, owned ? bytes : bytes.slice())
         this.storedBytes += bytes.byteLength
         this.allocatedSinceCollection += bytes.byteLength
         // Content the durable store still holds (its blob was collected from memory only): it may leave again.
-        if (this.durable.has(id)) this.cacheIn(id, bytes.byteLength)
+        if (this.durable.size(id) !== undefined) this.cacheIn(id, bytes.byteLength)
         break
       }
       if (sameContent(existing instanceof Uint8Array ? existing : this.get(id), bytes)) break
@@ -117,12 +111,14 @@ export class BlobStore {
   /**
    * From now on, contents the durable store holds may leave memory and are read back through
    * `reader` when needed, at most `cacheBytes` of them held in memory. Reverse deltas are no
-   * longer made: an old version leaves memory whole instead.
+   * longer made: an old version leaves memory whole instead. `durable`: what the store holds,
+   * when it answers lookups (otherwise its blobs are listed with `known`).
    */
-  readOnDemand(reader: BlobReader, cacheBytes: number): void {
+  readOnDemand(reader: BlobReader, cacheBytes: number, durable?: DurableBlobs): void {
     this.reader = reader
     this.cacheLimit = cacheBytes
     this.successors.length = 0
+    if (durable) this.durable = durable
   }
 
   /** Whether contents are read on demand (the durable store reads synchronously). */
@@ -130,33 +126,33 @@ export class BlobStore {
     return this.reader !== undefined
   }
 
-  /** A blob the durable store holds, not read: its contents are read when first needed. */
+  /** A blob the durable store holds, listed on open and not read (size unknown: read back when asked). */
   known(id: BlobId, size: number | undefined): void {
-    if (!this.blobs.has(id)) {
-      this.blobs.set(id, new InStore(size))
-      this.inStore++
-    }
-    this.markDurable(id, size)
+    this.durable.add(id, size ?? Number.NaN)
   }
 
   /** The durable store holds the blob now: on demand, its contents may leave memory. */
-  markDurable(id: BlobId, size?: number): void {
+  markDurable(id: BlobId): void {
     const stored = this.blobs.get(id)
-    if (stored === undefined || this.durable.has(id)) return
-    const bytes = size ?? (stored instanceof Uint8Array ? stored.byteLength : stored instanceof InStore ? (stored.size ?? 0) : stored.size)
-    this.durable.set(id, bytes)
-    this.durableBytes += bytes
+    if (stored === undefined) return
+    this.durable.add(id, stored instanceof Uint8Array ? stored.byteLength : stored.size)
     if (stored instanceof Uint8Array) this.cacheIn(id, stored.byteLength)
   }
 
-  /** The durable store no longer holds the blob (compaction deleted it): only what memory holds is left. */
+  /** The durable store no longer holds the blob, or its copy is damaged: only what memory holds is left. */
   notDurable(id: BlobId): void {
-    const size = this.durable.get(id)
-    if (size === undefined) return
-    this.durable.delete(id)
-    this.durableBytes -= size
+    this.durable.remove(id)
     this.cacheOut(id)
-    if (this.blobs.get(id) instanceof InStore) this.drop(id)
+  }
+
+  /** Whether the durable store holds the blob (as counted: not a damaged copy, nor one being deleted). */
+  isDurable(id: BlobId): boolean {
+    return this.durable.size(id) !== undefined
+  }
+
+  /** Whether only the durable store holds the blob: its contents are read back when needed. */
+  private storeOnly(id: BlobId): boolean {
+    return this.reader !== undefined && !this.blobs.has(id) && this.durable.size(id) !== undefined
   }
 
   /** Durable contents in memory may leave it, least recently used first, once the cache is full. */
@@ -181,9 +177,8 @@ export class BlobStore {
       this.cachedBytes -= size
       const stored = this.blobs.get(id)
       if (stored instanceof Uint8Array) {
-        this.blobs.set(id, new InStore(stored.byteLength))
+        this.blobs.delete(id)
         this.storedBytes -= stored.byteLength
-        this.inStore++
         this.counters.evicted++
       }
     }
@@ -218,7 +213,6 @@ export class BlobStore {
       throw new FsError('EIO', 'read', undefined, undefined, `i/o error: stored content ${id} cannot be read (${bytes})`)
     }
     this.blobs.set(id, bytes)
-    this.inStore--
     this.storedBytes += bytes.byteLength
     this.cacheIn(id, bytes.byteLength)
     return bytes
@@ -229,7 +223,7 @@ export class BlobStore {
    * memory; returns the bytes read. Damage is handled as a read back finds it.
    */
   checkStored(id: BlobId): number {
-    if (!this.durable.has(id)) return 0
+    if (!this.isDurable(id)) return 0
     const bytes = this.readStored(id)
     if (typeof bytes !== 'string') return bytes.byteLength
     this.damaged(id)
@@ -249,8 +243,7 @@ export class BlobStore {
   private drop(id: BlobId): void {
     const stored = this.blobs.get(id)
     if (stored === undefined) return
-    if (stored instanceof InStore) this.inStore--
-    else this.storedBytes -= stored instanceof Uint8Array ? stored.byteLength : stored.cost
+    this.storedBytes -= stored instanceof Uint8Array ? stored.byteLength : stored.cost
     this.cacheOut(id)
     this.blobs.delete(id)
   }
@@ -258,8 +251,8 @@ export class BlobStore {
   /** What is held in memory and what the durable store holds, in blobs and bytes. */
   get occupancy(): { resident: { blobs: number; bytes: number }; durable: { blobs: number; bytes: number }; cache: { bytes: number; limit: number } } {
     return {
-      resident: { blobs: this.blobs.size - this.inStore, bytes: this.storedBytes },
-      durable: { blobs: this.durable.size, bytes: this.durableBytes },
+      resident: { blobs: this.blobs.size, bytes: this.storedBytes },
+      durable: this.durable.totals(),
       cache: { bytes: this.cachedBytes, limit: this.cacheLimit },
     }
   }
@@ -277,7 +270,7 @@ export class BlobStore {
    * (or were checked before), false when the blob is missing or corrupt (then dropped from memory).
    */
   check(id: BlobId): boolean {
-    if (!this.unchecked.delete(id)) return this.blobs.has(id)
+    if (!this.unchecked.delete(id)) return this.has(id)
     const stored = this.blobs.get(id)
     if (stored === undefined) return false
     if (!(stored instanceof Uint8Array) || hashBytes(stored) === id) return true
@@ -289,7 +282,7 @@ export class BlobStore {
 
   /** Whether a blob can be read: present, and its bytes match its id (one only the store holds is checked when read back). */
   intact(id: BlobId): boolean {
-    return this.unchecked.has(id) ? this.check(id) : this.blobs.has(id)
+    return this.unchecked.has(id) ? this.check(id) : this.has(id)
   }
 
   /** The stored bytes: callers must not modify them (copy before handing them out). */
@@ -299,7 +292,10 @@ export class BlobStore {
       throw new FsError('EIO', 'read', undefined, undefined, `i/o error: stored content ${id} failed its checksum`)
     }
     const stored = this.blobs.get(id)
-    if (stored === undefined) throw new Error(`rewindfs: blob ${id} is missing from the store`)
+    if (stored === undefined) {
+      if (this.storeOnly(id)) return this.readBack(id)
+      throw new Error(`rewindfs: blob ${id} is missing from the store`)
+    }
     if (stored instanceof Uint8Array) {
       // Recently used: the last to leave the cache.
       if (this.cache.has(id)) {
@@ -308,19 +304,18 @@ export class BlobStore {
       }
       return stored
     }
-    if (stored instanceof InStore) return this.readBack(id)
     // Walk the chain to full content, then apply the deltas back down; a long chain is squashed
     // (the rebuilt content stored whole) so reads of old versions stay bounded.
     const chain: Delta[] = [stored]
     let base = this.blobs.get(stored.base)
     let baseId = stored.base
-    while (base !== undefined && !(base instanceof Uint8Array) && !(base instanceof InStore)) {
+    while (base !== undefined && !(base instanceof Uint8Array)) {
       chain.push(base)
       baseId = base.base
       base = this.blobs.get(baseId)
     }
-    if (base === undefined) throw new Error(`rewindfs: the base of blob ${id} is missing from the store`)
-    let bytes = base instanceof InStore ? this.readBack(baseId) : base
+    if (base === undefined && !this.storeOnly(baseId)) throw new Error(`rewindfs: the base of blob ${id} is missing from the store`)
+    let bytes = base ?? this.readBack(baseId)
     for (let i = chain.length - 1; i >= 0; i--) bytes = applyDelta(bytes, chain[i])
     if (chain.length > MAX_CHAIN) this.replace(id, bytes)
     return bytes
@@ -329,25 +324,25 @@ export class BlobStore {
   /** Size of a blob's content without rebuilding it (one only the store holds, of unknown size, is read back). */
   size(id: BlobId): number {
     const stored = this.blobs.get(id)
-    if (stored === undefined) throw new Error(`rewindfs: blob ${id} is missing from the store`)
-    if (stored instanceof InStore) return stored.size ?? this.get(id).byteLength
-    return stored instanceof Uint8Array ? stored.byteLength : stored.size
+    if (stored !== undefined) return stored instanceof Uint8Array ? stored.byteLength : stored.size
+    const size = this.reader !== undefined ? this.durable.size(id) : undefined
+    if (size === undefined) throw new Error(`rewindfs: blob ${id} is missing from the store`)
+    return Number.isNaN(size) ? this.get(id).byteLength : size
   }
 
   /** The blob a delta is made against, if `id` is stored as one. */
   baseOf(id: BlobId): BlobId | undefined {
     const stored = this.blobs.get(id)
-    return stored instanceof Uint8Array || stored instanceof InStore || stored === undefined ? undefined : stored.base
+    return stored instanceof Uint8Array || stored === undefined ? undefined : stored.base
   }
 
   private replace(id: BlobId, value: Uint8Array | Delta): void {
     const old = this.blobs.get(id)
-    if (old instanceof InStore) this.inStore--
-    else if (old !== undefined) this.storedBytes -= old instanceof Uint8Array ? old.byteLength : old.cost
+    if (old !== undefined) this.storedBytes -= old instanceof Uint8Array ? old.byteLength : old.cost
     this.cacheOut(id)
     this.blobs.set(id, value)
     this.storedBytes += value instanceof Uint8Array ? value.byteLength : value.cost
-    if (value instanceof Uint8Array && this.durable.has(id)) this.cacheIn(id, value.byteLength)
+    if (value instanceof Uint8Array && this.isDurable(id)) this.cacheIn(id, value.byteLength)
   }
 
   /** Notes that `next` replaced `previous` as a file's content: a candidate reverse delta. */
@@ -379,14 +374,14 @@ export class BlobStore {
     return false
   }
 
+  /** Whether a blob can be had: in memory, or (on demand) in the durable store. */
   has(id: BlobId): boolean {
-    return this.blobs.has(id)
+    return this.blobs.has(id) || this.storeOnly(id)
   }
 
   /** Whether a blob's content is in memory (not only in the durable store). */
   resident(id: BlobId): boolean {
-    const stored = this.blobs.get(id)
-    return stored !== undefined && !(stored instanceof InStore)
+    return this.blobs.has(id)
   }
 
   /** Marks an existing blob as referenced again (e.g. a node reused by restore or undo). */
@@ -394,8 +389,10 @@ export class BlobStore {
     this.protectedIds?.add(id)
   }
 
+  /** Blobs known: in memory, or (on demand) only in the durable store. */
   get count(): number {
-    return this.blobs.size
+    // On demand, the cache holds exactly the contents in memory that are durable too.
+    return this.reader === undefined ? this.blobs.size : this.blobs.size - this.cache.size + this.durable.totals().blobs
   }
 
   /** Bytes of contents held in memory. */
@@ -403,18 +400,31 @@ export class BlobStore {
     return this.storedBytes
   }
 
+  /** The blobs in memory (a collection sweeps them; what only the durable store holds, compaction deletes). */
   ids(): IterableIterator<BlobId> {
     return this.blobs.keys()
   }
 
-  /** Overwrites a blob's bytes with zeros and drops it (purging leaked content). */
+  /** Blobs in memory that the durable store holds too. */
+  residentDurable(): BlobId[] {
+    return [...this.blobs.keys()].filter((id) => this.isDurable(id))
+  }
+
+  /**
+   * Overwrites a blob's bytes with zeros and drops it (purging leaked content); on demand, the
+   * durable store's copy is no longer read (the compaction that follows deletes it).
+   */
   erase(id: BlobId): boolean {
     const stored = this.blobs.get(id)
-    if (stored === undefined) return false
-    // Blobs stored as deltas against this one are rebuilt whole first: they must not lose their base.
-    for (const [other, value] of this.blobs) if (!(value instanceof Uint8Array) && !(value instanceof InStore) && value.base === id) this.replace(other, this.get(other))
-    if (stored instanceof Uint8Array) stored.fill(0)
-    this.drop(id)
+    const held = this.storeOnly(id)
+    if (stored === undefined && !held) return false
+    if (stored !== undefined) {
+      // Blobs stored as deltas against this one are rebuilt whole first: they must not lose their base.
+      for (const [other, value] of this.blobs) if (!(value instanceof Uint8Array) && value.base === id) this.replace(other, this.get(other))
+      if (stored instanceof Uint8Array) stored.fill(0)
+      this.drop(id)
+    }
+    if (this.reader !== undefined) this.notDurable(id)
     return true
   }
 

@@ -9,6 +9,7 @@
  * read when needed (BlobStore's cache) and checked against their ids then.
  */
 import { type BlobId, type BlobStore, DEFAULT_CACHE_BYTES } from '../blob/store.js'
+import { IndexedBlobs } from '../blob/durable-blobs.js'
 import { hashBytes, madeHere } from '../blob/hash.js'
 import { FsError } from '../errors.js'
 import type { FlushBook } from '../flush/book.js'
@@ -138,7 +139,12 @@ export class Durability {
   /** Blobs whose stored bytes are damaged (or unreadable): kept in the store, never deleted by compaction. */
   readonly corrupt = new Set<BlobId>()
   private blobIds = new Set<BlobId>()
-  private readonly durableBlobs = new Set<BlobId>()
+  /** The blobs the store holds, as the blob store counts them (listed on open, or asked of the store's index when first looked up). */
+  private readonly durableBlobs = {
+    has: (id: BlobId) => this.host.blobs.isDurable(id),
+    add: (id: BlobId) => this.host.blobs.markDurable(id),
+    delete: (id: BlobId) => this.host.blobs.notDurable(id),
+  }
   private flushing: Promise<void> = Promise.resolve()
   private scheduled = false
   /** Set when the store failed: the workspace keeps working in memory, flagged, never silently. */
@@ -530,7 +536,7 @@ export class Durability {
   historyRoots(): Iterable<BlobId> {
     const { ids, complete } = this.history.blobs()
     // Until every part's blobs are known, every durable blob is kept.
-    return complete ? ids : [...ids, ...this.durableBlobs]
+    return complete ? ids : [...ids, ...this.host.blobs.residentDurable()]
   }
 
   /** Loads a snapshot record into the (empty) host. */
@@ -762,8 +768,27 @@ export class Durability {
    */
   private async loadBlobs(warnings: string[]): Promise<void> {
     const { blobs } = this.host
-    const ids = await this.store.blobIds()
     const { store } = this
+    const unreadable = (id: BlobId, error: unknown) => {
+      this.corrupt.add(id)
+      this.unreadable.push(id)
+      warnings.push(`blob ${id} cannot be read (${(error as Error)?.message ?? String(error)}); it is kept in the store, and what needs it reads as EIO`)
+    }
+    if (store.readBlobSync && store.blobSize && store.blobTotals) {
+      // On demand over a store that answers lookups: nothing is listed, a blob is asked of the
+      // store's index when first looked up. What it lists as damage is read now, so open reports it.
+      const index = { blobSize: (id: BlobId) => store.blobSize!(id), blobTotals: () => store.blobTotals!() }
+      blobs.readOnDemand((id) => store.readBlobSync!(id), this.options.cacheBytes, new IndexedBlobs(index))
+      for (const id of store.blobTotals().unreadable) {
+        try {
+          store.readBlobSync(id)
+        } catch (error) {
+          unreadable(id, error)
+        }
+      }
+      return
+    }
+    const ids = await this.store.blobIds()
     if (store.readBlobSync) {
       // On demand: known by id and size, read when first needed and checked against its id then.
       // One the store lists without a size (damage it cannot read) is read now, so open reports it.
@@ -772,10 +797,7 @@ export class Durability {
       // Each blob listed with its size, without a lookup per blob; the ones listed without (damage) then.
       let unsized: readonly BlobId[] = ids
       if (sizes) {
-        for (const [id, size] of sizes) {
-          blobs.known(id, size)
-          this.durableBlobs.add(id)
-        }
+        for (const [id, size] of sizes) blobs.known(id, size)
         const sized = sizes.length < ids.length ? new Set(sizes.map(([id]) => id)) : undefined
         unsized = sized ? ids.filter((id) => !sized.has(id)) : []
       }
@@ -785,15 +807,12 @@ export class Durability {
           try {
             size = store.readBlobSync(id)?.byteLength
           } catch (error) {
-            this.corrupt.add(id)
-            this.unreadable.push(id)
-            warnings.push(`blob ${id} cannot be read (${(error as Error)?.message ?? String(error)}); it is kept in the store, and what needs it reads as EIO`)
+            unreadable(id, error)
             continue
           }
           if (size === undefined) continue
         }
         blobs.known(id, size)
-        this.durableBlobs.add(id)
       }
       return
     }
@@ -805,9 +824,7 @@ export class Durability {
         try {
           bytes = await this.store.getBlob(id)
         } catch (error) {
-          this.corrupt.add(id)
-          this.unreadable.push(id)
-          warnings.push(`blob ${id} cannot be read (${(error as Error)?.message ?? String(error)}); it is kept in the store, and what needs it reads as EIO`)
+          unreadable(id, error)
           continue
         }
         if (bytes) {
@@ -1028,7 +1045,7 @@ export class Durability {
   async verify(budget = 4 * 1024 * 1024, options: { stored?: boolean } = {}): Promise<IntegrityReport> {
     const { blobs } = this.host
     const report: IntegrityReport = { verified: 0, corrupt: [], broken: [] }
-    const pending = options.stored && this.onDemand ? [...this.durableBlobs] : this.unverified
+    const pending = options.stored && this.onDemand ? (await this.store.blobIds()).filter((id) => blobs.isDurable(id)) : this.unverified
     while (pending.length > 0) {
       await new Promise((resolve) => setTimeout(resolve, 0))
       for (let spent = 0; spent < budget && pending.length > 0; ) {

@@ -33,6 +33,16 @@ export type ScrubFinding = {
   readonly reason: string
 }
 
+/** What `Store.blobTotals` returns. */
+export interface BlobTotals {
+  /** Blobs held (readable: not counting damage listed as a blob). */
+  readonly blobs: number
+  /** Their bytes. */
+  readonly bytes: number
+  /** Ids listed as blobs that cannot be read (damage found on open). */
+  readonly unreadable: readonly BlobId[]
+}
+
 /** Something a store holds that can be set aside: its journal, one blob, one metadata entry. */
 export type StoreItem = { readonly journal: true } | { readonly blob: BlobId } | { readonly meta: string }
 
@@ -83,6 +93,20 @@ export interface Store {
   readBlobSync?(id: BlobId): Uint8Array | undefined
   /** Optional, beside readBlobSync: every blob's id and size in bytes, without reading contents (`ws.storage` counts durable bytes with it). */
   blobSizes?(): Promise<[BlobId, number][]>
+  /**
+   * Optional, beside readBlobSync and with blobTotals: the size in bytes of a blob the store holds,
+   * answered from its index without reading the content; undefined when it holds none (or lists
+   * the id only as damage). A store that offers both is not listed on open: the engine asks about
+   * a blob when it is first looked up, so opening costs the store's index, not its number of
+   * blobs. Called on the thread of the sync fs calls: one lookup in memory.
+   */
+  blobSize?(id: BlobId): number | undefined
+  /**
+   * Optional, with blobSize: how many blobs the store holds and their bytes (`ws.storage` reports
+   * them), kept as it goes rather than summed per call, and the ids it lists that cannot be read
+   * (damage its open found: the engine reports them on open).
+   */
+  blobTotals?(): BlobTotals
   /**
    * Optional: reads everything the store holds through its own framing, records nothing refers to
    * any more included (bytes open and blob reads never reach: the directory store's dead pack
