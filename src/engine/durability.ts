@@ -21,6 +21,7 @@ import { type MapRoot, mapEntries, mapGet } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
 import type { Change, Journal, Operation, OperationRecord, OperationType, SideEffect, UndoStrategy } from './journal.js'
+import { IntegrityWatch } from './integrity.js'
 import { LazyHistory, decodeChange, lostCompensation } from './lazy-history.js'
 import { rootPending } from './pending-history.js'
 import {
@@ -45,7 +46,7 @@ import {
 } from './persistence.js'
 import { type ReconnectSink, Reconnection } from './reconnect.js'
 import { type JsonValue, SessionState } from './state.js'
-import type { Store } from './store.js'
+import { LOWER_KEY, type Store } from './store.js'
 
 /** What a checkpoint is, as the workspace keeps it. */
 export interface CheckpointRecord {
@@ -157,6 +158,9 @@ export class Durability {
   /** A journal replacement (compaction) failed: the store holds either journal, so resume writes a snapshot. */
   private journalUnknown = false
   private reconnection: Reconnection | undefined
+
+  /** The blob checks and what they found, said once (integrity.ts). */
+  readonly integrity: IntegrityWatch = new IntegrityWatch(this)
 
   /** The history of the last snapshot: checkpoint trees and operations' changes decoded when first needed (lazy-history.ts). */
   readonly history = new LazyHistory((id) => this.readPart(id))
@@ -854,6 +858,23 @@ export class Durability {
       this.damage.push({ part: 'meta', key, reason: ((error as Error)?.message ?? String(error)).replace(/^rewindfs: /, '') })
       return 'damaged'
     }
+  }
+
+  /**
+   * Before any replay: refuses a store made over another lower source (ELOWERMISMATCH: its journal
+   * must not be replayed over this one); remembers this one's identity in a new store.
+   */
+  async checkLower(lowerId: string | undefined): Promise<void> {
+    if (lowerId === undefined) return
+    const known = await this.readMeta(LOWER_KEY, (value) => {
+      if (typeof value !== 'string') throw new Error('it is not the name of a lower source')
+      return value
+    })
+    if (known === 'damaged') return
+    if (known !== undefined && known !== lowerId) {
+      throw Object.assign(new Error(`rewindfs: this ${this.store.kind} store belongs to the lower source '${String(known)}', not '${lowerId}'; open it over the same source or use a new store`), { code: 'ELOWERMISMATCH' })
+    }
+    if (known === undefined && !this.store.readOnly) await this.store.putMeta(LOWER_KEY, lowerId)
   }
 
   /** Replays whole group commits in order; stops at the first record that cannot be applied. */

@@ -14,7 +14,7 @@ import type { Flushes } from './flushes.js'
 import type { ReconnectStatus } from './reconnect.js'
 import type { RepairOptions, RepairReport } from './repair.js'
 import type { SideEffects } from './side-effects.js'
-import { type DurabilityEngine, LOWER_KEY, type ScrubFinding, type Store } from './store.js'
+import type { DurabilityEngine, Store } from './store.js'
 import { cacheBytesOf } from './storage.js'
 
 export interface StoreStatus {
@@ -31,8 +31,6 @@ export interface StoreStatus {
 
 export class SessionStore {
   readonly status: StoreStatus = { warnings: [] }
-  /** The background check of the store's blob checksums that open starts. */
-  private integrity: Promise<IntegrityReport> | undefined
   /** The attached store's durable journal engine. */
   private engine: DurabilityEngine | undefined
 
@@ -55,7 +53,7 @@ export class SessionStore {
     const durability = engine.open({ overlay, state, journal, blobs: overlay.blobs, ...this.checkpoints.durable(), status: this.status, alert }, store, { cacheBytes: cacheBytesOf(this.context.options.cacheBytes) })
     try {
       // Before any replay: a journal of another source must not be replayed over this one.
-      await this.checkLowerIdentity(store, durability)
+      await durability.checkLower(this.context.lower.id)
       this.status.loaded = await durability.load()
       this.status.warnings.push(...this.status.loaded.warnings)
     } catch (error) {
@@ -70,18 +68,8 @@ export class SessionStore {
     if (store.readOnly) ops.frozenReason = `the ${store.kind} store is open read-only (another writer holds it)`
     // From now on, first sightings of lower paths are journaled: conflict checks survive a reopen.
     if (lower.id !== undefined) overlay.unrecorded = []
-    // Blob checksums are verified in the background; verify() waits for the verdict. On demand,
-    // each content is checked when it is read: damage found then is reported at once.
-    this.integrity = durability.verify().then((report) => this.reportIntegrity(report))
-    durability.onDamagedBlob = (id) => {
-      this.damagedBlobs.add(id)
-      const message = `blob ${id} in the ${store.kind} store cannot be read or does not match its checksum; what needs it reads as EIO (its bytes stay in the store)`
-      this.status.warnings.push(message)
-      queueMicrotask(() => {
-        durability.checkIntegrity()
-        this.context.alert({ kind: 'integrity', message })
-      })
-    }
+    // Blob checksums are verified in the background (verify() waits for the verdict); damage found, by it or a read, is said once.
+    durability.integrity.watch({ warn: (message) => this.status.warnings.push(message), alert: (message) => this.context.alert({ kind: 'integrity', message }) })
     await this.flushes.load(durability)
     if (durability.damage.length > 0) this.openedDamaged(durability)
     this.checkpoints.prune() // retention applies to what was reopened too
@@ -96,23 +84,6 @@ export class SessionStore {
     // A long tail (the last process ended before its compaction): compacted in the background, in
     // turn with the first calls, as during work; open does not wait to rewrite the journal.
     if ((this.status.loaded?.operations ?? 0) >= every) void this.compact().catch(() => undefined)
-  }
-
-  /** Refuses a store made over another lower source; remembers this one's identity in a new store. */
-  private async checkLowerIdentity(store: Store, durability: Durability): Promise<void> {
-    const { lower } = this.context
-    if (lower.id === undefined) return
-    const known = await durability.readMeta(LOWER_KEY, (value) => {
-      if (typeof value !== 'string') throw new Error('it is not the name of a lower source')
-      return value
-    })
-    if (known === 'damaged') return
-    if (known !== undefined && known !== lower.id) {
-      throw Object.assign(new Error(`rewindfs: this ${store.kind} store belongs to the lower source '${String(known)}', not '${lower.id}'; open it over the same source or use a new store`), {
-        code: 'ELOWERMISMATCH',
-      })
-    }
-    if (known === undefined && !store.readOnly) await store.putMeta(LOWER_KEY, lower.id)
   }
 
   /** A damaged store: open read-only at the state it proves, frozen, and say so. */
@@ -155,47 +126,9 @@ export class SessionStore {
     await this.context.durability?.compact(() => this.context.collector.reachable())
   }
 
+  /** Every blob checked (on demand, read from the store), then the store's scrub: what is damaged, said once (integrity.ts). */
   async verify(): Promise<IntegrityReport> {
-    const { durability } = this.context
-    let report: IntegrityReport
-    if (durability?.onDemand) {
-      await this.integrity
-      report = this.reportIntegrity(await durability.verify(undefined, { stored: true }))
-    } else report = (await this.integrity) ?? { verified: 0, corrupt: [], broken: [] }
-    return durability?.store.scrub ? this.scrubbed(report, await durability.store.scrub()) : report
-  }
-
-  /**
-   * The store's scrub (bytes no read reaches: dead records, segment headers) added to a report:
-   * what it found is listed as corrupt under the ids the store lists such damage as, said once in
-   * a warning and an alert, kept in the store as it is.
-   */
-  private scrubbed(report: IntegrityReport, findings: readonly ScrubFinding[]): IntegrityReport {
-    if (findings.length === 0) return report
-    const fresh = findings.filter((finding) => !this.damagedBlobs.has(finding.id))
-    for (const finding of fresh) this.damagedBlobs.add(finding.id)
-    if (fresh.length > 0) {
-      const kind = this.context.durability?.store.kind ?? 'durable'
-      const message = `a scrub of everything the ${kind} store holds found damaged bytes: ${fresh.map((finding) => finding.reason).join('; ')}`
-      this.status.warnings.push(message)
-      this.context.alert({ kind: 'integrity', message })
-    }
-    return { ...report, corrupt: [...new Set([...report.corrupt, ...findings.map((finding) => finding.id)])] }
-  }
-
-  /** Blobs found damaged when read on demand (said then, not again by a check's report). */
-  private readonly damagedBlobs = new Set<string>()
-
-  /** Damaged blobs a check found: a warning and an alert. */
-  private reportIntegrity(report: IntegrityReport): IntegrityReport {
-    const fresh = report.corrupt.filter((id) => !this.damagedBlobs.has(id))
-    for (const id of fresh) this.damagedBlobs.add(id)
-    if (fresh.length > 0) {
-      const message = `${fresh.length} blob(s) in the ${this.context.durability?.store.kind ?? 'durable'} store did not match their checksums and were dropped; broken checkpoints: ${report.broken.join(', ') || 'none'}`
-      this.status.warnings.push(message)
-      this.context.alert({ kind: 'integrity', message })
-    }
-    return report
+    return (await this.context.durability?.integrity.verify()) ?? { verified: 0, corrupt: [], broken: [] }
   }
 
   /** Garbage-collection roots in the snapshot's parts: what checkpoints and operations not decoded yet need. */
