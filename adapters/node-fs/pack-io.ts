@@ -1,14 +1,17 @@
 /**
- * File access for pack segments: a moving window the scan reads a segment through, positional
- * reads and writes that finish what a short one left, zeros to preallocate with, and fdatasync off
- * the main thread.
+ * File access for pack segments: a moving window the scan and the scrub read a segment through,
+ * positional reads and writes that finish what a short one left, zeros to preallocate with, and
+ * fdatasync off the main thread.
  */
 import { hostFs as fs } from './host-fs.js'
-import { RECORD_HEADER_BYTES, readRecordHeader } from './pack-format.js'
+import { RECORD_HEADER_BYTES, crc32, readRecordHeader } from './pack-format.js'
 
 const WINDOW = 1024 * 1024
 
-/** A moving window over a segment file for the scan: reads 1 MiB at a time. */
+/**
+ * A moving window over a segment file: reads 1 MiB at a time, synchronously for open's scan,
+ * asynchronously (the event loop runs between reads) for a scrub.
+ */
 export class SegmentWindow {
   private buffer = Buffer.alloc(0)
   /** The file bytes the buffer holds: [start, start + length). */
@@ -16,6 +19,7 @@ export class SegmentWindow {
   private length = 0
   /** Bytes read from the file so far (the scan's work, counted). */
   bytesRead = 0
+  /** `size`: the window reads no byte at or past it (the file's size, or where a scrub stops). */
   constructor(
     private readonly fd: number,
     readonly size: number,
@@ -24,15 +28,30 @@ export class SegmentWindow {
 
   /** The bytes from `at` on (at least `want` of them where the file has them), and where `at` is in them. */
   view(at: number, want: number): { bytes: Buffer; offset: number; end: number } {
-    const needEnd = Math.min(this.size, at + want)
-    if (at < this.start || needEnd > this.start + this.length) {
-      const length = Math.min(this.size - at, Math.max(want, WINDOW))
-      if (this.buffer.length < length || this.buffer.length > 4 * Math.max(length, WINDOW)) this.buffer = Buffer.allocUnsafe(Math.max(length, WINDOW))
-      this.length = readFully(this.fd, this.buffer, length, at)
-      this.bytesRead += this.length
-      this.start = at
-    }
+    const length = this.miss(at, want)
+    if (length !== undefined) this.filled(at, readFully(this.fd, this.buffer, length, at))
     return { bytes: this.buffer, offset: at - this.start, end: this.length }
+  }
+
+  /** The same, read asynchronously. */
+  async viewAsync(at: number, want: number): Promise<{ bytes: Buffer; offset: number; end: number }> {
+    const length = this.miss(at, want)
+    if (length !== undefined) this.filled(at, await readFullyAsync(this.fd, this.buffer, length, at))
+    return { bytes: this.buffer, offset: at - this.start, end: this.length }
+  }
+
+  /** Undefined when the buffer holds the bytes asked for; otherwise how many to read from `at` (the buffer made large enough). */
+  private miss(at: number, want: number): number | undefined {
+    if (at >= this.start && Math.min(this.size, at + want) <= this.start + this.length) return undefined
+    const length = Math.max(0, Math.min(this.size - at, Math.max(want, WINDOW)))
+    if (this.buffer.length < length || this.buffer.length > 4 * Math.max(length, WINDOW)) this.buffer = Buffer.allocUnsafe(Math.max(length, WINDOW))
+    return length
+  }
+
+  private filled(at: number, read: number): void {
+    this.length = read
+    this.bytesRead += read
+    this.start = at
   }
 
   header(at: number): ReturnType<typeof readRecordHeader> {
@@ -48,6 +67,29 @@ export class SegmentWindow {
       if (typeof this.header(at) === 'object') return at
     }
     return undefined
+  }
+
+  /** The same, read asynchronously. */
+  async nextHeaderAsync(from: number): Promise<number | undefined> {
+    for (let at = from; at + RECORD_HEADER_BYTES <= this.size; at++) {
+      const { bytes, offset, end } = await this.viewAsync(at, RECORD_HEADER_BYTES)
+      if (bytes[offset] !== 0x52 || bytes[offset + 1] !== 0x57 || bytes[offset + 2] !== 0x50 || bytes[offset + 3] !== 0x4b) continue
+      if (typeof readRecordHeader(bytes, offset, end, this.salt) === 'object') return at
+    }
+    return undefined
+  }
+
+  /** CRC-32 of `length` bytes from `at`, read asynchronously a window at a time; undefined when the window ends first. */
+  async crc(at: number, length: number): Promise<number | undefined> {
+    let crc = 0
+    for (let done = 0; done < length; ) {
+      const want = Math.min(WINDOW, length - done)
+      const { bytes, offset, end } = await this.viewAsync(at + done, want)
+      if (end - offset < want) return undefined
+      crc = crc32(bytes, offset, offset + want, crc)
+      done += want
+    }
+    return crc
   }
 
   /** Where the zeros at the end of the file start (the file's size when it does not end in zeros). */

@@ -7,8 +7,8 @@
  * changed or cut.
  */
 import { hostFs as fs } from './host-fs.js'
-import { readFullyAsync } from './pack-io.js'
-import { Kind, type Place, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES, SEGMENT_VERSION, crc32, isKind, readRecordHeader, readSegmentHeader, recordBytes } from './pack-format.js'
+import { SegmentWindow } from './pack-io.js'
+import { Kind, type Place, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES, SEGMENT_VERSION, isKind, readRecordHeader, readSegmentHeader, recordBytes } from './pack-format.js'
 
 /** Bytes of a segment that fail their checks: where, how many, why. */
 export interface SegmentFinding extends Place {
@@ -25,54 +25,6 @@ export interface SegmentScrub {
   readonly forgotten: (offset: number) => boolean
 }
 
-const WINDOW = 1024 * 1024
-
-/** Reads a segment forwards through a window, asynchronously (the event loop runs between reads). */
-class Reader {
-  private buffer = Buffer.alloc(0)
-  private start = 0
-  private length = 0
-  bytesRead = 0
-  constructor(
-    private readonly fd: number,
-    private readonly end: number,
-  ) {}
-
-  /** At least `want` bytes from `at` (fewer where the segment ends), and where `at` is in them. */
-  async view(at: number, want: number): Promise<{ bytes: Buffer; offset: number; end: number }> {
-    if (at < this.start || Math.min(this.end, at + want) > this.start + this.length) {
-      const length = Math.max(0, Math.min(this.end - at, Math.max(want, WINDOW)))
-      if (this.buffer.length < length) this.buffer = Buffer.allocUnsafe(Math.max(length, WINDOW))
-      this.length = await readFullyAsync(this.fd, this.buffer, length, at)
-      this.bytesRead += this.length
-      this.start = at
-    }
-    return { bytes: this.buffer, offset: at - this.start, end: this.length }
-  }
-
-  /** CRC-32 of `length` bytes from `at`, read a window at a time (`crc` to continue one). */
-  async crc(at: number, length: number, crc = 0): Promise<number | undefined> {
-    for (let done = 0; done < length; ) {
-      const want = Math.min(WINDOW, length - done)
-      const { bytes, offset, end } = await this.view(at + done, want)
-      if (end - offset < want) return undefined
-      crc = crc32(bytes, offset, offset + want, crc)
-      done += want
-    }
-    return crc
-  }
-
-  /** The first offset from `from` on that holds a whole, checksummed record header. */
-  async nextHeader(from: number, salt: number): Promise<number | undefined> {
-    for (let at = from; at + RECORD_HEADER_BYTES <= this.end; at++) {
-      const { bytes, offset, end } = await this.view(at, RECORD_HEADER_BYTES)
-      if (bytes[offset] !== 0x52 || bytes[offset + 1] !== 0x57 || bytes[offset + 2] !== 0x50 || bytes[offset + 3] !== 0x4b) continue
-      if (typeof readRecordHeader(bytes, offset, end, salt) === 'object') return at
-    }
-    return undefined
-  }
-}
-
 /**
  * Walks a segment's records from its header to `end` as an open without index files would: the
  * segment header, every record header (a damaged one: the bytes to the next whole header are one
@@ -84,21 +36,21 @@ class Reader {
  */
 export async function scrubSegment(fd: number, scrub: SegmentScrub): Promise<{ findings: SegmentFinding[]; bytesRead: number }> {
   const { segment, end, salt } = scrub
-  const reader = new Reader(fd, end)
+  const reader = new SegmentWindow(fd, end, salt)
   const findings: SegmentFinding[] = []
   const found = (offset: number, length: number, reason: string) => {
     if (!scrub.forgotten(offset)) findings.push({ segment, offset, length, reason })
   }
-  const first = await reader.view(0, SEGMENT_HEADER_BYTES)
+  const first = await reader.viewAsync(0, SEGMENT_HEADER_BYTES)
   const header = readSegmentHeader(first.bytes.subarray(0, Math.min(first.end, SEGMENT_HEADER_BYTES)))
   if (!header) found(0, Math.min(end, SEGMENT_HEADER_BYTES), 'the segment header fails its checksum')
   else if (header.version !== SEGMENT_VERSION || header.segment !== segment || header.salt !== salt) found(0, SEGMENT_HEADER_BYTES, `the segment header names segment ${header.segment}, version ${header.version}, salt ${header.salt}`)
   let at = SEGMENT_HEADER_BYTES
   while (at < end) {
-    const { bytes, offset, end: viewEnd } = await reader.view(at, RECORD_HEADER_BYTES)
+    const { bytes, offset, end: viewEnd } = await reader.viewAsync(at, RECORD_HEADER_BYTES)
     const head = readRecordHeader(bytes, offset, viewEnd, salt)
     if (typeof head !== 'object') {
-      const next = head === 'short' ? undefined : await reader.nextHeader(at + 1, salt)
+      const next = head === 'short' ? undefined : await reader.nextHeaderAsync(at + 1)
       found(at, (next ?? end) - at, head === 'short' ? 'a segment ends inside a record header' : 'a record header fails its checksum')
       if (next === undefined) break
       at = next
