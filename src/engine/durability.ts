@@ -640,9 +640,8 @@ export class Durability {
           ...(op.description !== undefined ? { description: op.description } : {}),
           strategy: op.strategy as UndoStrategy,
           undone: op.undone,
-        } as Omit<OperationRecord, 'changes'> as OperationRecord
-        this.history.lazyChanges(record, op.at)
-        return record
+        }
+        return this.history.lazyOperation(record, op.at)
       }),
       data.seq,
     )

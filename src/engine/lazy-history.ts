@@ -34,25 +34,50 @@ const decoder = new TextDecoder()
 const encoder = new TextEncoder()
 
 
+/** Makes `key` of `target` a value of its own, no longer pending. */
+function settle(target: object, key: string, registry: WeakMap<object, unknown>, value: unknown): void {
+  registry.delete(target)
+  Object.defineProperty(target, key, { value, writable: true, configurable: true, enumerable: true })
+}
+
 /** Makes `key` of `target` a value computed on first read (or set), the pending marker dropped then. */
 function lazyProperty<T extends object>(target: T, key: string, registry: WeakMap<object, unknown>, load: () => unknown): void {
-  const settle = (value: unknown) => {
-    registry.delete(target)
-    Object.defineProperty(target, key, { value, writable: true, configurable: true, enumerable: true })
-  }
   // Not enumerable while pending: spreading a record ({ ...record }) does not decode it.
   Object.defineProperty(target, key, {
     configurable: true,
     enumerable: false,
     get() {
       const value = load()
-      settle(value)
+      settle(target, key, registry, value)
       return value
     },
     set(value: unknown) {
-      settle(value)
+      settle(target, key, registry, value)
     },
   })
+}
+
+/**
+ * A prototype whose `key` is computed on first read of a record made from it (or set), from what
+ * `registry` holds for the record: the same as lazyProperty, without an accessor and closures for
+ * each of ten thousand records opened. Not an own property while pending: spreading a record does
+ * not decode it.
+ */
+function lazyPrototype<R>(key: string, registry: WeakMap<object, R>, load: (pending: R) => unknown): object {
+  const prototype = {}
+  Object.defineProperty(prototype, key, {
+    configurable: true,
+    enumerable: false,
+    get(this: object) {
+      const value = load(registry.get(this)!)
+      settle(this, key, registry, value)
+      return value
+    },
+    set(this: object, value: unknown) {
+      settle(this, key, registry, value)
+    },
+  })
+  return prototype
 }
 
 function partError(part: number, id: BlobId | undefined, why: string): FsError {
@@ -179,10 +204,14 @@ export class LazyHistory {
     })
   }
 
-  /** An operation's changes, decoded when first read. */
-  lazyChanges(record: OperationRecord, at: [number, number]): void {
+  /** Operation records whose changes are decoded when first read. */
+  private readonly pendingOperation = lazyPrototype('changes', pendingChanges, (at) => this.changes(at))
+
+  /** An operation record of `fields`, its changes decoded from `at` when first read. */
+  lazyOperation(fields: Omit<OperationRecord, 'changes'>, at: [number, number]): OperationRecord {
+    const record = Object.assign(Object.create(this.pendingOperation) as OperationRecord, fields)
     pendingChanges.set(record, at)
-    lazyProperty(record, 'changes', pendingChanges, () => this.changes(at))
+    return record
   }
 
   private changes([p, k]: [number, number]): Change[] {
