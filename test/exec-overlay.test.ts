@@ -85,6 +85,18 @@ const checks: Record<ScenarioName, (seen: Observation) => void> = {
     expect(work.after.lookups).toBeLessThan(10)
     expect(work.idle).toEqual({ layerWrites: 0, upperEntries: 0, lookups: 0 })
   },
+  backToBack(seen) {
+    const line = (state: string) => `it's|a "quote" \\n $HOME é✓|${state}\n`
+    // The middle (4), then 6: slow, killed at the timeout in a helper started ahead, and skipped.
+    expect(seen.probes).toEqual([
+      [4, 'good', line('good 4'), false],
+      [6, 'skip', line('slow 6'), false],
+      [5, 'good', line('good 5'), false],
+      [7, 'bad', line('bad 7'), false],
+      [7, 'bad', line('bad 7'), true],
+    ])
+    expect(seen).toMatchObject({ firstBad: 7, lastGood: 5, skipped: [[6, 'timed out after 2000 ms']], helpers: [], live: 'bad 8\n' })
+  },
   undoRedo(seen) {
     expect(seen).toEqual({ undone: 'a.txt\n', redone: 'b.txt\n' })
   },

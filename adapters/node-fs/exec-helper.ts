@@ -5,6 +5,10 @@
  * replaces itself with `/bin/sh -c COMMAND`. A script, not a native addon: every step is one mount
  * call, and util-linux is on every Linux host. It ships inside the module (a string), so the
  * compiled package needs no extra file.
+ *
+ * Started without arguments, the script waits for them on stdin (`helperRequest`): a helper can
+ * then be started ahead of its command, so the namespaces are made while the previous command
+ * still runs (overlay mode's back-to-back commands, ws.bisect's probes).
  */
 
 /** Positional arguments of the script, in order. */
@@ -47,12 +51,32 @@ export function helperArguments(args: HelperArguments): string[] {
   ]
 }
 
+/** The arguments as the script reads them on stdin: shell words, one request ended by end of file. */
+export function helperRequest(args: HelperArguments): string {
+  return helperArguments(args).map(quote).join(' ') + '\n'
+}
+
+/** A shell word that is exactly `text` (single quotes: nothing inside is special but the quote itself). */
+function quote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`
+}
+
 /**
  * Exit status 125 and 'error <why>' on fd 3 when the set-up fails; 'ok' on fd 3 right before the
  * command starts. fd 3 is closed for the command. (`%{` stands for the shell's `${`, which a
  * template literal would take.)
  */
 export const HELPER_SCRIPT = String.raw`
+if [ $# -eq 0 ]; then
+  # Started ahead of its command: the arguments arrive on stdin (newlines only inside quotes,
+  # which the loop puts back); none, the end of file alone, means it is not needed after all.
+  request=
+  while IFS= read -r line; do request="$request$line
+"; done
+  [ -n "$request" ] || exit 0
+  eval "set -- $request"
+  exec </dev/null
+fi
 root=$1 layer=$2 upper=$3 work=$4 options=$5 cwd=$6 network=$7 host=$8 writable=$9
 shift 9
 map=$1 stash=$2 command=$3

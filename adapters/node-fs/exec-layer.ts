@@ -301,7 +301,8 @@ export class ExecLayer {
     const stats = fs.lstatSync(host, { throwIfNoEntry: false })
     if (stats?.isFile() && stats.nlink === 1 && (this.privileged || (stats.mode & 0o200) !== 0)) {
       fs.writeFileSync(host, bytes)
-      this.setMeta(host, meta)
+      if ((stats.mode & 0o7777) !== (meta.mode & 0o7777)) fs.chmodSync(host, meta.mode & 0o7777)
+      fs.utimesSync(host, meta.atimeMs / 1000, meta.mtimeMs / 1000)
       this.writes++
       return
     }

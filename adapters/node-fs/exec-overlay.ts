@@ -4,15 +4,20 @@
  * mounted at the project's own absolute path. Nothing on disk changes; what the command did is
  * exactly the upper directory's contents (exec-readback.ts). The session directory (layer,
  * uppers, work directories) lives under tmpdir for the workspace and is removed on close.
+ *
+ * A session whose commands come back to back (ws.bisect's probes) keeps the next command's helper
+ * started while the current one runs (a spare: unshare has made the namespaces and the script
+ * waits for its arguments), and removes a command's upper and work directories while the next one
+ * runs: between two commands only the layer's update and the mount remain.
  */
 import os from 'node:os'
 import { hostFs as fs } from './host-fs.js'
 import type { ExecHost } from 'rewindfs'
 import type { DirNode } from 'rewindfs/adapter-kit'
-import { HELPER_SCRIPT, helperArguments } from './exec-helper.js'
+import { HELPER_SCRIPT, type HelperArguments, helperArguments, helperRequest } from './exec-helper.js'
 import { removeLargeTree, removeTree } from './exec-files.js'
 import { ExecLayer } from './exec-layer.js'
-import { type ProcessOutcome, runProcess } from './exec-process.js'
+import { type ProcessOutcome, SpareProcess, type SpareSpec, runProcess } from './exec-process.js'
 import { readBack } from './exec-readback.js'
 import { type Support, overlayOptions, unshareArguments, xattrPrefix } from './exec-support.js'
 import { type Scan, emptyScan } from './exec-tree.js'
@@ -68,17 +73,29 @@ function track(dir: string): void {
   })
 }
 
+function sameSpec(a: SpareSpec, b: SpareSpec): boolean {
+  if (a.file !== b.file || a.cwd !== b.cwd || a.args.length !== b.args.length || a.args.some((arg, i) => arg !== b.args[i])) return false
+  const names = Object.keys(a.env)
+  return names.length === Object.keys(b.env).length && names.every((name) => a.env[name] === b.env[name])
+}
+
 export class OverlaySession {
   private dir: string | undefined
   private layer: ExecLayer | undefined
   private serial = 0
   private queue: Promise<unknown> = Promise.resolve()
+  /** The next command's helper, started while this one runs (back-to-back sessions only). */
+  private spare: SpareProcess | undefined
+  /** Upper, work and stash directories of the last command, removed while the next one runs. */
+  private leftovers: string[] = []
 
   constructor(
     private readonly host: ExecHost,
     private readonly support: Support,
     /** The project directory's real path: the lowerdir and the mount point. */
     readonly project: string,
+    /** Commands follow each other at once (ws.bisect's probes): keep the next one's helper started. */
+    private readonly backToBack = false,
   ) {}
 
   /** Why this session's temp directory cannot hold an overlay for the project, if it cannot. */
@@ -124,28 +141,37 @@ export class OverlaySession {
       const rootMeta = view.meta(view.rootEntry())
       fs.chmodSync(upper, rootMeta.mode & 0o7777)
       fs.utimesSync(upper, rootMeta.atimeMs / 1000, rootMeta.mtimeMs / 1000)
-      const args = [
-        ...unshareArguments(this.support, launch.network),
-        '/bin/sh',
-        '-c',
-        HELPER_SCRIPT,
-        'rewindfs-exec',
-        ...helperArguments({
-          root: this.project,
-          layer: `${dir}/layer`,
-          upper,
-          work,
-          overlayOptions: overlayOptions(this.support),
-          cwd: launch.cwd,
-          network: launch.network ? 'on' : 'off',
-          host: launch.readOnlyHost ? 'read-only' : 'read-write',
-          writable: launch.writable,
-          map: privileged ? '' : `${process.getuid!()}:${process.getgid!()}`,
-          stash,
-          command: launch.command,
-        }),
-      ]
-      const outcome = await runProcess({ file: tools.unshare, args, cwd: '/', env: launch.env, timeout: launch.timeout, stdio: launch.stdio, status: true })
+      const helper: HelperArguments = {
+        root: this.project,
+        layer: `${dir}/layer`,
+        upper,
+        work,
+        overlayOptions: overlayOptions(this.support),
+        cwd: launch.cwd,
+        network: launch.network ? 'on' : 'off',
+        host: launch.readOnlyHost ? 'read-only' : 'read-write',
+        writable: launch.writable,
+        map: privileged ? '' : `${process.getuid!()}:${process.getgid!()}`,
+        stash,
+        command: launch.command,
+      }
+      // The helper started without its arguments (a spare) reads them on stdin.
+      const spec: SpareSpec = { file: tools.unshare, args: [...unshareArguments(this.support, launch.network), '/bin/sh', '-c', HELPER_SCRIPT, 'rewindfs-exec'], cwd: '/', env: launch.env }
+      // A request travels as text: one with a NUL byte goes to spawn, which refuses it as Node does.
+      const spare = launch.stdio === 'pipe' && !helperArguments(helper).some((arg) => arg.includes('\0')) ? this.takeSpare(spec) : undefined
+      // Once the command runs (this process waits then): the next command's helper, and what the last one left.
+      // Told from an event handler: a failure here must not end the process, and costs only the head start.
+      const started = () => {
+        try {
+          if (this.backToBack && launch.stdio === 'pipe') this.spare ??= new SpareProcess(spec)
+          this.removeLeftovers()
+        } catch {
+          // What was not removed goes with the session directory.
+        }
+      }
+      const outcome = await (spare
+        ? spare.run(helperRequest(helper), launch.timeout, started)
+        : runProcess({ ...spec, args: [...spec.args, ...helperArguments(helper)], timeout: launch.timeout, stdio: launch.stdio, status: true, started }))
       if (!outcome.status.startsWith('ok')) {
         const why = outcome.status.replace(/^error /, '').trim() || (outcome.timedOut ? 'timed out while setting up' : `the namespace helper ended with ${outcome.signal ?? `exit status ${outcome.exitCode}`}: ${outcome.stderr.trim()}`)
         throw new SetupError(`rewindfs: exec: overlay mode could not be set up: ${why}`)
@@ -155,12 +181,32 @@ export class OverlaySession {
         : await readBack({ upper, before: view, project: this.project, xattr: xattrPrefix(privileged), getfattr: tools.getfattr, redirects: privileged })
       return { outcome, scan, before, work: { layerWrites: writes, upperEntries: entries, lookups: lookups + view.counters.lookups } }
     } finally {
-      for (const path of [upper, work, stash]) removeTree(path)
+      this.leftovers.push(upper, work, stash)
+      if (!this.backToBack) this.removeLeftovers()
     }
+  }
+
+  /** The spare, if it was started for a command like this one (same program, arguments, environment) and still waits. */
+  private takeSpare(spec: SpareSpec): SpareProcess | undefined {
+    const spare = this.spare
+    this.spare = undefined
+    if (spare === undefined) return undefined
+    if (spare.ready && sameSpec(spare.spec, spec)) return spare
+    spare.discard()
+    return undefined
+  }
+
+  private removeLeftovers(): void {
+    const paths = this.leftovers
+    this.leftovers = []
+    for (const path of paths) removeTree(path)
   }
 
   async close(): Promise<void> {
     await this.queue
+    this.spare?.discard()
+    this.spare = undefined
+    this.removeLeftovers()
     if (this.dir !== undefined) {
       // A few hundred entries usually (what the workspace changed): in-process is faster than rm.
       await removeLargeTree(this.dir, 1000)

@@ -3,7 +3,7 @@
  * kills everything the command started, and (for the namespace helper) a status pipe on fd 3 that
  * says whether the set-up before the command worked.
  */
-import { spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 
 /** Per stream: an agent needs the gist, and a runaway command must not exhaust memory. */
 export const MAX_OUTPUT = 16 * 1024 * 1024
@@ -24,6 +24,8 @@ export interface ProcessSpec {
    * then starts when the set-up reports 'ok': it is the command's time, not the namespaces'.
    */
   readonly status: boolean
+  /** Told when the status pipe first speaks: the command starts (or the set-up failed). */
+  readonly started?: () => void
 }
 
 export interface ProcessOutcome {
@@ -64,58 +66,143 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     // A piped command leads its own session and process group, so the group can be killed. An
     // interactive one must stay in this terminal's session (job control); its PID namespace ends it.
     const child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: piped })
-    let truncated = false
-    const collect = (stream: NodeJS.ReadableStream | null | undefined, cap: number) => {
-      const chunks: Buffer[] = []
-      let size = 0
-      stream?.on('data', (chunk: Buffer) => {
-        if (size + chunk.length > cap) {
-          truncated = true
-          chunk = chunk.subarray(0, Math.max(0, cap - size))
-        }
-        size += chunk.length
-        if (chunk.length > 0) chunks.push(chunk)
-      })
-      return () => Buffer.concat(chunks).toString('utf8')
+    watch(child, spec, () => spec.timeout, resolve, reject)
+  })
+}
+
+/** What a spare is started with: its program, arguments and environment are fixed then. */
+export type SpareSpec = Pick<ProcessSpec, 'file' | 'args' | 'cwd' | 'env'>
+
+/**
+ * A process started before its command is known, which waits for its request on stdin (the
+ * namespace helper started ahead: HELPER_SCRIPT without arguments). Its output is piped and its
+ * status read on fd 3, as runProcess with `status`. While it waits it keeps nothing alive: this
+ * process may exit, which ends its stdin and so the spare.
+ */
+export class SpareProcess {
+  private readonly child: ChildProcess
+  private readonly outcome: Promise<ProcessOutcome>
+  private timeout: number | undefined
+  private started: (() => void) | undefined
+  private ended = false
+  private taken = false
+
+  constructor(readonly spec: SpareSpec) {
+    this.child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true })
+    // A spare that died before its request reports it in its outcome; a write to it must not throw.
+    this.child.stdin!.on('error', () => undefined)
+    this.outcome = new Promise((resolve, reject) => watch(this.child, { stdio: 'pipe', status: true, started: () => this.started?.() }, () => this.timeout, resolve, reject))
+    this.outcome.then(
+      () => (this.ended = true),
+      () => (this.ended = true),
+    )
+    this.setRef(false)
+  }
+
+  /** Whether it can still take a request (started, not ended, not used). */
+  get ready(): boolean {
+    return !this.ended && !this.taken && this.child.exitCode === null && this.child.signalCode === null
+  }
+
+  /** Sends the request (the end of stdin ends it) and waits as runProcess does; the timeout starts when the status says so. */
+  run(request: string, timeout: number | undefined, started?: () => void): Promise<ProcessOutcome> {
+    if (this.taken) throw new Error('rewindfs: exec: a spare process runs one request')
+    this.taken = true
+    this.timeout = timeout
+    this.started = started
+    this.setRef(true)
+    this.child.stdin!.end(request)
+    return this.outcome
+  }
+
+  /** Ends it unused: the end of stdin lets it exit by itself; a kill makes sure. */
+  discard(): void {
+    if (this.taken) return
+    this.taken = true
+    this.child.stdin!.end()
+    killGroup(this.child.pid)
+  }
+
+  private setRef(on: boolean): void {
+    for (const stream of this.child.stdio) {
+      const handle = stream as { ref?: () => void; unref?: () => void } | null
+      if (on) handle?.ref?.()
+      else handle?.unref?.()
     }
-    const stdout = collect(child.stdout, MAX_OUTPUT)
-    const stderr = collect(child.stderr, MAX_OUTPUT)
-    const statusStream = spec.status ? (child.stdio[3] as NodeJS.ReadableStream) : undefined
-    const status = collect(statusStream, 64 * 1024)
-    const kill = () => (piped ? killGroup(child.pid) : killProcess(child.pid))
-    let timedOut = false
-    let timer: NodeJS.Timeout | undefined
-    const startTimer = () => {
-      if (spec.timeout === undefined || timer !== undefined) return
-      timer = setTimeout(() => {
-        timedOut = true
-        kill()
-      }, spec.timeout)
-    }
-    if (statusStream) statusStream.once('data', startTimer)
-    else startTimer()
-    child.on('error', (error) => {
-      clearTimeout(timer)
-      reject(error)
-    })
-    child.on('exit', (exitCode, signal) => {
-      clearTimeout(timer)
-      // Background processes would keep writing into what is about to be read back.
-      if (piped) killGroup(child.pid)
-      let done = false
-      const finish = () => {
-        if (done) return
-        done = true
-        resolve({ exitCode, signal, timedOut, stdout: stdout(), stderr: stderr(), truncated: truncated, status: status() })
+    if (on) this.child.ref()
+    else this.child.unref()
+  }
+}
+
+/**
+ * Collects a started process's output, kills it (and all it started) when its timeout runs out,
+ * and settles when it has exited and its pipes are drained. `timeout` is read when the timer
+ * starts: at the first status output (when `started` is told too), or at once without a status pipe.
+ */
+function watch(
+  child: ChildProcess,
+  spec: Pick<ProcessSpec, 'stdio' | 'status' | 'started'>,
+  timeout: () => number | undefined,
+  resolve: (outcome: ProcessOutcome) => void,
+  reject: (error: Error) => void,
+): void {
+  const piped = spec.stdio === 'pipe'
+  let truncated = false
+  const collect = (stream: NodeJS.ReadableStream | null | undefined, cap: number) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    stream?.on('data', (chunk: Buffer) => {
+      if (size + chunk.length > cap) {
+        truncated = true
+        chunk = chunk.subarray(0, Math.max(0, cap - size))
       }
-      const drained = setTimeout(() => {
-        for (const stream of child.stdio) stream?.destroy()
-        finish()
-      }, DRAIN_MS)
-      child.on('close', () => {
-        clearTimeout(drained)
-        finish()
-      })
+      size += chunk.length
+      if (chunk.length > 0) chunks.push(chunk)
+    })
+    return () => Buffer.concat(chunks).toString('utf8')
+  }
+  const stdout = collect(child.stdout, MAX_OUTPUT)
+  const stderr = collect(child.stderr, MAX_OUTPUT)
+  const statusStream = spec.status ? (child.stdio[3] as NodeJS.ReadableStream) : undefined
+  const status = collect(statusStream, 64 * 1024)
+  const kill = () => (piped ? killGroup(child.pid) : killProcess(child.pid))
+  let timedOut = false
+  let timer: NodeJS.Timeout | undefined
+  const startTimer = () => {
+    const ms = timeout()
+    if (ms === undefined || timer !== undefined) return
+    timer = setTimeout(() => {
+      timedOut = true
+      kill()
+    }, ms)
+  }
+  if (statusStream) {
+    statusStream.once('data', () => {
+      startTimer()
+      spec.started?.()
+    })
+  } else startTimer()
+  child.on('error', (error) => {
+    clearTimeout(timer)
+    reject(error)
+  })
+  child.on('exit', (exitCode, signal) => {
+    clearTimeout(timer)
+    // Background processes would keep writing into what is about to be read back.
+    if (piped) killGroup(child.pid)
+    let done = false
+    const finish = () => {
+      if (done) return
+      done = true
+      resolve({ exitCode, signal, timedOut, stdout: stdout(), stderr: stderr(), truncated: truncated, status: status() })
+    }
+    const drained = setTimeout(() => {
+      for (const stream of child.stdio) stream?.destroy()
+      finish()
+    }, DRAIN_MS)
+    child.on('close', () => {
+      clearTimeout(drained)
+      finish()
     })
   })
 }

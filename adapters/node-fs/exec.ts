@@ -10,8 +10,8 @@
  */
 import os from 'node:os'
 import { hostFs as fs, onHost } from './host-fs.js'
-import { ConflictError, type ExecHost, type ExecMode, type ExecOptions, type ExecResult, type ExecRunner, type ExecSandbox, type ExecSession } from 'rewindfs'
-import { type DirNode, FsError, bisectEngine } from 'rewindfs/adapter-kit'
+import { ConflictError, type ExecHost, type ExecMode, type ExecOptions, type ExecResult, type ExecRunner, type ExecSandbox, type ExecSession, type Workspace } from 'rewindfs'
+import { type BisectEngine, type DirNode, FsError, bisectEngine } from 'rewindfs/adapter-kit'
 import { DirectorySource } from './directory.js'
 import { runCopy } from './exec-copy.js'
 import { type Launch, OverlaySession, type Ran, SetupError } from './exec-overlay.js'
@@ -84,7 +84,21 @@ function writablePaths(list: readonly string[]): string[] {
 /** A runner for commands on this host (Node), carrying ws.bisect's search. `defaults` apply to every command it runs. */
 export function hostShell(defaults: ExecDefaults = {}): ExecRunner {
   checkOptions(defaults, 'hostShell defaults')
-  return { open: (host) => new HostShellSession(host, defaults), bisector: bisectEngine }
+  // The search's throwaway views run their probes back to back: their sessions keep the next helper
+  // started. What the host supports is found out while the search picks its first state.
+  const probeViews = new WeakSet<Workspace>()
+  const bisector: BisectEngine = {
+    bisect: (host, command, options) => {
+      support().catch(() => undefined)
+      return bisectEngine.bisect({ ...host, view: (name) => addTo(probeViews, host.view(name)) }, command, options)
+    },
+  }
+  return { open: (host) => new HostShellSession(host, defaults, probeViews.has(host.workspace)), bisector }
+}
+
+function addTo<T extends object>(set: WeakSet<T>, value: T): T {
+  set.add(value)
+  return value
 }
 
 class HostShellSession implements ExecSession {
@@ -95,6 +109,8 @@ class HostShellSession implements ExecSession {
   constructor(
     private readonly host: ExecHost,
     private readonly defaults: ExecDefaults,
+    /** Its commands come back to back (a bisect probe's view). */
+    private readonly backToBack: boolean,
   ) {}
 
   run(command: string, options: ExecOptions): Promise<ExecResult> {
@@ -188,7 +204,7 @@ class HostShellSession implements ExecSession {
     if (!(source instanceof DirectorySource)) return `the lower source is ${source.kind === 'directory' ? 'another adapter\'s directory' : `a ${source.kind}`}, not a directory(path): overlay mode needs the project on this host's disk`
     if (this.overlayFailed !== undefined) return `overlay mode could not be set up earlier in this workspace: ${this.overlayFailed}`
     if (host.overlay !== undefined) return host.overlay
-    this.overlay ??= new OverlaySession(this.host, host, source.root)
+    this.overlay ??= new OverlaySession(this.host, host, source.root, this.backToBack)
     return this.overlay.placeProblem(options.tmpdir)
   }
 }

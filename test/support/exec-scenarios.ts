@@ -62,6 +62,23 @@ export function view(ws: Workspace, skip: readonly string[] = []): Record<string
   return out
 }
 
+/** This process's children that are exec's namespace helper (by its argv[0]), still running. */
+function childHelpers(): number[] {
+  const out: number[] = []
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      // The fields after the command's name: state, then the parent's pid.
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8')
+      const [, parent] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      if (Number(parent) === process.pid && fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').includes('rewindfs-exec')) out.push(Number(name))
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return out
+}
+
 const overlay: ExecOptions = { mode: 'overlay' }
 const brief = (result: ExecResult) => ({ exitCode: result.exitCode, mode: result.mode, stdout: result.stdout, stderr: result.stderr, changes: result.changes })
 
@@ -316,6 +333,35 @@ export const scenarios = {
         clone: clone.stdout,
         cloneExit: clone.exitCode,
         cloneErr: clone.stderr,
+      }
+    })
+  },
+
+  /**
+   * ws.bisect's probes run back to back: from the second on, each runs in a helper started while
+   * the one before ran, its arguments sent on stdin. A command with quotes, backslashes, newlines
+   * and non-ASCII text prints exactly what it says at every state; a timeout in such a helper
+   * still kills the command (a skipped state); no helper is left running afterwards.
+   */
+  async backToBack(): Promise<Observation> {
+    return withWorkspace({ '/state.txt': 'good 0\n' }, async (ws) => {
+      for (const state of ['good 1', 'good 2', 'good 3', 'good 4', 'good 5', 'slow 6', 'bad 7', 'bad 8']) ws.fs.writeFileSync('/state.txt', state + '\n')
+      const command = `s=$(cat state.txt)\nprintf '%s|%s|%s\\n' "it's" 'a "quote" \\n $HOME é✓' "$s"\ncase $s in slow*) sleep 30 ;; bad*) exit 1 ;; esac`
+      const result = await ws.bisect(command, { mode: 'overlay', timeout: 2000 })
+      const helpers = async () => {
+        for (let tries = 0; ; tries++) {
+          const left = childHelpers()
+          if (left.length === 0 || tries === 40) return left
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+      }
+      return {
+        probes: result.probes.map((p) => [p.state.operationSeq, p.verdict, p.stdoutTail, p.repeat === true]),
+        firstBad: result.firstBad.operationSeq,
+        lastGood: result.lastGood.operationSeq,
+        skipped: result.skipped.map((s) => [s.state.operationSeq, s.reason]),
+        helpers: await helpers(),
+        live: ws.fs.readFileSync('/state.txt', 'utf8'),
       }
     })
   },
