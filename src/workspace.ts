@@ -194,6 +194,7 @@ export class Workspace {
     for (const file of [...this.ops.descriptors.all()]) this.ops.close(file.fd)
     await this.execSession?.close().catch(() => undefined)
     await this.sync().catch(() => undefined)
+    await this.context.durability?.finishCompaction()
     await this.context.durability?.store.close?.()
     this.context.closed = true
     this.ops.changes.close()
@@ -417,7 +418,7 @@ export class Workspace {
 
   /**
    * Rewrites the store's journal as one snapshot of the live state and kept history, and drops
-   * store blobs nothing refers to. Runs by itself every `compactEvery` records; open time then
+   * store blobs nothing refers to. Runs by itself as the journal grows (see compactEvery); open time then
    * stays proportional to the live state plus a bounded tail.
    */
   async compact(): Promise<void> {

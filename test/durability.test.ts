@@ -14,6 +14,15 @@ import { workspaceSnapshot } from './support/workspace-snapshot.js'
 
 
 Workspace.registerCompensator('durability-test', () => true)
+
+/** A MemoryStore that counts journal replacements (compactions). */
+class CountingStore extends MemoryStore {
+  replaced = 0
+  override async replaceJournal(records: readonly string[]): Promise<void> {
+    this.replaced++
+    return super.replaceJournal(records)
+  }
+}
 const lower = { '/app/config.json': '{"port":8080}', '/app/src/index.js': 'serve()', '/README.md': '# app' }
 
 /** The scripted session: each step ends with a sync (an acknowledged group commit). */
@@ -449,19 +458,92 @@ describe('write-ahead journal and crash recovery', () => {
     expect(before).toBeGreaterThan(0)
   })
 
-  it('compacts by itself every compactEvery records, so open replays a bounded tail', async () => {
-    const store = new MemoryStore()
+  it('compacts by itself once the tail holds compactEvery records and as many characters as the snapshot: open replays a bounded tail', async () => {
+    const store = new CountingStore()
     const ws = await Workspace.open({ store, compactEvery: 50, autoCheckpoint: false })
-    for (let i = 0; i < 400; i++) {
+    for (let i = 0; i < 2000; i++) {
       ws.fs.writeFileSync(`/f${i % 10}`, `v${i}`)
       if (i % 10 === 0) await ws.sync()
     }
     await ws.sync()
-    await new Promise((resolve) => setTimeout(resolve, 10))
-    const { records: lines } = await store.readJournal()
-    expect(lines.length).toBeLessThan(150)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    const { records } = await store.readJournal()
+    expect(records[0]).toContain('"t":"snapshot"')
+    // Past the snapshot and its commit marker: fewer than compactEvery records, or fewer characters
+    // than the snapshot, give or take the group commit that made the compaction due (11 records).
+    const tail = records.slice(2)
+    const chars = tail.reduce((sum, record) => sum + record.length, 0)
+    const group = Math.max(...tail.map((record) => record.length)) * 11
+    expect(tail.length < 50 + 11 || chars < records[0].length + group).toBe(true)
+    // The snapshot grows with the kept history (2000 operations): compactions come further apart
+    // as it does, not every 50 records (40 of them).
+    expect(store.replaced).toBeGreaterThanOrEqual(3)
+    expect(store.replaced).toBeLessThan(20)
     const reopened = await Workspace.open({ store: MemoryStore.from(store.image()) })
-    expect(reopened.fs.readFileSync('/f9', 'utf8')).toBe('v399')
+    expect(reopened.fs.readFileSync('/f9', 'utf8')).toBe('v1999')
+    expect((await reopened.history()).length).toBe((await ws.history()).length)
+  })
+
+  it('compacts in the background: group commits go on while the snapshot is encoded, and are kept after it', async () => {
+    const store = new CountingStore()
+    const ws = await Workspace.open({ store, compactEvery: 100, autoCheckpoint: false })
+    ws.fs.mkdirSync('/t')
+    let n = 0
+    // Until a compaction is under way (a background one is not written by the commit that starts it).
+    while (store.replaced === 0 && n < 5000) {
+      for (let k = 0; k < 20; k++) ws.fs.writeFileSync(`/t/f${n++}`, `file ${n}`)
+      await ws.sync()
+      // An event-loop turn: the compaction's slices run here, as they run while a disk syncs.
+      if (n % 200 === 0) await new Promise((resolve) => setImmediate(resolve))
+    }
+    expect(store.replaced).toBe(1)
+    const [snapshot, , ...tail] = (await store.readJournal()).records
+    expect(snapshot).toContain('"t":"snapshot"')
+    // Commits landed while it was encoded: they follow the snapshot, numbered anew.
+    expect(tail.length).toBeGreaterThan(0)
+    tail.forEach((record, i) => expect(record).toContain(`"b":{"n":${i + 2},`))
+    for (let k = 0; k < 10; k++) ws.fs.writeFileSync(`/t/f${n++}`, 'after')
+    await ws.sync()
+    const again = await Workspace.open({ store: MemoryStore.from(store.image()) })
+    expect(again.fs.readdirSync('/t')).toHaveLength(n)
+    expect(await workspaceSnapshot(again)).toEqual(await workspaceSnapshot(ws))
+    const report = await verifyStore(MemoryStore.from(store.image()))
+    expect(report.problems).toEqual([])
+    await again.close()
+    await ws.close()
+  })
+
+  it('a compaction keeps entries of any name, __proto__ and numbers included, in the live tree and in history', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.mkdirSync('/d')
+    for (const name of ['__proto__', 'constructor', '10', '2', 'a']) ws.fs.writeFileSync(`/d/${name}`, `is ${name}`)
+    await ws.checkpoint({ name: 'all' })
+    ws.fs.rmSync('/d/__proto__')
+    await ws.compact()
+    const again = await Workspace.open({ store: MemoryStore.from(store.image()) })
+    expect((again.fs.readdirSync('/d') as string[]).sort()).toEqual(['10', '2', 'a', 'constructor'])
+    await again.restore('all')
+    expect(again.fs.readFileSync('/d/__proto__', 'utf8')).toBe('is __proto__')
+    await again.close()
+    await ws.close()
+  })
+
+  it('a compaction under way when the workspace closes is finished before the store closes', async () => {
+    const store = new CountingStore()
+    const ws = await Workspace.open({ store, compactEvery: 100, autoCheckpoint: false })
+    for (let i = 0; i < 120; i++) ws.fs.writeFileSync(`/f${i}`, `v${i}`)
+    await ws.sync()
+    ws.fs.writeFileSync('/last', 'x')
+    await ws.sync()
+    expect(store.replaced).toBe(0) // its slices have not run: no event-loop turn yet
+    await ws.close()
+    expect(store.replaced).toBe(1)
+    const { records } = await store.readJournal()
+    expect(records[0]).toContain('"t":"snapshot"')
+    const again = await Workspace.open({ store: MemoryStore.from(store.image()) })
+    expect(again.fs.readFileSync('/last', 'utf8')).toBe('x')
+    expect(again.fs.readFileSync('/f119', 'utf8')).toBe('v119')
   })
 
   it('purge on a durable store removes the bytes from the store too', async () => {

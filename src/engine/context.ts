@@ -51,7 +51,7 @@ export interface WorkspaceOptions {
   autoCheckpoint?: AutoCheckpointOptions | false
   /** A durable Store (journal, blobs, metadata); without one the workspace lives in memory. */
   store?: Store
-  /** Compact the store's journal after this many records (default 10 000). */
+  /** Compact the store's journal once it holds at least this many records past its snapshot, and as many bytes as it (default 10 000). */
   compactEvery?: number
   /**
    * Over a store that reads synchronously (directoryStore; `Store.readBlobSync`): bytes of durable

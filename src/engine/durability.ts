@@ -22,7 +22,7 @@ import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
 import type { Change, Journal, Operation, OperationRecord, OperationType, SideEffect, UndoStrategy } from './journal.js'
 import { IntegrityWatch } from './integrity.js'
-import { LazyHistory, decodeChange, lostCompensation } from './lazy-history.js'
+import { type EncodedSnapshot, LazyHistory, type SnapshotInput, decodeChange, lostCompensation, runThrough } from './lazy-history.js'
 import { rootPending } from './pending-history.js'
 import {
   type Group,
@@ -38,8 +38,8 @@ import {
   decodeNode,
   decodeTable,
   encodeNode,
-  encodeRecord,
   frameRecord,
+  framing,
   isLazySnapshot,
   journalOffset,
   tableNode,
@@ -124,6 +124,43 @@ export interface LoadReport {
 
 /** Blob reads in flight while a store is opened. */
 const BLOB_READS = 16
+
+/** Milliseconds a slice of a background compaction's encoding runs before it lets other work in. */
+const SLICE_MS = 1
+
+/**
+ * A compaction: the host's state at one moment (captured), its snapshot encoded — in slices in
+ * the background, or at once — then written with the group commits made after that moment.
+ */
+interface Compaction {
+  /** Encodes the snapshot, then frames its record, pausing (yielding) between slices. */
+  readonly steps: Generator<void, { readonly record: string; readonly encoded: EncodedSnapshot }, void>
+  result?: { readonly record: string; readonly encoded: EncodedSnapshot }
+  /**
+   * Records pending at that moment (their changes are in the snapshot) and not committed yet: the
+   * first ones the group commits after it take, which its tail leaves out.
+   */
+  skip: number
+  /** The record texts of each group commit made after that moment: written after the snapshot, numbered anew. */
+  readonly tail: string[][]
+  tailLines: number
+  /** Blobs the records recorded since that moment name: kept by the deletion that follows. */
+  readonly named: Set<BlobId>
+  /** The history parts encoded so far: garbage-collection roots until the snapshot is written. */
+  readonly parts: Set<BlobId>
+  /** What is reachable when the compaction is written (the blobs it then deletes are the rest). */
+  readonly reachable: () => Set<BlobId>
+  abandoned: boolean
+}
+
+/**
+ * Runs `work` after the I/O callbacks due now (Node's setImmediate; a timer where there is none),
+ * without keeping a process alive for it.
+ */
+function later(work: () => void): void {
+  if (typeof setImmediate === 'function') setImmediate(work).unref?.()
+  else setTimeout(work, 0)
+}
 
 export interface DurabilityOptions {
   /** Durable contents kept in memory when the store reads synchronously (the rest is read when needed). */
@@ -217,9 +254,19 @@ export class Durability {
 
   record(body: RecordBody, blobs: Iterable<BlobId> = []): void {
     this.lines.push(bodyText(body))
-    for (const id of blobs) if (!this.durableBlobs.has(id)) this.blobIds.add(id)
+    for (const id of blobs) this.needed.add(id)
+    if (DROPS_REFERENCES.has(body.t)) this.mayBeStale = true
     this.schedule()
   }
+
+  /**
+   * Whether a blob in the store may have lost its last reference since the last deletion of stale
+   * blobs (deleteStale): an operation that replaced or removed an entry or moved a tree, an undo or
+   * redo, a checkpoint deleted, metadata (the flush state's pins) written, history parts dropped,
+   * a compaction that failed. Writes that only add (a session creating files) leave none, and a
+   * compaction then skips listing the store's blobs and marking what is reachable.
+   */
+  private mayBeStale = true
 
   private schedule(): void {
     if (this.holds > 0 || this.lines.length === 0) return
@@ -232,13 +279,25 @@ export class Durability {
     }
   }
 
-  /** Takes the blobs a record being encoded names: those the store does not hold yet go with the next commit. */
-  private readonly needed = { add: (id: BlobId) => (this.durableBlobs.has(id) ? undefined : this.blobIds.add(id)) }
+  /**
+   * Takes the blobs a record being encoded names: those the store does not hold yet go with the
+   * next commit; while a compaction runs, it keeps them all.
+   */
+  private readonly needed = {
+    add: (id: BlobId) => {
+      this.compaction?.named.add(id)
+      if (!this.durableBlobs.has(id)) this.blobIds.add(id)
+    },
+  }
+
+  /** Each operation recorded by this process, and its record's text: a compaction takes its identity from it. */
+  private readonly recorded = new WeakMap<OperationRecord, string>()
 
   recordOperation(record: OperationRecord): void {
     const changes = this.encodeChanges(record, this.needed)
+    if (!this.mayBeStale) for (const change of record.changes) if (change.kind === 'root' || (change.kind === 'slot' && change.before !== undefined)) this.mayBeStale = true
     // One object of one shape, in identity()'s key order: JSON.stringify leaves the undefined members out.
-    this.record({
+    const text = bodyText({
       t: 'op',
       id: record.id,
       seq: record.seq,
@@ -252,6 +311,23 @@ export class Durability {
       strategy: record.strategy,
       changes,
     })
+    this.recorded.set(record, text)
+    this.lines.push(text)
+    this.schedule()
+  }
+
+  /**
+   * The persisted identity of an operation (everything but its changes) as JSON members: cut from
+   * its record's text when this process recorded it (its members, in the same order, precede
+   * `changes`, and no member of them is named so), else written now.
+   */
+  private readonly identity = (record: OperationRecord): string => {
+    const text = this.recorded.get(record)
+    if (text !== undefined && text.startsWith(OP_PREFIX)) {
+      const end = text.indexOf(',"changes":', OP_PREFIX.length)
+      if (end > 0) return text.slice(OP_PREFIX.length, end)
+    }
+    return JSON.stringify(identity(record)).slice(1, -1)
   }
 
   private encodeChanges(record: OperationRecord, blobs: { add(id: BlobId): unknown }): SerialChange[] {
@@ -296,47 +372,63 @@ export class Durability {
     return out
   }
 
-  /** One group commit: the blobs the pending records need, then the records in one append. */
+  /**
+   * One group commit: the blobs the pending records need, then the records in one append; then a
+   * compaction that is due starts, or one encoded is written (compactWhenDue).
+   */
   private commit(evenIfHeld = false): Promise<void> {
     this.flushing = this.flushing.then(async () => {
-      const held = this.holds > 0 && !evenIfHeld
-      const seen = this.host.overlay.unrecorded
-      // Reads of a damaged store's workspace record nothing (its lower sightings wait for the repair's snapshot).
-      if (seen && seen.length > 0 && !this.failure && !held && this.damage.length === 0) {
-        this.lines.push(bodyText({ t: 'seen', entries: seen.splice(0) }))
-      }
-      if (this.lines.length === 0 || this.failure || held) return
-      if (this.damage.length > 0) {
-        this.failure = `the ${this.store.kind} store is damaged (${describeDamage(this.damage[0])}) and open read-only: nothing is written to it until it is repaired (ws.repair())`
-        return
-      }
-      const lines = this.lines
-      const ids = this.blobIds
-      this.lines = []
-      this.blobIds = new Set()
-      try {
-        const blobs: (readonly [BlobId, Uint8Array])[] = []
-        for (const id of ids) if (this.host.blobs.has(id)) blobs.push([id, this.host.blobs.get(id)])
-        if (blobs.length > 0) await this.putBlobs(blobs)
-        const first = this.position
-        const records = new Array<string>(lines.length + 1)
-        for (let i = 0; i < lines.length; i++) records[i] = frameRecord(lines[i], first + i)
-        records[lines.length] = commitRecord(first + lines.length)
-        await this.store.appendJournal(records)
-        this.position = first + lines.length + 1
-        this.sinceCompaction += lines.length
-        for (const id of ids) this.markDurable(id)
-      } catch (error) {
-        this.unsent = { lines, ids: [...ids] }
-        this.failed(error)
-      }
+      await this.commitPending(evenIfHeld)
+      if (this.auto !== undefined || this.compaction !== undefined) await this.compactWhenDue()
     })
     return this.flushing
+  }
+
+  private async commitPending(evenIfHeld: boolean): Promise<void> {
+    const held = this.holds > 0 && !evenIfHeld
+    const seen = this.host.overlay.unrecorded
+    // Reads of a damaged store's workspace record nothing (its lower sightings wait for the repair's snapshot).
+    if (seen && seen.length > 0 && !this.failure && !held && this.damage.length === 0) {
+      this.lines.push(bodyText({ t: 'seen', entries: seen.splice(0) }))
+    }
+    if (this.lines.length === 0 || this.failure || held) return
+    if (this.damage.length > 0) {
+      this.failure = `the ${this.store.kind} store is damaged (${describeDamage(this.damage[0])}) and open read-only: nothing is written to it until it is repaired (ws.repair())`
+      return
+    }
+    const lines = this.lines
+    const ids = this.blobIds
+    this.lines = []
+    this.blobIds = new Set()
+    try {
+      const blobs: (readonly [BlobId, Uint8Array])[] = []
+      // A compaction may have made some durable since they were recorded.
+      for (const id of ids) if (!this.durableBlobs.has(id) && this.host.blobs.has(id)) blobs.push([id, this.host.blobs.get(id)])
+      if (blobs.length > 0) await this.putBlobs(blobs)
+      const first = this.position
+      const records = new Array<string>(lines.length + 1)
+      let chars = 0
+      for (let i = 0; i < lines.length; i++) {
+        records[i] = frameRecord(lines[i], first + i)
+        chars += records[i].length
+      }
+      records[lines.length] = commitRecord(first + lines.length)
+      await this.store.appendJournal(records)
+      this.position = first + lines.length + 1
+      this.sinceCompaction += lines.length
+      this.sinceChars += chars
+      for (const id of ids) this.markDurable(id)
+      this.committed(lines)
+    } catch (error) {
+      this.unsent = { lines, ids: [...ids] }
+      this.failed(error)
+    }
   }
 
   /** The store failed: degraded, and a store that can reconnect is retried (reconnect.ts). */
   private failed(error: unknown): void {
     this.failure = `the ${this.store.kind} store failed: ${(error as Error)?.message ?? String(error)}`
+    this.abandonCompaction()
     if (typeof this.store.reconnect !== 'function' || this.store.readOnly) return
     this.reconnection ??= new Reconnection(
       this as Durability & { store: Store & { reconnect(): Promise<{ readonly records: number }> } },
@@ -406,57 +498,282 @@ export class Durability {
     await this.store.putBlobs(blobs)
   }
 
-  /** Records committed since the journal was last compacted. */
+  /** Records committed since the journal was last compacted, and their characters. */
   sinceCompaction = 0
+  private sinceChars = 0
+  /** Characters of the journal's last snapshot record (0 before any). */
+  private snapshotChars = 0
+  /** Automatic compaction (autoCompact): how many records it waits for at least, and what is reachable. */
+  private auto: { readonly every: number; readonly reachable: () => Set<BlobId> } | undefined
+  /** The compaction under way, if one is. */
+  private compaction: Compaction | undefined
+
+  /**
+   * Compacts by itself from now on: once the journal holds `every` records and at least as many
+   * characters as its last snapshot since that snapshot, a compaction starts in the background.
+   * Each one costs about the snapshot, and as much journal came before it: compaction costs O(1)
+   * per record however large the live state grows, and open replays at most about a snapshot's
+   * worth of journal after the snapshot (O(live state)). Its snapshot is of the moment it starts,
+   * encoded in slices of SLICE_MS between other work; commits go on meanwhile, and what they commit
+   * is kept after the snapshot when it is written. A journal left that long by a process that ended
+   * before compacting is compacted this way after open.
+   */
+  autoCompact(every: number, reachable: () => Set<BlobId>): void {
+    this.auto = { every, reachable }
+    if (this.due()) void this.commit()
+  }
+
+  private due(): boolean {
+    return this.auto !== undefined && this.sinceCompaction >= this.auto.every && this.sinceChars >= this.snapshotChars
+  }
+
+  /**
+   * After a group commit: a compaction that is due starts (its moment is now, between two commits
+   * and outside any hold); one encoded is written once the records pending at its moment are
+   * committed. One whose tail reached a quarter of `every` records before its slices finished (the
+   * event loop was not free for them long enough) is encoded at once: the tail it writes again, and
+   * the journal, stay bounded.
+   */
+  private async compactWhenDue(): Promise<void> {
+    const compaction = this.compaction
+    if (compaction === undefined) {
+      if (this.holds === 0 && !this.failure && this.damage.length === 0 && !this.store.readOnly && this.due()) this.compactInBackground()
+      return
+    }
+    if (compaction.result === undefined && compaction.tailLines >= (this.auto?.every ?? Number.POSITIVE_INFINITY) / 4) {
+      try {
+        compaction.result = runThrough(compaction.steps)
+      } catch {
+        this.compactionFailed(compaction)
+        return
+      }
+    }
+    if (compaction.result === undefined || compaction.skip > 0) return
+    try {
+      await this.writeCompaction(compaction)
+    } catch {
+      // The journal is as it was, or the store failed (failed() said so): an automatic compaction tries again later.
+      this.compactionFailed(compaction)
+    }
+  }
+
+  /** Starts a compaction of the state as it is now, encoded in slices in the background; written by a commit once encoded. */
+  private compactInBackground(): void {
+    const compaction = this.capture(this.auto!.reachable)
+    this.compaction = compaction
+    const slice = () => {
+      if (compaction.abandoned || compaction.result !== undefined) return
+      const until = performance.now() + SLICE_MS
+      try {
+        for (;;) {
+          const step = compaction.steps.next()
+          if (step.done) {
+            compaction.result = step.value
+            void this.commit()
+            return
+          }
+          if (performance.now() >= until) break
+        }
+      } catch {
+        this.compactionFailed(compaction)
+        return
+      }
+      later(slice)
+    }
+    later(slice)
+  }
+
+  /** A compaction that failed is dropped; an automatic one is tried again after `every` more records. */
+  private compactionFailed(compaction: Compaction): void {
+    // What it stored (its parts) is left to the next deletion.
+    this.mayBeStale = true
+    if (this.compaction !== compaction) return
+    this.abandonCompaction()
+    this.sinceCompaction = 0
+  }
+
+  /** Drops the compaction under way, if any (nothing of it was written: the journal stays as it is). */
+  private abandonCompaction(): void {
+    if (this.compaction) this.compaction.abandoned = true
+    this.compaction = undefined
+  }
+
+  /** Tells the compaction under way about a group commit: what it took after the compaction's moment is its tail. */
+  private committed(lines: readonly string[]): void {
+    const compaction = this.compaction
+    if (compaction === undefined) return
+    const skipped = Math.min(compaction.skip, lines.length)
+    compaction.skip -= skipped
+    if (skipped === lines.length) return
+    const tail = skipped === 0 ? lines.slice() : lines.slice(skipped)
+    compaction.tail.push(tail)
+    compaction.tailLines += tail.length
+  }
+
+  /**
+   * The host's state as it is now, to be snapshotted (its trees frozen, so later changes copy), and
+   * the steps that encode it. The records pending now are in it: `skip` leaves them out of its tail.
+   */
+  private capture(reachable: () => Set<BlobId>): Compaction {
+    const { overlay, state, journal, checkpoints } = this.host
+    const input: SnapshotInput = {
+      root: overlay.freeze(),
+      state: [...mapEntries(state.freeze())],
+      seq: journal.lastSeq,
+      checkpointSeq: this.host.checkpointSeq(),
+      resume: this.host.getResume(),
+      seen: [...overlay.observed],
+      ino: overlay.inodes.next,
+      checkpoints: checkpoints.map((record) => ({ record, name: record.name, superseded: record.superseded })),
+      operations: journal.records.map((record) => ({ record, undone: record.undone })),
+      identity: this.identity,
+    }
+    const parts = new Set<BlobId>()
+    const put = (bytes: Uint8Array) => {
+      const id = this.host.blobs.put(bytes)
+      parts.add(id)
+      return id
+    }
+    const history = this.history
+    function* steps() {
+      const encoded = yield* history.encoding(input, put)
+      const record = yield* framing(encoded.body, 0)
+      return { record, encoded }
+    }
+    return { steps: steps(), skip: this.lines.length, tail: [], tailLines: 0, named: new Set(), parts, reachable, abandoned: false }
+  }
 
   /**
    * Replaces the journal with one snapshot of the live state and kept history (so open time stays
    * bounded as history grows), then removes blobs nothing refers to any more from the store. A blob
    * known damaged, or not verified yet, is never removed: damage is kept until the user repairs.
+   * A compaction under way in the background is dropped for it.
    */
   async compact(reachable: () => Set<BlobId>): Promise<void> {
+    this.abandonCompaction()
+    // Asked for (ws.compact(), purge): what is stale is looked for whatever was recorded.
+    this.mayBeStale = true
     await this.atomically(async () => {
       // Another hold (a restore that triggered this compaction) must end first: its records commit as one group.
       await this.holdsAtMost(1)
       await this.drain()
       if (this.failure || this.damage.length > 0 || this.store.readOnly) return
-      const blobs = await this.writeSnapshot()
-      this.sinceCompaction = 0
-      const stored = await this.store.blobIds()
-      // What is reachable now, with no wait before the stale ones stop counting as durable: a write
-      // from here on that needs one of them again stores it again (after the deletion, in order).
-      const keep = reachable()
-      for (const id of blobs) keep.add(id)
-      // The history's parts, and what they refer to. Until every part's blobs are known (read in
-      // the background, never here) nothing is deleted: a part not listed may need any blob.
-      const history = this.history.blobs()
-      if (!history.complete) return
-      for (const id of history.ids) keep.add(id)
-      const pending = new Set(this.unverified)
-      const stale = stored.filter((id) => !keep.has(id) && !this.corrupt.has(id) && !pending.has(id))
-      for (const id of stale) {
-        this.durableBlobs.delete(id)
-        this.host.blobs.notDurable(id)
-      }
-      if (stale.length > 0) await this.store.deleteBlobs(stale)
+      this.abandonCompaction()
+      const compaction = this.capture(reachable)
+      compaction.result = runThrough(compaction.steps)
+      this.compaction = compaction
+      let failure: { error: unknown } | undefined
+      // In the commit chain: no group commit lands between the snapshot and the journal it replaces.
+      this.flushing = this.flushing.then(() =>
+        this.writeCompaction(compaction).catch((error: unknown) => {
+          failure = { error }
+          if (this.compaction === compaction) this.compaction = undefined
+        }),
+      )
+      await this.flushing
+      if (failure) throw failure.error
     })
   }
 
-  /** Replaces the journal with a snapshot of the host and its commit marker; returns the blobs it needs. */
-  private async writeSnapshot(): Promise<Set<BlobId>> {
-    const { data, blobs, staged } = this.snapshot()
-    await this.putDurable(blobs)
+  /**
+   * Writes a compaction whose snapshot is encoded: the blobs it needs, then the journal replaced
+   * by the snapshot and the group commits made after its moment (numbered anew), then deletes the
+   * blobs nothing needs any more. Records still pending from its moment (a compaction written
+   * within a hold) are in the snapshot: durable with it, they are not sent again.
+   */
+  private async writeCompaction(compaction: Compaction): Promise<void> {
+    if (compaction.abandoned || this.compaction !== compaction) return
+    if (this.failure || this.damage.length > 0 || this.store.readOnly) {
+      this.abandonCompaction()
+      return
+    }
+    await this.replaceWith(compaction)
+    if (this.compaction === compaction) this.compaction = undefined
+    await this.deleteStale(compaction)
+  }
+
+  /** Replaces the journal with a compaction's snapshot, its commit marker and its tail. */
+  private async replaceWith(compaction: Compaction): Promise<void> {
+    const { record, encoded } = compaction.result!
+    await this.putDurable(encoded.blobs)
+    const records = [record, commitRecord(1)]
+    let chars = 0
+    for (const lines of compaction.tail) {
+      for (const line of lines) {
+        records.push(frameRecord(line, records.length))
+        chars += records[records.length - 1].length
+      }
+      records.push(commitRecord(records.length))
+    }
     try {
-      await this.store.replaceJournal([encodeRecord({ t: 'snapshot', data }, 0), encodeRecord({ t: 'commit' }, 1)])
+      await this.store.replaceJournal(records)
     } catch (error) {
       // The store may hold the old journal or this one: a store that reconnects is resumed with a snapshot.
       this.journalUnknown = true
       this.failed(error)
       throw error
     }
-    this.history.commit(staged)
-    this.position = 2
-    return blobs
+    if (compaction.skip > 0) this.lines.splice(0, compaction.skip)
+    compaction.skip = 0
+    if (this.history.commit(encoded.staged)) this.mayBeStale = true
+    this.position = records.length
+    this.sinceCompaction = compaction.tailLines
+    this.sinceChars = chars
+    this.snapshotChars = record.length
+  }
+
+  /**
+   * Removes from the store the blobs nothing needs after a compaction: not reachable now, not in
+   * its snapshot or the history's parts, not named by a record since its moment (its tail).
+   */
+  private async deleteStale(compaction: Compaction): Promise<void> {
+    if (!this.mayBeStale) return
+    const stored = await this.store.blobIds()
+    // What is reachable now, with no wait before the stale ones stop counting as durable: a write
+    // from here on that needs one of them again stores it again (after the deletion, in order).
+    const keep = compaction.reachable()
+    for (const id of compaction.result!.encoded.blobs) keep.add(id)
+    for (const id of compaction.named) keep.add(id)
+    // The history's parts, and what they refer to. Until every part's blobs are known (read in
+    // the background, never here) nothing is deleted: a part not listed may need any blob.
+    const history = this.history.blobs()
+    if (!history.complete) return
+    for (const id of history.ids) keep.add(id)
+    const pending = new Set(this.unverified)
+    const stale = stored.filter((id) => !keep.has(id) && !this.corrupt.has(id) && !pending.has(id))
+    for (const id of stale) {
+      this.durableBlobs.delete(id)
+      this.host.blobs.notDurable(id)
+    }
+    // Those recorded meanwhile (since the store listed its blobs) count for the next one.
+    this.mayBeStale = false
+    if (stale.length > 0) await this.store.deleteBlobs(stale)
+  }
+
+  /** Replaces the journal with a snapshot of the host and its commit marker (no records are pending). */
+  private async writeSnapshot(): Promise<void> {
+    this.abandonCompaction()
+    const compaction = this.capture(() => new Set())
+    compaction.result = runThrough(compaction.steps)
+    await this.replaceWith(compaction)
+  }
+
+  /**
+   * Before the store closes: a compaction under way is finished now (its remaining slices at once),
+   * so a process that opens, writes and closes still compacts.
+   */
+  async finishCompaction(): Promise<void> {
+    const compaction = this.compaction
+    if (compaction === undefined) return
+    if (compaction.result === undefined) {
+      try {
+        compaction.result = runThrough(compaction.steps)
+      } catch {
+        this.compactionFailed(compaction)
+        return
+      }
+    }
+    await this.commit()
   }
 
   /**
@@ -466,6 +783,7 @@ export class Durability {
   async rewrite(label: string): Promise<string> {
     return this.atomically(async () => {
       await this.flushing
+      this.abandonCompaction()
       const kept = await this.store.setAside({ journal: true }, label)
       this.damage.splice(0)
       this.failure = undefined
@@ -499,30 +817,6 @@ export class Durability {
   }
 
   /**
-   * The snapshot of the host (format 2, lazy-history.ts): the live tree and metadata in the head,
-   * history in parts — new ones for what no part holds yet (stored as blobs), references for the
-   * rest. Returns it, the blobs it needs durable, and what the history takes on once it is.
-   */
-  private snapshot(): ReturnType<LazyHistory['encode']> {
-    const { overlay, state, journal, checkpoints } = this.host
-    return this.history.encode(
-      {
-        root: overlay.freeze(),
-        state: [...mapEntries(state.freeze())],
-        seq: journal.lastSeq,
-        checkpointSeq: this.host.checkpointSeq(),
-        resume: this.host.getResume(),
-        seen: [...overlay.observed],
-        ino: overlay.inodes.next,
-        checkpoints,
-        operations: journal.records,
-        identity,
-      },
-      (bytes) => this.host.blobs.put(bytes),
-    )
-  }
-
-  /**
    * A part of the snapshot's history read back: through the store's synchronous read and checked
    * against its id (not counted as a content read), or from memory where the store's blobs were
    * loaded on open. EIO when it cannot be read.
@@ -539,8 +833,10 @@ export class Durability {
   /** Garbage-collection roots the history's parts hold (the collector keeps them, and what they refer to). */
   historyRoots(): Iterable<BlobId> {
     const { ids, complete } = this.history.blobs()
+    // The parts a compaction under way has encoded: in memory only until it is written.
+    const encoding = this.compaction?.parts ?? []
     // Until every part's blobs are known, every durable blob is kept.
-    return complete ? ids : [...ids, ...this.host.blobs.residentDurable()]
+    return complete ? [...ids, ...encoding] : [...ids, ...encoding, ...this.host.blobs.residentDurable()]
   }
 
   /** Loads a snapshot record into the (empty) host. */
@@ -669,6 +965,7 @@ export class Durability {
     await this.sync()
     await this.putDurable(blobs)
     await this.store.putMeta(key, value)
+    this.mayBeStale = true
   }
 
   /** Persists the flush state (pins, ledgers, flushes not yet confirmed) with the blobs it names. */
@@ -732,6 +1029,7 @@ export class Durability {
       }
     }
     this.position = decoded.proven
+    this.measureTail(records, decoded.groups)
     await this.loadBlobs(warnings)
     let { operations, failed } = this.replay(decoded.groups)
     if (failed) {
@@ -764,6 +1062,18 @@ export class Durability {
     }
   }
 
+  /** How long the journal read on open is past its snapshot: what automatic compaction weighs (autoCompact). */
+  private measureTail(records: readonly string[], groups: readonly Group[]): void {
+    const snapshot = groups[0]?.start === 0 && groups[0].bodies[0]?.t === 'snapshot'
+    this.snapshotChars = snapshot ? records[0].length : 0
+    this.sinceCompaction = 0
+    this.sinceChars = 0
+    for (let g = snapshot ? 1 : 0; g < groups.length; g++) {
+      this.sinceCompaction += groups[g].bodies.length
+      for (let i = groups[g].start; i <= groups[g].end; i++) this.sinceChars += records[i].length
+    }
+  }
+
   /**
    * Adopts the store's blobs, several reads in flight (a disk answers each from a thread pool; in
    * order they would wait on each other). One that cannot be read is damage of that blob alone,
@@ -781,6 +1091,8 @@ export class Durability {
       // On demand over a store that answers lookups: nothing is listed, a blob is asked of the
       // store's index when first looked up. What it lists as damage is read now, so open reports it.
       const index = { blobSize: (id: BlobId) => store.blobSize!(id), blobTotals: () => store.blobTotals!() }
+      // A store that holds blobs may hold stale ones (a process that ended before deleting them).
+      this.mayBeStale = store.blobTotals().blobs > 0
       blobs.readOnDemand((id) => store.readBlobSync!(id), this.options.cacheBytes, new IndexedBlobs(index))
       for (const id of store.blobTotals().unreadable) {
         try {
@@ -792,6 +1104,7 @@ export class Durability {
       return
     }
     const ids = await this.store.blobIds()
+    this.mayBeStale = ids.length > 0
     if (store.readBlobSync) {
       // On demand: known by id and size, read when first needed and checked against its id then.
       // One the store lists without a size (damage it cannot read) is read now, so open reports it.
@@ -1128,6 +1441,12 @@ export function describeDamage(damage: StoreDamage): string {
 export function damagedError(kind: string, damage: StoreDamage): Error {
   return Object.assign(new Error(`rewindfs: the ${kind} store is damaged (${describeDamage(damage)}); it is open read-only until repaired (ws.repair(), rewindfs repair)`), { code: 'EROFS' })
 }
+
+/** Records that may drop the last reference to a blob (see mayBeStale). */
+const DROPS_REFERENCES = new Set<string>(['checkpoint-delete', 'undo', 'redo'])
+
+/** How an operation's record text begins: its identity's members follow. */
+const OP_PREFIX = '{"t":"op",'
 
 /** The persisted identity of an operation (everything but its changes). */
 function identity(record: OperationRecord) {

@@ -329,37 +329,63 @@ export class LazyHistory {
 
   // ---- encoding (compaction) -------------------------------------------------------------------
 
+  /** The snapshot of `input`, encoded at once (`encoding` run through). */
+  encode(input: SnapshotInput, put: (bytes: Uint8Array) => BlobId): EncodedSnapshot {
+    return runThrough(this.encoding(input, put))
+  }
+
   /**
    * The snapshot of `input` in format 2: new parts for what no part holds yet (put as blobs
-   * through `put`), references to the parts that do, and the head. Nothing of the history changes
-   * until `commit(staged)`, once the snapshot is durable.
+   * through `put`), references to the parts that do, and the head, as the text of its record's
+   * body. It pauses (yields) after every PAUSE_WORK units of work (entries, operations), so a
+   * compaction in the background runs it in slices between commits: `input` is the state of one
+   * moment, whose trees are frozen. Nothing of the history changes until `commit(staged)`, once
+   * the snapshot is durable.
    */
-  encode(input: SnapshotInput, put: (bytes: Uint8Array) => BlobId): { data: LazySnapshotData; blobs: Set<BlobId>; staged: StagedHistory } {
+  *encoding(input: SnapshotInput, put: (bytes: Uint8Array) => BlobId): Generator<void, EncodedSnapshot, void> {
     // A place is good while its part is one the history needs (a directory may outlive its part).
     const first = this.nextPart
     const usable = (place: [number, number] | undefined) => (place && (this.parts.has(place[0]) || place[0] >= first) ? place : undefined)
-    const writer = new PartWriter(this.nextPart, (dir) => usable(this.places.get(dir)), put)
-    const checkpoints = input.checkpoints.map((c) => ({
-      id: c.id,
-      name: c.name,
-      kind: c.kind,
-      seq: c.seq,
-      createdAt: c.createdAt,
-      ...(c.description !== undefined ? { description: c.description } : {}),
-      superseded: c.superseded,
-      root: pendingRoots.get(c) ?? writer.dir(c.root),
-      state: [...mapEntries(c.state)],
-      opSeq: c.opSeq,
-    }))
-    const operations = input.operations.map((record) => ({
-      ...input.identity(record),
-      undone: record.undone,
-      at: pendingChanges.get(record) ?? writer.changes(record.changes),
-    }))
-    const written = writer.seal()
+    const pace = new Pace()
+    const writer = new PartWriter(this.nextPart, (dir) => usable(this.places.get(dir)), put, pace)
+    // Serials are never given twice, even if this snapshot is not written.
+    const reserve = () => (this.nextPart = Math.max(this.nextPart, writer.next))
+    const refs: number[] = []
+    const checkpoints: string[] = []
+    for (const c of input.checkpoints) {
+      const { record } = c
+      const root = pendingRoots.get(record) ?? (yield* writer.dir(record.root))
+      reserve()
+      if (root.p !== undefined) refs.push(root.p)
+      checkpoints.push(
+        JSON.stringify({
+          id: record.id,
+          name: c.name,
+          kind: record.kind,
+          seq: record.seq,
+          createdAt: record.createdAt,
+          ...(record.description !== undefined ? { description: record.description } : {}),
+          superseded: c.superseded,
+          root,
+          state: [...mapEntries(record.state)],
+          opSeq: record.opSeq,
+        }),
+      )
+    }
+    const operations: string[] = []
+    for (const { record, undone } of input.operations) {
+      // (An operation's changes still in a part keep their place: reading `changes` would decode them.)
+      const at = pendingChanges.get(record) ?? (PartWriter.holdsDirs(record.changes) ? yield* writer.changes(record.changes) : writer.changesNow(record.changes, NO_DIRS))
+      reserve()
+      refs.push(at[0])
+      operations.push(`{${input.identity(record)},"undone":${undone},"at":[${at[0]},${at[1]}]}`)
+      if (pace.due()) yield
+    }
+    const written = yield* writer.seal()
+    reserve()
     // The head: the live tree inline, each directory naming its twin in a part.
-    const head = new HeadTable((dir) => writer.placed.get(dir) ?? usable(this.places.get(dir)))
-    const root = head.dir(input.root)
+    const head = new HeadTable((dir) => writer.placed.get(dir) ?? usable(this.places.get(dir)), pace)
+    const root = yield* head.dir(input.root)
     // The parts needed: those referred to, and the ones they refer to.
     const infos = new Map<number, PartInfo>([...this.parts, ...written.map(({ info }) => [info.n, info] as const)])
     const needed = new Set<number>()
@@ -368,8 +394,7 @@ export class LazyHistory {
       needed.add(n)
       for (const used of infos.get(n)?.u ?? []) need(used)
     }
-    for (const c of checkpoints) if (c.root.p !== undefined) need(c.root.p)
-    for (const op of operations) need(op.at[0])
+    for (const n of refs) need(n)
     const parts = [...needed].sort((a, b) => a - b).map((n) => infos.get(n)!)
     const blobs = new Set<BlobId>(head.blobs)
     for (const { info, blobs: refs } of written) {
@@ -377,9 +402,9 @@ export class LazyHistory {
       blobs.add(info.id)
       for (const id of refs) blobs.add(id)
     }
-    const data: LazySnapshotData = {
-      format: 2,
-      dirs: head.dirs,
+    // The record's body, as JSON.stringify would write `{ t: 'snapshot', data }` (LazySnapshotData),
+    // from the pieces encoded above: one stringify of megabytes would be one long pause.
+    const rest = JSON.stringify({
       root,
       state: input.state,
       seq: input.seq,
@@ -389,24 +414,35 @@ export class LazyHistory {
       ino: input.ino,
       parts,
       nextPart: writer.next,
-      checkpoints,
-      operations,
-    }
-    this.nextPart = writer.next // serials are never given twice, even if this snapshot is not written
-    return { data, blobs, staged: { parts, written, places: [...writer.placed], nextPart: writer.next } }
+    })
+    // One join: a flat string (charCodeAt over a concatenation is many times slower for the checksum).
+    const body = ['{"t":"snapshot","data":{"format":2,"dirs":[', head.dirs.join(','), '],', rest.slice(1, -1), ',"checkpoints":[', checkpoints.join(','), '],"operations":[', operations.join(','), ']}}'].join('')
+    return { body, blobs, staged: { parts, written, places: [...writer.placed], nextPart: writer.next } }
   }
 
-  /** The snapshot `encode` made is durable: its parts are the history's, its directories placed. */
-  commit(staged: StagedHistory): void {
+  /**
+   * The snapshot `encode` made is durable: its parts are the history's, its directories placed.
+   * Returns whether a part the history needed before is needed no more (its blobs may be stale).
+   */
+  commit(staged: StagedHistory): boolean {
+    const dropped = [...this.parts.keys()].some((n) => !staged.parts.some((info) => info.n === n))
     this.parts = new Map(staged.parts.map((info) => [info.n, info]))
     for (const { info, blobs } of staged.written) if (this.parts.has(info.n)) this.partBlobs.set(info.n, blobs)
     for (const n of [...this.partBlobs.keys()]) if (!this.parts.has(n)) this.partBlobs.delete(n)
     for (const [dir, [p, i]] of staged.places) this.place(dir, p, i)
     for (const n of [...this.decoded.keys()]) if (!this.parts.has(n)) this.decoded.delete(n)
+    return dropped
   }
 }
 
-/** What a snapshot is made of (the durable host's state, settled). */
+/** A snapshot encoded: its record's body, the blobs it needs durable, and what the history takes on once it is. */
+export interface EncodedSnapshot {
+  readonly body: string
+  readonly blobs: Set<BlobId>
+  readonly staged: StagedHistory
+}
+
+/** What a snapshot is made of: the durable host's state at one moment (its trees frozen). */
 export interface SnapshotInput {
   readonly root: DirNode
   readonly state: [string, JsonValue][]
@@ -415,21 +451,102 @@ export interface SnapshotInput {
   readonly resume: JsonValue | undefined
   readonly seen: [string, string][]
   readonly ino: number
+  /** Each checkpoint, with its name and superseded flag as they were then (the rest never changes). */
   readonly checkpoints: readonly {
-    readonly id: string
+    readonly record: {
+      readonly id: string
+      readonly kind: string
+      readonly seq: number
+      readonly createdAt: number
+      readonly description?: string
+      readonly root: DirNode
+      readonly state: MapRoot<JsonValue>
+      readonly opSeq: number
+    }
     readonly name: string
-    readonly kind: string
-    readonly seq: number
-    readonly createdAt: number
-    readonly description?: string
     readonly superseded: boolean
-    readonly root: DirNode
-    readonly state: MapRoot<JsonValue>
-    readonly opSeq: number
   }[]
-  readonly operations: readonly OperationRecord[]
-  /** An operation's persisted identity (everything but its changes and undone flag). */
-  readonly identity: (record: OperationRecord) => Omit<LazySnapshotData['operations'][number], 'undone' | 'at'>
+  /** Each kept operation, with its undone flag as it was then. */
+  readonly operations: readonly { readonly record: OperationRecord; readonly undone: boolean }[]
+  /** An operation's persisted identity (everything but its changes and undone flag): the JSON members, without braces. */
+  readonly identity: (record: OperationRecord) => string
+}
+
+/** Units of encoding work (entries, operations) between two pauses of `encoding`. */
+const PAUSE_WORK = 128
+
+/** Counts an encoding's work: `due` says when it is time to pause. */
+class Pace {
+  private work = 0
+  due(units = 1): boolean {
+    this.work += units
+    if (this.work < PAUSE_WORK) return false
+    this.work = 0
+    return true
+  }
+}
+
+/** Runs a generator to its end; returns what it returns. */
+export function runThrough<T>(steps: Generator<void, T, void>): T {
+  for (;;) {
+    const step = steps.next()
+    if (step.done) return step.value
+  }
+}
+
+const NO_DIRS: ReadonlyMap<DirNode, DirRef> = new Map()
+
+/** The directories a change holds: written to a part before it. */
+function dirsOf(change: Change): DirNode[] {
+  if (change.kind === 'root') return [change.before, change.after]
+  if (change.kind !== 'slot') return []
+  const { before, after } = change
+  if (before?.type === 'dir') return after?.type === 'dir' ? [before, after] : [before]
+  return after?.type === 'dir' ? [after] : []
+}
+
+/** A node that is not a directory, as a part or the head holds it. */
+function leafOf(node: Exclude<UpperNode, DirNode> | undefined, blobs: Set<BlobId>): PartNode | 'W' | null {
+  if (node === undefined) return null
+  if (node.type === 'whiteout') return 'W'
+  if (node.type === 'file') blobs.add(node.blob)
+  return encodeNode(node) as PartNode
+}
+
+/**
+ * A directory's JSON (PartDir, HeadDir) from its children's: written as JSON.stringify would write
+ * the object, without making it first.
+ */
+function dirText(meta: Meta, lower: string | null, children: Children, place?: [number, number]): string {
+  return `{"m":${JSON.stringify(meta)},"l":${JSON.stringify(lower)},"c":{${children.text()}}${place ? `,"a":[${place[0]},${place[1]}]` : ''}}`
+}
+
+/** Children per object stringified at once: one JSON.stringify per child would cost more, one for thousands pauses long. */
+const CHILDREN_CHUNK = 64
+
+/** A directory's children as JSON members, stringified a chunk at a time. */
+class Children {
+  private chunk: Record<string, unknown> = Object.create(null)
+  private size = 0
+  private readonly texts: string[] = []
+
+  /** (A prototype-less object: a child named `__proto__` is a member like any other.) */
+  add(name: string, value: unknown): void {
+    this.chunk[name] = value
+    if (++this.size === CHILDREN_CHUNK) this.seal()
+  }
+
+  text(): string {
+    this.seal()
+    return this.texts.join(',')
+  }
+
+  private seal(): void {
+    if (this.size === 0) return
+    this.texts.push(JSON.stringify(this.chunk).slice(1, -1))
+    this.chunk = Object.create(null)
+    this.size = 0
+  }
 }
 
 /** Writes new parts: directories children first, then operations' changes, sealed at PART_CHARS. */
@@ -448,18 +565,22 @@ class PartWriter {
     public next: number,
     private readonly placeOf: (dir: DirNode) => [number, number] | undefined,
     private readonly put: (bytes: Uint8Array) => BlobId,
+    private readonly pace: Pace,
   ) {
     this.serial = this.next++
   }
 
   /** A directory's reference: where a part already holds it, or written now (what it holds first). */
-  dir(node: DirNode): DirRef {
+  *dir(node: DirNode): Generator<void, DirRef, void> {
     const known = this.placed.get(node) ?? this.placeOf(node)
     if (known) return this.refTo(known)
-    const children: Record<string, PartNode | 'W'> = {}
-    for (const [name, child] of mapEntries<UpperNode>(node.children)) children[name] = this.node(child)
-    this.roomFor()
-    const text = JSON.stringify({ m: node.meta, l: node.lower, c: children } satisfies PartDir)
+    const children = new Children()
+    for (const [name, child] of mapEntries<UpperNode>(node.children)) {
+      children.add(name, child.type === 'dir' ? yield* this.dir(child) : leafOf(child, this.blobs))
+      if (this.pace.due()) yield
+    }
+    yield* this.roomFor()
+    const text = dirText(node.meta, node.lower, children)
     const place: [number, number] = [this.serial, this.dirs.length]
     this.dirs.push(text)
     this.chars += text.length + 1
@@ -467,51 +588,68 @@ class PartWriter {
     return { t: 'r', i: place[1], p: place[0] }
   }
 
-  /** An operation's changes, written now; returns where. */
-  changes(changes: readonly Change[]): [number, number] {
-    const node = (n: UpperNode | undefined) => (n === undefined ? null : this.node(n))
-    const out = changes.map((change): PartChange => {
+  /**
+   * An operation's changes, written now; returns where. The directories they hold (a tree moved or
+   * restored may be large) are written first, in slices; the changes then at once (changesNow).
+   */
+  *changes(changes: readonly Change[]): Generator<void, [number, number], void> {
+    const dirs = new Map<DirNode, DirRef>()
+    for (const change of changes) {
+      for (const node of dirsOf(change)) if (!dirs.has(node)) dirs.set(node, yield* this.dir(node))
+    }
+    return this.changesNow(changes, dirs)
+  }
+
+  /** Whether an operation's changes hold a directory (changes() then; changesNow otherwise, most do not). */
+  static holdsDirs(changes: readonly Change[]): boolean {
+    for (const change of changes) if (dirsOf(change).length > 0) return true
+    return false
+  }
+
+  /** An operation's changes, written now, their directories' references given (`dirs`); returns where. */
+  changesNow(changes: readonly Change[], dirs: ReadonlyMap<DirNode, DirRef>): [number, number] {
+    const node = (n: UpperNode | undefined) => (n?.type === 'dir' ? dirs.get(n)! : leafOf(n, this.blobs))
+    const out: PartChange[] = []
+    for (const change of changes) {
       switch (change.kind) {
         case 'slot':
-          return { k: 'slot', p: change.path, b: node(change.before), a: node(change.after) }
+          out.push({ k: 'slot', p: change.path, b: node(change.before), a: node(change.after) })
+          break
         case 'meta':
-          return { k: 'meta', p: change.path, b: change.before, a: change.after }
+          out.push({ k: 'meta', p: change.path, b: change.before, a: change.after })
+          break
         case 'state':
-          return { k: 'state', key: change.key, b: change.before ?? null, a: change.after ?? null }
+          out.push({ k: 'state', key: change.key, b: change.before ?? null, a: change.after ?? null })
+          break
         case 'effect': {
           const named = typeof change.effect.compensate === 'function' ? undefined : change.effect.compensate
-          return {
+          out.push({
             k: 'effect',
             d: change.effect.description,
             ...(named ? { n: named.name, ...(named.args !== undefined ? { args: named.args } : {}) } : {}),
             ...(change.effect.tier !== undefined ? { tier: change.effect.tier } : {}),
             ...(change.effect.group !== undefined ? { group: change.effect.group } : {}),
             done: change.effect.compensated,
-          }
+          })
+          break
         }
         case 'root':
-          return {
+          out.push({
             k: 'root',
-            b: this.dir(change.before),
-            a: this.dir(change.after),
+            b: dirs.get(change.before)!,
+            a: dirs.get(change.after)!,
             ...(change.stateBefore ? { sb: [...mapEntries(change.stateBefore)] } : {}),
             ...(change.stateAfter ? { sa: [...mapEntries(change.stateAfter)] } : {}),
-          }
+          })
+          break
       }
-    })
-    this.roomFor()
+    }
+    if (this.chars >= PART_CHARS) this.sealOne()
     const text = JSON.stringify(out)
     const at: [number, number] = [this.serial, this.ops.length]
     this.ops.push(text)
     this.chars += text.length + 1
     return at
-  }
-
-  private node(node: UpperNode): PartNode | 'W' {
-    if (node.type === 'whiteout') return 'W'
-    if (node.type === 'dir') return this.dir(node)
-    if (node.type === 'file') this.blobs.add(node.blob)
-    return encodeNode(node) as PartNode
   }
 
   /** A reference from the part being written (a directory in another part makes that part used). */
@@ -520,9 +658,11 @@ class PartWriter {
     return { t: 'r', i, p }
   }
 
-  /** Seals the part being written when it is full. */
-  private roomFor(): void {
-    if (this.chars >= PART_CHARS) this.sealOne()
+  /** Seals the part being written when it is full (a pause after: sealing encodes and hashes a megabyte). */
+  private *roomFor(): Generator<void, void, void> {
+    if (this.chars < PART_CHARS) return
+    this.sealOne()
+    yield
   }
 
   private sealOne(): void {
@@ -540,34 +680,33 @@ class PartWriter {
   }
 
   /** Seals the last part; returns every part written. */
-  seal(): { info: PartInfo; blobs: BlobId[] }[] {
+  *seal(): Generator<void, { info: PartInfo; blobs: BlobId[] }[], void> {
     this.sealOne()
+    yield
     return this.written
   }
 }
 
-/** The head's own table: the live tree, children first, each directory naming its twin in a part. */
+/** The head's own table: the live tree, children first, each directory naming its twin in a part (as JSON). */
 class HeadTable {
-  readonly dirs: HeadDir[] = []
+  readonly dirs: string[] = []
   readonly blobs = new Set<BlobId>()
   private readonly index = new Map<DirNode, number>()
 
-  constructor(private readonly placeOf: (dir: DirNode) => [number, number] | undefined) {}
+  constructor(
+    private readonly placeOf: (dir: DirNode) => [number, number] | undefined,
+    private readonly pace: Pace,
+  ) {}
 
-  dir(node: DirNode): number {
+  *dir(node: DirNode): Generator<void, number, void> {
     const known = this.index.get(node)
     if (known !== undefined) return known
-    const children: Record<string, PartNode | 'W'> = {}
+    const children = new Children()
     for (const [name, child] of mapEntries<UpperNode>(node.children)) {
-      if (child.type === 'whiteout') children[name] = 'W'
-      else if (child.type === 'dir') children[name] = { t: 'r', i: this.dir(child) }
-      else {
-        if (child.type === 'file') this.blobs.add(child.blob)
-        children[name] = encodeNode(child) as PartNode
-      }
+      children.add(name, child.type === 'dir' ? { t: 'r', i: yield* this.dir(child) } : leafOf(child, this.blobs))
+      if (this.pace.due()) yield
     }
-    const place = this.placeOf(node)
-    const i = this.dirs.push({ m: node.meta, l: node.lower, c: children, ...(place ? { a: place } : {}) }) - 1
+    const i = this.dirs.push(dirText(node.meta, node.lower, children, this.placeOf(node))) - 1
     this.index.set(node, i)
     return i
   }

@@ -349,15 +349,15 @@ const crcTables = (() => {
 })()
 
 /**
- * CRC-32 over the UTF-16 code units of `text` from `start` on, low byte first (enough to catch
- * torn or flipped records), continuing from `crc` (a previous call's result): the same value as
- * over the code units of the whole in one call.
+ * CRC-32 over the UTF-16 code units of `text` from `start` to `end`, low byte first (enough to
+ * catch torn or flipped records), continuing from `crc` (a previous call's result): the same value
+ * as over the code units of the whole in one call.
  */
-export function crc32(text: string, start = 0, crc = 0): number {
+export function crc32(text: string, start = 0, crc = 0, end = text.length): number {
   const t = crcTables
   let c = ~crc
   let i = start
-  for (const quads = start + ((text.length - start) & ~3); i < quads; i += 4) {
+  for (const quads = start + ((end - start) & ~3); i < quads; i += 4) {
     const a = c ^ (text.charCodeAt(i) | (text.charCodeAt(i + 1) << 16))
     const b = text.charCodeAt(i + 2) | (text.charCodeAt(i + 3) << 16)
     c =
@@ -370,7 +370,7 @@ export function crc32(text: string, start = 0, crc = 0): number {
       t[256 + ((b >>> 16) & 0xff)] ^
       t[b >>> 24]
   }
-  for (; i < text.length; i++) {
+  for (; i < end; i++) {
     const code = text.charCodeAt(i)
     c = t[(c ^ code) & 0xff] ^ (c >>> 8)
     c = t[(c ^ (code >>> 8)) & 0xff] ^ (c >>> 8)
@@ -392,6 +392,20 @@ export function frameRecord(text: string, n: number): string {
   // The checksum runs over the numbered body without building it first (the body's own `{` skipped).
   const head = `{"n":${n},`
   return `{"v":${FORMAT_VERSION},"c":${crc32(text, 1, crc32(head))},"b":${head}${text.slice(1)}}`
+}
+
+/** Characters of a body checksummed between two pauses of `framing`. */
+const FRAME_SLICE = 256 * 1024
+
+/** frameRecord as a generator: a snapshot's megabytes are checksummed a slice at a time, pausing (yielding) between slices. */
+export function* framing(text: string, n: number): Generator<void, string, void> {
+  const head = `{"n":${n},`
+  let crc = crc32(head)
+  for (let at = 1; at < text.length; at += FRAME_SLICE) {
+    crc = crc32(text, at, crc, Math.min(text.length, at + FRAME_SLICE))
+    yield
+  }
+  return `{"v":${FORMAT_VERSION},"c":${crc},"b":${head}${text.slice(1)}}`
 }
 
 export function encodeRecord(body: RecordBody, n: number): string {

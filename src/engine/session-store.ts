@@ -73,17 +73,9 @@ export class SessionStore {
     await this.flushes.load(durability)
     if (durability.damage.length > 0) this.openedDamaged(durability)
     this.checkpoints.prune() // retention applies to what was reopened too
-    const every = this.context.options.compactEvery ?? 10_000
-    journal.onAppend = (record) => {
-      durability.recordOperation(record)
-      if (durability.sinceCompaction >= every) {
-        durability.sinceCompaction = 0
-        void this.compact().catch(() => undefined)
-      }
-    }
-    // A long tail (the last process ended before its compaction): compacted in the background, in
-    // turn with the first calls, as during work; open does not wait to rewrite the journal.
-    if ((this.status.loaded?.operations ?? 0) >= every) void this.compact().catch(() => undefined)
+    journal.onAppend = (record) => durability.recordOperation(record)
+    // In the background as the journal grows, and after open when the last process left a long tail.
+    durability.autoCompact(this.context.options.compactEvery ?? 10_000, () => this.context.collector.reachable())
   }
 
   /** A damaged store: open read-only at the state it proves, frozen, and say so. */
