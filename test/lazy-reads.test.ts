@@ -326,6 +326,84 @@ describe('open asks the store about a blob when it is first looked up, and lists
   })
 })
 
+describe('the state a clean close saves', () => {
+  /** What the store finds on open: the state taken back or not, segments read record by record, every blob and file as written. */
+  async function reopened(path: string, expected: Record<string, string>) {
+    const store = directoryStore(path, { segmentBytes: 16 * 1024 })
+    const stats = { ...store.packStats! }
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    for (const [file, text] of Object.entries(expected)) expect(ws.fs.readFileSync(file, 'utf8')).toBe(text)
+    expect(ws.status.warnings).toEqual([])
+    const sizes = await store.blobSizes()
+    expect(ws.storage.durable).toEqual({ blobs: sizes.length, bytes: sizes.reduce((sum, [, size]) => sum + size, 0) })
+    for (const [id] of sizes) expect(store.readBlobSync(id)).toBeDefined()
+    return { stats, ws, store }
+  }
+  /** Rounds of 20 files over small segments, a checkpoint each: what the files hold at the end. */
+  async function written(path: string, rounds: number, from = 0): Promise<Record<string, string>> {
+    const ws = await Workspace.open({ store: directoryStore(path, { segmentBytes: 16 * 1024 }), autoCheckpoint: false })
+    const files: Record<string, string> = {}
+    for (let round = from; round < from + rounds; round++) {
+      for (let file = 0; file < 20; file++) ws.fs.writeFileSync(`/f${file}.txt`, (files[`/f${file}.txt`] = content(round, file)))
+      await ws.checkpoint({ name: `r${round}` })
+    }
+    await ws.close()
+    return files
+  }
+
+  it('is taken back on open instead of the index files; written again only after appends', async () => {
+    const path = fresh()
+    const files = await written(path, 6)
+    const { stats, ws, store } = await reopened(path, files)
+    expect(stats.statesRestored).toBe(1)
+    expect(stats.indexedSegments).toBe(stats.segments)
+    expect(stats.scannedBytes).toBe(0)
+    await ws.close()
+    // Closed without appending: the state stays as it was, and is taken back again.
+    const saved = fs.statSync(pack.stateFile(path)).mtimeMs
+    expect(store.packStats!.appendedBytes).toBe(0)
+    const again = await reopened(path, files)
+    expect(again.stats.statesRestored).toBe(1)
+    expect(fs.statSync(pack.stateFile(path)).mtimeMs).toBe(saved)
+    await again.ws.close()
+  })
+
+  it('no longer describing the segments (appends a crash kept from a close, a collection, damage), it is ignored: open scans', async () => {
+    const path = fresh()
+    let files = await written(path, 6)
+    const stale = fs.readFileSync(pack.stateFile(path))
+    // More appends, then the state as a crash would leave it: the one saved before them.
+    files = { ...files, ...(await written(path, 2, 6)) }
+    fs.writeFileSync(pack.stateFile(path), stale)
+    let opened = await reopened(path, files)
+    expect(opened.stats.statesRestored).toBe(0)
+    await opened.ws.close()
+    // A checkpoint deleted and compacted: segments collected, the state saved after it describes what is left.
+    const store = directoryStore(path, { segmentBytes: 16 * 1024 })
+    const ws = await Workspace.open({ store, autoCheckpoint: false, retention: { operations: 1 } })
+    for (const checkpoint of ws.checkpoints().slice(0, -1)) await ws.deleteCheckpoint(checkpoint.id)
+    for (let i = 0; i < 40; i++) ws.fs.writeFileSync('/other.txt', `other ${i}`)
+    files['/other.txt'] = 'other 39'
+    for (let tries = 0; tries < 20; tries++) {
+      await ws.compact()
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    await store.idle()
+    expect(store.packStats!.collected).toBeGreaterThan(0)
+    await ws.close()
+    opened = await reopened(path, files)
+    expect(opened.stats.statesRestored).toBe(1)
+    await opened.ws.close()
+    // Its bytes damaged: its checksum fails, it is ignored.
+    const bytes = fs.readFileSync(pack.stateFile(path))
+    bytes[bytes.length >> 1] ^= 0x10
+    fs.writeFileSync(pack.stateFile(path), bytes)
+    opened = await reopened(path, files)
+    expect(opened.stats.statesRestored).toBe(0)
+    await opened.ws.close()
+  })
+})
+
 describe('a snapshot whose history opens lazily (format 2)', () => {
   const options = { autoCheckpoint: false, compactEvery: Number.POSITIVE_INFINITY, retention: { operations: 40 } } as const
   const files = (ws: Workspace) => {

@@ -31,6 +31,25 @@ function hashOf(bytes: Uint8Array, at: number, length: number): number {
   return (hash ^ (hash >>> 16)) >>> 0
 }
 
+/** A BlobLocations as its columns: what pack-state.ts writes whole and takes back without inserting a blob. */
+export interface LocationColumns {
+  readonly table: Int32Array
+  readonly segment: Uint32Array
+  readonly offset: Float64Array
+  readonly length: Float64Array
+  readonly checksum: Uint32Array
+  readonly idLength: Uint16Array
+  readonly idAt: Uint32Array
+  readonly hash: Uint32Array
+  readonly live: Uint8Array
+  /** Free slots (below the columns' length). */
+  readonly free: Uint32Array
+  readonly arena: Uint8Array
+  readonly arenaDead: number
+  readonly count: number
+  readonly bytes: number
+}
+
 export class BlobLocations {
   /** Slot + 1 of each blob, at its hash's place or after it (0: empty). Never more than half full. */
   private table: Int32Array
@@ -77,6 +96,52 @@ export class BlobLocations {
 
   get size(): number {
     return this.count
+  }
+
+  /** Its columns, as long as the slots given out (views: valid until the next change). */
+  columns(): LocationColumns {
+    const used = this.used
+    return {
+      table: this.table,
+      segment: this.segment.subarray(0, used),
+      offset: this.offset.subarray(0, used),
+      length: this.length.subarray(0, used),
+      checksum: this.checksum.subarray(0, used),
+      idLength: this.idLength.subarray(0, used),
+      idAt: this.idAt.subarray(0, used),
+      hash: this.hash.subarray(0, used),
+      live: this.live.subarray(0, used),
+      free: Uint32Array.from(this.free),
+      arena: this.arena.subarray(0, this.arenaUsed),
+      arenaDead: this.arenaDead,
+      count: this.count,
+      bytes: this.bytes,
+    }
+  }
+
+  /** Locations taken back from their columns as they are (the arrays are used, not copied; a later insert grows them). */
+  static from(columns: LocationColumns): BlobLocations {
+    const locations = new BlobLocations(0, 0)
+    const { table } = columns
+    if (table.length < 2 || (table.length & (table.length - 1)) !== 0) throw new RangeError('rewindfs: a location table is a power of two long')
+    locations.table = table
+    locations.mask = table.length - 1
+    locations.segment = columns.segment
+    locations.offset = columns.offset
+    locations.length = columns.length
+    locations.checksum = columns.checksum
+    locations.idLength = columns.idLength
+    locations.idAt = columns.idAt
+    locations.hash = columns.hash
+    locations.live = columns.live
+    locations.used = columns.segment.length
+    for (const slot of columns.free) locations.free.push(slot)
+    locations.count = columns.count
+    locations.bytes = columns.bytes
+    locations.arena = Buffer.from(columns.arena.buffer, columns.arena.byteOffset, columns.arena.byteLength)
+    locations.arenaUsed = columns.arena.byteLength
+    locations.arenaDead = columns.arenaDead
+    return locations
   }
 
   has(id: string): boolean {
@@ -272,7 +337,7 @@ export class BlobLocations {
   }
 
   private growArena(more: number): void {
-    const arena = Buffer.allocUnsafe(Math.max(2 * this.arena.length, this.arenaUsed + more))
+    const arena = Buffer.allocUnsafe(Math.max(64 * 1024, 2 * this.arena.length, this.arenaUsed + more))
     arena.set(this.arena.subarray(0, this.arenaUsed))
     this.arena = arena
   }
@@ -295,7 +360,7 @@ export class BlobLocations {
 
   private grow(): number {
     if (this.used === this.segment.length) {
-      const size = this.used * 2
+      const size = Math.max(1024, this.used * 2)
       const grown = <T extends Uint32Array | Float64Array | Uint16Array | Uint8Array>(old: T, make: (n: number) => T): T => {
         const next = make(size)
         next.set(old)

@@ -27,6 +27,7 @@ import { SegmentWindow, ZEROS, fdatasync, readFully, readFullyAsync, writeFully 
 import { type IndexEntry, type IndexHead, type IndexRecords, decodeIndex, encodeIndex, indexName, listIndex, readIndexHead } from './pack-index.js'
 import { type BlobLocation, BlobLocations } from './pack-locations.js'
 import { openForScrub, scrubSegment } from './pack-scrub.js'
+import { type PackState, type SegmentMark, type StatePiece, decodeState, encodeState } from './pack-state.js'
 import {
   Kind,
   type Place,
@@ -117,8 +118,10 @@ export interface PackStats {
   /** fdatasyncs of pack segments (directory and new-file fsyncs not counted). */
   readonly fdatasyncs: number
   readonly collected: number
-  /** Segments whose records open took from their index file. */
+  /** Segments whose records open took from their index file, or from the state a clean close saved. */
   readonly indexedSegments: number
+  /** Opens (and a reader's rescans) that took back the state a clean close saved instead of reading index files (pack-state.ts). */
+  readonly statesRestored: number
   /** Bytes of segments open (and a reader's rescans) read record by record: what no index file covered. */
   readonly scannedBytes: number
   /** Blobs read (their payloads), and the bytes of them. */
@@ -208,6 +211,8 @@ export class PackLog {
   private activeDamaged = false
   /** How far the last segment's index file covers it (0: none), so close writes it only when it grew. */
   private lastIndexed = 0
+  /** Each segment's last record: where, and its header as the segment holds it (a saved state is checked against it). */
+  private lastRecords = new Map<number, { readonly offset: number; readonly head: Uint8Array }>()
   /** Bytes appended since the last fdatasync. */
   private dirty = false
   /** Descriptors reads go through, by segment. */
@@ -217,7 +222,7 @@ export class PackLog {
   private collecting = false
   private stopped = false
   /** Work counters (tests prove the write path by them, the bench reports them). */
-  private readonly counters = { appendedBytes: 0, fdatasyncs: 0, collected: 0, indexedSegments: 0, scannedBytes: 0, blobsRead: 0, blobBytesRead: 0, journalBytesRead: 0, scrubbedBytes: 0 }
+  private readonly counters = { appendedBytes: 0, fdatasyncs: 0, collected: 0, indexedSegments: 0, statesRestored: 0, scannedBytes: 0, blobsRead: 0, blobBytesRead: 0, journalBytesRead: 0, scrubbedBytes: 0 }
 
   constructor(
     root: string,
@@ -260,6 +265,8 @@ export class PackLog {
         if (isTempName(name) || (indexed !== undefined && !present.has(indexed))) fs.rmSync(`${this.directory}/${name}`, { force: true })
       }
     }
+    if (this.restoreState(numbers)) return
+    this.lastRecords = new Map()
     /**
      * Blob records in log order, indexed once every forgotten place is known: an index file's
      * (walked again then, its ids taken as bytes: open takes a hundred thousand of them, no string
@@ -325,8 +332,11 @@ export class PackLog {
           } else if (kind === Kind.Reset) journal = [{ ...location, kind: Kind.Reset }]
           else journal.push({ ...location, kind: Kind.Append })
         }
+        /** The last whole record taken record by record (after what an index file listed). */
+        let lastTaken: IndexEntry | undefined
         const take = (entry: IndexEntry) => {
           entries.push(entry)
+          lastTaken = entry
           place(entry.kind, entry.offset, entry.idLength, entry.length, entry.checksum, entry.id, entry.places)
         }
         let at = SEGMENT_HEADER_BYTES
@@ -412,6 +422,8 @@ export class PackLog {
         // Where the next append goes: after the last record (over the zeros; past the file's end
         // when only its end byte is missing), or after what is torn or damaged.
         this.segments.set(segment, this.torn?.segment === segment ? this.torn.end : Math.max(end, at))
+        const lastRecord = lastTaken ? this.lastRecordOf(lastTaken) : indexed?.last
+        if (lastRecord) this.lastRecords.set(segment, lastRecord)
         if (last) {
           this.activeEntries = entries
           this.activeDamaged = damaged
@@ -450,7 +462,7 @@ export class PackLog {
    * covering no more than the segment holds, its last record's header and id as the segment has
    * them (a segment written anew under the same number does not match).
    */
-  private readIndex(segment: number, fd: number, size: number): { head: IndexHead; bytes: Buffer; records: IndexRecords; blobs: number; idBytes: number; others: number[] } | undefined {
+  private readIndex(segment: number, fd: number, size: number): { head: IndexHead; bytes: Buffer; records: IndexRecords; blobs: number; idBytes: number; others: number[]; last?: { offset: number; head: Uint8Array } } | undefined {
     let bytes: Buffer
     try {
       bytes = fs.readFileSync(this.indexFile(segment))
@@ -475,17 +487,113 @@ export class PackLog {
       else others.push(i)
     }
     const last = records.count - 1
-    if (last >= 0) {
-      const offset = records.offset[last]
-      const idLength = records.idLength[last]
-      const length = records.length[last]
-      const idAt = records.idAt[last]
-      if (offset + recordBytes(idLength, length) !== head.covered) return undefined
-      const expected = recordHead(records.kind[last] as Kind, bytes.subarray(idAt, idAt + idLength), length, records.checksum[last], this.options.salt)
-      const stored = Buffer.allocUnsafe(expected.length)
-      if (readFully(fd, stored, stored.length, offset) !== stored.length || !stored.equals(expected)) return undefined
-    } else if (head.covered !== SEGMENT_HEADER_BYTES) return undefined
-    return { head, bytes, records, blobs, idBytes, others }
+    if (last < 0) return head.covered === SEGMENT_HEADER_BYTES ? { head, bytes, records, blobs, idBytes, others } : undefined
+    const offset = records.offset[last]
+    const idLength = records.idLength[last]
+    const length = records.length[last]
+    const idAt = records.idAt[last]
+    if (offset + recordBytes(idLength, length) !== head.covered) return undefined
+    const expected = recordHead(records.kind[last] as Kind, bytes.subarray(idAt, idAt + idLength), length, records.checksum[last], this.options.salt)
+    const stored = Buffer.allocUnsafe(expected.length)
+    if (readFully(fd, stored, stored.length, offset) !== stored.length || !stored.equals(expected)) return undefined
+    return { head, bytes, records, blobs, idBytes, others, last: { offset, head: expected } }
+  }
+
+  /** A record's header (and id) as its segment holds it, and where. */
+  private lastRecordOf(entry: IndexEntry): { offset: number; head: Uint8Array } {
+    return { offset: entry.offset, head: recordHead(entry.kind, entry.idLength > 0 ? Buffer.from(entry.id, 'utf8') : NO_ID, entry.length, entry.checksum, this.options.salt) }
+  }
+
+  // ---- the saved state ---------------------------------------------------------------------
+
+  private get stateFile(): string {
+    return `${this.directory}/state`
+  }
+
+  /**
+   * Takes back the state a clean close saved (pack-state.ts), if the segments are exactly as it
+   * describes them: the same ones, each of its size and ending in its last record. False otherwise
+   * (nothing changed: the scan goes on).
+   */
+  private restoreState(numbers: readonly number[]): boolean {
+    let state: PackState | undefined
+    let index: BlobLocations
+    try {
+      state = decodeState(fs.readFileSync(this.stateFile), this.options.salt)
+      if (!state || state.segments.length !== numbers.length || state.segments.some((mark, i) => mark.segment !== numbers[i])) return false
+      if (state.journal.some((piece) => piece.kind !== Kind.Append && piece.kind !== Kind.Reset)) return false
+      for (const mark of state.segments) if (!this.segmentMatches(mark)) return false
+      index = BlobLocations.from(state.index)
+    } catch {
+      return false
+    }
+    this.index = index
+    this.segments = new Map(state.segments.map((mark) => [mark.segment, mark.size]))
+    this.lastRecords = new Map(state.segments.flatMap((mark) => (mark.last ? [[mark.segment, mark.last] as const] : [])))
+    this.journal = state.journal.map((piece) => ({ ...piece, kind: piece.kind as typeof Kind.Append | typeof Kind.Reset }))
+    this.forgets = new Map(state.forgets.map(([segment, places]) => [segment, [...places]]))
+    this.copies = new Map(state.copies.map(([id, places]) => [id, [...places]]))
+    this.unreadable = new Map()
+    this.torn = undefined
+    this.unterminated = undefined
+    this.activeEntries = []
+    // The last segment's index file is read again when appends need it (activeList).
+    this.activeBase = undefined
+    this.activeDamaged = false
+    this.lastIndexed = state.lastIndexed
+    this.counters.indexedSegments += numbers.length
+    this.counters.statesRestored++
+    return true
+  }
+
+  /** Whether a segment is of the size a saved state lists and holds the last record it lists. */
+  private segmentMatches(mark: SegmentMark): boolean {
+    let fd: number
+    try {
+      fd = fs.openSync(this.segmentFile(mark.segment), 'r')
+    } catch {
+      return false
+    }
+    try {
+      if (fs.fstatSync(fd).size !== mark.size) return false
+      if (mark.last === undefined) return mark.size === SEGMENT_HEADER_BYTES
+      const stored = Buffer.allocUnsafe(mark.last.head.length)
+      return readFully(fd, stored, stored.length, mark.last.offset) === stored.length && stored.equals(mark.last.head)
+    } finally {
+      fs.closeSync(fd)
+    }
+  }
+
+  /**
+   * Saves the state for the next open (close, after the last segment's index file): only a
+   * writer's that appended, ending clean — nothing torn, unterminated or damaged, every segment's
+   * last record known, the last segment's index file covering it whole. Not fsynced: a state a
+   * crash damaged fails its checksum, one it left behind no longer matches the segments.
+   */
+  private saveState(): void {
+    if (this.options.readOnly || this.failure || this.counters.appendedBytes === 0 || this.torn || this.unterminated !== undefined || this.unreadable.size > 0 || this.activeDamaged) return
+    const numbers = [...this.segments.keys()].sort((a, b) => a - b)
+    const marks: SegmentMark[] = []
+    for (const segment of numbers) {
+      const size = this.segments.get(segment)!
+      const last = this.lastRecords.get(segment)
+      if (last === undefined ? size !== SEGMENT_HEADER_BYTES : last.offset + last.head.length > size) return
+      marks.push({ segment, size, ...(last ? { last } : {}) })
+    }
+    if (numbers.length > 0 && this.lastIndexed !== this.segments.get(numbers.at(-1)!)) return
+    const journal: StatePiece[] = []
+    for (const piece of this.journal) {
+      if (piece.kind === 'damage') return
+      journal.push({ kind: piece.kind, segment: piece.segment, offset: piece.offset, idLength: piece.idLength, length: piece.length, checksum: piece.checksum })
+    }
+    const bytes = encodeState({ segments: marks, lastIndexed: this.lastIndexed, journal, forgets: [...this.forgets], copies: [...this.copies], index: this.index.columns() }, this.options.salt)
+    const temp = tempName(this.stateFile)
+    try {
+      fs.writeFileSync(temp, bytes)
+      fs.renameSync(temp, this.stateFile)
+    } catch {
+      fs.rmSync(temp, { force: true })
+    }
   }
 
   /**
@@ -494,6 +602,8 @@ export class PackLog {
    * skipped: the segment is scanned instead.
    */
   private writeIndex(segment: number, covered: number, entries: readonly IndexEntry[]): void {
+    const last = entries.at(-1)
+    if (last) this.lastRecords.set(segment, this.lastRecordOf(last))
     const file = this.indexFile(segment)
     const temp = tempName(file)
     try {
@@ -747,7 +857,8 @@ export class PackLog {
   /** Writes the index file of the active segment, sealed; the next segment starts a new list. */
   private indexActive(): void {
     const segment = this.active!.segment
-    if (!this.activeDamaged) this.writeIndex(segment, this.segments.get(segment)!, this.activeList())
+    const entries = this.activeDamaged ? undefined : this.activeList(segment)
+    if (entries) this.writeIndex(segment, this.segments.get(segment)!, entries)
     this.activeEntries = []
     this.activeBase = undefined
     this.activeDamaged = false
@@ -767,13 +878,29 @@ export class PackLog {
     const { segment } = this.active
     const covered = this.segments.get(segment)
     if (covered === undefined || covered <= this.lastIndexed) return
-    this.writeIndex(segment, covered, this.activeList())
+    const entries = this.activeList(segment)
+    if (!entries) return
+    this.writeIndex(segment, covered, entries)
     this.lastIndexed = covered
   }
 
-  /** Every record of the active segment, for its index file: those its index file listed at open, then the rest. */
-  private activeList(): IndexEntry[] {
-    return this.activeBase ? [...decodeIndex(this.activeBase)!.entries, ...this.activeEntries] : this.activeEntries
+  /**
+   * Every record of the active segment, for its index file: those its index file listed at open,
+   * then the rest. Open from a saved state did not read that file: it is read now, and when it no
+   * longer says what it said then, undefined (the segment gets no index file: the next open scans it).
+   */
+  private activeList(segment: number): IndexEntry[] | undefined {
+    if (this.activeBase === undefined && this.lastIndexed > 0) {
+      try {
+        this.activeBase = fs.readFileSync(this.indexFile(segment))
+      } catch {
+        return undefined
+      }
+    }
+    if (this.activeBase === undefined) return this.activeEntries
+    const base = decodeIndex(this.activeBase)
+    if (!base || base.segment !== segment || base.salt !== this.options.salt || base.covered !== this.lastIndexed) return undefined
+    return [...base.entries, ...this.activeEntries]
   }
 
   /** Cuts the zeros preallocated past the active segment's last record (sealing, closing). */
@@ -1201,6 +1328,7 @@ export class PackLog {
     fs.rmSync(this.indexFile(segment), { force: true })
     syncDirectory(this.directory)
     this.segments.delete(segment)
+    this.lastRecords.delete(segment)
     this.counters.collected++
     this.forgets.delete(segment)
     for (const [id, places] of this.copies) {
@@ -1225,6 +1353,7 @@ export class PackLog {
         if (this.active !== undefined) this.trimActive()
         await this.sync()
         this.indexLast()
+        this.saveState()
       }
     } finally {
       if (this.active !== undefined) fs.closeSync(this.active.fd)

@@ -9,7 +9,7 @@
  * read when needed (BlobStore's cache) and checked against their ids then.
  */
 import { type BlobId, type BlobStore, DEFAULT_CACHE_BYTES } from '../blob/store.js'
-import { IndexedBlobs } from '../blob/durable-blobs.js'
+import { type BlobIndex, IndexedBlobs } from '../blob/durable-blobs.js'
 import { hashBytes, madeHere } from '../blob/hash.js'
 import { FsError } from '../errors.js'
 import type { FlushBook } from '../flush/book.js'
@@ -1090,10 +1090,9 @@ export class Durability {
     if (store.readBlobSync && store.blobSize && store.blobTotals) {
       // On demand over a store that answers lookups: nothing is listed, a blob is asked of the
       // store's index when first looked up. What it lists as damage is read now, so open reports it.
-      const index = { blobSize: (id: BlobId) => store.blobSize!(id), blobTotals: () => store.blobTotals!() }
       // A store that holds blobs may hold stale ones (a process that ended before deleting them).
       this.mayBeStale = store.blobTotals().blobs > 0
-      blobs.readOnDemand((id) => store.readBlobSync!(id), this.options.cacheBytes, new IndexedBlobs(index))
+      blobs.readOnDemand((id) => store.readBlobSync!(id), this.options.cacheBytes, new IndexedBlobs(store as Store & BlobIndex))
       for (const id of store.blobTotals().unreadable) {
         try {
           store.readBlobSync(id)

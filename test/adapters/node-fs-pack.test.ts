@@ -532,6 +532,8 @@ describe('pack segments: index files and synchronous reads', () => {
   it('an index file that is missing, damaged or about another segment is ignored (the segment is scanned) and written again', async () => {
     const path = fresh()
     const ids = await filled(path)
+    // Without the saved state, which open would take back instead of reading index files.
+    fs.rmSync(pack.stateFile(path))
     const indexes = pack.indexFiles(path).sort()
     const reference = fs.readFileSync(indexes[1])
     fs.rmSync(indexes[0])

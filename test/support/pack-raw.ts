@@ -131,8 +131,15 @@ export function indexFiles(root: string): string[] {
   return fs.existsSync(folder) ? fs.readdirSync(folder).filter((name) => /^\d{8,}\.idx$/.test(name)).map((name) => `${folder}/${name}`) : []
 }
 
+/** The state a clean close saved (pack-state.ts): an index of every segment at once. */
+export function stateFile(root: string): string {
+  return `${root}/packs/state`
+}
+
+/** Removes the index files and the saved state: the next open scans the segments. */
 export function removeIndexes(root: string): void {
   for (const file of indexFiles(root)) fs.rmSync(file)
+  fs.rmSync(stateFile(root), { force: true })
 }
 
 /**
