@@ -89,8 +89,9 @@ async function measure(dir: string, scale: Scale, preload: boolean): Promise<Mea
   const before = process.memoryUsage()
   const started = performance.now()
   const raw = directoryStore(dir)
-  // A store without synchronous reads: the same one with readBlobSync hidden.
-  const store = preload ? new Proxy(raw, { get: (target, key) => (key === 'readBlobSync' || key === 'blobSizes' ? undefined : Reflect.get(target, key)) }) : raw
+  // A store without synchronous reads: the same one with readBlobSync (and the lookups that go with it) hidden.
+  const hidden = new Set<PropertyKey>(['readBlobSync', 'blobSizes', 'blobSize', 'blobTotals'])
+  const store = preload ? new Proxy(raw, { get: (target, key) => (hidden.has(key) ? undefined : Reflect.get(target, key)) }) : raw
   const ws = await Workspace.open({ store, autoCheckpoint: false })
   const openMs = performance.now() - started
   fullGc()

@@ -12,7 +12,8 @@
  * segment's index file (pack-index.ts, written when a segment is sealed, and for the last one when
  * the store closes) and scans only what no index file covers: the last segment's records appended
  * after its index file (all of it after a crash, at most `segmentBytes`) and any segment without
- * one, so opening costs the number of records, not the bytes of history. A
+ * one, so opening costs the number of records, not the bytes of history; after a clean close it
+ * takes back the state the close saved (pack-state.ts), so it costs less than one step per record. A
  * segment's last record cut short by a crash is a torn tail: presented to the engine when it was
  * journal text, kept aside before it is cut at the first append. Bytes that cannot be read
  * anywhere else are damage: reported (as a blob that cannot be read, and as an unreadable journal

@@ -3,6 +3,7 @@
  *   format             the layout's name and version (2: packs)
  *   packs/<n>.pack     blobs and journal appended to segments, one fdatasync per group commit (pack.ts)
  *   packs/<n>.idx      a segment's records, so open need not read it (pack-index.ts; rebuilt when missing)
+ *   packs/state        what open found, saved by a clean close after appends (pack-state.ts; ignored unless it matches)
  *   meta/<hex>.json    one file per key, replaced atomically
  *   lock               the writer's pid: one writer at a time, readers may open read-only
  *   journal.<label>-<time>, blob.<label>-<time>.<hex>, meta.<label>-<time>.<hex>.json,
