@@ -19,7 +19,11 @@ export interface BlobLocation extends Place {
 
 const encoder = new TextEncoder()
 
-/** An id's hash: FNV-1a a 32-bit word at a time, then murmur3's finalizer so the low bits the table uses are mixed. */
+/**
+ * An id's hash: FNV-1a a 32-bit word at a time, then murmur3's finalizer so the low bits the table
+ * uses are mixed. A saved state (pack-state.ts) holds tables made with it: another hash needs
+ * another state magic.
+ */
 function hashOf(bytes: Uint8Array, at: number, length: number): number {
   let hash = 0x811c9dc5 ^ length
   const end = at + length
