@@ -290,8 +290,12 @@ export class Durability {
     },
   }
 
-  /** Each operation recorded by this process, and its record's text: a compaction takes its identity from it. */
-  private readonly recorded = new WeakMap<OperationRecord, string>()
+  /**
+   * Each operation recorded by this process since the last compaction's moment or kept then, and
+   * its record's text: a compaction takes its identity from it. A Map (a WeakMap costs every
+   * garbage collection its entries), pruned to the kept operations at each compaction's moment.
+   */
+  private recorded = new Map<OperationRecord, string>()
 
   recordOperation(record: OperationRecord): void {
     const changes = this.encodeChanges(record, this.needed)
@@ -312,8 +316,20 @@ export class Durability {
       changes,
     })
     this.recorded.set(record, text)
+    // Operations the journal no longer keeps leave it too (amortised: when it holds twice as many).
+    if (this.recorded.size > 2 * this.host.journal.records.length + 1024) this.recorded = this.keptTexts()
     this.lines.push(text)
     this.schedule()
+  }
+
+  /** The record texts of the operations the journal keeps. */
+  private keptTexts(): Map<OperationRecord, string> {
+    const kept = new Map<OperationRecord, string>()
+    for (const record of this.host.journal.records) {
+      const text = this.recorded.get(record)
+      if (text !== undefined) kept.set(record, text)
+    }
+    return kept
   }
 
   /**
@@ -628,6 +644,7 @@ export class Durability {
       operations: journal.records.map((record) => ({ record, undone: record.undone })),
       identity: this.identity,
     }
+    this.recorded = this.keptTexts()
     const parts = new Set<BlobId>()
     const put = (bytes: Uint8Array) => {
       const id = this.host.blobs.put(bytes)
@@ -953,7 +970,6 @@ export class Durability {
   /** The store holds the blob: its contents may leave memory (read on demand). */
   private markDurable(id: BlobId): void {
     this.durableBlobs.add(id)
-    this.host.blobs.markDurable(id)
   }
 
   /**
