@@ -222,7 +222,7 @@ async function benchRestore(config: Config): Promise<string> {
 interface Throughput {
   ops: number
   opsPerSecond: number
-  /** The longest single `await ws.sync()`: a compaction (every 10 000 records by default) shows here. */
+  /** The longest single `await ws.sync()`: the commit that replaces the journal with a compaction's snapshot shows here. */
   longestSync: number
 }
 
@@ -385,7 +385,7 @@ async function benchJournal(config: Config): Promise<string> {
     `### 6.3 Journal append throughput (operations recorded per second)\n\n` +
     table(['store', 'operation', ...GROUPS.map((g) => `\`await ws.sync()\` every ${g}`), 'longest `ws.sync()`'], rows) +
     `\n\nEach cell records ${fmtCount(config.throughputOps)} operations into /t (fewer, as shown, where ${fmtMs(config.throughputCapMs)} ran out) and divides by the whole time, ` +
-    'automatic compactions included (every 10 000 journal records by default; a run that reaches one shows it as its longest sync). ' +
+    'automatic compactions included (one starts once the journal holds 10 000 records and as many bytes as its last snapshot; it is encoded in slices between commits, which go on, and its longest sync is the journal replaced). ' +
     'A group commit appends its new blobs, then its journal records, to one pack segment and makes both durable with one fdatasync ' +
     `(measured: ${syncs} fdatasyncs per group commit, sealing a full segment included). ` +
     'Right after each directoryStore cell, the raw row appends the bytes per operation that cell wrote (its pack counters: blobs, journal text, record headers, compactions) to one file, one write per operation, with an fdatasync at the same interval: ' +
