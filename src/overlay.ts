@@ -127,8 +127,13 @@ export class Overlay {
   // ---- lookups ----------------------------------------------------------------------------------
 
   rootEntry(): Entry {
-    return { path: '/', type: 'dir', node: this.root, lowerPath: this.root.lower, lowerStat: undefined, link: undefined, inodes: undefined }
+    // Entries are values: the root's is made again only when the root node is another one (every walk starts here).
+    const root = this.root
+    if (this.rootCache?.node !== root) this.rootCache = { path: '/', type: 'dir', node: root, lowerPath: root.lower, lowerStat: undefined, link: undefined, inodes: undefined }
+    return this.rootCache
   }
+
+  private rootCache: Entry | undefined
 
   /** The live tree's inode table (inodes.ts), if it has one. */
   table(): DirNode | undefined {
@@ -166,18 +171,17 @@ export class Overlay {
   /** The child `name` of a merged directory, or undefined. */
   child(dir: Entry, name: string): Entry | undefined {
     this.counters.lookups++
-    const path = join(dir.path, name)
     const upper = dir.node?.type === 'dir' ? mapGet(dir.node.children, name) : undefined
     if (upper !== undefined) {
       if (upper.type === 'whiteout') return undefined
-      if (upper.type === 'link') return this.linkEntry(path, upper.id, dir.inodes)
-      return entryFromNode(path, upper, dir.inodes)
+      if (upper.type === 'link') return this.linkEntry(join(dir.path, name), upper.id, dir.inodes)
+      return entryFromNode(join(dir.path, name), upper, dir.inodes)
     }
     if (dir.lowerPath === null) return undefined
     const lowerPath = join(dir.lowerPath, name)
     const stat = this.lowerStat(lowerPath)
     if (!stat) return undefined
-    return { path, type: stat.type, node: undefined, lowerPath, lowerStat: stat, link: undefined, inodes: dir.inodes }
+    return { path: join(dir.path, name), type: stat.type, node: undefined, lowerPath, lowerStat: stat, link: undefined, inodes: dir.inodes }
   }
 
   /**
@@ -199,8 +203,29 @@ export class Overlay {
   private walk(path: string, follow: boolean, fail: (code: 'ENOENT' | 'ENOTDIR' | 'ELOOP', inLink: boolean) => undefined): Entry | undefined {
     // The kernel refuses an empty path (ENOENT) rather than taking it as the working directory.
     if (path === '') return fail('ENOENT', false)
-    const queue = components(path).reverse()
+    if (path.charCodeAt(0) === 47 && (path.length === 1 || (path.charCodeAt(path.length - 1) !== 47 && !UNPLAIN.test(path)))) {
+      // An absolute path without '//', '.' or '..' components or a trailing slash (the usual one):
+      // component by component, nothing but the entries made (a hot path of every call). A symlink
+      // to follow sends it to the general walk, which starts over with the stack its '..' needs.
+      let current = this.rootEntry()
+      for (let start = 1, end = 0; start < path.length; start = end + 1) {
+        end = path.indexOf('/', start)
+        if (end === -1) end = path.length
+        if (current.type !== 'dir') return fail('ENOTDIR', false)
+        const child = this.child(current, path.slice(start, end))
+        if (!child) return fail('ENOENT', false)
+        if (child.type === 'symlink' && (end < path.length || follow)) break
+        current = child
+        if (end === path.length) return current
+      }
+      if (path.length === 1) return current
+    }
     const trailingSlash = path.endsWith('/') || path.endsWith('/.') || path.endsWith('/..')
+    return this.walkFrom(components(path).reverse(), follow, trailingSlash, fail)
+  }
+
+  /** The walk through `queue` (the components, last first) from the root, following symlinks as the kernel does. */
+  private walkFrom(queue: string[], follow: boolean, trailingSlash: boolean, fail: (code: 'ENOENT' | 'ENOTDIR' | 'ELOOP', inLink: boolean) => undefined): Entry | undefined {
     const stack: Entry[] = [this.rootEntry()]
     let links = 0
     // Components still queued that came from a symlink's target (their errors use `linkSyscall`).
@@ -236,6 +261,22 @@ export class Overlay {
   }
 
   /**
+   * For calls on two names in one directory (link): the directory resolved once for both, when
+   * both are plain absolute paths (no '//', '.' or '..' components, no trailing slash) with the
+   * same parent path, so that the lookups of each would find the same directory and fail the same
+   * way. `source` is the first name's entry, its last component not followed (undefined: missing).
+   * Undefined when the paths do not share a parent this way.
+   */
+  resolvePair(path: string, other: string, syscall: string, reportPath: string, dest: string): { source: Entry | undefined; target: ParentLookup } | undefined {
+    const last = path.lastIndexOf('/')
+    if (last < 0 || last !== other.lastIndexOf('/') || last === path.length - 1 || last === other.length - 1 || path.charCodeAt(0) !== 47) return undefined
+    for (let i = 1; i < last; i++) if (path.charCodeAt(i) !== other.charCodeAt(i)) return undefined
+    if (UNPLAIN.test(path) || UNPLAIN.test(other)) return undefined
+    const target = this.resolveParent(other, syscall, reportPath, dest)
+    return { source: this.child(target.parent!, path.slice(last + 1)), target }
+  }
+
+  /**
    * Resolves everything but the last component, for calls that create or remove a name. The last
    * component is returned raw ('.', '..' included) for the caller's own rules.
    */
@@ -248,8 +289,10 @@ export class Overlay {
     if (last === 0 ? path.length > 1 : last > 0 && last < path.length - 1 && path.charCodeAt(0) === 47 && !UNPLAIN.test(path)) {
       // An absolute path without '//', '.' or '..' components or a trailing slash (the usual one):
       // the same split, without arrays (a hot path of every call that creates or removes a name).
+      // The parent without a trailing slash keeps resolve on its fast path; following its last
+      // component and the directory check below do what the slash would make the walk do.
       name = path.slice(last + 1)
-      parentPath = path.slice(0, last + 1)
+      parentPath = last === 0 ? '/' : path.slice(0, last)
     } else {
       const parts = components(path)
       trailingSlash = path.endsWith('/')
@@ -394,8 +437,17 @@ export class Overlay {
    * has counted already (link, rename).
    */
   put(parent: Entry, name: string, node: EntryNode | HardLink, touchParent = true): Entry {
+    const path = this.putNode(parent, name, node, touchParent)
+    return node.type === 'link' ? this.linkEntry(path, node.id) : entryFromNode(path, node)
+  }
+
+  /** put without the entry (its caller has what it needs): the path the node was put at. */
+  private putNode(parent: Entry, name: string, node: EntryNode | HardLink, touchParent: boolean): string {
     const path = join(parent.path, name)
-    const dir = this.editDir(parent.path)
+    // A parent resolved just now whose node this token owns is that path's node (owned nodes hang
+    // from owned parents, changed in place): no second walk from the root to find it.
+    const resolved = parent.node
+    const dir = resolved?.type === 'dir' && resolved.token === this.token && this.root.token === this.token ? resolved : this.editDir(parent.path)
     const before = mapGet(dir.children, name)
     dir.children = mapSet<UpperNode>(dir.children, name, node, this.token)
     this.version++
@@ -404,7 +456,7 @@ export class Overlay {
     if (this.observer?.active) this.observer.slot(path, this.shown(before), this.shown(node), lowerChild(dir, name))
     this.countLinks(parent.path, linksIn(node) - linksIn(before))
     if (before !== undefined && before.type !== 'whiteout' && linksIn(before) > 0) this.dropLinks(before)
-    return node.type === 'link' ? this.linkEntry(path, node.id) : entryFromNode(path, node)
+    return path
   }
 
   /**
@@ -438,16 +490,24 @@ export class Overlay {
     if (entry.type === 'dir') throw new Error('rewindfs: a directory cannot be hard-linked')
     const now = this.now()
     let id = entry.link
+    let record: InodeRecord
+    let named: HardLink
     if (id === undefined) {
       const node = this.copyUp(entry) as InodeRecord
       id = this.newIno()
-      this.setRecord(id, withMeta(node, timesChanged(node.meta, now), 2))
-      this.setName(entry.path, hardLink(id))
+      record = withMeta(node, timesChanged(node.meta, now), 2)
+      this.setRecord(id, record)
+      // One immutable name node serves both names.
+      named = hardLink(id)
+      this.setName(entry.path, named)
     } else {
-      const record = this.record(id)
-      this.setRecord(id, withMeta(record, timesChanged(record.meta, now), (record.nlink ?? 1) + 1))
+      const before = this.record(id)
+      record = withMeta(before, timesChanged(before.meta, now), (before.nlink ?? 1) + 1)
+      this.setRecord(id, record)
+      named = hardLink(id)
     }
-    return this.put(parent, name, hardLink(id))
+    const path = this.putNode(parent, name, named, true)
+    return { path, type: record.type, node: record, lowerPath: null, lowerStat: undefined, link: id, inodes: undefined }
   }
 
   /**

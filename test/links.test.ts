@@ -57,6 +57,8 @@ describe('link(2) as Linux does it', () => {
       ['s', 'ls'], ['sd/', 'x2'], ['sd', 'lsd'], ['dang', 'ldang'], ['f', 'dang'], ['f', '.'], ['f', '..'], ['.', 'x3'],
       ['nope', 'f'], ['d/', 'x4'], ['f', 'd/'], ['f', ''], ['', 'x'], ['f', 's'], ['f', 'sd/x5'], ['nope/x', 'f'], ['f/x', 'q'],
       ['d/..', 'x6'], ['f', 'd/.'], ['d', 'd'], ['d', 'nope/x'], ['f', 'ls/x'],
+      // Both names in one directory (resolved once for both): through a symlink, missing, not a directory.
+      ['sd/x5', 'sd/x7'], ['d/x5', 'd/x5'], ['d/nope', 'd/x8'], ['nodir/a', 'nodir/b'], ['f/a', 'f/b'], ['s/a', 's/b'], ['dang/a', 'dang/b'], ['sd/x5', 'sd/'],
     ]
     const cwd = process.cwd()
     process.chdir(real)
@@ -79,7 +81,7 @@ describe('link(2) as Linux does it', () => {
     await expect(ws.fs.promises.link('/nope', '/y')).rejects.toMatchObject({ code: 'ENOENT', syscall: 'link', path: '/nope', dest: '/y' })
     await ws.fs.promises.link('/f', '/y')
     await new Promise<void>((resolve, reject) => ws.fs.link('/f', '/z', (error) => (error ? reject(error) : resolve())))
-    expect(ws.fs.statSync('/f').nlink).toBe(4) // f, d/x5 (made as sd/x5), y, z
+    expect(ws.fs.statSync('/f').nlink).toBe(5) // f, d/x5 (made as sd/x5), d/x7 (as sd/x7), y, z
   })
 })
 

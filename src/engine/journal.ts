@@ -218,7 +218,8 @@ export class Journal implements Recorder, StateRecorder {
       return this.append(current.context, current.changes, this.identity.strategy)
     }
     // Rewriting a file with the same bytes and mode changes nothing an undo could bring back.
-    const changes = current.changes.filter((c) => !(c.kind === 'slot' && sameFile(c.before, c.after)))
+    // Kept with the record: an array of its own length (a growing one holds room for 16).
+    const changes = withoutRewrites(current.changes).slice()
     if (changes.length === 0) {
       this.feed?.seal() // no-op writes record nothing, but watchers still see them (as on Linux)
       return undefined
@@ -234,21 +235,22 @@ export class Journal implements Recorder, StateRecorder {
     if (identity) this.seq = Math.max(this.seq, seq)
     const turn = identity ? identity.turn : this.turn
     const group = identity ? identity.group : (context.group ?? this.group)
-    const record: OperationRecord = {
+    const record = {
       id: identity?.id ?? `op-${this.idPrefix}-${seq.toString(36)}`,
       seq,
       type: context.type,
       paths: context.paths,
       time: identity?.time ?? Date.now(),
       session: identity?.session ?? this.session,
-      ...(turn !== undefined ? { turn } : {}),
-      ...(group !== undefined ? { group } : {}),
-      ...(context.description !== undefined ? { description: context.description } : {}),
-      strategy: identity?.strategy ?? strategy,
-      ...(parent !== undefined ? { parent } : {}),
-      changes,
-      undone: false,
-    }
+    } as { -readonly [K in keyof OperationRecord]: OperationRecord[K] }
+    // Optional fields only when set, in this order (as records read back from a store have them); no spread temporaries.
+    if (turn !== undefined) record.turn = turn
+    if (group !== undefined) record.group = group
+    if (context.description !== undefined) record.description = context.description
+    record.strategy = identity?.strategy ?? strategy
+    if (parent !== undefined) record.parent = parent
+    record.changes = changes
+    record.undone = false
     this.records.push(record)
     if (!identity) this.onAppend?.(record)
     this.feed?.seal(record)
@@ -345,6 +347,12 @@ export function publicOperation(record: OperationRecord): Operation {
   const { undone: _undone, ...operation } = record as Omit<OperationRecord, 'changes'> & { changes?: unknown }
   delete operation.changes
   return operation
+}
+
+/** The changes without rewrites of a file with its own bytes and mode; the same array when there are none (the usual case). */
+function withoutRewrites(changes: Change[]): Change[] {
+  for (const c of changes) if (c.kind === 'slot' && sameFile(c.before, c.after)) return changes.filter((c) => !(c.kind === 'slot' && sameFile(c.before, c.after)))
+  return changes
 }
 
 function sameFile(a: UpperNode | undefined, b: UpperNode | undefined): boolean {

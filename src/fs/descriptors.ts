@@ -27,6 +27,8 @@ export interface OpenFile {
 // Far above real descriptor numbers, so one of ours is never mistaken for the process's own.
 const FIRST_FD = 1 << 30
 
+const NONE: readonly OpenFile[] = Object.freeze([])
+
 export class DescriptorTable {
   private readonly open = new Map<number, OpenFile>()
   private readonly dirty = new Set<OpenFile>()
@@ -60,8 +62,9 @@ export class DescriptorTable {
   }
 
   /** Descriptors with unsettled writes, except `keep` (the one being written to right now). */
-  pending(keep?: OpenFile): OpenFile[] {
-    if (this.dirty.size === 0 || (this.dirty.size === 1 && keep?.dirty)) return []
+  pending(keep?: OpenFile): readonly OpenFile[] {
+    // Asked before every call: nothing pending answers without an allocation.
+    if (this.dirty.size === 0 || (this.dirty.size === 1 && keep?.dirty)) return NONE
     return [...this.dirty].filter((file) => file !== keep)
   }
 

@@ -52,7 +52,7 @@ function journaled(type: OperationType) {
   return <Call extends (this: FsOperations, ...args: never[]) => unknown>(_prototype: FsOperations, name: string, method: TypedPropertyDescriptor<Call>): void => {
     const body = method.value as unknown as (...args: unknown[]) => unknown
     method.value = function (this: FsOperations, ...args: unknown[]) {
-      return this.journaled(type, name, args, () => body.apply(this, args))
+      return this.journaled(type, name, args, body)
     } as unknown as Call
   }
 }
@@ -121,7 +121,7 @@ export class FsOperations {
    * Runs a mutating call as one journaled operation. Pending descriptor writes are settled first,
    * as operations of their own, so they are never attributed to this call.
    */
-  journaled<T>(type: OperationType, name: string, args: readonly unknown[], body: () => T): T {
+  journaled<T>(type: OperationType, name: string, args: unknown[], body: (...args: unknown[]) => T): T {
     if (this.frozenReason !== undefined) {
       const target = typeof args[0] === 'string' ? args[0] : undefined
       throw new FsError('EROFS', name, target, undefined, `read-only file system: the workspace is frozen (${this.frozenReason})`)
@@ -130,13 +130,19 @@ export class FsOperations {
     const journal = this.journal
     const fd = typeof args[0] === 'number' ? this.descriptors.find(args[0]) : undefined
     this.settle(fd)
-    if (!journal) return body()
-    const paths: string[] = []
-    if (fd) paths.push(fd.path)
-    const pathArgs = name === 'symlink' ? [args[1]] : name === 'rename' || name === 'copyFile' || name === 'cp' || name === 'link' ? [args[0], args[1]] : [args[0]]
-    for (const value of pathArgs) if (typeof value === 'string') paths.push(normalize(absolute(value, this.cwd)))
+    if (!journal) return body.apply(this, args)
+    const paths = this.operationPaths(name, args, fd)
     if (!journal.running) this.beforeOperation?.(type, paths)
-    return journal.run({ type, paths }, body)
+    return journal.run({ type, paths }, () => body.apply(this, args))
+  }
+
+  /** The paths an operation names, for its record (an array of their exact number: records keep it). */
+  private operationPaths(name: string, args: readonly unknown[], fd: OpenFile | undefined): string[] {
+    const first = name === 'symlink' ? args[1] : args[0]
+    const a = typeof first === 'string' ? normalize(absolute(first, this.cwd)) : undefined
+    const b = (name === 'rename' || name === 'copyFile' || name === 'cp' || name === 'link') && typeof args[1] === 'string' ? normalize(absolute(args[1], this.cwd)) : undefined
+    const named = a === undefined ? (b === undefined ? [] : [b]) : b === undefined ? [a] : [a, b]
+    return fd ? [fd.path, ...named] : named
   }
 
   /** A call that would create a path the lower source keeps to itself fails with EINVAL before it starts. */
@@ -847,8 +853,11 @@ export class FsOperations {
   link(existingPath: unknown, newPath: unknown): void {
     const from = this.path(existingPath, 'existingPath')
     const to = this.path(newPath, 'newPath')
-    const source = this.overlay.resolve(from.path, 'link', false, from.given, to.given)
-    const target = this.overlay.resolveParent(to.path, 'link', from.given, to.given)
+    // Names in one directory (the usual link) resolve it once.
+    const pair = this.overlay.resolvePair(from.path, to.path, 'link', from.given, to.given)
+    if (pair && !pair.source) throw new FsError('ENOENT', 'link', from.given, to.given)
+    const source = pair?.source ?? this.overlay.resolve(from.path, 'link', false, from.given, to.given)
+    const target = pair?.target ?? this.overlay.resolveParent(to.path, 'link', from.given, to.given)
     if (!target.parent || target.existing || isDots(target.name)) throw new FsError('EEXIST', 'link', from.given, to.given)
     if (target.trailingSlash) throw new FsError('ENOENT', 'link', from.given, to.given)
     if (source.type === 'dir') throw new FsError('EPERM', 'link', from.given, to.given)

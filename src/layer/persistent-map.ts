@@ -93,43 +93,54 @@ function merge<V>(a: Leaf<V>, b: Leaf<V>, shift: number, token: EditToken): Slot
   return { bitmap: (1 << ia) | (1 << ib), slots: ia < ib ? [a, b] : [b, a], token }
 }
 
+/** Whether the last insert added a key (rather than replacing a value): no closure per mapSet. */
+let added = false
+
 /** Returns the new root; `root` stays valid unless its nodes carry `token`. */
 export function mapSet<V>(root: MapRoot<V>, key: string, value: V, token: EditToken): MapRoot<V> {
-  const leaf: Leaf<V> = { key, hash: hashString(key), value }
-  let added = false
-  const insert = (node: Slot<V>, shift: number): Slot<V> => {
-    if (isLeaf(node)) {
-      if (node.key === key) return leaf
-      added = true
-      return merge(node, leaf, shift, token)
-    }
-    if (isCollision(node)) {
-      const leaves = node.token === token ? node.leaves : node.leaves.slice()
-      const index = leaves.findIndex((l) => l.key === key)
-      if (index >= 0) leaves[index] = leaf
-      else {
-        leaves.push(leaf)
-        added = true
-      }
-      if (node.token === token) return node
-      return { hash: node.hash, leaves, token }
-    }
-    const bit = 1 << ((leaf.hash >>> shift) & MASK)
-    const index = popcount(node.bitmap & (bit - 1))
-    const target = editable(node, token)
-    if ((node.bitmap & bit) === 0) {
-      added = true
-      target.slots.splice(index, 0, leaf)
-      target.bitmap |= bit
-    } else {
-      target.slots[index] = insert(node.slots[index], shift + BITS)
-    }
-    return target
-  }
-  const node = insert(root.node, 0) as Branch<V>
+  added = false
+  const node = insert(root.node, 0, key, hashString(key), value, token) as Branch<V>
   const size = added ? root.size + 1 : root.size
   if (node === root.node && size === root.size) return root
   return { node, size }
+}
+
+/** `key` set to `value` in the subtree at `node` (at depth `shift`): the subtree's new node (itself when it was editable). */
+function insert<V>(node: Slot<V>, shift: number, key: string, hash: number, value: V, token: EditToken): Slot<V> {
+  if (isLeaf(node)) {
+    // A new value keeps the key string the map holds already (the caller's copy can go).
+    if (node.key === key) return { key: node.key, hash, value }
+    added = true
+    return merge(node, { key, hash, value }, shift, token)
+  }
+  if (isCollision(node)) {
+    const leaves = node.token === token ? node.leaves : node.leaves.slice()
+    const index = leaves.findIndex((l) => l.key === key)
+    if (index >= 0) leaves[index] = { key: leaves[index].key, hash, value }
+    else {
+      leaves.push({ key, hash, value })
+      added = true
+    }
+    if (node.token === token) return node
+    return { hash: node.hash, leaves, token }
+  }
+  const bit = 1 << ((hash >>> shift) & MASK)
+  const index = popcount(node.bitmap & (bit - 1))
+  const target = editable(node, token)
+  if ((node.bitmap & bit) === 0) {
+    added = true
+    // Shifted by hand: splice would allocate the (empty) array of what it removed.
+    const slots = target.slots
+    const leaf: Leaf<V> = { key, hash, value }
+    let at = slots.length
+    slots.push(leaf)
+    for (; at > index; at--) slots[at] = slots[at - 1]
+    slots[index] = leaf
+    target.bitmap |= bit
+  } else {
+    target.slots[index] = insert(node.slots[index], shift + BITS, key, hash, value, token)
+  }
+  return target
 }
 
 export function mapDelete<V>(root: MapRoot<V>, key: string, token: EditToken): MapRoot<V> {
