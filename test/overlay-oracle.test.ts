@@ -371,6 +371,31 @@ describe('the workspace matches a real Linux directory', () => {
     })
   }
 
+  it('readv of several buffers with no bytes on a directory returns 0 as libuv on Linux does, one buffer or any bytes EISDIR (seed 1038659149 found it)', async () => {
+    const realDir = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-oracle-readv-'))
+    try {
+      nodeFs.mkdirSync(join(realDir, 'a'))
+      const ws = await Workspace.open({ lower: { '/a/': '' } })
+      const outcome = (run: () => number) => {
+        try {
+          return run()
+        } catch (error) {
+          return (error as NodeJS.ErrnoException).code
+        }
+      }
+      for (const lengths of [[0], [0, 0], [0, 0, 0], [0, 2], [3]]) {
+        const real = nodeFs.openSync(join(realDir, 'a'), 'r')
+        const ours = ws.fs.openSync('/a', 'r')
+        const expected = outcome(() => nodeFs.readvSync(real, lengths.map((n) => Buffer.alloc(n))))
+        expect(outcome(() => ws.fs.readvSync(ours, lengths.map((n) => Buffer.alloc(n)))), String(lengths)).toBe(expected)
+        nodeFs.closeSync(real)
+        ws.fs.closeSync(ours)
+      }
+    } finally {
+      nodeFs.rmSync(realDir, { recursive: true, force: true })
+    }
+  })
+
   it('refuses to copy a directory into itself through a link (where Node recurses forever)', async () => {
     const ws = await Workspace.open({ watch: watching, lower: { '/a/b/g': 'g', '/a/f': 'f' } })
     ws.fs.symlinkSync('/a/b', '/abs')

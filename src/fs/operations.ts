@@ -1078,8 +1078,11 @@ export class FsOperations {
     const open = this.descriptors.get(validateFd(fd), 'read')
     const views = bufferArray(buffers)
     if (views.length === 0) throw new FsError('EINVAL', 'read')
-    if (open.directory) throw new FsError('EISDIR', 'read')
     if (!open.readable) throw new FsError('EBADF', 'read')
+    // libuv reads one buffer with read(2), which asks the file (a directory says EISDIR even for
+    // no bytes); several with readv(2), which returns 0 for no bytes in all before asking it.
+    if (views.length > 1 && views.every((view) => view.byteLength === 0)) return 0
+    if (open.directory) throw new FsError('EISDIR', 'read')
     let at = typeof position === 'number' && position >= 0 ? position : null
     let total = 0
     for (const view of views) {
