@@ -5,10 +5,11 @@
  * exactly the upper directory's contents (exec-readback.ts). The session directory (layer,
  * uppers, work directories) lives under tmpdir for the workspace and is removed on close.
  *
- * A session whose commands come back to back (ws.bisect's probes) keeps the next command's helper
- * started while the current one runs (a spare: unshare has made the namespaces and the script
- * waits for its arguments), and removes a command's upper and work directories while the next one
- * runs: between two commands only the layer's update and the mount remain.
+ * A command's helper is started before the layer is brought to the command's state (unshare makes
+ * the namespaces meanwhile, and the script waits for its arguments on stdin). A session whose
+ * commands come back to back (ws.bisect's probes) keeps the next command's helper started while
+ * the current one runs (a spare), and removes a command's upper and work directories while the
+ * next one runs: between two commands only the layer's update and the mount remain.
  */
 import os from 'node:os'
 import { hostFs as fs } from './host-fs.js'
@@ -120,7 +121,23 @@ export class OverlaySession {
       this.dir = fs.mkdtempSync(`${fs.realpathSync(tmpdir ?? os.tmpdir())}/rewindfs-exec-`)
       track(this.dir)
     }
-    const dir = this.dir
+    const { tools } = this.support
+    const spec: SpareSpec = { file: tools.unshare, args: [...unshareArguments(this.support, launch.network), '/bin/sh', '-c', HELPER_SCRIPT, 'rewindfs-exec'], cwd: '/', env: launch.env }
+    // The helper starts first (or was started while the last command ran): unshare makes the
+    // namespaces while the layer is brought to this state, and the helper then waits for its
+    // arguments on stdin. A request travels as text: one with a NUL byte goes to spawn, which
+    // refuses it as Node does.
+    const helperProcess = launch.stdio === 'pipe' && ![launch.command, launch.cwd, ...launch.writable].some((arg) => arg.includes('\0')) ? (this.takeSpare(spec) ?? new SpareProcess(spec)) : undefined
+    try {
+      return await this.runWith(launch, spec, helperProcess)
+    } finally {
+      // Unused when the set-up before it failed.
+      helperProcess?.discard()
+    }
+  }
+
+  private async runWith(launch: Launch, spec: SpareSpec, helperProcess: SpareProcess | undefined): Promise<Ran> {
+    const dir = this.dir!
     const { privileged, tools } = this.support
     if (!this.layer) {
       fs.mkdirSync(`${dir}/layer`)
@@ -155,10 +172,6 @@ export class OverlaySession {
         stash,
         command: launch.command,
       }
-      // The helper started without its arguments (a spare) reads them on stdin.
-      const spec: SpareSpec = { file: tools.unshare, args: [...unshareArguments(this.support, launch.network), '/bin/sh', '-c', HELPER_SCRIPT, 'rewindfs-exec'], cwd: '/', env: launch.env }
-      // A request travels as text: one with a NUL byte goes to spawn, which refuses it as Node does.
-      const spare = launch.stdio === 'pipe' && !helperArguments(helper).some((arg) => arg.includes('\0')) ? this.takeSpare(spec) : undefined
       // Once the command runs (this process waits then): the next command's helper, and what the last one left.
       // Told from an event handler: a failure here must not end the process, and costs only the head start.
       const started = () => {
@@ -169,8 +182,8 @@ export class OverlaySession {
           // What was not removed goes with the session directory.
         }
       }
-      const outcome = await (spare
-        ? spare.run(helperRequest(helper), launch.timeout, started)
+      const outcome = await (helperProcess
+        ? helperProcess.run(helperRequest(helper), launch.timeout, started)
         : runProcess({ ...spec, args: [...spec.args, ...helperArguments(helper)], timeout: launch.timeout, stdio: launch.stdio, status: true, started }))
       if (!outcome.status.startsWith('ok')) {
         const why = outcome.status.replace(/^error /, '').trim() || (outcome.timedOut ? 'timed out while setting up' : `the namespace helper ended with ${outcome.signal ?? `exit status ${outcome.exitCode}`}: ${outcome.stderr.trim()}`)
