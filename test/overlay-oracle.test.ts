@@ -396,6 +396,123 @@ describe('the workspace matches a real Linux directory', () => {
     }
   })
 
+  it('a descriptor follows its file through renames, and keeps its inode once the file has no name left (unlinked, replaced, removed), as on Linux', async () => {
+    type Fs = typeof nodeFs
+    const outcome = (run: () => unknown): unknown => {
+      try {
+        const value = run()
+        return value instanceof Uint8Array ? Buffer.from(value).toString() : value
+      } catch (error) {
+        return (error as NodeJS.ErrnoException).code
+      }
+    }
+    const script = (fs: Fs, at: (path: string) => string): unknown[] => {
+      const out: unknown[] = []
+      const step = (run: () => unknown) => out.push(outcome(run))
+      const stat = (fd: number) => {
+        const s = fs.fstatSync(fd)
+        return [s.size, s.nlink, (s.mode & 0o7777).toString(8), s.isFile()]
+      }
+      const pread = (fd: number, length: number) => {
+        const bytes = Buffer.alloc(length)
+        return bytes.subarray(0, fs.readSync(fd, bytes, 0, length, 0)).toString()
+      }
+      // Renamed while open: writes reach it under its new name.
+      fs.writeFileSync(at('a'), 'hello')
+      let fd = fs.openSync(at('a'), 'r+')
+      fs.renameSync(at('a'), at('b'))
+      step(() => fs.writeSync(fd, 'J', 0))
+      step(() => stat(fd))
+      fs.closeSync(fd)
+      step(() => fs.readFileSync(at('b'), 'utf8'))
+      // Unlinked while open: the inode lives on for the descriptor alone.
+      fd = fs.openSync(at('b'), 'r+')
+      fs.unlinkSync(at('b'))
+      step(() => fs.writeSync(fd, 'X', 0))
+      step(() => stat(fd))
+      step(() => pread(fd, 10))
+      step(() => fs.ftruncateSync(fd, 2))
+      step(() => fs.fchmodSync(fd, 0o600))
+      step(() => fs.writeSync(fd, 'tail', 6))
+      step(() => stat(fd))
+      step(() => pread(fd, 20).replace(/\0/g, '_'))
+      step(() => fs.fsyncSync(fd))
+      fs.closeSync(fd)
+      step(() => fs.readdirSync(at('')).sort())
+      // A directory renamed with an open file in it.
+      fs.mkdirSync(at('d'))
+      fs.writeFileSync(at('d/f'), 'abc')
+      fd = fs.openSync(at('d/f'), 'r+')
+      fs.renameSync(at('d'), at('e'))
+      step(() => fs.writeSync(fd, 'Z', 0))
+      fs.closeSync(fd)
+      step(() => fs.readFileSync(at('e/f'), 'utf8'))
+      // Replaced by a rename over it: the descriptor reads the old file, the name the new one.
+      fs.writeFileSync(at('c1'), 'new file')
+      fs.writeFileSync(at('c2'), 'old file')
+      fd = fs.openSync(at('c2'), 'r')
+      fs.renameSync(at('c1'), at('c2'))
+      step(() => pread(fd, 20))
+      step(() => stat(fd))
+      step(() => fs.readFileSync(at('c2'), 'utf8'))
+      fs.closeSync(fd)
+      // One name of a hard-linked file unlinked: the descriptor writes to the name that stays.
+      fs.writeFileSync(at('h'), 'linked')
+      fs.linkSync(at('h'), at('h2'))
+      fd = fs.openSync(at('h'), 'r+')
+      fs.unlinkSync(at('h'))
+      step(() => fs.writeSync(fd, 'L', 0))
+      step(() => stat(fd))
+      fs.closeSync(fd)
+      step(() => fs.readFileSync(at('h2'), 'utf8'))
+      // Removed with rm -r, appended to after.
+      fs.writeFileSync(at('e/g'), 'log')
+      fd = fs.openSync(at('e/g'), 'a')
+      fs.rmSync(at('e'), { recursive: true })
+      step(() => fs.writeSync(fd, ' more'))
+      step(() => stat(fd))
+      fs.closeSync(fd)
+      step(() => fs.existsSync(at('e')))
+      // cp over an open file (Node's cp unlinks, then copies: a new inode), copyFile over one (the same inode).
+      fs.writeFileSync(at('s'), 'source')
+      fs.writeFileSync(at('t'), 'target')
+      fs.writeFileSync(at('t2'), 'target two')
+      fd = fs.openSync(at('t'), 'r')
+      const fd2 = fs.openSync(at('t2'), 'r')
+      fs.cpSync(at('s'), at('t'))
+      fs.copyFileSync(at('s'), at('t2'))
+      step(() => pread(fd, 20))
+      step(() => stat(fd))
+      step(() => pread(fd2, 20))
+      step(() => stat(fd2))
+      fs.closeSync(fd)
+      fs.closeSync(fd2)
+      step(() => fs.readdirSync(at('')).sort())
+      return out
+    }
+    const realDir = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-oracle-orphans-'))
+    try {
+      const ws = await Workspace.open({ watch: watching })
+      ws.fs.mkdirSync('/w')
+      const ours = script(ws.fs as unknown as Fs, (path) => `/w/${path}`)
+      expect(ours).toEqual(script(nodeFs, (path) => join(realDir, path)))
+      // What is done to an inode with no name is no operation: nothing the history or a watcher could show changed.
+      ws.fs.writeFileSync('/w/u', 'unlinked soon')
+      const fd = ws.fs.openSync('/w/u', 'r+')
+      ws.fs.unlinkSync('/w/u')
+      const operations = ws.history().length
+      ws.fs.writeSync(fd, 'more', 0)
+      ws.fs.ftruncateSync(fd, 3)
+      ws.fs.fchmodSync(fd, 0o600)
+      ws.fs.closeSync(fd)
+      expect(ws.history().length).toBe(operations)
+      expect(ws.fs.existsSync('/w/u')).toBe(false)
+      await ws.close()
+    } finally {
+      nodeFs.rmSync(realDir, { recursive: true, force: true })
+    }
+  })
+
   it('refuses to copy a directory into itself through a link (where Node recurses forever)', async () => {
     const ws = await Workspace.open({ watch: watching, lower: { '/a/b/g': 'g', '/a/f': 'f' } })
     ws.fs.symlinkSync('/a/b', '/abs')

@@ -4,11 +4,13 @@
  * settled into the tree (one blob) before any other fs call can observe the file, and on close.
  */
 import { FsError } from '../errors.js'
+import type { Meta } from '../layer/nodes.js'
+import type { Entry } from '../overlay.js'
 
 export interface OpenFile {
   readonly fd: number
-  /** Canonical path at open time, and the inode it named: writes settle only onto that inode. */
-  readonly path: string
+  /** Canonical path of its file (renames move it along), and the inode it named at open: writes settle only onto that inode. */
+  path: string
   readonly ino: number
   readonly flags: number
   readonly readable: boolean
@@ -22,6 +24,17 @@ export interface OpenFile {
   dirty: boolean
   /** The file's bytes as last read, while the tree is unchanged (`version`): a stream's reads do not resolve the path per chunk. */
   lastRead: { readonly version: number; readonly bytes: Uint8Array } | undefined
+  /**
+   * Its inode once the file has no name left (unlinked, removed, renamed over): as on Linux it lives
+   * on for the descriptor alone, its contents in `buffer`, never settled into the tree.
+   */
+  orphan: Orphan | undefined
+}
+
+/** An open file's inode without a name: the entry it was, and its metadata since. */
+export interface Orphan {
+  readonly entry: Entry
+  meta: Meta
 }
 
 // Far above real descriptor numbers, so one of ours is never mistaken for the process's own.
@@ -34,8 +47,8 @@ export class DescriptorTable {
   private readonly dirty = new Set<OpenFile>()
   private next = FIRST_FD
 
-  add(file: Omit<OpenFile, 'fd' | 'position' | 'buffer' | 'length' | 'dirty' | 'lastRead'>): OpenFile {
-    const entry: OpenFile = { ...file, fd: this.next++, position: 0, buffer: undefined, length: 0, dirty: false, lastRead: undefined }
+  add(file: Omit<OpenFile, 'fd' | 'position' | 'buffer' | 'length' | 'dirty' | 'lastRead' | 'orphan'>): OpenFile {
+    const entry: OpenFile = { ...file, fd: this.next++, position: 0, buffer: undefined, length: 0, dirty: false, lastRead: undefined, orphan: undefined }
     this.open.set(entry.fd, entry)
     return entry
   }
@@ -76,6 +89,14 @@ export class DescriptorTable {
 
   get size(): number {
     return this.open.size
+  }
+
+  /** A rename moved `from` (and what is under it) to `to`: descriptors follow their files, as inodes do. */
+  moved(from: string, to: string): void {
+    for (const file of this.open.values()) {
+      if (file.path === from) file.path = to
+      else if (file.path.startsWith(from + '/')) file.path = to + file.path.slice(from.length)
+    }
   }
 
   all(): IterableIterator<OpenFile> {

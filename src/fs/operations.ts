@@ -22,7 +22,7 @@ import {
 import { type Meta, dirNode } from '../layer/nodes.js'
 import { ChangeFeed, type NotificationKind } from '../engine/change-feed.js'
 import type { Journal, OperationType } from '../engine/journal.js'
-import { type OpenFile, DescriptorTable } from './descriptors.js'
+import { type OpenFile, type Orphan, DescriptorTable } from './descriptors.js'
 import { Dir, Dirent, StatFs, createStats } from './stats.js'
 
 const { O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_APPEND, O_DIRECTORY, O_NOFOLLOW } = constants
@@ -70,6 +70,9 @@ const CREATES: Partial<Record<string, readonly [index: number, syscall: string]>
   symlink: [1, 'symlink'],
   writeFile: [0, 'open'],
 }
+
+/** Calls that can take a file's last name: an inode open in a descriptor then lives on in it. */
+const TAKES_NAMES: ReadonlySet<string> = new Set(['unlink', 'rm', 'rename', 'cp', 'copyFile'])
 
 /** Whether open's flags may create the file (w, a, x forms, or O_CREAT). */
 function createsFile(flags: unknown): boolean {
@@ -130,10 +133,51 @@ export class FsOperations {
     const journal = this.journal
     const fd = typeof args[0] === 'number' ? this.descriptors.find(args[0]) : undefined
     this.settle(fd)
-    if (!journal) return body.apply(this, args)
-    const paths = this.operationPaths(name, args, fd)
-    if (!journal.running) this.beforeOperation?.(type, paths)
-    return journal.run({ type, paths }, () => body.apply(this, args))
+    const open = this.descriptors.size > 0 && TAKES_NAMES.has(name) ? this.openInodes() : undefined
+    try {
+      if (!journal) return body.apply(this, args)
+      const paths = this.operationPaths(name, args, fd)
+      if (!journal.running) this.beforeOperation?.(type, paths)
+      return journal.run({ type, paths }, () => body.apply(this, args))
+    } finally {
+      if (open) this.keepUnnamed(open)
+    }
+  }
+
+  /** The files open in descriptors now, as entries (each still its descriptor's inode). */
+  private openInodes(): [OpenFile, Entry][] {
+    const out: [OpenFile, Entry][] = []
+    for (const open of this.descriptors.all()) {
+      if (open.directory || open.orphan) continue
+      const entry = this.inodeEntry(open)
+      if (entry?.type === 'file') out.push([open, entry])
+    }
+    return out
+  }
+
+  /**
+   * After a call that can take names: a descriptor whose file has no name left keeps its inode
+   * (the contents as they were, its metadata), as Linux keeps an open inode with no links. What
+   * it writes then goes nowhere else; its fstat shows no links.
+   */
+  private keepUnnamed(open: [OpenFile, Entry][]): void {
+    for (const [file, entry] of open) {
+      if (this.inodeEntry(file) !== undefined) continue
+      const bytes = this.overlay.readBytes(entry)
+      file.buffer = workingMemory(Math.max(bytes.byteLength, 64))
+      file.buffer.set(bytes)
+      file.length = bytes.byteLength
+      file.lastRead = undefined
+      // Its last link went: the inode changed (ctime), as unlink(2) sets it.
+      file.orphan = { entry, meta: { ...this.overlay.meta(entry), ctimeMs: this.overlay.now() } }
+    }
+  }
+
+  /** The entry that is a descriptor's inode (by its path, or another of its names), if it still has a name. */
+  private inodeEntry(open: OpenFile): Entry | undefined {
+    const entry = this.overlay.lookup(open.path, false)
+    if (entry !== undefined && this.overlay.meta(entry).ino === open.ino) return entry
+    return this.overlay.nameOfInode(open.ino)
   }
 
   /** The paths an operation names, for its record (an array of their exact number: records keep it). */
@@ -615,7 +659,9 @@ export class FsOperations {
     this.overlay.remove(source.parent, source.name, true)
     this.overlay.put(target.parent, target.name, node)
     const gone = replaced && { type: replaced.type, ino: this.overlay.meta(replaced).ino }
-    this.changes.moved(mark, moving.path, join(target.parent.path, target.name), moving.type, ino, gone)
+    const moved = join(target.parent.path, target.name)
+    this.descriptors.moved(moving.path, moved)
+    this.changes.moved(mark, moving.path, moved, moving.type, ino, gone)
   }
 
   @journaled('copy')
@@ -1005,7 +1051,26 @@ export class FsOperations {
     this.settle()
     if (open.dirty) this.flushDescriptor(open)
     const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
-    return createStats(this.statFields(this.descriptorEntry(open, 'fstat')), opts.bigint === true)
+    return createStats(open.orphan ? this.orphanFields(open, open.orphan) : this.statFields(this.descriptorEntry(open, 'fstat')), opts.bigint === true)
+  }
+
+  /** The stat of an inode with no name left: its metadata, the descriptor's contents, no links. */
+  private orphanFields(open: OpenFile, orphan: Orphan): StatFields {
+    const { meta } = orphan
+    const fields = this.overlay.stat(orphan.entry)
+    return {
+      ...fields,
+      mode: (fields.mode & ~0o7777) | meta.mode,
+      nlink: 0,
+      uid: meta.uid,
+      gid: meta.gid,
+      size: open.length,
+      blocks: Math.ceil(open.length / 4096) * 8,
+      atimeMs: meta.atimeMs,
+      mtimeMs: meta.mtimeMs,
+      ctimeMs: meta.ctimeMs,
+      birthtimeMs: meta.birthtimeMs,
+    }
   }
 
   @journaled('truncate')
@@ -1028,8 +1093,14 @@ export class FsOperations {
     const atimeMs = timeArgument(atime, 'atime')
     const mtimeMs = timeArgument(mtime, 'mtime')
     this.settle()
+    if (open.orphan) return this.changeOrphan(open.orphan, { atimeMs, mtimeMs, ctimeMs: this.overlay.now() })
     if (open.dirty) this.flushDescriptor(open)
     this.setTimes(this.descriptorEntry(open, 'futime'), { atimeMs, mtimeMs, ctimeMs: this.overlay.now() })
+  }
+
+  /** fchmod, fchown, futimes of an inode with no name: the descriptor's own (nothing in the tree changes). */
+  private changeOrphan(orphan: Orphan, change: Partial<Meta>): void {
+    orphan.meta = { ...orphan.meta, ...change }
   }
 
   @journaled('chmod')
@@ -1037,6 +1108,7 @@ export class FsOperations {
     const open = this.descriptors.get(validateFd(fd), 'fchmod')
     const bits = modeArgument(mode, 'mode', 0)
     this.settle()
+    if (open.orphan) return this.changeOrphan(open.orphan, { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
     if (open.dirty) this.flushDescriptor(open)
     this.changeMeta(this.descriptorEntry(open, 'fchmod'), { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
   }
@@ -1047,6 +1119,10 @@ export class FsOperations {
     const u = validateInteger(uid, 'uid', -1, 4294967295)
     const g = validateInteger(gid, 'gid', -1, 4294967295)
     this.settle()
+    if (open.orphan) {
+      const { meta } = open.orphan
+      return this.changeOrphan(open.orphan, { uid: u === -1 ? meta.uid : u, gid: g === -1 ? meta.gid : g, ctimeMs: this.overlay.now() })
+    }
     if (open.dirty) this.flushDescriptor(open)
     const entry = this.descriptorEntry(open, 'fchown')
     const meta = this.overlay.meta(entry)
@@ -1150,6 +1226,8 @@ export class FsOperations {
 
   /** A descriptor has unsettled writes; while watched, they are settled soon so watchers see them. */
   private markDirty(open: OpenFile): void {
+    // An inode with no name keeps its writes: there is nothing to settle them into.
+    if (open.orphan) return this.changeOrphan(open.orphan, { mtimeMs: this.overlay.now(), ctimeMs: this.overlay.now() })
     this.descriptors.markDirty(open)
     if (this.changes.active && !this.settleScheduled) {
       this.settleScheduled = true
