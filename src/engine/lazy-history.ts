@@ -573,13 +573,19 @@ class PartWriter {
   /** A directory's reference: where a part already holds it, or written now (what it holds first). */
   *dir(node: DirNode): Generator<void, DirRef, void> {
     const known = this.placed.get(node) ?? this.placeOf(node)
-    if (known) return this.refTo(known)
+    if (known) return { t: 'r', i: known[1], p: known[0] }
     const children = new Children()
+    const refs: DirRef[] = []
     for (const [name, child] of mapEntries<UpperNode>(node.children)) {
-      children.add(name, child.type === 'dir' ? yield* this.dir(child) : leafOf(child, this.blobs))
+      if (child.type === 'dir') {
+        const ref = yield* this.dir(child)
+        refs.push(ref)
+        children.add(name, ref)
+      } else children.add(name, leafOf(child, this.blobs))
       if (this.pace.due()) yield
     }
     yield* this.roomFor()
+    this.using(refs)
     const text = dirText(node.meta, node.lower, children)
     const place: [number, number] = [this.serial, this.dirs.length]
     this.dirs.push(text)
@@ -645,6 +651,7 @@ class PartWriter {
       }
     }
     if (this.chars >= PART_CHARS) this.sealOne()
+    this.using(dirs.values())
     const text = JSON.stringify(out)
     const at: [number, number] = [this.serial, this.ops.length]
     this.ops.push(text)
@@ -652,10 +659,13 @@ class PartWriter {
     return at
   }
 
-  /** A reference from the part being written (a directory in another part makes that part used). */
-  private refTo([p, i]: [number, number]): DirRef {
-    if (p !== this.serial) this.uses.add(p)
-    return { t: 'r', i, p }
+  /**
+   * The part being written refers to these directories: each in another part makes that part
+   * used (needed as long as this one is). Taken where the referring text lands, after any seal:
+   * the directories an entry holds may be written to the part before it.
+   */
+  private using(refs: Iterable<DirRef>): void {
+    for (const { p } of refs) if (p !== undefined && p !== this.serial) this.uses.add(p)
   }
 
   /** Seals the part being written when it is full (a pause after: sealing encodes and hashes a megabyte). */
