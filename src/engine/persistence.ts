@@ -32,24 +32,14 @@ export type SerialNode =
   /** The node that was at path `p` just before this operation (a moved directory). */
   | { t: 'moved'; p: string }
 
-export function encodeNode(node: EntryNode | HardLink, movedFrom?: (node: DirNode) => string | undefined): SerialNode {
-  if (node.type === 'file') return node.nlink === undefined ? { t: 'f', m: node.meta, b: node.blob, s: node.size } : { t: 'f', m: node.meta, b: node.blob, s: node.size, n: node.nlink }
-  if (node.type === 'symlink') return node.nlink === undefined ? { t: 'l', m: node.meta, x: node.target } : { t: 'l', m: node.meta, x: node.target, n: node.nlink }
-  if (node.type === 'link') return { t: 'h', i: node.id }
-  const from = movedFrom?.(node)
-  if (from !== undefined) return { t: 'moved', p: from }
-  const children: Record<string, SerialNode | 'W'> = {}
-  for (const [name, child] of mapEntries<UpperNode>(node.children)) children[name] = child.type === 'whiteout' ? 'W' : encodeNode(child)
-  return { t: 'd', m: node.meta, l: node.lower, c: children }
-}
-
 // ---- node texts ------------------------------------------------------------------------------
 //
-// The JSON of nodes and metadata written directly, as JSON.stringify writes the objects above
-// (same members, same order; a directory's children in the tree's order). Every record and every
-// snapshot entry carries a Meta, four of whose numbers are the same millisecond time: JSON.stringify
-// converts each number anew (about 1 µs a Meta), a template goes through V8's number-to-string
-// cache (one lookup for the three repeats, and for the next records of the same millisecond).
+// The JSON of nodes and metadata (SerialNode, PartNode, Meta) written directly, as JSON.stringify
+// writes the objects (same members, same order; a directory's children in the tree's order). Every
+// record and every snapshot entry carries a Meta, four of whose numbers are the same millisecond
+// time: JSON.stringify converts each number anew (about 1 µs a Meta), a template goes through V8's
+// number-to-string cache (one lookup for the three repeats, and for the next records of the same
+// millisecond).
 
 /** A number as JSON writes it (a non-finite one is null). */
 export function numberText(value: number): string {
@@ -71,8 +61,8 @@ export function leafText(node: FileNode | SymlinkNode | HardLink, blobs: { add(i
 }
 
 /**
- * encodeNode's JSON, written directly; the blobs it names go to `blobs`. A directory's children
- * are written with a child named `__proto__` too (an object built for JSON.stringify loses it).
+ * A node's JSON (SerialNode; a directory whole, or `moved` when `movedFrom` names where it was);
+ * the blobs it names go to `blobs`. A child named `__proto__` is a member like any other.
  */
 export function nodeText(node: EntryNode | HardLink, blobs: { add(id: BlobId): unknown }, movedFrom?: (node: DirNode) => string | undefined): string {
   if (node.type !== 'dir') return leafText(node, blobs)
