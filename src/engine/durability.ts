@@ -291,45 +291,10 @@ export class Durability {
     },
   }
 
-  /**
-   * Each operation recorded by this process since the last compaction's moment or kept then, and
-   * its record's text: a compaction takes its identity from it. A Map (a WeakMap costs every
-   * garbage collection its entries), pruned to the kept operations at each compaction's moment.
-   */
-  private recorded = new Map<OperationRecord, string>()
-
   recordOperation(record: OperationRecord): void {
     if (!this.mayBeStale) for (const change of record.changes) if (change.kind === 'root' || (change.kind === 'slot' && change.before !== undefined)) this.mayBeStale = true
-    const text = operationText(record, this.changesText(record, this.needed))
-    this.recorded.set(record, text)
-    // Operations the journal no longer keeps leave it too (amortised: when it holds twice as many).
-    if (this.recorded.size > 2 * this.host.journal.records.length + 1024) this.recorded = this.keptTexts()
-    this.lines.push(text)
+    this.lines.push(`${OP_PREFIX}${identityText(record)},"changes":[${this.changesText(record, this.needed)}]}`)
     this.schedule()
-  }
-
-  /** The record texts of the operations the journal keeps. */
-  private keptTexts(): Map<OperationRecord, string> {
-    const kept = new Map<OperationRecord, string>()
-    for (const record of this.host.journal.records) {
-      const text = this.recorded.get(record)
-      if (text !== undefined) kept.set(record, text)
-    }
-    return kept
-  }
-
-  /**
-   * The persisted identity of an operation (everything but its changes) as JSON members: cut from
-   * its record's text when this process recorded it (its members, in the same order, precede
-   * `changes`, and no member of them is named so), else written now.
-   */
-  private readonly identity = (record: OperationRecord): string => {
-    const text = this.recorded.get(record)
-    if (text !== undefined && text.startsWith(OP_PREFIX)) {
-      const end = text.indexOf(',"changes":', OP_PREFIX.length)
-      if (end > 0) return text.slice(OP_PREFIX.length, end)
-    }
-    return identityText(record)
   }
 
   /** An operation's changes as the members of its record's `changes` (SerialChange[] without brackets); the blobs they name go to `blobs`. */
@@ -629,9 +594,8 @@ export class Durability {
       ino: overlay.inodes.next,
       checkpoints: checkpoints.map((record) => ({ record, name: record.name, superseded: record.superseded })),
       operations: journal.records.map((record) => ({ record, undone: record.undone })),
-      identity: this.identity,
+      identity: identityText,
     }
-    this.recorded = this.keptTexts()
     const parts = new Set<BlobId>()
     const put = (bytes: Uint8Array) => {
       const id = this.host.blobs.put(bytes)
@@ -1447,7 +1411,7 @@ export function damagedError(kind: string, damage: StoreDamage): Error {
 /** Records that may drop the last reference to a blob (see mayBeStale). */
 const DROPS_REFERENCES = new Set<string>(['checkpoint-delete', 'undo', 'redo'])
 
-/** How an operation's record text begins: its identity's members follow. */
+/** How an operation's record text (RecordBody 'op', as bodyText writes it) begins: its identity's members follow, then its changes. */
 const OP_PREFIX = '{"t":"op",'
 
 /**
@@ -1470,11 +1434,6 @@ let lastStrategy = { kind: '', reason: '', text: '' }
 function strategyText({ kind, reason }: OperationRecord['strategy']): string {
   if (kind !== lastStrategy.kind || reason !== lastStrategy.reason) lastStrategy = { kind, reason, text: JSON.stringify({ kind, reason }) }
   return lastStrategy.text
-}
-
-/** An operation's record text (RecordBody 'op', as bodyText writes it), its changes' members given. */
-function operationText(record: OperationRecord, changes: string): string {
-  return `${OP_PREFIX}${identityText(record)},"changes":[${changes}]}`
 }
 
 function isEmptyRoot(root: DirNode): boolean {
