@@ -75,6 +75,9 @@ describe('journal framing', () => {
     ws.fs.mkdirSync('/tree/a/b', { recursive: true })
     ws.fs.writeFileSync('/tree/a/b/file', 'two')
     ws.fs.writeFileSync('/tree/a/__proto__', 'three')
+    // A directory whose text spans several chunks (lazy-history's TextList).
+    ws.fs.mkdirSync('/big')
+    for (let i = 0; i < 2000; i++) ws.fs.writeFileSync(`/big/f${i}`, 'same')
     ws.fs.chmodSync('/tree/a/b/file', 0o600)
     ws.fs.utimesSync('/tree/a/b/file', 1.5, 1234567.891)
     await ws.checkpoint({ name: 'before the move', description: 'a "description"' })
@@ -109,6 +112,7 @@ describe('journal framing', () => {
     expect(again.fs.readFileSync('/tree/a/__proto__', 'utf8')).toBe('three')
     expect(again.fs.statSync('/tree/a/b/file').mtimeMs).toBe(1234567891)
     expect(again.fs.readlinkSync('/link')).toBe('../target "x"')
+    expect(again.fs.readdirSync('/big')).toHaveLength(2000)
     await again.undoRestore()
     expect(again.fs.readFileSync('/moved/b/file', 'utf8')).toBe('two')
     expect(again.fs.readFileSync('/moved/__proto__', 'utf8')).toBe('three')

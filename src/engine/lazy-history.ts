@@ -527,20 +527,36 @@ function member(name: string, text: string): string {
   return `${JSON.stringify(name)}:${text}`
 }
 
+/** Characters of a TextList appended before they are copied into one string. */
+const TEXT_CHUNK = 64 * 1024
+
 /**
- * Text is built by appending to one string per list (a part's directories and operations, the
- * head's directories and operations) and joined once: V8 links the appended pieces and copies
- * them once when the whole is read, where an array of small texts joined at the end costs a copy
- * of each and keeps ten thousand strings alive across garbage collections.
+ * Comma-separated JSON items (a part's directories and operations, the head's, a directory's
+ * children), appended to one string a chunk at a time. A string built by appending is a tree of
+ * the pieces, every one of which a garbage collection copies while the tree is alive: each chunk
+ * is copied into one string as it fills (slicing a tree does), so its pieces die young.
  */
 class TextList {
-  text = ''
+  private readonly chunks: string[] = []
+  /** The chunk being filled: each item after a comma. */
+  private chunk = ''
   count = 0
+  length = 0
 
   /** Appends an item; returns its index. */
   push(item: string): number {
-    this.text += this.count === 0 ? item : `,${item}`
+    this.chunk += `,${item}`
+    this.length += item.length + 1
+    if (this.chunk.length >= TEXT_CHUNK) {
+      this.chunks.push(this.chunk.slice(1))
+      this.chunk = ''
+    }
     return this.count++
+  }
+
+  get text(): string {
+    if (this.chunks.length === 0) return this.chunk.slice(1)
+    return this.chunks.join(',') + this.chunk
   }
 }
 
@@ -585,7 +601,7 @@ class PartWriter {
   *dir(node: DirNode): Generator<void, DirRef, void> {
     const now = this.dirNow(node)
     if (now) return now
-    let children = ''
+    const children = new TextList()
     const refs: DirRef[] = []
     for (const [name, child] of mapEntries<UpperNode>(node.children)) {
       let text: string
@@ -594,7 +610,7 @@ class PartWriter {
         refs.push(ref)
         text = refText(ref)
       } else text = leafOf(child, this.blobs)
-      children += children === '' ? member(name, text) : `,${member(name, text)}`
+      children.push(member(name, text))
       if (this.pace.due()) yield
     }
     if (this.full()) {
@@ -602,7 +618,7 @@ class PartWriter {
       yield
     }
     this.using(refs)
-    return this.place(node, dirText(node.meta, node.lower, children))
+    return this.place(node, dirText(node.meta, node.lower, children.text))
   }
 
   /** Appends a directory's text to the part being written. */
@@ -702,7 +718,7 @@ class PartWriter {
 
   /** Whether the part being written is full (a read decodes one whole part). */
   private full(): boolean {
-    return this.dirs.text.length + this.ops.text.length >= PART_CHARS
+    return this.dirs.length + this.ops.length >= PART_CHARS
   }
 
   private sealOne(): void {
@@ -749,13 +765,13 @@ class HeadTable {
   *dir(node: DirNode): Generator<void, number, void> {
     const now = this.dirNow(node)
     if (now !== undefined) return now
-    let children = ''
+    const children = new TextList()
     for (const [name, child] of mapEntries<UpperNode>(node.children)) {
       const text = child.type === 'dir' ? `{"t":"r","i":${this.dirNow(child) ?? (yield* this.dir(child))}}` : leafOf(child, this.blobs)
-      children += children === '' ? member(name, text) : `,${member(name, text)}`
+      children.push(member(name, text))
       if (this.pace.due()) yield
     }
-    const i = this.dirs.push(dirText(node.meta, node.lower, children, this.placeOf(node)))
+    const i = this.dirs.push(dirText(node.meta, node.lower, children.text, this.placeOf(node)))
     this.index.set(node, i)
     return i
   }
