@@ -5,7 +5,9 @@
  */
 import zlib from 'node:zlib'
 import { describe, expect, it } from 'vitest'
+import { MemoryStore } from '../src/adapter-kit.js'
 import { bodyText, commitRecord, crc32, decodeLine, encodeRecord, frameRecord } from '../src/engine/persistence.js'
+import { Workspace } from '../src/index.js'
 
 /** Random text: ASCII mostly, with two- and three-byte characters, surrogate pairs and lone surrogates. */
 function randomText(length: number, random: () => number): string {
@@ -60,5 +62,60 @@ describe('journal framing', () => {
 
   it('writes the commit marker as encodeRecord would', () => {
     for (const n of [0, 1, 9, 10, 12345, 2 ** 40]) expect(commitRecord(n)).toBe(encodeRecord({ t: 'commit' }, n))
+  })
+
+  it('writes record texts and snapshot parts as JSON.stringify writes what they decode to', async () => {
+    Workspace.registerCompensator('framing-test', () => true)
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, compactEvery: Number.POSITIVE_INFINITY })
+    // Names and contents JSON must escape, a fractional time, metadata changes, a moved directory, state, a side effect, a restore.
+    ws.fs.mkdirSync('/d "quoted" \\ naïve 😀 \ud800', { recursive: true })
+    ws.fs.writeFileSync('/d "quoted" \\ naïve 😀 \ud800/f\n.txt', 'one')
+    ws.fs.symlinkSync('../target "x"', '/link')
+    ws.fs.mkdirSync('/tree/a/b', { recursive: true })
+    ws.fs.writeFileSync('/tree/a/b/file', 'two')
+    ws.fs.writeFileSync('/tree/a/__proto__', 'three')
+    // A directory whose text spans several chunks (lazy-history's TextList).
+    ws.fs.mkdirSync('/big')
+    for (let i = 0; i < 2000; i++) ws.fs.writeFileSync(`/big/f${i}`, 'same')
+    ws.fs.chmodSync('/tree/a/b/file', 0o600)
+    ws.fs.utimesSync('/tree/a/b/file', 1.5, 1234567.891)
+    await ws.checkpoint({ name: 'before the move', description: 'a "description"' })
+    ws.fs.renameSync('/tree/a', '/moved')
+    await ws.state.set('plan', { steps: ['a', 'b'], done: 0.5 })
+    await ws.recordSideEffect({ description: 'deployed', compensate: { name: 'framing-test', args: [1, 'two'] }, tier: 2, group: 'g' })
+    ws.fs.rmSync('/link')
+    await ws.restore('before the move')
+    await ws.sync()
+    const sameAsStringify = (line: string, n: number) => {
+      const verdict = decodeLine(line)
+      expect(verdict.ok).toBe(true)
+      if (verdict.ok) expect(line).toBe(encodeRecord(verdict.body, n))
+    }
+    let { records } = await store.readJournal()
+    expect(records.length).toBeGreaterThan(20)
+    records.forEach(sameAsStringify)
+    await ws.compact()
+    ;({ records } = await store.readJournal())
+    sameAsStringify(records[0], 0)
+    const verdict = decodeLine(records[0])
+    const parts = verdict.ok && verdict.body.t === 'snapshot' && 'parts' in verdict.body.data ? verdict.body.data.parts : []
+    expect(parts.length).toBeGreaterThan(0)
+    for (const { id } of parts) {
+      const text = new TextDecoder().decode((await store.getBlob(id))!)
+      expect(text).toBe(JSON.stringify(JSON.parse(text)))
+    }
+    await ws.close()
+    // Read back: the restored files, and the history that leads to them.
+    const again = await Workspace.open({ store })
+    expect(again.fs.readFileSync('/tree/a/b/file', 'utf8')).toBe('two')
+    expect(again.fs.readFileSync('/tree/a/__proto__', 'utf8')).toBe('three')
+    expect(again.fs.statSync('/tree/a/b/file').mtimeMs).toBe(1234567891)
+    expect(again.fs.readlinkSync('/link')).toBe('../target "x"')
+    expect(again.fs.readdirSync('/big')).toHaveLength(2000)
+    await again.undoRestore()
+    expect(again.fs.readFileSync('/moved/b/file', 'utf8')).toBe('two')
+    expect(again.fs.readFileSync('/moved/__proto__', 'utf8')).toBe('three')
+    await again.close()
   })
 })

@@ -507,6 +507,27 @@ describe('a snapshot whose history opens lazily (format 2)', () => {
     await ws.close()
   })
 
+  it('a checkpoint whose tree fills more than one part keeps every part it needs, when nothing else refers to them', async () => {
+    // 8,040 directories: more than a part holds, so a parent lands in the part after its children.
+    const store = new MemoryStore()
+    let ws = await Workspace.open({ store, ...options, retention: { operations: 5 } })
+    for (let a = 0; a < 40; a++) {
+      ws.fs.mkdirSync(`/a${a}`)
+      for (let b = 0; b < 200; b++) ws.fs.mkdirSync(`/a${a}/b${b}`)
+    }
+    await ws.checkpoint({ name: 'tree' })
+    for (let a = 0; a < 40; a++) ws.fs.rmSync(`/a${a}`, { recursive: true })
+    // Operations enough that the ones naming the tree's directories leave the history.
+    for (let i = 0; i < 60; i++) ws.fs.writeFileSync(`/f${i}`, `${i}`)
+    await ws.compact()
+    await ws.close()
+    ws = await Workspace.open({ store, ...options, retention: { operations: 5 } })
+    await ws.restore('tree')
+    expect(ws.fs.readdirSync('/a39')).toHaveLength(200)
+    expect(ws.fs.readdirSync('/a0')).toHaveLength(200)
+    await ws.close()
+  })
+
   it('a part that cannot be read: its checkpoint fails to restore with EIO, is broken, and compaction deletes nothing', async () => {
     const path = fresh()
     const held = await session(path, 12)

@@ -30,18 +30,19 @@ import {
   type RecordBody,
   type SerialChange,
   type SnapshotData,
-  blobsOf,
   bodyText,
   commitRecord,
   decodeJournal,
   decodeLine,
   decodeNode,
   decodeTable,
-  encodeNode,
   frameRecord,
   framing,
   isLazySnapshot,
   journalOffset,
+  metaText,
+  nodeText,
+  numberText,
   tableNode,
 } from './persistence.js'
 import { type ReconnectSink, Reconnection } from './reconnect.js'
@@ -290,102 +291,53 @@ export class Durability {
     },
   }
 
-  /**
-   * Each operation recorded by this process since the last compaction's moment or kept then, and
-   * its record's text: a compaction takes its identity from it. A Map (a WeakMap costs every
-   * garbage collection its entries), pruned to the kept operations at each compaction's moment.
-   */
-  private recorded = new Map<OperationRecord, string>()
-
   recordOperation(record: OperationRecord): void {
-    const changes = this.encodeChanges(record, this.needed)
     if (!this.mayBeStale) for (const change of record.changes) if (change.kind === 'root' || (change.kind === 'slot' && change.before !== undefined)) this.mayBeStale = true
-    // One object of one shape, in identity()'s key order: JSON.stringify leaves the undefined members out.
-    const text = bodyText({
-      t: 'op',
-      id: record.id,
-      seq: record.seq,
-      type: record.type,
-      paths: record.paths as string[],
-      time: record.time,
-      session: record.session,
-      turn: record.turn,
-      group: record.group,
-      description: record.description,
-      strategy: record.strategy,
-      changes,
-    })
-    this.recorded.set(record, text)
-    // Operations the journal no longer keeps leave it too (amortised: when it holds twice as many).
-    if (this.recorded.size > 2 * this.host.journal.records.length + 1024) this.recorded = this.keptTexts()
-    this.lines.push(text)
+    this.lines.push(`${OP_PREFIX}${identityText(record)},"changes":[${this.changesText(record, this.needed)}]}`)
     this.schedule()
   }
 
-  /** The record texts of the operations the journal keeps. */
-  private keptTexts(): Map<OperationRecord, string> {
-    const kept = new Map<OperationRecord, string>()
-    for (const record of this.host.journal.records) {
-      const text = this.recorded.get(record)
-      if (text !== undefined) kept.set(record, text)
-    }
-    return kept
-  }
-
-  /**
-   * The persisted identity of an operation (everything but its changes) as JSON members: cut from
-   * its record's text when this process recorded it (its members, in the same order, precede
-   * `changes`, and no member of them is named so), else written now.
-   */
-  private readonly identity = (record: OperationRecord): string => {
-    const text = this.recorded.get(record)
-    if (text !== undefined && text.startsWith(OP_PREFIX)) {
-      const end = text.indexOf(',"changes":', OP_PREFIX.length)
-      if (end > 0) return text.slice(OP_PREFIX.length, end)
-    }
-    return JSON.stringify(identity(record)).slice(1, -1)
-  }
-
-  private encodeChanges(record: OperationRecord, blobs: { add(id: BlobId): unknown }): SerialChange[] {
-    const out: SerialChange[] = []
+  /** An operation's changes as the members of its record's `changes` (SerialChange[] without brackets); the blobs they name go to `blobs`. */
+  private changesText(record: OperationRecord, blobs: { add(id: BlobId): unknown }): string {
+    const out: string[] = []
     // A directory that an earlier slot of the same operation held was moved: refer to it by path.
     const movedFrom = (dir: DirNode) => record.changes.find((c) => c.kind === 'slot' && c.before === dir)?.path
     const slot = (path: string, after: UpperNode | undefined, moved?: (dir: DirNode) => string | undefined) => {
-      const a = after === undefined ? null : after.type === 'whiteout' ? ('W' as const) : encodeNode(after, moved)
-      blobsOf(a, blobs)
-      out.push({ k: 'slot', p: path, a })
+      const a = after === undefined ? 'null' : after.type === 'whiteout' ? '"W"' : nodeText(after, blobs, moved)
+      out.push(`{"k":"slot","p":${JSON.stringify(path)},"a":${a}}`)
     }
     for (const change of record.changes) {
       if (change.kind === 'slot') slot(change.path, change.after, movedFrom)
-      else if (change.kind === 'meta') out.push({ k: 'meta', p: change.path, a: change.after })
-      else if (change.kind === 'state') out.push({ k: 'state', key: change.key, a: change.after ?? null })
+      else if (change.kind === 'meta') out.push(`{"k":"meta","p":${JSON.stringify(change.path)},"a":${metaText(change.after)}}`)
+      else if (change.kind === 'state') out.push(JSON.stringify({ k: 'state', key: change.key, a: change.after ?? null } satisfies SerialChange))
       else if (change.kind === 'effect') {
         const { effect } = change
         const named = typeof effect.compensate === 'function' ? undefined : effect.compensate
-        out.push({
+        const serial: SerialChange = {
           k: 'effect',
           d: effect.description,
           ...(named ? { n: named.name, ...(named.args !== undefined ? { args: named.args } : {}) } : {}),
           ...(effect.tier !== undefined ? { tier: effect.tier } : {}),
           ...(effect.group !== undefined ? { group: effect.group } : {}),
-        })
+        }
+        out.push(JSON.stringify(serial))
       } else {
         // A checkpoint whose tree is still in the snapshot's parts is not the one just moved to (that one was decoded).
         const checkpoint = this.host.checkpoints.find((c) => !rootPending(c) && c.root === change.after && (!change.stateAfter || c.state === change.stateAfter))
-        if (checkpoint) out.push({ k: 'root', checkpoint: checkpoint.id })
-        else if (isEmptyRoot(change.after) && !change.stateAfter) out.push({ k: 'root', empty: true })
+        if (checkpoint) out.push(JSON.stringify({ k: 'root', checkpoint: checkpoint.id } satisfies SerialChange))
+        else if (isEmptyRoot(change.after) && !change.stateAfter) out.push('{"k":"root","empty":true}')
         else {
           // A move to a tree no checkpoint names: written out as the slots that differ.
           const expanded = this.host.journal.slots({ ...record, changes: [change] })
           for (const c of expanded) {
             if (c.kind === 'slot') slot(c.path, c.after)
-            else if (c.kind === 'state') out.push({ k: 'state', key: c.key, a: c.after ?? null })
-            else out.push({ k: 'meta', p: c.path, a: c.after })
+            else if (c.kind === 'state') out.push(JSON.stringify({ k: 'state', key: c.key, a: c.after ?? null } satisfies SerialChange))
+            else out.push(`{"k":"meta","p":${JSON.stringify(c.path)},"a":${metaText(c.after)}}`)
           }
         }
       }
     }
-    return out
+    return out.join(',')
   }
 
   /**
@@ -642,9 +594,8 @@ export class Durability {
       ino: overlay.inodes.next,
       checkpoints: checkpoints.map((record) => ({ record, name: record.name, superseded: record.superseded })),
       operations: journal.records.map((record) => ({ record, undone: record.undone })),
-      identity: this.identity,
+      identity: identityText,
     }
-    this.recorded = this.keptTexts()
     const parts = new Set<BlobId>()
     const put = (bytes: Uint8Array) => {
       const id = this.host.blobs.put(bytes)
@@ -1460,23 +1411,29 @@ export function damagedError(kind: string, damage: StoreDamage): Error {
 /** Records that may drop the last reference to a blob (see mayBeStale). */
 const DROPS_REFERENCES = new Set<string>(['checkpoint-delete', 'undo', 'redo'])
 
-/** How an operation's record text begins: its identity's members follow. */
+/** How an operation's record text (RecordBody 'op', as bodyText writes it) begins: its identity's members follow, then its changes. */
 const OP_PREFIX = '{"t":"op",'
 
-/** The persisted identity of an operation (everything but its changes). */
-function identity(record: OperationRecord) {
-  return {
-    id: record.id,
-    seq: record.seq,
-    type: record.type,
-    paths: [...record.paths],
-    time: record.time,
-    session: record.session,
-    ...(record.turn !== undefined ? { turn: record.turn } : {}),
-    ...(record.group !== undefined ? { group: record.group } : {}),
-    ...(record.description !== undefined ? { description: record.description } : {}),
-    strategy: record.strategy,
-  }
+/**
+ * The persisted identity of an operation (everything but its changes) as JSON members, in the
+ * order JSON.stringify writes the record's (RecordBody 'op'), written directly (numberText says why).
+ */
+function identityText(record: OperationRecord): string {
+  return (
+    `"id":${JSON.stringify(record.id)},"seq":${numberText(record.seq)},"type":${JSON.stringify(record.type)},"paths":${JSON.stringify(record.paths)},"time":${numberText(record.time)},"session":${JSON.stringify(record.session)}` +
+    (record.turn !== undefined ? `,"turn":${numberText(record.turn)}` : '') +
+    (record.group !== undefined ? `,"group":${JSON.stringify(record.group)}` : '') +
+    (record.description !== undefined ? `,"description":${JSON.stringify(record.description)}` : '') +
+    `,"strategy":${strategyText(record.strategy)}`
+  )
+}
+
+/** The last strategy written and its JSON: nearly every operation has the same one. */
+let lastStrategy = { kind: '', reason: '', text: '' }
+
+function strategyText({ kind, reason }: OperationRecord['strategy']): string {
+  if (kind !== lastStrategy.kind || reason !== lastStrategy.reason) lastStrategy = { kind, reason, text: JSON.stringify({ kind, reason }) }
+  return lastStrategy.text
 }
 
 function isEmptyRoot(root: DirNode): boolean {

@@ -18,7 +18,7 @@ import { type DirNode, type Meta, type UpperNode, WHITEOUT, dirNode } from '../l
 import { type MapRoot, mapEntries, mapSet } from '../layer/persistent-map.js'
 import type { Change, OperationRecord } from './journal.js'
 import type { DirRef, HeadDir, HistoryPart, LazySnapshotData, PartChange, PartDir, PartInfo, PartNode } from './persistence.js'
-import { encodeNode } from './persistence.js'
+import { leafText, metaText } from './persistence.js'
 import { pendingChanges, pendingRoots } from './pending-history.js'
 import { type JsonValue, SessionState } from './state.js'
 
@@ -372,10 +372,10 @@ export class LazyHistory {
         }),
       )
     }
-    const operations: string[] = []
+    const operations = new TextList()
     for (const { record, undone } of input.operations) {
       // (An operation's changes still in a part keep their place: reading `changes` would decode them.)
-      const at = pendingChanges.get(record) ?? (PartWriter.holdsDirs(record.changes) ? yield* writer.changes(record.changes) : writer.changesNow(record.changes, NO_DIRS))
+      const at = pendingChanges.get(record) ?? writer.changesNow(record.changes) ?? (yield* writer.changes(record.changes))
       reserve()
       refs.push(at[0])
       operations.push(`{${input.identity(record)},"undone":${undone},"at":[${at[0]},${at[1]}]}`)
@@ -416,7 +416,7 @@ export class LazyHistory {
       nextPart: writer.next,
     })
     // One join: a flat string (charCodeAt over a concatenation is many times slower for the checksum).
-    const body = ['{"t":"snapshot","data":{"format":2,"dirs":[', head.dirs.join(','), '],', rest.slice(1, -1), ',"checkpoints":[', checkpoints.join(','), '],"operations":[', operations.join(','), ']}}'].join('')
+    const body = ['{"t":"snapshot","data":{"format":2,"dirs":[', head.dirs.text, '],', rest.slice(1, -1), ',"checkpoints":[', checkpoints.join(','), '],"operations":[', operations.text, ']}}'].join('')
     return { body, blobs, staged: { parts, written, places: [...writer.placed], nextPart: writer.next } }
   }
 
@@ -505,47 +505,58 @@ function dirsOf(change: Change): DirNode[] {
   return after?.type === 'dir' ? [after] : []
 }
 
-/** A node that is not a directory, as a part or the head holds it. */
-function leafOf(node: Exclude<UpperNode, DirNode> | undefined, blobs: Set<BlobId>): PartNode | 'W' | null {
-  if (node === undefined) return null
-  if (node.type === 'whiteout') return 'W'
-  if (node.type === 'file') blobs.add(node.blob)
-  return encodeNode(node) as PartNode
+/** A node that is not a directory, as a part or the head holds it (JSON). */
+function leafOf(node: Exclude<UpperNode, DirNode> | undefined, blobs: Set<BlobId>): string {
+  if (node === undefined) return 'null'
+  if (node.type === 'whiteout') return '"W"'
+  return leafText(node, blobs)
 }
+
+/** A directory reference's JSON (DirRef). */
+function refText(ref: DirRef): string {
+  return ref.p === undefined ? `{"t":"r","i":${ref.i}}` : `{"t":"r","i":${ref.i},"p":${ref.p}}`
+}
+
+/** A directory's JSON (PartDir, HeadDir) from its children's members, as JSON.stringify would write the object. */
+function dirText(meta: Meta, lower: string | null, children: string, place?: [number, number]): string {
+  return `{"m":${metaText(meta)},"l":${lower === null ? 'null' : JSON.stringify(lower)},"c":{${children}}${place ? `,"a":[${place[0]},${place[1]}]` : ''}}`
+}
+
+/** One member of a directory's children (a child named `__proto__` is a member like any other). */
+function member(name: string, text: string): string {
+  return `${JSON.stringify(name)}:${text}`
+}
+
+/** Characters of a TextList appended before they are copied into one string. */
+const TEXT_CHUNK = 64 * 1024
 
 /**
- * A directory's JSON (PartDir, HeadDir) from its children's: written as JSON.stringify would write
- * the object, without making it first.
+ * Comma-separated JSON items (a part's directories and operations, the head's, a directory's
+ * children), appended to one string a chunk at a time. A string built by appending is a tree of
+ * the pieces, every one of which a garbage collection copies while the tree is alive: each chunk
+ * is copied into one string as it fills (slicing a tree does), so its pieces die young.
  */
-function dirText(meta: Meta, lower: string | null, children: Children, place?: [number, number]): string {
-  return `{"m":${JSON.stringify(meta)},"l":${JSON.stringify(lower)},"c":{${children.text()}}${place ? `,"a":[${place[0]},${place[1]}]` : ''}}`
-}
+class TextList {
+  private readonly chunks: string[] = []
+  /** The chunk being filled: each item after a comma. */
+  private chunk = ''
+  count = 0
+  length = 0
 
-/** Children per object stringified at once: one JSON.stringify per child would cost more, one for thousands pauses long. */
-const CHILDREN_CHUNK = 64
-
-/** A directory's children as JSON members, stringified a chunk at a time. */
-class Children {
-  private chunk: Record<string, unknown> = Object.create(null)
-  private size = 0
-  private readonly texts: string[] = []
-
-  /** (A prototype-less object: a child named `__proto__` is a member like any other.) */
-  add(name: string, value: unknown): void {
-    this.chunk[name] = value
-    if (++this.size === CHILDREN_CHUNK) this.seal()
+  /** Appends an item; returns its index. */
+  push(item: string): number {
+    this.chunk += `,${item}`
+    this.length += item.length + 1
+    if (this.chunk.length >= TEXT_CHUNK) {
+      this.chunks.push(this.chunk.slice(1))
+      this.chunk = ''
+    }
+    return this.count++
   }
 
-  text(): string {
-    this.seal()
-    return this.texts.join(',')
-  }
-
-  private seal(): void {
-    if (this.size === 0) return
-    this.texts.push(JSON.stringify(this.chunk).slice(1, -1))
-    this.chunk = Object.create(null)
-    this.size = 0
+  get text(): string {
+    if (this.chunks.length === 0) return this.chunk.slice(1)
+    return this.chunks.join(',') + this.chunk
   }
 }
 
@@ -553,9 +564,8 @@ class Children {
 class PartWriter {
   /** Directories written by this compaction (to be placed once it is durable). */
   readonly placed = new Map<DirNode, [number, number]>()
-  private dirs: string[] = []
-  private ops: string[] = []
-  private chars = 0
+  private dirs = new TextList()
+  private ops = new TextList()
   private uses = new Set<number>()
   private blobs = new Set<BlobId>()
   private readonly written: { info: PartInfo; blobs: BlobId[] }[] = []
@@ -570,110 +580,155 @@ class PartWriter {
     this.serial = this.next++
   }
 
+  /** Where a part holds a directory already, if one does. */
+  private known(node: DirNode): DirRef | undefined {
+    const place = this.placed.get(node) ?? this.placeOf(node)
+    return place && { t: 'r', i: place[1], p: place[0] }
+  }
+
+  /**
+   * A directory's reference without pausing, where that is cheap: held by a part already, or
+   * empty (what most operations that hold a directory, mkdir, make); undefined otherwise.
+   */
+  private dirNow(node: DirNode): DirRef | undefined {
+    const known = this.known(node)
+    if (known || node.children.size > 0) return known
+    if (this.full()) this.sealOne()
+    return this.place(node, dirText(node.meta, node.lower, ''))
+  }
+
   /** A directory's reference: where a part already holds it, or written now (what it holds first). */
   *dir(node: DirNode): Generator<void, DirRef, void> {
-    const known = this.placed.get(node) ?? this.placeOf(node)
-    if (known) return this.refTo(known)
-    const children = new Children()
+    const now = this.dirNow(node)
+    if (now) return now
+    const children = new TextList()
+    const refs: DirRef[] = []
     for (const [name, child] of mapEntries<UpperNode>(node.children)) {
-      children.add(name, child.type === 'dir' ? yield* this.dir(child) : leafOf(child, this.blobs))
+      let text: string
+      if (child.type === 'dir') {
+        const ref = this.dirNow(child) ?? (yield* this.dir(child))
+        refs.push(ref)
+        text = refText(ref)
+      } else text = leafOf(child, this.blobs)
+      children.push(member(name, text))
       if (this.pace.due()) yield
     }
-    yield* this.roomFor()
-    const text = dirText(node.meta, node.lower, children)
-    const place: [number, number] = [this.serial, this.dirs.length]
-    this.dirs.push(text)
-    this.chars += text.length + 1
+    if (this.full()) {
+      this.sealOne()
+      yield
+    }
+    this.using(refs)
+    return this.place(node, dirText(node.meta, node.lower, children.text))
+  }
+
+  /** Appends a directory's text to the part being written. */
+  private place(node: DirNode, text: string): DirRef {
+    const place: [number, number] = [this.serial, this.dirs.push(text)]
     this.placed.set(node, place)
     return { t: 'r', i: place[1], p: place[0] }
   }
 
   /**
+   * An operation's changes, written at once when the directories they hold are (held by a part
+   * already, or empty); undefined otherwise (changes() then).
+   */
+  changesNow(changes: readonly Change[]): [number, number] | undefined {
+    let dirs = NO_DIRS
+    for (const change of changes) {
+      if (change.kind !== 'slot' && change.kind !== 'root') continue
+      for (const node of dirsOf(change)) {
+        if (dirs.has(node)) continue
+        const ref = this.dirNow(node)
+        if (ref === undefined) return undefined
+        if (dirs === NO_DIRS) dirs = new Map()
+        ;(dirs as Map<DirNode, DirRef>).set(node, ref)
+      }
+    }
+    return this.changesWith(changes, dirs)
+  }
+
+  /**
    * An operation's changes, written now; returns where. The directories they hold (a tree moved or
-   * restored may be large) are written first, in slices; the changes then at once (changesNow).
+   * restored may be large) are written first, in slices; the changes then at once (changesWith).
    */
   *changes(changes: readonly Change[]): Generator<void, [number, number], void> {
     const dirs = new Map<DirNode, DirRef>()
     for (const change of changes) {
       for (const node of dirsOf(change)) if (!dirs.has(node)) dirs.set(node, yield* this.dir(node))
     }
-    return this.changesNow(changes, dirs)
-  }
-
-  /** Whether an operation's changes hold a directory (changes() then; changesNow otherwise, most do not). */
-  static holdsDirs(changes: readonly Change[]): boolean {
-    for (const change of changes) if (dirsOf(change).length > 0) return true
-    return false
+    return this.changesWith(changes, dirs)
   }
 
   /** An operation's changes, written now, their directories' references given (`dirs`); returns where. */
-  changesNow(changes: readonly Change[], dirs: ReadonlyMap<DirNode, DirRef>): [number, number] {
-    const node = (n: UpperNode | undefined) => (n?.type === 'dir' ? dirs.get(n)! : leafOf(n, this.blobs))
-    const out: PartChange[] = []
+  private changesWith(changes: readonly Change[], dirs: ReadonlyMap<DirNode, DirRef>): [number, number] {
+    const node = (n: UpperNode | undefined) => (n?.type === 'dir' ? refText(dirs.get(n)!) : leafOf(n, this.blobs))
+    let text = ''
     for (const change of changes) {
+      let item: string
       switch (change.kind) {
         case 'slot':
-          out.push({ k: 'slot', p: change.path, b: node(change.before), a: node(change.after) })
+          item = `{"k":"slot","p":${JSON.stringify(change.path)},"b":${node(change.before)},"a":${node(change.after)}}`
           break
         case 'meta':
-          out.push({ k: 'meta', p: change.path, b: change.before, a: change.after })
+          item = `{"k":"meta","p":${JSON.stringify(change.path)},"b":${metaText(change.before)},"a":${metaText(change.after)}}`
           break
         case 'state':
-          out.push({ k: 'state', key: change.key, b: change.before ?? null, a: change.after ?? null })
+          item = JSON.stringify({ k: 'state', key: change.key, b: change.before ?? null, a: change.after ?? null } satisfies PartChange)
           break
         case 'effect': {
           const named = typeof change.effect.compensate === 'function' ? undefined : change.effect.compensate
-          out.push({
+          const serial: PartChange = {
             k: 'effect',
             d: change.effect.description,
             ...(named ? { n: named.name, ...(named.args !== undefined ? { args: named.args } : {}) } : {}),
             ...(change.effect.tier !== undefined ? { tier: change.effect.tier } : {}),
             ...(change.effect.group !== undefined ? { group: change.effect.group } : {}),
             done: change.effect.compensated,
-          })
+          }
+          item = JSON.stringify(serial)
           break
         }
-        case 'root':
-          out.push({
+        case 'root': {
+          const serial: PartChange = {
             k: 'root',
             b: dirs.get(change.before)!,
             a: dirs.get(change.after)!,
             ...(change.stateBefore ? { sb: [...mapEntries(change.stateBefore)] } : {}),
             ...(change.stateAfter ? { sa: [...mapEntries(change.stateAfter)] } : {}),
-          })
+          }
+          item = JSON.stringify(serial)
           break
+        }
       }
+      text += text === '' ? item : `,${item}`
     }
-    if (this.chars >= PART_CHARS) this.sealOne()
-    const text = JSON.stringify(out)
-    const at: [number, number] = [this.serial, this.ops.length]
-    this.ops.push(text)
-    this.chars += text.length + 1
-    return at
+    if (this.full()) this.sealOne()
+    this.using(dirs.values())
+    return [this.serial, this.ops.push(`[${text}]`)]
   }
 
-  /** A reference from the part being written (a directory in another part makes that part used). */
-  private refTo([p, i]: [number, number]): DirRef {
-    if (p !== this.serial) this.uses.add(p)
-    return { t: 'r', i, p }
+  /**
+   * The part being written refers to these directories: each in another part makes that part
+   * used (needed as long as this one is). Taken where the referring text lands, after any seal:
+   * the directories an entry holds may be written to the part before it.
+   */
+  private using(refs: Iterable<DirRef>): void {
+    for (const { p } of refs) if (p !== undefined && p !== this.serial) this.uses.add(p)
   }
 
-  /** Seals the part being written when it is full (a pause after: sealing encodes and hashes a megabyte). */
-  private *roomFor(): Generator<void, void, void> {
-    if (this.chars < PART_CHARS) return
-    this.sealOne()
-    yield
+  /** Whether the part being written is full (a read decodes one whole part). */
+  private full(): boolean {
+    return this.dirs.length + this.ops.length >= PART_CHARS
   }
 
   private sealOne(): void {
-    if (this.dirs.length === 0 && this.ops.length === 0) return
+    if (this.dirs.count === 0 && this.ops.count === 0) return
     const n = this.serial
-    const bytes = encoder.encode(`{"rewindfs":"history-part","n":${n},"dirs":[${this.dirs.join(',')}],"ops":[${this.ops.join(',')}]}`)
+    const bytes = encoder.encode(`{"rewindfs":"history-part","n":${n},"dirs":[${this.dirs.text}],"ops":[${this.ops.text}]}`)
     const id = this.put(bytes)
     this.written.push({ info: { n, id, u: [...this.uses].sort((a, b) => a - b) }, blobs: [...this.blobs] })
-    this.dirs = []
-    this.ops = []
-    this.chars = 0
+    this.dirs = new TextList()
+    this.ops = new TextList()
     this.uses = new Set()
     this.blobs = new Set()
     this.serial = this.next++
@@ -689,7 +744,7 @@ class PartWriter {
 
 /** The head's own table: the live tree, children first, each directory naming its twin in a part (as JSON). */
 class HeadTable {
-  readonly dirs: string[] = []
+  readonly dirs = new TextList()
   readonly blobs = new Set<BlobId>()
   private readonly index = new Map<DirNode, number>()
 
@@ -698,15 +753,25 @@ class HeadTable {
     private readonly pace: Pace,
   ) {}
 
-  *dir(node: DirNode): Generator<void, number, void> {
+  /** An empty directory's index, written without pausing (most directories of a tree of many are leaves). */
+  private dirNow(node: DirNode): number | undefined {
     const known = this.index.get(node)
-    if (known !== undefined) return known
-    const children = new Children()
+    if (known !== undefined || node.children.size > 0) return known
+    const i = this.dirs.push(dirText(node.meta, node.lower, '', this.placeOf(node)))
+    this.index.set(node, i)
+    return i
+  }
+
+  *dir(node: DirNode): Generator<void, number, void> {
+    const now = this.dirNow(node)
+    if (now !== undefined) return now
+    const children = new TextList()
     for (const [name, child] of mapEntries<UpperNode>(node.children)) {
-      children.add(name, child.type === 'dir' ? { t: 'r', i: yield* this.dir(child) } : leafOf(child, this.blobs))
+      const text = child.type === 'dir' ? `{"t":"r","i":${this.dirNow(child) ?? (yield* this.dir(child))}}` : leafOf(child, this.blobs)
+      children.push(member(name, text))
       if (this.pace.due()) yield
     }
-    const i = this.dirs.push(dirText(node.meta, node.lower, children, this.placeOf(node))) - 1
+    const i = this.dirs.push(dirText(node.meta, node.lower, children.text, this.placeOf(node)))
     this.index.set(node, i)
     return i
   }
