@@ -15,8 +15,9 @@ const MASK = (1 << BITS) - 1
 const MAX_SHIFT = 30
 
 interface Leaf<V> {
+  // No hash kept: it is computed again from the key on the rare split, and a 32-bit hash held in
+  // a field is a boxed number in V8 (most are beyond its small integers): bytes on every entry.
   readonly key: string
-  readonly hash: number
   value: V
 }
 
@@ -85,42 +86,75 @@ function editable<V>(node: Branch<V>, token: EditToken): Branch<V> {
   return node.token === token ? node : { bitmap: node.bitmap, slots: node.slots.slice(), token }
 }
 
-function merge<V>(a: Leaf<V>, b: Leaf<V>, shift: number, token: EditToken): Slot<V> {
-  if (shift > MAX_SHIFT) return { hash: a.hash, leaves: [a, b], token }
-  const ia = (a.hash >>> shift) & MASK
-  const ib = (b.hash >>> shift) & MASK
-  if (ia === ib) return { bitmap: 1 << ia, slots: [merge(a, b, shift + BITS, token)], token }
+function merge<V>(a: Leaf<V>, aHash: number, b: Leaf<V>, bHash: number, shift: number, token: EditToken): Slot<V> {
+  if (shift > MAX_SHIFT) return { hash: aHash, leaves: [a, b], token }
+  const ia = (aHash >>> shift) & MASK
+  const ib = (bHash >>> shift) & MASK
+  if (ia === ib) return { bitmap: 1 << ia, slots: [merge(a, aHash, b, bHash, shift + BITS, token)], token }
   return { bitmap: (1 << ia) | (1 << ib), slots: ia < ib ? [a, b] : [b, a], token }
 }
 
-/** Whether the last insert added a key (rather than replacing a value): no closure per mapSet. */
-let added = false
+/** A root whose fields change in place (only while its node carries the caller's token). */
+type MutableRoot<V> = { node: Branch<V>; size: number }
+
+/**
+ * What the last insert or remove found under its key (undefined: nothing): kept here rather than
+ * returned, so neither allocates a result, and a caller that needs the old value makes no second walk.
+ */
+let previous: unknown
+/** Whether the last insert or remove found its key. */
+let found = false
 
 /** Returns the new root; `root` stays valid unless its nodes carry `token`. */
 export function mapSet<V>(root: MapRoot<V>, key: string, value: V, token: EditToken): MapRoot<V> {
-  added = false
+  previous = undefined
+  found = false
   const node = insert(root.node, 0, key, hashString(key), value, token) as Branch<V>
-  const size = added ? root.size + 1 : root.size
+  const size = found ? root.size : root.size + 1
+  return rooted(root, node, size, token)
+}
+
+/** `root` with `node` and `size`: itself, changed in place when its node is one the token owns (then only the token's nodes hold it). */
+function rooted<V>(root: MapRoot<V>, node: Branch<V>, size: number, token: EditToken): MapRoot<V> {
   if (node === root.node && size === root.size) return root
+  if (node === root.node && node.token === token) {
+    ;(root as MutableRoot<V>).size = size
+    return root
+  }
   return { node, size }
+}
+
+/** Sets `key` in `holder.children` (as mapSet) and returns the value it replaced: one walk for both. */
+export function mapReplace<V>(holder: { children: MapRoot<V> }, key: string, value: V, token: EditToken): V | undefined {
+  holder.children = mapSet(holder.children, key, value, token)
+  return previous as V | undefined
+}
+
+/** Deletes `key` from `holder.children` (as mapDelete) and returns the value it held: one walk for both. */
+export function mapRemove<V>(holder: { children: MapRoot<V> }, key: string, token: EditToken): V | undefined {
+  holder.children = mapDelete(holder.children, key, token)
+  return previous as V | undefined
 }
 
 /** `key` set to `value` in the subtree at `node` (at depth `shift`): the subtree's new node (itself when it was editable). */
 function insert<V>(node: Slot<V>, shift: number, key: string, hash: number, value: V, token: EditToken): Slot<V> {
   if (isLeaf(node)) {
     // A new value keeps the key string the map holds already (the caller's copy can go).
-    if (node.key === key) return { key: node.key, hash, value }
-    added = true
-    return merge(node, { key, hash, value }, shift, token)
+    if (node.key === key) {
+      found = true
+      previous = node.value
+      return { key: node.key, value }
+    }
+    return merge(node, hashString(node.key), { key, value }, hash, shift, token)
   }
   if (isCollision(node)) {
     const leaves = node.token === token ? node.leaves : node.leaves.slice()
     const index = leaves.findIndex((l) => l.key === key)
-    if (index >= 0) leaves[index] = { key: leaves[index].key, hash, value }
-    else {
-      leaves.push({ key, hash, value })
-      added = true
-    }
+    if (index >= 0) {
+      found = true
+      previous = leaves[index].value
+      leaves[index] = { key: leaves[index].key, value }
+    } else leaves.push({ key, value })
     if (node.token === token) return node
     return { hash: node.hash, leaves, token }
   }
@@ -128,10 +162,9 @@ function insert<V>(node: Slot<V>, shift: number, key: string, hash: number, valu
   const index = popcount(node.bitmap & (bit - 1))
   const target = editable(node, token)
   if ((node.bitmap & bit) === 0) {
-    added = true
     // Shifted by hand: splice would allocate the (empty) array of what it removed.
     const slots = target.slots
-    const leaf: Leaf<V> = { key, hash, value }
+    const leaf: Leaf<V> = { key, value }
     let at = slots.length
     slots.push(leaf)
     for (; at > index; at--) slots[at] = slots[at - 1]
@@ -144,39 +177,43 @@ function insert<V>(node: Slot<V>, shift: number, key: string, hash: number, valu
 }
 
 export function mapDelete<V>(root: MapRoot<V>, key: string, token: EditToken): MapRoot<V> {
-  const hash = hashString(key)
-  let removed = false
-  // Returns the replacement slot, or undefined when the slot disappears.
-  const remove = (node: Slot<V>, shift: number): Slot<V> | undefined => {
-    if (isLeaf(node)) {
-      if (node.key !== key) return node
-      removed = true
-      return undefined
-    }
-    if (isCollision(node)) {
-      const leaves = node.leaves.filter((l) => l.key !== key)
-      if (leaves.length === node.leaves.length) return node
-      removed = true
-      return leaves.length === 1 ? leaves[0] : { hash: node.hash, leaves, token }
-    }
-    const bit = 1 << ((hash >>> shift) & MASK)
-    if ((node.bitmap & bit) === 0) return node
-    const index = popcount(node.bitmap & (bit - 1))
-    const child = remove(node.slots[index], shift + BITS)
-    if (child === node.slots[index]) return node
-    const target = editable(node, token)
-    if (child === undefined) {
-      target.slots.splice(index, 1)
-      target.bitmap &= ~bit
-      // A branch left holding one leaf collapses into it, keeping the trie canonical.
-      if (shift > 0 && target.slots.length === 1 && isLeaf(target.slots[0])) return target.slots[0]
-      if (shift > 0 && target.slots.length === 0) return undefined
-    } else target.slots[index] = child
-    return target
+  previous = undefined
+  found = false
+  const node = (remove(root.node, 0, key, hashString(key), token) as Branch<V> | undefined) ?? (EMPTY_BRANCH as Branch<V>)
+  if (!found) return root
+  return rooted(root, node, root.size - 1, token)
+}
+
+/** `key` removed from the subtree at `node` (at depth `shift`): its replacement slot, or undefined when the slot disappears. */
+function remove<V>(node: Slot<V>, shift: number, key: string, hash: number, token: EditToken): Slot<V> | undefined {
+  if (isLeaf(node)) {
+    if (node.key !== key) return node
+    found = true
+    previous = node.value
+    return undefined
   }
-  const node = (remove(root.node, 0) as Branch<V> | undefined) ?? (EMPTY_BRANCH as Branch<V>)
-  if (!removed) return root
-  return { node, size: root.size - 1 }
+  if (isCollision(node)) {
+    const index = node.leaves.findIndex((l) => l.key === key)
+    if (index < 0) return node
+    found = true
+    previous = node.leaves[index].value
+    const leaves = node.leaves.filter((l) => l.key !== key)
+    return leaves.length === 1 ? leaves[0] : { hash: node.hash, leaves, token }
+  }
+  const bit = 1 << ((hash >>> shift) & MASK)
+  if ((node.bitmap & bit) === 0) return node
+  const index = popcount(node.bitmap & (bit - 1))
+  const child = remove(node.slots[index], shift + BITS, key, hash, token)
+  if (child === node.slots[index]) return node
+  const target = editable(node, token)
+  if (child === undefined) {
+    target.slots.splice(index, 1)
+    target.bitmap &= ~bit
+    // A branch left holding one leaf collapses into it, keeping the trie canonical.
+    if (shift > 0 && target.slots.length === 1 && isLeaf(target.slots[0])) return target.slots[0]
+    if (shift > 0 && target.slots.length === 0) return undefined
+  } else target.slots[index] = child
+  return target
 }
 
 export function* mapEntries<V>(root: MapRoot<V>): Generator<[string, V]> {
