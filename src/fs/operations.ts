@@ -114,7 +114,9 @@ export class FsOperations {
 
   /** Settles descriptors' pending writes so every other call sees them. */
   settle(keep?: OpenFile): void {
-    for (const file of this.descriptors.pending(keep)) this.flushDescriptor(file)
+    // Indexed: asked several times per call, nearly always of an empty list (no iterator made).
+    const pending = this.descriptors.pending(keep)
+    for (let i = 0; i < pending.length; i++) this.flushDescriptor(pending[i])
   }
 
   /**
@@ -133,7 +135,7 @@ export class FsOperations {
     if (!journal) return body.apply(this, args)
     const paths = this.operationPaths(name, args, fd)
     if (!journal.running) this.beforeOperation?.(type, paths)
-    return journal.run({ type, paths }, () => body.apply(this, args))
+    return journal.runCall({ type, paths }, body, this, args)
   }
 
   /** The paths an operation names, for its record (an array of their exact number: records keep it). */
