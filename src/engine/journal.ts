@@ -128,14 +128,18 @@ export class Journal implements Recorder, StateRecorder {
   /** Told when an operation ends (or is undone or redone): its changes form one batch for watchers. */
   feed: ChangeFeed | undefined
 
+  /** What every operation id of this journal begins with ('op-<prefix>-'): one string, not made again per id. */
+  private readonly idStart: string
+
   constructor(
     private readonly overlay: Overlay,
     readonly session: string,
-    private readonly idPrefix: string,
+    idPrefix: string,
     /** Operations kept for undo and history; older ones are dropped (their content can be collected). */
     private readonly limit = 10_000,
     private readonly sessionState?: SessionState,
   ) {
+    this.idStart = `op-${idPrefix}-`
     overlay.recorder = this
     if (sessionState) sessionState.recorder = this
   }
@@ -276,7 +280,7 @@ export class Journal implements Recorder, StateRecorder {
     if (identity) this.seq = Math.max(this.seq, seq)
     const turn = identity ? identity.turn : this.turn
     const group = identity ? identity.group : (context.group ?? this.group)
-    const id = identity?.id ?? `op-${this.idPrefix}-${seq.toString(36)}`
+    const id = identity?.id ?? this.idStart + seq.toString(36)
     const time = identity?.time ?? Date.now()
     const session = identity?.session ?? this.session
     const description = context.description
