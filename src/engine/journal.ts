@@ -105,6 +105,7 @@ export interface OperationContext {
 }
 
 const snapshot: UndoStrategy = { kind: 'snapshot', reason: 'previous entries kept by blob reference' }
+const NO_ARGUMENTS: unknown[] = []
 
 export class Journal implements Recorder, StateRecorder {
   readonly records: OperationRecord[] = []
@@ -214,13 +215,7 @@ export class Journal implements Recorder, StateRecorder {
 
   /** Runs `body` as one operation; nested calls join the outermost one. */
   run<T>(context: OperationContext, body: () => T): T {
-    if (this.muted > 0) return body()
-    if (this.depth++ === 0) this.begin(context)
-    try {
-      return body()
-    } finally {
-      if (--this.depth === 0) this.finish()
-    }
+    return this.runCall(context, body, undefined, NO_ARGUMENTS)
   }
 
   /** run for a method call: `body` called on `self` with `args` (the fs layer's calls, without a closure each). */

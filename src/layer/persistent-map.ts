@@ -81,10 +81,6 @@ export function mapGet<V>(root: MapRoot<V>, key: string): V | undefined {
   }
 }
 
-export function mapHas<V>(root: MapRoot<V>, key: string): boolean {
-  return mapGet(root, key) !== undefined
-}
-
 function editable<V>(node: Branch<V>, token: EditToken): Branch<V> {
   return node.token === token ? node : { bitmap: node.bitmap, entries: node.entries.slice(), token }
 }
