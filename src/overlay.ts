@@ -288,7 +288,7 @@ export class Overlay {
     for (let i = 1; i < last; i++) if (path.charCodeAt(i) !== other.charCodeAt(i)) return undefined
     if (UNPLAIN.test(path) || UNPLAIN.test(other)) return undefined
     const target = this.resolveParent(other, syscall, reportPath, dest)
-    // The other name's path is `path` itself when the parent was reached without a symlink.
+    // The first name's path is `path` itself when the parent was reached without a symlink (then target.path is set).
     return { source: this.child(target.parent!, path.slice(last + 1), target.path === undefined ? undefined : path), target }
   }
 
