@@ -507,30 +507,24 @@ export class Overlay {
   /**
    * link(2): `parent.path/name` becomes one more name of the inode at `entry` (a file or a
    * symlink), which becomes shared on its first link: its record moves into the inode table and its
-   * name points there. The record is set before any name points at it (inodes.ts).
+   * name points there. The record is set before any name points at it (inodes.ts). `path`: the new
+   * name's path (its parent's path and `name`), which it returns.
    */
-  link(entry: Entry, parent: Entry, name: string, path: string = join(parent.path, name)): Entry {
+  link(entry: Entry, parent: Entry, name: string, path: string = join(parent.path, name)): string {
     if (entry.type === 'dir') throw new Error('rewindfs: a directory cannot be hard-linked')
     const now = this.now()
-    let id = entry.link
-    let record: InodeRecord
-    let named: HardLink
-    if (id === undefined) {
+    if (entry.link === undefined) {
       const node = this.copyUp(entry) as InodeRecord
-      id = this.newIno()
-      record = withMeta(node, timesChanged(node.meta, now), 2)
-      this.setRecord(id, record)
+      const id = this.newIno()
+      this.setRecord(id, withMeta(node, timesChanged(node.meta, now), 2))
       // One immutable name node serves both names.
-      named = hardLink(id)
+      const named = hardLink(id)
       this.setName(entry.path, named, parent)
-    } else {
-      const before = this.record(id)
-      record = withMeta(before, timesChanged(before.meta, now), (before.nlink ?? 1) + 1)
-      this.setRecord(id, record)
-      named = hardLink(id)
+      return this.putNode(parent, name, named, true, path)
     }
-    this.putNode(parent, name, named, true, path)
-    return { path, type: record.type, node: record, lowerPath: null, lowerStat: undefined, link: id, inodes: undefined }
+    const before = this.record(entry.link)
+    this.setRecord(entry.link, withMeta(before, timesChanged(before.meta, now), (before.nlink ?? 1) + 1))
+    return this.putNode(parent, name, hardLink(entry.link), true, path)
   }
 
   /**

@@ -864,10 +864,10 @@ export class FsOperations {
     if (target.trailingSlash) throw new FsError('ENOENT', 'link', from.given, to.given)
     if (source.type === 'dir') throw new FsError('EPERM', 'link', from.given, to.given)
     const mark = this.changes.mark()
-    const linked = this.overlay.link(source, target.parent, target.name, target.path)
+    const linkPath = this.overlay.link(source, target.parent, target.name, target.path)
     // inotify: IN_CREATE for the new name; the inode's link count is an IN_ATTRIB only on the inode.
     this.changes.override(mark, source.path, [])
-    this.changes.override(mark, linked.path, ['create'])
+    this.changes.override(mark, linkPath, ['create'])
   }
 
   @journaled('chmod')
