@@ -20,7 +20,7 @@ import {
   withMeta,
 } from './layer/nodes.js'
 import { type HardLink, INODES, INODES_PATH, type InodeRecord, hardLink, linkIds, linksIn, namesOf, recordId, recordIn, recordPath } from './layer/inodes.js'
-import { type EditToken, hashString, mapDelete, mapEntries, mapGet, mapSet } from './layer/persistent-map.js'
+import { type EditToken, hashString, mapDelete, mapEntries, mapGet, mapRemove, mapReplace, mapSet } from './layer/persistent-map.js'
 import { components, join } from './path.js'
 
 /** A merged entry: what a path shows, from the upper node if any, else from the lower source. */
@@ -168,20 +168,23 @@ export class Overlay {
     return stat
   }
 
-  /** The child `name` of a merged directory, or undefined. */
-  child(dir: Entry, name: string): Entry | undefined {
+  /**
+   * The child `name` of a merged directory, or undefined. `path`: the child's path when the caller
+   * holds that string already (it is the entry's path, and what the journal keeps: no copy made).
+   */
+  child(dir: Entry, name: string, path?: string): Entry | undefined {
     this.counters.lookups++
     const upper = dir.node?.type === 'dir' ? mapGet(dir.node.children, name) : undefined
     if (upper !== undefined) {
       if (upper.type === 'whiteout') return undefined
-      if (upper.type === 'link') return this.linkEntry(join(dir.path, name), upper.id, dir.inodes)
-      return entryFromNode(join(dir.path, name), upper, dir.inodes)
+      if (upper.type === 'link') return this.linkEntry(path ?? join(dir.path, name), upper.id, dir.inodes)
+      return entryFromNode(path ?? join(dir.path, name), upper, dir.inodes)
     }
     if (dir.lowerPath === null) return undefined
     const lowerPath = join(dir.lowerPath, name)
     const stat = this.lowerStat(lowerPath)
     if (!stat) return undefined
-    return { path: join(dir.path, name), type: stat.type, node: undefined, lowerPath, lowerStat: stat, link: undefined, inodes: dir.inodes }
+    return { path: path ?? join(dir.path, name), type: stat.type, node: undefined, lowerPath, lowerStat: stat, link: undefined, inodes: dir.inodes }
   }
 
   /**
@@ -190,19 +193,30 @@ export class Overlay {
    * with `syscall` and the caller's `reportPath`.
    */
   resolve(path: string, syscall: string, follow: boolean, reportPath: string = path, dest?: string, linkSyscall = syscall): Entry {
-    return this.walk(path, follow, (code, inLink) => {
-      throw new FsError(code, code !== 'ELOOP' && inLink ? linkSyscall : syscall, reportPath, dest)
-    })!
+    const entry = this.walk(path, follow)
+    if (entry !== undefined) return entry
+    const code = this.failure
+    throw new FsError(code, code !== 'ELOOP' && this.failureInLink ? linkSyscall : syscall, reportPath, dest)
   }
 
   /** Like resolve, but undefined instead of an error: for checks on hot paths (no exception cost). */
   lookup(path: string, follow: boolean): Entry | undefined {
-    return this.walk(path, follow, () => undefined)
+    return this.walk(path, follow)
   }
 
-  private walk(path: string, follow: boolean, fail: (code: 'ENOENT' | 'ENOTDIR' | 'ELOOP', inLink: boolean) => undefined): Entry | undefined {
+  /** Why the last walk found nothing, and whether in a symlink's target: kept here so a walk allocates no callback. */
+  private failure: 'ENOENT' | 'ENOTDIR' | 'ELOOP' = 'ENOENT'
+  private failureInLink = false
+
+  private fail(code: 'ENOENT' | 'ENOTDIR' | 'ELOOP', inLink: boolean): undefined {
+    this.failure = code
+    this.failureInLink = inLink
+    return undefined
+  }
+
+  private walk(path: string, follow: boolean): Entry | undefined {
     // The kernel refuses an empty path (ENOENT) rather than taking it as the working directory.
-    if (path === '') return fail('ENOENT', false)
+    if (path === '') return this.fail('ENOENT', false)
     if (path.charCodeAt(0) === 47 && (path.length === 1 || (path.charCodeAt(path.length - 1) !== 47 && !UNPLAIN.test(path)))) {
       // An absolute path without '//', '.' or '..' components or a trailing slash (the usual one):
       // component by component, nothing but the entries made (a hot path of every call). A symlink
@@ -211,9 +225,10 @@ export class Overlay {
       for (let start = 1, end = 0; start < path.length; start = end + 1) {
         end = path.indexOf('/', start)
         if (end === -1) end = path.length
-        if (current.type !== 'dir') return fail('ENOTDIR', false)
-        const child = this.child(current, path.slice(start, end))
-        if (!child) return fail('ENOENT', false)
+        if (current.type !== 'dir') return this.fail('ENOTDIR', false)
+        // The last component's path is the path itself (no symlink taken so far on this path).
+        const child = this.child(current, path.slice(start, end), end === path.length ? path : undefined)
+        if (!child) return this.fail('ENOENT', false)
         if (child.type === 'symlink' && (end < path.length || follow)) break
         current = child
         if (end === path.length) return current
@@ -221,11 +236,11 @@ export class Overlay {
       if (path.length === 1) return current
     }
     const trailingSlash = path.endsWith('/') || path.endsWith('/.') || path.endsWith('/..')
-    return this.walkFrom(components(path).reverse(), follow, trailingSlash, fail)
+    return this.walkFrom(components(path).reverse(), follow, trailingSlash)
   }
 
   /** The walk through `queue` (the components, last first) from the root, following symlinks as the kernel does. */
-  private walkFrom(queue: string[], follow: boolean, trailingSlash: boolean, fail: (code: 'ENOENT' | 'ENOTDIR' | 'ELOOP', inLink: boolean) => undefined): Entry | undefined {
+  private walkFrom(queue: string[], follow: boolean, trailingSlash: boolean): Entry | undefined {
     const stack: Entry[] = [this.rootEntry()]
     let links = 0
     // Components still queued that came from a symlink's target (their errors use `linkSyscall`).
@@ -235,18 +250,18 @@ export class Overlay {
       const inLink = fromLink > 0
       if (inLink) fromLink--
       const current = stack[stack.length - 1]
-      if (current.type !== 'dir') return fail('ENOTDIR', inLink)
+      if (current.type !== 'dir') return this.fail('ENOTDIR', inLink)
       if (name === '.') continue
       if (name === '..') {
         if (stack.length > 1) stack.pop()
         continue
       }
       const child = this.child(current, name)
-      if (!child) return fail('ENOENT', inLink)
+      if (!child) return this.fail('ENOENT', inLink)
       if (child.type === 'symlink' && (queue.length > 0 || follow || trailingSlash)) {
-        if (++links > MAX_SYMLINKS) return fail('ELOOP', inLink)
+        if (++links > MAX_SYMLINKS) return this.fail('ELOOP', inLink)
         const target = this.readLink(child)
-        if (target === '') return fail('ENOENT', true)
+        if (target === '') return this.fail('ENOENT', true)
         if (target.startsWith('/')) stack.length = 1
         const parts = components(target)
         for (let i = parts.length - 1; i >= 0; i--) queue.push(parts[i])
@@ -256,7 +271,7 @@ export class Overlay {
       stack.push(child)
     }
     const entry = stack[stack.length - 1]
-    if (trailingSlash && entry.type !== 'dir') return fail('ENOTDIR', false)
+    if (trailingSlash && entry.type !== 'dir') return this.fail('ENOTDIR', false)
     return entry
   }
 
@@ -273,7 +288,8 @@ export class Overlay {
     for (let i = 1; i < last; i++) if (path.charCodeAt(i) !== other.charCodeAt(i)) return undefined
     if (UNPLAIN.test(path) || UNPLAIN.test(other)) return undefined
     const target = this.resolveParent(other, syscall, reportPath, dest)
-    return { source: this.child(target.parent!, path.slice(last + 1)), target }
+    // The first name's path is `path` itself when the parent was reached without a symlink (then target.path is set).
+    return { source: this.child(target.parent!, path.slice(last + 1), target.path === undefined ? undefined : path), target }
   }
 
   /**
@@ -286,6 +302,7 @@ export class Overlay {
     let name: string
     let parentPath: string
     let trailingSlash = false
+    let plain = false
     if (last === 0 ? path.length > 1 : last > 0 && last < path.length - 1 && path.charCodeAt(0) === 47 && !UNPLAIN.test(path)) {
       // An absolute path without '//', '.' or '..' components or a trailing slash (the usual one):
       // the same split, without arrays (a hot path of every call that creates or removes a name).
@@ -293,17 +310,20 @@ export class Overlay {
       // component and the directory check below do what the slash would make the walk do.
       name = path.slice(last + 1)
       parentPath = last === 0 ? '/' : path.slice(0, last)
+      plain = true
     } else {
       const parts = components(path)
       trailingSlash = path.endsWith('/')
-      if (parts.length === 0) return { parent: undefined, name: '', trailingSlash, existing: this.rootEntry() }
+      if (parts.length === 0) return { parent: undefined, name: '', trailingSlash, existing: this.rootEntry(), path: undefined }
       name = parts[parts.length - 1]
       parentPath = '/' + parts.slice(0, -1).join('/') + (parts.length > 1 ? '/' : '')
     }
     const parent = this.resolve(parentPath, syscall, true, reportPath, dest)
     if (parent.type !== 'dir') throw new FsError('ENOTDIR', syscall, reportPath, dest)
-    const existing = name === '.' || name === '..' ? undefined : this.child(parent, name)
-    return { parent, name, trailingSlash, existing }
+    // A plain path whose parent was reached without a symlink is the name's own path.
+    const named = plain && parent.path === parentPath ? path : undefined
+    const existing = name === '.' || name === '..' ? undefined : this.child(parent, name, named)
+    return { parent, name, trailingSlash, existing, path: named }
   }
 
   readBytes(entry: Entry): Uint8Array {
@@ -437,26 +457,32 @@ export class Overlay {
    * has counted already (link, rename).
    */
   put(parent: Entry, name: string, node: EntryNode | HardLink, touchParent = true): Entry {
-    const path = this.putNode(parent, name, node, touchParent)
+    const path = this.putNode(parent, name, node, touchParent, join(parent.path, name))
     return node.type === 'link' ? this.linkEntry(path, node.id) : entryFromNode(path, node)
   }
 
-  /** put without the entry (its caller has what it needs): the path the node was put at. */
-  private putNode(parent: Entry, name: string, node: EntryNode | HardLink, touchParent: boolean): string {
-    const path = join(parent.path, name)
-    // A parent resolved just now whose node this token owns is that path's node (owned nodes hang
-    // from owned parents, changed in place): no second walk from the root to find it.
-    const resolved = parent.node
-    const dir = resolved?.type === 'dir' && resolved.token === this.token && this.root.token === this.token ? resolved : this.editDir(parent.path)
-    const before = mapGet(dir.children, name)
-    dir.children = mapSet<UpperNode>(dir.children, name, node, this.token)
+  /** put without the entry (its caller has what it needs), given the path of the name (its parent's path and `name`). */
+  private putNode(parent: Entry, name: string, node: EntryNode | HardLink, touchParent: boolean, path: string): string {
+    const dir = this.ownedDir(parent)
+    const before = mapReplace<UpperNode>(dir, name, node, this.token)
     this.version++
     if (touchParent) this.touch(dir)
     this.recorder?.slot(path, before, node)
     if (this.observer?.active) this.observer.slot(path, this.shown(before), this.shown(node), lowerChild(dir, name))
-    this.countLinks(parent.path, linksIn(node) - linksIn(before))
-    if (before !== undefined && before.type !== 'whiteout' && linksIn(before) > 0) this.dropLinks(before)
+    const dropped = linksIn(before)
+    this.countLinks(parent.path, dir, linksIn(node) - dropped)
+    if (dropped > 0) this.dropLinks(before!)
     return path
+  }
+
+  /**
+   * The upper directory node of a directory entry resolved just now, owned by the current token:
+   * its own node when the token owns it already (owned nodes hang from owned parents and change in
+   * place, so it is that path's node), else copied up by a walk from the root.
+   */
+  private ownedDir(dir: Entry): DirNode {
+    const node = dir.node
+    return node?.type === 'dir' && node.token === this.token && this.root.token === this.token ? node : this.editDir(dir.path)
   }
 
   /**
@@ -467,47 +493,38 @@ export class Overlay {
   remove(parent: Entry, name: string, moving = false): void {
     const dir = this.editDir(parent.path)
     const lowerHas = dir.lower !== null && this.lowerStat(join(dir.lower, name)) !== undefined
-    const before = mapGet(dir.children, name)
-    dir.children = lowerHas
-      ? mapSet<UpperNode>(dir.children, name, WHITEOUT, this.token)
-      : mapDelete(dir.children, name, this.token)
+    const before = lowerHas ? mapReplace<UpperNode>(dir, name, WHITEOUT, this.token) : mapRemove(dir, name, this.token)
     this.version++
     this.touch(dir)
     this.recorder?.slot(join(parent.path, name), before, lowerHas ? WHITEOUT : undefined)
     if (this.observer?.active) this.observer.slot(join(parent.path, name), this.shown(before), lowerHas ? WHITEOUT : undefined, lowerChild(dir, name))
     const links = linksIn(before)
     if (links === 0) return
-    this.countLinks(parent.path, -links)
+    this.countLinks(parent.path, dir, -links)
     if (!moving) this.dropLinks(before!)
   }
 
   /**
    * link(2): `parent.path/name` becomes one more name of the inode at `entry` (a file or a
    * symlink), which becomes shared on its first link: its record moves into the inode table and its
-   * name points there. The record is set before any name points at it (inodes.ts).
+   * name points there. The record is set before any name points at it (inodes.ts). `path`: the new
+   * name's path (its parent's path and `name`), which it returns.
    */
-  link(entry: Entry, parent: Entry, name: string): Entry {
+  link(entry: Entry, parent: Entry, name: string, path: string = join(parent.path, name)): string {
     if (entry.type === 'dir') throw new Error('rewindfs: a directory cannot be hard-linked')
     const now = this.now()
-    let id = entry.link
-    let record: InodeRecord
-    let named: HardLink
-    if (id === undefined) {
+    if (entry.link === undefined) {
       const node = this.copyUp(entry) as InodeRecord
-      id = this.newIno()
-      record = withMeta(node, timesChanged(node.meta, now), 2)
-      this.setRecord(id, record)
+      const id = this.newIno()
+      this.setRecord(id, withMeta(node, timesChanged(node.meta, now), 2))
       // One immutable name node serves both names.
-      named = hardLink(id)
-      this.setName(entry.path, named)
-    } else {
-      const before = this.record(id)
-      record = withMeta(before, timesChanged(before.meta, now), (before.nlink ?? 1) + 1)
-      this.setRecord(id, record)
-      named = hardLink(id)
+      const named = hardLink(id)
+      this.setName(entry.path, named, parent)
+      return this.putNode(parent, name, named, true, path)
     }
-    const path = this.putNode(parent, name, named, true)
-    return { path, type: record.type, node: record, lowerPath: null, lowerStat: undefined, link: id, inodes: undefined }
+    const before = this.record(entry.link)
+    this.setRecord(entry.link, withMeta(before, timesChanged(before.meta, now), (before.nlink ?? 1) + 1))
+    return this.putNode(parent, name, hardLink(entry.link), true, path)
   }
 
   /**
@@ -543,8 +560,7 @@ export class Overlay {
     const owned = this.root.token === this.token ? mapGet(this.root.children, INODES) : undefined
     const table = owned?.type === 'dir' && owned.token === this.token ? owned : this.editDir(INODES_PATH)
     const key = String(id)
-    const before = mapGet(table.children, key)
-    table.children = record === undefined ? mapDelete(table.children, key, this.token) : mapSet<UpperNode>(table.children, key, record, this.token)
+    const before = record === undefined ? mapRemove(table, key, this.token) : mapReplace<UpperNode>(table, key, record, this.token)
     this.version++
     this.recorder?.slot(recordPath(id), before, record)
   }
@@ -559,18 +575,22 @@ export class Overlay {
     }
   }
 
-  /** Adds `delta` hard-link names to the counts of the directories from the root to `dirPath` (all owned: just edited). */
-  private countLinks(dirPath: string, delta: number): void {
+  /**
+   * Adds `delta` hard-link names to the counts of the directories from the root to `dirPath`, whose
+   * node is `dir` (all owned: just edited). Only the directories between are looked up.
+   */
+  private countLinks(dirPath: string, dir: DirNode, delta: number): void {
     if (delta === 0) return
     let node = this.root
-    node.links += delta
-    for (let start = 1, end = 0; start < dirPath.length; start = end + 1) {
+    if (node !== dir) node.links += delta
+    const last = dirPath.lastIndexOf('/')
+    for (let start = 1, end = 0; start < last; start = end + 1) {
       end = dirPath.indexOf('/', start)
-      if (end === -1) end = dirPath.length
       if (end === start) continue
       node = mapGet(node.children, dirPath.slice(start, end)) as DirNode
       node.links += delta
     }
+    dir.links += delta
   }
 
   /** A slot value as watchers see it: a hard-link name as its inode's record. */
@@ -602,7 +622,7 @@ export class Overlay {
     }
     this.touch(dir)
     if (this.observer?.active) this.observer.slot(path, this.shown(before), this.shown(value), lowerChild(dir, name))
-    this.countLinks(dirPath, linksIn(value) - linksIn(before))
+    this.countLinks(dirPath, dir, linksIn(value) - linksIn(before))
   }
 
   /** Sets a directory's metadata (undo/redo of chmod and utimes on directories). */
@@ -640,18 +660,19 @@ export class Overlay {
   }
 
   /** Sets the slot of an existing name without touching its directory (a change to the entry itself). */
-  private setName(path: string, node: EntryNode | HardLink): void {
+  private setName(path: string, node: EntryNode | HardLink, sibling?: Entry): void {
     // A canonical path of an existing name (not the root).
     const last = path.lastIndexOf('/')
-    const parentPath = last === 0 ? '/' : path.slice(0, last)
-    const dir = this.editDir(parentPath)
+    // A directory entry resolved just now at the name's parent path (link's other name) spares the walk to it.
+    const inSibling = sibling !== undefined && (last === 0 ? sibling.path === '/' : sibling.path.length === last && path.startsWith(sibling.path))
+    const parentPath = inSibling ? sibling.path : last === 0 ? '/' : path.slice(0, last)
+    const dir = inSibling ? this.ownedDir(sibling) : this.editDir(parentPath)
     const name = path.slice(last + 1)
-    const before = mapGet(dir.children, name)
-    dir.children = mapSet<UpperNode>(dir.children, name, node, this.token)
+    const before = mapReplace<UpperNode>(dir, name, node, this.token)
     this.version++
     this.recorder?.slot(path, before, node)
     if (this.observer?.active) this.observer.slot(path, this.shown(before), this.shown(node), lowerChild(dir, name))
-    this.countLinks(parentPath, linksIn(node) - linksIn(before))
+    this.countLinks(parentPath, dir, linksIn(node) - linksIn(before))
   }
 
   /** The entry as an upper node: lower files are read into the blob store, lower dirs merged. */
@@ -734,6 +755,8 @@ export interface ParentLookup {
   readonly name: string
   readonly trailingSlash: boolean
   readonly existing: Entry | undefined
+  /** The name's canonical path when the caller's string is that path already (else undefined: `parent.path` joined with `name`). */
+  readonly path: string | undefined
 }
 
 /** The entry a node shows at `path`; `inodes`: the table of the tree it is from, when not the live one. */

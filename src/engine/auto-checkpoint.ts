@@ -22,13 +22,15 @@ export interface AutoCheckpointOptions {
   burstGap?: number
 }
 
-/** What the policy reads from the workspace. */
-export interface AutoCheckpointView {
+/** What the policy reads from the workspace (asked before every write: its answers allocate nothing). */
+export interface AutoCheckpointView<Checkpoint extends { readonly createdAt: number }> {
   isDirectory(path: string): boolean
   /** A file only the lower layer has (a write to it is its first overwrite). */
   isLowerFile(path: string): boolean
-  /** The last checkpoint that is not a restore's guard, and whether nothing changed since it. */
-  lastCheckpoint(): { readonly createdAt: number; readonly unchanged: boolean } | undefined
+  /** The last checkpoint that is not a restore's guard. */
+  lastCheckpoint(): Checkpoint | undefined
+  /** Whether nothing changed since `checkpoint`. */
+  unchangedSince(checkpoint: Checkpoint): boolean
   /** Whether any operation was recorded yet. */
   hasOperations(): boolean
 }
@@ -36,13 +38,13 @@ export interface AutoCheckpointView {
 const DEFAULT_INTERVAL = 30 * 60_000
 const DEFAULT_BURST_GAP = 60_000
 
-export class AutoCheckpoints {
+export class AutoCheckpoints<Checkpoint extends { readonly createdAt: number }> {
   private burstStart = Number.NEGATIVE_INFINITY
   private lastWrite = Number.NEGATIVE_INFINITY
 
   constructor(
     private readonly settings: AutoCheckpointOptions | false | undefined,
-    private readonly view: AutoCheckpointView,
+    private readonly view: AutoCheckpointView<Checkpoint>,
   ) {
     if (settings) {
       for (const key of ['interval', 'burstGap'] as const) {
@@ -67,7 +69,7 @@ export class AutoCheckpoints {
     this.lastWrite = now
     const last = this.view.lastCheckpoint()
     // Nothing changed since the last checkpoint: it marks this burst's start as well as one made now would.
-    if (last?.unchanged) {
+    if (last !== undefined && this.view.unchangedSince(last)) {
       this.burstStart = Math.min(this.burstStart, last.createdAt)
       return undefined
     }

@@ -55,7 +55,7 @@ export class Checkpoints {
   readonly records: CheckpointRecord[] = []
   private seq = 0
   private resumePoint: ResumePoint | undefined
-  private readonly autoCheckpoints: AutoCheckpoints
+  private readonly autoCheckpoints: AutoCheckpoints<CheckpointRecord>
 
   constructor(
     private readonly context: EngineContext,
@@ -69,9 +69,10 @@ export class Checkpoints {
         return entry?.type === 'file' && entry.node === undefined
       },
       lastCheckpoint: () => {
-        const last = this.records.findLast((r) => r.kind !== 'guard')
-        return last && { createdAt: last.createdAt, unchanged: last.root === overlay.root && last.opSeq === journal.lastSeq }
+        for (let i = this.records.length - 1; i >= 0; i--) if (this.records[i].kind !== 'guard') return this.records[i]
+        return undefined
       },
+      unchangedSince: (checkpoint) => checkpoint.root === overlay.root && checkpoint.opSeq === journal.lastSeq,
       hasOperations: () => journal.lastSeq > 0,
     })
   }

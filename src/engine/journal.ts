@@ -105,10 +105,21 @@ export interface OperationContext {
 }
 
 const snapshot: UndoStrategy = { kind: 'snapshot', reason: 'previous entries kept by blob reference' }
+const NO_ARGUMENTS: unknown[] = []
 
 export class Journal implements Recorder, StateRecorder {
   readonly records: OperationRecord[] = []
-  private current: { context: OperationContext; changes: Change[]; needsFreeze: boolean } | undefined
+  /** The running operation (undefined: none). */
+  private current: OperationContext | undefined
+  /**
+   * Its changes so far: the first `changeCount` of one array kept for every operation (emptying an
+   * array by its length frees its room, so every operation would grow a new one); a record keeps a
+   * copy of its own length.
+   */
+  private readonly changes: (Change | undefined)[] = []
+  private changeCount = 0
+  /** Whether it changed a directory node's slot (the record will hold directory nodes). */
+  private needsFreeze = false
   private depth = 0
   private seq = 0
   /** Suppresses recording (undo and redo write through the same primitives). */
@@ -118,21 +129,25 @@ export class Journal implements Recorder, StateRecorder {
   /** Told when an operation ends (or is undone or redone): its changes form one batch for watchers. */
   feed: ChangeFeed | undefined
 
+  /** What every operation id of this journal begins with ('op-<prefix>-'): one string, not made again per id. */
+  private readonly idStart: string
+
   constructor(
     private readonly overlay: Overlay,
     readonly session: string,
-    private readonly idPrefix: string,
+    idPrefix: string,
     /** Operations kept for undo and history; older ones are dropped (their content can be collected). */
     private readonly limit = 10_000,
     private readonly sessionState?: SessionState,
   ) {
+    this.idStart = `op-${idPrefix}-`
     overlay.recorder = this
     if (sessionState) sessionState.recorder = this
   }
 
   state(key: string, before: JsonValue | undefined, after: JsonValue | undefined): void {
     if (this.muted > 0) return
-    if (this.current) this.current.changes.push({ kind: 'state', path: `state:${key}`, key, before, after })
+    if (this.current) this.push({ kind: 'state', path: `state:${key}`, key, before, after })
     else this.append({ type: 'state_set', paths: [`state:${key}`] }, [{ kind: 'state', path: `state:${key}`, key, before, after }])
   }
 
@@ -146,13 +161,13 @@ export class Journal implements Recorder, StateRecorder {
 
   slot(path: string, before: UpperNode | undefined, after: UpperNode | undefined): void {
     if (this.muted > 0 || !this.current) return
-    this.current.changes.push({ kind: 'slot', path, before, after })
-    if (before?.type === 'dir' || after?.type === 'dir') this.current.needsFreeze = true
+    this.push({ kind: 'slot', path, before, after })
+    if (before?.type === 'dir' || after?.type === 'dir') this.needsFreeze = true
   }
 
   meta(path: string, before: Meta, after: Meta): void {
     if (this.muted > 0 || !this.current) return
-    this.current.changes.push({ kind: 'meta', path, before, after })
+    this.push({ kind: 'meta', path, before, after })
   }
 
   /** Whether an operation is being recorded right now (nested calls join it). */
@@ -182,10 +197,10 @@ export class Journal implements Recorder, StateRecorder {
    */
   replay(operation: Operation, apply: (push: (change: Change) => void) => void): void {
     this.identity = operation
-    this.current = { context: { type: operation.type, paths: operation.paths, description: operation.description }, changes: [], needsFreeze: false }
+    this.begin({ type: operation.type, paths: operation.paths, description: operation.description })
     this.depth = 1
     try {
-      apply((change) => this.current!.changes.push(change))
+      apply((change) => this.push(change))
     } finally {
       this.depth = 0
       this.finish()
@@ -195,38 +210,63 @@ export class Journal implements Recorder, StateRecorder {
 
   /** Refines the running operation's type once the call knows it (a write that created the file). */
   classify(type: OperationType): void {
-    if (this.current && this.depth === 1) this.current.context = { ...this.current.context, type }
+    if (this.current && this.depth === 1) this.current = { ...this.current, type }
   }
 
   /** Runs `body` as one operation; nested calls join the outermost one. */
   run<T>(context: OperationContext, body: () => T): T {
-    if (this.muted > 0) return body()
-    if (this.depth++ === 0) this.current = { context, changes: [], needsFreeze: false }
+    return this.runCall(context, body, undefined, NO_ARGUMENTS)
+  }
+
+  /** run for a method call: `body` called on `self` with `args` (the fs layer's calls, without a closure each). */
+  runCall<T>(context: OperationContext, body: (...args: unknown[]) => T, self: unknown, args: unknown[]): T {
+    if (this.muted > 0) return body.apply(self, args)
+    if (this.depth++ === 0) this.begin(context)
     try {
-      return body()
+      return body.apply(self, args)
     } finally {
       if (--this.depth === 0) this.finish()
     }
   }
 
+  private begin(context: OperationContext): void {
+    this.current = context
+    if (this.changeCount > 0) this.takeChanges() // none: the last operation took its own
+    this.needsFreeze = false
+  }
+
+  private push(change: Change): void {
+    this.changes[this.changeCount++] = change
+  }
+
+  /** The running operation's changes, in an array of their own length; the kept array lets go of them. */
+  private takeChanges(): Change[] {
+    const count = this.changeCount
+    const taken = this.changes.slice(0, count) as Change[]
+    for (let i = 0; i < count; i++) this.changes[i] = undefined
+    this.changeCount = 0
+    return taken
+  }
+
   private finish(): OperationRecord | undefined {
-    const current = this.current
+    const context = this.current
     this.current = undefined
-    if (!current) return undefined
+    if (!context) return undefined
+    const recorded = this.takeChanges()
     if (this.identity) {
-      if (current.needsFreeze) this.overlay.freeze()
-      return this.append(current.context, current.changes, this.identity.strategy)
+      if (this.needsFreeze) this.overlay.freeze()
+      return this.append(context, recorded, this.identity.strategy)
     }
     // Rewriting a file with the same bytes and mode changes nothing an undo could bring back.
-    // Kept with the record: an array of its own length (a growing one holds room for 16).
-    const changes = withoutRewrites(current.changes).slice()
+    const kept = withoutRewrites(recorded)
+    const changes = kept === recorded ? recorded : kept.slice()
     if (changes.length === 0) {
       this.feed?.seal() // no-op writes record nothing, but watchers still see them (as on Linux)
       return undefined
     }
     // Directory nodes held by the record must never change in place afterwards.
-    if (current.needsFreeze) this.overlay.freeze()
-    return this.append(current.context, changes)
+    if (this.needsFreeze) this.overlay.freeze()
+    return this.append(context, changes)
   }
 
   append(context: OperationContext, changes: readonly Change[], strategy = snapshot, parent?: string): OperationRecord {
@@ -235,22 +275,26 @@ export class Journal implements Recorder, StateRecorder {
     if (identity) this.seq = Math.max(this.seq, seq)
     const turn = identity ? identity.turn : this.turn
     const group = identity ? identity.group : (context.group ?? this.group)
-    const record = {
-      id: identity?.id ?? `op-${this.idPrefix}-${seq.toString(36)}`,
-      seq,
-      type: context.type,
-      paths: context.paths,
-      time: identity?.time ?? Date.now(),
-      session: identity?.session ?? this.session,
-    } as { -readonly [K in keyof OperationRecord]: OperationRecord[K] }
-    // Optional fields only when set, in this order (as records read back from a store have them); no spread temporaries.
-    if (turn !== undefined) record.turn = turn
-    if (group !== undefined) record.group = group
-    if (context.description !== undefined) record.description = context.description
-    record.strategy = identity?.strategy ?? strategy
-    if (parent !== undefined) record.parent = parent
-    record.changes = changes
-    record.undone = false
+    const id = identity?.id ?? this.idStart + seq.toString(36)
+    const time = identity?.time ?? Date.now()
+    const session = identity?.session ?? this.session
+    const description = context.description
+    let record: OperationRecord
+    if (turn === undefined && group === undefined && description === undefined && parent === undefined) {
+      // The usual record, as one literal: its fields all in the object (added one by one, the later ones go to a second array).
+      record = { id, seq, type: context.type, paths: context.paths, time, session, strategy: identity?.strategy ?? strategy, changes, undone: false }
+    } else {
+      const built = { id, seq, type: context.type, paths: context.paths, time, session } as { -readonly [K in keyof OperationRecord]: OperationRecord[K] }
+      // Optional fields only when set, in this order (as records read back from a store have them); no spread temporaries.
+      if (turn !== undefined) built.turn = turn
+      if (group !== undefined) built.group = group
+      if (description !== undefined) built.description = description
+      built.strategy = identity?.strategy ?? strategy
+      if (parent !== undefined) built.parent = parent
+      built.changes = changes
+      built.undone = false
+      record = built
+    }
     this.records.push(record)
     if (!identity) this.onAppend?.(record)
     this.feed?.seal(record)

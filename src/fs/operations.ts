@@ -117,7 +117,9 @@ export class FsOperations {
 
   /** Settles descriptors' pending writes so every other call sees them. */
   settle(keep?: OpenFile): void {
-    for (const file of this.descriptors.pending(keep)) this.flushDescriptor(file)
+    // Indexed: asked several times per call, nearly always of an empty list (no iterator made).
+    const pending = this.descriptors.pending(keep)
+    for (let i = 0; i < pending.length; i++) this.flushDescriptor(pending[i])
   }
 
   /**
@@ -133,14 +135,30 @@ export class FsOperations {
     const journal = this.journal
     const fd = typeof args[0] === 'number' ? this.descriptors.find(args[0]) : undefined
     this.settle(fd)
-    const open = this.descriptors.size > 0 && TAKES_NAMES.has(name) ? this.openInodes() : undefined
+    // A call that can take a file's last name leaves that inode to the descriptors open on it.
+    if (this.descriptors.size > 0 && TAKES_NAMES.has(name)) return this.keepingOpenInodes(() => this.record(journal, type, name, args, fd, body))
+    return this.record(journal, type, name, args, fd, body)
+  }
+
+  /** The call itself, as one operation of the journal (when there is one). */
+  private record<T>(journal: Journal | undefined, type: OperationType, name: string, args: unknown[], fd: OpenFile | undefined, body: (...args: unknown[]) => T): T {
+    if (!journal) return body.apply(this, args)
+    const paths = this.operationPaths(name, args, fd)
+    if (!journal.running) this.beforeOperation?.(type, paths)
+    return journal.runCall({ type, paths }, body, this, args)
+  }
+
+  /**
+   * Runs a call that can take names: a descriptor whose file has no name left after it keeps its
+   * inode (the contents as they were, its metadata), as Linux keeps an open inode with no links.
+   * What it writes then goes nowhere else; its fstat shows no links.
+   */
+  private keepingOpenInodes<T>(call: () => T): T {
+    const open = this.openInodes()
     try {
-      if (!journal) return body.apply(this, args)
-      const paths = this.operationPaths(name, args, fd)
-      if (!journal.running) this.beforeOperation?.(type, paths)
-      return journal.run({ type, paths }, () => body.apply(this, args))
+      return call()
     } finally {
-      if (open) this.keepUnnamed(open)
+      this.keepUnnamed(open)
     }
   }
 
@@ -155,11 +173,7 @@ export class FsOperations {
     return out
   }
 
-  /**
-   * After a call that can take names: a descriptor whose file has no name left keeps its inode
-   * (the contents as they were, its metadata), as Linux keeps an open inode with no links. What
-   * it writes then goes nowhere else; its fstat shows no links.
-   */
+  /** Descriptors of `open` whose file has no name left keep its inode. */
   private keepUnnamed(open: [OpenFile, Entry][]): void {
     for (const [file, entry] of open) {
       if (this.inodeEntry(file) !== undefined) continue
@@ -908,10 +922,10 @@ export class FsOperations {
     if (target.trailingSlash) throw new FsError('ENOENT', 'link', from.given, to.given)
     if (source.type === 'dir') throw new FsError('EPERM', 'link', from.given, to.given)
     const mark = this.changes.mark()
-    const linked = this.overlay.link(source, target.parent, target.name)
+    const linkPath = this.overlay.link(source, target.parent, target.name, target.path)
     // inotify: IN_CREATE for the new name; the inode's link count is an IN_ATTRIB only on the inode.
     this.changes.override(mark, source.path, [])
-    this.changes.override(mark, linked.path, ['create'])
+    this.changes.override(mark, linkPath, ['create'])
   }
 
   @journaled('chmod')

@@ -45,15 +45,18 @@ export function hardLink(id: number): HardLink {
   return { type: 'link', id }
 }
 
+/** What every record's slot path begins with (one string: a record path is this and the id). */
+const RECORDS = INODES_PATH + '/'
+
 /** The slot path of an inode record. */
 export function recordPath(id: number): string {
-  return `${INODES_PATH}/${id}`
+  return RECORDS + id
 }
 
 /** The record id a slot path names, or undefined for a path that is not a record. */
 export function recordId(path: string): number | undefined {
-  if (!path.startsWith(INODES_PATH + '/')) return undefined
-  const id = Number(path.slice(INODES_PATH.length + 1))
+  if (!path.startsWith(RECORDS)) return undefined
+  const id = Number(path.slice(RECORDS.length))
   return Number.isSafeInteger(id) ? id : undefined
 }
 

@@ -23,6 +23,14 @@ export interface Meta {
   readonly ino: number
 }
 
+/**
+ * Meta's shape seen once with non-numbers in its time fields, at load. Times are beyond V8's small
+ * integers, and a field it has seen only such numbers in gets a box of its own in every object,
+ * allocated again on every copy (four per Meta, on every write, link and touch); after this they
+ * are plain references, which a copied Meta shares. A call, so that bundlers keep it.
+ */
+Object.freeze({ mode: 0, uid: 0, gid: 0, atimeMs: null, mtimeMs: null, ctimeMs: null, birthtimeMs: null, ino: 0 })
+
 export interface FileNode {
   readonly type: 'file'
   readonly meta: Meta
