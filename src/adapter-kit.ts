@@ -69,7 +69,7 @@ export { Dir, Dirent } from './fs/stats.js'
 
 // Exec runners: the search over the history a runner carries for ws.bisect (ExecRunner.bisector).
 export { bisectEngine } from './engine/bisect.js'
-export type { BisectEngine, BisectHost, PreparedProbe } from './engine/bisect.js'
+export type { BisectEngine, BisectHost } from './engine/bisect.js'
 // ...the upper tree ExecHost.tree() gives and the view over it (ExecHost.view), read
 // only. A directory's children are a persistent map: mapGet, mapEntries, and mapDiff for what
 // differs between two trees in O(differences). ws.lower is the lower source as the trees saw it:

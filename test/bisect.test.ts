@@ -10,7 +10,7 @@ import os from 'node:os'
 import { afterAll, describe, expect, it } from 'vitest'
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { BisectError, Workspace } from '../src/index.js'
-import { type BisectEngine, MemoryStore, bisectEngine } from '../src/adapter-kit.js'
+import { MemoryStore, bisectEngine } from '../src/adapter-kit.js'
 import { watching } from '../src/watch.js'
 import type { BisectProbe, WorkspaceOptions } from '../src/index.js'
 import { scriptHistory, writeProject } from './support/bisect-project.js'
@@ -39,20 +39,6 @@ function bytesUnder(root: string): Record<string, string> {
     }
   }
   walk(root)
-  return out
-}
-
-/** Every process whose environment carries `entry` (NAME=value). */
-function withMarker(entry: string): number[] {
-  const out: number[] = []
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      if (fs.readFileSync(`/proc/${name}/environ`, 'utf8').split('\0').includes(entry)) out.push(Number(name))
-    } catch {
-      // Gone, or another user's.
-    }
-  }
   return out
 }
 
@@ -258,62 +244,6 @@ describe('ws.bisect', () => {
     expect(result.probes.length).toBeLessThanOrEqual(3 * 3 + 2)
     expect(result.probes.filter((p) => p.repeat).map((p) => p.state.operation?.id)).toEqual([ids[36], ids[35]])
     expect(new Set(rounds).size).toBeLessThanOrEqual(4)
-    await ws.close()
-  })
-
-  it('runs the command only at the states it reports: the next states set up while a probe runs are called off before they start, and nothing is left running', async () => {
-    const root = project()
-    const ws = await open(root)
-    const ids = await scriptHistory(ws)
-    // Outside the workspace, so every run of the command is seen; the marker finds what is left.
-    const log = `${scratch}/runs-${serial++}.log`
-    const marker = `p${process.pid}-${serial++}`
-    const result = await ws.bisect(`echo run >> ${log} && ${QUICK}`, { env: { REWINDFS_BISECT_MARKER: marker } })
-    expect(result.suspects.map((op) => op.id)).toEqual([ids[36]])
-    expect(fs.readFileSync(log, 'utf8').split('\n').filter(Boolean)).toHaveLength(result.probes.length)
-    expect(withMarker(`REWINDFS_BISECT_MARKER=${marker}`)).toEqual([])
-    await ws.close()
-  })
-
-  it('sets up the states it may probe next while a probe runs (BisectHost.prepare), starts the one the verdict picks and calls the other off', async () => {
-    const root = project()
-    const lower = directory(root)
-    let prepared = 0
-    let ran = 0
-    let calledOff = 0
-    const bisector: BisectEngine = {
-      bisect: (host, command, options) =>
-        bisectEngine.bisect(
-          {
-            ...host,
-            prepare: (view, probeCommand, execOptions) => {
-              prepared++
-              let decide!: (start: boolean) => void
-              const start = new Promise<boolean>((resolve) => (decide = resolve))
-              const result = start.then((go) => {
-                if (!go) {
-                  calledOff++
-                  throw Object.assign(new Error('called off'), { code: 'ECANCELED' })
-                }
-                ran++
-                return view.exec(probeCommand, execOptions)
-              })
-              return { run: () => decide(true), cancel: () => decide(false), started: start.then(() => undefined), result }
-            },
-          },
-          command,
-          options,
-        ),
-    }
-    const ws = await Workspace.open({ lower, autoCheckpoint: false, exec: { open: (host) => lower.exec.open(host), bisector } })
-    const ids = await scriptHistory(ws)
-    const result = await ws.bisect(QUICK)
-    expect(result.suspects.map((op) => op.id)).toEqual([ids[36]])
-    expect(result.probes.length).toBeLessThanOrEqual(7)
-    expect(ran).toBe(result.probes.length)
-    // Both next states were set up while each probe ran: one of them was not needed.
-    expect(calledOff).toBeGreaterThanOrEqual(result.probes.length - 2)
-    expect(prepared).toBe(ran + calledOff)
     await ws.close()
   })
 

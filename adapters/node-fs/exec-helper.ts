@@ -8,9 +8,7 @@
  *
  * Started without arguments, the script waits for them on stdin (`helperRequest`): a helper can
  * then be started ahead of its command, so the namespaces are made while the previous command
- * still runs (overlay mode's back-to-back commands, ws.bisect's probes). A held request (`hold`)
- * goes further: the overlay is mounted and the command waits for 'go' on fd 4 (the end of that
- * pipe without it calls the command off), so ws.bisect sets its next probes up while one runs.
+ * still runs (overlay mode's back-to-back commands, ws.bisect's probes).
  */
 
 /** Positional arguments of the script, in order. */
@@ -33,8 +31,6 @@ export interface HelperArguments {
   readonly map: string
   /** A private, empty directory on the host for the read-only host's new /tmp to be built in. */
   readonly stash: string
-  /** Set everything up, then start the command only when 'go' arrives on fd 4. */
-  readonly hold?: boolean
   readonly command: string
 }
 
@@ -51,7 +47,6 @@ export function helperArguments(args: HelperArguments): string[] {
     args.writable.join('\n'),
     args.map,
     args.stash,
-    args.hold ? 'hold' : '',
     args.command,
   ]
 }
@@ -68,7 +63,7 @@ function quote(text: string): string {
 
 /**
  * Exit status 125 and 'error <why>' on fd 3 when the set-up fails; 'ok' on fd 3 right before the
- * command starts. fds 3 and 4 are closed for the command. (`%{` stands for the shell's `${`, which a
+ * command starts. fd 3 is closed for the command. (`%{` stands for the shell's `${`, which a
  * template literal would take.)
  */
 export const HELPER_SCRIPT = String.raw`
@@ -84,7 +79,7 @@ if [ $# -eq 0 ]; then
 fi
 root=$1 layer=$2 upper=$3 work=$4 options=$5 cwd=$6 network=$7 host=$8 writable=$9
 shift 9
-map=$1 stash=$2 hold=$3 command=$4
+map=$1 stash=$2 command=$3
 fail() { printf 'error %s\n' "$*" >&3; exit 125; }
 run() { out=$("$@" 2>&1) || fail "$* failed: $out"; }
 
@@ -137,14 +132,8 @@ if [ "$host" = read-only ]; then
 fi
 
 cd "$cwd" || fail "cannot enter $cwd"
-if [ -n "$hold" ]; then
-  # Set up ahead of its start: it runs once 'go' arrives on fd 4; the end of the pipe without it
-  # means it is not needed (nothing ran, nothing is reported).
-  IFS= read -r go <&4 || exit 0
-  [ "$go" = go ] || exit 0
-fi
 printf 'ok\n' >&3
-exec 3>&- 4<&-
+exec 3>&-
 if [ -n "$map" ]; then
   set -- unshare --user --map-user="%{map%:*}" --map-group="%{map#*:}" -- /bin/sh -c "$command"
 else

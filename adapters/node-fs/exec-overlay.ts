@@ -36,21 +36,6 @@ export interface Launch {
   readonly writable: readonly string[]
   /** What the command writes is thrown away unread (an empty scan). */
   readonly discard: boolean
-  /** Set the command up now and start it later (ws.bisect's next probes). */
-  readonly hold?: Hold
-}
-
-/** A command set up ahead of its start. */
-export interface Hold {
-  /** true: start it; false: call it off (nothing runs; exec fails with ECANCELED). */
-  readonly start: Promise<boolean>
-  /** Told when the command starts. */
-  readonly started?: () => void
-}
-
-/** The error of a held command called off before it started. */
-export function calledOff(): Error {
-  return Object.assign(new Error('rewindfs: exec: the command was called off before it started'), { code: 'ECANCELED' })
 }
 
 export interface Ran {
@@ -185,13 +170,11 @@ export class OverlaySession {
         writable: launch.writable,
         map: privileged ? '' : `${process.getuid!()}:${process.getgid!()}`,
         stash,
-        hold: launch.hold !== undefined && helperProcess !== undefined,
         command: launch.command,
       }
       // Once the command runs (this process waits then): the next command's helper, and what the last one left.
       // Told from an event handler: a failure here must not end the process, and costs only the head start.
       const started = () => {
-        launch.hold?.started?.()
         try {
           if (this.backToBack && launch.stdio === 'pipe') this.spare ??= new SpareProcess(spec)
           this.removeLeftovers()
@@ -199,14 +182,9 @@ export class OverlaySession {
           // What was not removed goes with the session directory.
         }
       }
-      let called = false
-      launch.hold?.start.then((start) => (called = !start), () => (called = true))
-      // Without a helper to hold (a request spawn must carry), it waits here, set up but for the mount.
-      if (launch.hold !== undefined && helperProcess === undefined && !(await launch.hold.start.catch(() => false))) throw calledOff()
       const outcome = await (helperProcess
-        ? helperProcess.run(helperRequest(helper), launch.timeout, started, launch.hold?.start)
+        ? helperProcess.run(helperRequest(helper), launch.timeout, started)
         : runProcess({ ...spec, args: [...spec.args, ...helperArguments(helper)], timeout: launch.timeout, stdio: launch.stdio, status: true, started }))
-      if (called && !outcome.status.startsWith('ok')) throw calledOff()
       if (!outcome.status.startsWith('ok')) {
         const why = outcome.status.replace(/^error /, '').trim() || (outcome.timedOut ? 'timed out while setting up' : `the namespace helper ended with ${outcome.signal ?? `exit status ${outcome.exitCode}`}: ${outcome.stderr.trim()}`)
         throw new SetupError(`rewindfs: exec: overlay mode could not be set up: ${why}`)

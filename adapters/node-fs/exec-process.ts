@@ -76,8 +76,8 @@ export type SpareSpec = Pick<ProcessSpec, 'file' | 'args' | 'cwd' | 'env'>
 /**
  * A process started before its command is known, which waits for its request on stdin (the
  * namespace helper started ahead: HELPER_SCRIPT without arguments). Its output is piped and its
- * status read on fd 3, as runProcess with `status`; fd 4 carries the 'go' of a held request. While
- * it waits it keeps nothing alive: this process may exit, which ends its stdin and so the spare.
+ * status read on fd 3, as runProcess with `status`. While it waits it keeps nothing alive: this
+ * process may exit, which ends its stdin and so the spare.
  */
 export class SpareProcess {
   private readonly child: ChildProcess
@@ -88,10 +88,9 @@ export class SpareProcess {
   private taken = false
 
   constructor(readonly spec: SpareSpec) {
-    this.child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'], detached: true })
+    this.child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true })
     // A spare that died before its request reports it in its outcome; a write to it must not throw.
     this.child.stdin!.on('error', () => undefined)
-    this.go.on('error', () => undefined)
     this.outcome = new Promise((resolve, reject) => watch(this.child, { stdio: 'pipe', status: true, started: () => this.started?.() }, () => this.timeout, resolve, reject))
     this.outcome.then(
       () => (this.ended = true),
@@ -105,31 +104,15 @@ export class SpareProcess {
     return !this.ended && !this.taken && this.child.exitCode === null && this.child.signalCode === null
   }
 
-  /**
-   * Sends the request (the end of stdin ends it) and waits as runProcess does; the timeout starts
-   * when the status says so. A held request (`hold`: the request says so) starts its command when
-   * `hold` gives true; false calls it off (the helper exits without running it, and is killed).
-   */
-  run(request: string, timeout: number | undefined, started?: () => void, hold?: Promise<boolean>): Promise<ProcessOutcome> {
+  /** Sends the request (the end of stdin ends it) and waits as runProcess does; the timeout starts when the status says so. */
+  run(request: string, timeout: number | undefined, started?: () => void): Promise<ProcessOutcome> {
     if (this.taken) throw new Error('rewindfs: exec: a spare process runs one request')
     this.taken = true
     this.timeout = timeout
     this.started = started
     this.setRef(true)
     this.child.stdin!.end(request)
-    if (hold === undefined) this.go.end()
-    else {
-      const callOff = () => {
-        this.go.end()
-        killGroup(this.child.pid)
-      }
-      hold.then((start) => (start ? this.go.end('go\n') : callOff()), callOff)
-    }
     return this.outcome
-  }
-
-  private get go(): NodeJS.WritableStream & NodeJS.EventEmitter {
-    return this.child.stdio[4] as NodeJS.WritableStream & NodeJS.EventEmitter
   }
 
   /** Ends it unused: the end of stdin lets it exit by itself; a kill makes sure. */

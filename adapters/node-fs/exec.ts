@@ -11,10 +11,10 @@
 import os from 'node:os'
 import { hostFs as fs, onHost } from './host-fs.js'
 import { ConflictError, type ExecHost, type ExecMode, type ExecOptions, type ExecResult, type ExecRunner, type ExecSandbox, type ExecSession, type Workspace } from 'rewindfs'
-import { type BisectEngine, type DirNode, FsError, type PreparedProbe, bisectEngine } from 'rewindfs/adapter-kit'
+import { type BisectEngine, type DirNode, FsError, bisectEngine } from 'rewindfs/adapter-kit'
 import { DirectorySource } from './directory.js'
 import { runCopy } from './exec-copy.js'
-import { type Hold, type Launch, OverlaySession, type Ran, SetupError, calledOff } from './exec-overlay.js'
+import { type Launch, OverlaySession, type Ran, SetupError } from './exec-overlay.js'
 import { type Support, support } from './exec-support.js'
 import { type Scan, apply } from './exec-tree.js'
 
@@ -90,7 +90,7 @@ export function hostShell(defaults: ExecDefaults = {}): ExecRunner {
   const bisector: BisectEngine = {
     bisect: (host, command, options) => {
       support().catch(() => undefined)
-      return bisectEngine.bisect({ ...host, view: (name) => addTo(probeViews, host.view(name)), prepare }, command, options)
+      return bisectEngine.bisect({ ...host, view: (name) => addTo(probeViews, host.view(name)) }, command, options)
     },
   }
   return { open: (host) => new HostShellSession(host, defaults, probeViews.has(host.workspace)), bisector }
@@ -99,26 +99,6 @@ export function hostShell(defaults: ExecDefaults = {}): ExecRunner {
 function addTo<T extends object>(set: WeakSet<T>, value: T): T {
   set.add(value)
   return value
-}
-
-/** How a probe's exec carries its hold to this runner's session (no public ExecOptions member). */
-const HOLD = Symbol('rewindfs exec hold')
-type HeldOptions = ExecOptions & { readonly [HOLD]?: Hold }
-
-/**
- * A bisect probe set up ahead of its start: the view's exec runs up to the command (layer synced,
- * namespaces made, overlay mounted) and waits there for run() or cancel().
- */
-function prepare(view: Workspace, command: string, options: ExecOptions): PreparedProbe {
-  let decide!: (start: boolean) => void
-  let began!: () => void
-  const start = new Promise<boolean>((resolve) => (decide = resolve))
-  const started = new Promise<void>((resolve) => (began = resolve))
-  const held: HeldOptions = { ...options, [HOLD]: { start, started: began } }
-  const result = view.exec(command, held)
-  // An exec that ends without starting its command (called off, failed) has started all it will.
-  result.then(began, began)
-  return { run: () => decide(true), cancel: () => decide(false), started, result }
 }
 
 class HostShellSession implements ExecSession {
@@ -173,7 +153,6 @@ class HostShellSession implements ExecSession {
       readOnlyHost: sandbox.host === 'read-only',
       writable: sandbox.host === 'read-only' ? writablePaths(sandbox.writable) : [],
       discard: options.discard === true,
-      ...((given as HeldOptions)[HOLD] ? { hold: (given as HeldOptions)[HOLD] } : {}),
     }
 
     const { mode, reason } = this.chooseMode(options, host)
@@ -187,9 +166,9 @@ class HostShellSession implements ExecSession {
         if (!(error instanceof SetupError) || options.mode === 'overlay') throw error
         this.overlayFailed = error.message.replace(/^rewindfs: exec: overlay mode could not be set up: /, '')
         modeReason = `overlay mode could not be set up: ${this.overlayFailed}`
-        ran = await runCopy(this.host, host, await letStart(launch), options.tmpdir)
+        ran = await runCopy(this.host, host, launch, options.tmpdir)
       }
-    } else ran = await runCopy(this.host, host, await letStart(launch), options.tmpdir)
+    } else ran = await runCopy(this.host, host, launch, options.tmpdir)
 
     const { status: _status, ...outcome } = ran.outcome
     const found = ran.scan
@@ -228,14 +207,6 @@ class HostShellSession implements ExecSession {
     this.overlay ??= new OverlaySession(this.host, host, source.root, this.backToBack)
     return this.overlay.placeProblem(options.tmpdir)
   }
-}
-
-/** Copy mode sets nothing up ahead: a held command is copied and run once it is let start. */
-async function letStart(launch: Launch): Promise<Launch> {
-  if (launch.hold === undefined) return launch
-  if (!(await launch.hold.start.catch(() => false))) throw calledOff()
-  launch.hold.started?.()
-  return launch
 }
 
 const parent = (path: string): string | undefined => (path === '/' ? undefined : path.slice(0, path.lastIndexOf('/')) || '/')

@@ -113,25 +113,6 @@ export interface BisectHost<Point> {
   show(view: Workspace, point: Point): void
   /** Differences between two points (with patches). */
   changes(from: Point, to: Point): Change[]
-  /**
-   * Sets a probe's command up in a view, to be started later (a runner that can: overlay mode has
-   * the layer, namespaces and mount ready). With it, while a probe runs the search sets up the two
-   * states it may visit next, starts the one the verdict picks and calls the other off. Absent:
-   * each probe is set up when it runs.
-   */
-  prepare?(view: Workspace, command: string, options: ExecOptions): PreparedProbe
-}
-
-/** A probe's command set up ahead of its start (BisectHost.prepare). */
-export interface PreparedProbe {
-  /** Lets the command start. */
-  run(): void
-  /** Calls it off: nothing runs, and `result` rejects (ECANCELED). */
-  cancel(): void
-  /** Settles once the command has started, or the exec has ended without starting it. */
-  readonly started: Promise<void>
-  /** What ws.exec gives for it. */
-  readonly result: Promise<ExecResult>
 }
 
 const TAIL = 2000
@@ -289,48 +270,6 @@ class Search {
   skipped(): { state: BisectState; reason: string }[] {
     return [...this.verdicts].filter(([, v]) => v === 'skip').sort(([a], [b]) => a - b).map(([i]) => ({ state: this.states[i].state, reason: this.reasons.get(i)! }))
   }
-
-  fail(code: BisectErrorCode, message: string): never {
-    throw new BisectError(code, message, this.probes, this.skipped())
-  }
-
-  /** The search as it would be with one more verdict: to look a step ahead. */
-  with(i: number, verdict: 'good' | 'bad'): Search {
-    const next = new Search(this.states)
-    for (const [j, v] of this.verdicts) next.verdicts.set(j, v)
-    for (const [j, reason] of this.reasons) next.reasons.set(j, reason)
-    next.verdicts.set(i, verdict)
-    return next
-  }
-}
-
-/** The states to probe next, and whether they are second looks (confirm); undefined when the answer stands. */
-interface Step {
-  probe: number[]
-  repeat: boolean
-}
-
-/**
- * What the search does next: probe the open range, else the ends the answer rests on (failing as
- * soon as an end contradicts its role), else a second look at the blamed state (`confirmNext`).
- */
-function plan(search: Search, k: number, confirmNext: boolean): Step | undefined {
-  const open = search.open()
-  if (open.length > 0) return { probe: splitPoints(open, k), repeat: false }
-  const { good, bad } = search.bounds()
-  const { states, last } = search
-  const end = search.verdicts.get(last)
-  const start = search.verdicts.get(0)
-  if (end === 'good') search.fail('EBISECTTO', `the command passes at to (${states[last].state.label}), so nothing broke${bad === last ? ' between from and to' : ''}`)
-  if (end === 'skip' && bad === last) search.fail('EBISECTSKIP', `to (${states[last].state.label}) could not be evaluated: ${search.reasons.get(last)}`)
-  if (start === 'bad') search.fail('EBISECTFROM', `the command already fails at from (${states[0].state.label}); pass an older from where it passes`)
-  if (start === 'skip' && good === 0) search.fail('EBISECTSKIP', `from (${states[0].state.label}) could not be evaluated: ${search.reasons.get(0)}`)
-  // Nothing left between: the answer rests on the ends, which must be observed.
-  const ends = [bad, good].filter((i) => (i === 0 || i === last) && !search.verdicts.has(i))
-  if (ends.length > 0) return { probe: ends.slice(0, k), repeat: false }
-  // A second look at the blamed state (and, with a slot free, at the last good one).
-  if (confirmNext) return { probe: k > 1 ? [bad, good] : [bad], repeat: true }
-  return undefined
 }
 
 /** k states splitting `open` into k + 1 near-equal parts (the middle one for k = 1). */
@@ -355,10 +294,8 @@ export async function bisect<Point>(host: BisectHost<Point>, command: string, op
   const states = candidates(ws, options)
   const search = new Search(states)
   const k = options.concurrency ?? 1
-  const confirm = options.confirm ?? true
   const exec: ExecOptions = {}
   for (const key of ['cwd', 'env', 'timeout', 'mode', 'sandbox', 'tmpdir'] as const) if (options[key] !== undefined) Object.assign(exec, { [key]: options[key] })
-  const probeExec: ExecOptions = { ...exec, label: `bisect probe: ${command}`, discard: true }
   const points = new Map<number, Point>()
   const pointOf = (i: number) => {
     let point = points.get(i)
@@ -383,59 +320,21 @@ export async function bisect<Point>(host: BisectHost<Point>, command: string, op
     return { left, rounds: left === 0 ? 0 : Math.ceil(Math.log(left + 1) / Math.log(k + 1)) }
   }
 
-  /** A probe on its way: state i shown in a view, its command set up (held, where the runner can). */
-  interface Pending {
-    index: number
-    repeat: boolean
-    view: Workspace
-    prepared?: PreparedProbe
-    /** Why the state could not be shown. */
-    failure?: string
-  }
-
-  const couldNot = (error: unknown) => `the state could not be evaluated: ${(error as Error)?.message ?? String(error)}`
-
-  /** Shows state i in a free view and, where the runner can, sets its command up to start later. */
-  const setUp = (i: number, repeat: boolean, hold: boolean): Pending => {
+  /** Runs the command at state i in a free view and judges it. */
+  const probe = async (i: number, repeat: boolean): Promise<BisectProbe> => {
     const view = take()
-    try {
-      host.show(view, pointOf(i))
-      const prepared = hold && host.prepare ? host.prepare(view, command, probeExec) : undefined
-      return { index: i, repeat, view, ...(prepared ? { prepared } : {}) }
-    } catch (error) {
-      if (global(error)) {
-        free.push(view)
-        throw error
-      }
-      return { index: i, repeat, view, failure: couldNot(error) }
-    }
-  }
-
-  /** Calls a set-up probe off; its view is free again once its exec has settled. */
-  const callOff = (pending: Pending): Promise<unknown> => {
-    const release = () => free.push(pending.view)
-    if (!pending.prepared) return Promise.resolve(release())
-    pending.prepared.cancel()
-    return pending.prepared.result.then(release, release)
-  }
-
-  /** Runs a probe (set up) and judges it. */
-  const probe = async (pending: Pending): Promise<BisectProbe> => {
-    const { view, repeat } = pending
-    const state = states[pending.index].state
+    const state = states[i].state
     const started = performance.now()
     let result: ExecResult | undefined
-    let failure = pending.failure
+    let failure: string | undefined
     try {
-      if (failure === undefined) {
-        if (pending.prepared) pending.prepared.run()
-        result = await (pending.prepared ? pending.prepared.result : view.exec(command, probeExec))
-      }
+      host.show(view, pointOf(i))
+      result = await view.exec(command, { ...exec, label: `bisect probe: ${command}`, discard: true })
     } catch (error) {
       if (global(error)) throw error
       // The command ran but its writes could not be recorded in the view: its outcome still counts.
       result = (error as { result?: ExecResult }).result
-      if (result === undefined) failure = couldNot(error)
+      if (result === undefined) failure = `the state could not be evaluated: ${(error as Error)?.message ?? String(error)}`
     } finally {
       free.push(view)
     }
@@ -454,86 +353,59 @@ export async function bisect<Point>(host: BisectHost<Point>, command: string, op
     return { ...base, ...output, verdict: result.exitCode === 0 ? 'good' : 'bad' }
   }
 
-  /** Keeps the probes of a step (the verdicts of first looks) and tells onProbe. */
-  const record = (step: Step, done: BisectProbe[]) => {
+  /** Probes several states at once; every probe ends before an error ends the search. */
+  const round = async (indices: number[], repeat = false): Promise<BisectProbe[]> => {
+    const settled = await Promise.allSettled(indices.map((i) => probe(i, repeat)))
+    const rejected = settled.find((s) => s.status === 'rejected')
+    if (rejected) throw (rejected as PromiseRejectedResult).reason
+    const done = settled.map((s) => (s as PromiseFulfilledResult<BisectProbe>).value)
     done.forEach((p, n) => {
-      const i = step.probe[n]
+      const i = indices[n]
       search.probes.push(p)
-      if (!step.repeat) {
+      if (!repeat) {
         search.verdicts.set(i, p.verdict)
         if (p.reason !== undefined) search.reasons.set(i, p.reason)
       }
     })
     for (const p of done) options.onProbe?.(p, progress())
-  }
-
-  /** Probes several states at once; every probe ends before an error ends the search. */
-  const round = async (step: Step): Promise<BisectProbe[]> => {
-    const settled = await Promise.allSettled(step.probe.map((i) => probe(setUp(i, step.repeat, false))))
-    const rejected = settled.find((s) => s.status === 'rejected')
-    if (rejected) throw (rejected as PromiseRejectedResult).reason
-    const done = settled.map((s) => (s as PromiseFulfilledResult<BisectProbe>).value)
-    record(step, done)
     return done
   }
 
-  // One probe at a time with a runner that can hold a command: while a probe runs, the states the
-  // search goes to next on either verdict are set up in views of their own (for overlay mode: the
-  // layer brought to the state, the namespaces made and the overlay mounted), so the next command
-  // starts as soon as the verdict is in; the one not taken is called off.
-  const ahead = k === 1 && host.prepare !== undefined
-  let prepared: Pending[] = []
-  let stepNumber = 0
-  const lookAhead = (step: Step, number: number) => {
-    if (number !== stepNumber || step.repeat) return
-    for (const verdict of ['good', 'bad'] as const) {
-      let next: Step | undefined
-      try {
-        next = plan(search.with(step.probe[0], verdict), k, confirm)
-      } catch {
-        continue // the search would end there
-      }
-      if (next === undefined || next.probe.length !== 1) continue
-      const [i] = next.probe
-      if (prepared.some((p) => p.index === i && p.repeat === next.repeat)) continue
-      try {
-        prepared.push(setUp(i, next.repeat, true))
-      } catch {
-        // Set up when it is probed, if it is.
-      }
-    }
-  }
-  const single = async (step: Step): Promise<BisectProbe[]> => {
-    const [i] = step.probe
-    const ready = prepared.find((p) => p.index === i && p.repeat === step.repeat)
-    for (const p of prepared) if (p !== ready) void callOff(p)
-    prepared = []
-    const pending = ready ?? setUp(i, step.repeat, true)
-    const number = ++stepNumber
-    const outcome = probe(pending)
-    // Once its command runs (not while its own set-up needs this thread).
-    if (pending.prepared) void pending.prepared.started.then(() => lookAhead(step, number))
-    const done = [await outcome]
-    record(step, done)
-    return done
+  const fail = (code: BisectErrorCode, message: string): never => {
+    throw new BisectError(code, message, search.probes, search.skipped())
   }
 
   try {
-    let confirmed = false
     for (;;) {
-      const step = plan(search, k, confirm && !confirmed)
-      if (step === undefined) break
-      const done = await (ahead ? single(step) : round(step))
-      if (!step.repeat) continue
-      // A command that changes its mind is flaky, and nothing is blamed.
-      confirmed = true
-      const disagreed = step.probe.filter((i, n) => done[n].verdict !== search.verdicts.get(i))
-      if (disagreed.length > 0) {
-        const what = disagreed.map((i) => `${states[i].state.label} was ${search.verdicts.get(i)}, then ${done[step.probe.indexOf(i)].verdict}`).join('; ')
-        search.fail('EFLAKY', `the command is flaky: ${what}; nothing is blamed (make it deterministic, or judge it with isGood)`)
+      const open = search.open()
+      if (open.length > 0) {
+        await round(splitPoints(open, k))
+        continue
       }
+      // Nothing left between: the answer rests on the ends, which must be observed.
+      const { good, bad } = search.bounds()
+      const ends = [bad, good].filter((i) => (i === 0 || i === search.last) && !search.verdicts.has(i))
+      if (ends.length === 0) break
+      await round(ends.slice(0, k))
+      const end = search.verdicts.get(search.last)
+      const start = search.verdicts.get(0)
+      if (end === 'good') fail('EBISECTTO', `the command passes at to (${states[search.last].state.label}), so nothing broke${bad === search.last ? ' between from and to' : ''}`)
+      if (end === 'skip' && bad === search.last) fail('EBISECTSKIP', `to (${states[search.last].state.label}) could not be evaluated: ${search.reasons.get(search.last)}`)
+      if (start === 'bad') fail('EBISECTFROM', `the command already fails at from (${states[0].state.label}); pass an older from where it passes`)
+      if (start === 'skip' && good === 0) fail('EBISECTSKIP', `from (${states[0].state.label}) could not be evaluated: ${search.reasons.get(0)}`)
     }
     const { good, bad } = search.bounds()
+    if (options.confirm ?? true) {
+      // A second look at the blamed state (and, with a slot free, at the last good one): a command
+      // that changes its mind is flaky, and nothing is blamed.
+      const checked = k > 1 ? [bad, good] : [bad]
+      const again = await round(checked, true)
+      const disagreed = checked.filter((i, n) => again[n].verdict !== search.verdicts.get(i))
+      if (disagreed.length > 0) {
+        const what = disagreed.map((i) => `${states[i].state.label} was ${search.verdicts.get(i)}, then ${again[checked.indexOf(i)].verdict}`).join('; ')
+        fail('EFLAKY', `the command is flaky: ${what}; nothing is blamed (make it deterministic, or judge it with isGood)`)
+      }
+    }
     const lastGood = states[good].state
     const firstBad = states[bad].state
     const suspects = ws
@@ -550,8 +422,6 @@ export async function bisect<Point>(host: BisectHost<Point>, command: string, op
       skipped: search.skipped(),
     }
   } finally {
-    stepNumber++
-    await Promise.all(prepared.map(callOff))
     await Promise.all(views.map((view) => view.close().catch(() => undefined)))
   }
 }
