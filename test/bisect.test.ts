@@ -42,6 +42,20 @@ function bytesUnder(root: string): Record<string, string> {
   return out
 }
 
+/** Every process whose environment carries `entry` (NAME=value). */
+function withMarker(entry: string): number[] {
+  const out: number[] = []
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      if (fs.readFileSync(`/proc/${name}/environ`, 'utf8').split('\0').includes(entry)) out.push(Number(name))
+    } catch {
+      // Gone, or another user's.
+    }
+  }
+  return out
+}
+
 /** The test as a single process: faster than `node --test`'s runner for the tests that do not need it. */
 const QUICK = 'node test/sum.test.js'
 
@@ -244,6 +258,20 @@ describe('ws.bisect', () => {
     expect(result.probes.length).toBeLessThanOrEqual(3 * 3 + 2)
     expect(result.probes.filter((p) => p.repeat).map((p) => p.state.operation?.id)).toEqual([ids[36], ids[35]])
     expect(new Set(rounds).size).toBeLessThanOrEqual(4)
+    await ws.close()
+  })
+
+  it('runs the command only at the states it reports, and leaves nothing running', async () => {
+    const root = project()
+    const ws = await open(root)
+    const ids = await scriptHistory(ws)
+    // Outside the workspace, so every run of the command is seen; the marker finds what is left.
+    const log = `${scratch}/runs-${serial++}.log`
+    const marker = `p${process.pid}-${serial++}`
+    const result = await ws.bisect(`echo run >> ${log} && ${QUICK}`, { env: { REWINDFS_BISECT_MARKER: marker } })
+    expect(result.suspects.map((op) => op.id)).toEqual([ids[36]])
+    expect(fs.readFileSync(log, 'utf8').split('\n').filter(Boolean)).toHaveLength(result.probes.length)
+    expect(withMarker(`REWINDFS_BISECT_MARKER=${marker}`)).toEqual([])
     await ws.close()
   })
 
