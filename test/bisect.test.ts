@@ -14,6 +14,7 @@ import { MemoryStore, bisectEngine } from '../src/adapter-kit.js'
 import { watching } from '../src/watch.js'
 import type { BisectProbe, WorkspaceOptions } from '../src/index.js'
 import { scriptHistory, writeProject } from './support/bisect-project.js'
+import { withMarker } from './support/processes.js'
 import { workspaceSnapshot } from './support/workspace-snapshot.js'
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-bisect-test-`)
@@ -39,20 +40,6 @@ function bytesUnder(root: string): Record<string, string> {
     }
   }
   walk(root)
-  return out
-}
-
-/** Every process whose environment carries `entry` (NAME=value). */
-function withMarker(entry: string): number[] {
-  const out: number[] = []
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      if (fs.readFileSync(`/proc/${name}/environ`, 'utf8').split('\0').includes(entry)) out.push(Number(name))
-    } catch {
-      // Gone, or another user's.
-    }
-  }
   return out
 }
 

@@ -10,6 +10,7 @@ import os from 'node:os'
 import { afterAll, describe, expect, it } from 'vitest'
 import { HELPER_SCRIPT, type HelperArguments, helperRequest } from '../adapters/node-fs/exec-helper.js'
 import { SpareProcess } from '../adapters/node-fs/exec-process.js'
+import { withMarker } from './support/processes.js'
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-exec-spare-`)
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
@@ -19,20 +20,6 @@ const spec = { file: '/bin/sh', args: ['-c', HELPER_SCRIPT, 'rewindfs-exec'], cw
 function request(command: string, cwd: string): string {
   const args: HelperArguments = { root: cwd, layer: '', upper: '', work: '', overlayOptions: '', cwd, network: 'on', host: 'read-write', writable: [], map: '', stash: '', command }
   return helperRequest(args)
-}
-
-/** Every process whose environment carries `marker`. */
-function withMarker(marker: string): number[] {
-  const out: number[] = []
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      if (fs.readFileSync(`/proc/${name}/environ`, 'utf8').split('\0').includes(marker)) out.push(Number(name))
-    } catch {
-      // Gone, or another user's.
-    }
-  }
-  return out
 }
 
 describe('a spare namespace helper', () => {
