@@ -250,4 +250,52 @@ describe('patchFs: unmodified tools from npm through the mounted fs', () => {
     expect(globSync('**/*', { cwd: root }).sort()).toEqual(disk)
     expect(fs.existsSync(`${root}/patched.txt`)).toBe(false)
   })
+
+  it("the adapter's asynchronous access reaches the disk under a patch: calls that finish in the call, and those that call other members later", async () => {
+    const { root, ws, mount } = await setup()
+    ws.fs.writeFileSync('/README.md', 'in the workspace')
+    unpatch = patchFs(mount)
+    // Marked by the counter while the call runs (promises' own internals, a leaf callback).
+    expect(await hostFs.promises.readFile(`${root}/README.md`, 'utf8')).toBe('hello\n')
+    expect(await hostFs.promises.readdir(`${root}/src`)).toEqual(['main.c', 'old.c'])
+    const fd = await new Promise<number>((resolve, reject) => hostFs.open(`${root}/README.md`, 'r', (error, fd) => (error ? reject(error) : resolve(fd))))
+    const buffer = Buffer.alloc(16)
+    const read = await new Promise<number>((resolve, reject) => hostFs.read(fd, buffer, 0, 16, 0, (error, n) => (error ? reject(error) : resolve(n))))
+    await new Promise<void>((resolve, reject) => hostFs.close(fd, (error) => (error ? reject(error) : resolve())))
+    expect(buffer.subarray(0, read).toString()).toBe('hello\n')
+    // writeFile's callback form opens, then writes and closes through fs.open/fs.write/fs.close
+    // later: those calls come back marked through the async context.
+    await new Promise<void>((resolve, reject) => hostFs.writeFile(`${root}/README.md`, 'on disk', (error) => (error ? reject(error) : resolve())))
+    expect(ws.fs.readFileSync('/README.md', 'utf8')).toBe('in the workspace')
+    unpatch()
+    unpatch = undefined
+    expect(fs.readFileSync(`${root}/README.md`, 'utf8')).toBe('on disk')
+  })
+
+  it('a process that opens, writes, syncs and reopens a directory store over a directory never enters an AsyncLocalStorage (Node 20 turns promise hooks on for every promise then)', () => {
+    const root = tempDirectory({ '/README.md': 'hello\n' })
+    const script = `
+      import { AsyncLocalStorage } from 'node:async_hooks'
+      let entered = 0
+      for (const name of ['run', 'enterWith']) {
+        const original = AsyncLocalStorage.prototype[name]
+        AsyncLocalStorage.prototype[name] = function (...args) { entered++; return original.apply(this, args) }
+      }
+      const { directory, directoryStore } = await import(${JSON.stringify(new URL('../adapters/node-fs/index.ts', import.meta.url).pathname)})
+      const { Workspace } = await import(${JSON.stringify(new URL('../src/index.ts', import.meta.url).pathname)})
+      const open = () => Workspace.open({ lower: directory(${JSON.stringify(root)}), store: directoryStore(${JSON.stringify(`${root}-store`)}) })
+      let ws = await open()
+      ws.fs.writeFileSync('/README.md', ws.fs.readFileSync('/README.md', 'utf8') + 'more\\n')
+      for (let i = 0; i < 50; i++) ws.fs.writeFileSync('/f' + i, String(i))
+      await ws.sync()
+      await ws.checkpoint('one')
+      await ws.close()
+      ws = await open()
+      const text = ws.fs.readFileSync('/README.md', 'utf8') + ws.fs.readdirSync('/').length
+      await ws.close()
+      process.stdout.write(JSON.stringify({ entered, text }))
+    `
+    const output = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' })
+    expect(JSON.parse(output)).toEqual({ entered: 0, text: 'hello\nmore\n51' })
+  })
 })

@@ -11,7 +11,7 @@
 import fs from 'node:fs'
 import type { EntryType, LowerWalker, WalkerEntry } from 'rewindfs/adapter-kit'
 import { type Confinement, isReserved } from './confine.js'
-import { onHost } from './host-fs.js'
+import { onHostNow } from './host-fs.js'
 
 const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
 /** The reused buffer grows to the largest file read so far, up to this. */
@@ -24,20 +24,20 @@ export class DirectoryWalker implements LowerWalker {
 
   /** Files, directories and symlinks (what the directory source shows), without its reserved names. */
   list(path: string): WalkerEntry[] {
-    return onHost(() => this.listNow(path))
+    return onHostNow(() => this.listNow(path))
   }
 
   read(path: string): Uint8Array {
-    return onHost(() => this.readNow(path))
+    return onHostNow(() => this.readNow(path))
   }
 
   stat(path: string): { size: number; mtimeMs: number } {
-    const stats = onHost(() => fs.lstatSync(this.confinement.lexical(path)))
+    const stats = onHostNow(() => fs.lstatSync(this.confinement.lexical(path)))
     return { size: stats.size, mtimeMs: stats.mtimeMs }
   }
 
   readlink(path: string): string {
-    return onHost(() => fs.readlinkSync(this.confinement.lexical(path), 'utf8'))
+    return onHostNow(() => fs.readlinkSync(this.confinement.lexical(path), 'utf8'))
   }
 
   private listNow(path: string): WalkerEntry[] {
