@@ -36,6 +36,7 @@ import {
   decodeLine,
   decodeNode,
   decodeTable,
+  effectMembers,
   frameRecord,
   framing,
   isLazySnapshot,
@@ -310,18 +311,8 @@ export class Durability {
       if (change.kind === 'slot') slot(change.path, change.after, movedFrom)
       else if (change.kind === 'meta') out.push(`{"k":"meta","p":${JSON.stringify(change.path)},"a":${metaText(change.after)}}`)
       else if (change.kind === 'state') out.push(JSON.stringify({ k: 'state', key: change.key, a: change.after ?? null } satisfies SerialChange))
-      else if (change.kind === 'effect') {
-        const { effect } = change
-        const named = typeof effect.compensate === 'function' ? undefined : effect.compensate
-        const serial: SerialChange = {
-          k: 'effect',
-          d: effect.description,
-          ...(named ? { n: named.name, ...(named.args !== undefined ? { args: named.args } : {}) } : {}),
-          ...(effect.tier !== undefined ? { tier: effect.tier } : {}),
-          ...(effect.group !== undefined ? { group: effect.group } : {}),
-        }
-        out.push(JSON.stringify(serial))
-      } else {
+      else if (change.kind === 'effect') out.push(JSON.stringify(effectMembers(change.effect)))
+      else {
         // A checkpoint whose tree is still in the snapshot's parts is not the one just moved to (that one was decoded).
         const checkpoint = this.host.checkpoints.find((c) => !rootPending(c) && c.root === change.after && (!change.stateAfter || c.state === change.stateAfter))
         if (checkpoint) out.push(JSON.stringify({ k: 'root', checkpoint: checkpoint.id } satisfies SerialChange))

@@ -17,8 +17,8 @@ import { hardLink, linksIn } from '../layer/inodes.js'
 import { type DirNode, type Meta, type UpperNode, WHITEOUT, dirNode } from '../layer/nodes.js'
 import { type MapRoot, mapEntries, mapSet } from '../layer/persistent-map.js'
 import type { Change, OperationRecord } from './journal.js'
-import type { DirRef, HeadDir, HistoryPart, LazySnapshotData, PartChange, PartDir, PartInfo, PartNode } from './persistence.js'
-import { leafText, metaText } from './persistence.js'
+import type { DirRef, HeadDir, HistoryPart, LazySnapshotData, PartChange, PartDir, PartInfo, PartNode, StoredChange } from './persistence.js'
+import { effectMembers, leafText, metaText } from './persistence.js'
 import { pendingChanges, pendingRoots } from './pending-history.js'
 import { type JsonValue, SessionState } from './state.js'
 
@@ -89,14 +89,6 @@ const stateRoot = (pairs: readonly [string, JsonValue][] | undefined): MapRoot<J
   for (const [key, value] of pairs ?? []) s.write(key, value)
   return s.freeze()
 }
-
-/** A change as either snapshot format stores it: nodes and directories are the format's own references. */
-export type StoredChange<Node, Dir> =
-  | { k: 'slot'; p: string; b: Node | 'W' | null; a: Node | 'W' | null }
-  | { k: 'meta'; p: string; b: Meta; a: Meta }
-  | { k: 'state'; key: string; b: JsonValue | null; a: JsonValue | null }
-  | { k: 'effect'; d: string; n?: string; args?: JsonValue; tier?: number; group?: string; done: boolean }
-  | { k: 'root'; b: Dir; a: Dir; sb?: [string, JsonValue][]; sa?: [string, JsonValue][] }
 
 /** A stored change as the journal holds it (both snapshot formats): the format resolves its own node and directory references. */
 export function decodeChange<Node, Dir>(c: StoredChange<Node, Dir>, node: (serial: Node | 'W' | null) => UpperNode | undefined, dir: (ref: Dir) => DirNode): Change {
@@ -675,19 +667,9 @@ class PartWriter {
         case 'state':
           item = JSON.stringify({ k: 'state', key: change.key, b: change.before ?? null, a: change.after ?? null } satisfies PartChange)
           break
-        case 'effect': {
-          const named = typeof change.effect.compensate === 'function' ? undefined : change.effect.compensate
-          const serial: PartChange = {
-            k: 'effect',
-            d: change.effect.description,
-            ...(named ? { n: named.name, ...(named.args !== undefined ? { args: named.args } : {}) } : {}),
-            ...(change.effect.tier !== undefined ? { tier: change.effect.tier } : {}),
-            ...(change.effect.group !== undefined ? { group: change.effect.group } : {}),
-            done: change.effect.compensated,
-          }
-          item = JSON.stringify(serial)
+        case 'effect':
+          item = JSON.stringify({ ...effectMembers(change.effect), done: change.effect.compensated } satisfies PartChange)
           break
-        }
         case 'root': {
           const serial: PartChange = {
             k: 'root',

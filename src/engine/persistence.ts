@@ -16,6 +16,7 @@ import type { DirNode, EntryNode, FileNode, Meta, SymlinkNode, UpperNode } from 
 import { WHITEOUT, dirNode } from '../layer/nodes.js'
 import { type HardLink, hardLink, linksIn } from '../layer/inodes.js'
 import { mapEntries, mapSet } from '../layer/persistent-map.js'
+import type { SideEffect } from './journal.js'
 import type { JsonValue } from './state.js'
 
 export const FORMAT_VERSION = 1
@@ -112,11 +113,33 @@ export function blobsOf(serial: SerialNode | 'W' | null, into: { add(id: BlobId)
 
 // ---- record bodies ---------------------------------------------------------------------------
 
+/** A side effect as every record and snapshot stores it (a snapshot adds whether it was compensated). */
+export interface EffectMembers {
+  k: 'effect'
+  d: string
+  n?: string
+  args?: JsonValue
+  tier?: number
+  group?: string
+}
+
+/** A side effect's stored members; a named compensation is kept by name (a function cannot be). */
+export function effectMembers(effect: SideEffect): EffectMembers {
+  const named = typeof effect.compensate === 'function' ? undefined : effect.compensate
+  return {
+    k: 'effect',
+    d: effect.description,
+    ...(named ? { n: named.name, ...(named.args !== undefined ? { args: named.args } : {}) } : {}),
+    ...(effect.tier !== undefined ? { tier: effect.tier } : {}),
+    ...(effect.group !== undefined ? { group: effect.group } : {}),
+  }
+}
+
 export type SerialChange =
   | { k: 'slot'; p: string; a: SerialNode | 'W' | null }
   | { k: 'meta'; p: string; a: Meta }
   | { k: 'state'; key: string; a: JsonValue | null }
-  | { k: 'effect'; d: string; n?: string; args?: JsonValue; tier?: number; group?: string }
+  | EffectMembers
   | { k: 'root'; checkpoint?: string; empty?: boolean }
 
 export type RecordBody =
@@ -267,12 +290,7 @@ export interface HeadDir extends PartDir {
   a?: [number, number]
 }
 
-export type PartChange =
-  | { k: 'slot'; p: string; b: PartNode | 'W' | null; a: PartNode | 'W' | null }
-  | { k: 'meta'; p: string; b: Meta; a: Meta }
-  | { k: 'state'; key: string; b: JsonValue | null; a: JsonValue | null }
-  | { k: 'effect'; d: string; n?: string; args?: JsonValue; tier?: number; group?: string; done: boolean }
-  | { k: 'root'; b: DirRef; a: DirRef; sb?: [string, JsonValue][]; sa?: [string, JsonValue][] }
+export type PartChange = StoredChange<PartNode, DirRef>
 
 /** A part's content (JSON in a blob): directories, children first, and operations' changes. */
 export interface HistoryPart {
@@ -286,12 +304,15 @@ export function isLazySnapshot(data: SnapshotData | LazySnapshotData): data is L
   return (data as LazySnapshotData).format === 2
 }
 
-export type SnapshotChange =
-  | { k: 'slot'; p: string; b: SnapshotNode | 'W' | null; a: SnapshotNode | 'W' | null }
+/** A change as either snapshot format stores it: nodes and directories are the format's own references. */
+export type StoredChange<Node, Dir> =
+  | { k: 'slot'; p: string; b: Node | 'W' | null; a: Node | 'W' | null }
   | { k: 'meta'; p: string; b: Meta; a: Meta }
   | { k: 'state'; key: string; b: JsonValue | null; a: JsonValue | null }
-  | { k: 'effect'; d: string; n?: string; args?: JsonValue; tier?: number; group?: string; done: boolean }
-  | { k: 'root'; b: number; a: number; sb?: [string, JsonValue][]; sa?: [string, JsonValue][] }
+  | (EffectMembers & { done: boolean })
+  | { k: 'root'; b: Dir; a: Dir; sb?: [string, JsonValue][]; sa?: [string, JsonValue][] }
+
+export type SnapshotChange = StoredChange<SnapshotNode, number>
 
 const metaSchema = z.object({
   mode: z.number(),

@@ -1241,7 +1241,10 @@ export class FsOperations {
   /** A descriptor has unsettled writes; while watched, they are settled soon so watchers see them. */
   private markDirty(open: OpenFile): void {
     // An inode with no name keeps its writes: there is nothing to settle them into.
-    if (open.orphan) return this.changeOrphan(open.orphan, { mtimeMs: this.overlay.now(), ctimeMs: this.overlay.now() })
+    if (open.orphan) {
+      const now = this.overlay.now()
+      return this.changeOrphan(open.orphan, { mtimeMs: now, ctimeMs: now })
+    }
     this.descriptors.markDirty(open)
     if (this.changes.active && !this.settleScheduled) {
       this.settleScheduled = true
