@@ -194,6 +194,27 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   })),
 )
 
+/**
+ * Whether a recursive listing of `dir` reached `entry` through a symlink back into a directory it
+ * came through: the workspace does not enter those (README: two exceptions by design), Node enters
+ * them until the path holds 40 links.
+ */
+function throughLinkBack(fs: typeof nodeFs, dir: string, entry: string): boolean {
+  const names = entry.split('/')
+  const above = [fs.realpathSync(dir)]
+  for (let i = 1; i < names.length; i++) {
+    let real: string
+    try {
+      real = fs.realpathSync(`${dir}/${names.slice(0, i).join('/')}`)
+    } catch {
+      return true // ELOOP: only a link back gets that deep
+    }
+    if (above.includes(real)) return true
+    above.push(real)
+  }
+  return false
+}
+
 /** Runs one call; returns a comparable outcome (values normalised, errors by code and syscall). */
 function run(fs: typeof nodeFs, o: Op, root: string, prefix: string): unknown {
   try {
@@ -217,7 +238,9 @@ function run(fs: typeof nodeFs, o: Op, root: string, prefix: string): unknown {
       return { type: s.isFile() ? 'file' : s.isDirectory() ? 'dir' : 'link', mode: s.mode & 0o7777, size: s.isFile() ? s.size : 0, nlink: s.isDirectory() ? 0 : s.nlink }
     }
     if (o.name === 'readdirSync') {
-      const entries = result as (string | nodeFs.Dirent)[]
+      let entries = result as (string | nodeFs.Dirent)[]
+      const [dir, options] = o.args(root, prefix) as [string, { recursive?: boolean; withFileTypes?: boolean } | undefined]
+      if (options?.recursive && !options.withFileTypes) entries = (entries as string[]).filter((entry) => !throughLinkBack(fs, dir, entry))
       // Host parent paths carry the root in front of absolute ones; order within a directory is the disk's.
       const shown = entries.map((e) =>
         typeof e === 'string' ? e : `${prefix && e.parentPath.startsWith(prefix) ? e.parentPath.slice(prefix.length) || '/' : e.parentPath}|${e.name}|${e.isDirectory() ? 'd' : e.isSymbolicLink() ? 'l' : 'f'}`,

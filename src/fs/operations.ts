@@ -306,7 +306,8 @@ export class FsOperations {
     // A directory to list: its entry, its path relative to the top, the parent path Dirents show,
     // and its lexical absolute path (Node descends by joining names, so 'link/..' is not physical).
     // `above`: the directories it was reached through, so a link back into them is not entered (Node
-    // would loop forever); the same directory reached by two ways is listed twice, as Node does.
+    // enters it until the path holds 40 links: 40 copies of the tree for one such link, 2^40 for
+    // two); the same directory reached by two ways is listed twice, as Node does.
     type Above = { path: string; above: Above | undefined }
     type Pending = { dir: Entry; relative: string; parentPath: string; lexical: string; above: Above }
     const pending: Pending[] = [{ dir: root, relative: '', parentPath: given, lexical: normalize(path), above: { path: root.path, above: undefined } }]
