@@ -394,6 +394,34 @@ describe('the workspace matches a real Linux directory', () => {
     })
   }
 
+  it('copyFile onto the file itself (through a link, or another of its hard links) changes nothing, as libuv finds it is the same file (seed 1698283488 found it)', async () => {
+    const realDir = join(base, `same-file-${counter++}`)
+    nodeFs.mkdirSync(realDir)
+    const ws = await Workspace.open({ watch: watching })
+    const sides = [
+      { fs: ws.fs as unknown as typeof nodeFs, at: (p: string) => `/${p}` },
+      { fs: nodeFs, at: (p: string) => join(realDir, p) },
+    ]
+    const outcomes = []
+    for (const { fs, at } of sides) {
+      fs.writeFileSync(at('f'), 'content')
+      fs.utimesSync(at('f'), 1000, 2000)
+      fs.symlinkSync('f', at('l'))
+      fs.linkSync(at('f'), at('h'))
+      const events: string[] = []
+      const watcher = fs.watch(at(''), (type, name) => events.push(`${type}:${name}`))
+      fs.copyFileSync(at('l'), at('f'))
+      fs.copyFileSync(at('f'), at('h'))
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      watcher.close()
+      const stat = fs.statSync(at('f'))
+      outcomes.push({ events, content: fs.readFileSync(at('f'), 'utf8'), mtimeMs: stat.mtimeMs, nlink: stat.nlink })
+    }
+    expect(outcomes[0]).toEqual({ events: [], content: 'content', mtimeMs: 2_000_000, nlink: 2 })
+    expect(outcomes[0]).toEqual(outcomes[1])
+    await ws.close()
+  })
+
   it('readv of several buffers with no bytes on a directory returns 0 as libuv on Linux does, one buffer or any bytes EISDIR (seed 1038659149 found it)', async () => {
     const realDir = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-oracle-readv-'))
     try {

@@ -712,6 +712,8 @@ export class FsOperations {
       this.overlay.remove(target.parent, target.name)
       throw new FsError('EISDIR', 'copyfile', from.given, to.given)
     }
+    // libuv stops once it finds the destination is the source (a link to it, another of its names): nothing changes.
+    if (existing && (flags & constants.COPYFILE_EXCL) === 0 && this.overlay.meta(existing).ino === this.overlay.meta(source).ino) return
     this.copyFileEntry(source, existing, target.parent, target.name)
     // What libuv's copy does, step by step, as watchers see it: open (O_CREAT), ftruncate (not with
     // COPYFILE_EXCL), fchmod, then the data.
