@@ -165,6 +165,26 @@ export function storeContract<S extends Store>(subject: StoreSubject<S>): Contra
     await under.store.close?.()
   })
 
+  add('replaces the journal with a record of megabytes in any Unicode: read back exactly, also after a reopen', async () => {
+    let under = await subject.create()
+    // Characters of one, two and three bytes in UTF-8, and a surrogate pair (four) straddling every
+    // 64 Ki characters: where a store that encodes a long record in slices cuts it.
+    let big = ''
+    for (let k = 1; k <= 16; k++) {
+      const pieces: string[] = []
+      for (let at = big.length; at < k * 65536 - 1; at++) pieces.push(at % 7 === 0 ? 'é' : at % 11 === 0 ? '€' : 'x')
+      big += `${pieces.join('')}😀`
+    }
+    await under.store.replaceJournal([big, 'commit'])
+    await under.store.appendJournal(['after'])
+    const read = await under.store.readJournal()
+    check(read.records.length === 3 && read.records[0] === big && read.records[1] === 'commit' && read.records[2] === 'after' && read.torn === undefined, 'the replaced journal reads back exactly')
+    under = await under.reopen()
+    const reopened = await under.store.readJournal()
+    check(reopened.records.length === 3 && reopened.records[0] === big && reopened.torn === undefined, 'and after a reopen')
+    await under.store.close?.()
+  })
+
   add('stores blobs and metadata under their keys, lists and deletes them', async () => {
     let under = await subject.create()
     const { store } = under

@@ -134,7 +134,7 @@ export function migrate(root: string, packs: PackLog, commit: () => void): void 
     if (codeOf(error) !== 'ENOENT') throw error
   }
   // Byte for byte, a torn tail or damage included: the engine deals with them as it did before.
-  if (journal !== undefined && journal !== '') packs.appendReset(journal)
+  if (journal !== undefined && journal !== '') packs.appendReset([journal])
   packs.syncNow()
   commit()
   removeFirstLayout(root)

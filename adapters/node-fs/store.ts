@@ -369,9 +369,10 @@ function journalLines(records: readonly string[]): readonly string[] {
   return records
 }
 
-function lines(records: readonly string[]): string {
-  let text = ''
-  for (const record of journalLines(records)) text += record + '\n'
+/** The journal's text as pieces (each record, then a line end): the pack encodes them a slice at a time. */
+function lines(records: readonly string[]): string[] {
+  const text: string[] = []
+  for (const record of journalLines(records)) text.push(record, '\n')
   return text
 }
 

@@ -448,15 +448,30 @@ export function frameRecord(text: string, n: number): string {
 /** Characters of a body checksummed between two pauses of `framing`. */
 const FRAME_SLICE = 256 * 1024
 
-/** frameRecord as a generator: a snapshot's megabytes are checksummed a slice at a time, pausing (yielding) between slices. */
-export function* framing(text: string, n: number): Generator<void, string, void> {
+/**
+ * frameRecord of the body `pieces` make, as a generator: a snapshot's megabytes are checksummed a
+ * slice at a time, pausing (yielding) between slices, and joined once, into the record.
+ */
+export function* framing(pieces: readonly string[], n: number): Generator<void, string, void> {
   const head = `{"n":${n},`
   let crc = crc32(head)
-  for (let at = 1; at < text.length; at += FRAME_SLICE) {
-    crc = crc32(text, at, crc, Math.min(text.length, at + FRAME_SLICE))
-    yield
+  let work = 0
+  // The body's own `{` skipped, as frameRecord does.
+  for (let i = 0; i < pieces.length; i++) {
+    const piece = pieces[i]
+    for (let at = i === 0 ? 1 : 0; at < piece.length; ) {
+      const end = Math.min(piece.length, at + FRAME_SLICE - work)
+      crc = crc32(piece, at, crc, end)
+      work += end - at
+      at = end
+      if (work >= FRAME_SLICE) {
+        work = 0
+        yield
+      }
+    }
   }
-  return `{"v":${FORMAT_VERSION},"c":${crc},"b":${head}${text.slice(1)}}`
+  yield
+  return [`{"v":${FORMAT_VERSION},"c":${crc},"b":${head}`, pieces[0].slice(1), ...pieces.slice(1), '}'].join('')
 }
 
 export function encodeRecord(body: RecordBody, n: number): string {
