@@ -507,6 +507,39 @@ describe('a snapshot whose history opens lazily (format 2)', () => {
     await ws.close()
   })
 
+  it('names, link targets and contents in any Unicode come back from the parts exactly (UTF-8 of one to four bytes a character)', async () => {
+    const path = fresh()
+    const names = ['plain', 'café', 'prix€', 'grin😀', '日本語', 'a\u0301', 'z'.repeat(200)]
+    const ws = await Workspace.open({ store: directoryStore(path), ...options })
+    const held = new Map<string, Record<string, string>>()
+    for (let round = 0; round < 3; round++) {
+      for (const name of names) {
+        ws.fs.mkdirSync(`/${name}-${round}`, { recursive: true })
+        ws.fs.writeFileSync(`/${name}-${round}/${name}.txt`, `${name} ${round}`)
+        ws.fs.symlinkSync(`/${name}-${round}/${name}.txt`, `/${name}-${round}/link→${name}`)
+      }
+      ws.fs.writeFileSync('/plain-0/plain.txt', `changed in ${round} 😀`)
+      await ws.checkpoint({ name: `u${round}` })
+      const links = Object.fromEntries(names.map((name) => [`/${name}-${round}/link→${name}`, ws.fs.readlinkSync(`/${name}-${round}/link→${name}`) as string]))
+      held.set(`u${round}`, { ...files(ws), ...links })
+    }
+    await ws.compact()
+    await ws.close()
+    for (const [name, expected] of held) {
+      const to = fresh()
+      fs.cpSync(path, to, { recursive: true })
+      const store = directoryStore(to)
+      const reopened = await Workspace.open({ store, ...options })
+      await reopened.restore(name)
+      const round = Number(name.slice(1))
+      const links = Object.fromEntries(names.map((n) => [`/${n}-${round}/link→${n}`, reopened.fs.readlinkSync(`/${n}-${round}/link→${n}`) as string]))
+      expect({ ...files(reopened), ...links }, name).toEqual(expected)
+      // The older checkpoints' trees come from the parts (the last one's is the live tree, in the head).
+      if (name !== 'u2') expect(partsRead(store, reopened), name).toBeGreaterThan(0)
+      await reopened.close()
+    }
+  })
+
   it('a checkpoint whose tree fills more than one part keeps every part it needs, when nothing else refers to them', async () => {
     // 8,040 directories: more than a part holds, so a parent lands in the part after its children.
     const store = new MemoryStore()

@@ -519,6 +519,32 @@ function member(name: string, text: string): string {
   return `${JSON.stringify(name)}:${text}`
 }
 
+/**
+ * The UTF-8 of `pieces` in order, encoded straight into one array: no joined string first (each
+ * copy of a megabyte is new memory, and in a VM its page faults cost more than the copy). Sized
+ * for one byte a character (JSON is mostly ASCII), grown when a piece needs more.
+ */
+function utf8Of(pieces: readonly string[]): Uint8Array {
+  let chars = 0
+  for (const piece of pieces) chars += piece.length
+  let out = new Uint8Array(chars)
+  let at = 0
+  for (const piece of pieces) {
+    for (let read = 0; read < piece.length; ) {
+      const done = encoder.encodeInto(read === 0 ? piece : piece.slice(read), out.subarray(at))
+      at += done.written
+      read += done.read
+      if (read < piece.length) {
+        const grown = new Uint8Array(Math.max(2 * out.length, at + 3 * (piece.length - read)))
+        grown.set(out.subarray(0, at))
+        out = grown
+      }
+    }
+  }
+  // Exact when every character took one byte; otherwise a copy of what was written (no spare bytes kept).
+  return at === out.length ? out : out.slice(0, at)
+}
+
 /** Characters of a TextList appended before they are copied into one string. */
 const TEXT_CHUNK = 64 * 1024
 
@@ -715,7 +741,7 @@ class PartWriter {
   private sealOne(): void {
     if (this.dirs.count === 0 && this.ops.count === 0) return
     const n = this.serial
-    const bytes = encoder.encode(`{"rewindfs":"history-part","n":${n},"dirs":[${this.dirs.text}],"ops":[${this.ops.text}]}`)
+    const bytes = utf8Of([`{"rewindfs":"history-part","n":${n},"dirs":[`, ...this.dirs.pieces(), '],"ops":[', ...this.ops.pieces(), ']}'])
     const id = this.put(bytes)
     this.written.push({ info: { n, id, u: [...this.uses].sort((a, b) => a - b) }, blobs: [...this.blobs] })
     this.dirs = new TextList()
