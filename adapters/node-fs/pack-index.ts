@@ -52,11 +52,19 @@ function getU48(view: DataView, at: number): number {
   return view.getUint32(at, true) + view.getUint16(at + 4, true) * 2 ** 32
 }
 
+/** Writes `id` (whose UTF-8 is `length` bytes) into `bytes` at `at`: an ASCII id (a hash's) byte by byte, with no array made for it. */
+function writeId(bytes: Uint8Array, at: number, id: string, length: number): void {
+  if (length !== id.length) {
+    encoder.encodeInto(id, bytes.subarray(at, at + length))
+    return
+  }
+  for (let i = 0; i < length; i++) bytes[at + i] = id.charCodeAt(i)
+}
+
 export function encodeIndex(index: SegmentIndex): Uint8Array {
-  const ids = index.entries.map((entry) => encoder.encode(entry.id))
   const forgets = index.entries.map((entry) => (entry.places ? encodePlaces(entry.places) : undefined))
   let size = HEAD_BYTES + 4
-  index.entries.forEach((_, i) => (size += ENTRY_BYTES + ids[i].length + (forgets[i]?.length ?? 0)))
+  index.entries.forEach((entry, i) => (size += ENTRY_BYTES + entry.idLength + (forgets[i]?.length ?? 0)))
   const bytes = new Uint8Array(size)
   const view = new DataView(bytes.buffer)
   bytes.set(MAGIC)
@@ -71,8 +79,8 @@ export function encodeIndex(index: SegmentIndex): Uint8Array {
     setU48(view, at + 4, entry.offset)
     setU48(view, at + 10, entry.length)
     view.setUint32(at + 16, entry.checksum, true)
-    bytes.set(ids[i], at + ENTRY_BYTES)
-    at += ENTRY_BYTES + ids[i].length
+    writeId(bytes, at + ENTRY_BYTES, entry.id, entry.idLength)
+    at += ENTRY_BYTES + entry.idLength
     if (forgets[i]) {
       bytes.set(forgets[i]!, at)
       at += forgets[i]!.length
