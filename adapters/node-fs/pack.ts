@@ -1035,26 +1035,42 @@ export class PackLog {
           used = 0
         }
       }
-      // Past the zeros written ahead: more zeros after the records, in the same write. Appends
-      // then overwrite them, and an fdatasync flushes their pages without the file's size.
-      let allocated = active.allocated
-      if (at > allocated) {
-        allocated = Math.max(at, Math.min(this.options.segmentBytes, at + PREALLOCATE))
-        for (let zero = at; zero < allocated; zero += ZEROS.length) run.push(ZEROS.subarray(0, Math.min(ZEROS.length, allocated - zero)))
-      }
+      const allocated = this.zerosAfter(run, at, active.allocated)
       try {
         writeFully(active.fd, run, start)
       } catch (error) {
-        fs.ftruncateSync(active.fd, start)
-        active.allocated = start
-        throw error
+        this.cutBack(active, start, error)
       }
-      active.allocated = allocated
-      this.segments.set(active.segment, at)
+      this.wrote(active, start, at, allocated)
       for (let i = first; i < next; i++) this.activeEntries.push(placed(i, active.segment, start + (i === 0 ? 0 : ends[i - 1]) - from))
-      this.counters.appendedBytes += at - start
-      this.dirty = true
     }
+  }
+
+  /**
+   * Past the zeros written ahead of the active segment's records (`allocated`): more zeros after
+   * records that end at `end`, pushed onto the same write. Appends then overwrite them, and an
+   * fdatasync flushes their pages without the file's size. Returns how far the zeros then reach.
+   */
+  private zerosAfter(run: Uint8Array[], end: number, allocated: number): number {
+    if (end <= allocated) return allocated
+    const reach = Math.max(end, Math.min(this.options.segmentBytes, end + PREALLOCATE))
+    for (let zero = end; zero < reach; zero += ZEROS.length) run.push(ZEROS.subarray(0, Math.min(ZEROS.length, reach - zero)))
+    return reach
+  }
+
+  /** A write to the active segment from `start` failed: cut back to where it began. */
+  private cutBack(active: Active, start: number, error: unknown): never {
+    fs.ftruncateSync(active.fd, start)
+    active.allocated = start
+    throw error
+  }
+
+  /** Records were written to the active segment from `start` to `end`, zeros after them to `allocated`. */
+  private wrote(active: Active, start: number, end: number, allocated: number): void {
+    active.allocated = allocated
+    this.segments.set(active.segment, end)
+    this.counters.appendedBytes += end - start
+    this.dirty = true
   }
 
   /** Makes everything appended so far durable: one fdatasync of the active segment. */
@@ -1220,7 +1236,9 @@ export class PackLog {
       at += filled
       filled = 0
     }
-    let allocated = active.allocated
+    // The end byte, then zeros past those written ahead (as write() does), written after the text.
+    const tail: Uint8Array[] = [RECORD_END]
+    const allocated = this.zerosAfter(tail, end, active.allocated)
     try {
       for (const piece of text) {
         for (let from = 0; from < piece.length; ) {
@@ -1234,25 +1252,14 @@ export class PackLog {
       }
       flush()
       if (at !== end - RECORD_END.length) throw new Error(`rewindfs: a journal record encoded to ${at - start - RECORD_HEADER_BYTES} bytes where ${length} were counted`)
-      // Past the zeros written ahead: more zeros after the record, in the same write (as write() does).
-      const tail: Uint8Array[] = [RECORD_END]
-      if (end > allocated) {
-        allocated = Math.max(end, Math.min(this.options.segmentBytes, end + PREALLOCATE))
-        for (let zero = end; zero < allocated; zero += ZEROS.length) tail.push(ZEROS.subarray(0, Math.min(ZEROS.length, allocated - zero)))
-      }
       writeFully(active.fd, tail, at)
       writeFully(active.fd, [recordHead(kind, NO_ID, length, checksum, this.options.salt)], start)
     } catch (error) {
-      fs.ftruncateSync(active.fd, start)
-      active.allocated = start
-      throw error
+      this.cutBack(active, start, error)
     }
-    active.allocated = allocated
-    this.segments.set(active.segment, end)
+    this.wrote(active, start, end, allocated)
     const entry = { kind, idLength: 0, length, checksum, id: '', offset: start }
     this.activeEntries.push(entry)
-    this.counters.appendedBytes += end - start
-    this.dirty = true
     return { ...entry, segment: active.segment }
   }
 
