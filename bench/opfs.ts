@@ -5,7 +5,11 @@
  * sync (one 1 KiB blob and its journal record per commit). The raw floor writes the same bytes
  * through one sync access handle with one flush() per group. Prints a markdown table.
  *
- *   node --import tsx bench/opfs.ts [--quick]
+ * With --reopen instead: a workspace of 20k files of 1 KiB on each store (written, synced,
+ * compacted, closed) opened again in the worker, as a tab reloading an IDE's project does: what the
+ * open costs, what it holds in memory, and reading every file after it.
+ *
+ *   node --import tsx bench/opfs.ts [--quick] [--reopen]
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -34,6 +38,37 @@ const subjects: [Subject, string][] = [
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 
+const REOPEN_FILES = quick ? 2_000 : 20_000
+const REOPEN_RUNS = quick ? 1 : 3
+
+interface Reopen {
+  open: number
+  contents: string
+  residentBytes: number
+  durableBlobs: number
+  readAll: number
+}
+
+/** The reopen table: each store's runs interleaved, each into a fresh store; medians. */
+async function reopenTable(page: Parameters<typeof work>[0], version: string): Promise<void> {
+  const runs = new Map<'opfs' | 'indexeddb', Reopen[]>()
+  for (let r = 0; r < REOPEN_RUNS; r++) {
+    for (const subject of ['opfs', 'indexeddb'] as const) runs.set(subject, [...(runs.get(subject) ?? []), await work<Reopen>(page, 'reopen', subject, `reopen-${subject}-${r}`, REOPEN_FILES, RECORD_BYTES)])
+  }
+  const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
+  console.log(`#### Reopen of a workspace of ${REOPEN_FILES.toLocaleString('en-US')} files of 1 KiB, Chromium ${version} (dedicated worker, profile on disk, median of ${REOPEN_RUNS})\n`)
+  console.log('| store | Workspace.open | min – max of runs | contents | resident after open | blobs in the store | reading every file after the open |')
+  console.log('| --- | ---: | ---: | --- | ---: | ---: | ---: |')
+  for (const [subject, name] of [['opfs', 'rewindfs opfsStore'], ['indexeddb', 'rewindfs indexedDbStore']] as const) {
+    const all = runs.get(subject)!
+    const opens = all.map((run) => run.open)
+    const typical = [...all].sort((a, b) => a.open - b.open)[Math.floor(all.length / 2)]
+    console.log(`| ${name} | ${median(opens).toFixed(0)} ms | ${Math.min(...opens).toFixed(0)} – ${Math.max(...opens).toFixed(0)} ms | ${typical.contents} | ${mib(typical.residentBytes)} | ${typical.durableBlobs.toLocaleString('en-US')} | ${median(all.map((run) => run.readAll)).toFixed(0)} ms |`)
+  }
+  console.log('')
+  console.log('Each store was written by a workspace (100 files per sync), compacted and closed, then opened again in the same worker. The OPFS store reads its index on open and contents when first read (synchronous access handles); the IndexedDB store has no synchronous reads, so open reads every content into memory.')
+}
+
 async function main(): Promise<void> {
   if (!existsSync(CHROMIUM)) {
     console.error(`no ${CHROMIUM}: run scripts/provision-chromium.sh first`)
@@ -47,6 +82,11 @@ async function main(): Promise<void> {
     const context = await site.newContext()
     const page = await site.open(context)
     const version = site.browser.version()
+    if (process.argv.includes('--reopen')) {
+      await reopenTable(page, version)
+      if (site.errors.length > 0) throw new Error(`the bench page failed: ${site.errors.join('; ')}`)
+      return
+    }
     const rows: string[] = []
     for (const [shape, label, groups, size] of shapes) {
       const times = new Map<Subject, number[]>()

@@ -753,6 +753,7 @@ async function benchAdapters(): Promise<void> {
     ['Flush of files to a directory vs cp -r (goal within 2×)', 'bench/flush-directory.ts', QUICK ? ['1000'] : []],
     ['IndexedDB group commits in Chromium vs raw idb-keyval setMany', 'bench/indexeddb.ts', QUICK ? ['--quick'] : []],
     ['OPFS store group commits in Chromium vs the IndexedDB store (goal ≥ 3×)', 'bench/opfs.ts', QUICK ? ['--quick'] : []],
+    ['Reopen of a workspace of 20k files in Chromium: the OPFS store vs the IndexedDB store', 'bench/opfs.ts', QUICK ? ['--quick', '--reopen'] : ['--reopen']],
     ['Docker volume flush of 1k files vs docker cp', 'bench/docker.ts', []],
   ]
   const parts: string[] = []

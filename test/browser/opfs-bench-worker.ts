@@ -1,11 +1,13 @@
 /**
  * The OPFS bench's worker (bundled and driven by bench/opfs.ts): group commits of 1 KiB records
  * through opfsStore and through indexedDbStore in the same dedicated worker, and the raw floor of
- * the same bytes written through one sync access handle with one flush() per group.
+ * the same bytes written through one sync access handle with one flush() per group; and the
+ * reopen of a workspace of many files on each store.
  */
 import { indexedDbStore } from '../../adapters/indexeddb/index.js'
 import { opfsStore } from '../../adapters/opfs/index.js'
 import type { Store } from '../../src/engine/store.js'
+import { Workspace } from '../../src/index.js'
 
 type Subject = 'opfs' | 'indexeddb' | 'raw-opfs'
 /** 'journal': one appendJournal of `size` records per group. 'blob': `size` blobs and one journal record per group (a workspace's write + sync). */
@@ -57,6 +59,43 @@ async function raw(name: string, groups: number, size: number, recordBytes: numb
   return elapsed
 }
 
+/** What reopening a workspace of `files` files of `fileBytes` (written, synced, compacted, closed) cost on one store. */
+interface Reopen {
+  open: number
+  contents: string
+  residentBytes: number
+  durableBlobs: number
+  /** Reading every file after the open. */
+  readAll: number
+}
+
+async function reopen(subject: 'opfs' | 'indexeddb', name: string, files: number, fileBytes: number): Promise<Reopen> {
+  const make = () => (subject === 'opfs' ? opfsStore(name) : indexedDbStore(name))
+  const ws = await Workspace.open({ store: make(), autoCheckpoint: false })
+  const bytes = new Uint8Array(fileBytes)
+  for (let d = 0; d < files / 100; d++) {
+    ws.fs.mkdirSync(`/d${d}`)
+    for (let f = 0; f < 100; f++) {
+      crypto.getRandomValues(bytes.subarray(0, 64))
+      ws.fs.writeFileSync(`/d${d}/f${f}`, bytes)
+    }
+    await ws.sync()
+  }
+  await ws.compact()
+  await ws.close()
+  const start = performance.now()
+  const again = await Workspace.open({ store: make(), autoCheckpoint: false })
+  const open = performance.now() - start
+  const { contents, resident, durable } = again.storage
+  const reading = performance.now()
+  let read = 0
+  for (let d = 0; d < files / 100; d++) for (let f = 0; f < 100; f++) read += (again.fs.readFileSync(`/d${d}/f${f}`) as Uint8Array).length
+  const readAll = performance.now() - reading
+  await again.close()
+  if (read !== files * fileBytes) throw new Error(`read back ${read} bytes of ${files * fileBytes}`)
+  return { open, contents, residentBytes: resident.bytes, durableBlobs: durable.blobs, readAll }
+}
+
 async function run(subject: Subject, shape: Shape, name: string, groups: number, size: number, recordBytes: number): Promise<number> {
   if (subject === 'raw-opfs') return raw(name, groups, size, recordBytes)
   const store = subject === 'opfs' ? opfsStore(name) : indexedDbStore(name)
@@ -69,9 +108,10 @@ async function run(subject: Subject, shape: Shape, name: string, groups: number,
 }
 
 self.onmessage = async (event: MessageEvent<{ id: number; scenario: string; args: unknown[] }>) => {
-  const { id, args } = event.data
+  const { id, scenario, args } = event.data
   try {
-    self.postMessage({ id, ok: true, value: await run(...(args as Parameters<typeof run>)) })
+    const value = scenario === 'reopen' ? await reopen(...(args as Parameters<typeof reopen>)) : await run(...(args as Parameters<typeof run>))
+    self.postMessage({ id, ok: true, value })
   } catch (error) {
     self.postMessage({ id, ok: false, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error), code: (error as { code?: string }).code })
   }
