@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { CHROMIUM } from '../test/browser/driver.js'
+import type { Reopen } from '../test/browser/opfs-bench-worker.js'
 import { WORKER_PAGE, bundleModule, startSite, work } from '../test/browser/site.js'
 
 const quick = process.argv.includes('--quick')
@@ -40,14 +41,6 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 
 const REOPEN_FILES = quick ? 2_000 : 20_000
 const REOPEN_RUNS = quick ? 1 : 3
-
-interface Reopen {
-  open: number
-  contents: string
-  residentBytes: number
-  durableBlobs: number
-  readAll: number
-}
 
 /** The reopen table: each store's runs interleaved, each into a fresh store; medians. */
 async function reopenTable(page: Parameters<typeof work>[0], version: string): Promise<void> {

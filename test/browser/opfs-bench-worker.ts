@@ -60,7 +60,7 @@ async function raw(name: string, groups: number, size: number, recordBytes: numb
 }
 
 /** What reopening a workspace of `files` files of `fileBytes` (written, synced, compacted, closed) cost on one store. */
-interface Reopen {
+export interface Reopen {
   open: number
   contents: string
   residentBytes: number
