@@ -6,9 +6,11 @@
  * layout (one file per blob) migrated. Killing a process in the middle of a collection is
  * test/adapters/node-fs-pack-gc-crash.test.ts.
  */
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
+import { build } from 'esbuild'
 import { afterAll, describe, expect, it } from 'vitest'
 import { directoryStore } from '../../adapters/node-fs/index.js'
 import { Kind, RECORD_HEADER_BYTES, crc32 } from '../../adapters/node-fs/pack-format.js'
@@ -189,6 +191,35 @@ describe('pack segments: a crash cut at every byte of the last group commit', ()
       }
     }
   }, 300_000)
+})
+
+describe('pack segments: a journal replacement cut after any of its writes', () => {
+  it('reopens with the old journal or the whole new one, a torn tail at most, never damage', async () => {
+    const child = `${scratch}/reset-cut-child.mjs`
+    await build({ entryPoints: ['test/adapters/fixtures/node-fs-reset-cut-child.ts'], bundle: true, platform: 'node', format: 'esm', target: 'node20', outfile: child, logLevel: 'error' })
+    // 300k two-byte characters: a reset record written in several slices.
+    const size = 300_000
+    let whole = false
+    for (let cut = 1; !whole; cut++) {
+      const path = fresh()
+      const exit = spawnSync(process.execPath, [child, path, String(cut), String(size)], { encoding: 'utf8' })
+      expect(exit.stderr).toBe('')
+      whole = exit.status === 0
+      const store = directoryStore(path)
+      try {
+        const journal = await store.readJournal()
+        expect(journal.torn, `cut after write ${cut}`).toBeUndefined()
+        expect(journal.records.length, `cut after write ${cut}`).toBe(1)
+        if (journal.records[0] !== 'old') expect(journal.records[0], `cut after write ${cut}`).toBe('é'.repeat(size))
+        if (whole) expect(journal.records[0]).toBe('é'.repeat(size))
+        expect((await store.blobIds()).filter((id) => id.startsWith('pack-damage:')), `cut after write ${cut}`).toEqual([])
+        expect((await store.keptAside()).filter((name) => !name.startsWith('pack.torn-')), `cut after write ${cut}`).toEqual([])
+      } finally {
+        await store.close()
+      }
+      expect(cut).toBeLessThan(50)
+    }
+  })
 })
 
 describe('pack segments: damage', () => {
