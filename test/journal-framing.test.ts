@@ -118,4 +118,36 @@ describe('journal framing', () => {
     expect(again.fs.readFileSync('/moved/__proto__', 'utf8')).toBe('three')
     await again.close()
   })
+
+  it('writes a directory of thousands of children as pieces: first in the table or after others, in the head and in a part', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, compactEvery: Number.POSITIVE_INFINITY })
+    // /a/big is the first directory of each table (children first), /z/big follows a small one.
+    for (const dir of ['/a/big', '/z/small', '/z/big']) ws.fs.mkdirSync(dir, { recursive: true })
+    for (let i = 0; i < 1500; i++) {
+      ws.fs.writeFileSync(`/a/big/f${i}`, 'same')
+      ws.fs.writeFileSync(`/z/big/g${i}`, 'other')
+    }
+    await ws.checkpoint({ name: 'both' })
+    ws.fs.writeFileSync('/a/big/f0', 'changed')
+    await ws.compact()
+    const { records } = await store.readJournal()
+    const verdict = decodeLine(records[0])
+    expect(verdict.ok).toBe(true)
+    if (!verdict.ok || verdict.body.t !== 'snapshot' || !('parts' in verdict.body.data)) throw new Error('expected a format-2 snapshot')
+    expect(records[0]).toBe(encodeRecord(verdict.body, 0))
+    for (const { id } of verdict.body.data.parts) {
+      const text = new TextDecoder().decode((await store.getBlob(id))!)
+      expect(text).toBe(JSON.stringify(JSON.parse(text)))
+    }
+    await ws.close()
+    const again = await Workspace.open({ store })
+    expect(again.fs.readdirSync('/a/big')).toHaveLength(1500)
+    expect(again.fs.readdirSync('/z/big')).toHaveLength(1500)
+    expect(again.fs.readFileSync('/a/big/f0', 'utf8')).toBe('changed')
+    await again.restore('both')
+    expect(again.fs.readFileSync('/a/big/f0', 'utf8')).toBe('same')
+    expect(again.fs.readFileSync('/z/big/g1499', 'utf8')).toBe('other')
+    await again.close()
+  })
 })

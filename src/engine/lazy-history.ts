@@ -509,9 +509,14 @@ function refText(ref: DirRef): string {
   return ref.p === undefined ? `{"t":"r","i":${ref.i}}` : `{"t":"r","i":${ref.i},"p":${ref.p}}`
 }
 
-/** A directory's JSON (PartDir, HeadDir) from its children's members, as JSON.stringify would write the object. */
-function dirText(meta: Meta, lower: string | null, children: string, place?: [number, number]): string {
-  return `{"m":${metaText(meta)},"l":${lower === null ? 'null' : JSON.stringify(lower)},"c":{${children}}${place ? `,"a":[${place[0]},${place[1]}]` : ''}}`
+/** An empty directory's JSON (PartDir, HeadDir), as JSON.stringify would write the object. */
+function emptyDirText(meta: Meta, lower: string | null, place?: [number, number]): string {
+  return `{"m":${metaText(meta)},"l":${lower === null ? 'null' : JSON.stringify(lower)},"c":{}${place ? `,"a":[${place[0]},${place[1]}]` : ''}}`
+}
+
+/** A directory's JSON (PartDir, HeadDir) from its children's members, as JSON.stringify would write the object: in pieces (TextList says why). */
+function dirPieces(meta: Meta, lower: string | null, children: readonly string[], place?: [number, number]): string[] {
+  return [`{"m":${metaText(meta)},"l":${lower === null ? 'null' : JSON.stringify(lower)},"c":{`, ...children, `}${place ? `,"a":[${place[0]},${place[1]}]` : ''}}`]
 }
 
 /** One member of a directory's children (a child named `__proto__` is a member like any other). */
@@ -550,13 +555,18 @@ const TEXT_CHUNK = 64 * 1024
 
 /**
  * Comma-separated JSON items (a part's directories and operations, the head's, a directory's
- * children), appended to one string a chunk at a time. A string built by appending is a tree of
- * the pieces, every one of which a garbage collection copies while the tree is alive: each chunk
- * is copied into one string as it fills (slicing a tree does), so its pieces die young.
+ * children), kept as flat pieces in order. A string built by appending is a tree of the pieces,
+ * every one of which a garbage collection copies while the tree is alive: small items are
+ * appended to a chunk that is copied into one string as it fills (slicing a tree does), so their
+ * pieces die young. An item of many pieces (a directory of thousands of children) keeps its
+ * pieces: joined it would be a new string of megabytes, and each is new memory whose page faults
+ * cost more than the copy (its children's text would be copied once into the directory, once more
+ * into the list, and again into the record).
  */
 class TextList {
-  private readonly chunks: string[] = []
-  /** The chunk being filled: each item after a comma. */
+  /** Flat pieces: joined in order, the items and the commas between them. */
+  private readonly filled: string[] = []
+  /** Items appended since the last piece, each after a comma. */
   private chunk = ''
   count = 0
   length = 0
@@ -565,25 +575,34 @@ class TextList {
   push(item: string): number {
     this.chunk += `,${item}`
     this.length += item.length + 1
-    if (this.chunk.length >= TEXT_CHUNK) {
-      this.chunks.push(this.chunk.slice(1))
-      this.chunk = ''
-    }
+    if (this.chunk.length >= TEXT_CHUNK) this.fill()
     return this.count++
   }
 
-  get text(): string {
-    if (this.chunks.length === 0) return this.chunk.slice(1)
-    return this.chunks.join(',') + this.chunk
+  /** Appends an item made of pieces, joined only when small; returns its index. */
+  pushPieces(pieces: readonly string[]): number {
+    let chars = 0
+    for (const piece of pieces) chars += piece.length
+    if (chars < TEXT_CHUNK) return this.push(pieces.join(''))
+    this.fill()
+    if (this.count > 0) this.filled.push(',')
+    for (const piece of pieces) this.filled.push(piece)
+    this.length += chars + 1
+    return this.count++
+  }
+
+  /** The chunk as a flat piece (slicing copies a tree into one string), its comma kept apart. */
+  private fill(): void {
+    if (this.chunk === '') return
+    if (this.filled.length > 0) this.filled.push(',')
+    this.filled.push(this.chunk.slice(1))
+    this.chunk = ''
   }
 
   /** The text as pieces, in order (no copy of the whole). */
   pieces(): string[] {
-    if (this.chunks.length === 0) return [this.chunk.slice(1)]
-    const out: string[] = []
-    for (const chunk of this.chunks) out.push(out.length === 0 ? chunk : `,${chunk}`)
-    out.push(this.chunk)
-    return out
+    this.fill()
+    return this.filled.length === 0 ? [''] : this.filled
   }
 }
 
@@ -621,7 +640,7 @@ class PartWriter {
     const known = this.known(node)
     if (known || node.children.size > 0) return known
     if (this.full()) this.sealOne()
-    return this.place(node, dirText(node.meta, node.lower, ''))
+    return this.place(node, emptyDirText(node.meta, node.lower))
   }
 
   /** A directory's reference: where a part already holds it, or written now (what it holds first). */
@@ -645,12 +664,12 @@ class PartWriter {
       yield
     }
     this.using(refs)
-    return this.place(node, dirText(node.meta, node.lower, children.text))
+    return this.place(node, dirPieces(node.meta, node.lower, children.pieces()))
   }
 
   /** Appends a directory's text to the part being written. */
-  private place(node: DirNode, text: string): DirRef {
-    const place: [number, number] = [this.serial, this.dirs.push(text)]
+  private place(node: DirNode, text: string | readonly string[]): DirRef {
+    const place: [number, number] = [this.serial, typeof text === 'string' ? this.dirs.push(text) : this.dirs.pushPieces(text)]
     this.placed.set(node, place)
     return { t: 'r', i: place[1], p: place[0] }
   }
@@ -774,7 +793,7 @@ class HeadTable {
   private dirNow(node: DirNode): number | undefined {
     const known = this.index.get(node)
     if (known !== undefined || node.children.size > 0) return known
-    const i = this.dirs.push(dirText(node.meta, node.lower, '', this.placeOf(node)))
+    const i = this.dirs.push(emptyDirText(node.meta, node.lower, this.placeOf(node)))
     this.index.set(node, i)
     return i
   }
@@ -788,7 +807,7 @@ class HeadTable {
       children.push(member(name, text))
       if (this.pace.due()) yield
     }
-    const i = this.dirs.push(dirText(node.meta, node.lower, children.text, this.placeOf(node)))
+    const i = this.dirs.pushPieces(dirPieces(node.meta, node.lower, children.pieces(), this.placeOf(node)))
     this.index.set(node, i)
     return i
   }
