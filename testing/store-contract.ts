@@ -182,6 +182,17 @@ export function storeContract<S extends Store>(subject: StoreSubject<S>): Contra
     under = await under.reopen()
     const reopened = await under.store.readJournal()
     check(reopened.records.length === 3 && reopened.records[0] === big && reopened.torn === undefined, 'and after a reopen')
+    if (under.store.replaceJournalPieces) {
+      // The same record in pieces (Store.replaceJournalPieces), cut anywhere: between the halves of a pair too.
+      const cuts = [0, 1, 65535, 65536, 65537, 300001, big.length - 2, big.length - 1]
+      const pieces = cuts.map((at, i) => big.slice(at, cuts[i + 1] ?? big.length))
+      check(pieces.join('') === big && pieces.some((piece) => (piece.charCodeAt(piece.length - 1) & 0xfc00) === 0xd800), 'the pieces cut a pair')
+      await under.store.replaceJournalPieces([pieces, ['commit'], [], ['a', 'fter']])
+      const fromPieces = await under.store.readJournal()
+      check(fromPieces.records.length === 4 && fromPieces.records[0] === big && fromPieces.records[2] === '' && fromPieces.records[3] === 'after' && fromPieces.torn === undefined, 'a journal replaced from pieces reads back as their concatenation')
+      under = await under.reopen()
+      check((await under.store.readJournal()).records[0] === big, 'and after a reopen')
+    }
     await under.store.close?.()
   })
 

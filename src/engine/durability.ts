@@ -136,8 +136,9 @@ const SLICE_MS = 1
  */
 interface Compaction {
   /** Encodes the snapshot, then frames its record, pausing (yielding) between slices. */
-  readonly steps: Generator<void, { readonly record: string; readonly encoded: EncodedSnapshot }, void>
-  result?: { readonly record: string; readonly encoded: EncodedSnapshot }
+  readonly steps: Generator<void, { readonly record: readonly string[]; readonly encoded: EncodedSnapshot }, void>
+  /** Once encoded: the snapshot's record, as pieces (framing), and what it needs. */
+  result?: { readonly record: readonly string[]; readonly encoded: EncodedSnapshot }
   /**
    * Records pending at that moment (their changes are in the snapshot) and not committed yet: the
    * first ones the group commits after it take, which its tail leaves out.
@@ -655,17 +656,19 @@ export class Durability {
   private async replaceWith(compaction: Compaction): Promise<void> {
     const { record, encoded } = compaction.result!
     await this.putDurable(encoded.blobs)
-    const records = [record, commitRecord(1)]
+    const records: (readonly string[])[] = [record, [commitRecord(1)]]
     let chars = 0
     for (const lines of compaction.tail) {
       for (const line of lines) {
-        records.push(frameRecord(line, records.length))
-        chars += records[records.length - 1].length
+        const framed = frameRecord(line, records.length)
+        records.push([framed])
+        chars += framed.length
       }
-      records.push(commitRecord(records.length))
+      records.push([commitRecord(records.length)])
     }
     try {
-      await this.store.replaceJournal(records)
+      if (this.store.replaceJournalPieces) await this.store.replaceJournalPieces(records)
+      else await this.store.replaceJournal(records.map((pieces) => (pieces.length === 1 ? pieces[0] : pieces.join(''))))
     } catch (error) {
       // The store may hold the old journal or this one: a store that reconnects is resumed with a snapshot.
       this.journalUnknown = true
@@ -678,7 +681,9 @@ export class Durability {
     this.position = records.length
     this.sinceCompaction = compaction.tailLines
     this.sinceChars = chars
-    this.snapshotChars = record.length
+    let snapshotChars = 0
+    for (const piece of record) snapshotChars += piece.length
+    this.snapshotChars = snapshotChars
   }
 
   /**

@@ -450,9 +450,10 @@ const FRAME_SLICE = 256 * 1024
 
 /**
  * frameRecord of the body `pieces` make, as a generator: a snapshot's megabytes are checksummed a
- * slice at a time, pausing (yielding) between slices, and joined once, into the record.
+ * slice at a time, pausing (yielding) between slices. The record is returned as pieces too (its
+ * text is their concatenation): Store.replaceJournalPieces says why.
  */
-export function* framing(pieces: readonly string[], n: number): Generator<void, string, void> {
+export function* framing(pieces: readonly string[], n: number): Generator<void, string[], void> {
   const head = `{"n":${n},`
   let crc = crc32(head)
   let work = 0
@@ -471,7 +472,7 @@ export function* framing(pieces: readonly string[], n: number): Generator<void, 
     }
   }
   yield
-  return [`{"v":${FORMAT_VERSION},"c":${crc},"b":${head}`, pieces[0].slice(1), ...pieces.slice(1), '}'].join('')
+  return [`{"v":${FORMAT_VERSION},"c":${crc},"b":${head}`, pieces[0].slice(1), ...pieces.slice(1), '}']
 }
 
 export function encodeRecord(body: RecordBody, n: number): string {

@@ -77,6 +77,13 @@ export interface Store {
   /** Atomically replaces the whole journal (compaction, dropping a torn tail, repair). */
   replaceJournal(records: readonly string[]): Promise<void>
   /**
+   * Optional: replaceJournal with each record given as pieces, its text their concatenation in
+   * order. A compaction's snapshot is megabytes: joined into one string it would be a copy of them
+   * in new memory, whose page faults cost more than the copy. A store that encodes text as it
+   * writes (a file) takes the pieces as they are; without it, each record is joined first.
+   */
+  replaceJournalPieces?(records: readonly (readonly string[])[]): Promise<void>
+  /**
    * Stores blobs under their ids. Ids are content addresses: a store may keep the bytes it already
    * has under an id (the engine sets a damaged blob aside before putting its good bytes again).
    */
