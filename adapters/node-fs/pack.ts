@@ -1246,23 +1246,41 @@ export class PackLog {
     return { ...entry, segment: active.segment }
   }
 
-  /** The UTF-8 of `text`'s pieces, in order, encoded into the scratch buffer a slice at a time: each filled buffer goes to `take`. */
+  /**
+   * The UTF-8 of `text`'s pieces, in order (of their concatenation: a pair of surrogates may be cut
+   * between two pieces), encoded into the scratch buffer a slice at a time: each filled buffer goes
+   * to `take`.
+   */
   private encodeSlices(text: readonly string[], take: (bytes: Uint8Array) => void): void {
     const buffer = this.scratch(TEXT_BUFFER)
     let filled = 0
+    const encode = (slice: string) => {
+      if (filled + 3 * slice.length > TEXT_BUFFER) {
+        take(buffer.subarray(0, filled))
+        filled = 0
+      }
+      filled += buffer.write(slice, filled, 'utf8')
+    }
+    // A high surrogate that ended a piece, encoded with what follows it (each half alone would encode as U+FFFD).
+    let carried = ''
     for (const piece of text) {
       for (let from = 0; from < piece.length; ) {
-        let to = Math.min(piece.length, from + TEXT_SLICE)
-        // A slice never ends between the halves of a surrogate pair (each alone would encode as U+FFFD).
-        if (to < piece.length && (piece.charCodeAt(to - 1) & 0xfc00) === 0xd800) to--
-        if (filled + 3 * (to - from) > TEXT_BUFFER) {
-          take(buffer.subarray(0, filled))
-          filled = 0
+        let to = Math.min(piece.length, from + TEXT_SLICE - carried.length)
+        // A slice never ends between the halves of a surrogate pair.
+        if ((piece.charCodeAt(to - 1) & 0xfc00) === 0xd800) to--
+        if (to === from) {
+          // The piece's last character, a high surrogate: one carried before it had no low half after it.
+          if (carried !== '') encode(carried)
+          carried = piece[from]
+          from++
+          continue
         }
-        filled += buffer.write(to - from === piece.length ? piece : piece.slice(from, to), filled, 'utf8')
+        encode(carried + (to - from === piece.length ? piece : piece.slice(from, to)))
+        carried = ''
         from = to
       }
     }
+    if (carried !== '') encode(carried)
     if (filled > 0) take(buffer.subarray(0, filled))
   }
 

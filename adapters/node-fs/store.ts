@@ -374,22 +374,12 @@ function journalLines(records: readonly string[]): readonly string[] {
   return records
 }
 
-/**
- * The journal's text as pieces (each record's, then a line end), each record checked to be one
- * line: the pack encodes them a slice at a time. A piece never ends between the halves of a
- * surrogate pair (each alone would encode as U+FFFD): the high one moves to the next piece.
- */
+/** The journal's text as pieces (each record's, then a line end), each record checked to be one line: the pack encodes them a slice at a time. */
 function lines(records: readonly (readonly string[])[]): string[] {
   const text: string[] = []
   for (const pieces of records) {
     if (!Array.isArray(pieces)) throw new TypeError(`rewindfs: a journal record's pieces must be an array, got ${typeof pieces}`)
-    let carried = ''
-    for (const piece of journalLines(pieces)) {
-      const whole = carried === '' ? piece : carried + piece
-      carried = whole.length > 0 && (whole.charCodeAt(whole.length - 1) & 0xfc00) === 0xd800 ? whole.slice(-1) : ''
-      if (whole.length > carried.length) text.push(carried === '' ? whole : whole.slice(0, -1))
-    }
-    if (carried !== '') text.push(carried)
+    for (const piece of journalLines(pieces)) text.push(piece)
     text.push('\n')
   }
   return text
