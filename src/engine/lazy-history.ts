@@ -407,7 +407,7 @@ export class LazyHistory {
       parts,
       nextPart: writer.next,
     })
-    // In pieces: framing joins them once, into the record (each copy of megabytes costs its page faults).
+    // In pieces, never joined here: framing checksums them, and the record goes to the store as pieces (each copy of megabytes costs its page faults).
     const body = ['{"t":"snapshot","data":{"format":2,"dirs":[', ...head.dirs.pieces(), '],', rest.slice(1, -1), ',"checkpoints":[', checkpoints.join(','), '],"operations":[', ...operations.pieces(), ']}}']
     return { body, blobs, staged: { parts, written, places: [...writer.placed], nextPart: writer.next } }
   }
