@@ -69,6 +69,33 @@ describe('complexity bounds (counted work, not time)', () => {
     expect(costs[1]).toBe(costs[0])
   })
 
+  it('mkdir after mkdir in one directory copies no node: only the new, empty directory is made immutable', async () => {
+    const ws = await Workspace.open()
+    ws.fs.mkdirSync('/t')
+    ws.fs.mkdirSync('/t/d0')
+    const before = ws.counters.nodesCopied
+    for (let i = 1; i <= 100; i++) ws.fs.mkdirSync(`/t/d${i}`)
+    // Freezing the tree after each would copy the root and /t on the next one: 200 copies.
+    expect(ws.counters.nodesCopied - before).toBe(0)
+    // The directory a record holds never changes afterwards: a write into it copies it first.
+    ws.fs.writeFileSync('/t/d100/a.txt', 'a')
+    expect(ws.counters.nodesCopied - before).toBe(1)
+    await ws.undo() // the write
+    await ws.undo() // the mkdir of /t/d100
+    expect(ws.fs.existsSync('/t/d100')).toBe(false)
+    await ws.redo()
+    // The mkdir's record brings back the directory it made, empty (changed in place, it would hold a.txt).
+    expect(ws.fs.readdirSync('/t/d100')).toEqual([])
+    ws.fs.writeFileSync('/t/d100/b.txt', 'b')
+    expect(ws.fs.readdirSync('/t/d100')).toEqual(['b.txt'])
+    // mkdir -p fills the directories it makes within one operation: the tree is frozen then, as before.
+    ws.fs.mkdirSync('/p/q/r', { recursive: true })
+    const checkpoint = await ws.checkpoint()
+    ws.fs.writeFileSync('/p/q/r/x', 'x')
+    await ws.restore(checkpoint.id, { force: true })
+    expect(ws.fs.readdirSync('/p/q/r')).toEqual([])
+  })
+
   it('reset is O(1): it touches nothing however large the upper layer', async () => {
     const ws = await populated(100_000)
     const before = ws.counters

@@ -118,7 +118,7 @@ export class Journal implements Recorder, StateRecorder {
    */
   private readonly changes: (Change | undefined)[] = []
   private changeCount = 0
-  /** Whether it changed a directory node's slot (the record will hold directory nodes). */
+  /** Whether its record holds a directory node the tree's edit token owns (one a later write would change in place). */
   private needsFreeze = false
   private depth = 0
   private seq = 0
@@ -162,7 +162,9 @@ export class Journal implements Recorder, StateRecorder {
   slot(path: string, before: UpperNode | undefined, after: UpperNode | undefined): void {
     if (this.muted > 0 || !this.current) return
     this.push({ kind: 'slot', path, before, after })
-    if (before?.type === 'dir' || after?.type === 'dir') this.needsFreeze = true
+    // A directory no token owns (mkdir's new one) is copied before any change: only an owned one needs the tree frozen.
+    const token = this.overlay.token
+    if ((before?.type === 'dir' && before.token === token) || (after?.type === 'dir' && after.token === token)) this.needsFreeze = true
   }
 
   meta(path: string, before: Meta, after: Meta): void {
