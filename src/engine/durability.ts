@@ -301,35 +301,34 @@ export class Durability {
 
   /** An operation's changes as the members of its record's `changes` (SerialChange[] without brackets); the blobs they name go to `blobs`. */
   private changesText(record: OperationRecord, blobs: { add(id: BlobId): unknown }): string {
-    const out: string[] = []
-    // A directory that an earlier slot of the same operation held was moved: refer to it by path.
-    const movedFrom = (dir: DirNode) => record.changes.find((c) => c.kind === 'slot' && c.before === dir)?.path
-    const slot = (path: string, after: UpperNode | undefined, moved?: (dir: DirNode) => string | undefined) => {
-      const a = after === undefined ? 'null' : after.type === 'whiteout' ? '"W"' : nodeText(after, blobs, moved)
-      out.push(`{"k":"slot","p":${JSON.stringify(path)},"a":${a}}`)
-    }
+    // Built without an array or closures per record: most records hold one or two changes.
+    let out = ''
     for (const change of record.changes) {
-      if (change.kind === 'slot') slot(change.path, change.after, movedFrom)
-      else if (change.kind === 'meta') out.push(`{"k":"meta","p":${JSON.stringify(change.path)},"a":${metaText(change.after)}}`)
-      else if (change.kind === 'state') out.push(JSON.stringify({ k: 'state', key: change.key, a: change.after ?? null } satisfies SerialChange))
-      else if (change.kind === 'effect') out.push(JSON.stringify(effectMembers(change.effect)))
+      let item: string
+      if (change.kind === 'slot') item = slotText(change.path, change.after, blobs, record)
+      else if (change.kind === 'meta') item = `{"k":"meta","p":${JSON.stringify(change.path)},"a":${metaText(change.after)}}`
+      else if (change.kind === 'state') item = JSON.stringify({ k: 'state', key: change.key, a: change.after ?? null } satisfies SerialChange)
+      else if (change.kind === 'effect') item = JSON.stringify(effectMembers(change.effect))
       else {
         // A checkpoint whose tree is still in the snapshot's parts is not the one just moved to (that one was decoded).
         const checkpoint = this.host.checkpoints.find((c) => !rootPending(c) && c.root === change.after && (!change.stateAfter || c.state === change.stateAfter))
-        if (checkpoint) out.push(JSON.stringify({ k: 'root', checkpoint: checkpoint.id } satisfies SerialChange))
-        else if (isEmptyRoot(change.after) && !change.stateAfter) out.push('{"k":"root","empty":true}')
+        if (checkpoint) item = JSON.stringify({ k: 'root', checkpoint: checkpoint.id } satisfies SerialChange)
+        else if (isEmptyRoot(change.after) && !change.stateAfter) item = '{"k":"root","empty":true}'
         else {
           // A move to a tree no checkpoint names: written out as the slots that differ.
-          const expanded = this.host.journal.slots({ ...record, changes: [change] })
-          for (const c of expanded) {
-            if (c.kind === 'slot') slot(c.path, c.after)
-            else if (c.kind === 'state') out.push(JSON.stringify({ k: 'state', key: c.key, a: c.after ?? null } satisfies SerialChange))
-            else out.push(`{"k":"meta","p":${JSON.stringify(c.path)},"a":${metaText(c.after)}}`)
+          const items: string[] = []
+          for (const c of this.host.journal.slots({ ...record, changes: [change] })) {
+            if (c.kind === 'slot') items.push(slotText(c.path, c.after, blobs))
+            else if (c.kind === 'state') items.push(JSON.stringify({ k: 'state', key: c.key, a: c.after ?? null } satisfies SerialChange))
+            else items.push(`{"k":"meta","p":${JSON.stringify(c.path)},"a":${metaText(c.after)}}`)
           }
+          if (items.length === 0) continue
+          item = items.join(',')
         }
       }
+      out = out === '' ? item : `${out},${item}`
     }
-    return out.join(',')
+    return out
   }
 
   /**
@@ -1407,6 +1406,21 @@ export function damagedError(kind: string, damage: StoreDamage): Error {
 /** Records that may drop the last reference to a blob (see mayBeStale). */
 const DROPS_REFERENCES = new Set<string>(['checkpoint-delete', 'undo', 'redo'])
 
+/**
+ * A slot change's record text; a directory that an earlier slot of the same operation (`record`)
+ * held was moved, and is referred to by that path.
+ */
+function slotText(path: string, after: UpperNode | undefined, blobs: { add(id: BlobId): unknown }, record?: OperationRecord): string {
+  const from = record !== undefined && after?.type === 'dir' ? movedFrom(record, after) : undefined
+  const a = after === undefined ? 'null' : after.type === 'whiteout' ? '"W"' : from !== undefined ? `{"t":"moved","p":${JSON.stringify(from)}}` : nodeText(after, blobs)
+  return `{"k":"slot","p":${JSON.stringify(path)},"a":${a}}`
+}
+
+function movedFrom(record: OperationRecord, dir: DirNode): string | undefined {
+  for (const c of record.changes) if (c.kind === 'slot' && c.before === dir) return c.path
+  return undefined
+}
+
 /** How an operation's record text (RecordBody 'op', as bodyText writes it) begins: its identity's members follow, then its changes. */
 const OP_PREFIX = '{"t":"op",'
 
@@ -1416,12 +1430,25 @@ const OP_PREFIX = '{"t":"op",'
  */
 function identityText(record: OperationRecord): string {
   return (
-    `"id":${JSON.stringify(record.id)},"seq":${numberText(record.seq)},"type":${JSON.stringify(record.type)},"paths":${JSON.stringify(record.paths)},"time":${numberText(record.time)},"session":${JSON.stringify(record.session)}` +
+    `"id":${JSON.stringify(record.id)},"seq":${numberText(record.seq)},"type":${quotedOnce(record.type)},"paths":${JSON.stringify(record.paths)},"time":${numberText(record.time)},"session":${quotedOnce(record.session)}` +
     (record.turn !== undefined ? `,"turn":${numberText(record.turn)}` : '') +
     (record.group !== undefined ? `,"group":${JSON.stringify(record.group)}` : '') +
     (record.description !== undefined ? `,"description":${JSON.stringify(record.description)}` : '') +
     `,"strategy":${strategyText(record.strategy)}`
   )
+}
+
+/** JSON strings of operation types and session ids: a few of each, written with every record. */
+const quoted = new Map<string, string>()
+
+function quotedOnce(text: string): string {
+  let json = quoted.get(text)
+  if (json === undefined) {
+    // Bounded: a long-lived process of many sessions must not keep every id it saw.
+    if (quoted.size >= 256) quoted.clear()
+    quoted.set(text, (json = JSON.stringify(text)))
+  }
+  return json
 }
 
 /** The last strategy written and its JSON: nearly every operation has the same one. */

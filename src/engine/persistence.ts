@@ -62,13 +62,13 @@ export function leafText(node: FileNode | SymlinkNode | HardLink, blobs: { add(i
 }
 
 /**
- * A node's JSON (SerialNode; a directory whole, or `moved` when `movedFrom` names where it was);
+ * A node's JSON (SerialNode; a directory whole; a moved one, `moved`, is the record's to write);
  * the blobs it names go to `blobs`. A child named `__proto__` is a member like any other.
  */
-export function nodeText(node: EntryNode | HardLink, blobs: { add(id: BlobId): unknown }, movedFrom?: (node: DirNode) => string | undefined): string {
+export function nodeText(node: EntryNode | HardLink, blobs: { add(id: BlobId): unknown }): string {
   if (node.type !== 'dir') return leafText(node, blobs)
-  const from = movedFrom?.(node)
-  if (from !== undefined) return `{"t":"moved","p":${JSON.stringify(from)}}`
+  // mkdir's new directory: no walk of its children (a generator and an array per record).
+  if (node.children.size === 0) return `{"t":"d","m":${metaText(node.meta)},"l":${node.lower === null ? 'null' : JSON.stringify(node.lower)},"c":{}}`
   const children: string[] = []
   for (const [name, child] of mapEntries<UpperNode>(node.children)) children.push(`${JSON.stringify(name)}:${child.type === 'whiteout' ? '"W"' : nodeText(child, blobs)}`)
   return `{"t":"d","m":${metaText(node.meta)},"l":${node.lower === null ? 'null' : JSON.stringify(node.lower)},"c":{${children.join(',')}}}`
