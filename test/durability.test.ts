@@ -513,6 +513,34 @@ describe('write-ahead journal and crash recovery', () => {
     await ws.close()
   })
 
+  it('a compaction that falls behind is caught up by the commits that follow, a part each, and finished at once only when its tail reaches compactEvery', async () => {
+    const store = new CountingStore()
+    const ws = await Workspace.open({ store, compactEvery: 100, autoCheckpoint: false })
+    ws.fs.mkdirSync('/t')
+    // One commit of 3000 records: the compaction it makes due has 3000 entries and operations to encode.
+    for (let n = 0; n < 3000; n++) ws.fs.writeFileSync(`/t/f${n}`, `file ${n}`)
+    await ws.sync()
+    // Commits of 10 with no event-loop turn between them: no background slice runs, the commits do all the encoding.
+    let n = 3000
+    while (store.replaced === 0 && n < 3200) {
+      for (let k = 0; k < 10; k++) ws.fs.writeFileSync(`/t/f${n++}`, 'later')
+      await ws.sync()
+    }
+    expect(store.replaced).toBe(1)
+    const [snapshot, , ...tail] = (await store.readJournal()).records
+    expect(snapshot).toContain('"t":"snapshot"')
+    // Not in the commit that put its tail past a quarter of compactEvery (the third, 30 records), and never past compactEvery (ten).
+    const commits = tail.filter((record) => record.includes('"t":"commit"')).length
+    expect(commits).toBeGreaterThan(3)
+    expect(commits).toBeLessThanOrEqual(10)
+    expect(tail.length).toBe(commits * 11)
+    const again = await Workspace.open({ store: MemoryStore.from(store.image()) })
+    expect(again.fs.readdirSync('/t')).toHaveLength(n)
+    expect(await workspaceSnapshot(again)).toEqual(await workspaceSnapshot(ws))
+    await again.close()
+    await ws.close()
+  })
+
   it('a compaction keeps entries of any name, __proto__ and numbers included, in the live tree and in history', async () => {
     const store = new MemoryStore()
     const ws = await Workspace.open({ store, autoCheckpoint: false })

@@ -131,6 +131,14 @@ const BLOB_READS = 16
 const SLICE_MS = 1
 
 /**
+ * Steps of encoding (each up to PAUSE_WORK entries or operations, lazy-history.ts) a group commit
+ * adds to a compaction that fell behind, per quarter of `every` records in its tail
+ * (compactWhenDue): it catches up over a few commits, faster the further behind it is, instead of
+ * pausing one commit for the whole snapshot. Counted in work, not time: the same on any machine.
+ */
+const CATCH_UP_STEPS = 8
+
+/**
  * A compaction: the host's state at one moment (captured), its snapshot encoded — in slices in
  * the background, or at once — then written with the group commits made after that moment.
  */
@@ -154,6 +162,25 @@ interface Compaction {
   /** What is reachable when the compaction is written (the blobs it then deletes are the rest). */
   readonly reachable: () => Set<BlobId>
   abandoned: boolean
+}
+
+/** Runs a generator for `count` steps at most: what it returns if it ended, else undefined (it goes on from there next time). */
+function runSteps<T>(steps: Generator<void, T, void>, count: number): T | undefined {
+  for (let i = 0; i < count; i++) {
+    const step = steps.next()
+    if (step.done) return step.value
+  }
+  return undefined
+}
+
+/** Runs a generator for about `ms` milliseconds: what it returns if it ended, else undefined (it goes on from there next time). */
+function runFor<T>(steps: Generator<void, T, void>, ms: number): T | undefined {
+  const until = performance.now() + ms
+  for (;;) {
+    const step = steps.next()
+    if (step.done) return step.value
+    if (performance.now() >= until) return undefined
+  }
 }
 
 /**
@@ -490,8 +517,10 @@ export class Durability {
    * After a group commit: a compaction that is due starts (its moment is now, between two commits
    * and outside any hold); one encoded is written once the records pending at its moment are
    * committed. One whose tail reached a quarter of `every` records before its slices finished (the
-   * event loop was not free for them long enough) is encoded at once: the tail it writes again, and
-   * the journal, stay bounded.
+   * event loop was not free for them long enough) is encoded by the commits too, each for
+   * CATCH_UP_STEPS per quarter of `every` in its tail, and at once when the tail reaches `every`: the
+   * tail it writes again, and the journal, stay bounded, and no commit waits for a whole snapshot
+   * unless writes outrun the encoding four times over.
    */
   private async compactWhenDue(): Promise<void> {
     const compaction = this.compaction
@@ -499,9 +528,10 @@ export class Durability {
       if (this.holds === 0 && !this.failure && this.damage.length === 0 && !this.store.readOnly && this.due()) this.compactInBackground()
       return
     }
-    if (compaction.result === undefined && compaction.tailLines >= (this.auto?.every ?? Number.POSITIVE_INFINITY) / 4) {
+    const behind = compaction.tailLines / ((this.auto?.every ?? Number.POSITIVE_INFINITY) / 4)
+    if (compaction.result === undefined && behind >= 1) {
       try {
-        compaction.result = runThrough(compaction.steps)
+        compaction.result = behind >= 4 ? runThrough(compaction.steps) : runSteps(compaction.steps, Math.ceil(CATCH_UP_STEPS * behind))
       } catch {
         this.compactionFailed(compaction)
         return
@@ -522,22 +552,14 @@ export class Durability {
     this.compaction = compaction
     const slice = () => {
       if (compaction.abandoned || compaction.result !== undefined) return
-      const until = performance.now() + SLICE_MS
       try {
-        for (;;) {
-          const step = compaction.steps.next()
-          if (step.done) {
-            compaction.result = step.value
-            void this.commit()
-            return
-          }
-          if (performance.now() >= until) break
-        }
+        compaction.result = runFor(compaction.steps, SLICE_MS)
       } catch {
         this.compactionFailed(compaction)
         return
       }
-      later(slice)
+      if (compaction.result !== undefined) void this.commit()
+      else later(slice)
     }
     later(slice)
   }
