@@ -18,6 +18,7 @@ import { type HardLink, hardLink, linksIn } from '../layer/inodes.js'
 import { mapEntries, mapSet } from '../layer/persistent-map.js'
 import type { SideEffect } from './journal.js'
 import type { JsonValue } from './state.js'
+import { HostBuffer, builtin } from '../host.js'
 
 export const FORMAT_VERSION = 1
 
@@ -405,6 +406,11 @@ const crcTables = (() => {
  * as over the code units of the whole in one call.
  */
 export function crc32(text: string, start = 0, crc = 0, end = text.length): number {
+  return nativeCrc32 !== undefined && end - start >= NATIVE_CRC_FROM ? crc32Native(text, start, crc, end) : crc32Js(text, start, crc, end)
+}
+
+/** crc32 in JS, where the host has no zlib (browsers) and for short text. */
+export function crc32Js(text: string, start = 0, crc = 0, end = text.length): number {
   const t = crcTables
   let c = ~crc
   let i = start
@@ -427,6 +433,27 @@ export function crc32(text: string, start = 0, crc = 0, end = text.length): numb
     c = t[(c ^ (code >>> 8)) & 0xff] ^ (c >>> 8)
   }
   return ~c >>> 0
+}
+
+/** Node's zlib.crc32 (Node 20.15 and later): the same CRC-32, four times faster over long text. */
+const nativeCrc32 = HostBuffer === undefined ? undefined : builtin<{ crc32?: (data: Uint8Array, value?: number) => number }>('node:zlib')?.crc32
+/** Shorter text is checksummed in JS: the native call and the copy cost more than they save. */
+const NATIVE_CRC_FROM = 64
+/** Code units copied (as UTF-16LE bytes) into the scratch buffer per native call. */
+const NATIVE_CRC_SLICE = 64 * 1024
+type Scratch = Uint8Array & { write(text: string, offset: number, encoding: string): number }
+let crcScratch: Scratch | undefined
+
+/** crc32 by zlib over the code units, copied a slice at a time into one reused buffer as UTF-16LE (lone surrogates as they are). */
+function crc32Native(text: string, start: number, crc: number, end: number): number {
+  const scratch = (crcScratch ??= HostBuffer!.allocUnsafe(2 * NATIVE_CRC_SLICE) as Scratch)
+  let c = crc
+  for (let at = start; at < end; at += NATIVE_CRC_SLICE) {
+    const to = Math.min(end, at + NATIVE_CRC_SLICE)
+    const written = scratch.write(at === 0 && to === text.length ? text : text.slice(at, to), 0, 'utf16le')
+    c = nativeCrc32!(scratch.subarray(0, written), c)
+  }
+  return c >>> 0
 }
 
 /** A record body as the text `frameRecord` numbers and checksums. */
