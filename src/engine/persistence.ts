@@ -387,7 +387,8 @@ const bodySchema = z.union([
  * CRC-32 tables for slicing by eight bytes (four UTF-16 code units a step): `crcTables[k * 256 + b]`
  * is byte b followed by k zero bytes. Int32Array, so the arithmetic stays in small integers (a
  * Uint32Array's values above 2^31 are doubles to the JIT): with both, three to four times faster
- * than a byte at a time, which every record of every group commit pays, and a snapshot megabytes of.
+ * than a byte at a time, which every record of every group commit pays, and a snapshot megabytes of
+ * (where the host has no zlib: browsers; Node takes zlib's, see crc32).
  */
 const crcTables = (() => {
   const tables = new Int32Array(8 * 256)
