@@ -33,6 +33,8 @@ const FULL = {
   /** Per throughput cell: this many ops, unless the cap runs out first (a slow disk). */
   throughputOps: 20_000,
   throughputCapMs: 4_000,
+  /** Timed runs per throughput cell (after one untimed): the median is reported. */
+  throughputSamples: 3,
   versions: 100,
 }
 const QUICK = {
@@ -43,6 +45,7 @@ const QUICK = {
   restoreSamples: 3,
   throughputOps: 2_000,
   throughputCapMs: 500,
+  throughputSamples: 1,
   versions: 20,
 }
 type Config = typeof FULL
@@ -352,26 +355,39 @@ async function benchJournal(config: Config): Promise<string> {
           fullGc()
           try {
             // Timed warm, as a long-running process runs: the same cell once untimed first (its code
-            // optimised, the heap grown to its size), then the timed run on a store of its own. No
-            // forced GC between them: one shrinks the heap, and on this VM every page taken back
-            // costs a fault of 13-15 us (0.2-0.3 more per operation in these cells: 3-7 us).
+            // optimised, the heap grown to its size), then the timed runs, each on a store of its
+            // own. No forced GC between them: one shrinks the heap, and on this VM every page taken
+            // back costs a fault of 13-15 us (0.2-0.3 more per operation in these cells: 3-7 us).
             await throughput(config, subject.store, op.run, group, subject.verify, subject.counters)
-            const result = await throughput(config, subject.store, op.run, group, subject.verify, subject.counters)
-            longest = Math.max(longest, result.longestSync)
-            cells.push(fmtOps(result.opsPerSecond) + (result.ops < config.throughputOps ? ` (${fmtCount(result.ops)} ops)` : ''))
-            progress(`engine: journal ${subject.name}, ${op.name}, sync every ${group}: ${fmtOps(result.opsPerSecond)} over ${result.ops} ops, longest sync ${fmtMs(result.longestSync)}`)
-            if (result.written) {
-              // Side by side, now: the same bytes per op appended raw, synced at the same interval.
+            // The median of a few timed runs: consecutive runs of one cell differ by up to 1.5x here.
+            const samples: { result: Throughput & { written?: Written; commits: number }; disk?: Throughput; bytesPerOp?: number; rate: number }[] = []
+            for (let sample = 0; sample < config.throughputSamples; sample++) {
+              const result = await throughput(config, subject.store, op.run, group, subject.verify, subject.counters)
+              if (!result.written) {
+                samples.push({ result, rate: result.opsPerSecond })
+                continue
+              }
+              // Side by side, right after it: the same bytes per op appended raw, synced at the same
+              // interval (warmed the same way before the first: once untimed).
               const bytesPerOp = result.written.appendedBytes / result.ops
-              // Warmed the same way: once untimed, then timed.
-              rawAppend(config, root, bytesPerOp, group)
+              if (sample === 0) rawAppend(config, root, bytesPerOp, group)
               const disk = rawAppend(config, root, bytesPerOp, group)
-              rawLongest = Math.max(rawLongest, disk.longestSync)
-              syncsPerCommit.push(result.written.fdatasyncs / result.commits)
+              samples.push({ result, disk, bytesPerOp, rate: result.opsPerSecond / disk.opsPerSecond })
+            }
+            samples.sort((a, b) => a.rate - b.rate)
+            const { result, disk, bytesPerOp } = samples[samples.length >> 1]
+            for (const sample of samples) {
+              longest = Math.max(longest, sample.result.longestSync)
+              if (sample.disk) rawLongest = Math.max(rawLongest, sample.disk.longestSync)
+              if (sample.result.written) syncsPerCommit.push(sample.result.written.fdatasyncs / sample.result.commits)
+            }
+            cells.push(fmtOps(result.opsPerSecond) + (result.ops < config.throughputOps ? ` (${fmtCount(result.ops)} ops)` : ''))
+            progress(`engine: journal ${subject.name}, ${op.name}, sync every ${group}: ${fmtOps(result.opsPerSecond)} over ${result.ops} ops (median of ${samples.length}: ${samples.map((sample) => fmtOps(sample.result.opsPerSecond)).join(', ')}), longest sync ${fmtMs(result.longestSync)}`)
+            if (disk && bytesPerOp !== undefined) {
               ratios.push(result.opsPerSecond / disk.opsPerSecond)
               raw.push(`${fmtOps(disk.opsPerSecond)} (${Math.round(bytesPerOp)} B/op)`)
               ratio.push(`${Math.round((100 * result.opsPerSecond) / disk.opsPerSecond)} %`)
-              progress(`engine: raw append + fdatasync of ${Math.round(bytesPerOp)} B/op, sync every ${group}: ${fmtOps(disk.opsPerSecond)} (directoryStore ${ratio.at(-1)})`)
+              progress(`engine: raw append + fdatasync of ${Math.round(bytesPerOp)} B/op, sync every ${group}: ${fmtOps(disk.opsPerSecond)} (directoryStore ${ratio.at(-1)}; ratios ${samples.map((sample) => `${Math.round(100 * sample.rate)} %`).join(', ')})`)
             }
           } catch (error) {
             cells.push(failed(`journal ${subject.name} ${op.name} every ${group}`, error))
@@ -391,7 +407,7 @@ async function benchJournal(config: Config): Promise<string> {
   return (
     `### 6.3 Journal append throughput (operations recorded per second)\n\n` +
     table(['store', 'operation', ...GROUPS.map((g) => `\`await ws.sync()\` every ${g}`), 'longest `ws.sync()`'], rows) +
-    `\n\nEach cell records ${fmtCount(config.throughputOps)} operations into /t (fewer, as shown, where ${fmtMs(config.throughputCapMs)} ran out) and divides by the whole time, after one untimed run of the same cell (the steady state of a long-running process: its code optimised, its heap grown; no forced garbage collection between the two), ` +
+    `\n\nEach cell records ${fmtCount(config.throughputOps)} operations into /t (fewer, as shown, where ${fmtMs(config.throughputCapMs)} ran out) and divides by the whole time, after one untimed run of the same cell (the steady state of a long-running process: its code optimised, its heap grown; no forced garbage collection between them); ${config.throughputSamples > 1 ? `of ${config.throughputSamples} timed runs, each followed by its raw row, the one with the median ratio (the median rate for the other rows) is shown, ` : ''}` +
     'automatic compactions included (one starts once the journal holds 10 000 records and as many bytes as its last snapshot; it is encoded in slices between commits, which go on, and its longest sync is the journal replaced). ' +
     'A group commit appends its new blobs, then its journal records, to one pack segment and makes both durable with one fdatasync ' +
     `(measured: ${syncs} fdatasyncs per group commit, sealing a full segment included). ` +
