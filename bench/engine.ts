@@ -5,7 +5,8 @@
  *       the changed paths, not the tree);
  *   6.3 journal append throughput with a durable store: MemoryStore and the node-fs directoryStore
  *       (one fdatasync per group commit), group commits by `await ws.sync()` every 1, 10, 100 ops,
- *       each directoryStore cell next to raw append + fdatasync of the bytes it wrote, same interval;
+ *       each directoryStore cell next to raw append + fdatasync of the bytes it wrote, same interval,
+ *       timed warm (after an untimed run of the cell), the median of three;
  *   6.4 history bytes: 100 versions of a 1 MB text file with a 3-line edit each, rewindfs vs a
  *       shadow git repository (loose and after `git gc`) vs full copies.
  * Every measure checks what it timed (contents back, change counts, a reopen from the store).
