@@ -20,7 +20,7 @@ import { WHITEOUT } from '../layer/nodes.js'
 import { type MapRoot, mapEntries, mapGet } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
-import type { Change, Journal, Operation, OperationRecord, OperationType, SideEffect, UndoStrategy } from './journal.js'
+import type { Change, Journal, Operation, OperationRecord, OperationType, SideEffect, SlotChange, StateChange, UndoStrategy } from './journal.js'
 import { IntegrityWatch } from './integrity.js'
 import { type EncodedSnapshot, LazyHistory, type SnapshotInput, decodeChange, lostCompensation, runThrough } from './lazy-history.js'
 import { rootPending } from './pending-history.js'
@@ -332,9 +332,7 @@ export class Durability {
     let out = ''
     for (const change of record.changes) {
       let item: string
-      if (change.kind === 'slot') item = slotText(change.path, change.after, blobs, record)
-      else if (change.kind === 'meta') item = `{"k":"meta","p":${JSON.stringify(change.path)},"a":${metaText(change.after)}}`
-      else if (change.kind === 'state') item = JSON.stringify({ k: 'state', key: change.key, a: change.after ?? null } satisfies SerialChange)
+      if (change.kind === 'slot' || change.kind === 'meta' || change.kind === 'state') item = changeText(change, blobs, record)
       else if (change.kind === 'effect') item = JSON.stringify(effectMembers(change.effect))
       else {
         // A checkpoint whose tree is still in the snapshot's parts is not the one just moved to (that one was decoded).
@@ -344,11 +342,7 @@ export class Durability {
         else {
           // A move to a tree no checkpoint names: written out as the slots that differ.
           const items: string[] = []
-          for (const c of this.host.journal.slots({ ...record, changes: [change] })) {
-            if (c.kind === 'slot') items.push(slotText(c.path, c.after, blobs))
-            else if (c.kind === 'state') items.push(JSON.stringify({ k: 'state', key: c.key, a: c.after ?? null } satisfies SerialChange))
-            else items.push(`{"k":"meta","p":${JSON.stringify(c.path)},"a":${metaText(c.after)}}`)
-          }
+          for (const c of this.host.journal.slots({ ...record, changes: [change] })) items.push(changeText(c, blobs))
           if (items.length === 0) continue
           item = items.join(',')
         }
@@ -1427,6 +1421,13 @@ export function damagedError(kind: string, damage: StoreDamage): Error {
 
 /** Records that may drop the last reference to a blob (see mayBeStale). */
 const DROPS_REFERENCES = new Set<string>(['checkpoint-delete', 'undo', 'redo'])
+
+/** A slot, meta or state change's record text (SerialChange); `record`: see slotText. */
+function changeText(change: SlotChange | StateChange, blobs: { add(id: BlobId): unknown }, record?: OperationRecord): string {
+  if (change.kind === 'slot') return slotText(change.path, change.after, blobs, record)
+  if (change.kind === 'meta') return `{"k":"meta","p":${JSON.stringify(change.path)},"a":${metaText(change.after)}}`
+  return JSON.stringify({ k: 'state', key: change.key, a: change.after ?? null } satisfies SerialChange)
+}
 
 /**
  * A slot change's record text; a directory that an earlier slot of the same operation (`record`)

@@ -69,10 +69,13 @@ export function leafText(node: FileNode | SymlinkNode | HardLink, blobs: { add(i
 export function nodeText(node: EntryNode | HardLink, blobs: { add(id: BlobId): unknown }): string {
   if (node.type !== 'dir') return leafText(node, blobs)
   // mkdir's new directory: no walk of its children (a generator and an array per record).
-  if (node.children.size === 0) return `{"t":"d","m":${metaText(node.meta)},"l":${node.lower === null ? 'null' : JSON.stringify(node.lower)},"c":{}}`
-  const children: string[] = []
-  for (const [name, child] of mapEntries<UpperNode>(node.children)) children.push(`${JSON.stringify(name)}:${child.type === 'whiteout' ? '"W"' : nodeText(child, blobs)}`)
-  return `{"t":"d","m":${metaText(node.meta)},"l":${node.lower === null ? 'null' : JSON.stringify(node.lower)},"c":{${children.join(',')}}}`
+  let children = ''
+  if (node.children.size > 0) {
+    const members: string[] = []
+    for (const [name, child] of mapEntries<UpperNode>(node.children)) members.push(`${JSON.stringify(name)}:${child.type === 'whiteout' ? '"W"' : nodeText(child, blobs)}`)
+    children = members.join(',')
+  }
+  return `{"t":"d","m":${metaText(node.meta)},"l":${node.lower === null ? 'null' : JSON.stringify(node.lower)},"c":{${children}}}`
 }
 
 export function decodeNode(serial: SerialNode, moved: (path: string) => UpperNode | undefined): UpperNode | undefined {
