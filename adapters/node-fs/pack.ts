@@ -25,6 +25,7 @@ import { crc32 as nativeCrc32 } from 'node:zlib'
 import { hostFs as fs } from './host-fs.js'
 import { isTempName, syncDirectory, tempName } from './files.js'
 import { SegmentWindow, ZEROS, fdatasync, readFully, readFullyAsync, writeFully } from './pack-io.js'
+import { SyncPolicy } from './pack-sync.js'
 import { type IndexEntry, type IndexHead, type IndexRecords, decodeIndex, encodeIndex, indexName, listIndex, readIndexHead } from './pack-index.js'
 import { type BlobLocation, BlobLocations } from './pack-locations.js'
 import { openForScrub, scrubSegment } from './pack-scrub.js'
@@ -105,6 +106,8 @@ export interface PackLogOptions {
   readonly keep: (kind: 'pack' | 'blob', label: string, what: string, bytes: Uint8Array) => string
   /** Runs `step` after the store's calls queued so far (garbage collection in the background). */
   readonly background: (step: () => Promise<void>) => void
+  /** Budget of a group commit's fdatasync waited for on the calling thread (pack-sync.ts); 0: always in the thread pool. */
+  readonly blockingSyncMs: number
 }
 
 export interface PackStats {
@@ -118,6 +121,8 @@ export interface PackStats {
   readonly appendedBytes: number
   /** fdatasyncs of pack segments (directory and new-file fsyncs not counted). */
   readonly fdatasyncs: number
+  /** Group commits' fdatasyncs waited for on the calling thread (the rest went to the thread pool). */
+  readonly blockingSyncs: number
   readonly collected: number
   /** Segments whose records open took from their index file, or from the state a clean close saved. */
   readonly indexedSegments: number
@@ -226,13 +231,18 @@ export class PackLog {
   private collecting = false
   private stopped = false
   /** Work counters (tests prove the write path by them, the bench reports them). */
-  private readonly counters = { appendedBytes: 0, fdatasyncs: 0, collected: 0, indexedSegments: 0, statesRestored: 0, scannedBytes: 0, blobsRead: 0, blobBytesRead: 0, journalBytesRead: 0, scrubbedBytes: 0 }
+  private readonly counters = { appendedBytes: 0, fdatasyncs: 0, blockingSyncs: 0, collected: 0, indexedSegments: 0, statesRestored: 0, scannedBytes: 0, blobsRead: 0, blobBytesRead: 0, journalBytesRead: 0, scrubbedBytes: 0 }
+
+  /** Whether a group commit's fdatasync blocks (pack-sync.ts), and the bytes written since the last one. */
+  private readonly syncPolicy: SyncPolicy
+  private unsynced = 0
 
   constructor(
     root: string,
     private readonly options: PackLogOptions,
   ) {
     this.directory = `${root}/packs`
+    this.syncPolicy = new SyncPolicy(options.blockingSyncMs)
     this.scan()
   }
 
@@ -926,6 +936,7 @@ export class PackLog {
       this.counters.fdatasyncs++
     }
     this.dirty = false
+    this.unsynced = 0
     fs.closeSync(fd)
     this.indexActive()
     this.startSegment(segment + 1)
@@ -1067,20 +1078,31 @@ export class PackLog {
 
   /** Records were written to the active segment from `start` to `end`, zeros after them to `allocated`. */
   private wrote(active: Active, start: number, end: number, allocated: number): void {
+    this.unsynced += end - start + Math.max(0, allocated - active.allocated)
     active.allocated = allocated
     this.segments.set(active.segment, end)
     this.counters.appendedBytes += end - start
     this.dirty = true
   }
 
-  /** Makes everything appended so far durable: one fdatasync of the active segment. */
+  /**
+   * Makes everything appended so far durable: one fdatasync of the active segment, waited for on
+   * the calling thread while the disk answers within the budget (pack-sync.ts), else in the pool.
+   */
   async sync(): Promise<void> {
     this.check()
     if (!this.dirty || this.active === undefined) return
     this.dirty = false
     this.counters.fdatasyncs++
+    const bytes = this.unsynced
+    this.unsynced = 0
     try {
-      await fdatasync(this.active.fd)
+      if (this.syncPolicy.blocking(bytes)) {
+        const start = performance.now()
+        fs.fdatasyncSync(this.active.fd)
+        this.syncPolicy.took(performance.now() - start)
+        this.counters.blockingSyncs++
+      } else await fdatasync(this.active.fd)
     } catch (error) {
       // What the kernel failed to write may be gone from its cache too: acknowledge nothing more.
       this.failure = error as Error
@@ -1289,6 +1311,7 @@ export class PackLog {
     this.check()
     if (!this.dirty || this.active === undefined) return
     this.dirty = false
+    this.unsynced = 0
     this.counters.fdatasyncs++
     fs.fdatasyncSync(this.active.fd)
   }
