@@ -409,7 +409,7 @@ async function benchJournal(config: Config): Promise<string> {
     `### 6.3 Journal append throughput (operations recorded per second)\n\n` +
     table(['store', 'operation', ...GROUPS.map((g) => `\`await ws.sync()\` every ${g}`), 'longest `ws.sync()`'], rows) +
     `\n\nEach cell records ${fmtCount(config.throughputOps)} operations into /t (fewer, as shown, where ${fmtMs(config.throughputCapMs)} ran out) and divides by the whole time, ` +
-    'automatic compactions included (one starts once the journal holds 10 000 records and as many bytes as its last snapshot; it is encoded in slices between commits, which go on, and its longest sync is the journal replaced). ' +
+    'automatic compactions included (one starts once the journal holds 10 000 records and as many bytes as its last snapshot; it is encoded in slices while the event loop is idle and, once it falls behind, a little at each commit, which go on meanwhile; its longest sync is the journal replaced). ' +
     'Cells are timed warm, after one untimed run of the same cell (the steady state of a long-running process: its code optimised, its heap grown; no forced garbage collection between them)' +
     (config.throughputSamples > 1 ? `; of ${config.throughputSamples} timed runs, each followed by its raw row, the one with the median ratio (the median rate for the other rows) is shown (the longest sync: of all of them). ` : '. ') +
     'A group commit appends its new blobs, then its journal records, to one pack segment and makes both durable with one fdatasync ' +
