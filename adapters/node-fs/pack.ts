@@ -1078,7 +1078,8 @@ export class PackLog {
 
   /** Records were written to the active segment from `start` to `end`, zeros after them to `allocated`. */
   private wrote(active: Active, start: number, end: number, allocated: number): void {
-    this.unsynced += end - start + Math.max(0, allocated - active.allocated)
+    // The records, and the zeros written after them when they passed the preallocated ones.
+    this.unsynced += end - start + (allocated > active.allocated ? allocated - end : 0)
     active.allocated = allocated
     this.segments.set(active.segment, end)
     this.counters.appendedBytes += end - start
