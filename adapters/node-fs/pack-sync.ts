@@ -4,9 +4,9 @@
  * the engine's busy threads); in interleaved runs of the bench's sync-every-100 cells, blocking
  * was 0-17 % faster for mkdir and 6-26 % for 1 KiB writes, and a sync after every write took 43 %
  * less time (every 10: 14 %). So a disk that answers within a budget is waited for on the calling
- * thread, as SQLite and better-sqlite3 do. A sync that overran the
- * budget sends the next ones to the pool, twice as many each time it happens again: a slow disk
- * holds the event loop once in a while, not at every commit.
+ * thread, as SQLite and better-sqlite3 do. A sync that overran the budget sends the next ones to
+ * the pool, twice as many each time it happens again: a slow disk holds the event loop once in a
+ * while, not at every commit.
  */
 
 /** Default budget (milliseconds) of an fdatasync waited for on the calling thread. */
