@@ -1,7 +1,7 @@
 /**
  * File access for pack segments: a moving window the scan and the scrub read a segment through,
  * positional reads and writes that finish what a short one left, zeros to preallocate with, and
- * fdatasync off the main thread.
+ * fdatasync in libuv's thread pool (for syncs the calling thread should not wait for: pack-sync.ts).
  */
 import { hostFs as fs } from './host-fs.js'
 import { RECORD_HEADER_BYTES, crc32, readRecordHeader } from './pack-format.js'
@@ -158,6 +158,7 @@ export function writeFully(fd: number, pieces: readonly Uint8Array[], position: 
 /** A zero page source for preallocation (never written to). */
 export const ZEROS = new Uint8Array(WINDOW)
 
+/** fdatasync in libuv's thread pool. */
 export function fdatasync(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())))
 }
