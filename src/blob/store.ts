@@ -7,13 +7,15 @@
  * demand: memory holds only contents, and a blob the store holds (durable-blobs.ts: listed on
  * open, or asked of the store's index when first looked up) is read back when first needed;
  * durable contents stay in memory in a cache of at most `cacheBytes`, least recently used leaving
- * first. Contents not durable yet are never dropped.
+ * first, and small new ones are staged (staging.ts) until durable and a few MiB of newer writes
+ * followed. Contents not durable yet are never dropped.
  */
 import { FsError } from '../errors.js'
 import { type Delta, MIN_DELTA_SIZE, applyDelta, makeDelta } from './delta.js'
 import { type DurableBlobs, ListedBlobs } from './durable-blobs.js'
 import { hashBytes, madeHere } from './hash.js'
 import { sameContent } from './same-content.js'
+import { type StagedEntry, Staging } from './staging.js'
 
 export type BlobId = string
 
@@ -30,8 +32,10 @@ export interface BlobCounters {
   read: number
   /** Bytes of them. */
   readBytes: number
-  /** Durable contents dropped from memory (the cache was full). */
+  /** Durable contents dropped from memory (the cache was full, or their staging chunk was needed again). */
   evicted: number
+  /** New contents copied into a staging chunk rather than an allocation of their own (staging.ts). */
+  staged: number
 }
 
 /** Reads a blob the durable store holds, synchronously (undefined when it does not hold it). */
@@ -56,7 +60,7 @@ export class BlobStore {
   private storedBytes = 0
   /** Ids stored or re-referenced while a collection is marking: never swept by that cycle. */
   private protectedIds: Set<BlobId> | undefined
-  readonly counters: BlobCounters = { touched: 0, read: 0, readBytes: 0, evicted: 0 }
+  readonly counters: BlobCounters = { touched: 0, read: 0, readBytes: 0, evicted: 0, staged: 0 }
   /** Bytes stored since the last collection, to decide when another one is worth it. */
   allocatedSinceCollection = 0
   /** Where contents leave memory to and are read back from, when the durable store reads synchronously. */
@@ -67,6 +71,10 @@ export class BlobStore {
   private cachedBytes = 0
   /** Blobs the durable store holds, and their sizes: listed, or asked of the store (durable-blobs.ts). */
   private durable: DurableBlobs = new ListedBlobs()
+  /** On demand: where small new contents are held until durable (staging.ts). */
+  private staging: Staging | undefined
+  /** Staged bytes handed to the durable store's putBlobs that has not resolved yet: their chunk waits. */
+  private readonly lent = new Set<Uint8Array>()
 
   /** Stores `bytes` (taking ownership) and returns their id. */
   put(bytes: Uint8Array): BlobId {
@@ -89,7 +97,9 @@ export class BlobStore {
       const held = existing === undefined && this.reader !== undefined && this.durable.size(id) !== undefined
       if (held) existing = this.readBackIfIntact(id)
       if (existing === undefined) {
-        this.blobs.set(id, owned ? bytes : copyOf(bytes))
+        const staged = this.staging?.place(id, bytes)
+        if (staged) this.counters.staged++
+        this.blobs.set(id, staged ?? (owned ? bytes : copyOf(bytes)))
         this.storedBytes += bytes.byteLength
         this.allocatedSinceCollection += bytes.byteLength
         // Content the durable store still holds (its blob was collected from memory only): it may leave again.
@@ -128,6 +138,22 @@ export class BlobStore {
     this.cacheLimit = cacheBytes
     this.successors.length = 0
     if (durable) this.durable = durable
+    this.staging = new Staging((entries) => this.release(entries))
+  }
+
+  /**
+   * Staged contents whose chunk is needed again (staging.ts): false, dropping nothing, while one
+   * still held is not durable or one is still being stored; otherwise the ones still held leave
+   * memory (read back when needed).
+   */
+  private release(entries: readonly StagedEntry[]): boolean {
+    for (const [id, bytes] of entries) if (this.lent.has(bytes) || (this.blobs.get(id) === bytes && !this.isDurable(id))) return false
+    for (const [id, bytes] of entries) {
+      if (this.blobs.get(id) !== bytes) continue
+      this.drop(id)
+      this.counters.evicted++
+    }
+    return true
   }
 
   /** Whether contents are read on demand (the durable store reads synchronously). */
@@ -311,7 +337,7 @@ export class BlobStore {
         this.cache.delete(id)
         this.cache.set(id, stored.byteLength)
       }
-      return stored
+      return this.staging?.holds(stored) ? this.unstage(id, stored) : stored
     }
     // Walk the chain to full content, then apply the deltas back down; a long chain is squashed
     // (the rebuilt content stored whole) so reads of old versions stay bounded.
@@ -328,6 +354,32 @@ export class BlobStore {
     for (let i = chain.length - 1; i >= 0; i--) bytes = applyDelta(bytes, chain[i])
     if (chain.length > MAX_CHAIN) this.replace(id, bytes)
     return bytes
+  }
+
+  /**
+   * A staged content, used: copied out of its chunk (which is reused once it is durable), so what
+   * is handed out never changes, and kept in memory like any content read.
+   */
+  private unstage(id: BlobId, staged: Uint8Array): Uint8Array {
+    const bytes = staged.slice()
+    this.blobs.set(id, bytes)
+    return bytes
+  }
+
+  /**
+   * The bytes to hand the durable store's putBlobs: a staged content's view itself, lent until
+   * `returned` (the store copies what it keeps: Store.putBlobs), anything else as `get`.
+   */
+  forStore(id: BlobId): Uint8Array {
+    const stored = this.blobs.get(id)
+    if (!(stored instanceof Uint8Array) || !this.staging?.holds(stored)) return this.get(id)
+    this.lent.add(stored)
+    return stored
+  }
+
+  /** The durable store's putBlobs given these bytes (forStore) resolved or failed: their chunks may be reused. */
+  returned(blobs: readonly (readonly [BlobId, Uint8Array])[]): void {
+    if (this.lent.size > 0) for (const [, bytes] of blobs) this.lent.delete(bytes)
   }
 
   /** Size of a blob's content without rebuilding it (one only the store holds, of unknown size, is read back). */

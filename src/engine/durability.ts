@@ -383,7 +383,7 @@ export class Durability {
     try {
       const blobs: (readonly [BlobId, Uint8Array])[] = []
       // A compaction may have made some durable since they were recorded.
-      for (const id of ids) if (!this.durableBlobs.has(id) && this.host.blobs.has(id)) blobs.push([id, this.host.blobs.get(id)])
+      for (const id of ids) if (!this.durableBlobs.has(id) && this.host.blobs.has(id)) blobs.push([id, this.host.blobs.forStore(id)])
       if (blobs.length > 0) await this.putBlobs(blobs)
       const first = this.position
       const records = new Array<string>(lines.length + 1)
@@ -470,12 +470,17 @@ export class Durability {
    * keeps what it has under an id): the good bytes replace it, the bad ones stay for inspection.
    */
   private async putBlobs(blobs: readonly (readonly [BlobId, Uint8Array])[]): Promise<void> {
-    for (const [id] of blobs) {
-      if (!this.corrupt.has(id)) continue
-      if ((await this.store.blobIds()).includes(id)) await this.store.setAside({ blob: id }, 'damaged')
-      this.corrupt.delete(id)
+    try {
+      for (const [id] of blobs) {
+        if (!this.corrupt.has(id)) continue
+        if ((await this.store.blobIds()).includes(id)) await this.store.setAside({ blob: id }, 'damaged')
+        this.corrupt.delete(id)
+      }
+      await this.store.putBlobs(blobs)
+    } finally {
+      // Staged bytes lent to the store (BlobStore.forStore): its copy is made, or it failed.
+      this.host.blobs.returned(blobs)
     }
-    await this.store.putBlobs(blobs)
   }
 
   /** Records committed since the journal was last compacted, and their characters. */
@@ -925,7 +930,7 @@ export class Durability {
   /** Writes the blobs the store does not have yet (and remembers that it has them). */
   private async putDurable(ids: Iterable<BlobId>): Promise<void> {
     const missing = [...ids].filter((id) => !this.durableBlobs.has(id) && this.host.blobs.has(id))
-    if (missing.length > 0) await this.putBlobs(missing.map((id) => [id, this.host.blobs.get(id)] as const))
+    if (missing.length > 0) await this.putBlobs(missing.map((id) => [id, this.host.blobs.forStore(id)] as const))
     for (const id of missing) this.markDurable(id)
   }
 

@@ -25,8 +25,9 @@ export interface StorageReport {
   /** Contents the durable store holds (none without one). */
   durable: { blobs: number; bytes: number }
   /**
-   * 'on-demand': the store reads synchronously, so contents are read from it when needed and at
-   * most `cache.limit` bytes of durable ones stay in memory; 'preloaded': the store has no
+   * 'on-demand': the store reads synchronously, so contents are read from it when needed, at
+   * most `cache.limit` bytes of durable ones stay in memory, and new ones leave memory once durable
+   * and a few MiB of newer writes followed (staging.ts) unless read; 'preloaded': the store has no
    * synchronous reads (IndexedDB on a page's main thread), so every content was read on open and
    * stays; 'memory': no durable store.
    */

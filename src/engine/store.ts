@@ -86,6 +86,9 @@ export interface Store {
   /**
    * Stores blobs under their ids. Ids are content addresses: a store may keep the bytes it already
    * has under an id (the engine sets a damaged blob aside before putting its good bytes again).
+   * The arrays are lent: once this resolves, the engine may write over them (over a store that
+   * reads synchronously it reuses the memory of contents that are durable), so a store copies
+   * what it keeps.
    */
   putBlobs(blobs: readonly (readonly [BlobId, Uint8Array])[]): Promise<void>
   getBlob(id: BlobId): Promise<Uint8Array | undefined>
