@@ -34,8 +34,6 @@ export interface BlobCounters {
   readBytes: number
   /** Durable contents dropped from memory (the cache was full, or their staging chunk was needed again). */
   evicted: number
-  /** New contents copied into a staging chunk rather than an allocation of their own (staging.ts). */
-  staged: number
 }
 
 /** Reads a blob the durable store holds, synchronously (undefined when it does not hold it). */
@@ -60,7 +58,7 @@ export class BlobStore {
   private storedBytes = 0
   /** Ids stored or re-referenced while a collection is marking: never swept by that cycle. */
   private protectedIds: Set<BlobId> | undefined
-  readonly counters: BlobCounters = { touched: 0, read: 0, readBytes: 0, evicted: 0, staged: 0 }
+  readonly counters: BlobCounters = { touched: 0, read: 0, readBytes: 0, evicted: 0 }
   /** Bytes stored since the last collection, to decide when another one is worth it. */
   allocatedSinceCollection = 0
   /** Where contents leave memory to and are read back from, when the durable store reads synchronously. */
@@ -97,9 +95,7 @@ export class BlobStore {
       const held = existing === undefined && this.reader !== undefined && this.durable.size(id) !== undefined
       if (held) existing = this.readBackIfIntact(id)
       if (existing === undefined) {
-        const staged = this.staging?.place(id, bytes)
-        if (staged) this.counters.staged++
-        this.blobs.set(id, staged ?? (owned ? bytes : copyOf(bytes)))
+        this.blobs.set(id, this.staging?.place(id, bytes) ?? (owned ? bytes : copyOf(bytes)))
         this.storedBytes += bytes.byteLength
         this.allocatedSinceCollection += bytes.byteLength
         // Content the durable store still holds (its blob was collected from memory only): it may leave again.
