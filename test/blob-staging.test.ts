@@ -1,6 +1,6 @@
 /**
  * Staging of new contents over a store that reads synchronously (src/blob/staging.ts): small
- * contents are copied into a few reused chunks, leave memory once durable and a few MiB of newer
+ * contents are copied into a few reused chunks, leave memory once durable and about a MiB of newer
  * writes have followed, and are read back from the store when next needed. Proved by the
  * workspace's counters and by what reads return: nothing not yet durable is ever dropped or
  * overwritten, a content read while staged is kept, and every content reads back as written,

@@ -7,7 +7,7 @@
  * demand: memory holds only contents, and a blob the store holds (durable-blobs.ts: listed on
  * open, or asked of the store's index when first looked up) is read back when first needed;
  * durable contents stay in memory in a cache of at most `cacheBytes`, least recently used leaving
- * first, and small new ones are staged (staging.ts) until durable and a few MiB of newer writes
+ * first, and small new ones are staged (staging.ts) until durable and about a MiB of newer writes
  * followed. Contents not durable yet are never dropped.
  */
 import { FsError } from '../errors.js'
