@@ -768,7 +768,7 @@ async function benchAdapters(): Promise<void> {
       parts.push(`#### ${title}\n\nnot run here: ${stderr}`)
     }
   }
-  emit(`### 7. Adapters (\`${scripts.map(([, script]) => script).join('`, `')}\`)\n\n` + parts.join('\n\n'))
+  emit(`### 7. Adapters (\`${[...new Set(scripts.map(([, script]) => script))].join('`, `')}\`)\n\n` + parts.join('\n\n'))
 }
 
 /** History on demand (bench/history.ts): a store of long history opened in a fresh process, its table kept. */
