@@ -228,7 +228,7 @@ interface Throughput {
   opsPerSecond: number
   /** The longest single `await ws.sync()`: the commit that replaces the journal with a compaction's snapshot shows here. */
   longestSync: number
-  /** Page faults the process took while timed, per operation: new memory touched (on this VM each costs 13-15 µs). */
+  /** Page faults the process took while timed, per operation: new memory touched (on this VM a run takes about 20 µs longer for each extra one). */
   faultsPerOp: number
 }
 
