@@ -27,7 +27,7 @@ export interface StorageReport {
   /**
    * 'on-demand': the store reads synchronously, so contents are read from it when needed, at
    * most `cache.limit` bytes of durable ones stay in memory, and new ones leave memory once durable
-   * and a few MiB of newer writes followed (staging.ts) unless read; 'preloaded': the store has no
+   * and about a MiB of newer writes followed (staging.ts) unless read; 'preloaded': the store has no
    * synchronous reads (IndexedDB on a page's main thread), so every content was read on open and
    * stays; 'memory': no durable store.
    */
