@@ -381,10 +381,8 @@ export class Durability {
     this.lines = []
     this.blobIds = new Set()
     try {
-      const blobs: (readonly [BlobId, Uint8Array])[] = []
       // A compaction may have made some durable since they were recorded.
-      // Only contents in memory can be missing from the store (one the store alone holds is durable): checked first, it is the cheaper lookup.
-      for (const id of ids) if (this.host.blobs.resident(id) && !this.durableBlobs.has(id)) blobs.push([id, this.host.blobs.forStore(id)])
+      const blobs = this.unstored(ids)
       if (blobs.length > 0) await this.putBlobs(blobs)
       const first = this.position
       const records = new Array<string>(lines.length + 1)
@@ -930,10 +928,20 @@ export class Durability {
 
   /** Writes the blobs the store does not have yet (and remembers that it has them). */
   private async putDurable(ids: Iterable<BlobId>): Promise<void> {
-    // A snapshot names every live file's blob, most of them durable and out of memory: asking memory first spares the store's index one lookup each.
-    const missing = [...ids].filter((id) => this.host.blobs.resident(id) && !this.durableBlobs.has(id))
-    if (missing.length > 0) await this.putBlobs(missing.map((id) => [id, this.host.blobs.forStore(id)] as const))
-    for (const id of missing) this.markDurable(id)
+    const missing = this.unstored(ids)
+    if (missing.length > 0) await this.putBlobs(missing)
+    for (const [id] of missing) this.markDurable(id)
+  }
+
+  /**
+   * The blobs of `ids` the store may not hold yet, with their bytes. Only a content in memory can
+   * be missing (one the store alone holds is durable), so memory is asked first: a snapshot names
+   * every live file's blob, most of them durable and out of memory, and each spares the store's index a lookup.
+   */
+  private unstored(ids: Iterable<BlobId>): (readonly [BlobId, Uint8Array])[] {
+    const blobs: (readonly [BlobId, Uint8Array])[] = []
+    for (const id of ids) if (this.host.blobs.resident(id) && !this.durableBlobs.has(id)) blobs.push([id, this.host.blobs.forStore(id)])
+    return blobs
   }
 
   /** The store holds the blob: its contents may leave memory (read on demand). */
