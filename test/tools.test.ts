@@ -159,6 +159,10 @@ describe('malformed inputs', () => {
     expect(error.message).toMatch(/^invalid input for write_file: /)
     expect(error.issues!.map((issue) => issue.path).sort()).toEqual(['(input)', 'content', 'path'])
     expect(error.message).toContain('contents')
+    // A guessed argument name is answered with the names there are, so the agent can retry.
+    expect(error.issues!.find((issue) => issue.path === '(input)')!.message).toMatch(/"contents".*write_file takes path, content/)
+    expect((await fails(tools, 'manage_checkpoint', { action: 'create', name: 'after-b' })).message).toMatch(/"name".*manage_checkpoint takes action, checkpoint_name/)
+    expect(ws.checkpoints()).toEqual([])
     expect((await fails(tools, 'undo_operation', { steps: 99 })).issues).toEqual([{ path: 'steps', message: expect.stringContaining('50') }])
     expect((await fails(tools, 'rollback_to_checkpoint', { target: { checkpoint_id: 'a', operation_id: 'b' } })).issues).toEqual([
       { path: 'target', message: 'give exactly one of checkpoint_id, timestamp, operation_id (got 2)' },

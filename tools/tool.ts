@@ -63,16 +63,23 @@ export function defineTool<S extends z.ZodType>(
   schema: S,
   handler: (input: z.output<S>) => Promise<unknown>,
 ): AgentTool {
+  const inputSchema = z.toJSONSchema(schema, { io: 'input' })
+  // An agent that guessed an argument's name (`name` for `checkpoint_name`) is told the ones there are, to retry with.
+  const accepted = Object.keys((inputSchema as { properties?: object }).properties ?? {})
+  const takes = accepted.length > 0 ? ` (${name} takes ${accepted.join(', ')})` : ''
   return {
     name,
     description,
-    inputSchema: z.toJSONSchema(schema, { io: 'input' }),
+    inputSchema,
     async run(input: unknown): Promise<ToolResult> {
       // Parsing is inside the try too: a hostile input (a getter that throws) is an error result as well.
       try {
         const parsed = schema.safeParse(input)
         if (!parsed.success) {
-          const issues = parsed.error.issues.map((issue) => ({ path: issue.path.map(String).join('.') || '(input)', message: issue.message }))
+          const issues = parsed.error.issues.map((issue) => ({
+            path: issue.path.map(String).join('.') || '(input)',
+            message: issue.code === 'unrecognized_keys' && issue.path.length === 0 ? `${issue.message}${takes}` : issue.message,
+          }))
           const summary = issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ')
           return { isError: true, error: { code: 'EINVALIDINPUT', message: `invalid input for ${name}: ${summary}`, issues } }
         }
