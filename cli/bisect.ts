@@ -8,12 +8,12 @@
 import type { BisectPoint, BisectProbe, BisectProgress, BisectResult, BisectState, Operation, Workspace } from '../src/index.js'
 import type { Options } from './arguments.js'
 import { patchLines } from './inspect.js'
-import { type Json, type Outcome, iso } from './outcome.js'
+import { type Json, type Outcome, iso, pathsText } from './outcome.js'
 import { openProject } from './project.js'
 import { commandLine, execOptions } from './run.js'
 import { colourful, palette, stdoutPalette } from './terminal.js'
 
-const describe = (op: Operation) => `${op.id} ${op.type} ${op.paths.join(', ')}${op.description ? ` (${op.description})` : ''}`
+const describe = (op: Operation) => `${op.id} ${op.type} ${pathsText(op.paths)}${op.description ? ` (${op.description})` : ''}`
 
 function operationJson(op: Operation): { [key: string]: Json | undefined } {
   return { id: op.id, seq: op.seq, type: op.type, time: iso(op.time), paths: [...op.paths], ...(op.description !== undefined ? { description: op.description } : {}) }

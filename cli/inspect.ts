@@ -1,7 +1,7 @@
 /** The read-only commands: status, log, checkpoints, diff. They open the store without its lock. */
 import type { Change } from '../src/diff.js'
 import type { Options } from './arguments.js'
-import { type Outcome, changeJson, checkpointJson, iso } from './outcome.js'
+import { type Outcome, changeJson, checkpointJson, iso, pathsText } from './outcome.js'
 import { openProject } from './project.js'
 import { EXIT } from './usage.js'
 import { type Palette, stdoutPalette } from './terminal.js'
@@ -111,7 +111,7 @@ export async function log(options: Options): Promise<Outcome> {
       data.length === 0
         ? ['no operations']
         : data.map((op) => {
-            const what = `${paint.dim(op.time)} ${paint.bold(op.id)} ${op.type.padEnd(12)} ${op.paths.join(', ')}`
+            const what = `${paint.dim(op.time)} ${paint.bold(op.id)} ${op.type.padEnd(12)} ${pathsText(op.paths)}`
             return `${what}${op.description ? paint.dim(` (${op.description})`) : ''}${op.undone ? paint.yellow(' [undone]') : ''}`
           })
     return { data: { operations: data }, lines }

@@ -12,6 +12,14 @@ export interface Outcome {
 
 export const iso = (time: number): string => new Date(time).toISOString()
 
+/** Paths an operation touched shown to people: a command that wrote 20 000 files is one line, not 20 000 names (--json has them all). */
+export const PATHS_SHOWN = 8
+
+export function pathsText(paths: readonly string[]): string {
+  const shown = paths.slice(0, PATHS_SHOWN).join(', ')
+  return paths.length > PATHS_SHOWN ? `${shown} … and ${paths.length - PATHS_SHOWN} more` : shown
+}
+
 export function changeJson(change: Change, withPatch: boolean): { [key: string]: Json | undefined } {
   return { path: change.path, type: change.type, entry: change.entry, ...(withPatch && change.patch !== undefined ? { patch: change.patch } : {}) }
 }

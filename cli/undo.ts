@@ -6,7 +6,7 @@
  */
 import type { Operation } from '../src/index.js'
 import type { Options } from './arguments.js'
-import { type Json, type Outcome, iso } from './outcome.js'
+import { type Json, type Outcome, iso, pathsText } from './outcome.js'
 import { openProject } from './project.js'
 import { stdoutPalette } from './terminal.js'
 
@@ -26,8 +26,8 @@ export async function undo(options: Options): Promise<Outcome> {
         ? ['nothing to undo']
         : [
             `${paint.bold(what)} ${report.undone.length} operation(s):`,
-            ...report.undone.map((op) => `  ${paint.bold(op.id)} ${op.type.padEnd(12)} ${op.paths.join(', ')}${op.description ? paint.dim(` (${op.description})`) : ''}`),
-            ...(report.next ? [paint.dim(`next: ${report.next.id} ${report.next.type} ${report.next.paths.join(', ')}${report.next.description ? ` (${report.next.description})` : ''}`)] : []),
+            ...report.undone.map((op) => `  ${paint.bold(op.id)} ${op.type.padEnd(12)} ${pathsText(op.paths)}${op.description ? paint.dim(` (${op.description})`) : ''}`),
+            ...(report.next ? [paint.dim(`next: ${report.next.id} ${report.next.type} ${pathsText(report.next.paths)}${report.next.description ? ` (${report.next.description})` : ''}`)] : []),
             ...(!options.dryRun ? [paint.dim('the project on disk is unchanged; rewindfs flush writes the workspace into it')] : []),
           ]
     return {

@@ -205,6 +205,24 @@ describe('rewindfs status, log, checkpoints, diff', () => {
     expect(runCli(['log', ...project$()]).stdout).toContain('/app/notes.md')
   })
 
+  it('log and undo show an operation of many paths as its first few and a count; --json lists them all', async () => {
+    const many = Array.from({ length: 30 }, (_, i) => `/gen/f${String(i).padStart(2, '0')}.txt`)
+    const seeded = await open()
+    seeded.fs.mkdirSync('/gen')
+    await seeded.transaction(async (fs) => {
+      for (const file of many) fs.writeFileSync(file, 'x')
+    })
+    await seeded.close()
+    const line = runCli(['log', ...project$()]).stdout.split('\n')[0]
+    expect(line).toContain('/gen/f00.txt, /gen/f01.txt')
+    expect(line).toContain('… and 22 more')
+    expect(line).not.toContain('/gen/f08.txt')
+    expect(json(['log', ...project$()]).body.operations[0].paths).toHaveLength(30)
+    const dry = runCli(['undo', ...project$(), '--dry-run']).stdout
+    expect(dry).toContain('… and 22 more')
+    expect(dry).not.toContain('/gen/f29.txt')
+  })
+
   it('checkpoints: oldest first, with ids and kinds', async () => {
     await seed()
     const { code, body } = json(['checkpoints', ...project$()])
