@@ -328,6 +328,25 @@ describe('conflict bases across a reopen', () => {
     await reader.close()
     await writer.close()
   })
+
+  it('a read-only workspace that reads project files it never saw keeps working: sync, a dry-run flush, close (the sightings wait for a writer)', async () => {
+    const storeDir = path.join(tmp, 'store')
+    const writer = await Workspace.open({ lower: directory(project), store: directoryStore(storeDir) })
+    writer.fs.writeFileSync('/app/new.txt', 'x')
+    await writer.close()
+    const journal = () => fs.readdirSync(path.join(storeDir, 'packs')).map((name) => fs.statSync(path.join(storeDir, 'packs', name)).size)
+    const before = journal()
+    // `rewindfs flush --dry-run` after a command renamed a directory: the plan reads what the workspace never had.
+    const reader = await Workspace.open({ lower: directory(project), store: directoryStore(storeDir, { readOnly: true }), compactEvery: Number.POSITIVE_INFINITY })
+    expect(reader.fs.readFileSync('/app/config.json', 'utf8')).toBe('{ "port": 8080 }\n')
+    expect(reader.fs.readdirSync('/app').sort()).toEqual(['config.json', 'new.txt', 'old', 'server.js'])
+    await reader.sync()
+    const plan = await reader.flush(undefined, { dryRun: true })
+    expect(plan.changes.map((c) => c.path)).toEqual(['/app/new.txt'])
+    expect(reader.status.degraded).toBeUndefined()
+    await reader.close()
+    expect(journal()).toEqual(before)
+  })
 })
 
 describe('a flush that died', () => {

@@ -367,8 +367,10 @@ export class Durability {
   private async commitPending(evenIfHeld: boolean): Promise<void> {
     const held = this.holds > 0 && !evenIfHeld
     const seen = this.host.overlay.unrecorded
-    // Reads of a damaged store's workspace record nothing (its lower sightings wait for the repair's snapshot).
-    if (seen && seen.length > 0 && !this.failure && !held && this.damage.length === 0) {
+    // Reads of a damaged store's workspace record nothing (its lower sightings wait for the repair's
+    // snapshot), nor a read-only store's (rewindfs status, diff, flush --dry-run; a follower tab):
+    // they wait in memory for a writer's commit, if this one is promoted.
+    if (seen && seen.length > 0 && !this.failure && !held && this.damage.length === 0 && !this.store.readOnly) {
       this.lines.push(bodyText({ t: 'seen', entries: seen.splice(0) }))
     }
     if (this.lines.length === 0 || this.failure || held) return
