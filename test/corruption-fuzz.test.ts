@@ -156,9 +156,16 @@ interface Expectation {
   reported?: boolean
   /** The store refuses to open (its format file does not read), changing nothing. */
   refused?: boolean
+  /**
+   * The directory store's format file was damaged: read as the pack segments' checksummed headers
+   * say (the session whole), the damaged file kept aside and written again; refused, changing
+   * nothing, only where it now names a newer layout.
+   */
+  format?: boolean
 }
 
-async function check(store: () => Promise<Store>, expectation: Expectation, states: Map<number, string>, empty: string, final: string, fingerprint: () => Promise<string>): Promise<void> {
+/** Checks one damaged store against what it must show; returns the warnings its open gave (none when it refused). */
+async function check(store: () => Promise<Store>, expectation: Expectation, states: Map<number, string>, empty: string, final: string, fingerprint: () => Promise<string>): Promise<readonly string[] | undefined> {
   const before = await fingerprint()
   let ws: Workspace
   let made: Store | undefined
@@ -168,17 +175,19 @@ async function check(store: () => Promise<Store>, expectation: Expectation, stat
   } catch (error) {
     // A store the workspace refused is closed here (its lock released).
     await made?.close?.()
-    if (expectation.refused) {
+    if (expectation.refused || expectation.format) {
       expect((error as { code?: string }).code, String(error)).toBe('ERR_REWINDFS_STORE_FORMAT')
+      if (expectation.format) expect(String(error)).toMatch(/has layout [3-9]/)
       expect(await fingerprint()).toBe(before)
-      return
+      return undefined
     }
     // Only a damaged record of the lower source's name may refuse the open, with a clear code.
     expect(expectation.meta, String(error)).toBe('lower')
     expect((error as { code?: string }).code).toBe('ELOWERMISMATCH')
     expect(await fingerprint()).toBe(before)
-    return
+    return undefined
   }
+  const warnings = ws.status.warnings
   const stateAt = (proven: number) => (proven === 0 ? empty : proven < 0 ? undefined : states.get(proven))
   try {
     if (expectation.journal) {
@@ -208,6 +217,9 @@ async function check(store: () => Promise<Store>, expectation: Expectation, stat
     } else if (expectation.meta) {
       expect(ws.status.corrupt).toMatchObject({ part: 'meta', key: expectation.meta })
       expect(view(ws)).toBe(final)
+    } else if (expectation.format) {
+      expect(ws.status.corrupt).toBeUndefined()
+      expect(view(ws)).toBe(final)
     } else {
       expect(ws.status.corrupt).toBeUndefined()
       const expected = expectation.clean ? stateAt(expectation.clean.proven) : final
@@ -219,6 +231,7 @@ async function check(store: () => Promise<Store>, expectation: Expectation, stat
   }
   // A torn tail is the one thing open rewrites (the caller checks the journal was kept aside whole first).
   expect(await fingerprint()).toBe(before)
+  return warnings
 }
 
 // Thousands of stores opened: on tmpfs where there is one, so fsync costs nothing (the logic is what
@@ -291,9 +304,11 @@ describe('corruption fuzz: directoryStore', () => {
     return out
   }
   /** A hash of the store's files; without the packs and kept items where open may cut a torn tail and append. */
-  const fingerprint = (root: string, packsToo: boolean) => async () => {
+  const fingerprint = (root: string, packsToo: boolean, formatToo = true) => async () => {
     const hash = createHash('sha1')
-    for (const [name, file] of files(root)) if (packsToo || !/^(packs\/|journal\.|pack\.)/.test(name)) hash.update(`${name}\0`).update(fs.readFileSync(file))
+    for (const [name, file] of files(root)) {
+      if ((packsToo || !/^(packs\/|journal\.|pack\.)/.test(name)) && (formatToo || !/^format/.test(name))) hash.update(`${name}\0`).update(fs.readFileSync(file))
+    }
     return hash.digest('hex')
   }
 
@@ -379,7 +394,7 @@ describe('corruption fuzz: directoryStore', () => {
         bytes[at] ^= damage.xor
         fs.writeFileSync(file, bytes)
       } else fs.writeFileSync(file, bytes.subarray(0, at))
-      if (name === 'format') return { root, expectation: { refused: true } }
+      if (name === 'format') return { root, expectation: { format: true } }
       // An index file that does not check (CRC-32) is ignored: its segment is read instead, nothing lost.
       if (name.endsWith('.idx')) return { root, expectation: {} }
       if (name.startsWith('meta/')) return { root, expectation: { meta: Buffer.from(name.slice(5, -'.json'.length), 'hex').toString('utf8') } }
@@ -406,46 +421,77 @@ describe('corruption fuzz: directoryStore', () => {
     return { root, expectation: { journal: { record, ...locate(damaged, record) } } }
   }
 
-  const run = async (arbitrary: fc.Arbitrary<Damage>, runs: number, seed: number) => {
-    await fc.assert(
-      fc.asyncProperty(arbitrary, async (what) => {
-        const { root, expectation } = damage(what)
-        try {
-          // (A damaged format file hides the salt the records are read with: the store refuses it unread.)
-          const damaged = expectation.refused ? undefined : Buffer.from(pack.journalText(root), 'utf8')
-          const tornTail = expectation.refused ? undefined : pack.records(root).at(-1)
-          await check(async () => directoryStore(root), expectation, states, empty, final, fingerprint(root, !expectation.torn && !expectation.clean))
-          const kept = fs.readdirSync(root).filter((name) => /^(journal|pack)\.torn-/.test(name))
-          if (expectation.torn || expectation.clean) {
-            const proven = expectation.torn?.proven ?? expectation.clean!.proven
-            if (kept.some((name) => name.startsWith('journal.'))) {
-              // Journal text was torn: the journal as it was is kept aside whole, then only whole group commits stay.
-              // (Zeros a torn append's text ends with cannot be told from the zeros a segment is preallocated with.)
-              expect(kept).toHaveLength(1)
-              let written = damaged!.length
-              while (tornTail?.torn && written > 0 && damaged![written - 1] === 0) written--
-              expect(fs.readFileSync(`${root}/${kept[0]}`).equals(damaged!.subarray(0, written))).toBe(true)
-            } else if (kept.length > 0) {
-              // Another record was torn: its bytes are kept as they were (zeros it ended with aside), once something is appended after them.
-              expect(kept).toHaveLength(1)
-              expect(tornTail?.torn).toBe(true)
-              let written = tornTail!.bytes.length
-              while (written > 0 && tornTail!.bytes[written - 1] === 0) written--
-              expect(fs.readFileSync(`${root}/${kept[0]}`).equals(tornTail!.bytes.subarray(0, written))).toBe(true)
-            }
-            // Open may have appended since (first sightings of lower files); what was proven is the start.
-            if (proven >= 0) {
-              const text = lines().slice(0, proven).map((line) => line + '\n').join('')
-              expect(pack.journalText(root).slice(0, text.length)).toBe(text)
-            }
-          } else expect(kept).toEqual([])
-        } finally {
-          restore()
+  /** Damaged format files read from the segments' headers (and kept aside), of the cases run. */
+  let formatsMended = 0
+
+  /** One damaged store, opened and checked against what it must show, then put back. */
+  const one = async (what: Damage) => {
+    const { root, expectation } = damage(what)
+    try {
+      // (The raw reader takes the records' salt from the format file: not read where that is what was damaged.)
+      const damaged = expectation.format ? undefined : Buffer.from(pack.journalText(root), 'utf8')
+      const tornTail = expectation.format ? undefined : pack.records(root).at(-1)
+      const formatBefore = fs.existsSync(`${root}/format`) ? fs.readFileSync(`${root}/format`) : undefined
+      const warnings = await check(async () => directoryStore(root), expectation, states, empty, final, fingerprint(root, !expectation.torn && !expectation.clean, !expectation.format))
+      if (expectation.format) {
+        // Mended: the damaged file kept aside as it was and the file written again as it was made;
+        // or untouched (the damage left it naming the same salt, or a newer layout: refused).
+        const keptFormat = fs.readdirSync(root).filter((name) => name.startsWith('format.'))
+        const told = (warnings ?? []).filter((warning) => warning.includes("'format' file was damaged"))
+        if (keptFormat.length > 0) {
+          formatsMended++
+          expect(keptFormat).toHaveLength(1)
+          expect(told).toEqual([expect.stringContaining(keptFormat[0])])
+          expect(fs.readFileSync(`${root}/${keptFormat[0]}`).equals(formatBefore!)).toBe(true)
+          expect(fs.readFileSync(`${root}/format`).equals(original.get('format')!)).toBe(true)
+        } else {
+          expect(told).toEqual([])
+          expect(fs.readFileSync(`${root}/format`).equals(formatBefore!)).toBe(true)
         }
-      }),
-      { numRuns: runs, seed },
-    )
+      }
+      const kept = fs.readdirSync(root).filter((name) => /^(journal|pack)\.torn-/.test(name))
+      if (expectation.torn || expectation.clean) {
+        const proven = expectation.torn?.proven ?? expectation.clean!.proven
+        if (kept.some((name) => name.startsWith('journal.'))) {
+          // Journal text was torn: the journal as it was is kept aside whole, then only whole group commits stay.
+          // (Zeros a torn append's text ends with cannot be told from the zeros a segment is preallocated with.)
+          expect(kept).toHaveLength(1)
+          let written = damaged!.length
+          while (tornTail?.torn && written > 0 && damaged![written - 1] === 0) written--
+          expect(fs.readFileSync(`${root}/${kept[0]}`).equals(damaged!.subarray(0, written))).toBe(true)
+        } else if (kept.length > 0) {
+          // Another record was torn: its bytes are kept as they were (zeros it ended with aside), once something is appended after them.
+          expect(kept).toHaveLength(1)
+          expect(tornTail?.torn).toBe(true)
+          let written = tornTail!.bytes.length
+          while (written > 0 && tornTail!.bytes[written - 1] === 0) written--
+          expect(fs.readFileSync(`${root}/${kept[0]}`).equals(tornTail!.bytes.subarray(0, written))).toBe(true)
+        }
+        // Open may have appended since (first sightings of lower files); what was proven is the start.
+        if (proven >= 0) {
+          const text = lines().slice(0, proven).map((line) => line + '\n').join('')
+          expect(pack.journalText(root).slice(0, text.length)).toBe(text)
+        }
+      } else expect(kept).toEqual([])
+    } finally {
+      restore()
+    }
   }
+
+  const run = async (arbitrary: fc.Arbitrary<Damage>, runs: number, seed: number) => {
+    await fc.assert(fc.asyncProperty(arbitrary, one), { numRuns: runs, seed })
+  }
+
+  it("damages every byte of the format file: read as the segments' headers say, kept aside and written again (refused only as a newer layout)", async () => {
+    const size = original.get('format')!.length
+    formatsMended = 0
+    for (let at = 0; at < size; at++) {
+      for (const xor of [0x01, 0x04, 0x80]) await one({ kind: 'flip', at: fractionOf('format', at), xor })
+      await one({ kind: 'cut', at: fractionOf('format', at) })
+    }
+    // Every cut but the one that drops only the line end, and most flips, leave a file that does not say the salt.
+    expect(formatsMended).toBeGreaterThan(2 * size)
+  }, 120_000)
 
   it('flips every byte of the last group commit and its journal record: damage, never a silently dropped acknowledged commit', async () => {
     const [{ file }] = pack.segmentFiles(work)

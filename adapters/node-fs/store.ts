@@ -22,6 +22,7 @@ import { LockFile } from './lock.js'
 import { DEFAULT_SEGMENT_BYTES, PackLog, type PackStats, formatError } from './pack.js'
 import { FirstLayout, isFirstLayout, migrate, removeFirstLayout } from './pack-migrate.js'
 import { DEFAULT_BLOCKING_SYNC_MS } from './pack-sync.js'
+import { SEGMENT_HEADER_BYTES, readSegmentHeader } from './pack-format.js'
 
 export interface DirectoryStoreOptions {
   /** Open without taking the lock; every mutating method then rejects with EROFS. */
@@ -55,6 +56,8 @@ const formatSchema = z.object({ store: z.literal('rewindfs-directory'), layout: 
 interface Format {
   readonly layout: number
   readonly salt: number
+  /** The format file was damaged and its content taken from the packs' segment headers (formatOf): why. */
+  readonly mended?: string
 }
 
 /** A UTF-16 code unit no well-formed string has on its own (what a round trip through UTF-8 would change). */
@@ -82,8 +85,11 @@ function formatOf(root: string): Format {
     if (codeOf(error) !== 'ENOENT') throw error
     if (isFirstLayout(root)) return { layout: 1, salt: newSalt() }
     const packs = fs.existsSync(`${root}/packs`) && fs.readdirSync(`${root}/packs`).some((name) => name.endsWith('.pack'))
-    if (packs) throw formatError(`the store '${root}' holds pack segments but no '${FORMAT_FILE}' file; nothing was changed`)
-    return { layout: 0, salt: newSalt() }
+    if (!packs) return { layout: 0, salt: newSalt() }
+    const salts = new Set(segmentSalts(root))
+    if (salts.size !== 1) throw formatError(`the store '${root}' holds pack segments but no '${FORMAT_FILE}' file; nothing was changed`)
+    const [salt] = salts
+    return { layout: LAYOUT, salt, mended: `the store's '${FORMAT_FILE}' file was missing (every pack segment's checksummed header names salt ${salt}): it is read as the headers say` }
   }
   let parsed: ReturnType<typeof formatSchema.safeParse> | undefined
   try {
@@ -93,10 +99,42 @@ function formatOf(root: string): Format {
   }
   const data = parsed?.success ? parsed.data : undefined
   if (data && Number.isSafeInteger(data.layout) && data.layout > LAYOUT) throw formatError(`the store '${root}' has layout ${data.layout}; this rewindfs reads layouts up to ${LAYOUT}. Open it with a matching rewindfs version.`)
-  if (!data || data.layout !== LAYOUT || data.salt === undefined || !Number.isInteger(data.salt) || data.salt < 0 || data.salt >= 2 ** 32) {
-    throw formatError(`'${root}/${FORMAT_FILE}' does not name a directory store layout (damaged?); nothing was changed`)
+  const valid = data && data.layout === LAYOUT && data.salt !== undefined && Number.isInteger(data.salt) && data.salt >= 0 && data.salt < 2 ** 32
+  // The format file is the one small file of a store with no checksum of its own; its salt is also
+  // in every segment's header, which has one. A flipped bit in it would make every record fail its
+  // check (a store read as empty, and a repair keeping nothing): what the headers agree on wins.
+  const salts = new Set(segmentSalts(root))
+  const [headers] = salts
+  if (valid && (salts.size === 0 || salts.has(data.salt!))) return { layout: LAYOUT, salt: data.salt! }
+  if (salts.size === 1) {
+    const said = valid ? `salt ${data.salt}` : 'no readable layout'
+    return { layout: LAYOUT, salt: headers, mended: `the store's '${FORMAT_FILE}' file was damaged (it named ${said}; every pack segment's checksummed header names salt ${headers}): it is read as the headers say` }
   }
-  return { layout: LAYOUT, salt: data.salt }
+  if (!valid) throw formatError(`'${root}/${FORMAT_FILE}' does not name a directory store layout (damaged?); nothing was changed`)
+  throw formatError(`'${root}/${FORMAT_FILE}' names salt ${data.salt}, which no pack segment's header names (they name ${[...salts].join(', ')}): damaged or mixed with another store's packs; nothing was changed`)
+}
+
+/** The salts the pack segments' headers name (a header that fails its checksum names none). */
+function segmentSalts(root: string): number[] {
+  let names: string[]
+  try {
+    names = fs.readdirSync(`${root}/packs`).filter((name) => name.endsWith('.pack'))
+  } catch (error) {
+    if (codeOf(error) === 'ENOENT') return []
+    throw error
+  }
+  const salts: number[] = []
+  for (const name of names) {
+    const fd = fs.openSync(`${root}/packs/${name}`, 'r')
+    try {
+      const bytes = new Uint8Array(SEGMENT_HEADER_BYTES)
+      const header = fs.readSync(fd, bytes, 0, bytes.length, 0) === bytes.length ? readSegmentHeader(bytes) : undefined
+      if (header) salts.push(header.salt)
+    } finally {
+      fs.closeSync(fd)
+    }
+  }
+  return salts
 }
 
 function newSalt(): number {
@@ -107,6 +145,8 @@ export class DirectoryStore implements Store {
   readonly kind = 'directory'
   readonly durability = durableJournal
   readonly readOnly: boolean
+  /** What open found wrong and mended with nothing lost (Store.notices). */
+  readonly notices: readonly string[]
   /** The real path of the store's directory. */
   readonly root: string
   private readonly lock: LockFile | undefined
@@ -143,9 +183,11 @@ export class DirectoryStore implements Store {
       this.firstLayout = format.layout === 1 ? new FirstLayout(this.root) : undefined
       this.packs = format.layout === 1 ? undefined : new PackLog(this.root, packOptions(format.salt))
       this.readOnly = true
+      this.notices = format.mended ? [`${format.mended}; opened read-only, the file was left as it is (a writer rewrites it)`] : []
       return
     }
     const lock = LockFile.acquire(this.file('lock'), `the store '${this.root}'`)
+    let notices: string[] = []
     try {
       const format = formatOf(this.root)
       fs.mkdirSync(this.file('meta'), { recursive: true })
@@ -160,12 +202,19 @@ export class DirectoryStore implements Store {
       if (format.layout === 1) migrate(this.root, this.packs, commit)
       else if (format.layout === 0) commit()
       else if (isFirstLayout(this.root)) removeFirstLayout(this.root)
+      if (format.mended) {
+        // The damaged file is kept aside as it was (never cut away), then written again.
+        const damaged = fs.existsSync(this.file(FORMAT_FILE)) ? this.keep('format', 'damaged', undefined, fs.readFileSync(this.file(FORMAT_FILE))) : undefined
+        commit()
+        notices = [`${format.mended}; the file was written again from them${damaged ? `, the damaged one kept aside as '${damaged}'` : ''}`]
+      }
     } catch (error) {
       lock.release()
       throw error
     }
     this.firstLayout = undefined
     this.readOnly = false
+    this.notices = notices
     this.lock = lock
   }
 
@@ -178,10 +227,11 @@ export class DirectoryStore implements Store {
   }
 
   /** Writes bytes kept aside under a new name (temp, fsync, rename, directory fsync); returns the name. */
-  private keep(kind: 'journal' | 'blob' | 'pack', label: string, what: string | undefined, bytes: Uint8Array | string): string {
+  private keep(kind: 'journal' | 'blob' | 'pack' | 'format', label: string, what: string | undefined, bytes: Uint8Array | string): string {
     const taken = (name: string) => fs.existsSync(this.file(name))
-    // keptName's stamp and numbering, under the pack's own prefix.
-    const name = kind === 'pack' ? keptName('journal', label, what, (n) => taken(n.replace(/^journal\./, 'pack.'))).replace(/^journal\./, 'pack.') : keptName(kind, label, what, taken)
+    // keptName's stamp and numbering, under the pack's or the format file's own prefix.
+    const own = kind === 'pack' || kind === 'format'
+    const name = own ? keptName('journal', label, what, (n) => taken(n.replace(/^journal\./, `${kind}.`))).replace(/^journal\./, `${kind}.`) : keptName(kind, label, what, taken)
     writeAtomically(this.file(name), bytes)
     return name
   }
@@ -373,7 +423,7 @@ export class DirectoryStore implements Store {
 
 /** A name setAside made (and nothing else in the store's directory). */
 function isKeptName(name: string): boolean {
-  return /^(journal|blob|meta|pack)\.[a-z][a-z0-9-]*-\d{8}T\d{9}Z(-\d+)?(\.([0-9a-f]+(\.json)?|\d{8,}-\d+))?$/.test(name) && !isTempName(name)
+  return /^(journal|blob|meta|pack|format)\.[a-z][a-z0-9-]*-\d{8}T\d{9}Z(-\d+)?(\.([0-9a-f]+(\.json)?|\d{8,}-\d+))?$/.test(name) && !isTempName(name)
 }
 
 /** The records, each checked to be one line. */

@@ -997,7 +997,7 @@ export class Durability {
    * `damage` and nothing is modified: the host holds the last state the journal proves.
    */
   async load(): Promise<LoadReport> {
-    const warnings: string[] = []
+    const warnings: string[] = [...(this.store.notices ?? [])]
     const read = await this.store.readJournal()
     // A last record whole but for its line end counts (it was written out); the line end is restored below.
     const unterminated = read.torn !== undefined && decodeLine(read.torn).ok

@@ -70,6 +70,12 @@ export interface Store {
   readonly session?: string
   /** Opened for reading only (another process or tab holds the writer's lock): the workspace freezes. */
   readonly readOnly?: boolean
+  /**
+   * Optional: what the store found wrong when it opened and mended with nothing lost (a damaged
+   * file whose content its checksummed copies agree on). The workspace reports each among its open
+   * warnings (`ws.status.warnings`), so a disk that damages files does not go unnoticed.
+   */
+  readonly notices?: readonly string[]
   /** Appends records in order; resolves once they are durable (the acknowledgement of a group commit). */
   appendJournal(records: readonly string[]): Promise<void>
   /** The whole records appended so far, in order, and the torn bytes of an append a crash cut short. */

@@ -84,6 +84,8 @@ export async function verifyStore(store: Store): Promise<StoreVerification> {
   for (const entry of damaged) problems.push(`journal record ${entry.record} at byte ${entry.offset} cannot be read: ${entry.reason}`)
   if (damagedCount > damaged.length) problems.push(`and ${damagedCount - damaged.length} more damaged journal record(s)`)
   if (decoded.damage && damagedCount === 0) problems.push(`journal record ${decoded.damage.record} cannot be read: ${decoded.damage.reason}`)
+  // What the store mended as it opened: damage still on disk when it was opened read-only (a writer rewrites it), a note once mended.
+  for (const notice of store.notices ?? []) (store.readOnly ? problems : notes).push(notice)
   if (torn > 0) notes.push(`${torn} torn record(s) at the end of the journal: an append a crash cut short (never acknowledged); the next open for writing drops them and keeps the journal aside`)
 
   const meta: StoreVerification['meta'] = []

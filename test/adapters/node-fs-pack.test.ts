@@ -852,30 +852,68 @@ describe('the first layout (one file per blob)', () => {
     expect(fs.readdirSync(other).sort()).toEqual(['format', 'journal.torn-20260101T000000000Z', 'meta', 'packs'])
   })
 
-  it('refuses a layout newer than it reads, a format file that does not read, and packs without one, changing nothing', async () => {
+  it('refuses a layout newer than it reads, changing nothing', async () => {
     const path = fresh()
     fs.mkdirSync(path)
     fs.writeFileSync(`${path}/format`, JSON.stringify({ store: 'rewindfs-directory', layout: 9 }))
     expect(() => directoryStore(path)).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_STORE_FORMAT', message: expect.stringMatching(/layout 9/) }))
     expect(fs.readdirSync(path)).toEqual(['format'])
+  })
 
+  it("a damaged or missing format file is read as the segments' checksummed headers say: reported, kept aside and written again by a writer, left as it is by a reader", async () => {
     const store = fresh()
     const ws = await open(store)
     ws.fs.writeFileSync('/kept.txt', 'kept')
     await ws.close()
-    const before = fingerprint(store)
     const format = fs.readFileSync(`${store}/format`)
-    for (const damaged of ['{"store":"rewindfs-directory","layout":1,"salt":1}', '{"store":"rewindfs-directory","layout":"2","salt":1}', '{"store":"rewindfs-directory","layout":2}', '{"store":"rewindfs-dire', '']) {
+    const { salt } = JSON.parse(format.toString('utf8')) as { salt: number }
+    const damages = [`{"store":"rewindfs-directory","layout":2,"salt":${salt ^ 1}}\n`, '{"store":"rewindfs-directory","layout":1,"salt":1}', '{"store":"rewindfs-directory","layout":"2","salt":1}', '{"store":"rewindfs-directory","layout":2}', '{"store":"rewindfs-dire', '']
+    for (const damaged of damages) {
       fs.writeFileSync(`${store}/format`, damaged)
-      for (const readOnly of [false, true]) expect(() => directoryStore(store, { readOnly }), damaged).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_STORE_FORMAT' }))
+      const reader = await Workspace.open({ store: directoryStore(store, { readOnly: true }), autoCheckpoint: false })
+      expect(files(reader), damaged).toEqual({ '/kept.txt': 'kept' })
+      expect(reader.status.warnings).toEqual([expect.stringMatching(new RegExp(`'format' file was damaged .*salt ${salt}\\): .*read-only, the file was left as it is`))])
+      await reader.close()
+      // rewindfs verify (read-only) counts it as damage while it is on disk.
+      const checked = directoryStore(store, { readOnly: true })
+      expect(await verifyStore(checked)).toMatchObject({ ok: false, problems: [expect.stringContaining("'format' file was damaged")] })
+      await checked.close()
+      expect(fs.readFileSync(`${store}/format`, 'utf8')).toBe(damaged)
+      const writer = await open(store)
+      expect(files(writer)).toEqual({ '/kept.txt': 'kept' })
+      const [kept] = fs.readdirSync(store).filter((name) => name.startsWith('format.'))
+      expect(kept).toMatch(/^format\.damaged-\d{8}T\d{9}Z$/)
+      expect(writer.status.warnings).toEqual([expect.stringContaining(`written again from them, the damaged one kept aside as '${kept}'`)])
+      await writer.close()
+      expect(fs.readFileSync(`${store}/${kept}`, 'utf8')).toBe(damaged)
+      expect(fs.readFileSync(`${store}/format`)).toEqual(format)
+      const listing = directoryStore(store, { readOnly: true })
+      expect((await listing.keptAside()).filter((name) => name.startsWith('format.'))).toEqual([kept])
+      await listing.close()
+      fs.rmSync(`${store}/${kept}`)
     }
     fs.rmSync(`${store}/format`)
-    expect(() => directoryStore(store)).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_STORE_FORMAT', message: expect.stringMatching(/no 'format' file/) }))
-    expect(fs.existsSync(`${store}/packs/00000001.pack`)).toBe(true)
-    fs.writeFileSync(`${store}/format`, format)
-    expect(fingerprint(store)).toBe(before)
-    const again = await open(store)
-    expect(files(again)).toEqual({ '/kept.txt': 'kept' })
-    await again.close()
+    const writer = await open(store)
+    expect(files(writer)).toEqual({ '/kept.txt': 'kept' })
+    expect(writer.status.warnings).toEqual([expect.stringMatching(/'format' file was missing .*written again from them$/)])
+    await writer.close()
+    expect(fs.readFileSync(`${store}/format`)).toEqual(format)
+  })
+
+  it('refuses a format file no segment header agrees with where the headers disagree too (packs of two stores), changing nothing', async () => {
+    const [a, b] = [fresh(), fresh()]
+    for (const path of [a, b]) {
+      const ws = await open(path)
+      ws.fs.writeFileSync('/x.txt', path)
+      await ws.close()
+    }
+    fs.copyFileSync(`${b}/packs/00000001.pack`, `${a}/packs/00000002.pack`)
+    fs.writeFileSync(`${a}/format`, '{"store":"rewindfs-dire')
+    const before = fingerprint(a)
+    for (const readOnly of [false, true]) expect(() => directoryStore(a, { readOnly })).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_STORE_FORMAT', message: expect.stringMatching(/does not name a directory store layout/) }))
+    fs.writeFileSync(`${a}/format`, '{"store":"rewindfs-directory","layout":2,"salt":7}')
+    for (const readOnly of [false, true]) expect(() => directoryStore(a, { readOnly })).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_STORE_FORMAT', message: expect.stringMatching(/names salt 7, which no pack segment's header names/) }))
+    fs.writeFileSync(`${a}/format`, '{"store":"rewindfs-dire')
+    expect(fingerprint(a)).toBe(before)
   })
 })
