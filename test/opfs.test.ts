@@ -116,6 +116,33 @@ describe.skipIf(!available)('the OPFS store in Chromium', () => {
     expect(result.files).toBe(result.segmentsAfter)
   })
 
+  it("a damaged or missing format file is read as the segments' checksummed headers say: a follower leaves it, the writer keeps it aside and writes it again", async () => {
+    await work(page, 'session', 'format', 3)
+    const format = (await work<string>(page, 'formatText', 'format'))!
+    const { salt } = JSON.parse(format) as { salt: number }
+    const expected = (await work<{ files: Record<string, string> }>(page, 'reopen', 'format')).files
+    for (const damaged of [format.replace(`"salt":${salt}`, `"salt":${salt ^ 4}`), '{"store":"rewindfs-opfs","lay', null]) {
+      await work(page, 'setFormat', 'format', damaged)
+      const before = await work<string>(page, 'fingerprint', 'format')
+      const follower = await work<{ files: Record<string, string>; warnings: string[] }>(page, 'reopenReadOnly', 'format')
+      expect(follower.files).toEqual(expected)
+      expect(follower.warnings).toEqual([expect.stringMatching(new RegExp(`'format' file was ${damaged === null ? 'missing' : 'damaged'} .*salt ${salt}\\): .*read-only, the file was left as it is`))])
+      expect(await work<string>(page, 'fingerprint', 'format')).toBe(before)
+      const writer = await work<{ files: Record<string, string>; warnings: string[]; kept: string[] }>(page, 'reopen', 'format')
+      expect(writer.files).toEqual(expected)
+      expect(await work<string>(page, 'formatText', 'format')).toBe(format)
+      const kept = writer.kept.filter((name) => name.startsWith('format.'))
+      if (damaged === null) {
+        expect(kept).toEqual([])
+        expect(writer.warnings).toEqual([expect.stringMatching(/'format' file was missing .*written again from them$/)])
+      } else {
+        expect(kept).toHaveLength(1)
+        expect(writer.warnings).toEqual([expect.stringContaining(`written again from them, the damaged one kept aside as 'kept/${kept[0]}'`)])
+        await work(page, 'removeKept', 'format', kept[0])
+      }
+    }
+  })
+
   it('a damaged record header in the middle: reported, the workspace frozen at the state before it, nothing changed', async () => {
     await work(page, 'session', 'damaged', 6)
     // The journal record of the fourth commit (records: blob, journal, blob, journal, ...).

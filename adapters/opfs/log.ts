@@ -91,7 +91,7 @@ export interface LogOptions {
   /** A segment takes no new group commit once it holds this many bytes. */
   readonly segmentBytes: number
   /** Writes bytes kept aside under a new name; returns the name. */
-  readonly keep: (kind: 'pack' | 'blob', label: string, what: string, bytes: Uint8Array) => Promise<string>
+  readonly keep: (kind: 'pack' | 'blob' | 'format', label: string, what: string | undefined, bytes: Uint8Array) => Promise<string>
 }
 
 export interface LogStats {
@@ -151,8 +151,8 @@ function formatError(message: string): Error & { code: string } {
   return Object.assign(new Error(`rewindfs: ${message}`), { code: 'ERR_REWINDFS_STORE_FORMAT' })
 }
 
-/** The format file's salt, or undefined when there is none (a new store). */
-function parseFormat(bytes: Uint8Array | undefined, name: string, hasSegments: boolean): number | undefined {
+/** The salt the format file names, or undefined when it names none (missing, or damaged); a newer layout is refused. */
+function parseFormat(bytes: Uint8Array | undefined, name: string): number | undefined {
   let parsed: { store?: unknown; layout?: unknown; salt?: unknown } | undefined
   try {
     parsed = bytes === undefined ? undefined : (JSON.parse(decoder.decode(bytes)) as typeof parsed)
@@ -164,14 +164,14 @@ function parseFormat(bytes: Uint8Array | undefined, name: string, hasSegments: b
     throw formatError(`the OPFS store '${name}' has layout ${parsed.layout}; this rewindfs reads layout ${LAYOUT}. Open it with a matching rewindfs version.`)
   }
   if (parsed?.store === FORMAT_NAME && parsed.layout === LAYOUT && typeof salt === 'number' && Number.isInteger(salt) && salt >= 0 && salt < 2 ** 32) return salt
-  // Made before any segment: without segments nothing was ever stored, so a new one is written.
-  if (!hasSegments) return undefined
-  throw formatError(`the OPFS store '${name}' holds pack segments but its '${FORMAT_FILE}' file ${bytes === undefined ? 'is missing' : 'does not name its layout (damaged?)'}; nothing was changed`)
+  return undefined
 }
 
 export class SegmentLog {
   private directory: FileSystemDirectoryHandle | undefined
   private salt: number | undefined
+  /** What the last scan found wrong with the format file and mended (saltOf), if anything. */
+  notice: string | undefined
   private writer: boolean
   private segments = new Map<number, Segment>()
   /** Blob id → where its record is. */
@@ -240,13 +240,46 @@ export class SegmentLog {
     }
   }
 
+  /**
+   * The salt records are read with. The format file is the one file with no checksum of its own,
+   * and its salt is also in every segment's checksummed header: one that names none, or another,
+   * while the headers agree is read as they say, reported (`notice`) and written again by a writer
+   * (the damaged file kept aside). Without segments nothing was ever stored: a new one is written.
+   */
+  private async saltOf(said: number | undefined, format: Uint8Array | undefined, numbers: readonly number[]): Promise<number | undefined> {
+    this.notice = undefined
+    if (numbers.length === 0) return said
+    const salts = new Set<number>()
+    for (const number of numbers) {
+      const segment = this.segments.get(number)!
+      if ((await this.fileSize(segment)) < SEGMENT_HEADER_BYTES) continue
+      const header = readSegmentHeader(await this.read(number, 0, SEGMENT_HEADER_BYTES))
+      if (header) salts.add(header.salt)
+    }
+    if (said !== undefined && (salts.size === 0 || salts.has(said))) return said
+    const [headers] = salts
+    if (salts.size !== 1) {
+      const what = format === undefined ? 'is missing' : said === undefined ? 'does not name its layout (damaged?)' : `names salt ${said}, which no segment's header names`
+      throw formatError(`the OPFS store '${this.options.name}' holds pack segments but its '${FORMAT_FILE}' file ${what}; nothing was changed`)
+    }
+    const found = `the store's '${FORMAT_FILE}' file was ${format === undefined ? 'missing' : `damaged (it named ${said === undefined ? 'no readable layout' : `salt ${said}`}`}${format === undefined ? ' (' : '; '}every pack segment's checksummed header names salt ${headers}): it is read as the headers say`
+    if (!this.writer) {
+      this.notice = `${found}; opened read-only, the file was left as it is (the writer rewrites it)`
+      return headers
+    }
+    const kept = format === undefined ? undefined : await this.options.keep('format', 'damaged', undefined, format)
+    await writeAtomically(this.directory!, FORMAT_FILE, encoder.encode(JSON.stringify({ store: FORMAT_NAME, layout: LAYOUT, salt: headers }) + '\n'))
+    this.notice = `${found}; the file was written again from them${kept ? `, the damaged one kept aside as 'kept/${kept}'` : ''}`
+    return headers
+  }
+
   private async scanOnce(): Promise<void> {
     this.windows.clear()
     this.directory ??= await storeDirectory(this.options.name, false)
     const names = this.directory ? await fileNames(this.directory) : []
     const numbers = names.flatMap((name) => segmentNumber(name) ?? []).sort((a, b) => a - b)
-    const salt = parseFormat(this.directory && names.includes(FORMAT_FILE) ? await readWhole(this.directory, FORMAT_FILE) : undefined, this.options.name, numbers.length > 0)
-    this.salt = salt
+    const format = this.directory && names.includes(FORMAT_FILE) ? await readWhole(this.directory, FORMAT_FILE) : undefined
+    const said = parseFormat(format, this.options.name)
     // Temp files of writes a crash cut short are the writer's to remove.
     if (this.writer && this.directory) for (const name of names) if (isTempName(name)) await removeIfPresent(this.directory, name)
     const previous = this.segments
@@ -258,6 +291,8 @@ export class SegmentLog {
     // Handles of segments that went away are let go; the writer opens one on each of the others.
     for (const [number, segment] of previous) if (!this.segments.has(number)) segment.handle?.close()
     if (this.writer) for (const segment of this.segments.values()) segment.handle ??= await openSyncHandle((await fileHandle(this.directory!, segmentName(segment.number)))!)
+    const salt = await this.saltOf(said, format, numbers)
+    this.salt = salt
 
     const blobs: [string, Location][] = []
     const forgotten = new Set<string>()

@@ -118,6 +118,11 @@ class OpfsJournalStore implements OpfsStore {
     return this.role ? !this.role.writer : this.options.readOnly === true
   }
 
+  /** What open found wrong and mended with nothing lost (Store.notices): a damaged or missing format file. */
+  get notices(): readonly string[] {
+    return this.log?.notice ? [this.log.notice] : []
+  }
+
   get stats(): LogStats | undefined {
     return this.log?.stats
   }
@@ -208,11 +213,12 @@ class OpfsJournalStore implements OpfsStore {
   }
 
   /** Writes bytes kept aside under a new name in kept/ (temp, flush, move); returns the name. */
-  private async keep(kind: 'journal' | 'blob' | 'meta' | 'pack', label: string, what: string | undefined, bytes: Uint8Array): Promise<string> {
+  private async keep(kind: 'journal' | 'blob' | 'meta' | 'pack' | 'format', label: string, what: string | undefined, bytes: Uint8Array): Promise<string> {
     const kept = (await this.folder(KEPT, true))!
     const taken = new Set(await fileNames(kept))
-    // keptName's stamp and numbering, under the pack's own prefix for a segment's torn tail.
-    const name = kind === 'pack' ? keptName('journal', label, what, (n) => taken.has(n.replace(/^journal\./, 'pack.'))).replace(/^journal\./, 'pack.') : keptName(kind, label, what, (n) => taken.has(n))
+    // keptName's stamp and numbering, under the pack's own prefix for a segment's torn tail (the format file's for a damaged one).
+    const own = kind === 'pack' || kind === 'format'
+    const name = own ? keptName('journal', label, what, (n) => taken.has(n.replace(/^journal\./, `${kind}.`))).replace(/^journal\./, `${kind}.`) : keptName(kind, label, what, (n) => taken.has(n))
     await writeAtomically(kept, name, bytes)
     return name
   }

@@ -81,6 +81,19 @@ export async function writeFile(folder: FileSystemDirectoryHandle, name: string,
   }
 }
 
+/** The format file's text (undefined when missing). */
+export async function formatText(name: string): Promise<string | undefined> {
+  const bytes = await readFile((await storeFolder(name))!, 'format')
+  return bytes && decoder.decode(bytes)
+}
+
+/** Replaces the format file's text, or removes the file (undefined). */
+export async function setFormat(name: string, text: string | undefined): Promise<void> {
+  const folder = (await storeFolder(name))!
+  if (text === undefined) await folder.removeEntry('format')
+  else await writeFile(folder, 'format', new TextEncoder().encode(text))
+}
+
 export async function salt(name: string): Promise<number> {
   const folder = (await storeFolder(name))!
   return (JSON.parse(decoder.decode((await readFile(folder, 'format'))!)) as { salt: number }).salt

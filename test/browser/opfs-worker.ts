@@ -99,6 +99,35 @@ const scenarios: Record<string, (...args: never[]) => Promise<unknown>> = {
     return result
   },
 
+  /** Opens the store read-only (as a follower) and answers what a workspace over it sees. */
+  async reopenReadOnly(name: string) {
+    const store = opfsStore(name, { readOnly: true })
+    const ws = await Workspace.open({ lower: lower(), store, autoCheckpoint: false })
+    const result = { files: files(ws), warnings: ws.status.warnings }
+    await ws.close()
+    return result
+  },
+
+  /** Removes something kept aside, as a user who has looked at it would. */
+  async removeKept(name: string, kept: string) {
+    const store = opfsStore(name)
+    await store.ready
+    await store.removeKept([kept])
+    await store.close()
+    return 'ok'
+  },
+
+  /** The format file's text (null when missing). */
+  async formatText(name: string) {
+    return (await raw.formatText(name)) ?? null
+  },
+
+  /** Replaces the format file's text, or removes it (null). */
+  async setFormat(name: string, text: string | null) {
+    await raw.setFormat(name, text ?? undefined)
+    return 'ok'
+  },
+
   /** Writes one more file through a workspace and syncs; answers the error code if it is refused. */
   async write(name: string, path: string, content: string) {
     const ws = await Workspace.open({ lower: lower(), store: opfsStore(name), autoCheckpoint: false })
