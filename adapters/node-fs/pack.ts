@@ -432,6 +432,16 @@ export class PackLog {
           if (next === undefined) break
           at = next
         }
+        // The last segment shorter than its index file (written at a clean close, when all it lists
+        // was durable) says: not a crash, which only ever cuts what came after the last fdatasync,
+        // but acknowledged records lost (a copy or a tool that cut the file). Damage, never a torn
+        // tail to drop: the workspace opens frozen at the last state the segment still proves.
+        const cut = last && !indexed ? this.cutShort(segment, fd, size) : undefined
+        if (cut !== undefined) {
+          const from = this.torn?.segment === segment ? this.torn.offset : Math.max(end, at)
+          this.torn = undefined
+          if (cut > from) damagedAt(from, cut - from, `the segment ends at byte ${size}, but its index file, written when the segment was whole and durable, lists records up to byte ${cut}: it was cut short after they were written`)
+        }
         this.counters.scannedBytes += window.bytesRead
         // Where the next append goes: after the last record (over the zeros; past the file's end
         // when only its end byte is missing), or after what is torn or damaged.
@@ -511,6 +521,33 @@ export class PackLog {
     const stored = Buffer.allocUnsafe(expected.length)
     if (readFully(fd, stored, stored.length, offset) !== stored.length || !stored.equals(expected)) return undefined
     return { head, bytes, records, blobs, idBytes, others, last: { offset, head: expected } }
+  }
+
+  /**
+   * Where a segment's index file says its records end, when that is past the segment's end and the
+   * file is about this segment (its number and salt, and the last record it lists within what the
+   * segment still holds is there, header and id): the segment was cut short. Undefined otherwise
+   * (no index file, or one about another segment that had this number: it proves nothing).
+   */
+  private cutShort(segment: number, fd: number, size: number): number | undefined {
+    let bytes: Buffer
+    try {
+      bytes = fs.readFileSync(this.indexFile(segment))
+    } catch {
+      return undefined
+    }
+    const head = readIndexHead(bytes)
+    if (!head || head.segment !== segment || head.salt !== this.options.salt || head.covered <= size) return undefined
+    const records = listIndex(bytes, head)
+    if (!records) return undefined
+    let within = -1
+    for (let i = 0; i < records.count; i++) if (records.offset[i] + recordBytes(records.idLength[i], records.length[i]) <= size) within = i
+    if (within < 0) return undefined
+    const idAt = records.idAt[within]
+    const expected = recordHead(records.kind[within] as Kind, bytes.subarray(idAt, idAt + records.idLength[within]), records.length[within], records.checksum[within], this.options.salt)
+    const stored = Buffer.allocUnsafe(expected.length)
+    if (readFully(fd, stored, stored.length, records.offset[within]) !== stored.length || !stored.equals(expected)) return undefined
+    return head.covered
   }
 
   /** A record's header (and id) as its segment holds it, and where. */

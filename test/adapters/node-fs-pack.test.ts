@@ -140,6 +140,12 @@ describe('pack segments: a crash cut at every byte of the last group commit', ()
 
     const [{ file }] = pack.segmentFiles(path)
     const whole = fs.readFileSync(file)
+    // A crash leaves no index file or saved state for the segment it cut: the clean close writes them.
+    const crashed = () => {
+      for (const index of pack.indexFiles(path)) fs.rmSync(index)
+      fs.rmSync(`${path}/packs/state`, { force: true })
+    }
+    crashed()
     const all = pack.records(path)
     const appends = all.filter((record) => record.kind === Kind.Append)
     const last = appends.at(-1)!
@@ -155,6 +161,7 @@ describe('pack segments: a crash cut at every byte of the last group commit', ()
     for (const zeros of [0, 4096])
     for (let cut = start; cut <= whole.length; cut++) {
       for (const name of fs.readdirSync(path)) if (!saved.includes(name)) fs.rmSync(`${path}/${name}`)
+      crashed()
       fs.writeFileSync(file, Buffer.concat([whole.subarray(0, cut), Buffer.alloc(zeros)]))
       ws = await open(path)
       const context = `cut at byte ${cut} of ${whole.length}${zeros > 0 ? `, ${zeros} zeros after` : ''}`
@@ -411,6 +418,47 @@ describe('pack segments: damage', () => {
     expect(ws.frozen).toMatch(/damaged/)
     await ws.close()
     expect(fingerprint(path)).toBe(before)
+  })
+
+  it('the last segment cut below what its index file (written at a clean close) lists is damage, not a torn tail: acknowledged commits were lost', async () => {
+    const path = fresh()
+    let ws = await open(path)
+    const states: string[] = []
+    for (let i = 0; i < 8; i++) {
+      ws.fs.writeFileSync(`/f${i % 3}`, `version ${i} `.repeat(10))
+      await ws.sync()
+      states.push(view(ws))
+    }
+    await ws.close()
+    const [{ file }] = pack.segmentFiles(path)
+    const whole = fs.readFileSync(file)
+    const index = pack.indexFiles(path)
+    expect(index).toHaveLength(1)
+    const appends = pack.records(path).filter((record) => record.kind === Kind.Append)
+    // Cut at the end of the fourth group commit, inside the fifth's journal text, and inside the sixth's first blob record.
+    const fifth = appends[4]
+    const cuts = [appends[3].offset + appends[3].bytes.length, fifth.offset + RECORD_HEADER_BYTES + 10, appends[4].offset + appends[4].bytes.length + 30]
+    for (const cut of cuts) {
+      fs.writeFileSync(file, whole.subarray(0, cut))
+      const before = fingerprint(path)
+      ws = await open(path)
+      const context = `cut at byte ${cut} of ${whole.length}`
+      expect(ws.status.corrupt, context).toMatchObject({ part: 'journal' })
+      expect(ws.frozen, context).toMatch(/damaged/)
+      expect(ws.status.warnings.join('\n'), context).toMatch(/index file, written when the segment was whole and durable, lists records up to byte \d+: it was cut short/)
+      // The state of the last group commit the segment still holds whole (one append per sync).
+      const held = appends.filter((record) => record.offset + record.bytes.length <= cut).length
+      expect(view(ws), context).toBe(states[held - 1])
+      expect(() => ws.fs.writeFileSync('/refused', 'x'), context).toThrow(expect.objectContaining({ code: 'EROFS' }))
+      await ws.close()
+      expect(fingerprint(path), context).toBe(before)
+    }
+    // Without the index file (a crash, which writes none) the same cut is a torn tail, as ever.
+    for (const name of index) fs.rmSync(name)
+    fs.rmSync(`${path}/packs/state`, { force: true })
+    ws = await open(path)
+    expect(ws.status.corrupt).toBeUndefined()
+    await ws.close()
   })
 })
 
