@@ -248,6 +248,19 @@ describe.each(modes)('ws.exec in %s mode: a shell command against the workspace'
     await ws.close()
   })
 
+  it('leaves out a name that is not UTF-8 (a workspace path is a string) and says so, keeping the rest; its temp files are removed', async () => {
+    const temps = tmpdir()
+    const ws = await open(tempDirectory({ '/a': 'a' }), { exec: hostShell({ mode, tmpdir: temps }) })
+    const result = await run(ws, 'mkdir -p d && printf x > "$(printf "bad\\377name")" && printf y > "d/$(printf "\\303")" && echo ok > ok.txt')
+    expect(result.exitCode).toBe(0)
+    expect(result.skipped).toEqual(['/bad\ufffdname', '/d/\ufffd'])
+    expect(result.changes.added).toEqual(['/d', '/ok.txt'])
+    expect(ws.fs.readdirSync('/').sort()).toEqual(['a', 'd', 'ok.txt'])
+    expect(ws.fs.readdirSync('/d')).toEqual([])
+    await ws.close()
+    expect(fs.readdirSync(temps)).toEqual([])
+  })
+
   it('kills the command and what it started at the timeout, keeping what it wrote so far', async () => {
     const temps = tmpdir()
     const ws = await open(tempDirectory({ '/a': 'a' }), { exec: hostShell({ mode, tmpdir: temps }) })

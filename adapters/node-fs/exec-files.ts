@@ -25,8 +25,11 @@ export async function removeLargeTree(path: string, budget = 0): Promise<void> {
   removeTree(path)
 }
 
-/** Removes entries until the budget runs out: true when the whole tree is gone. */
-function removeWithin(path: string, budget: { left: number }): boolean {
+/**
+ * Removes entries until the budget runs out: true when the whole tree is gone. Paths as bytes: a
+ * command may make names that are not UTF-8, which a string path cannot name.
+ */
+function removeWithin(path: string | Buffer, budget: { left: number }): boolean {
   if (budget.left-- <= 0) return false
   const stats = fs.lstatSync(path, { throwIfNoEntry: false })
   if (!stats) return true
@@ -34,18 +37,41 @@ function removeWithin(path: string, budget: { left: number }): boolean {
     fs.unlinkSync(path)
     return true
   }
-  let names: string[]
+  let names: Buffer[]
   try {
-    names = fs.readdirSync(path)
+    names = fs.readdirSync(path, { encoding: 'buffer' })
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EACCES') throw error
     fs.chmodSync(path, 0o700)
-    names = fs.readdirSync(path)
+    names = fs.readdirSync(path, { encoding: 'buffer' })
   }
   if (names.length > 0 && (stats.mode & 0o300) !== 0o300 && process.getuid?.() !== 0) fs.chmodSync(path, 0o700)
-  for (const name of names) if (!removeWithin(`${path}/${name}`, budget)) return false
+  const prefix = Buffer.concat([typeof path === 'string' ? Buffer.from(path) : path, SLASH])
+  for (const name of names) if (!removeWithin(Buffer.concat([prefix, name]), budget)) return false
   fs.rmdirSync(path)
   return true
+}
+
+const SLASH = Buffer.from('/')
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * A directory's names, and apart those that are not UTF-8 (shown with U+FFFD where their bytes
+ * do not decode): a workspace path is a string, so a command's file of such a name cannot be
+ * taken back (reported as not kept, as a FIFO is). readdir as strings would decode them lossily
+ * into names that do not exist, and the next lstat would fail.
+ */
+export function readNames(host: string): { names: string[]; undecodable: string[] } {
+  const names: string[] = []
+  const undecodable: string[] = []
+  for (const bytes of fs.readdirSync(host, { encoding: 'buffer' })) {
+    try {
+      names.push(utf8.decode(bytes))
+    } catch {
+      undecodable.push(bytes.toString('utf8'))
+    }
+  }
+  return { names, undecodable }
 }
 
 const privileged = () => process.getuid?.() === 0

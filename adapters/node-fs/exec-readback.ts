@@ -13,7 +13,7 @@ import type { BigIntStats } from 'node:fs'
 import { hostFs as fs } from './host-fs.js'
 import type { Entry, Overlay } from 'rewindfs/adapter-kit'
 import { isReserved } from './confine.js'
-import { batches, openPrivateDirectory, readPrivateFile } from './exec-files.js'
+import { batches, openPrivateDirectory, readNames, readPrivateFile } from './exec-files.js'
 import { run } from './exec-support.js'
 import { type Edit, LinkGroups, type Scan, workspaceTarget } from './exec-tree.js'
 
@@ -98,7 +98,9 @@ class Readback {
   private loadChildren(dir: UpperEntry): void {
     dir.children = new Map()
     openPrivateDirectory(dir.host, Number(dir.stats.mode & 0o7777n))
-    for (const name of fs.readdirSync(dir.host)) {
+    const { names, undecodable } = readNames(dir.host)
+    for (const name of undecodable) this.skipped.push(join(dir.path, name))
+    for (const name of names) {
       const host = `${dir.host}/${name}`
       const stats = fs.lstatSync(host, { bigint: true })
       const entry: UpperEntry = { name, path: join(dir.path, name), host, stats, kind: kindOf(stats) }

@@ -8,7 +8,7 @@
 import crypto from 'node:crypto'
 import type { BigIntStats, Stats } from 'node:fs'
 import { hostFs as fs } from './host-fs.js'
-import { openPrivateDirectory, readPrivateFile } from './exec-files.js'
+import { openPrivateDirectory, readNames, readPrivateFile } from './exec-files.js'
 import type { NodeFs } from 'rewindfs'
 
 type Kind = 'file' | 'dir' | 'symlink'
@@ -61,7 +61,7 @@ export interface Scan {
   added: string[]
   modified: string[]
   deleted: string[]
-  /** FIFOs, sockets and devices the command made: a workspace cannot hold them. */
+  /** FIFOs, sockets and devices the command made, and names that are not UTF-8: a workspace cannot hold them. */
   skipped: string[]
   /** Subtrees to remove first (topmost only), then the edits in order (parents before children). */
   removals: string[]
@@ -253,7 +253,9 @@ export function scan(manifest: Manifest): Scan {
     }
     if (kind === 'dir') {
       openPrivateDirectory(host, mode)
-      for (const name of fs.readdirSync(host).sort()) visit(join(path, name))
+      const { names, undecodable } = readNames(host)
+      for (const name of undecodable) out.skipped.push(join(path, name))
+      for (const name of names.sort()) visit(join(path, name))
     }
   }
   // The command may remove the directory it ran in, root included: the workspace's root stays, empty.
