@@ -262,7 +262,8 @@ export class SegmentLog {
       const what = format === undefined ? 'is missing' : said === undefined ? 'does not name its layout (damaged?)' : `names salt ${said}, which no segment's header names`
       throw formatError(`the OPFS store '${this.options.name}' holds pack segments but its '${FORMAT_FILE}' file ${what}; nothing was changed`)
     }
-    const found = `the store's '${FORMAT_FILE}' file was ${format === undefined ? 'missing' : `damaged (it named ${said === undefined ? 'no readable layout' : `salt ${said}`}`}${format === undefined ? ' (' : '; '}every pack segment's checksummed header names salt ${headers}): it is read as the headers say`
+    const was = format === undefined ? 'missing (' : `damaged (it named ${said === undefined ? 'no readable layout' : `salt ${said}`}; `
+    const found = `the store's '${FORMAT_FILE}' file was ${was}every pack segment's checksummed header names salt ${headers}): it is read as the headers say`
     if (!this.writer) {
       this.notice = `${found}; opened read-only, the file was left as it is (the writer rewrites it)`
       return headers
