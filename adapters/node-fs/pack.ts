@@ -1083,11 +1083,18 @@ export class PackLog {
           used = 0
         }
       }
-      const allocated = this.zerosAfter(run, at, active.allocated)
+      const records = run.length
+      let allocated = this.zerosAfter(run, at, active.allocated)
       try {
         writeFully(active.fd, run, start)
       } catch (error) {
-        this.cutBack(active, start, error)
+        if (!this.fullForZeros(error, active, start, at, allocated)) this.cutBack(active, start, error)
+        try {
+          writeFully(active.fd, run.slice(0, records), start)
+          allocated = at
+        } catch (again) {
+          this.cutBack(active, start, again)
+        }
       }
       this.wrote(active, start, at, allocated)
       for (let i = first; i < next; i++) this.activeEntries.push(placed(i, active.segment, start + (i === 0 ? 0 : ends[i - 1]) - from))
@@ -1104,6 +1111,18 @@ export class PackLog {
     const reach = Math.max(end, Math.min(this.options.segmentBytes, end + PREALLOCATE))
     for (let zero = end; zero < reach; zero += ZEROS.length) run.push(ZEROS.subarray(0, Math.min(ZEROS.length, reach - zero)))
     return reach
+  }
+
+  /**
+   * A write that carried zeros past its records failed for want of space: cut back to where it
+   * began, so the records can go alone (true). The zeros only spare fdatasync the file's size; a
+   * disk that cannot hold 4 MiB more must still take a commit of a few bytes, as SQLite's does.
+   */
+  private fullForZeros(error: unknown, active: Active, start: number, end: number, allocated: number): boolean {
+    if ((error as { code?: string })?.code !== 'ENOSPC' || allocated <= end) return false
+    fs.ftruncateSync(active.fd, start)
+    active.allocated = start
+    return true
   }
 
   /** A write to the active segment from `start` failed: cut back to where it began. */
@@ -1291,14 +1310,23 @@ export class PackLog {
     const end = start + RECORD_HEADER_BYTES + length + RECORD_END.length
     // The end byte, then zeros past those written ahead (as write() does), written after the text.
     const tail: Uint8Array[] = [RECORD_END]
-    const allocated = this.zerosAfter(tail, end, active.allocated)
-    try {
+    let allocated = this.zerosAfter(tail, end, active.allocated)
+    const put = (after: readonly Uint8Array[]) => {
       writeFully(active.fd, [recordHead(kind, NO_ID, length, checksum, this.options.salt)], start)
       let at = start + RECORD_HEADER_BYTES
       this.encodeSlices(text, (bytes) => (at += writeFully(active.fd, [bytes], at)))
-      writeFully(active.fd, tail, at)
+      writeFully(active.fd, after, at)
+    }
+    try {
+      put(tail)
     } catch (error) {
-      this.cutBack(active, start, error)
+      if (!this.fullForZeros(error, active, start, end, allocated)) this.cutBack(active, start, error)
+      try {
+        put([RECORD_END])
+        allocated = end
+      } catch (again) {
+        this.cutBack(active, start, again)
+      }
     }
     this.wrote(active, start, end, allocated)
     const entry = { kind, idLength: 0, length, checksum, id: '', offset: start }
