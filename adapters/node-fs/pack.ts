@@ -880,7 +880,8 @@ export class PackLog {
 
   // ---- writing -----------------------------------------------------------------------------
 
-  private check(): void {
+  /** Throws EIO once an fdatasync failed (what it failed to write may be gone from the kernel's cache too). */
+  check(): void {
     if (this.failure) throw storeError('EIO', `an earlier fdatasync of the pack failed (${this.failure.message}); nothing more is written`)
   }
 

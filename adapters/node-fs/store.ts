@@ -267,6 +267,24 @@ export class DirectoryStore implements Store {
     })
   }
 
+  /**
+   * The workspace's retry after a failed write (engine/reconnect.ts). A write that fails (a full
+   * disk: ENOSPC) is cut back with nothing half-written, so once there is room the same commit can
+   * go again, as SQLite takes the next transaction after SQLITE_FULL: resolves with how many records
+   * the journal holds (the failed commit's are not among them). After a failed fdatasync it rejects
+   * with EIO, for good: what the kernel failed to write may be gone from its cache too, so nothing
+   * more is acknowledged until the store is reopened and read from the disk (PostgreSQL stops for
+   * the same reason).
+   */
+  reconnect(): Promise<{ readonly records: number }> {
+    return this.write('reconnect', async () => {
+      const packs = this.packs!
+      packs.check()
+      const text = await packs.journalText()
+      return { records: text === '' ? 0 : text.split('\n').length - 1 }
+    })
+  }
+
   replaceJournal(records: readonly string[]): Promise<void> {
     return this.replaceJournalPieces(records.map((record) => [record]))
   }

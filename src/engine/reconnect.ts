@@ -1,6 +1,7 @@
 /**
  * Reconnecting in place. When a store whose connection can drop (a database server: Store.reconnect)
- * fails a group commit, the workspace goes degraded and keeps working in memory; this retries the
+ * or whose disk filled up (a directory store) fails a group commit, the workspace goes degraded and
+ * keeps working in memory; this retries the
  * store with a bounded backoff until it is this session's writer again, then has the durable journal
  * send what it kept back (Durability.resume: the commit in flight unless it landed, and everything
  * recorded since) and leaves degraded mode. Another writer taking the session over meanwhile is
@@ -49,8 +50,8 @@ export interface Resumable {
 /** The first wait and the longest one between attempts. */
 const FIRST_WAIT_MS = 100
 const LONGEST_WAIT_MS = 5000
-/** Refusals: another writer has the session, the session is gone, the store was closed or is read-only. */
-const FINAL = new Set(['EBUSY', 'ENOENT', 'EBADF', 'EROFS'])
+/** Refusals: another writer has the session, the session is gone, the store was closed or is read-only, its disk failed an fdatasync. */
+const FINAL = new Set(['EBUSY', 'ENOENT', 'EBADF', 'EROFS', 'EIO'])
 
 const messageOf = (error: unknown) => (error as Error)?.message ?? String(error)
 

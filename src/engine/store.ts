@@ -156,12 +156,13 @@ export interface Store {
    */
   onChange?(listener: (change: StoreChange) => void): () => void
   /**
-   * A store whose connection can drop (a database server): makes it this session's writer again
-   * after its connection was lost or a write failed, and resolves with how many records its journal
-   * holds, so the workspace can tell whether the commit in flight landed (engine/reconnect.ts
-   * retries it, then sends what was kept back). Rejects with EBUSY when another writer took the
-   * session over meanwhile (the workspace then stays degraded: nothing is written over the other's),
-   * ENOENT when the session is gone, EBADF once closed; any other rejection is retried.
+   * A store whose connection can drop (a database server), or whose writes can fail and be tried
+   * again (a full disk): makes it this session's writer again after its connection was lost or a
+   * write failed, and resolves with how many records its journal holds, so the workspace can tell
+   * whether the commit in flight landed (engine/reconnect.ts retries it, then sends what was kept
+   * back). Rejects with EBUSY when another writer took the session over meanwhile (the workspace then
+   * stays degraded: nothing is written over the other's), ENOENT when the session is gone, EBADF
+   * once closed, EIO when its disk failed in a way a retry cannot mend; any other rejection is retried.
    */
   reconnect?(): Promise<{ readonly records: number }>
   close?(): Promise<void>

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import { build } from 'esbuild'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { directoryStore } from '../../adapters/node-fs/index.js'
 import { Kind, RECORD_HEADER_BYTES, crc32 } from '../../adapters/node-fs/pack-format.js'
 import { MemoryStore } from '../../src/adapter-kit.js'
@@ -459,6 +459,33 @@ describe('pack segments: damage', () => {
     ws = await open(path)
     expect(ws.status.corrupt).toBeUndefined()
     await ws.close()
+  })
+})
+
+describe('pack segments: a failed fdatasync', () => {
+  it('is final: the workspace stays degraded with the commit unacknowledged, never retried (what the disk failed to write may be gone from the cache too)', async () => {
+    const path = fresh()
+    const ws = await open(path)
+    ws.fs.writeFileSync('/kept.txt', 'kept')
+    await ws.sync()
+    // A disk error cannot be made on demand here: the one call fails as a failing disk's would.
+    const sync = vi.spyOn(fs, 'fdatasyncSync').mockImplementationOnce(() => {
+      throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })
+    })
+    try {
+      ws.fs.writeFileSync('/lost.txt', 'not acknowledged')
+      await expect(ws.sync()).rejects.toMatchObject({ code: 'EDEGRADED' })
+    } finally {
+      sync.mockRestore()
+    }
+    const started = Date.now()
+    while (ws.status.reconnect?.state !== 'refused' && Date.now() - started < 5000) await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(ws.status.reconnect).toMatchObject({ state: 'refused', error: expect.stringContaining('an earlier fdatasync of the pack failed') })
+    await expect(ws.sync()).rejects.toMatchObject({ code: 'EDEGRADED' })
+    await ws.close()
+    const again = await open(path)
+    expect(files(again)['/kept.txt']).toBe('kept')
+    await again.close()
   })
 })
 
