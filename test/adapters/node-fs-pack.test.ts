@@ -13,7 +13,7 @@ import os from 'node:os'
 import { build } from 'esbuild'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import { directoryStore } from '../../adapters/node-fs/index.js'
-import { Kind, RECORD_HEADER_BYTES, crc32 } from '../../adapters/node-fs/pack-format.js'
+import { Kind, RECORD_HEADER_BYTES, crc32, readRecordHeader, recordHead } from '../../adapters/node-fs/pack-format.js'
 import { MemoryStore } from '../../src/adapter-kit.js'
 import { verifyStore } from '../../src/engine/verify-store.js'
 import { Workspace } from '../../src/index.js'
@@ -459,6 +459,50 @@ describe('pack segments: damage', () => {
     ws = await open(path)
     expect(ws.status.corrupt).toBeUndefined()
     await ws.close()
+  })
+})
+
+describe('pack segments: empty contents', () => {
+  // Node's zlib.crc32 answers 0 for an empty view of a zero-length ArrayBuffer, whatever CRC it continues.
+  const EMPTY = () => Buffer.alloc(0)
+
+  it('an empty content given as a view of no memory (Buffer.alloc(0), an empty file read) is stored with its record checksummed, and reads back', async () => {
+    const path = fresh()
+    let ws = await open(path)
+    await ws.transaction((fs) => {
+      fs.writeFileSync('/empty', EMPTY())
+      fs.writeFileSync('/full', 'x')
+    })
+    await ws.close()
+    const { bytes } = pack.blobRecords(path).get('2jmj7l5rSw0yVb/vlWAYkK/YBwk=')!
+    expect(readRecordHeader(bytes, 0, bytes.length, pack.salt(path))).toMatchObject({ length: 0, checksum: crc32(Buffer.from('2jmj7l5rSw0yVb/vlWAYkK/YBwk=')) })
+    ws = await open(path)
+    expect(files(ws)).toEqual({ '/empty': '', '/full': 'x' })
+    const store = directoryStore(path, { readOnly: true })
+    expect((await verifyStore(store)).ok).toBe(true)
+    await store.close()
+    await ws.close()
+  })
+
+  it('a store that bug wrote (an empty blob whose record says checksum 0) reads as the empty content it is', async () => {
+    const path = fresh()
+    let ws = await open(path)
+    ws.fs.writeFileSync('/empty', '')
+    await ws.close()
+    const id = '2jmj7l5rSw0yVb/vlWAYkK/YBwk='
+    const record = pack.blobRecords(path).get(id)!
+    const [{ file }] = pack.segmentFiles(path)
+    const bytes = fs.readFileSync(file)
+    bytes.set(recordHead(Kind.Blob, Buffer.from(id), 0, 0, pack.salt(path)), record.offset)
+    fs.writeFileSync(file, bytes)
+    pack.removeIndexes(path)
+    ws = await open(path)
+    expect(ws.status.warnings).toEqual([])
+    expect(files(ws)).toEqual({ '/empty': '' })
+    await ws.close()
+    const store = directoryStore(path, { readOnly: true })
+    expect((await verifyStore(store)).ok).toBe(true)
+    await store.close()
   })
 })
 
