@@ -160,12 +160,16 @@ export class Overlay {
     if (!this.observed.has(path)) {
       // A source that can be flushed to also needs "seen absent": something created there later is a conflict.
       const version = stat ? stat.version : this.lower.id !== undefined ? ABSENT : undefined
-      if (version !== undefined) {
-        this.observed.set(path, version)
-        this.unrecorded?.push([path, version])
-      }
+      if (version !== undefined) this.observe(path, version)
     }
     return stat
+  }
+
+  /** The lower source's version at `path` was seen (unless one was already): a flush checks it for changes made since. */
+  observe(path: string, version: string): void {
+    if (this.observed.has(path)) return
+    this.observed.set(path, version)
+    this.unrecorded?.push([path, version])
   }
 
   /**

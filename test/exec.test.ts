@@ -239,6 +239,18 @@ describe.each(modes)('ws.exec in %s mode: a shell command against the workspace'
     await ws.close()
   })
 
+  it('what the command replaced or deleted in the project counts as seen: a flush refuses changes made there since', async () => {
+    const root = project()
+    const ws = await open(root)
+    await run(ws, 'echo ours > README.md && rm src/util.c')
+    fs.writeFileSync(`${root}/README.md`, 'theirs\n')
+    fs.writeFileSync(`${root}/src/util.c`, 'theirs\n')
+    await expect(ws.flush()).rejects.toMatchObject({ code: 'ECONFLICT', conflicts: [{ path: '/README.md' }, { path: '/src/util.c' }] })
+    expect(fs.readFileSync(`${root}/README.md`, 'utf8')).toBe('theirs\n')
+    expect(fs.readFileSync(`${root}/src/util.c`, 'utf8')).toBe('theirs\n')
+    await ws.close()
+  })
+
   it('leaves out what a workspace cannot hold (a FIFO) and says so', async () => {
     const ws = await open(tempDirectory({ '/a': 'a' }))
     const result = await run(ws, 'mkfifo pipe && echo ok > ok.txt')

@@ -136,6 +136,29 @@ describe('flush into the lower directory (a rebase)', () => {
     await ws.close()
   })
 
+  it('a transaction (and so a command ws.exec ran) that replaced or deleted project files unread: changes made on disk since are conflicts too', async () => {
+    const lower = directory(project)
+    const ws = await Workspace.open({ lower, store: directoryStore(path.join(tmp, 'store')) })
+    await ws.transaction((staged) => {
+      staged.writeFileSync('/app/config.json', '{ "port": 1 }\n')
+      staged.rmSync('/app/server.js')
+      staged.writeFileSync('/app/created.txt', 'ours\n')
+    })
+    fs.writeFileSync(path.join(project, 'app/config.json'), '{ "theirs": true }\n')
+    fs.writeFileSync(path.join(project, 'app/server.js'), 'theirs()\n')
+    fs.writeFileSync(path.join(project, 'app/created.txt'), 'theirs\n')
+    const disk = snapshot(fs, project)
+    const conflicts = ['/app/config.json', '/app/created.txt', '/app/server.js'].map((p) => ({ target: lower.id, path: p }))
+    await expect(ws.flush(lower)).rejects.toMatchObject({ code: 'ECONFLICT', conflicts })
+    await ws.close()
+    expect(snapshot(fs, project)).toEqual(disk)
+    // What the transaction saw is journaled: a reopened session refuses the same.
+    const again = await Workspace.open({ lower, store: directoryStore(path.join(tmp, 'store')) })
+    await expect(again.flush(lower)).rejects.toMatchObject({ code: 'ECONFLICT', conflicts })
+    await again.close()
+    expect(snapshot(fs, project)).toEqual(disk)
+  })
+
   it('a path created on disk where the workspace adds one is a conflict', async () => {
     const lower = directory(project)
     const ws = await Workspace.open({ lower })

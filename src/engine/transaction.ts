@@ -136,6 +136,9 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
       if (conflicts.length > 0) throw new ConflictError(conflicts)
     }
 
+    // What the body saw of the lower source (read, or replaced unread) the workspace has seen: a
+    // flush then finds what changed there since, as it does after a write outside a transaction.
+    for (const [path, version] of staging.observed) overlay.observe(path, version)
     journal.run({ type: 'transaction', paths: records.map((r) => r.change.path), group: options.group, description: options.label }, () => {
       upperSlotDiff(
         base,
