@@ -389,6 +389,12 @@ describe('a flush that died', () => {
       }
       await expect(ws.flush(crashing)).rejects.toThrow('killed')
       await ws.close()
+      // A dry run beside it (rewindfs flush --dry-run: the store read-only) reports what a flush would write, saving nothing.
+      const reader = await Workspace.open({ lower: directory(project), store: directoryStore(storeDir, { readOnly: true }) })
+      const dry = await reader.flush(undefined, { dryRun: true })
+      expect(dry.conflicts).toEqual([])
+      expect(dry.changes.map((c) => c.path).sort()).toEqual(stop === 'committed' ? [] : ['/README.md', '/app/config.json'])
+      await reader.close()
       // A new process: the directory recovers on open (rolls a committed manifest forward).
       const again = directory(project)
       ws = await Workspace.open({ lower: again, store: directoryStore(storeDir) })

@@ -85,7 +85,8 @@ function holding<T>(targets: readonly FlushTarget[], section: () => Promise<T>):
 
 async function flushHeld(host: FlushHost, targets: readonly FlushTarget[], options: FlushOptions): Promise<FlushReport> {
   const canary = options.canary ?? 0
-  for (const target of targets) await recover(host, target)
+  // A dry run takes what a recovery finds into account without saving it (the store may be read-only).
+  for (const target of targets) await recover(host, target, !options.dryRun)
   const plans = new Map<FlushTarget, Planned[]>()
   const conflicts: FlushReport['conflicts'] = []
   for (const target of targets) {
@@ -148,8 +149,8 @@ function refuseReserved(target: FlushTarget, plan: readonly Planned[]): void {
   }
 }
 
-/** Rolls an interrupted flush forward: the target finishes its manifest, we record what it holds. */
-async function recover(host: FlushHost, target: FlushTarget): Promise<void> {
+/** Rolls an interrupted flush forward: the target finishes its manifest, we record what it holds (saved unless `persist` is false). */
+async function recover(host: FlushHost, target: FlushTarget, persist = true): Promise<void> {
   await target.recover?.()
   const intended = host.book.pending.get(target.id)
   if (!intended) return
@@ -159,7 +160,7 @@ async function recover(host: FlushHost, target: FlushTarget): Promise<void> {
   const ledger = host.book.ledger(target.id)
   if (applied) intended.forEach(([path, sig], i) => ledger.set(path, { sig, version: versions[i] ?? null, by: host.session, at: Date.now() }))
   host.book.pending.delete(target.id)
-  await host.persist([])
+  if (persist) await host.persist([])
 }
 
 function isOwnLower(host: FlushHost, target: FlushTarget): boolean {
