@@ -505,14 +505,9 @@ export class PackLog {
    * them (a segment written anew under the same number does not match).
    */
   private readIndex(segment: number, fd: number, size: number): { head: IndexHead; bytes: Buffer; records: IndexRecords; blobs: number; idBytes: number; others: number[]; last?: { offset: number; head: Uint8Array } } | undefined {
-    let bytes: Buffer
-    try {
-      bytes = fs.readFileSync(this.indexFile(segment))
-    } catch {
-      return undefined
-    }
-    const head = readIndexHead(bytes)
-    if (!head || head.segment !== segment || head.salt !== this.options.salt || head.covered > size || head.covered < SEGMENT_HEADER_BYTES) return undefined
+    const file = this.indexFileOf(segment)
+    if (!file || file.head.covered > size || file.head.covered < SEGMENT_HEADER_BYTES) return undefined
+    const { bytes, head } = file
     // Its records fill it exactly (a forget record's places whole); the last one is checked against the segment.
     const records = listIndex(bytes, head)
     if (!records) return undefined
@@ -531,14 +526,29 @@ export class PackLog {
     const last = records.count - 1
     if (last < 0) return head.covered === SEGMENT_HEADER_BYTES ? { head, bytes, records, blobs, idBytes, others } : undefined
     const offset = records.offset[last]
-    const idLength = records.idLength[last]
-    const length = records.length[last]
-    const idAt = records.idAt[last]
-    if (offset + recordBytes(idLength, length) !== head.covered) return undefined
-    const expected = recordHead(records.kind[last] as Kind, bytes.subarray(idAt, idAt + idLength), length, records.checksum[last], this.options.salt)
+    if (offset + recordBytes(records.idLength[last], records.length[last]) !== head.covered) return undefined
+    const expected = this.listedHead(fd, bytes, records, last)
+    return expected && { head, bytes, records, blobs, idBytes, others, last: { offset, head: expected } }
+  }
+
+  /** A segment's index file and its head, when it is a whole one about this segment (its number and salt). */
+  private indexFileOf(segment: number): { bytes: Buffer; head: IndexHead } | undefined {
+    let bytes: Buffer
+    try {
+      bytes = fs.readFileSync(this.indexFile(segment))
+    } catch {
+      return undefined
+    }
+    const head = readIndexHead(bytes)
+    return head && head.segment === segment && head.salt === this.options.salt ? { bytes, head } : undefined
+  }
+
+  /** Record `i` of an index file's records as a header (and id), when the segment holds it so at its place. */
+  private listedHead(fd: number, bytes: Buffer, records: IndexRecords, i: number): Uint8Array | undefined {
+    const idAt = records.idAt[i]
+    const expected = recordHead(records.kind[i] as Kind, bytes.subarray(idAt, idAt + records.idLength[i]), records.length[i], records.checksum[i], this.options.salt)
     const stored = Buffer.allocUnsafe(expected.length)
-    if (readFully(fd, stored, stored.length, offset) !== stored.length || !stored.equals(expected)) return undefined
-    return { head, bytes, records, blobs, idBytes, others, last: { offset, head: expected } }
+    return readFully(fd, stored, stored.length, records.offset[i]) === stored.length && stored.equals(expected) ? expected : undefined
   }
 
   /**
@@ -548,24 +558,13 @@ export class PackLog {
    * (no index file, or one about another segment that had this number: it proves nothing).
    */
   private cutShort(segment: number, fd: number, size: number): number | undefined {
-    let bytes: Buffer
-    try {
-      bytes = fs.readFileSync(this.indexFile(segment))
-    } catch {
-      return undefined
-    }
-    const head = readIndexHead(bytes)
-    if (!head || head.segment !== segment || head.salt !== this.options.salt || head.covered <= size) return undefined
-    const records = listIndex(bytes, head)
+    const file = this.indexFileOf(segment)
+    if (!file || file.head.covered <= size) return undefined
+    const records = listIndex(file.bytes, file.head)
     if (!records) return undefined
     let within = -1
     for (let i = 0; i < records.count; i++) if (records.offset[i] + recordBytes(records.idLength[i], records.length[i]) <= size) within = i
-    if (within < 0) return undefined
-    const idAt = records.idAt[within]
-    const expected = recordHead(records.kind[within] as Kind, bytes.subarray(idAt, idAt + records.idLength[within]), records.length[within], records.checksum[within], this.options.salt)
-    const stored = Buffer.allocUnsafe(expected.length)
-    if (readFully(fd, stored, stored.length, records.offset[within]) !== stored.length || !stored.equals(expected)) return undefined
-    return head.covered
+    return within >= 0 && this.listedHead(fd, file.bytes, records, within) ? file.head.covered : undefined
   }
 
   /** A record's header (and id) as its segment holds it, and where. */
