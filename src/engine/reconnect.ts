@@ -1,13 +1,12 @@
 /**
  * Reconnecting in place. When a store whose connection can drop (a database server: Store.reconnect)
  * or whose disk filled up (a directory store) fails a group commit, the workspace goes degraded and
- * keeps working in memory; this retries the
- * store with a bounded backoff until it is this session's writer again, then has the durable journal
- * send what it kept back (Durability.resume: the commit in flight unless it landed, and everything
- * recorded since) and leaves degraded mode. Another writer taking the session over meanwhile is
- * final: the workspace stays degraded and says why, and nothing of it is written over the other's.
- * What happened is `ws.status.reconnect`; a workspace without such a store never loads this module
- * (it comes with the durable journal a store carries).
+ * keeps working in memory; this retries the store with a bounded backoff until it is this session's
+ * writer again, then has the durable journal send what it kept back (Durability.resume: the commit
+ * in flight unless it landed, and everything recorded since) and leaves degraded mode. Another
+ * writer taking the session over meanwhile is final: the workspace stays degraded and says why, and
+ * nothing of it is written over the other's. What happened is `ws.status.reconnect`; a workspace
+ * without such a store never loads this module (it comes with the durable journal a store carries).
  */
 import type { Store } from './store.js'
 
