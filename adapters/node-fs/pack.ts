@@ -1102,18 +1102,8 @@ export class PackLog {
         }
       }
       const records = run.length
-      let allocated = this.zerosAfter(run, at, active.allocated)
-      try {
-        writeFully(active.fd, run, start)
-      } catch (error) {
-        if (!this.fullForZeros(error, active, start, at, allocated)) this.cutBack(active, start, error)
-        try {
-          writeFully(active.fd, run.slice(0, records), start)
-          allocated = at
-        } catch (again) {
-          this.cutBack(active, start, again)
-        }
-      }
+      const zeros = this.zerosAfter(run, at, active.allocated)
+      const allocated = this.writeRecords(active, start, at, zeros, (withZeros) => writeFully(active.fd, withZeros ? run : run.slice(0, records), start))
       this.wrote(active, start, at, allocated)
       for (let i = first; i < next; i++) this.activeEntries.push(placed(i, active.segment, start + (i === 0 ? 0 : ends[i - 1]) - from))
     }
@@ -1132,15 +1122,27 @@ export class PackLog {
   }
 
   /**
-   * A write that carried zeros past its records failed for want of space: cut back to where it
-   * began, so the records can go alone (true). The zeros only spare fdatasync the file's size; a
-   * disk that cannot hold 4 MiB more must still take a commit of a few bytes, as SQLite's does.
+   * Writes records to the active segment from `start` to `end` through `put(withZeros)`, the zeros
+   * after them reaching `allocated`; returns how far zeros then reach. A failed write is cut back.
+   * One that carried zeros and failed for want of space goes again without them: they only spare
+   * fdatasync the file's size, and a disk that cannot hold 4 MiB more must still take a commit of a
+   * few bytes, as SQLite's does.
    */
-  private fullForZeros(error: unknown, active: Active, start: number, end: number, allocated: number): boolean {
-    if ((error as { code?: string })?.code !== 'ENOSPC' || allocated <= end) return false
-    fs.ftruncateSync(active.fd, start)
-    active.allocated = start
-    return true
+  private writeRecords(active: Active, start: number, end: number, allocated: number, put: (withZeros: boolean) => void): number {
+    try {
+      put(true)
+      return allocated
+    } catch (error) {
+      if ((error as { code?: string })?.code !== 'ENOSPC' || allocated <= end) this.cutBack(active, start, error)
+      fs.ftruncateSync(active.fd, start)
+      active.allocated = start
+    }
+    try {
+      put(false)
+      return end
+    } catch (error) {
+      this.cutBack(active, start, error)
+    }
   }
 
   /** A write to the active segment from `start` failed: cut back to where it began. */
@@ -1328,24 +1330,13 @@ export class PackLog {
     const end = start + RECORD_HEADER_BYTES + length + RECORD_END.length
     // The end byte, then zeros past those written ahead (as write() does), written after the text.
     const tail: Uint8Array[] = [RECORD_END]
-    let allocated = this.zerosAfter(tail, end, active.allocated)
-    const put = (after: readonly Uint8Array[]) => {
+    const zeros = this.zerosAfter(tail, end, active.allocated)
+    const allocated = this.writeRecords(active, start, end, zeros, (withZeros) => {
       writeFully(active.fd, [recordHead(kind, NO_ID, length, checksum, this.options.salt)], start)
       let at = start + RECORD_HEADER_BYTES
       this.encodeSlices(text, (bytes) => (at += writeFully(active.fd, [bytes], at)))
-      writeFully(active.fd, after, at)
-    }
-    try {
-      put(tail)
-    } catch (error) {
-      if (!this.fullForZeros(error, active, start, end, allocated)) this.cutBack(active, start, error)
-      try {
-        put([RECORD_END])
-        allocated = end
-      } catch (again) {
-        this.cutBack(active, start, again)
-      }
-    }
+      writeFully(active.fd, withZeros ? tail : [RECORD_END], at)
+    })
     this.wrote(active, start, end, allocated)
     const entry = { kind, idLength: 0, length, checksum, id: '', offset: start }
     this.activeEntries.push(entry)
