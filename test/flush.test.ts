@@ -181,6 +181,30 @@ describe('flush into the lower directory (a rebase)', () => {
   })
 })
 
+describe('symlink targets', () => {
+  it("writes an absolute target the workspace holds relative to the link (the workspace reads it from its root, the directory would from the host's); refuses one it does not hold, with nothing written", async () => {
+    const lower = directory(project)
+    const ws = await Workspace.open({ lower })
+    ws.fs.symlinkSync('/app/config.json', '/app/config-link')
+    ws.fs.symlinkSync('/app', '/app/new-root')
+    ws.fs.symlinkSync('/', '/top')
+    await ws.flush(lower)
+    expect(fs.readlinkSync(path.join(project, 'app/config-link'))).toBe('config.json')
+    expect(fs.readlinkSync(path.join(project, 'app/new-root'))).toBe('.')
+    expect(fs.readlinkSync(path.join(project, 'top'))).toBe('.')
+    expect(fs.readFileSync(path.join(project, 'app/config-link'), 'utf8')).toBe(fs.readFileSync(path.join(project, 'app/config.json'), 'utf8'))
+    // Flushed: the workspace has nothing left to write, and reads the same through the links.
+    expect((await ws.flush(lower, { dryRun: true })).changes).toEqual([])
+    expect(ws.fs.readFileSync('/app/config-link', 'utf8')).toBe(fs.readFileSync(path.join(project, 'app/config.json'), 'utf8'))
+
+    ws.fs.symlinkSync('/usr/bin/env', '/env')
+    ws.fs.writeFileSync('/also.txt', 'x')
+    await expect(ws.flush(lower)).rejects.toMatchObject({ code: 'EACCES', path: '/usr/bin/env' })
+    expect(fs.existsSync(path.join(project, 'also.txt'))).toBe(false)
+    await ws.close()
+  })
+})
+
 describe('flush with a durable store', () => {
   it('reopens clean after a flush, and a pre-flush checkpoint still restores the old content', async () => {
     const storeDir = path.join(tmp, 'store')

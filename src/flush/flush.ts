@@ -13,7 +13,7 @@ import { FsError } from '../errors.js'
 import { diffTrees } from '../diff.js'
 import type { Change } from '../diff.js'
 import { ABSENT, Overlay, type Entry } from '../overlay.js'
-import { components, dirname, join } from '../path.js'
+import { components, dirname, join, normalize, relative } from '../path.js'
 import { namesOf } from '../layer/inodes.js'
 import type { FlushBook, Recorded } from './book.js'
 import type { PinnedLower } from './pinned-lower.js'
@@ -265,9 +265,21 @@ async function planFor(host: FlushHost, target: FlushTarget): Promise<Planned[]>
 function entryOf(overlay: Overlay, entry: Entry, link?: string): FlushEntry {
   const meta = overlay.meta(entry)
   if (entry.type === 'dir') return { path: entry.path, kind: 'dir', mode: meta.mode, mtimeMs: meta.mtimeMs }
-  if (entry.type === 'symlink') return { path: entry.path, kind: 'symlink', target: overlay.readLink(entry) }
+  if (entry.type === 'symlink') return { path: entry.path, kind: 'symlink', target: flushedTarget(overlay, entry.path, overlay.readLink(entry)) }
   const file = { path: entry.path, kind: 'file', mode: meta.mode, mtimeMs: meta.mtimeMs, content: overlay.readBytes(entry) } as const
   return link === undefined ? file : { ...file, link }
+}
+
+/**
+ * A symlink's target as a flush writes it. The workspace reads an absolute target from its own
+ * root, which a target knows only as a path of the host: one that names what the workspace holds
+ * (`ln -s $PWD/src/a.js` in a command, read back as /src/a.js) is written relative to the link,
+ * which means the same there. Any other stays as it is, for the target to take or refuse (a
+ * directory refuses).
+ */
+function flushedTarget(overlay: Overlay, path: string, target: string): string {
+  if (!target.startsWith('/') || overlay.lookup(target, true) === undefined) return target
+  return relative(dirname(path), normalize(target)) || '.'
 }
 
 async function conflictsOf(host: FlushHost, target: FlushTarget, plan: readonly Planned[]): Promise<string[]> {
