@@ -192,6 +192,23 @@ describe.each(modes)('ws.exec in %s mode: a shell command against the workspace'
     await ws.close()
   })
 
+  it("a link to a path of the host the workspace does not hold (a venv's bin/python3) works in the next command; a flush writes links into the project relative", async () => {
+    const root = tempDirectory({ '/lib/x.js': 'x\n' })
+    const ws = await open(root)
+    await run(ws, 'ln -s /bin/sh shell; ln -s "$PWD/lib/x.js" abs; ln -s /lib/x.js rooted')
+    expect(ws.fs.readlinkSync('/shell')).toBe('/bin/sh')
+    expect(ws.fs.readlinkSync('/abs')).toBe('/lib/x.js')
+    // /lib/x.js is the workspace's (it holds it), /bin/sh the host's; a later command sees both so.
+    const next = await run(ws, './shell -c "echo ran"; cat abs rooted; readlink shell')
+    expect(next.stderr).toBe('')
+    expect(next.stdout).toBe('ran\nx\nx\n/bin/sh\n')
+    ws.fs.unlinkSync('/shell')
+    await ws.flush()
+    expect(fs.readlinkSync(`${root}/abs`)).toBe('lib/x.js')
+    expect(fs.readFileSync(`${root}/abs`, 'utf8')).toBe('x\n')
+    await ws.close()
+  })
+
   it("shows the project's own path in the output (copy mode maps the copy's back)", async () => {
     const root = tempDirectory({ '/bad.js': 'x\n' })
     const ws = await open(root)

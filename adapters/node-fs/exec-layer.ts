@@ -322,7 +322,7 @@ export class ExecLayer {
 
   private writeLink(path: string, target: string, meta: Meta): void {
     const host = this.host(path)
-    fs.symlinkSync(hostTarget(target, this.project), host)
+    fs.symlinkSync(hostTarget(target, this.project, (at) => this.reader.lookup(at, true) !== undefined), host)
     fs.lutimesSync(host, meta.atimeMs / 1000, meta.mtimeMs / 1000)
     this.writes++
   }

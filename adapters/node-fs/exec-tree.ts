@@ -78,9 +78,16 @@ export function emptyScan(): Scan {
 const join = (dir: string, name: string) => (dir === '/' ? '/' + name : `${dir}/${name}`)
 const sha1 = (data: Uint8Array) => crypto.createHash('sha1').update(data).digest('hex')
 
-/** Workspace link targets are rooted at the workspace's '/'; on the host that is `root`. */
-export function hostTarget(target: string, root: string): string {
-  return target.startsWith('/') ? root + target : target
+/**
+ * A workspace link's target as a command on the host sees it. The workspace reads an absolute
+ * target from its own '/', which on the host is `root`, unless the workspace holds nothing there
+ * and the host does: a system path a command linked to (a Python venv's `bin/python3 ->
+ * /usr/bin/python3`), which the workspace cannot hold, stays as the command wrote it, so the venv
+ * works in the next command too.
+ */
+export function hostTarget(target: string, root: string, holds: (path: string) => boolean): string {
+  if (!target.startsWith('/')) return target
+  return holds(target) || !fs.existsSync(target) ? root + target : target
 }
 
 export function workspaceTarget(target: string, root: string): string {
@@ -146,7 +153,7 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
       dirs.push({ path, stats })
       for (const name of view.readdirSync(path).sort()) visit(join(path, name))
     } else if (stats.isSymbolicLink()) {
-      const target = hostTarget(view.readlinkSync(path), root)
+      const target = hostTarget(view.readlinkSync(path), root, (at) => view.existsSync(at))
       fs.symlinkSync(target, host)
       written.set(path, { kind: 'symlink', mode, target, stats: fs.lstatSync(host, { bigint: true }) })
     } else {
