@@ -13,7 +13,7 @@ const EXEC: Record<string, OptionSpec> = { mode: { type: 'string' }, 'no-network
 const SPECS: Record<CommandName, { options: Record<string, OptionSpec>; positionals: [min: number, max: number, name?: string] }> = {
   // --json is accepted everywhere so demo and mcp can say why it does not apply to them.
   demo: { options: { json: { type: 'boolean' } }, positionals: [0, 0] },
-  mcp: { options: { ...PROJECT, 'allow-commands': { type: 'boolean' } }, positionals: [0, 0] },
+  mcp: { options: { ...PROJECT, 'allow-commands': { type: 'boolean' }, 'allow-links-outside': { type: 'boolean' } }, positionals: [0, 0] },
   status: { options: PROJECT, positionals: [0, 0] },
   log: { options: { ...PROJECT, limit: { type: 'string' }, path: { type: 'string' } }, positionals: [0, 0] },
   checkpoints: { options: PROJECT, positionals: [0, 0] },
@@ -23,7 +23,7 @@ const SPECS: Record<CommandName, { options: Record<string, OptionSpec>; position
     positionals: [1, 1, 'checkpoint'],
   },
   undo: { options: { ...PROJECT, 'dry-run': { type: 'boolean' }, steps: { type: 'string' } }, positionals: [0, 0] },
-  flush: { options: { ...PROJECT, 'dry-run': { type: 'boolean' }, force: { type: 'boolean' } }, positionals: [0, 0] },
+  flush: { options: { ...PROJECT, 'dry-run': { type: 'boolean' }, force: { type: 'boolean' }, 'allow-links-outside': { type: 'boolean' } }, positionals: [0, 0] },
   verify: { options: { store: { type: 'string' }, session: { type: 'string' }, json: { type: 'boolean' } }, positionals: [0, 0] },
   sessions: { options: { store: { type: 'string' }, json: { type: 'boolean' } }, positionals: [0, 0] },
   repair: { options: { ...PROJECT, 'dry-run': { type: 'boolean' } }, positionals: [0, 0] },
@@ -52,6 +52,8 @@ export interface Options {
   readonly patch: boolean
   readonly dryRun: boolean
   readonly force: boolean
+  /** flush, mcp (commit_changes): symlinks whose targets leave the project are written as they are (directory's allowLinksOutside). */
+  readonly allowLinksOutside: boolean
   /** mcp: offer run_command. */
   readonly allowCommands: boolean
   /** run and shell: ws.exec's mode and sandbox. */
@@ -155,6 +157,7 @@ function parseOptions(command: CommandName, args: readonly string[]): { options:
       patch: values.patch === true,
       dryRun: values['dry-run'] === true,
       force: values.force === true,
+      allowLinksOutside: values['allow-links-outside'] === true,
       allowCommands: values['allow-commands'] === true,
       ...(values.mode === 'overlay' || values.mode === 'copy' ? { mode: values.mode } : {}),
       noNetwork: values['no-network'] === true,

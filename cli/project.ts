@@ -15,9 +15,9 @@ export interface Project {
 }
 
 /** The project directory, or ENOENT / ENOTDIR naming it. */
-export function projectDirectory(command: string, dir: string | undefined): DirectorySource {
+export function projectDirectory(command: string, dir: string | undefined, allowLinksOutside = false): DirectorySource {
   if (dir === undefined) throw new UsageError(`${command} needs --dir <project>`)
-  return directory(dir)
+  return directory(dir, { allowLinksOutside })
 }
 
 /**
@@ -26,7 +26,7 @@ export function projectDirectory(command: string, dir: string | undefined): Dire
  * them and for restore and flush, since a new one would hold nothing to act on.
  */
 export async function openProject(command: string, options: Options, access: 'read' | 'write'): Promise<Project> {
-  const lower = projectDirectory(command, options.dir)
+  const lower = projectDirectory(command, options.dir, options.allowLinksOutside)
   if (options.store === undefined) throw new UsageError(`${command} needs --store <dir> (or postgres://…, pglite:<dir>: the store an MCP server or a program wrote)`)
   const store = await openStore(options.store, { session: options.session, readOnly: access === 'read', existing: true })
   let ws: Workspace

@@ -24,10 +24,10 @@ const PROJECT = '--dir <project> --store <store> [--session <name>]'
 export const COMMANDS = {
   demo: { usage: 'demo', summary: 'the write / checkpoint / break / restore story in memory (what npm start runs; the default)' },
   mcp: {
-    usage: 'mcp --dir <project> [--store <store>] [--session <name>] [--allow-commands]',
+    usage: 'mcp --dir <project> [--store <store>] [--session <name>] [--allow-commands] [--allow-links-outside]',
     summary:
       'serve the agent tools over MCP stdio; nothing on disk changes until commit_changes (in memory without --store); ' +
-      '--allow-commands adds run_command (a command runs on the host as you)',
+      '--allow-commands adds run_command (a command runs on the host as you); --allow-links-outside lets commit_changes write symlinks that point out of the project',
   },
   status: { usage: `status ${PROJECT}`, summary: 'changes against the project, checkpoint count and store health' },
   log: { usage: `log ${PROJECT} [--limit <n>] [--path <path>]`, summary: 'operation history, newest first' },
@@ -43,7 +43,10 @@ export const COMMANDS = {
     usage: `undo ${PROJECT} [--steps <n>] [--dry-run]`,
     summary: 'take back the newest operation (or n of them: a run, a shell session, an edit) in the workspace; the project on disk is untouched until flush',
   },
-  flush: { usage: `flush ${PROJECT} [--dry-run] [--force]`, summary: 'write the workspace changes into the project directory, all or nothing' },
+  flush: {
+    usage: `flush ${PROJECT} [--dry-run] [--force] [--allow-links-outside]`,
+    summary: 'write the workspace changes into the project directory, all or nothing; --allow-links-outside writes symlinks that point out of it (a venv) as they are',
+  },
   verify: { usage: 'verify --store <store> [--session <name>]', summary: 'check journal, blobs and metadata without opening the store for writing; exit 1 on any damage' },
   repair: {
     usage: `repair ${PROJECT} [--dry-run]`,

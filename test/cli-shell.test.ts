@@ -58,6 +58,22 @@ describe('rewindfs run', () => {
     expect(fs.readdirSync(dir)).toEqual(['a.txt'])
   })
 
+  it("a link out of the project a command made (a venv's bin/python3) works in the next run; flush refuses it, naming the way out, until --allow-links-outside", () => {
+    const { dir, store } = project({ '/a.txt': 'hello\n' })
+    expect(runCli(['run', '--dir', dir, '--store', store, '--', 'sh', '-c', 'mkdir bin && ln -s /bin/sh bin/sh && ln -s "$PWD/a.txt" bin/a']).code).toBe(0)
+    const next = runCli(['run', '--dir', dir, '--store', store, '--', 'sh', '-c', 'bin/sh -c "echo ran"; cat bin/a'])
+    expect(next).toMatchObject({ code: 0, stdout: 'ran\nhello\n' })
+    const refused = runCli(['flush', '--dir', dir, '--store', store])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain('refusing to flush the symlink /bin/sh')
+    expect(refused.stderr).toContain('--allow-links-outside')
+    expect(fs.readdirSync(dir)).toEqual(['a.txt'])
+    expect(runCli(['flush', '--dir', dir, '--store', store, '--allow-links-outside']).code).toBe(0)
+    expect(fs.readlinkSync(`${dir}/bin/sh`)).toBe('/bin/sh')
+    expect(fs.readlinkSync(`${dir}/bin/a`)).toBe('../a.txt')
+    expect(JSON.parse(runCli(['diff', '--dir', dir, '--store', store, '--json']).stdout).changes).toEqual([])
+  })
+
   it('takes one argument as a shell command line; --json gives the result; --mode copy forces copy mode', () => {
     const { dir } = project({ '/a.txt': 'hello\n' })
     const result = runCli(['run', '--dir', dir, '--json', '--mode', 'copy', '--', 'cat a.txt && echo x > x.txt'])

@@ -199,8 +199,21 @@ describe('symlink targets', () => {
 
     ws.fs.symlinkSync('/usr/bin/env', '/env')
     ws.fs.writeFileSync('/also.txt', 'x')
-    await expect(ws.flush(lower)).rejects.toMatchObject({ code: 'EACCES', path: '/usr/bin/env' })
+    await expect(ws.flush(lower)).rejects.toMatchObject({ code: 'EACCES', path: '/usr/bin/env', dest: '/env' })
     expect(fs.existsSync(path.join(project, 'also.txt'))).toBe(false)
+    await ws.close()
+  })
+
+  it('a directory opened with allowLinksOutside takes links out of the root as they are', async () => {
+    const lower = directory(project, { allowLinksOutside: true })
+    const ws = await Workspace.open({ lower })
+    ws.fs.symlinkSync('/usr/bin/env', '/env')
+    ws.fs.symlinkSync('../../elsewhere', '/app/up')
+    await ws.flush(lower)
+    expect(fs.readlinkSync(path.join(project, 'env'))).toBe('/usr/bin/env')
+    expect(fs.readlinkSync(path.join(project, 'app/up'))).toBe('../../elsewhere')
+    // The workspace still never follows one out of the root.
+    expect(() => ws.fs.readFileSync('/app/up/x')).toThrow()
     await ws.close()
   })
 })
@@ -250,7 +263,7 @@ describe('canary flush to several targets', () => {
     const ws = await Workspace.open({ lower: directory(project) })
     edit(ws)
     const verified: string[][] = []
-    const report = await ws.flush(dirs.map(directory), {
+    const report = await ws.flush(dirs.map((root) => directory(root)), {
       canary: 1,
       verify: (targets) => {
         verified.push(targets.map((t) => t.id))
@@ -274,7 +287,7 @@ describe('canary flush to several targets', () => {
     const original = snapshot(fs, dirs[0])
     const ws = await Workspace.open({ lower: directory(project) })
     edit(ws)
-    await expect(ws.flush(dirs.map(directory), { canary: 2, verify: () => false })).rejects.toMatchObject({ code: 'ECANARY', rolledBack: dirs.slice(0, 2).map((d) => directory(d).id) })
+    await expect(ws.flush(dirs.map((root) => directory(root)), { canary: 2, verify: () => false })).rejects.toMatchObject({ code: 'ECANARY', rolledBack: dirs.slice(0, 2).map((d) => directory(d).id) })
     for (const dir of dirs) expect(snapshot(fs, dir)).toEqual(original)
     // A later successful flush still sends everything.
     await ws.flush(directory(dirs[2]))
@@ -285,8 +298,8 @@ describe('canary flush to several targets', () => {
   it('refuses a canary count without enough targets or a verify function', async () => {
     const dirs = servers(2)
     const ws = await Workspace.open({ lower: directory(project) })
-    await expect(ws.flush(dirs.map(directory), { canary: 2, verify: () => true })).rejects.toThrow(/more targets than canaries/)
-    await expect(ws.flush(dirs.map(directory), { canary: 1 })).rejects.toThrow(/verify function/)
+    await expect(ws.flush(dirs.map((root) => directory(root)), { canary: 2, verify: () => true })).rejects.toThrow(/more targets than canaries/)
+    await expect(ws.flush(dirs.map((root) => directory(root)), { canary: 1 })).rejects.toThrow(/verify function/)
     await expect(ws.flush({} as never)).rejects.toThrow(/FlushTarget/)
     await ws.close()
   })

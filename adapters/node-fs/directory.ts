@@ -52,7 +52,10 @@ export class DirectorySource implements LowerSource, FlushTarget {
   /** Tests only: stop an apply where a crash would (after staging, or right after the commit point). */
   stopAfter?: 'staged' | 'committed'
 
-  constructor(path: string) {
+  constructor(
+    path: string,
+    private readonly options: DirectoryOptions = {},
+  ) {
     checkPath(path)
     this.root = fs.realpathSync.native(path)
     if (!fs.statSync(this.root).isDirectory()) throw new FsError('ENOTDIR', 'directory', path, undefined, 'the lower directory is not a directory')
@@ -198,11 +201,11 @@ export class DirectorySource implements LowerSource, FlushTarget {
     // kept: making and removing it each time would move the root's mtime, and so its version, with no
     // file changed.
     const grant = locked ? this.grant() : undefined
-    if (grant) grant.applied = true
     let lock = locked ? undefined : this.lock(false)
     try {
       if (lock || locked) this.settle()
-      const planned = plan(entries, this.confinement)
+      const planned = plan(entries, this.confinement, this.options)
+      if (grant) grant.applied = true
       if (!locked) lock ??= this.lock(true)!
       try {
         await stage(this.confinement, planned, (progress) => onProgress?.(progress), this.stopAfter)
@@ -287,6 +290,16 @@ export class DirectorySource implements LowerSource, FlushTarget {
  * The directory at `path` as a lower source and flush target. Finishes or undoes a flush a crash
  * interrupted before it returns.
  */
-export function directory(path: string): DirectorySource {
-  return new DirectorySource(path)
+export interface DirectoryOptions {
+  /**
+   * Let a flush write symlinks whose targets leave the root (`/usr/bin/python3`, `../shared`) as
+   * they are: what a command run natively leaves, a Python venv's `bin/python3` say. By default
+   * such a link refuses the flush (EACCES), so that a workspace cannot plant a link to a place
+   * outside the project; the workspace itself never follows one out of the root either way.
+   */
+  readonly allowLinksOutside?: boolean
+}
+
+export function directory(path: string, options?: DirectoryOptions): DirectorySource {
+  return new DirectorySource(path, options)
 }

@@ -81,7 +81,7 @@ function targetLeaves(path: string, target: string): boolean {
  * directory that survives the flush. A path may be named twice only as a delete followed by its
  * new entry (a change of type).
  */
-export function plan(entries: readonly FlushEntry[], confinement: Confinement): Plan {
+export function plan(entries: readonly FlushEntry[], confinement: Confinement, options: { readonly allowLinksOutside?: boolean } = {}): Plan {
   const generation = Date.now().toString(36) + Math.random().toString(36).slice(2, 8)
   const deleted = new Map<string, number>()
   const created = new Map<string, { kind: FlushEntry['kind']; index: number }>()
@@ -98,8 +98,14 @@ export function plan(entries: readonly FlushEntry[], confinement: Confinement): 
     }
     if (entry.kind === 'symlink') {
       checkPath(entry.target, `entries[${index}].target`)
-      if (targetLeaves(path, entry.target)) {
-        throw new FsError('EACCES', 'symlink', entry.target, path, `refusing to flush a symlink whose target is absolute or leaves the directory root`)
+      if (options.allowLinksOutside !== true && targetLeaves(path, entry.target)) {
+        throw new FsError(
+          'EACCES',
+          'symlink',
+          entry.target,
+          path,
+          `refusing to flush the symlink ${path}: its target leaves the directory root (remove it from the workspace, or let the directory take such links: directory(path, { allowLinksOutside: true }), rewindfs flush --allow-links-outside)`,
+        )
       }
     }
     if (created.has(path) || (entry.kind === 'delete' && deleted.has(path))) {
