@@ -67,7 +67,7 @@ export interface ExecResult {
   truncated: boolean
   /** Workspace paths the command created, changed and deleted (recorded as one transaction). */
   changes: { added: string[]; modified: string[]; deleted: string[] }
-  /** FIFOs, sockets or devices the command made, names that are not UTF-8 (U+FFFD for their bytes), and names the lower source reserves (a directory's `.rewindfs-flush`): a workspace cannot hold them. */
+  /** FIFOs, sockets or devices the command made, names that are not UTF-8 (U+FFFD for their bytes), and names the lower source reserves (a directory's `.rewindfs-flush`) and files larger than the workspace's maxFileSize (the workspace keeps what it had there): a workspace cannot hold them. */
   skipped: string[]
   /** How the command saw the workspace: kernel overlayfs over the lower directory, or a temporary copy. */
   mode: ExecMode
@@ -93,6 +93,8 @@ export interface ExecHost {
   view(root: DirNode): Overlay
   /** Paths whose view differs between two trees (O(paths that differ)). */
   changed(from: DirNode, to: DirNode): string[]
+  /** The largest file the workspace holds (WorkspaceOptions.maxFileSize): a command's larger files are skipped. */
+  readonly maxFileSize: number
 }
 
 export interface ExecSession {

@@ -370,6 +370,7 @@ export class Workspace {
       tree: () => this.overlay.freeze(),
       view: (root) => new Overlay(this.lower, this.shared.blobs, this.shared.inodes, root),
       changed: (from, to) => diffTrees(this.overlay, from, to).map((record) => record.change.path),
+      maxFileSize: this.ops.maxFileSize,
     })
     return this.execSession.run(command, options)
   }

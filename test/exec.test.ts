@@ -209,6 +209,19 @@ describe.each(modes)('ws.exec in %s mode: a shell command against the workspace'
     await ws.close()
   })
 
+  it('a file larger than the workspace holds is skipped, not read: the rest of the command is kept, and what the workspace had there stays', async () => {
+    const root = tempDirectory({ '/grow.txt': 'small\n' })
+    const ws = await open(root, { maxFileSize: 1000 })
+    const result = await run(ws, 'head -c 2000 /dev/zero > big.bin; head -c 5000 /dev/zero >> grow.txt; truncate -s 3G huge.img; echo kept > small.txt')
+    expect(result.exitCode).toBe(0)
+    expect(result.skipped).toEqual(['/big.bin', '/grow.txt', '/huge.img'])
+    expect(result.changes).toEqual({ added: ['/small.txt'], modified: [], deleted: [] })
+    expect(ws.fs.readFileSync('/grow.txt', 'utf8')).toBe('small\n')
+    expect(ws.fs.existsSync('/big.bin')).toBe(false)
+    expect(ws.fs.readFileSync('/small.txt', 'utf8')).toBe('kept\n')
+    await ws.close()
+  })
+
   it("shows the project's own path in the output (copy mode maps the copy's back)", async () => {
     const root = tempDirectory({ '/bad.js': 'x\n' })
     const ws = await open(root)

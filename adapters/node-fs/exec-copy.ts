@@ -77,7 +77,7 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
     // Paths in the output name the copy; people and models need the project's (or the workspace's).
     const shown = source instanceof DirectorySource ? source.root : ''
     const mapPaths = (text: string) => text.replaceAll(manifest.root + '/', shown + '/').replaceAll(manifest.root, shown || '/')
-    return { outcome: { ...outcome, stdout: mapPaths(outcome.stdout), stderr: mapPaths(outcome.stderr) }, scan: launch.discard ? emptyScan() : scan(manifest), before }
+    return { outcome: { ...outcome, stdout: mapPaths(outcome.stdout), stderr: mapPaths(outcome.stderr) }, scan: launch.discard ? emptyScan() : scan(manifest, launch.maxFileSize), before }
   } finally {
     await removeLargeTree(temp)
   }

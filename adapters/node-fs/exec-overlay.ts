@@ -36,6 +36,8 @@ export interface Launch {
   readonly writable: readonly string[]
   /** What the command writes is thrown away unread (an empty scan). */
   readonly discard: boolean
+  /** Files larger than this are not read back (skipped): the workspace holds none. */
+  readonly maxFileSize: number
 }
 
 export interface Ran {
@@ -191,7 +193,7 @@ export class OverlaySession {
       }
       const { scan, entries } = launch.discard
         ? { scan: emptyScan(), entries: 0 }
-        : await readBack({ upper, before: view, project: this.project, xattr: xattrPrefix(privileged), getfattr: tools.getfattr, redirects: privileged })
+        : await readBack({ upper, before: view, project: this.project, xattr: xattrPrefix(privileged), getfattr: tools.getfattr, redirects: privileged, maxFileSize: launch.maxFileSize })
       return { outcome, scan, before, work: { layerWrites: writes, upperEntries: entries, lookups: lookups + view.counters.lookups } }
     } finally {
       this.leftovers.push(upper, work, stash)

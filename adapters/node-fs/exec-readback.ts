@@ -46,6 +46,8 @@ export interface ReadbackOptions {
   readonly getfattr: string
   /** Whether renamed directories can carry a redirect (root, redirect_dir=on). */
   readonly redirects: boolean
+  /** Files larger than this are skipped, not read: the workspace keeps what it had there. */
+  readonly maxFileSize: number
 }
 
 function kindOf(stats: BigIntStats): Kind {
@@ -178,6 +180,11 @@ class Readback {
 
   private entry(entry: UpperEntry, old: Entry | undefined, base: Entry | undefined, lowerParent: string): void {
     const { path } = entry
+    if (entry.kind === 'file' && entry.stats.size > this.options.maxFileSize) {
+      // The workspace cannot hold it (over 2 GiB, or its own limit): not read, and what it had there stays.
+      this.skipped.push(path)
+      return
+    }
     if (entry.kind === 'whiteout' || entry.kind === 'other' || isReserved(entry.name)) {
       if (entry.kind !== 'whiteout') this.skipped.push(path)
       if (base) this.edits.push({ op: 'remove', path })

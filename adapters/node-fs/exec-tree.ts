@@ -212,7 +212,7 @@ function sameContent(host: string, before: Written): boolean {
  * ctime are as written (and whose ctime is older than the clock, so a write in the same clock tick
  * cannot hide) is unchanged without being read; otherwise same-size contents are compared.
  */
-export function scan(manifest: Manifest): Scan {
+export function scan(manifest: Manifest, maxFileSize: number): Scan {
   const { root, written } = manifest
   const out: Scan = { added: [], modified: [], deleted: [], skipped: [], removals: [], edits: [] }
   const seen = new Set<string>()
@@ -231,6 +231,12 @@ export function scan(manifest: Manifest): Scan {
     if (!kind) {
       out.skipped.push(path)
       return // left unseen: what was there before counts as deleted
+    }
+    if (kind === 'file' && stats.size > maxFileSize) {
+      // The workspace cannot hold it (over 2 GiB, or its own limit): not read, and what it had there stays.
+      out.skipped.push(path)
+      for (const at of written.keys()) if (at === path || at.startsWith(path + '/')) seen.add(at)
+      return
     }
     seen.add(path)
     const mode = Number(stats.mode) & 0o7777

@@ -153,6 +153,7 @@ class HostShellSession implements ExecSession {
       readOnlyHost: sandbox.host === 'read-only',
       writable: sandbox.host === 'read-only' ? writablePaths(sandbox.writable) : [],
       discard: options.discard === true,
+      maxFileSize: this.host.maxFileSize,
     }
 
     const { mode, reason } = this.chooseMode(options, host)
