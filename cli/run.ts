@@ -4,6 +4,7 @@
  * recorded for diff, undo and flush. The project on disk never changes. The exit code is the
  * command's. shell.ts opens an interactive shell the same way.
  */
+import fs from 'node:fs'
 import os from 'node:os'
 import { directory } from '../adapters/node-fs/directory.js'
 import { Workspace } from '../src/index.js'
@@ -30,11 +31,28 @@ export async function openForExec(command: string, options: Options): Promise<Wo
   return ws
 }
 
+/**
+ * The caller's working directory as a workspace path when it lies inside the project: a wrapper
+ * keeps it, as time, nice and git bisect run do. Elsewhere (or where it cannot be told) the root.
+ */
+function callerDirectory(dir: string | undefined): string | undefined {
+  if (dir === undefined) return undefined
+  try {
+    const root = fs.realpathSync.native(dir)
+    const here = fs.realpathSync.native(process.cwd())
+    return here.startsWith(root + '/') ? here.slice(root.length) : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** ws.exec's options from the command line. */
 export function execOptions(options: Options, stdio: 'pipe' | 'inherit', label?: string): ExecOptions {
   const writable = options.writable.map((path) => (path.startsWith('/') || path.startsWith('~') ? path : `${process.cwd()}/${path}`))
+  const cwd = callerDirectory(options.dir)
   return {
     stdio,
+    ...(cwd !== undefined ? { cwd } : {}),
     ...(label !== undefined ? { label } : {}),
     ...(options.mode ? { mode: options.mode } : {}),
     sandbox: {

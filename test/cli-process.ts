@@ -34,10 +34,10 @@ export interface CliResult {
   readonly stderr: string
 }
 
-export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): CliResult {
+export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = REPO): CliResult {
   if (!CLI) throw new Error('buildCli() first')
   const result = spawnSync(process.execPath, [CLI, ...args], {
-    cwd: REPO,
+    cwd,
     encoding: 'utf8',
     env: { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...env },
     timeout: 60_000,

@@ -74,6 +74,15 @@ describe('rewindfs run', () => {
     expect(JSON.parse(runCli(['diff', '--dir', dir, '--store', store, '--json']).stdout).changes).toEqual([])
   })
 
+  it("starts in the caller's working directory when it is inside the project, else at the project's root", () => {
+    const { dir } = project({ '/a.txt': 'hello\n' })
+    fs.mkdirSync(`${dir}/src/deep`, { recursive: true })
+    const inside = runCli(['run', '--dir', dir, '--json', '--', 'pwd; echo made > here.txt'], {}, `${dir}/src/deep`)
+    expect(JSON.parse(inside.stdout)).toMatchObject({ stdout: `${dir}/src/deep\n`, changes: { added: ['/src/deep/here.txt'] } })
+    const outside = runCli(['run', '--dir', dir, '--json', '--', 'pwd'], {}, scratch)
+    expect(JSON.parse(outside.stdout).stdout).toBe(`${dir}\n`)
+  })
+
   it('takes one argument as a shell command line; --json gives the result; --mode copy forces copy mode', () => {
     const { dir } = project({ '/a.txt': 'hello\n' })
     const result = runCli(['run', '--dir', dir, '--json', '--mode', 'copy', '--', 'cat a.txt && echo x > x.txt'])
