@@ -71,7 +71,22 @@ function print(outcome: Outcome, options: Options): number {
   return outcome.exitCode ?? EXIT.ok
 }
 
+/**
+ * A reader that went away (`rewindfs log | head`) closes the pipe: what is left to print is dropped,
+ * as git and ls stop, and the command itself runs to its end (what it changes is not cut short by
+ * its printing). Node's default, an unhandled 'error' event, printed a stack trace instead.
+ */
+function quietOnClosedPipes(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error
+    })
+  }
+}
+
 async function main(argv: readonly string[]): Promise<number> {
+  // The MCP server's stdout is its protocol: a closed one ends it as the SDK decides.
+  if (argv[0] !== 'mcp') quietOnClosedPipes()
   try {
     const invocation = parseCommandLine(argv)
     if (invocation.kind === 'help') {

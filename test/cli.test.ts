@@ -249,6 +249,19 @@ describe('rewindfs status, log, checkpoints, diff', () => {
   })
 })
 
+describe('rewindfs into a pipe', () => {
+  it('a reader that stops early (| head) ends the output quietly: exit 0, no stack trace', async () => {
+    const ws = await open()
+    // More than a pipe holds (64 KiB), so the writes meet the closed pipe.
+    for (let i = 0; i < 2000; i++) ws.fs.writeFileSync(`/app/file-with-a-long-name-${i}.txt`, `${i}\n`)
+    await ws.close()
+    const result = spawnSync('bash', ['-c', `set -o pipefail; "${process.execPath}" "${CLI}" diff --dir "${project}" --store "${store}" | head -n 1`], { encoding: 'utf8' })
+    expect(result.stdout).toMatch(/^changes|added|\//)
+    expect(result.stderr).toBe('')
+    expect(result.status).toBe(0)
+  })
+})
+
 describe('rewindfs restore and flush', () => {
   it('restore --dry-run changes nothing; restore brings the workspace back and leaves the disk alone', async () => {
     await seed()
