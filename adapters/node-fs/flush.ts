@@ -104,7 +104,7 @@ export function plan(entries: readonly FlushEntry[], confinement: Confinement, o
           'symlink',
           entry.target,
           path,
-          `refusing to flush the symlink ${path}: its target leaves the directory root (remove it from the workspace, or let the directory take such links: directory(path, { allowLinksOutside: true }), rewindfs flush --allow-links-outside)`,
+          `refusing to flush the symlink ${path}: its target leaves the directory root (remove it from the workspace, or let the directory take such links: directory(path, { allowLinksOutside: true }), rewindfs flush or mcp --allow-links-outside)`,
         )
       }
     }
