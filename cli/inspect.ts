@@ -50,6 +50,9 @@ export async function status(options: Options): Promise<Outcome> {
       ...(ws.status.degraded !== undefined ? [ws.status.degraded] : []),
       ...(unreadable !== undefined ? [unreadable] : []),
       ...(brokenCheckpoints.length > 0 ? [`broken checkpoints (content missing, restore refuses them): ${brokenCheckpoints.join(', ')}`] : []),
+      ...(integrity.damagedPaths.length > 0
+        ? [`content damaged in the store, reads fail with EIO (write a path again to store its content anew, or delete it): ${pathsText(integrity.damagedPaths)}`]
+        : []),
     ]
     const health = {
       ok: problems.length === 0 && warnings.length === 0 && integrity.corrupt.length === 0,
@@ -58,6 +61,7 @@ export async function status(options: Options): Promise<Outcome> {
       operations: loaded?.operations ?? 0,
       droppedTail: loaded?.droppedTail ?? 0,
       brokenCheckpoints,
+      damagedPaths: integrity.damagedPaths,
       blobsVerified: integrity.verified,
       corruptBlobs: integrity.corrupt.length,
     }

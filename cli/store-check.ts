@@ -3,7 +3,7 @@
  * on any damage), `repair` rebuilds a damaged one through the workspace (ws.repair with salvage),
  * keeping the old journal aside. Damage is never repaired by opening a store: only by this.
  */
-import { verifyStore } from '../src/engine/verify-store.js'
+import { type StoreVerification, verifyStore } from '../src/engine/verify-store.js'
 import type { StoreDamage } from '../src/engine/durability.js'
 import type { Options } from './arguments.js'
 import type { Outcome } from './outcome.js'
@@ -15,6 +15,20 @@ import { EXIT, UsageError } from './usage.js'
 function storeOption(command: string, options: Options): string {
   if (options.store === undefined) throw new UsageError(`${command} needs --store <dir> (or postgres://…, pglite:<dir>)`)
   return options.store
+}
+
+/**
+ * What to do about the damage verify found. Repair rebuilds journals and metadata; damaged
+ * contents it keeps as they are, so for those alone it would change nothing: the user writes the
+ * paths that need them again (the same content replaces a damaged copy) or deletes them.
+ */
+function advice(report: StoreVerification, label: string): string {
+  const rebuildable = report.journal.damagedCount > 0 || report.meta.length > 0
+  if (rebuildable) return `nothing was changed; rewindfs repair --store ${label} --dir <project> keeps what can be kept`
+  return (
+    `nothing was changed; the damaged contents are lost (repair rebuilds journals and metadata, not contents): ` +
+    `rewindfs status --store ${label} --dir <project> names the paths that read as EIO; one written again after such a read gets its content stored anew`
+  )
 }
 
 export async function verify(options: Options): Promise<Outcome> {
@@ -33,7 +47,7 @@ export async function verify(options: Options): Promise<Outcome> {
       `${paint.bold('health')}      ${report.ok ? paint.green('ok') : paint.red('damaged')}`,
       ...report.problems.map((problem) => '  ' + paint.red(problem)),
       ...report.notes.map((note) => '  ' + paint.yellow(note)),
-      ...(report.ok ? [] : [paint.dim(`nothing was changed; rewindfs repair --store ${label} --dir <project> keeps what can be kept`)]),
+      ...(report.ok ? [] : [paint.dim(advice(report, label))]),
     ]
     return { data: { store: label, ...report }, lines, exitCode: report.ok ? EXIT.ok : EXIT.failure }
   } finally {
@@ -62,7 +76,7 @@ export async function repair(options: Options): Promise<Outcome> {
             ...(report.keptAside !== undefined ? [`  ${paint.bold('kept aside')}  ${report.keptAside}: the journal as it was (remove it once you no longer need it)`] : []),
           ]
     if (report.corruptBlobs.length > 0) {
-      lines.push(paint.yellow(`${report.corruptBlobs.length} blob(s) fail their checksum and are kept as they are; what needs them stays unreadable (rewindfs verify lists them)`))
+      lines.push(paint.yellow(`${report.corruptBlobs.length} blob(s) fail their checksum and are kept as they are; what needs them stays unreadable (rewindfs status names the paths: a path read, then written again, stores its content anew; or delete them)`))
     }
     return {
       data: { store: label, ...report },

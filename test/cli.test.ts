@@ -171,6 +171,21 @@ describe('rewindfs status, log, checkpoints, diff', () => {
     expect(body.changes).toContainEqual({ path: '/app/notes.md', type: 'added', entry: 'file' })
     expect(body.health.problems.join('\n')).toContain('broken checkpoints')
     expect(runCli(['status', ...project$()]).stdout).toMatch(/health\s+problems/)
+    // It names the path that reads as EIO, and verify points there rather than at repair (which keeps contents as they are).
+    expect(body.health.damagedPaths).toEqual(['/app/notes.md'])
+    expect(body.health.problems.join('\n')).toMatch(/content damaged in the store, reads fail with EIO .*: \/app\/notes\.md/)
+    const verify = runCli(['verify', '--store', store])
+    expect(verify.code).toBe(1)
+    expect(verify.stdout).toContain('rewindfs status --store')
+    expect(verify.stdout).not.toContain('rewindfs repair')
+    // Read (EIO: the workspace now knows) and written again with the same content, the damaged copy
+    // is replaced: verify and status are clean.
+    const ws = await open()
+    expect(() => ws.fs.readFileSync('/app/notes.md')).toThrow(expect.objectContaining({ code: 'EIO' }))
+    ws.fs.writeFileSync('/app/notes.md', 'notes\n')
+    await ws.close()
+    expect(runCli(['status', ...project$()]).code).toBe(0)
+    expect(runCli(['verify', '--store', store]).code).toBe(0)
   })
 
   it('works beside a writer that holds the store (read-only open)', async () => {

@@ -26,6 +26,8 @@ describe('store integrity checked in the background after open', () => {
     expect(report.verified).toBe(image.blobs.length)
     expect(report.corrupt).toEqual([victim![0]])
     expect(report.broken).toEqual([good.id])
+    // Only the checkpoint needs it: no path of the live tree reads as EIO.
+    expect(report.damagedPaths).toEqual([])
     expect(reopened.checkpoints().find((c) => c.id === good.id)?.broken).toBe(true)
     await expect(reopened.restore('good')).rejects.toMatchObject({ code: 'EBROKEN' })
     expect(alerts).toEqual(['integrity'])
@@ -43,7 +45,7 @@ describe('store integrity checked in the background after open', () => {
     await ws.checkpoint({ name: 'c' })
     await ws.close()
     const reopened = await Workspace.open({ store })
-    expect(await reopened.verify()).toEqual({ verified: 50, corrupt: [], broken: [] })
+    expect(await reopened.verify()).toEqual({ verified: 50, corrupt: [], broken: [], damagedPaths: [] })
     await reopened.close()
   })
 })
@@ -84,11 +86,32 @@ describe('content dropped by the integrity check', () => {
     const victim = image.blobs.find(([, bytes]) => new TextDecoder().decode(bytes) === 'precious')!
     victim[1][0] ^= 1
     const reopened = await Workspace.open({ store: MemoryStore.from(image), autoCheckpoint: false })
-    await reopened.verify()
+    expect((await reopened.verify()).damagedPaths).toEqual(['/data.txt'])
     expect(() => reopened.fs.readFileSync('/data.txt')).toThrow(expect.objectContaining({ code: 'EIO', syscall: 'read' }))
     const changes = reopened.changes()
     expect(changes.map((c) => `${c.type} ${c.path}`)).toEqual(['added /data.txt'])
     expect(changes[0].patch).toBeUndefined()
+    await reopened.close()
+  })
+})
+
+describe('the paths a damaged blob costs', () => {
+  it('verify names every path of the live tree that holds it: nested, and each name of a hard link', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.mkdirSync('/src/deep', { recursive: true })
+    ws.fs.writeFileSync('/src/deep/a.txt', 'same bytes')
+    ws.fs.writeFileSync('/copy.txt', 'same bytes')
+    ws.fs.linkSync('/copy.txt', '/src/link.txt')
+    ws.fs.writeFileSync('/other.txt', 'fine')
+    await ws.close()
+    const image = store.image()
+    const victim = image.blobs.find(([, bytes]) => new TextDecoder().decode(bytes) === 'same bytes')!
+    victim[1][0] ^= 1
+    const reopened = await Workspace.open({ store: MemoryStore.from(image), autoCheckpoint: false })
+    const report = await reopened.verify()
+    expect(report.corrupt).toEqual([victim[0]])
+    expect(report.damagedPaths).toEqual(['/copy.txt', '/src/deep/a.txt', '/src/link.txt'])
     await reopened.close()
   })
 })
@@ -136,6 +159,25 @@ describe('damaged blobs are kept until the user deals with them', () => {
     await again.compact()
     expect(reopened.image().blobs.map(([blob]) => blob)).not.toContain(hashBytes(stray))
     await again.close()
+  })
+
+  it('rewriting the same file with the same content heals it too, read first or not (unread, the write changes no file)', async () => {
+    for (const readFirst of [true, false]) {
+      const { image, id, bad } = await storeWithDamagedBlob('precious')
+      const store = MemoryStore.from(image)
+      const ws = await Workspace.open({ store, autoCheckpoint: false })
+      if (readFirst) expect(() => ws.fs.readFileSync('/data.txt')).toThrow(expect.objectContaining({ code: 'EIO' }))
+      ws.fs.writeFileSync('/data.txt', 'precious')
+      await ws.sync()
+      await ws.close()
+      const [kept] = await store.keptAside()
+      expect(store.keptItem(kept)).toEqual({ blob: bad })
+      expect(kept.endsWith(`.${id}`)).toBe(true)
+      const reopened = await Workspace.open({ store: MemoryStore.from(store.image()), autoCheckpoint: false })
+      expect(await reopened.verify()).toMatchObject({ corrupt: [], damagedPaths: [] })
+      expect(reopened.fs.readFileSync('/data.txt', 'utf8')).toBe('precious')
+      await reopened.close()
+    }
   })
 
   it('writing the same content again heals a damaged blob: the bad copy is set aside, the good one stored', async () => {

@@ -91,6 +91,8 @@ export class BlobStore {
     // A hash match is confirmed byte by byte (why: same-content.ts); a true collision gets a suffixed id.
     for (let n = 1; ; n++) {
       let existing = this.blobs.get(id)
+      // Adopted bytes not checked yet are checked now: damaged ones are replaced, not taken for a hash collision.
+      if (existing !== undefined && this.unchecked.has(id) && !this.check(id)) existing = undefined
       // Only the durable store holds it: read back to compare; found damaged, it is no longer counted and the good bytes are stored.
       const held = existing === undefined && this.reader !== undefined && this.durable.size(id) !== undefined
       if (held) existing = this.readBackIfIntact(id)
@@ -100,6 +102,7 @@ export class BlobStore {
         this.allocatedSinceCollection += bytes.byteLength
         // Content the durable store still holds (its blob was collected from memory only): it may leave again.
         if (held && this.durable.size(id) !== undefined) this.cacheIn(id, bytes.byteLength)
+        if (this.damagedIds.size > 0 && this.damagedIds.delete(id)) this.onRestored?.(id)
         break
       }
       if (sameContent(existing instanceof Uint8Array ? existing : this.get(id), bytes)) break
@@ -233,7 +236,7 @@ export class BlobStore {
   private damaged(id: BlobId): void {
     this.drop(id)
     this.notDurable(id)
-    this.onCorrupt?.(id)
+    this.reportDamage(id)
   }
 
   /** Reads back a blob only the durable store holds, checks it against its id, and keeps it in the cache. */
@@ -295,6 +298,18 @@ export class BlobStore {
 
   /** Told when a blob's bytes are found damaged (a check, or a read back from the store); the blob is dropped first. */
   onCorrupt: ((id: BlobId) => void) | undefined
+  /**
+   * Told when content whose stored copy was found damaged is written again (the same bytes, by
+   * their id): the durable store can take the good copy, even if the write changed no file.
+   */
+  onRestored: ((id: BlobId) => void) | undefined
+  /** Blobs found damaged whose good bytes have not been written again. */
+  private readonly damagedIds = new Set<BlobId>()
+
+  private reportDamage(id: BlobId): void {
+    this.damagedIds.add(id)
+    this.onCorrupt?.(id)
+  }
 
   /**
    * Hashes an adopted blob's bytes against its id if that has not been done: true when they match
@@ -307,7 +322,7 @@ export class BlobStore {
     if (!(stored instanceof Uint8Array) || hashBytes(stored) === id) return true
     this.erase(id)
     this.notDurable(id)
-    this.onCorrupt?.(id)
+    this.reportDamage(id)
     return false
   }
 

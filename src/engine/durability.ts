@@ -21,7 +21,7 @@ import { type MapRoot, mapEntries, mapGet } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
 import type { Change, Journal, Operation, OperationRecord, OperationType, SideEffect, SlotChange, StateChange, UndoStrategy } from './journal.js'
-import { IntegrityWatch } from './integrity.js'
+import { IntegrityWatch, pathsHolding } from './integrity.js'
 import { type EncodedSnapshot, LazyHistory, type SnapshotInput, decodeChange, lostCompensation, runThrough } from './lazy-history.js'
 import { rootPending } from './pending-history.js'
 import {
@@ -95,6 +95,8 @@ export interface IntegrityReport {
   corrupt: string[]
   /** Checkpoints marked broken because of them. */
   broken: string[]
+  /** Paths of the live tree whose content is among them (reads fail with EIO), sorted. */
+  damagedPaths: string[]
 }
 
 /** Damage found on open: the store is then open read-only at the last state it can prove. */
@@ -245,6 +247,13 @@ export class Durability {
       // On demand a read finds it, not a check whose report follows: said at once.
       if (this.onDemand) this.onDamagedBlob?.(id)
     }
+    // Its good bytes written again (a file rewritten with the same content changes nothing, so no
+    // record names them): the next group commit stores them, the damaged copy set aside (putBlobs).
+    host.blobs.onRestored = (id) => {
+      if (!this.corrupt.has(id)) return
+      this.blobIds.add(id)
+      this.schedule()
+    }
   }
 
   /** Blobs found damaged since the last verify() report. */
@@ -299,7 +308,7 @@ export class Durability {
   private mayBeStale = true
 
   private schedule(): void {
-    if (this.holds > 0 || this.lines.length === 0) return
+    if (this.holds > 0 || (this.lines.length === 0 && this.blobIds.size === 0)) return
     if (!this.scheduled) {
       this.scheduled = true
       queueMicrotask(() => {
@@ -373,7 +382,8 @@ export class Durability {
     if (seen && seen.length > 0 && !this.failure && !held && this.damage.length === 0 && !this.store.readOnly) {
       this.lines.push(bodyText({ t: 'seen', entries: seen.splice(0) }))
     }
-    if (this.lines.length === 0 || this.failure || held) return
+    // A group commit of blobs alone (a damaged copy's good bytes) is its commit marker after them.
+    if ((this.lines.length === 0 && this.blobIds.size === 0) || this.failure || held) return
     if (this.damage.length > 0) {
       this.failure = `the ${this.store.kind} store is damaged (${describeDamage(this.damage[0])}) and open read-only: nothing is written to it until it is repaired (ws.repair())`
       return
@@ -1371,7 +1381,7 @@ export class Durability {
    */
   async verify(budget = 4 * 1024 * 1024, options: { stored?: boolean } = {}): Promise<IntegrityReport> {
     const { blobs } = this.host
-    const report: IntegrityReport = { verified: 0, corrupt: [], broken: [] }
+    const report: IntegrityReport = { verified: 0, corrupt: [], broken: [], damagedPaths: [] }
     const pending = options.stored && this.onDemand ? (await this.store.blobIds()).filter((id) => blobs.isDurable(id)) : this.unverified
     while (pending.length > 0) {
       await new Promise((resolve) => setTimeout(resolve, 0))
@@ -1384,6 +1394,7 @@ export class Durability {
     }
     report.corrupt = [...this.unreadable.splice(0), ...this.found.splice(0)]
     if (report.corrupt.length > 0) report.broken = this.checkIntegrity()
+    report.damagedPaths = this.pathsHolding(new Set(report.corrupt))
     return report
   }
 
@@ -1406,6 +1417,11 @@ export class Durability {
   }
 
   /** Whether every content a tree needs is there (`verdict` remembers directories already seen). */
+  /** The live tree's paths whose content is one of `ids` (integrity.ts). */
+  pathsHolding(ids: ReadonlySet<BlobId>): string[] {
+    return pathsHolding(this.host.overlay.root, ids)
+  }
+
   private treeIntact(root: DirNode, verdict = new Map<DirNode, boolean>()): boolean {
     const { blobs } = this.host
     const intact = (dir: DirNode): boolean => {

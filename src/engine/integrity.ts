@@ -5,8 +5,30 @@
  * found it first. It comes with the durable journal (Durability.integrity), so a workspace without
  * a store never loads it.
  */
+import type { BlobId } from '../blob/store.js'
+import { INODES, recordIn, tableOf } from '../layer/inodes.js'
+import type { DirNode, UpperNode } from '../layer/nodes.js'
+import { mapEntries } from '../layer/persistent-map.js'
 import type { Durability, IntegrityReport } from './durability.js'
 import type { ScrubFinding } from './store.js'
+
+/** The paths of `root`'s tree whose content is one of `ids` (a hard link's name by its inode's), sorted: O(upper tree), only asked when something is damaged. */
+export function pathsHolding(root: DirNode, ids: ReadonlySet<BlobId>): string[] {
+  if (ids.size === 0) return []
+  const table = tableOf(root)
+  const out: string[] = []
+  const walk = (dir: DirNode, path: string) => {
+    for (const [name, node] of mapEntries<UpperNode>(dir.children)) {
+      if (dir === root && name === INODES) continue
+      const at = path === '/' ? `/${name}` : `${path}/${name}`
+      const file = node.type === 'link' ? recordIn(table, node.id) : node
+      if (file?.type === 'file' && ids.has(file.blob)) out.push(at)
+      else if (node.type === 'dir') walk(node, at)
+    }
+  }
+  walk(root, '/')
+  return out.sort()
+}
 
 /** Where what is found goes: the workspace's warnings, and its alerts. */
 export interface IntegritySink {
@@ -47,13 +69,14 @@ export class IntegrityWatch {
    */
   async verify(): Promise<IntegrityReport> {
     const { durability } = this
-    let report = (await this.check) ?? { verified: 0, corrupt: [], broken: [] }
+    let report = (await this.check) ?? { verified: 0, corrupt: [], broken: [], damagedPaths: [] }
     if (durability.onDemand) report = this.reported(await durability.verify(undefined, { stored: true }))
     const findings: readonly ScrubFinding[] = durability.store.scrub ? await durability.store.scrub() : []
     if (findings.length === 0) return report
     const reasons = new Map(findings.map((finding) => [finding.id, finding.reason]))
     this.say([...reasons.keys()], (fresh) => `a scrub of everything the ${durability.store.kind} store holds found damaged bytes: ${fresh.map((id) => reasons.get(id)).join('; ')}`)
-    return { ...report, corrupt: [...new Set([...report.corrupt, ...reasons.keys()])] }
+    const corrupt = [...new Set([...report.corrupt, ...reasons.keys()])]
+    return { ...report, corrupt, damagedPaths: durability.pathsHolding(new Set(corrupt)) }
   }
 
   /** A check's report: the damaged blobs not said before, said. */

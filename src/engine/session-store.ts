@@ -120,7 +120,7 @@ export class SessionStore {
 
   /** Every blob checked (on demand, read from the store), then the store's scrub: what is damaged, said once (integrity.ts). */
   async verify(): Promise<IntegrityReport> {
-    return (await this.context.durability?.integrity.verify()) ?? { verified: 0, corrupt: [], broken: [] }
+    return (await this.context.durability?.integrity.verify()) ?? { verified: 0, corrupt: [], broken: [], damagedPaths: [] }
   }
 
   /** Garbage-collection roots in the snapshot's parts: what checkpoints and operations not decoded yet need. */

@@ -802,7 +802,7 @@ describe('pack segments: index files and synchronous reads', () => {
     ws.fs.writeFileSync('/after', 'after')
     await ws.sync()
     const expected = view(ws)
-    expect(await ws.verify()).toEqual({ verified: ws.storage.durable.blobs, corrupt: [], broken: [] })
+    expect(await ws.verify()).toEqual({ verified: ws.storage.durable.blobs, corrupt: [], broken: [], damagedPaths: [] })
     expect(ws.status.warnings).toEqual([])
     await ws.close()
     // An append before the last reset record is dead (the journal is that reset and what follows it).

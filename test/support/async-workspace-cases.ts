@@ -350,7 +350,7 @@ export const asyncWorkspaceCases: Record<string, (fresh: Fresh) => Promise<void>
     const after = await ws.counters
     expect(after.blobsTouched).toBeGreaterThan(before.blobsTouched)
     expect((await ws.storage).blobs).toBeGreaterThan(0)
-    expect(await ws.verify()).toEqual({ verified: 0, corrupt: [], broken: [] })
+    expect(await ws.verify()).toEqual({ verified: 0, corrupt: [], broken: [], damagedPaths: [] })
     // Without a store there is nothing to repair: Node-shaped EINVAL, on both sides.
     await expect(ws.repair({ dryRun: true })).rejects.toMatchObject({ code: 'EINVAL', message: /repair needs a workspace opened on a store/ })
     expect(ws.status.corrupt).toBeUndefined()
