@@ -1,7 +1,7 @@
 /** The read-only commands: status, log, checkpoints, diff. They open the store without its lock. */
 import type { Change } from '../src/diff.js'
 import type { Options } from './arguments.js'
-import { type Outcome, changeJson, checkpointJson, iso, pathsText } from './outcome.js'
+import { type Outcome, changeJson, checkpointJson, iso, pathsText, shownPath } from './outcome.js'
 import { openProject } from './project.js'
 import { EXIT } from './usage.js'
 import { type Palette, stdoutPalette } from './terminal.js'
@@ -10,7 +10,7 @@ export function changeLines(changes: readonly Change[], withPatch: boolean, pain
   const colour = { added: paint.green, modified: paint.yellow, deleted: paint.red }
   const lines: string[] = []
   for (const change of changes) {
-    lines.push(`  ${colour[change.type](change.type.padEnd(8))} ${change.entry.padEnd(7)} ${change.path}`)
+    lines.push(`  ${colour[change.type](change.type.padEnd(8))} ${change.entry.padEnd(7)} ${shownPath(change.path)}`)
     if (withPatch && change.patch) lines.push(...patchLines(change.patch, paint))
   }
   return lines

@@ -15,8 +15,17 @@ export const iso = (time: number): string => new Date(time).toISOString()
 /** Paths an operation touched shown to people: a command that wrote 20 000 files is one line, not 20 000 names (--json has them all). */
 export const PATHS_SHOWN = 8
 
+/**
+ * A path as a line of text shows it: one holding a control character (a newline, an escape a
+ * command's file name carried) is quoted as JSON writes it, as git quotes such names, so it is
+ * one line and cannot drive the terminal. --json gives it as it is.
+ */
+export function shownPath(path: string): string {
+  return /[\u0000-\u001f\u007f-\u009f]/.test(path) ? JSON.stringify(path) : path
+}
+
 export function pathsText(paths: readonly string[]): string {
-  const shown = paths.slice(0, PATHS_SHOWN).join(', ')
+  const shown = paths.slice(0, PATHS_SHOWN).map(shownPath).join(', ')
   return paths.length > PATHS_SHOWN ? `${shown} … and ${paths.length - PATHS_SHOWN} more` : shown
 }
 

@@ -11,6 +11,7 @@ import { Workspace } from '../src/index.js'
 import type { ExecOptions, ExecResult } from '../src/index.js'
 import type { Options } from './arguments.js'
 import { changeLines } from './inspect.js'
+import { pathsText } from './outcome.js'
 import { openStore } from './store-option.js'
 import { colourful, palette } from './terminal.js'
 import { UsageError } from './usage.js'
@@ -88,7 +89,7 @@ export function summaryLines(result: ExecResult, recorded: string): string[] {
     paint.bold(`rewindfs: ${total === 0 ? 'no changes' : `${total} change(s)`}`) + paint.dim(` (${result.mode} mode: ${result.modeReason})`),
     ...changeLines(shown, false, paint).map((line) => line.replace(/ file {4}/, ' ')),
     ...(entries.length > shown.length ? [paint.dim(`  … and ${entries.length - shown.length} more`)] : []),
-    ...(result.skipped.length > 0 ? [paint.yellow(`  not kept (FIFOs, sockets, devices, files over the workspace's size limit, names that are not UTF-8 or reserved for the flush): ${result.skipped.join(', ')}`)] : []),
+    ...(result.skipped.length > 0 ? [paint.yellow(`  not kept (FIFOs, sockets, devices, files over the workspace's size limit, names that are not UTF-8 or reserved for the flush): ${pathsText(result.skipped)}`)] : []),
     ...(total > 0 ? [paint.dim(recorded)] : []),
   ]
 }

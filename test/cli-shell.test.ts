@@ -74,6 +74,18 @@ describe('rewindfs run', () => {
     expect(JSON.parse(runCli(['diff', '--dir', dir, '--store', store, '--json']).stdout).changes).toEqual([])
   })
 
+  it('shows a name holding a control character quoted, on one line, in run, diff and log; --json gives it as it is', () => {
+    const { dir, store } = project({ '/a.txt': 'hello\n' })
+    const result = runCli(['run', '--dir', dir, '--store', store, '--', 'bash', '-c', `touch $'two\\nlines' $'esc\\x1b[31mred'`])
+    expect(result.code).toBe(0)
+    expect(result.stderr).toContain('added    "/esc\\u001b[31mred"')
+    expect(result.stderr).toContain('added    "/two\\nlines"')
+    expect(result.stderr).not.toContain('\x1b[31m')
+    expect(runCli(['diff', '--dir', dir, '--store', store]).stdout).toContain('"/two\\nlines"')
+    expect(runCli(['log', '--dir', dir, '--store', store]).stdout).toContain('"/esc\\u001b[31mred", "/two\\nlines"')
+    expect(JSON.parse(runCli(['diff', '--dir', dir, '--store', store, '--json']).stdout).changes.map((c: { path: string }) => c.path)).toEqual(['/esc\x1b[31mred', '/two\nlines'])
+  })
+
   it("starts in the caller's working directory when it is inside the project, else at the project's root", () => {
     const { dir } = project({ '/a.txt': 'hello\n' })
     fs.mkdirSync(`${dir}/src/deep`, { recursive: true })
