@@ -165,6 +165,8 @@ export class DirectoryStore implements Store {
     const blockingSyncMs = options.blockingSyncMs ?? DEFAULT_BLOCKING_SYNC_MS
     if (typeof blockingSyncMs !== 'number' || !Number.isFinite(blockingSyncMs) || blockingSyncMs < 0) throw new TypeError(`rewindfs: directoryStore blockingSyncMs must be a finite number of milliseconds, 0 or more, got ${String(options.blockingSyncMs)}`)
     const readOnly = options.readOnly === true
+    // A file in the way is named as such (mkdir alone says EEXIST, which reads as "already made").
+    if (fs.statSync(path, { throwIfNoEntry: false })?.isDirectory() === false) throw new FsError('ENOTDIR', 'open', path, undefined, 'the store path is not a directory')
     if (!readOnly) fs.mkdirSync(path, { recursive: true })
     this.root = fs.realpathSync.native(path)
     if (!fs.statSync(this.root).isDirectory()) throw new FsError('ENOTDIR', 'open', path, undefined, 'the store path is not a directory')

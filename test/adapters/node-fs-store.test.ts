@@ -46,6 +46,15 @@ describe('directoryStore: the Store contract on disk', () => {
     await again.close()
   })
 
+  it('a file where the store should be is ENOTDIR, for writers and readers, and is left as it is', () => {
+    const path = `${fresh()}-file`
+    fs.writeFileSync(path, 'mine')
+    for (const readOnly of [false, true]) {
+      expect(() => directoryStore(path, { readOnly })).toThrow(expect.objectContaining({ code: 'ENOTDIR', message: expect.stringContaining('the store path is not a directory') }))
+    }
+    expect(fs.readFileSync(path, 'utf8')).toBe('mine')
+  })
+
   it('keeps blobs content-addressed under any id, and metadata as JSON, both replaced whole', async () => {
     const path = fresh()
     const store = directoryStore(path)
