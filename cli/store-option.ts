@@ -55,7 +55,8 @@ export async function openStore(value: string, options: { session?: string; read
   const session = options.session ?? 'main'
   switch (location.kind) {
     case 'directory':
-      if (options.existing && !isDirectory(location.path)) {
+      // A file there is the store constructor's ENOTDIR; nothing there, no store to act on.
+      if (options.existing && !isDirectory(location.path) && !fs.existsSync(location.path)) {
         throw new FsError('ENOENT', 'open', location.path, undefined, 'no store in this directory (rewindfs mcp --store creates one)')
       }
       return directoryStore(location.path, { readOnly: options.readOnly === true })

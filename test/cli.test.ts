@@ -106,6 +106,14 @@ describe('rewindfs demo and help', () => {
     const noStore = json(['status', '--dir', project, '--store', path.join(tmp, 'nope')])
     expect(noStore.code).toBe(4)
     expect(noStore.body.error).toMatchObject({ code: 'ENOENT', message: expect.stringContaining('no store') })
+    // A file where the store should be is named as such, for readers and writers alike.
+    fs.writeFileSync(path.join(tmp, 'a-file'), 'x')
+    for (const command of ['status', 'run']) {
+      const args = command === 'run' ? ['run', '--dir', project, '--store', path.join(tmp, 'a-file'), '--json', '--', 'true'] : ['status', '--dir', project, '--store', path.join(tmp, 'a-file'), '--json']
+      const result = runCli(args)
+      expect(result.code, command).toBe(4)
+      expect(JSON.parse(result.stdout).error, command).toMatchObject({ code: 'ENOTDIR', message: expect.stringContaining('the store path is not a directory') })
+    }
     await seed()
     const noCheckpoint = json(['restore', 'never-made', ...project$()])
     expect(noCheckpoint.code).toBe(4)
