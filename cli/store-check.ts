@@ -18,13 +18,17 @@ function storeOption(command: string, options: Options): string {
 }
 
 /**
- * What to do about the damage verify found. Repair rebuilds journals and metadata; damaged
- * contents it keeps as they are, so for those alone it would change nothing: the user writes the
- * paths that need them again (the same content replaces a damaged copy) or deletes them.
+ * What to do about the damage verify found. Repair rebuilds journals and metadata and sets damaged
+ * bytes nothing reads aside; damaged contents something needs it keeps as they are: the user
+ * writes the paths that hold them again (the same content replaces a damaged copy) or deletes them.
  */
 function advice(report: StoreVerification, label: string): string {
-  const rebuildable = report.journal.damagedCount > 0 || report.meta.length > 0
-  if (rebuildable) return `nothing was changed; rewindfs repair --store ${label} --dir <project> keeps what can be kept`
+  const repair = `rewindfs repair --store ${label} --dir <project>`
+  if (report.journal.damagedCount > 0 || report.meta.length > 0) return `nothing was changed; ${repair} keeps what can be kept`
+  const { blobs } = report
+  if (blobs.corrupt.length + blobs.unreadable.length + blobs.missing.length === 0) {
+    return `nothing was changed; nothing the store needs is damaged: ${repair} sets the damaged bytes aside (kept, for inspection)`
+  }
   return (
     `nothing was changed; the damaged contents are lost (repair rebuilds journals and metadata, not contents): ` +
     `rewindfs status --store ${label} --dir <project> names the paths that read as EIO; one written again after such a read gets its content stored anew`
@@ -64,13 +68,19 @@ export async function repair(options: Options): Promise<Outcome> {
     const { kept } = report
     const describe = (damage: StoreDamage) =>
       damage.part === 'meta' ? `metadata '${damage.key}': ${damage.reason}` : `journal record ${damage.record} at byte ${damage.offset}: ${damage.reason}`
+    const bytes = report.damagedBytes.map(
+      (entry) => `  ${paint.bold('set aside')}   ${entry.reason.replace(/; they are kept as they are$/, '')}${entry.keptAs ? `: kept as ${entry.keptAs}` : options.dryRun ? '' : ': could not be set aside'}`,
+    )
     const lines =
-      report.damage.length === 0
+      report.damage.length === 0 && report.damagedBytes.length === 0
         ? [`${paint.bold('nothing to repair')}: the journal and metadata of ${label} are readable`]
         : [
             `${paint.bold(options.dryRun ? 'repair (dry run)' : 'repaired')} ${label} (session ${ws.session})`,
             ...report.damage.map((damage) => `  ${paint.bold('damage')}      ${describe(damage)}`),
-            `  ${paint.bold('kept')}        ${kept.groups} group commit(s): ${kept.records} record(s), ${kept.operations} operation(s), ${kept.checkpoints} checkpoint(s); ${kept.salvaged} of them after the damage`,
+            ...(report.damage.length > 0
+              ? [`  ${paint.bold('kept')}        ${kept.groups} group commit(s): ${kept.records} record(s), ${kept.operations} operation(s), ${kept.checkpoints} checkpoint(s); ${kept.salvaged} of them after the damage`]
+              : []),
+            ...bytes,
             ...report.lost.map((lost) => `  ${paint.red('lost')}        record${lost.first === lost.last ? ` ${lost.first}` : `s ${lost.first}..${lost.last}`} (byte ${lost.offset}): ${lost.reason}`),
             ...report.meta.map((meta) => `  ${paint.bold('metadata')}    '${meta.key}' set aside as ${meta.keptAs}${meta.rewritten ? ', written again' : ''}`),
             ...(report.keptAside !== undefined ? [`  ${paint.bold('kept aside')}  ${report.keptAside}: the journal as it was (remove it once you no longer need it)`] : []),

@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
 import { CLI, REPO, buildCli, removeCli, runCli } from './cli-process.js'
+import { Kind } from '../adapters/node-fs/pack-format.js'
 import * as pack from './support/pack-raw.js'
 
 const ANSI = /\x1b\[/
@@ -194,6 +195,33 @@ describe('rewindfs status, log, checkpoints, diff', () => {
     await ws.close()
     expect(runCli(['status', ...project$()]).code).toBe(0)
     expect(runCli(['verify', '--store', store]).code).toBe(0)
+  })
+
+  it('damaged bytes nothing reads (a dead journal record): verify points at repair, which sets them aside; then verify is clean', async () => {
+    const ws = await Workspace.open({ lower: directory(project), store: directoryStore(store, { segmentBytes: 4096 }), compactEvery: Number.POSITIVE_INFINITY })
+    for (let i = 0; i < 30; i++) {
+      ws.fs.writeFileSync(`/f${i}`, `file ${i} `.repeat(120))
+      await ws.sync()
+    }
+    await ws.compact()
+    ws.fs.writeFileSync('/after', 'after')
+    await ws.close()
+    const all = pack.records(store)
+    const reset = all.findLast((record) => record.kind === Kind.Reset)!
+    const dead = all.find((record) => record.kind === Kind.Append && (record.segment < reset.segment || (record.segment === reset.segment && record.offset < reset.offset)))!
+    const bytes = fs.readFileSync(dead.file)
+    bytes[dead.offset + 17] ^= 0x01
+    fs.writeFileSync(dead.file, bytes)
+    const verify = runCli(['verify', '--store', store])
+    expect(verify.code).toBe(1)
+    expect(verify.stdout).toContain('nothing the store needs is damaged')
+    expect(verify.stdout).toContain('rewindfs repair')
+    const repair = runCli(['repair', ...project$()])
+    expect(repair.code).toBe(0)
+    expect(repair.stdout).toMatch(/set aside {3}pack segment 0+\d\.pack, bytes \d+ to \d+: a record header fails its checksum: kept as blob\.damaged-/)
+    const after = runCli(['verify', '--store', store])
+    expect(after.code).toBe(0)
+    expect(after.stdout).toMatch(/health\s+ok/)
   })
 
   it('works beside a writer that holds the store (read-only open)', async () => {

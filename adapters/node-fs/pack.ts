@@ -220,6 +220,8 @@ export class PackLog {
   private copies = new Map<string, Place[]>()
   /** Damage, by the id it is listed under. */
   private unreadable = new Map<string, Unreadable>()
+  /** Damage the last scrub found (in records nothing reads any more too), by the id it lists it as: what setAside can take. */
+  private scrubbed = new Map<string, Unreadable>()
   /** The journal: the last reset and everything after it, in log order. */
   private journal: JournalPiece[] = []
   /** Forgotten places, by the segment of the record that forgot them (collection copies those still needed). */
@@ -857,7 +859,7 @@ export class PackLog {
 
   /** The bytes kept aside for a blob or damage, exactly as stored. */
   async stored(id: string): Promise<Uint8Array | undefined> {
-    const damage = this.unreadable.get(id)
+    const damage = this.unreadable.get(id) ?? this.scrubbed.get(id)
     if (damage) return this.readAt(damage.segment, damage.offset, damage.length)
     const location = this.index.get(id)
     return location && this.readAt(location.segment, location.offset + RECORD_HEADER_BYTES + location.idLength, location.length)
@@ -874,6 +876,7 @@ export class PackLog {
     for (const places of this.forgets.values()) for (const place of places) forgotten.add(placeKey(place))
     const work = [...this.segments].sort((a, b) => a[0] - b[0]).map(([segment, size]) => ({ segment, end: this.torn?.segment === segment ? this.torn.offset : size }))
     const out: { id: string; reason: string }[] = []
+    const found = new Map<string, Unreadable>()
     for (const { segment, end } of work) {
       const fd = openForScrub(this.segmentFile(segment))
       if (fd === undefined) continue
@@ -881,12 +884,15 @@ export class PackLog {
         const { findings, bytesRead } = await scrubSegment(fd, { segment, end, salt: this.options.salt, forgotten: (offset) => forgotten.has(`${segment}:${offset}`) })
         this.counters.scrubbedBytes += bytesRead
         for (const finding of findings) {
-          out.push({ id: damageId(finding), reason: `pack segment ${segmentName(segment)}, bytes ${finding.offset} to ${finding.offset + finding.length}: ${finding.reason}; they are kept as they are` })
+          const reason = `pack segment ${segmentName(segment)}, bytes ${finding.offset} to ${finding.offset + finding.length}: ${finding.reason}; they are kept as they are`
+          out.push({ id: damageId(finding), reason })
+          found.set(damageId(finding), { segment, offset: finding.offset, length: finding.length, reason })
         }
       } finally {
         fs.closeSync(fd)
       }
     }
+    this.scrubbed = found
     return out
   }
 
@@ -1393,7 +1399,7 @@ export class PackLog {
 
   /** Every place a blob (or damage listed as one) is stored at. */
   private placesOf(id: string): Place[] {
-    const location = this.index.get(id) ?? this.unreadable.get(id)
+    const location = this.index.get(id) ?? this.unreadable.get(id) ?? this.scrubbed.get(id)
     return location ? [location, ...(this.copies.get(id) ?? [])] : []
   }
 
@@ -1407,6 +1413,7 @@ export class PackLog {
       this.index.delete(id)
       this.copies.delete(id)
       this.unreadable.delete(id)
+      this.scrubbed.delete(id)
     }
     const gone = new Set(places.map(placeKey))
     this.journal = this.journal.filter((piece) => piece.kind !== 'damage' || !gone.has(placeKey(piece)))

@@ -8,7 +8,7 @@
 import type { BlobId } from '../blob/store.js'
 import type { Durability, StoreDamage } from './durability.js'
 import { type Group, type RecordBody, decodeJournal, decodeLine, journalOffset } from './persistence.js'
-import { LOWER_KEY } from './store.js'
+import { LOWER_KEY, type Store } from './store.js'
 
 export interface RepairOptions {
   /**
@@ -51,6 +51,12 @@ export interface RepairReport {
   meta: { key: string; keptAs: string; rewritten: boolean }[]
   /** Blobs that failed their checksum: kept in the store as they are; what needs them stays unreadable. */
   corruptBlobs: BlobId[]
+  /**
+   * Damaged bytes the store's scrub found (Store.scrub: records nothing reads any more among them,
+   * a failing disk's sign), set aside so the store holds none: `keptAs` names the kept copy (none in
+   * a dry run). A content they held was unreadable already; nothing readable is lost.
+   */
+  damagedBytes: { id: string; reason: string; keptAs?: string }[]
 }
 
 interface Candidate {
@@ -69,9 +75,19 @@ export async function repair(durability: Durability, options: RepairOptions & { 
     lost: [],
     meta: [],
     corruptBlobs: [...durability.corrupt],
+    damagedBytes: [],
   }
-  if (damage.length === 0) return report
+  const findings = store.scrub ? await store.scrub() : []
+  if (damage.length === 0 && findings.length === 0) return report
   if (store.readOnly && !options.dryRun) throw Object.assign(new Error(`rewindfs: the ${store.kind} store is open read-only; repair needs the writer's lock`), { code: 'EROFS' })
+  for (const finding of findings) report.damagedBytes.push({ id: finding.id, reason: finding.reason })
+  if (damage.length === 0) {
+    // Damaged bytes alone: the journal and metadata are whole, so nothing is rebuilt.
+    if (options.dryRun) return report
+    await setAsideDamagedBytes(store, report)
+    report.repaired = true
+    return report
+  }
   if (durability.pending > 0) {
     throw Object.assign(new Error(`rewindfs: the workspace changed after it was opened on the damaged store (${durability.pending} record(s) only in memory); repair rebuilds it from the store: close it, reopen and repair first`), { code: 'EBUSY' })
   }
@@ -132,8 +148,25 @@ export async function repair(durability: Durability, options: RepairOptions & { 
   durability.checkIntegrity()
   if (journalDamaged) report.keptAside = await durability.rewrite('damaged')
   else durability.clearDamage()
+  // After the rewrite, whose copy of the old journal keeps damage within it as it was.
+  await setAsideDamagedBytes(store, report)
   report.repaired = true
   return report
+}
+
+/**
+ * The scrub's damaged bytes set aside (kept, under names keptAside lists), so the store holds none.
+ * Bytes that can no longer be set aside (their segment collected meanwhile) stay listed without
+ * `keptAs`: a later verify shows what is left.
+ */
+async function setAsideDamagedBytes(store: Store, report: RepairReport): Promise<void> {
+  for (const entry of report.damagedBytes) {
+    try {
+      entry.keptAs = await store.setAside({ blob: entry.id }, 'damaged')
+    } catch {
+      // Reported without keptAs.
+    }
+  }
 }
 
 /** Without salvage: the whole group commits before the first damage; everything from it on is lost. */

@@ -101,7 +101,10 @@ export class SessionStore {
       if (report.repaired) {
         this.status.corrupt = undefined
         if (wasDamaged) this.context.ops.frozenReason = undefined
-        this.status.warnings.push(`repaired: ${report.kept.groups} group commit(s) kept, ${report.lost.length} range(s) of records lost${report.keptAside ? `; the old journal is kept aside as ${report.keptAside}` : ""}`)
+        const setAside = report.damagedBytes.filter((entry) => entry.keptAs !== undefined).length
+        this.status.warnings.push(
+          `repaired: ${report.kept.groups} group commit(s) kept, ${report.lost.length} range(s) of records lost${report.keptAside ? `; the old journal is kept aside as ${report.keptAside}` : ''}${setAside > 0 ? `; ${setAside} range(s) of damaged bytes set aside` : ''}`,
+        )
       }
       return report
     })
