@@ -169,7 +169,6 @@ export class DirectoryStore implements Store {
     if (fs.statSync(path, { throwIfNoEntry: false })?.isDirectory() === false) throw new FsError('ENOTDIR', 'open', path, undefined, 'the store path is not a directory')
     if (!readOnly) fs.mkdirSync(path, { recursive: true })
     this.root = fs.realpathSync.native(path)
-    if (!fs.statSync(this.root).isDirectory()) throw new FsError('ENOTDIR', 'open', path, undefined, 'the store path is not a directory')
     const packOptions = (salt: number) => ({
       readOnly,
       salt,

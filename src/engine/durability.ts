@@ -1416,12 +1416,12 @@ export class Durability {
     return broken
   }
 
-  /** Whether every content a tree needs is there (`verdict` remembers directories already seen). */
   /** The live tree's paths whose content is one of `ids` (integrity.ts). */
   pathsHolding(ids: ReadonlySet<BlobId>): string[] {
     return pathsHolding(this.host.overlay.root, ids)
   }
 
+  /** Whether every content a tree needs is there (`verdict` remembers directories already seen). */
   private treeIntact(root: DirNode, verdict = new Map<DirNode, boolean>()): boolean {
     const { blobs } = this.host
     const intact = (dir: DirNode): boolean => {
