@@ -18,6 +18,16 @@ const asUser = process.getuid?.() === 0 ? capability('exec-user', problem) : fal
 
 /** The assertions, the same for both users. */
 const checks: Record<ScenarioName, (seen: Observation) => void> = {
+  unreadableInCopy(seen) {
+    expect(seen).toMatchObject({ mode: 'copy', changes: { added: ['/new.txt'], modified: ['/pub.txt'], deleted: [] }, again: 'new\npub\nmore\n', againChanges: { added: [], modified: [], deleted: [] } })
+    // Root reads what mode 000 keeps from anyone else; the unprivileged user is refused, as on disk.
+    if (seen.uid === 0) expect(seen.stdout).toBe('pub\nsecret\ninner.txt\n')
+    else {
+      expect(seen.stdout).toBe('pub\n')
+      expect(seen.stderr).toMatch(/secret\.txt: Permission denied/)
+      expect(seen.stderr).toMatch(/private.*Permission denied/)
+    }
+  },
   git(seen) {
     expect(seen).toMatchObject({ exitCode: 0, mode: 'overlay', stdout: 'second\nfirst\n', status: '', head: 'ref: refs/heads/main\n', objects: true })
     expect((seen.changes as { added: string[] }).added).toContain('/.git/HEAD')

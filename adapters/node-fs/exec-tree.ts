@@ -26,6 +26,17 @@ interface Written {
   readonly target?: string
   /** Names of one workspace inode (hard links): its id; they were written as hard links of one file. */
   readonly link?: number
+  /**
+   * A lower file or directory this user cannot read (a root-owned 0600 file, a 0700 directory):
+   * written as an empty stand-in with no permissions, which the command cannot read either. Read
+   * back only if the command put something else in its place.
+   */
+  readonly standIn?: true
+}
+
+/** Whether `error` is a permission refusal (what an unprivileged copy meets at a file it may not read). */
+function refused(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException)?.code === 'EACCES'
 }
 
 export interface Manifest {
@@ -137,7 +148,8 @@ function cloneable(source: CloneSource, path: string, view: Stats, realDirs: Map
  */
 export function materialise(view: NodeFs, root: string, clock: string, lower: CloneSource | undefined, linkOf?: (path: string) => number | undefined): Manifest {
   const written = new Map<string, Written>()
-  const dirs: { path: string; stats: Stats }[] = []
+  /** `mode`: a stand-in's, instead of the directory's own. */
+  const dirs: { path: string; stats: Stats; mode?: number }[] = []
   const realDirs = new Map<string, boolean>()
   /** The first name written of each workspace inode; the others are linked to it. */
   const firstName = new Map<number, { host: string; origin: { sha1: string } }>()
@@ -149,9 +161,18 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
     if (stats.isDirectory()) {
       // Owner-writable until its children are in; the real mode is set afterwards.
       fs.mkdirSync(host, { mode: 0o700 })
+      let names: string[]
+      try {
+        names = view.readdirSync(path)
+      } catch (error) {
+        if (!refused(error)) throw error
+        written.set(path, { kind: 'dir', mode: 0, standIn: true })
+        dirs.push({ path, stats, mode: 0 })
+        return
+      }
       written.set(path, { kind: 'dir', mode })
       dirs.push({ path, stats })
-      for (const name of view.readdirSync(path).sort()) visit(join(path, name))
+      for (const name of names.sort()) visit(join(path, name))
     } else if (stats.isSymbolicLink()) {
       const target = hostTarget(view.readlinkSync(path), root, (at) => view.existsSync(at))
       fs.symlinkSync(target, host)
@@ -167,13 +188,22 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
       }
       const clone = link === undefined && lower ? cloneable(lower, path, stats, realDirs) : undefined
       let origin: { clonedFrom: string } | { sha1: string }
-      if (clone) {
-        fs.copyFileSync(clone, host, fs.constants.COPYFILE_FICLONE)
-        origin = { clonedFrom: clone }
-      } else {
-        const data = view.readFileSync(path)
-        fs.writeFileSync(host, data, { mode: 0o600 })
-        origin = { sha1: sha1(data) }
+      try {
+        if (clone) {
+          fs.copyFileSync(clone, host, fs.constants.COPYFILE_FICLONE)
+          origin = { clonedFrom: clone }
+        } else {
+          const data = view.readFileSync(path)
+          fs.writeFileSync(host, data, { mode: 0o600 })
+          origin = { sha1: sha1(data) }
+        }
+      } catch (error) {
+        if (!refused(error)) throw error
+        fs.rmSync(host, { force: true })
+        fs.writeFileSync(host, '', { mode: 0 })
+        fs.utimesSync(host, stats.atime, stats.mtime)
+        written.set(path, { kind: 'file', mode: 0, standIn: true, stats: fs.lstatSync(host, { bigint: true }) })
+        return
       }
       fs.chmodSync(host, mode)
       fs.utimesSync(host, stats.atime, stats.mtime)
@@ -186,9 +216,9 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
   for (const path of linkedPaths) written.get(path)!.stats = fs.lstatSync(root + path, { bigint: true })
   // Children before their parent: a directory's mode and times are set once nothing more is made
   // in it, and while its parent can still be searched (even if its own mode forbids that).
-  for (const { path, stats } of dirs.reverse()) {
+  for (const { path, stats, mode } of dirs.reverse()) {
     const host = root + (path === '/' ? '' : path)
-    fs.chmodSync(host, stats.mode & 0o7777)
+    fs.chmodSync(host, mode ?? stats.mode & 0o7777)
     fs.utimesSync(host, stats.atime, stats.mtime)
     written.get(path)!.stats = fs.lstatSync(host, { bigint: true })
   }
@@ -244,7 +274,11 @@ export function scan(manifest: Manifest, maxFileSize: number): Scan {
     if (!before) {
       out.added.push(path)
       create(path, host, kind, stats)
-    } else if (before.kind !== kind || (kind === 'symlink' && fs.readlinkSync(host) !== before.target) || (before.link !== undefined && stats.ino !== before.stats!.ino)) {
+    } else if (
+      before.kind !== kind ||
+      (kind === 'symlink' && fs.readlinkSync(host) !== before.target) ||
+      ((before.link !== undefined || before.standIn) && stats.ino !== before.stats!.ino)
+    ) {
       // Replaced by another type, another link, or (a name of a shared inode) by a file of its own.
       // Replaced by another type or another link: remove, then make anew.
       out.modified.push(path)
@@ -253,7 +287,7 @@ export function scan(manifest: Manifest, maxFileSize: number): Scan {
     } else if (kind === 'dir' && mode !== before.mode) {
       out.modified.push(path)
       out.edits.push({ op: 'chmod', path, mode })
-    } else if (kind === 'file') {
+    } else if (kind === 'file' && !before.standIn) {
       const old = before.stats!
       const untouched = stats.ino === old.ino && stats.size === old.size && stats.mtimeNs === old.mtimeNs && stats.ctimeNs === old.ctimeNs && old.ctimeNs < manifest.since
       if (!untouched) {

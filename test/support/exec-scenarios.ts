@@ -385,6 +385,28 @@ export const scenarios = {
       fs.rmSync(store, { recursive: true, force: true })
     }
   },
+
+  /**
+   * Copy mode over a project holding a file and a directory this user may not read (mode 000; root
+   * reads them anyway): the command meets them as it would on disk, and the rest of what it did is
+   * taken back, where a copy that stopped at the first one failed whole.
+   */
+  async unreadableInCopy(): Promise<Observation> {
+    const root = project({ '/pub.txt': 'pub\n', '/secret.txt': 'secret\n', '/private/inner.txt': 'inner\n' })
+    fs.chmodSync(`${root}/secret.txt`, 0)
+    fs.chmodSync(`${root}/private`, 0)
+    const ws = await Workspace.open({ lower: directory(root) })
+    try {
+      const result = await ws.exec('cat pub.txt; cat secret.txt; ls private; echo new > new.txt; echo more >> pub.txt', { mode: 'copy' })
+      const again = await ws.exec('cat new.txt pub.txt', { mode: 'copy' })
+      return { uid: process.getuid?.(), ...brief(result), again: again.stdout, againChanges: again.changes }
+    } finally {
+      await ws.close()
+      fs.chmodSync(`${root}/secret.txt`, 0o600)
+      fs.chmodSync(`${root}/private`, 0o755)
+      fs.rmSync(root, { recursive: true, force: true })
+    }
+  },
 } satisfies Record<string, () => Promise<Observation>>
 
 export type ScenarioName = keyof typeof scenarios
