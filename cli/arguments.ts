@@ -17,6 +17,7 @@ const SPECS: Record<CommandName, { options: Record<string, OptionSpec>; position
   status: { options: PROJECT, positionals: [0, 0] },
   log: { options: { ...PROJECT, limit: { type: 'string' }, path: { type: 'string' } }, positionals: [0, 0] },
   checkpoints: { options: PROJECT, positionals: [0, 0] },
+  checkpoint: { options: PROJECT, positionals: [1, 1, 'name'] },
   diff: { options: { ...PROJECT, patch: { type: 'boolean' } }, positionals: [0, 1, 'checkpoint'] },
   restore: {
     options: { ...PROJECT, 'dry-run': { type: 'boolean' }, patch: { type: 'boolean' }, force: { type: 'boolean' }, limit: { type: 'string' }, path: { type: 'string' } },
@@ -108,7 +109,8 @@ function parseOptions(command: CommandName, args: readonly string[]): { options:
   const help = values.help === true
   const [min, max, name] = spec.positionals
   if (!help && parsed.positionals.length < min) {
-    throw new UsageError(name === 'command' ? `${command} needs a command after '--' (rewindfs run --dir <project> -- npm test)` : `${command} needs a ${name} (an id or a name)`)
+    if (name === 'command') throw new UsageError(`${command} needs a command after '--' (rewindfs run --dir <project> -- npm test)`)
+    throw new UsageError(name === 'checkpoint' ? `${command} needs a checkpoint (an id or a name)` : `${command} needs a ${name}`)
   }
   if (parsed.positionals.length > max) {
     const extra = parsed.positionals.slice(max).map((p) => `'${p}'`).join(', ')

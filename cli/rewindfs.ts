@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 /**
  * The rewindfs command: `demo` (what `npm start` runs), `mcp` (the MCP stdio server), the store
- * commands status, log, checkpoints, diff, restore, undo, flush, verify and repair, sessions (of a
+ * commands status, log, checkpoints, checkpoint, diff, restore, undo, flush, verify and repair, sessions (of a
  * shared store), run and shell (commands in the workspace), and bisect (which operation broke a
  * command). `rewindfs --help` documents the
  * options and exit codes (usage.ts).
  */
 import { type Invocation, type Options, parseCommandLine, wantsJson } from './arguments.js'
 import { bisect } from './bisect.js'
+import { checkpoint } from './checkpoint.js'
 import { flush, restore } from './change.js'
 import { demo } from './demo.js'
 import { describeFailure, failureJson } from './failure.js'
@@ -42,6 +43,8 @@ async function run(invocation: Extract<Invocation, { kind: 'run' }>): Promise<nu
       return print(await log(options), options)
     case 'checkpoints':
       return print(await checkpoints(options), options)
+    case 'checkpoint':
+      return print(await checkpoint(options, positionals[0]), options)
     case 'diff':
       return print(await diff(options, positionals[0]), options)
     case 'restore':

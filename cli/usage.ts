@@ -32,6 +32,7 @@ export const COMMANDS = {
   status: { usage: `status ${PROJECT}`, summary: 'changes against the project, checkpoint count and store health' },
   log: { usage: `log ${PROJECT} [--limit <n>] [--path <path>]`, summary: 'operation history, newest first' },
   checkpoints: { usage: `checkpoints ${PROJECT}`, summary: 'checkpoints, oldest first' },
+  checkpoint: { usage: `checkpoint <name> ${PROJECT}`, summary: 'a named checkpoint of the workspace as it is now, for restore and diff to go back to or compare with' },
   diff: { usage: `diff [checkpoint] ${PROJECT} [--patch]`, summary: 'changes against the project, or since a checkpoint; --patch adds unified diffs' },
   restore: {
     usage: `restore <checkpoint> ${PROJECT} [--dry-run] [--patch [--limit <lines>] [--path <path>]] [--force]`,
@@ -109,7 +110,7 @@ export function help(): string {
     "then gone); with --store it is recorded there for diff, undo and flush. run, shell and bisect start",
     "in your working directory when it is inside the project, else at the project's root.",
     'status, log, checkpoints, diff, verify and bisect (which records nothing) open the store read-only,',
-    "so they work while an MCP server holds it; restore, undo, flush, repair, run and shell take the store's",
+    "so they work while an MCP server holds it; checkpoint, restore, undo, flush, repair, run and shell take the store's",
     'lock. Colour only on a terminal and not with NO_COLOR; flush draws a progress bar on stderr when stderr',
     'is a terminal.',
     '',

@@ -313,6 +313,28 @@ describe('rewindfs into a pipe', () => {
   })
 })
 
+describe('rewindfs checkpoint', () => {
+  it('makes a named checkpoint that restore and diff go back to; a name taken is refused (exit 1), none is a usage error (exit 2)', async () => {
+    await seed()
+    const made = json(['checkpoint', 'before-cleanup', ...project$()])
+    expect(made.code).toBe(0)
+    expect(made.body).toMatchObject({ name: 'before-cleanup', kind: 'manual', session: 'main' })
+    const ws = await open()
+    ws.fs.rmSync('/app', { recursive: true })
+    await ws.close()
+    expect(json(['diff', 'before-cleanup', ...project$()]).body.changes.map((c: { path: string; type: string }) => `${c.type} ${c.path}`)).toContain('deleted /app')
+    expect(runCli(['restore', 'before-cleanup', ...project$()]).code).toBe(0)
+    expect(json(['diff', 'before-cleanup', ...project$()]).body.changes).toEqual([])
+    expect(json(['checkpoints', ...project$()]).body.checkpoints.map((c: { name: string }) => c.name)).toContain('before-cleanup')
+    const again = json(['checkpoint', 'before-cleanup', ...project$()])
+    expect(again.code).toBe(1)
+    expect(again.body.error).toMatchObject({ code: 'EEXIST' })
+    const none = runCli(['checkpoint', ...project$()])
+    expect(none.code).toBe(2)
+    expect(none.stderr).toContain('checkpoint needs a name')
+  })
+})
+
 describe('rewindfs restore and flush', () => {
   it('restore --dry-run changes nothing; restore brings the workspace back and leaves the disk alone', async () => {
     await seed()

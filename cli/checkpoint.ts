@@ -1,0 +1,24 @@
+/**
+ * `rewindfs checkpoint <name> --dir <project> --store <store>`: a named checkpoint of the workspace
+ * as it is now (O(1), as ws.checkpoint), for `restore` and `diff` to go back to or compare with
+ * later: what the MCP server's manage_checkpoint makes, from the command line.
+ */
+import type { Options } from './arguments.js'
+import { type Outcome, checkpointJson } from './outcome.js'
+import { openProject } from './project.js'
+import { stdoutPalette } from './terminal.js'
+
+export async function checkpoint(options: Options, name: string): Promise<Outcome> {
+  const { ws, dir, label } = await openProject('checkpoint', options, 'write')
+  try {
+    const made = await ws.checkpoint({ name })
+    await ws.sync()
+    const paint = stdoutPalette()
+    return {
+      data: checkpointJson(made),
+      lines: [`${paint.bold('checkpoint')} ${made.name} (${made.id})`, paint.dim(`rewindfs restore ${made.name} --dir ${dir} --store ${label} brings the workspace back to it`)],
+    }
+  } finally {
+    await ws.close()
+  }
+}
