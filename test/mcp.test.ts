@@ -209,6 +209,22 @@ describe('rewindfs mcp', () => {
     expect(onDisk('made.txt')).toBe('ok\n')
   })
 
+  it("commit_changes refuses a link a command made out of the project (a venv's bin/python3), naming the way out; with --allow-links-outside it writes it as it is", async () => {
+    const plain = await connect('--allow-commands')
+    expect((await call(plain.client, 'run_command', { command: 'mkdir -p venv/bin && ln -s /bin/sh venv/bin/sh' })).body.exit_code).toBe(0)
+    const refused = await call(plain.client, 'commit_changes', {})
+    expect(refused.isError).toBe(true)
+    expect(refused.body.error).toMatchObject({ code: 'EACCES', message: expect.stringContaining('--allow-links-outside') })
+    expect(onDisk('venv')).toBeUndefined()
+    await plain.client.close()
+    open.splice(0)
+
+    const { client } = await connect('--allow-commands', '--allow-links-outside')
+    expect((await call(client, 'run_command', { command: 'mkdir -p venv/bin && ln -s /bin/sh venv/bin/sh' })).body.exit_code).toBe(0)
+    expect((await call(client, 'commit_changes', {})).isError).toBe(false)
+    expect(fs.readlinkSync(path.join(project, 'venv/bin/sh'))).toBe('/bin/sh')
+  })
+
   it('keeps every answer within the result budget on a project with thousands of files, and a rollback is undone only on request', async () => {
     for (let i = 0; i < 3000; i++) {
       const dir = path.join(project, 'lib', `m${i % 30}`)
