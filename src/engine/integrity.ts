@@ -42,6 +42,8 @@ export class IntegrityWatch {
   /** The background check open starts. */
   private check: Promise<IntegrityReport> | undefined
   private sink: IntegritySink | undefined
+  /** What the store's scrub found when verify() last ran it (repair sets these bytes aside without reading every segment again). */
+  lastScrub: readonly ScrubFinding[] | undefined
 
   constructor(private readonly durability: Durability) {}
 
@@ -72,6 +74,7 @@ export class IntegrityWatch {
     let report = (await this.check) ?? { verified: 0, corrupt: [], broken: [], damagedPaths: [] }
     if (durability.onDemand) report = this.reported(await durability.verify(undefined, { stored: true }))
     const findings: readonly ScrubFinding[] = durability.store.scrub ? await durability.store.scrub() : []
+    this.lastScrub = findings
     if (findings.length === 0) return report
     const reasons = new Map(findings.map((finding) => [finding.id, finding.reason]))
     this.say([...reasons.keys()], (fresh) => `a scrub of everything the ${durability.store.kind} store holds found damaged bytes: ${fresh.map((id) => reasons.get(id)).join('; ')}`)
