@@ -16,6 +16,7 @@
 import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
 import { basename, dirname, type FlushEntry, type FlushProgress, FsError, normalize } from 'rewindfs/adapter-kit'
+import type { DirectoryOptions } from './directory.js'
 import { Confinement, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined } from './confine.js'
 import { makeDirectoriesDurable, makeDurable, removeIfPresent, syncDirectory, tempOwner, writeAtomically } from './files.js'
 import { isAlive } from './lock.js'
@@ -81,7 +82,7 @@ function targetLeaves(path: string, target: string): boolean {
  * directory that survives the flush. A path may be named twice only as a delete followed by its
  * new entry (a change of type).
  */
-export function plan(entries: readonly FlushEntry[], confinement: Confinement, options: { readonly allowLinksOutside?: boolean } = {}): Plan {
+export function plan(entries: readonly FlushEntry[], confinement: Confinement, options: DirectoryOptions = {}): Plan {
   const generation = Date.now().toString(36) + Math.random().toString(36).slice(2, 8)
   const deleted = new Map<string, number>()
   const created = new Map<string, { kind: FlushEntry['kind']; index: number }>()
