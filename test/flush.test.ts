@@ -3,12 +3,14 @@
  * stays exact, pre-flush checkpoints stay restorable without touching the disk), conflicts, dry
  * runs, canaries with rollback, and a durable store across a reopen.
  */
+import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Workspace } from '../src/index.js'
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
+import { capability } from './support/require.js'
 
 type Tree = Record<string, string>
 
@@ -442,4 +444,45 @@ describe('a flush that died', () => {
       await ws.close()
     })
   }
+})
+
+/** Why a file cannot be made immutable here (chattr +i needs root and a filesystem that keeps the flag), or undefined. */
+function immutableProblem(): string | undefined {
+  const probe = path.join(os.tmpdir(), `rewindfs-immutable-${process.pid}`)
+  fs.writeFileSync(probe, '')
+  try {
+    execFileSync('chattr', ['+i', probe], { stdio: 'pipe' })
+    execFileSync('chattr', ['-i', probe], { stdio: 'pipe' })
+    return undefined
+  } catch (error) {
+    return `chattr +i failed: ${(error as Error).message.split('\n')[0]}`
+  } finally {
+    fs.rmSync(probe, { force: true })
+  }
+}
+
+describe.runIf(capability('immutable', immutableProblem()))('a flush whose step keeps failing past its commit point', () => {
+  it('says the directory holds part of it and what to do; the open after the cause is gone finishes it', async () => {
+    const ws = await Workspace.open({ lower: directory(project) })
+    ws.fs.writeFileSync('/app/config.json', '{ "port": 7 }\n')
+    ws.fs.writeFileSync('/app/server.js', 'listen(7)\n')
+    const locked = path.join(project, 'app/server.js')
+    // The flush's temps wait beside the files they replace until renamed.
+    const staged = () => fs.readdirSync(path.join(project, 'app')).filter((name) => name.startsWith('.rewindfs'))
+    execFileSync('chattr', ['+i', locked])
+    try {
+      // The first rename lands, the second is refused by the kernel: no later open can finish the flush either.
+      const failure = { code: 'EPERM', syscall: 'rename', dest: locked, message: expect.stringContaining("stopped at '/app/server.js', 1 of 2 paths written") }
+      await expect(ws.flush()).rejects.toMatchObject(failure)
+      expect(fs.readFileSync(path.join(project, 'app/config.json'), 'utf8')).toBe('{ "port": 7 }\n')
+      expect(staged()).toHaveLength(1)
+      expect(() => directory(project)).toThrow(expect.objectContaining({ ...failure, message: expect.stringContaining('the next open of the directory or flush finishes it') }))
+    } finally {
+      execFileSync('chattr', ['-i', locked])
+    }
+    await ws.close()
+    directory(project)
+    expect(fs.readFileSync(locked, 'utf8')).toBe('listen(7)\n')
+    expect(staged()).toEqual([])
+  })
 })

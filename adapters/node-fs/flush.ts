@@ -301,24 +301,28 @@ export function rollForward(confinement: Confinement, manifest: Manifest, applie
   if (manifest.state === 'committed') {
     const checked = new Set<string>()
     const touched = new Set<string>()
-    for (const step of manifest.steps) {
-      const host = checkParent(confinement, step.path, checked)
-      touched.add(dirname(step.path))
-      if (step.op === 'delete') {
-        checkParent(confinement, step.trash, checked)
-        touched.add(dirname(step.trash))
-        if (!lstatOrUndefined(confinement.lexical(step.trash))) renameIfPresent(host, confinement.lexical(step.trash))
-        applied?.(step.path)
-      } else if (step.op === 'dir') {
-        const stats = lstatOrUndefined(host)
-        if (stats && !stats.isDirectory()) fs.unlinkSync(host)
-        if (!stats?.isDirectory()) fs.mkdirSync(host, { mode: step.mode & 0o777 })
-        fs.chmodSync(host, step.mode)
-        applied?.(step.path)
-      } else {
-        checkParent(confinement, step.temp, checked)
-        touched.add(dirname(step.temp))
-        moveInto(confinement.lexical(step.temp), host)
+    for (const [index, step] of manifest.steps.entries()) {
+      try {
+        const host = checkParent(confinement, step.path, checked)
+        touched.add(dirname(step.path))
+        if (step.op === 'delete') {
+          checkParent(confinement, step.trash, checked)
+          touched.add(dirname(step.trash))
+          if (!lstatOrUndefined(confinement.lexical(step.trash))) renameIfPresent(host, confinement.lexical(step.trash))
+          applied?.(step.path)
+        } else if (step.op === 'dir') {
+          const stats = lstatOrUndefined(host)
+          if (stats && !stats.isDirectory()) fs.unlinkSync(host)
+          if (!stats?.isDirectory()) fs.mkdirSync(host, { mode: step.mode & 0o777 })
+          fs.chmodSync(host, step.mode)
+          applied?.(step.path)
+        } else {
+          checkParent(confinement, step.temp, checked)
+          touched.add(dirname(step.temp))
+          moveInto(confinement.lexical(step.temp), host)
+        }
+      } catch (error) {
+        throw unfinished(error, step.path, index, manifest.steps.length)
       }
     }
     makeDirectoriesDurable([...touched].map((directory) => confinement.lexical(directory)))
@@ -333,6 +337,21 @@ export function rollForward(confinement: Confinement, manifest: Manifest, applie
     fs.utimesSync(confinement.lexical(step.path), time, time)
   }
   clearStaging(confinement)
+}
+
+/**
+ * A step of a committed flush failed (an immutable file, a permission): the directory holds part of
+ * the flush until a later open or flush repeats the steps. The error keeps the cause's code and
+ * paths, and says that, and what to do.
+ */
+function unfinished(error: unknown, path: string, done: number, steps: number): unknown {
+  const cause = error as NodeJS.ErrnoException & { dest?: string }
+  if (typeof cause?.code !== 'string') return error
+  const { errno, code, syscall } = cause
+  const message =
+    `${cause.message} (a flush past its commit point stopped at '${path}', ${done} of ${steps} paths written: ` +
+    `the directory holds part of that flush until it is finished; remove the cause, and the next open of the directory or flush finishes it)`
+  return Object.assign(new Error(message), { errno, code, syscall, ...(cause.path !== undefined ? { path: cause.path } : {}), ...(cause.dest !== undefined ? { dest: cause.dest } : {}), cause })
 }
 
 function renameIfPresent(from: string, to: string): void {
