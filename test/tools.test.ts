@@ -226,6 +226,24 @@ describe('file tools', () => {
     expect(cut.content).toBe('y'.repeat(100_000))
   })
 
+  it('a file of CRLF lines reads with LF endings, as search_files shows it, and edits keep its CRLF endings', async () => {
+    ws.fs.writeFileSync('/win.ini', '[core]\r\nname = a\r\nsize = 1\r\n')
+    expect(await ok(tools, 'read_file', { path: '/win.ini' })).toMatchObject({ content: '[core]\nname = a\nsize = 1', total_lines: 3, line_endings: 'crlf' })
+    // An old_string over two lines, copied from what read_file or search_files showed.
+    expect(await ok(tools, 'edit_file', { path: '/win.ini', old_string: 'name = a\nsize = 1', new_string: 'name = b\nsize = 2\nmode = x' })).toMatchObject({ replacements: 1, lines: [2] })
+    expect(ws.fs.readFileSync('/win.ini', 'utf8')).toBe('[core]\r\nname = b\r\nsize = 2\r\nmode = x\r\n')
+    // Copied with its CRLF endings, it matches too.
+    await ok(tools, 'edit_file', { path: '/win.ini', old_string: '[core]\r\nname', new_string: '[main]\r\nname' })
+    await ok(tools, 'insert_text', { path: '/win.ini', insert_line: 1, text: '; a comment\n; another' })
+    expect(ws.fs.readFileSync('/win.ini', 'utf8')).toBe('[main]\r\n; a comment\r\n; another\r\nname = b\r\nsize = 2\r\nmode = x\r\n')
+    // Mixed endings are taken as they are: only the exact text matches.
+    ws.fs.writeFileSync('/mixed.txt', 'a\r\nb\nc\r\n')
+    expect(await ok(tools, 'read_file', { path: '/mixed.txt' })).toEqual(expect.not.objectContaining({ line_endings: expect.anything() }))
+    expect(await fails(tools, 'edit_file', { path: '/mixed.txt', old_string: 'a\nb', new_string: 'x' })).toMatchObject({ code: 'ENOMATCH' })
+    await ok(tools, 'edit_file', { path: '/mixed.txt', old_string: 'a\r\nb', new_string: 'x' })
+    expect(ws.fs.readFileSync('/mixed.txt', 'utf8')).toBe('x\nc\r\n')
+  })
+
   it('read_file reports missing files, directories and binary files with their codes', async () => {
     expect(await fails(tools, 'read_file', { path: '/nope.txt' })).toEqual({ code: 'ENOENT', message: "ENOENT: no such file or directory, open '/nope.txt'" })
     expect(await fails(tools, 'read_file', { path: '/app' })).toMatchObject({ code: 'EISDIR' })

@@ -22,6 +22,37 @@ function lines(text: string): string[] {
   return all
 }
 
+/**
+ * A file whose every line ends in CRLF (Windows line endings) is shown and edited as if its lines
+ * ended in LF, as search_files shows its lines, so an old_string copied from either matches, and
+ * what an edit writes takes the file's endings. A file of mixed endings is taken as it is.
+ */
+interface TextView {
+  readonly text: string
+  readonly crlf: boolean
+}
+
+function viewOf(text: string): TextView {
+  let lineFeeds = 0
+  let pairs = 0
+  for (let at = text.indexOf('\n'); at >= 0; at = text.indexOf('\n', at + 1)) {
+    lineFeeds++
+    if (at > 0 && text.charCodeAt(at - 1) === 13) pairs++
+  }
+  const crlf = lineFeeds > 0 && pairs === lineFeeds
+  return { text: crlf ? text.replaceAll('\r\n', '\n') : text, crlf }
+}
+
+/** Text of the LF view written back with the file's endings. */
+function withEndings(text: string, view: TextView): string {
+  return view.crlf ? text.replaceAll('\n', '\r\n') : text
+}
+
+/** What the model gives, in the LF view of a CRLF file (it may have copied the endings too). */
+function inView(text: string, view: TextView): string {
+  return view.crlf ? text.replaceAll('\r\n', '\n') : text
+}
+
 async function readText(ws: Workspace, path: string): Promise<string> {
   const bytes = await ws.fs.promises.readFile(path)
   if (!isProbablyText(bytes)) throw new ToolFailure('EBINARY', `'${path}' is a binary file (${bytes.byteLength} bytes); these tools read and edit text only`)
@@ -89,11 +120,13 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
     defineTool(
       'read_file',
       'Read a text file. Returns its lines from offset (1-based) up to limit lines (default 2000) and at most ' +
-        `${budget.readChars} characters, with the total line count; when truncated is true, call again with next_offset.`,
+        `${budget.readChars} characters, with the total line count; when truncated is true, call again with next_offset. ` +
+        "A file whose lines end in CRLF is shown with LF line ends and line_endings: 'crlf'; edits keep its CRLF.",
       readFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
-        const all = lines(await readText(ws, path))
+        const view = viewOf(await readText(ws, path))
+        const all = lines(view.text)
         const start = input.offset ?? 1
         if (start > Math.max(1, all.length)) throw new ToolFailure('EOUTOFRANGE', `offset ${start} is past the end of '${path}', which has ${all.length} lines`)
         const wanted = all.slice(start - 1, start - 1 + (input.limit ?? READ_LINES))
@@ -112,6 +145,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
           end_line: end,
           total_lines: all.length,
           truncated: cut || end < all.length,
+          ...(view.crlf ? { line_endings: 'crlf' } : {}),
           ...(cut ? { line_truncated: true } : {}),
           ...(end < all.length ? { next_offset: end + 1 } : {}),
         }
@@ -146,8 +180,10 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
       editFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
-        let text = await readText(ws, path)
-        const edits = input.edits ?? [{ old_string: input.old_string!, new_string: input.new_string!, replace_all: input.replace_all }]
+        const view = viewOf(await readText(ws, path))
+        let text = view.text
+        const given = input.edits ?? [{ old_string: input.old_string!, new_string: input.new_string!, replace_all: input.replace_all }]
+        const edits = given.map((edit) => ({ ...edit, old_string: inView(edit.old_string, view), new_string: inView(edit.new_string, view) }))
         let replacements = 0
         let changed: number[] = []
         edits.forEach((edit, index) => {
@@ -159,7 +195,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
           changed = lineNumbers(text, applied.at)
         })
         const mark = lastSeq(ws)
-        await fs.writeFile(path, text)
+        await fs.writeFile(path, withEndings(text, view))
         return { path, replacements, ...(edits.length === 1 ? { lines: changed } : { edits_applied: edits.length }), operation_ids: recordedSince(ws, mark) }
       },
     ),
@@ -170,19 +206,21 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
       insertTextInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
-        const text = await readText(ws, path)
+        const view = viewOf(await readText(ws, path))
+        const text = view.text
         const all = lines(text)
         if (input.insert_line > all.length) {
           throw new ToolFailure('EOUTOFRANGE', `insert_line ${input.insert_line} is past the end of '${path}', which has ${all.length} lines (use ${all.length} to append)`)
         }
-        const inserted = input.text.endsWith('\n') ? input.text : input.text + '\n'
+        const given = inView(input.text, view)
+        const inserted = given.endsWith('\n') ? given : given + '\n'
         // The offset just after line insert_line; a last line without a newline gets one first.
         let at = 0
         for (let line = 0; line < input.insert_line; line++) at = text.indexOf('\n', at) + 1 || text.length
         const head = text.slice(0, at)
         const next = (head.length > 0 && !head.endsWith('\n') ? head + '\n' : head) + inserted + text.slice(at)
         const mark = lastSeq(ws)
-        await fs.writeFile(path, next)
+        await fs.writeFile(path, withEndings(next, view))
         const count = lines(inserted).length
         return {
           path,
