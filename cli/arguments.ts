@@ -112,6 +112,7 @@ function parseOptions(command: CommandName, args: readonly string[]): { options:
     if (name === 'command') throw new UsageError(`${command} needs a command after '--' (rewindfs run --dir <project> -- npm test)`)
     throw new UsageError(name === 'checkpoint' ? `${command} needs a checkpoint (an id or a name)` : `${command} needs a ${name}`)
   }
+  if (!help && name !== 'command' && parsed.positionals.slice(0, max).includes('')) throw new UsageError(`${command}: the ${name} must not be empty`)
   if (parsed.positionals.length > max) {
     const extra = parsed.positionals.slice(max).map((p) => `'${p}'`).join(', ')
     throw new UsageError(`${command} takes ${max === 0 ? 'no arguments' : `one ${name}`}; unexpected ${extra}`)

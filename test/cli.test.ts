@@ -119,7 +119,10 @@ describe('rewindfs demo and help', () => {
     const noCheckpoint = json(['restore', 'never-made', ...project$()])
     expect(noCheckpoint.code).toBe(4)
     expect(noCheckpoint.body.error.message).toContain('never-made')
-    expect(runCli(['diff', 'never-made', ...project$()]).code).toBe(4)
+    const noDiff = json(['diff', 'never-made', ...project$()])
+    expect(noDiff.code).toBe(4)
+    // Named by the command that looked for it.
+    expect(noDiff.body.error).toMatchObject({ code: 'ENOENT', message: "ENOENT: no such checkpoint, diff 'never-made'" })
   })
 
   it('a store made over another directory is refused (exit 1), naming both', async () => {
@@ -332,6 +335,12 @@ describe('rewindfs checkpoint', () => {
     const none = runCli(['checkpoint', ...project$()])
     expect(none.code).toBe(2)
     expect(none.stderr).toContain('checkpoint needs a name')
+    // An empty name is a usage error too, not a stack trace.
+    for (const args of [['checkpoint', ''], ['restore', ''], ['diff', '']]) {
+      const empty = runCli([...args, ...project$()])
+      expect(empty.code, args[0]).toBe(2)
+      expect(empty.stderr, args[0]).toMatch(new RegExp(`^rewindfs: ${args[0]}: the (name|checkpoint) must not be empty\n`))
+    }
   })
 })
 

@@ -170,10 +170,11 @@ export class Checkpoints {
     }
   }
 
-  find(idOrName: string): CheckpointRecord {
+  /** The checkpoint of that id or name; ENOENT names `syscall`, the call that looked for it. */
+  find(idOrName: string, syscall: string): CheckpointRecord {
     if (typeof idOrName !== 'string') throw new TypeError('rewindfs: a checkpoint is named by its id or name (a string)')
     const record = this.records.find((r) => r.id === idOrName) ?? this.records.find((r) => r.name === idOrName)
-    if (!record) throw new FsError('ENOENT', 'restore', idOrName, undefined, 'no such checkpoint')
+    if (!record) throw new FsError('ENOENT', syscall, idOrName, undefined, 'no such checkpoint')
     return record
   }
 
@@ -195,7 +196,7 @@ export class Checkpoints {
   }
 
   rename(idOrName: string, newName: string): Checkpoint {
-    const record = this.find(idOrName)
+    const record = this.find(idOrName, 'renameCheckpoint')
     if (typeof newName !== 'string' || newName === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
     if (record.name !== newName) this.assertNameFree(newName)
     record.name = newName
@@ -204,7 +205,7 @@ export class Checkpoints {
   }
 
   delete(idOrName: string): void {
-    const record = this.find(idOrName)
+    const record = this.find(idOrName, 'deleteCheckpoint')
     this.records.splice(this.records.indexOf(record), 1)
     this.context.durability?.record({ t: 'checkpoint-delete', id: record.id })
     this.context.collector.maybeSchedule()
@@ -212,7 +213,7 @@ export class Checkpoints {
 
   async info(idOrName: string): Promise<CheckpointInfo> {
     const { overlay, lower, journal } = this.context
-    const record = this.find(idOrName)
+    const record = this.find(idOrName, 'checkpointInfo')
     const index = this.records.indexOf(record)
     const lowerRoot = Overlay.emptyRoot(lower)
     const previous = index > 0 ? this.records[index - 1].root : lowerRoot
@@ -228,8 +229,8 @@ export class Checkpoints {
   diff(from: string, to?: string): Change[] {
     const { ops, overlay } = this.context
     ops.settle()
-    const start = this.find(from).root
-    const end = to === undefined ? overlay.root : this.find(to).root
+    const start = this.find(from, 'diff').root
+    const end = to === undefined ? overlay.root : this.find(to, 'diff').root
     return diffTrees(overlay, start, end).map((r) => r.change)
   }
 

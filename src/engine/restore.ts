@@ -129,7 +129,7 @@ export class Restores {
   point(target: RestoreTarget): { root: DirNode; state: MapRoot<JsonValue>; seq: number; opSeq: number; label: string; time: number } {
     const { overlay, lower, journal } = this.context
     if (typeof target === 'string') {
-      const record = this.checkpoints.find(target)
+      const record = this.checkpoints.find(target, 'restore')
       // Its tree first: one still in the snapshot's parts is decoded now, and checked (broken) then.
       const root = record.root
       if (record.broken) throw Object.assign(new Error(`rewindfs: checkpoint ${record.name} is broken (content missing from the store) and cannot be restored`), { code: 'EBROKEN' })
