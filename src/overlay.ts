@@ -66,6 +66,17 @@ export interface OverlayCounters {
 const MAX_SYMLINKS = 40
 /** What makes a path other than plain: '//', or a '.' or '..' component. */
 const UNPLAIN = /\/\/|\/\.\.?(?:\/|$)/
+type WalkFailure = 'ENOENT' | 'ENOTDIR' | 'ELOOP' | 'ENAMETOOLONG'
+
+/** NAME_MAX: a component longer than this many UTF-8 bytes is ENAMETOOLONG when a directory is searched for it. */
+const NAME_MAX = 255
+
+/** Whether `name` is over NAME_MAX bytes (UTF-8 is never shorter than UTF-16, so most names answer from their length). */
+function nameTooLong(name: string): boolean {
+  if (name.length > NAME_MAX) return true
+  if (name.length * 3 <= NAME_MAX) return false
+  return new TextEncoder().encode(name).byteLength > NAME_MAX
+}
 /** The version recorded for a lower path that had nothing when first looked up. */
 export const ABSENT = ''
 const DEVICE = 0x72776673 // 'rwfs'
@@ -209,10 +220,10 @@ export class Overlay {
   }
 
   /** Why the last walk found nothing, and whether in a symlink's target: kept here so a walk allocates no callback. */
-  private failure: 'ENOENT' | 'ENOTDIR' | 'ELOOP' = 'ENOENT'
+  private failure: WalkFailure = 'ENOENT'
   private failureInLink = false
 
-  private fail(code: 'ENOENT' | 'ENOTDIR' | 'ELOOP', inLink: boolean): undefined {
+  private fail(code: WalkFailure, inLink: boolean): undefined {
     this.failure = code
     this.failureInLink = inLink
     return undefined
@@ -230,6 +241,7 @@ export class Overlay {
         end = path.indexOf('/', start)
         if (end === -1) end = path.length
         if (current.type !== 'dir') return this.fail('ENOTDIR', false)
+        if (end - start > NAME_MAX / 3 && nameTooLong(path.slice(start, end))) return this.fail('ENAMETOOLONG', false)
         // The last component's path is the path itself (no symlink taken so far on this path).
         const child = this.child(current, path.slice(start, end), end === path.length ? path : undefined)
         if (!child) return this.fail('ENOENT', false)
@@ -260,6 +272,7 @@ export class Overlay {
         if (stack.length > 1) stack.pop()
         continue
       }
+      if (nameTooLong(name)) return this.fail('ENAMETOOLONG', inLink)
       const child = this.child(current, name)
       if (!child) return this.fail('ENOENT', inLink)
       if (child.type === 'symlink' && (queue.length > 0 || follow || trailingSlash)) {
@@ -324,6 +337,8 @@ export class Overlay {
     }
     const parent = this.resolve(parentPath, syscall, true, reportPath, dest)
     if (parent.type !== 'dir') throw new FsError('ENOTDIR', syscall, reportPath, dest)
+    // The last component is looked up too (to create or remove it), so a name too long fails here.
+    if (nameTooLong(name)) throw new FsError('ENAMETOOLONG', syscall, reportPath, dest)
     // A plain path whose parent was reached without a symlink is the name's own path.
     const named = plain && parent.path === parentPath ? path : undefined
     const existing = name === '.' || name === '..' ? undefined : this.child(parent, name, named)
