@@ -102,4 +102,72 @@ describe('less common paths match node:fs on a real directory', () => {
       return fs.readdirSync(at('/d'))
     })
   })
+
+  it('chmod and fchmod need a mode (it was taken as 0: the file became mode 000)', async () => {
+    expect(await same((fs, at) => fs.chmodSync(at('/f'), undefined as never))).toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' })
+    await same((fs, at) => fs.fchmodSync(fs.openSync(at('/f'), 'r'), null as never))
+    await same((fs, at) => fs.promises.chmod(at('/f'), undefined as never))
+    await same((fs, at) => {
+      fs.chmodSync(at('/f'), '640')
+      return fs.statSync(at('/f')).mode.toString(8)
+    })
+  })
+
+  it('readFile and writeFile open with their flag, then read or write: a descriptor not open for that is EBADF', async () => {
+    expect(await same((fs, at) => fs.writeFileSync(at('/f'), 'x', { flag: 'r' }))).toMatchObject({ code: 'EBADF', syscall: 'write' })
+    await same((fs, at) => fs.promises.writeFile(at('/f'), 'x', { flag: 'rs' }))
+    // Nothing to write: no write, no error (a directory opens read-only).
+    await same((fs, at) => [fs.writeFileSync(at('/d'), '', { flag: 'r' }), fs.readFileSync(at('/f'), 'utf8')])
+    expect(await same((fs, at) => fs.readFileSync(at('/f'), { flag: 'a' }))).toMatchObject({ code: 'EBADF', syscall: 'read' })
+    await same((fs, at) => fs.readFileSync(at('/f'), { flag: 'w', encoding: 'utf8' }))
+    await same((fs, at) => fs.promises.readFile(at('/new'), { flag: 'wx' }))
+    // The open itself did its part: created, truncated.
+    await same((fs, at) => {
+      for (const flag of ['w', 'ax']) {
+        try {
+          fs.readFileSync(at('/f' + flag), { flag })
+        } catch {}
+      }
+      try {
+        fs.readFileSync(at('/f'), { flag: 'w' })
+      } catch {}
+      return fs.readdirSync(at('/')).map((name) => [name, fs.lstatSync(at('/' + name)).size])
+    })
+  })
+
+  it('truncate and ftruncate take a negative length as 0, as Node clamps it; null is not a length', async () => {
+    expect(await same((fs, at) => [fs.truncateSync(at('/f'), -5), fs.readFileSync(at('/f'), 'utf8')])).toEqual([undefined, ''])
+    await same((fs, at) => {
+      const fd = fs.openSync(at('/f'), 'r+')
+      fs.ftruncateSync(fd, -1)
+      return fs.fstatSync(fd).size
+    })
+    await same(async (fs, at) => {
+      const handle = await fs.promises.open(at('/f'), 'r+')
+      await handle.truncate(-3)
+      const size = (await handle.stat()).size
+      await handle.close()
+      return size
+    })
+    await same((fs, at) => fs.ftruncateSync(fs.openSync(at('/f'), 'r+'), null as never))
+    await same((fs, at) => fs.ftruncateSync(fs.openSync(at('/f'), 'r+'), 1.5))
+  })
+
+  it('utimes takes times as Node does (numeric strings, finite numbers, Dates) and stores whole microseconds as libuv does', async () => {
+    const times = (fs: Fs, at: At, atime: unknown, mtime: unknown) => {
+      fs.utimesSync(at('/f'), atime as number, mtime as number)
+      const stat = fs.statSync(at('/f'), { bigint: true })
+      return [stat.atimeNs, stat.mtimeNs, fs.statSync(at('/f')).mtimeMs]
+    }
+    expect(await same((fs, at) => times(fs, at, 1.0000001, 1.123456789))).toEqual([1000000000n, 1123456000n, 1123.456])
+    await same((fs, at) => times(fs, at, '', ' 12.5 '))
+    await same((fs, at) => times(fs, at, '-1.5', new Date(2500)))
+    await same((fs, at) => times(fs, at, Infinity, 1))
+    await same((fs, at) => times(fs, at, 1, -Infinity))
+    await same((fs, at) => times(fs, at, 'NaN', 1))
+    await same((fs, at) => {
+      fs.futimesSync(fs.openSync(at('/f'), 'r'), 7.0000019, 8.25)
+      return [fs.statSync(at('/f')).atimeMs, fs.statSync(at('/f')).mtimeMs]
+    })
+  })
 })

@@ -145,9 +145,12 @@ function formatNumber(value: number): string {
   return text.replace(/\B(?=(\d{3})+(?!\d))/g, '_')
 }
 
-/** parseFileMode: a uint32 or an octal string. */
-export function modeArgument(value: unknown, name: string, fallback: number): number {
-  if (value === undefined || value === null) return fallback
+/** parseFileMode: a uint32 or an octal string; without a fallback (chmod, fchmod) the mode is required. */
+export function modeArgument(value: unknown, name: string, fallback?: number): number {
+  if (value === undefined || value === null) {
+    if (fallback !== undefined) return fallback
+    value = undefined // Node's `value ??= fallback`: a null mode is reported as undefined
+  }
   if (typeof value === 'string') {
     if (!/^[0-7]+$/.test(value)) {
       throw typeError('ERR_INVALID_ARG_VALUE', `The argument '${name}' must be a 32-bit unsigned integer or an octal string. Received ${quote(value)}`)
@@ -215,15 +218,30 @@ export function dataArgument(data: unknown, encoding: Encoding | null | undefine
 }
 
 /** toUnixTimestamp, returning milliseconds: seconds as a number or numeric string, or a Date. */
+/**
+ * Node's toUnixTimestamp, in milliseconds as libuv stores it: a numeric string as it is, a
+ * finite number (a negative one is now), a Date; anything else (NaN, ±Infinity) is refused. libuv
+ * keeps whole microseconds, cut toward zero, and takes an infinite time ('Infinity') as now.
+ */
 export function timeArgument(value: unknown, name: string): number {
-  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value) * 1000
-  if (typeof value === 'number') {
-    if (Number.isNaN(value)) throw timeError(name, value)
-    if (!Number.isFinite(value) || value < 0) return Date.now()
-    return value * 1000
-  }
+  // Node's own test: the string equals its number loosely ('' and ' ' are 0).
+  if (typeof value === 'string' && +value == (value as unknown as number)) return libuvTime(+value)
+  if (typeof value === 'number' && Number.isFinite(value)) return value < 0 ? Date.now() : libuvTime(value)
   if (value instanceof Date) return value.getTime()
   throw timeError(name, value)
+}
+
+/** Seconds as libuv's uv__fs_to_timespec sets them: whole microseconds, cut toward zero; infinite is now. */
+function libuvTime(seconds: number): number {
+  if (!Number.isFinite(seconds)) return Date.now()
+  const whole = Math.trunc(seconds)
+  let micros = Math.trunc(Math.trunc((seconds - whole) * 1e9) / 1000)
+  let secondsPart = whole
+  if (micros < 0) {
+    micros += 1e6
+    secondsPart -= 1
+  }
+  return secondsPart * 1000 + micros / 1000
 }
 
 function timeError(name: string, value: unknown): Error {

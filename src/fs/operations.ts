@@ -281,6 +281,8 @@ export class FsOperations {
     const flags = flagsArgument(flag, 'r')
     const entry = flags === constants.O_RDONLY ? this.overlay.resolve(path, 'open', true, given) : this.openEntry(path, given, flags, 0o666)
     if (entry.type === 'dir') throw new FsError('EISDIR', 'read')
+    // Node opens with the flag, then reads: a write-only open ('w', 'a') fails there.
+    if ((flags & ACCMODE) === O_WRONLY) throw new FsError('EBADF', 'read')
     bytes = this.overlay.readBytes(entry)
     this.accessed(entry)
     return encoding && encoding !== 'buffer' ? decode(bytes, encoding) : toCallerBytes(bytes)
@@ -484,6 +486,11 @@ export class FsOperations {
       return bytes
     })
     if (created) return
+    // Node opens with the flag, then writes: a read-only open ('r', 'rs') fails there, when there is anything to write.
+    if ((flags & ACCMODE) === constants.O_RDONLY) {
+      if (bytes.byteLength > 0) throw new FsError('EBADF', 'write')
+      return
+    }
     if (entry.type === 'dir') throw new FsError('EISDIR', 'open', given)
     // Writing nothing without truncating changes nothing: not the content, the times or a watcher.
     if (bytes.byteLength === 0 && (flags & O_TRUNC) === 0) return
@@ -934,7 +941,7 @@ export class FsOperations {
   @journaled('chmod')
   chmod(file: unknown, mode: unknown): void {
     const { given, path } = this.path(file)
-    const bits = modeArgument(mode, 'mode', 0)
+    const bits = modeArgument(mode, 'mode')
     const entry = this.overlay.resolve(path, 'chmod', true, given)
     this.changeMeta(entry, { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
   }
@@ -972,10 +979,9 @@ export class FsOperations {
   truncate(file: unknown, len?: unknown): void {
     if (typeof file === 'number') return this.ftruncate(file, len)
     const { given, path } = this.path(file)
-    const length = len === undefined || len === null ? 0 : validateInteger(len, 'len', -(2 ** 53), 2 ** 53)
+    const length = truncateLength(len)
     const entry = this.overlay.resolve(path, 'open', true, given)
     if (entry.type === 'dir') throw new FsError('EISDIR', 'open', given)
-    if (length < 0) throw new FsError('EINVAL', 'ftruncate')
     this.checkSize(length, 'ftruncate', given)
     this.overlay.setContent(entry, resize(this.overlay.readBytes(entry), length))
   }
@@ -1093,9 +1099,8 @@ export class FsOperations {
   @journaled('truncate')
   ftruncate(fd: unknown, len?: unknown): void {
     const open = this.descriptors.get(validateFd(fd), 'ftruncate')
-    const length = len === undefined || len === null ? 0 : validateInteger(len, 'len', -(2 ** 53), 2 ** 53)
+    const length = truncateLength(len)
     if (!open.writable) throw new FsError('EINVAL', 'ftruncate')
-    if (length < 0) throw new FsError('EINVAL', 'ftruncate')
     this.checkSize(length, 'ftruncate')
     this.settle(open)
     const bytes = this.workingBuffer(open, length)
@@ -1122,8 +1127,10 @@ export class FsOperations {
 
   @journaled('chmod')
   fchmod(fd: unknown, mode: unknown): void {
-    const open = this.descriptors.get(validateFd(fd), 'fchmod')
-    const bits = modeArgument(mode, 'mode', 0)
+    // Node checks the arguments before it uses the descriptor.
+    const descriptor = validateFd(fd)
+    const bits = modeArgument(mode, 'mode')
+    const open = this.descriptors.get(descriptor, 'fchmod')
     this.settle()
     if (open.orphan) return this.changeOrphan(open.orphan, { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
     if (open.dirty) this.flushDescriptor(open)
@@ -1398,6 +1405,11 @@ function bufferArray(buffers: unknown): Uint8Array[] {
     throw typeError('ERR_INVALID_ARG_TYPE', `The "buffers" argument must be an ArrayBufferView[].${describeReceived(buffers)}`)
   }
   return buffers.map((b: ArrayBufferView) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength))
+}
+
+/** Node's ftruncate length: an integer (0 when left out), a negative one taken as 0. */
+function truncateLength(len: unknown): number {
+  return len === undefined ? 0 : Math.max(0, validateInteger(len, 'len'))
 }
 
 function validateFd(fd: unknown): number {
