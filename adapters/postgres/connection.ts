@@ -5,6 +5,7 @@
  * backends run the same statements. A store holds one connection for its whole life: its writer
  * lock is a session-level advisory lock, which lives and dies with that connection.
  */
+import { lockDataDir, type DataDirLock } from './data-lock.js'
 import { connectionError, isConnectionLoss, redact, translate } from './errors.js'
 
 /** Runs statements; inside `transaction` they are one transaction. */
@@ -237,6 +238,7 @@ class PGliteConnection implements Connection {
     private readonly db: PGliteLike,
     readonly where: string,
     private readonly owned: boolean,
+    private readonly lock?: DataDirLock,
   ) {
     this.instance = db
   }
@@ -294,7 +296,12 @@ class PGliteConnection implements Connection {
   }
 
   async close(): Promise<void> {
-    if (this.owned && !this.db.closed) await this.db.close()
+    try {
+      if (this.owned && !this.db.closed) await this.db.close()
+    } finally {
+      // Only once its files are shut: the next opener may start on them at once.
+      this.lock?.release()
+    }
   }
 }
 
@@ -315,9 +322,12 @@ export async function connectPGlite(options: { db?: PGliteLike; dataDir?: string
     throw Object.assign(new Error("rewindfs: pgliteStore needs the '@electric-sql/pglite' package (npm install @electric-sql/pglite)"), { code: 'ERR_MODULE_NOT_FOUND', cause: error })
   }
   const where = `pglite:${options.dataDir ?? 'memory'}`
+  // Before PGlite touches the directory: a second instance on its files loses commits.
+  const lock = options.dataDir === undefined ? undefined : await lockDataDir(options.dataDir)
   try {
-    return new PGliteConnection(await module.PGlite.create(options.dataDir), where, true)
+    return new PGliteConnection(await module.PGlite.create(options.dataDir), where, true, lock)
   } catch (error) {
+    lock?.release()
     throw translate(error, 'open', where)
   }
 }
