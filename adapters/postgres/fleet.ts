@@ -9,7 +9,7 @@ import type { Connection } from './connection.js'
 import { storeError } from './errors.js'
 import { GC_LOCK, type CollectOptions, type CollectReport, collect, sweep } from './gc.js'
 import { ensureSchema, type Tables } from './schema.js'
-import { checkSession } from './store.js'
+import { checkSession, pgliteWriting } from './store.js'
 
 export interface SessionInfo {
   readonly session: string
@@ -214,6 +214,12 @@ export class FleetView implements Fleet {
         },
         { isolation: 'repeatable read' },
       )
+    } catch (error) {
+      // Made meanwhile by another fork or a writer's open: its snapshot did not show it, its insert did.
+      if ((error as { sqlState?: unknown }).sqlState === '23505') {
+        throw storeError('EEXIST', 'fork', to, `the session '${to}' exists already (made while this fork ran); fork to a new name`, error)
+      }
+      throw error
     } finally {
       if (!connection.lost) await connection.query(`SELECT pg_advisory_unlock_shared(${GC_LOCK})`).catch(() => undefined)
     }
@@ -222,6 +228,10 @@ export class FleetView implements Fleet {
   async drop(session: string): Promise<void> {
     const { t, connection } = this
     checkSession(session)
+    // PGlite: one backend for every store on the instance, where the advisory lock is re-entrant and would be granted.
+    if (connection.backend === 'pglite' && pgliteWriting(connection.instance, `${this.schemaName}/${session}`)) {
+      throw storeError('EBUSY', 'drop', session, `the session '${session}' is being written; close its workspace first`)
+    }
     const [lock] = await connection.query<{ taken: boolean }>(`SELECT pg_try_advisory_lock(hashtextextended(${this.literalSchema()} || '/' || $1, 0)) AS taken`, [session])
     if (!lock.taken) throw storeError('EBUSY', 'drop', session, `the session '${session}' is being written; close its workspace first`)
     try {

@@ -96,6 +96,11 @@ export function checkSession(session: unknown): string {
 /** Writers of sessions in PGlite instances of this process: one backend serves them all, so its advisory locks cannot tell them apart. */
 const pgliteWriters = new WeakMap<object, Set<string>>()
 
+/** Whether a store of this process writes `key` (schema/session) on this PGlite instance. */
+export function pgliteWriting(instance: object, key: string): boolean {
+  return pgliteWriters.get(instance)?.has(key) === true
+}
+
 /** A plain Uint8Array over a driver's value (pg gives Buffers, PGlite Uint8Arrays). */
 function plain(bytes: Uint8Array): Uint8Array {
   return bytes.constructor === Uint8Array ? bytes : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)

@@ -1,0 +1,66 @@
+/**
+ * The fleet's calls racing each other and the sessions' writers, as machines of one fleet do: forks
+ * to one new name at once (one wins, the rest get EEXIST, where they got EIO with a bare unique
+ * violation), and a drop of a session a PGlite store of the same instance is writing (EBUSY, as on
+ * a server, where the instance's one backend granted the drop the writer's own advisory lock).
+ */
+import { PGlite } from '@electric-sql/pglite'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type Fleet, pgliteFleet, pgliteStore, postgresFleet, postgresStore } from '../adapters/postgres/index.js'
+import { Workspace } from '../src/index.js'
+import { dropSchema, scratchSchema, serverUrl } from './postgres-server.js'
+
+const url = await serverUrl()
+
+/** What each promise settled to: 'ok', or its error's code. */
+async function outcomes(promises: Promise<unknown>[]): Promise<string[]> {
+  return (await Promise.allSettled(promises)).map((r) => (r.status === 'fulfilled' ? 'ok' : String((r.reason as { code?: unknown }).code)))
+}
+
+describe.skipIf(url === undefined)('fleet races on a server', () => {
+  const schema = scratchSchema('pgraces')
+  const fleets: Fleet[] = []
+
+  beforeAll(async () => {
+    for (let i = 0; i < 4; i++) fleets.push(await postgresFleet({ connectionString: url!, schema }))
+    const ws = await Workspace.open({ store: await postgresStore({ connectionString: url!, schema, session: 'source' }), autoCheckpoint: false })
+    ws.fs.writeFileSync('/a.txt', 'a')
+    await ws.checkpoint({ name: 'start' })
+    await ws.close()
+  })
+  afterAll(async () => {
+    for (const fleet of fleets) await fleet.close()
+    await dropSchema(url!, schema)
+  })
+
+  it('forks to one name from four machines at once: one is made, the others get EEXIST and nothing of theirs is written', async () => {
+    for (let round = 0; round < 3; round++) {
+      const to = `copy-${round}`
+      const results = await outcomes(fleets.map((fleet) => fleet.fork({ from: 'source', to, checkpoint: 'start' })))
+      expect(results.filter((r) => r === 'ok')).toHaveLength(1)
+      expect(results.filter((r) => r !== 'ok')).toEqual(['EEXIST', 'EEXIST', 'EEXIST'])
+      const copy = (await fleets[0].sessions()).find((s) => s.session === to)!
+      expect(copy).toMatchObject({ forkedFrom: 'source', forkCheckpoint: 'start', checkpoints: 1 })
+    }
+  })
+})
+
+describe('fleet races on PGlite', () => {
+  it('drop refuses a session a store of the same PGlite instance is writing (EBUSY), and its writer goes on', async () => {
+    const db = await PGlite.create()
+    const fleet = await pgliteFleet({ db })
+    const ws = await Workspace.open({ store: await pgliteStore({ db, session: 'busy' }), autoCheckpoint: false })
+    ws.fs.writeFileSync('/kept.txt', 'kept')
+    await ws.sync()
+    await expect(fleet.drop('busy')).rejects.toMatchObject({ code: 'EBUSY', syscall: 'drop', path: 'busy' })
+    ws.fs.writeFileSync('/after.txt', 'after')
+    await ws.sync()
+    expect(ws.status.degraded).toBeFalsy()
+    await ws.close()
+    // Closed: the drop goes through.
+    await fleet.drop('busy')
+    expect(await fleet.sessions()).toEqual([])
+    await fleet.close()
+    await db.close()
+  }, 60_000)
+})
