@@ -64,7 +64,15 @@ async function onBoth(call: (fs: Fs, at: At) => unknown): Promise<{ node: unknow
       return error
     }
   }
-  const node = outcome(await settle(() => call(nodeFs, onReal)), real)
+  // Relative paths: the real side runs in its directory, the workspace in its root.
+  const cwd = process.cwd()
+  process.chdir(real)
+  let node: unknown
+  try {
+    node = outcome(await settle(() => call(nodeFs, onReal)), real)
+  } finally {
+    process.chdir(cwd)
+  }
   const workspace = outcome(await settle(() => call(fs, onWorkspace)), '')
   await ws.close()
   return { node, workspace }
@@ -169,5 +177,47 @@ describe('less common paths match node:fs on a real directory', () => {
       fs.futimesSync(fs.openSync(at('/f'), 'r'), 7.0000019, 8.25)
       return [fs.statSync(at('/f')).atimeMs, fs.statSync(at('/f')).mtimeMs]
     })
+  })
+
+  it('cp names an entry below the top as Node does, path.join of the caller\'s paths: in its errors and to the filter', async () => {
+    const filtered = await same((fs) => {
+      const seen: string[] = []
+      fs.cpSync('d/', './c', { recursive: true, filter: (source, destination) => (seen.push(`${source} > ${destination}`), true) })
+      return seen
+    })
+    expect(filtered).toEqual(['d/ > ./c', 'd/g > c/g', 'd/sub > c/sub'])
+    await same((fs, at) => {
+      const seen: string[] = []
+      fs.cpSync(at('/d'), at('/c'), { recursive: true, filter: (source, destination) => (seen.push(`${source} > ${destination}`), true) })
+      return seen
+    })
+    const exists = await same((fs) => {
+      fs.cpSync('d', 'e', { recursive: true })
+      fs.cpSync('./d/', 'e//', { recursive: true, force: false, errorOnExist: true })
+    })
+    expect(exists).toMatchObject({ code: 'ERR_FS_CP_EEXIST', path: 'e/g' })
+    await same((fs, at) => {
+      fs.mkdirSync(at('/c'))
+      fs.writeFileSync(at('/c/sub'), 'x')
+      fs.cpSync('d', 'c', { recursive: true })
+    })
+    await same((fs, at) => {
+      fs.mkdirSync(at('/c/g'), { recursive: true })
+      fs.cpSync(at('/d'), at('/c'), { recursive: true })
+    })
+  })
+
+  it('cp with preserveTimestamps gives the copy the source\'s access time after the copy read it, and its modification time, to the millisecond', async () => {
+    const copied = (fs: Fs, at: At, from: string, to: string, options: nodeFs.CopySyncOptions) => {
+      fs.utimesSync(at(from), 100, 200.0045)
+      fs.cpSync(at('/' + from.split('/')[1]), at(to), { ...options, preserveTimestamps: true })
+      const copy = fs.statSync(at(to + from.slice(from.indexOf('/', 1) === -1 ? from.length : from.indexOf('/', 1))))
+      const source = fs.statSync(at(from))
+      // The read set the source's access time to now (relatime: it was before its modification time).
+      return [source.atimeMs > 1e12, Math.abs(source.atimeMs - copy.atimeMs) < 1, copy.mtimeMs, copy.mtime.getTime(), source.mtime.getTime()]
+    }
+    // Node's Date of 200004.5 ms is 200005; as seconds, 200.005, whose microseconds libuv cuts to 4999.
+    expect(await same((fs, at) => copied(fs, at, '/f', '/n', {}))).toEqual([true, true, 200004.999, 200005, 200005])
+    await same((fs, at) => copied(fs, at, '/d/g', '/n', { recursive: true }))
   })
 })

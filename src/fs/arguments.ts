@@ -227,7 +227,7 @@ export function timeArgument(value: unknown, name: string): number {
   // Node's own test: the string equals its number loosely ('' and ' ' are 0).
   if (typeof value === 'string' && +value == (value as unknown as number)) return libuvTime(+value)
   if (typeof value === 'number' && Number.isFinite(value)) return value < 0 ? Date.now() : libuvTime(value)
-  if (value instanceof Date) return value.getTime()
+  if (value instanceof Date) return libuvTime(value.getTime() / 1000)
   throw timeError(name, value)
 }
 

@@ -745,7 +745,11 @@ export class FsOperations {
       this.overlay.replace(existing, { type: 'file', meta, blob: node.blob, size: node.size })
       return
     }
-    const meta = { ...this.overlay.newMeta(sourceMeta.mode), ...(preserveTimes ? { atimeMs: sourceMeta.atimeMs, mtimeMs: sourceMeta.mtimeMs } : {}) }
+    let meta = this.overlay.newMeta(sourceMeta.mode)
+    if (preserveTimes) {
+      const [atime, mtime] = copiedTimes(this.statFields(source))
+      meta = { ...meta, atimeMs: timeArgument(atime, 'atime'), mtimeMs: timeArgument(mtime, 'mtime') }
+    }
     this.overlay.blobs.retain(node.blob)
     this.overlay.put(parent, name, { type: 'file', meta, blob: node.blob, size: node.size })
   }
@@ -806,10 +810,7 @@ export class FsOperations {
     if (source.type === 'file' && !target) {
       // Node's onFile without a destination: copyFile(2) on the paths as given, then chmod.
       this.copyFile(from.given, to.given)
-      if (opts.preserveTimestamps) {
-        const meta = this.overlay.meta(source)
-        this.utimes(to.given, meta.atimeMs / 1000, meta.mtimeMs / 1000)
-      }
+      if (opts.preserveTimestamps) this.utimes(to.given, ...copiedTimes(this.statFields(source)))
       const copied = this.overlay.lookup(to.path, true)
       if (copied) this.changes.override(this.changes.mark(), copied.path, ['attrib'])
       return
@@ -828,8 +829,9 @@ export class FsOperations {
     return entry?.type === 'dir' ? entry : undefined
   }
 
+  /** `src` and `dest` name this entry as Node does: the caller's paths at the top, path.join of them below. */
   private copyTree(source: Entry, destPath: string, opts: CpOptions, src: string, dest: string, top = false, made = false): void {
-    if (!top && opts.filter && !opts.filter(source.path, destPath)) return
+    if (!top && opts.filter && !opts.filter(src, dest)) return
     // Only the caller's own path can carry a trailing slash.
     const trailingSlash = top && dest.endsWith('/')
     if (trailingSlash && source.type !== 'dir') destPath = destPath.replace(/\/+$/, '')
@@ -852,7 +854,7 @@ export class FsOperations {
       for (const child of this.overlay.names(source)) {
         // dereference: every entry is stat()ed, so links inside are copied as what they point to.
         const entry = opts.dereference ? this.overlay.resolve(join(source.path, child), 'stat', true) : this.overlay.child(source, child)!
-        this.copyTree(entry, join(destPath, child), opts, src, dest)
+        this.copyTree(entry, join(destPath, child), opts, joinLexically(src, child), joinLexically(dest, child))
       }
       // A directory cp made takes the source's mode (a chmod after its entries); one that was there keeps its own.
       if (!existing || made) {
@@ -1358,6 +1360,14 @@ export function joinLexically(parent: string, name: string): string {
   }
   const joined = parts.join('/')
   return absolutePath ? '/' + joined : joined || '.'
+}
+
+/**
+ * The times cp's preserveTimestamps sets on a copy: the source's stat Dates (its access time after
+ * the copy read it, as Node stats it again), which Node rounds to the millisecond.
+ */
+function copiedTimes(source: StatFields): [Date, Date] {
+  return [new Date(Math.round(source.atimeMs)), new Date(Math.round(source.mtimeMs))]
 }
 
 /** Node's path.dirname: trailing slashes ignored, '.' when there is no directory part. */

@@ -33,18 +33,19 @@ abstract class StatsBase<N extends number | bigint> {
   declare mtimeMs: N
   declare ctimeMs: N
   declare birthtimeMs: N
-  // Dates are made on first use, as Node's are: most callers only read sizes and types.
+  // Dates are made on first use, as Node's are: most callers only read sizes and types. Node
+  // rounds the milliseconds (a Date would cut them).
   get atime(): Date {
-    return new Date(Number(this.atimeMs))
+    return new Date(Math.round(Number(this.atimeMs)))
   }
   get mtime(): Date {
-    return new Date(Number(this.mtimeMs))
+    return new Date(Math.round(Number(this.mtimeMs)))
   }
   get ctime(): Date {
-    return new Date(Number(this.ctimeMs))
+    return new Date(Math.round(Number(this.ctimeMs)))
   }
   get birthtime(): Date {
-    return new Date(Number(this.birthtimeMs))
+    return new Date(Math.round(Number(this.birthtimeMs)))
   }
 
   private is(bits: number): boolean {
