@@ -16,37 +16,30 @@ import type { FlushBook } from '../flush/book.js'
 import type { PinnedLower } from '../flush/pinned-lower.js'
 import { FLUSH_STATE_KEY, decodeFlushState, encodeFlushState } from '../flush/state.js'
 import type { DirNode, UpperNode } from '../layer/nodes.js'
-import { WHITEOUT } from '../layer/nodes.js'
-import { type MapRoot, mapEntries, mapGet } from '../layer/persistent-map.js'
+import { type MapRoot, mapEntries } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
-import { components } from '../path.js'
-import type { Change, Journal, Operation, OperationRecord, OperationType, SideEffect, SlotChange, StateChange, UndoStrategy } from './journal.js'
+import type { Journal, OperationRecord, SlotChange, StateChange } from './journal.js'
 import { IntegrityWatch, pathsHolding } from './integrity.js'
-import { type EncodedSnapshot, LazyHistory, type SnapshotInput, decodeChange, lostCompensation, runThrough } from './lazy-history.js'
+import { type EncodedSnapshot, LazyHistory, type SnapshotInput, runThrough } from './lazy-history.js'
 import { rootPending } from './pending-history.js'
 import {
   type Group,
-  type LazySnapshotData,
   type RecordBody,
   type SerialChange,
-  type SnapshotData,
   bodyText,
   commitRecord,
   decodeJournal,
   decodeLine,
-  decodeNode,
-  decodeTable,
   effectMembers,
   frameRecord,
   framing,
-  isLazySnapshot,
   journalOffset,
   metaText,
   nodeText,
   numberText,
-  tableNode,
 } from './persistence.js'
 import { type ReconnectSink, Reconnection } from './reconnect.js'
+import { Replay } from './replay.js'
 import { type JsonValue, SessionState } from './state.js'
 import { LOWER_KEY, type Store } from './store.js'
 
@@ -234,11 +227,15 @@ export class Durability {
   /** The history of the last snapshot: checkpoint trees and operations' changes decoded when first needed (lazy-history.ts). */
   readonly history = new LazyHistory((id) => this.readPart(id))
 
+  /** How the journal's records become the host's state again (replay.ts). */
+  private readonly replayer: Replay
+
   constructor(
     private readonly host: DurableHost,
     readonly store: Store,
     private readonly options: DurabilityOptions = { cacheBytes: DEFAULT_CACHE_BYTES },
   ) {
+    this.replayer = new Replay(host, this.history, (root) => this.treeIntact(root))
     // A read (on demand, or the first of an adopted blob) or a check that finds a blob's bytes damaged lands here.
     host.blobs.onCorrupt = (id) => {
       this.found.push(id)
@@ -834,110 +831,6 @@ export class Durability {
     return complete ? [...ids, ...encoding] : [...ids, ...encoding, ...this.host.blobs.residentDurable()]
   }
 
-  /** Loads a snapshot record into the (empty) host. */
-  private restoreSnapshot(data: SnapshotData | LazySnapshotData): void {
-    if (isLazySnapshot(data)) return this.restoreLazySnapshot(data)
-    const { overlay, state, journal, checkpoints } = this.host
-    const nodes = decodeTable(data.dirs)
-    const stateRoot = (pairs: [string, JsonValue][]) => {
-      const s = new SessionState()
-      for (const [key, value] of pairs) s.write(key, value)
-      return s.freeze()
-    }
-    overlay.setRoot(nodes[data.root])
-    state.setRoot(stateRoot(data.state))
-    for (const c of data.checkpoints) {
-      checkpoints.push({
-        id: c.id,
-        name: c.name,
-        kind: c.kind as CheckpointRecord['kind'],
-        seq: c.seq,
-        createdAt: c.createdAt,
-        ...(c.description !== undefined ? { description: c.description } : {}),
-        superseded: c.superseded,
-        root: nodes[c.root],
-        state: stateRoot(c.state),
-        opSeq: c.opSeq,
-      })
-    }
-    this.host.seenCheckpointSeq(data.checkpointSeq)
-    if (data.resume !== undefined) this.host.setResume(data.resume)
-    for (const [path, version] of data.seen ?? []) overlay.observed.set(path, version)
-    journal.load(
-      data.operations.map((op) => ({
-        id: op.id,
-        seq: op.seq,
-        type: op.type as OperationType,
-        paths: op.paths,
-        time: op.time,
-        session: op.session,
-        ...(op.turn !== undefined ? { turn: op.turn } : {}),
-        ...(op.group !== undefined ? { group: op.group } : {}),
-        ...(op.description !== undefined ? { description: op.description } : {}),
-        strategy: op.strategy as UndoStrategy,
-        undone: op.undone,
-        changes: op.changes.map((c) => decodeChange(c, (serial) => tableNode(serial, nodes), (i) => nodes[i])),
-      })),
-      data.seq,
-    )
-  }
-
-  /**
-   * Loads a format-2 snapshot: the live tree and metadata now, every checkpoint's tree and every
-   * operation's changes when first read (a checkpoint's contents are checked for integrity then).
-   */
-  private restoreLazySnapshot(data: LazySnapshotData): void {
-    const { overlay, state, journal, checkpoints } = this.host
-    const head = this.history.load(data)
-    const stateRoot = (pairs: [string, JsonValue][]) => {
-      const s = new SessionState()
-      for (const [key, value] of pairs) s.write(key, value)
-      return s.freeze()
-    }
-    overlay.setRoot(head[data.root])
-    state.setRoot(stateRoot(data.state))
-    overlay.inodes.next = Math.max(overlay.inodes.next, data.ino)
-    for (const c of data.checkpoints) {
-      const record = {
-        id: c.id,
-        name: c.name,
-        kind: c.kind as CheckpointRecord['kind'],
-        seq: c.seq,
-        createdAt: c.createdAt,
-        ...(c.description !== undefined ? { description: c.description } : {}),
-        superseded: c.superseded,
-        state: stateRoot(c.state),
-        opSeq: c.opSeq,
-      } as Omit<CheckpointRecord, 'root'> as CheckpointRecord
-      this.history.lazyRoot(record, c.root, head, (root) => {
-        if (!this.treeIntact(root)) record.broken = true
-      })
-      checkpoints.push(record)
-    }
-    this.host.seenCheckpointSeq(data.checkpointSeq)
-    if (data.resume !== undefined) this.host.setResume(data.resume)
-    for (const [path, version] of data.seen ?? []) overlay.observed.set(path, version)
-    journal.load(
-      data.operations.map((op) => {
-        const record = {
-          id: op.id,
-          seq: op.seq,
-          type: op.type as OperationType,
-          paths: op.paths,
-          time: op.time,
-          session: op.session,
-          ...(op.turn !== undefined ? { turn: op.turn } : {}),
-          ...(op.group !== undefined ? { group: op.group } : {}),
-          ...(op.description !== undefined ? { description: op.description } : {}),
-          strategy: op.strategy as UndoStrategy,
-          undone: op.undone,
-        }
-        return this.history.lazyOperation(record, op.at)
-      }),
-      data.seq,
-    )
-  }
-
   /** Writes the blobs the store does not have yet (and remembers that it has them). */
   private async putDurable(ids: Iterable<BlobId>): Promise<void> {
     const missing = this.unstored(ids)
@@ -1193,177 +1086,14 @@ export class Durability {
     if (known === undefined && !this.store.readOnly) await this.store.putMeta(LOWER_KEY, lowerId)
   }
 
-  /** Replays whole group commits in order; stops at the first record that cannot be applied. */
+  /** Replays whole group commits in order; stops at the first record that cannot be applied (replay.ts). */
   replay(groups: readonly Group[]): { operations: number; failed?: { group: number; body: number; error: string } } {
-    const { overlay } = this.host
-    let operations = 0
-    let maxIno = 0
-    const noteIno = (node: UpperNode | undefined) => {
-      // A hard-link name's id comes from the same counter as inode numbers.
-      if (node && node.type !== 'whiteout') maxIno = Math.max(maxIno, node.type === 'link' ? node.id : node.meta.ino)
-    }
-    try {
-      for (let g = 0; g < groups.length; g++) {
-        const bodies = groups[g].bodies
-        for (let b = 0; b < bodies.length; b++) {
-          try {
-            if (this.apply(bodies[b], noteIno)) operations++
-          } catch (error) {
-            return { operations, failed: { group: g, body: b, error: (error as Error)?.message ?? String(error) } }
-          }
-        }
-      }
-      return { operations }
-    } finally {
-      overlay.inodes.next = Math.max(overlay.inodes.next, maxIno + 1)
-    }
+    return this.replayer.replay(groups)
   }
 
   /** Empties the host, so a replay can start over (a group that failed half-way, a repair). */
   resetHost(): void {
-    const { overlay, state, journal, checkpoints } = this.host
-    overlay.setRoot(Overlay.emptyRoot(overlay.lower))
-    state.setRoot(new SessionState().freeze())
-    journal.load([], 0)
-    checkpoints.splice(0)
-    overlay.observed.clear()
-    this.host.setResume(undefined)
-  }
-
-  /** Applies one record to the host; true for an operation. */
-  private apply(body: RecordBody, noteIno: (node: UpperNode | undefined) => void): boolean {
-    const { overlay, state, journal, checkpoints } = this.host
-    switch (body.t) {
-      case 'op': {
-        const operation: Operation = {
-          id: body.id,
-          seq: body.seq,
-          type: body.type as OperationType,
-          paths: body.paths,
-          time: body.time,
-          session: body.session,
-          ...(body.turn !== undefined ? { turn: body.turn } : {}),
-          ...(body.group !== undefined ? { group: body.group } : {}),
-          ...(body.description !== undefined ? { description: body.description } : {}),
-          strategy: body.strategy as UndoStrategy,
-        }
-        journal.replay(operation, (push) => this.applyChanges(body.changes, push, noteIno))
-        return true
-      }
-      case 'checkpoint':
-        checkpoints.push({
-          id: body.id,
-          name: body.name,
-          kind: body.kind as CheckpointRecord['kind'],
-          seq: body.seq,
-          createdAt: body.createdAt,
-          ...(body.description !== undefined ? { description: body.description } : {}),
-          superseded: false,
-          root: overlay.freeze(),
-          state: state.freeze(),
-          opSeq: body.opSeq,
-        })
-        this.host.seenCheckpointSeq(body.seq)
-        break
-      case 'checkpoint-rename': {
-        const record = checkpoints.find((c) => c.id === body.id)
-        if (record) record.name = body.name
-        break
-      }
-      case 'checkpoint-delete': {
-        const index = checkpoints.findIndex((c) => c.id === body.id)
-        if (index >= 0) checkpoints.splice(index, 1)
-        break
-      }
-      case 'superseded':
-        for (const record of checkpoints) if (body.ids.includes(record.id)) record.superseded = true
-        break
-      case 'seen':
-        for (const [path, version] of body.entries) if (!overlay.observed.has(path)) overlay.observed.set(path, version)
-        break
-      case 'undo':
-      case 'redo':
-        for (const id of body.ids) {
-          const record = journal.find(id)
-          if (!record) continue
-          if (body.t === 'undo') journal.revert(record)
-          else journal.reapply(record)
-          record.undone = body.t === 'undo'
-        }
-        break
-      case 'compensated': {
-        const record = journal.find(body.id)
-        for (const change of record?.changes ?? []) if (change.kind === 'effect') change.effect.compensated = true
-        break
-      }
-      case 'resume':
-        this.host.setResume(body.point)
-        break
-      case 'commit':
-        break
-      case 'snapshot': {
-        this.restoreSnapshot(body.data)
-        // A format-2 snapshot says the next inode number; an older one is walked for it.
-        if (isLazySnapshot(body.data)) break
-        for (const dir of body.data.dirs) for (const child of Object.values(dir.c)) if (child !== 'W' && child.t !== 'r') noteIno(tableNode(child, []))
-        let maxIno = 0
-        for (const dir of body.data.dirs) maxIno = Math.max(maxIno, dir.m.ino)
-        overlay.inodes.next = Math.max(overlay.inodes.next, maxIno + 1)
-        break
-      }
-    }
-    return false
-  }
-
-  private applyChanges(changes: readonly SerialChange[], push: (change: Change) => void, noteIno: (node: UpperNode | undefined) => void): void {
-    const { overlay, state } = this.host
-    // Moved directories are looked up in the tree as it was before this operation.
-    const moved = new Map<string, UpperNode | undefined>()
-    for (const change of changes) {
-      if (change.k === 'slot' && change.a !== null && change.a !== 'W' && change.a.t === 'moved') {
-        const node = upperSlot(overlay.root, change.a.p)
-        if (node?.type !== 'dir') throw new Error(`rewindfs: the journal moves the directory at ${change.a.p}, which is not there`)
-        moved.set(change.a.p, node)
-      }
-    }
-    for (const change of changes) {
-      switch (change.k) {
-        case 'slot': {
-          const node = change.a === null ? undefined : change.a === 'W' ? WHITEOUT : decodeNode(change.a, (path) => moved.get(path))
-          noteIno(node)
-          overlay.setSlot(change.p, node)
-          break
-        }
-        case 'meta':
-          overlay.setDirMeta(change.p, change.a)
-          break
-        case 'state':
-          state.write(change.key, change.a ?? undefined)
-          break
-        case 'effect': {
-          const effect: SideEffect = {
-            description: change.d,
-            compensate: change.n !== undefined ? { name: change.n, ...(change.args !== undefined ? { args: change.args } : {}) } : lostCompensation,
-            ...(change.tier !== undefined ? { tier: change.tier } : {}),
-            ...(change.group !== undefined ? { group: change.group } : {}),
-            compensated: false,
-          }
-          push({ kind: 'effect', path: `effect:${change.d}`, effect })
-          break
-        }
-        case 'root': {
-          const before = overlay.freeze()
-          const stateBefore = state.freeze()
-          const checkpoint = change.checkpoint !== undefined ? this.host.checkpoints.find((c) => c.id === change.checkpoint) : undefined
-          if (change.checkpoint !== undefined && !checkpoint) throw new Error(`rewindfs: the journal restores checkpoint ${change.checkpoint}, which it never created`)
-          const after = checkpoint ? checkpoint.root : Overlay.emptyRoot(overlay.lower)
-          overlay.setRoot(after)
-          if (checkpoint) state.setRoot(checkpoint.state)
-          push({ kind: 'root', path: '/', before, after, ...(checkpoint ? { stateBefore, stateAfter: checkpoint.state } : {}) })
-          break
-        }
-      }
-    }
+    this.replayer.resetHost()
   }
 
   /** Blobs loaded from the store whose bytes have not been checked against their ids yet. */
@@ -1517,11 +1247,4 @@ function strategyText({ kind, reason }: OperationRecord['strategy']): string {
 
 function isEmptyRoot(root: DirNode): boolean {
   return root.lower === '/' && root.children.size === 0
-}
-
-/** The upper-layer value at a path of a tree (undefined: nothing there in the upper layer). */
-function upperSlot(root: DirNode, path: string): UpperNode | undefined {
-  let node: UpperNode | undefined = root
-  for (const part of components(path)) node = node?.type === 'dir' ? mapGet(node.children, part) : undefined
-  return node
 }

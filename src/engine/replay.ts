@@ -1,0 +1,309 @@
+/**
+ * Replay: how the journal becomes the host's state again (open, repair, a store's reload). A
+ * snapshot record loads the tree, checkpoints and operations (format 2 lazily, through the
+ * history); every other record is applied as the live engine made it, operations through the
+ * journal so that undo works on them as on the live ones.
+ */
+import type { DirNode, UpperNode } from '../layer/nodes.js'
+import { WHITEOUT } from '../layer/nodes.js'
+import { mapGet } from '../layer/persistent-map.js'
+import { Overlay } from '../overlay.js'
+import { components } from '../path.js'
+import type { CheckpointRecord, DurableHost } from './durability.js'
+import type { Change, Operation, OperationType, SideEffect, UndoStrategy } from './journal.js'
+import { type LazyHistory, decodeChange, lostCompensation } from './lazy-history.js'
+import { type Group, type LazySnapshotData, type RecordBody, type SerialChange, type SnapshotData, decodeNode, decodeTable, isLazySnapshot, tableNode } from './persistence.js'
+import { type JsonValue, SessionState } from './state.js'
+
+export class Replay {
+  constructor(
+    private readonly host: DurableHost,
+    private readonly history: LazyHistory,
+    /** Whether every content a checkpoint's tree needs is there (a lazily read one is marked broken if not). */
+    private readonly intact: (root: DirNode) => boolean,
+  ) {}
+
+  /** Replays whole group commits in order; stops at the first record that cannot be applied. */
+  replay(groups: readonly Group[]): { operations: number; failed?: { group: number; body: number; error: string } } {
+    const { overlay } = this.host
+    let operations = 0
+    let maxIno = 0
+    const noteIno = (node: UpperNode | undefined) => {
+      // A hard-link name's id comes from the same counter as inode numbers.
+      if (node && node.type !== 'whiteout') maxIno = Math.max(maxIno, node.type === 'link' ? node.id : node.meta.ino)
+    }
+    try {
+      for (let g = 0; g < groups.length; g++) {
+        const bodies = groups[g].bodies
+        for (let b = 0; b < bodies.length; b++) {
+          try {
+            if (this.apply(bodies[b], noteIno)) operations++
+          } catch (error) {
+            return { operations, failed: { group: g, body: b, error: (error as Error)?.message ?? String(error) } }
+          }
+        }
+      }
+      return { operations }
+    } finally {
+      overlay.inodes.next = Math.max(overlay.inodes.next, maxIno + 1)
+    }
+  }
+
+  /** Empties the host, so a replay can start over (a group that failed half-way, a repair). */
+  resetHost(): void {
+    const { overlay, state, journal, checkpoints } = this.host
+    overlay.setRoot(Overlay.emptyRoot(overlay.lower))
+    state.setRoot(new SessionState().freeze())
+    journal.load([], 0)
+    checkpoints.splice(0)
+    overlay.observed.clear()
+    this.host.setResume(undefined)
+  }
+
+  /** Applies one record to the host; true for an operation. */
+  private apply(body: RecordBody, noteIno: (node: UpperNode | undefined) => void): boolean {
+    const { overlay, state, journal, checkpoints } = this.host
+    switch (body.t) {
+      case 'op': {
+        const operation: Operation = {
+          id: body.id,
+          seq: body.seq,
+          type: body.type as OperationType,
+          paths: body.paths,
+          time: body.time,
+          session: body.session,
+          ...(body.turn !== undefined ? { turn: body.turn } : {}),
+          ...(body.group !== undefined ? { group: body.group } : {}),
+          ...(body.description !== undefined ? { description: body.description } : {}),
+          strategy: body.strategy as UndoStrategy,
+        }
+        journal.replay(operation, (push) => this.applyChanges(body.changes, push, noteIno))
+        return true
+      }
+      case 'checkpoint':
+        checkpoints.push({
+          id: body.id,
+          name: body.name,
+          kind: body.kind as CheckpointRecord['kind'],
+          seq: body.seq,
+          createdAt: body.createdAt,
+          ...(body.description !== undefined ? { description: body.description } : {}),
+          superseded: false,
+          root: overlay.freeze(),
+          state: state.freeze(),
+          opSeq: body.opSeq,
+        })
+        this.host.seenCheckpointSeq(body.seq)
+        break
+      case 'checkpoint-rename': {
+        const record = checkpoints.find((c) => c.id === body.id)
+        if (record) record.name = body.name
+        break
+      }
+      case 'checkpoint-delete': {
+        const index = checkpoints.findIndex((c) => c.id === body.id)
+        if (index >= 0) checkpoints.splice(index, 1)
+        break
+      }
+      case 'superseded':
+        for (const record of checkpoints) if (body.ids.includes(record.id)) record.superseded = true
+        break
+      case 'seen':
+        for (const [path, version] of body.entries) if (!overlay.observed.has(path)) overlay.observed.set(path, version)
+        break
+      case 'undo':
+      case 'redo':
+        for (const id of body.ids) {
+          const record = journal.find(id)
+          if (!record) continue
+          if (body.t === 'undo') journal.revert(record)
+          else journal.reapply(record)
+          record.undone = body.t === 'undo'
+        }
+        break
+      case 'compensated': {
+        const record = journal.find(body.id)
+        for (const change of record?.changes ?? []) if (change.kind === 'effect') change.effect.compensated = true
+        break
+      }
+      case 'resume':
+        this.host.setResume(body.point)
+        break
+      case 'commit':
+        break
+      case 'snapshot': {
+        this.restoreSnapshot(body.data)
+        // A format-2 snapshot says the next inode number; an older one is walked for it.
+        if (isLazySnapshot(body.data)) break
+        for (const dir of body.data.dirs) for (const child of Object.values(dir.c)) if (child !== 'W' && child.t !== 'r') noteIno(tableNode(child, []))
+        let maxIno = 0
+        for (const dir of body.data.dirs) maxIno = Math.max(maxIno, dir.m.ino)
+        overlay.inodes.next = Math.max(overlay.inodes.next, maxIno + 1)
+        break
+      }
+    }
+    return false
+  }
+
+  private applyChanges(changes: readonly SerialChange[], push: (change: Change) => void, noteIno: (node: UpperNode | undefined) => void): void {
+    const { overlay, state } = this.host
+    // Moved directories are looked up in the tree as it was before this operation.
+    const moved = new Map<string, UpperNode | undefined>()
+    for (const change of changes) {
+      if (change.k === 'slot' && change.a !== null && change.a !== 'W' && change.a.t === 'moved') {
+        const node = upperSlot(overlay.root, change.a.p)
+        if (node?.type !== 'dir') throw new Error(`rewindfs: the journal moves the directory at ${change.a.p}, which is not there`)
+        moved.set(change.a.p, node)
+      }
+    }
+    for (const change of changes) {
+      switch (change.k) {
+        case 'slot': {
+          const node = change.a === null ? undefined : change.a === 'W' ? WHITEOUT : decodeNode(change.a, (path) => moved.get(path))
+          noteIno(node)
+          overlay.setSlot(change.p, node)
+          break
+        }
+        case 'meta':
+          overlay.setDirMeta(change.p, change.a)
+          break
+        case 'state':
+          state.write(change.key, change.a ?? undefined)
+          break
+        case 'effect': {
+          const effect: SideEffect = {
+            description: change.d,
+            compensate: change.n !== undefined ? { name: change.n, ...(change.args !== undefined ? { args: change.args } : {}) } : lostCompensation,
+            ...(change.tier !== undefined ? { tier: change.tier } : {}),
+            ...(change.group !== undefined ? { group: change.group } : {}),
+            compensated: false,
+          }
+          push({ kind: 'effect', path: `effect:${change.d}`, effect })
+          break
+        }
+        case 'root': {
+          const before = overlay.freeze()
+          const stateBefore = state.freeze()
+          const checkpoint = change.checkpoint !== undefined ? this.host.checkpoints.find((c) => c.id === change.checkpoint) : undefined
+          if (change.checkpoint !== undefined && !checkpoint) throw new Error(`rewindfs: the journal restores checkpoint ${change.checkpoint}, which it never created`)
+          const after = checkpoint ? checkpoint.root : Overlay.emptyRoot(overlay.lower)
+          overlay.setRoot(after)
+          if (checkpoint) state.setRoot(checkpoint.state)
+          push({ kind: 'root', path: '/', before, after, ...(checkpoint ? { stateBefore, stateAfter: checkpoint.state } : {}) })
+          break
+        }
+      }
+    }
+  }
+
+  /** Loads a snapshot record into the (empty) host. */
+  private restoreSnapshot(data: SnapshotData | LazySnapshotData): void {
+    if (isLazySnapshot(data)) return this.restoreLazySnapshot(data)
+    const { overlay, state, journal, checkpoints } = this.host
+    const nodes = decodeTable(data.dirs)
+    const stateRoot = (pairs: [string, JsonValue][]) => {
+      const s = new SessionState()
+      for (const [key, value] of pairs) s.write(key, value)
+      return s.freeze()
+    }
+    overlay.setRoot(nodes[data.root])
+    state.setRoot(stateRoot(data.state))
+    for (const c of data.checkpoints) {
+      checkpoints.push({
+        id: c.id,
+        name: c.name,
+        kind: c.kind as CheckpointRecord['kind'],
+        seq: c.seq,
+        createdAt: c.createdAt,
+        ...(c.description !== undefined ? { description: c.description } : {}),
+        superseded: c.superseded,
+        root: nodes[c.root],
+        state: stateRoot(c.state),
+        opSeq: c.opSeq,
+      })
+    }
+    this.host.seenCheckpointSeq(data.checkpointSeq)
+    if (data.resume !== undefined) this.host.setResume(data.resume)
+    for (const [path, version] of data.seen ?? []) overlay.observed.set(path, version)
+    journal.load(
+      data.operations.map((op) => ({
+        id: op.id,
+        seq: op.seq,
+        type: op.type as OperationType,
+        paths: op.paths,
+        time: op.time,
+        session: op.session,
+        ...(op.turn !== undefined ? { turn: op.turn } : {}),
+        ...(op.group !== undefined ? { group: op.group } : {}),
+        ...(op.description !== undefined ? { description: op.description } : {}),
+        strategy: op.strategy as UndoStrategy,
+        undone: op.undone,
+        changes: op.changes.map((c) => decodeChange(c, (serial) => tableNode(serial, nodes), (i) => nodes[i])),
+      })),
+      data.seq,
+    )
+  }
+
+  /**
+   * Loads a format-2 snapshot: the live tree and metadata now, every checkpoint's tree and every
+   * operation's changes when first read (a checkpoint's contents are checked for integrity then).
+   */
+  private restoreLazySnapshot(data: LazySnapshotData): void {
+    const { overlay, state, journal, checkpoints } = this.host
+    const head = this.history.load(data)
+    const stateRoot = (pairs: [string, JsonValue][]) => {
+      const s = new SessionState()
+      for (const [key, value] of pairs) s.write(key, value)
+      return s.freeze()
+    }
+    overlay.setRoot(head[data.root])
+    state.setRoot(stateRoot(data.state))
+    overlay.inodes.next = Math.max(overlay.inodes.next, data.ino)
+    for (const c of data.checkpoints) {
+      const record = {
+        id: c.id,
+        name: c.name,
+        kind: c.kind as CheckpointRecord['kind'],
+        seq: c.seq,
+        createdAt: c.createdAt,
+        ...(c.description !== undefined ? { description: c.description } : {}),
+        superseded: c.superseded,
+        state: stateRoot(c.state),
+        opSeq: c.opSeq,
+      } as Omit<CheckpointRecord, 'root'> as CheckpointRecord
+      this.history.lazyRoot(record, c.root, head, (root) => {
+        if (!this.intact(root)) record.broken = true
+      })
+      checkpoints.push(record)
+    }
+    this.host.seenCheckpointSeq(data.checkpointSeq)
+    if (data.resume !== undefined) this.host.setResume(data.resume)
+    for (const [path, version] of data.seen ?? []) overlay.observed.set(path, version)
+    journal.load(
+      data.operations.map((op) => {
+        const record = {
+          id: op.id,
+          seq: op.seq,
+          type: op.type as OperationType,
+          paths: op.paths,
+          time: op.time,
+          session: op.session,
+          ...(op.turn !== undefined ? { turn: op.turn } : {}),
+          ...(op.group !== undefined ? { group: op.group } : {}),
+          ...(op.description !== undefined ? { description: op.description } : {}),
+          strategy: op.strategy as UndoStrategy,
+          undone: op.undone,
+        }
+        return this.history.lazyOperation(record, op.at)
+      }),
+      data.seq,
+    )
+  }
+}
+
+/** The upper-layer value at a path of a tree (undefined: nothing there in the upper layer). */
+function upperSlot(root: DirNode, path: string): UpperNode | undefined {
+  let node: UpperNode | undefined = root
+  for (const part of components(path)) node = node?.type === 'dir' ? mapGet(node.children, part) : undefined
+  return node
+}
