@@ -43,6 +43,25 @@ describe('concurrent recording calls run in turn', () => {
     expect(ws.fs.readdirSync('/')).toEqual(['keep.txt'])
   })
 
+  it('a reading call made after changing ones sees what they did; reads made before them do not wait for them', async () => {
+    const ws = await Workspace.open({ lower: { '/a.txt': 'old' } })
+    const tools = createAgentTools(ws)
+    const before = callTool(tools, 'read_file', { path: '/a.txt' })
+    const writes = Array.from({ length: 20 }, (_, i) => callTool(tools, 'write_file', { path: '/a.txt', content: `v${i}` }))
+    const after = [callTool(tools, 'read_file', { path: '/a.txt' }), callTool(tools, 'operation_history', {}), callTool(tools, 'search_files', { pattern: 'v19' })]
+    const contentOf = async (call: Promise<Awaited<ReturnType<typeof callTool>>>) => {
+      const outcome = await call
+      if (outcome.isError) throw new Error(outcome.error.message)
+      return outcome.result as { content?: string; operations?: unknown[]; matches?: unknown[] }
+    }
+    expect((await contentOf(before)).content).toBe('old')
+    const [read, history, search] = await Promise.all(after.map(contentOf))
+    expect(read.content).toBe('v19')
+    expect(history.operations).toHaveLength(20)
+    expect(search.matches).toHaveLength(1)
+    await Promise.all(writes)
+  })
+
   it('concurrent write_file calls each name only the operation they recorded', async () => {
     const ws = await Workspace.open({ lower: {} })
     const tools = createAgentTools(ws)

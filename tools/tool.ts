@@ -13,7 +13,7 @@ export interface AgentTool {
   readonly name: string
   readonly description: string
   readonly inputSchema: JsonSchema
-  /** It only reads: it records nothing, so it runs beside other calls and waits for no commit. */
+  /** It only reads: it records nothing, so it runs beside other reads and waits for no commit (only for the changing calls made before it). */
   readonly readOnly?: boolean
   run(input: unknown): Promise<ToolResult>
 }
@@ -29,12 +29,22 @@ export interface Durable {
  * call did, not what a neighbour did), and a successful result is returned only once everything it
  * recorded is durable (`ws.sync()`: the store's group commit). A model told "written" never loses
  * it to a crash; a store that failed turns the result into EDEGRADED. Tools named in `readOnly`
- * neither queue nor wait.
+ * run beside each other and wait for no commit, but see what the changing calls made before them
+ * did (a read sent after a write reads what it wrote), as a coding agent's batch of calls runs.
  */
 export function acknowledged(ws: Durable, tools: readonly AgentTool[], readOnly: ReadonlySet<string>): AgentTool[] {
   let tail: Promise<unknown> = Promise.resolve()
   return tools.map((tool): AgentTool => {
-    if (readOnly.has(tool.name)) return { ...tool, readOnly: true }
+    if (readOnly.has(tool.name)) {
+      return {
+        ...tool,
+        readOnly: true,
+        async run(input: unknown): Promise<ToolResult> {
+          await tail
+          return tool.run(input)
+        },
+      }
+    }
     return {
       ...tool,
       async run(input: unknown): Promise<ToolResult> {
