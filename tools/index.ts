@@ -28,7 +28,7 @@ export type { CommandOptions, CommandSandbox } from './command.js'
 export * as schemas from './schemas.js'
 export { isConfigPath } from './operations.js'
 
-/** Tools that only read: they run beside the others and wait for no commit. */
+/** Tools that only read: they run beside each other, after the changing calls made before them, and wait for no commit. */
 const READ_ONLY = new Set(['read_file', 'list_directory', 'operation_history', 'search_files', 'find_files'])
 
 export interface AgentToolsOptions {
