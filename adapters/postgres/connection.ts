@@ -180,18 +180,27 @@ class PgConnection implements Connection {
 
 /** A connection of our own, from a connection string. */
 export async function connectUrl(connectionString: string, options: { connectTimeoutMs?: number } = {}): Promise<Connection> {
+  const timeoutMs = options.connectTimeoutMs ?? 10_000
+  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0) {
+    throw Object.assign(new RangeError(`rewindfs: connectTimeoutMs must be a finite number of milliseconds, 0 or more (0: no limit); got ${String(timeoutMs)}`), { code: 'ERR_OUT_OF_RANGE' })
+  }
   const { Client } = await loadPg()
   const where = redact(connectionString)
-  const client = new Client({ connectionString, application_name: 'rewindfs', connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000 })
+  const client = new Client({ connectionString, application_name: 'rewindfs', connectionTimeoutMillis: timeoutMs })
   // Errors before connect resolves are connect's rejection; a listener keeps them from being thrown.
   const early = (): void => undefined
   client.on('error', early)
+  // pg ends a connect that ran out of time with 'Connection terminated unexpectedly', which reads as a lost session.
+  let expired = false
+  const timer = timeoutMs > 0 ? setTimeout(() => (expired = true), timeoutMs) : undefined
   try {
     await client.connect()
   } catch (error) {
     await client.end().catch(() => undefined)
+    if (expired) throw connectionError('ETIMEDOUT', 'connect', where, `PostgreSQL at ${where} did not accept the connection within ${timeoutMs} ms (${(error as Error)?.message}); is the host reachable?`, error)
     throw translate(error, 'connect', where)
   } finally {
+    clearTimeout(timer)
     client.removeListener('error', early)
   }
   return new PgConnection(client, where, () => client.end())

@@ -9,7 +9,19 @@ import { type ErrnoCode, FsError } from 'rewindfs/adapter-kit'
 
 /** A connection string with its password replaced, for messages. */
 export function redact(connectionString: string): string {
-  return connectionString.replace(/^(\w+:\/\/[^:/@]*:)[^@]*@/, '$1***@').replace(/([?&]password=)[^&]*/i, '$1***')
+  let text = connectionString
+  try {
+    // As pg reads it: the userinfo ends at the last '@' of the authority, so a password may hold '@'.
+    const url = new URL(text)
+    if (url.password !== '') {
+      url.password = '***'
+      text = url.toString()
+    }
+  } catch {
+    // Not a URL: hide up to the last '@' there is (more than the password, never less).
+    text = text.replace(/^(\w+:\/\/[^:/@]*:).*@/, '$1***@')
+  }
+  return text.replace(/([?&]password=)[^&]*/i, '$1***')
 }
 
 function withCause<E extends Error>(error: E, cause: unknown, sqlState?: string): E {

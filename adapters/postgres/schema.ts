@@ -40,8 +40,10 @@ export interface Tables {
 }
 
 export function tables(schema: string): Tables {
-  if (typeof schema !== 'string' || schema === '' || schema.length > 63) {
-    throw Object.assign(new TypeError(`rewindfs: a schema name is 1 to 63 characters; got ${JSON.stringify(schema)}`), { code: 'ERR_INVALID_ARG_VALUE' })
+  // The server cuts an identifier to 63 bytes, NUL cannot be sent and a lone surrogate arrives as
+  // U+FFFD: each would make two names one schema.
+  if (typeof schema !== 'string' || schema === '' || new TextEncoder().encode(schema).byteLength > 63 || schema.includes('\0') || /\p{Cs}/u.test(schema)) {
+    throw Object.assign(new TypeError(`rewindfs: a schema name is 1 to 63 bytes of well-formed UTF-8 without NUL; got ${JSON.stringify(schema)}`), { code: 'ERR_INVALID_ARG_VALUE' })
   }
   const s = quoteIdentifier(schema)
   return {

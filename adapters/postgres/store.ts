@@ -86,9 +86,12 @@ const jsonSchema: z.ZodMiniType<JsonValue> = z.union([
   z.record(z.string(), z.lazy(() => jsonSchema)),
 ])
 
+/** A UTF-16 surrogate not in a pair: the server stores it as U+FFFD, so two such names would be one session. */
+const LONE_SURROGATE = /\p{Cs}/u
+
 export function checkSession(session: unknown): string {
-  if (typeof session !== 'string' || session === '' || session.length > MAX_SESSION || session.includes('\0')) {
-    throw Object.assign(new TypeError(`rewindfs: a session name is 1 to ${MAX_SESSION} characters without NUL; got ${JSON.stringify(session)}`), { code: 'ERR_INVALID_ARG_VALUE' })
+  if (typeof session !== 'string' || session === '' || session.length > MAX_SESSION || session.includes('\0') || LONE_SURROGATE.test(session)) {
+    throw Object.assign(new TypeError(`rewindfs: a session name is 1 to ${MAX_SESSION} characters of well-formed Unicode without NUL; got ${JSON.stringify(session)}`), { code: 'ERR_INVALID_ARG_VALUE' })
   }
   return session
 }

@@ -1,0 +1,89 @@
+/**
+ * Odd inputs to the postgres store, each a clear error that loses nothing: names the server would
+ * change (a lone surrogate arrives as U+FFFD, an identifier is cut to 63 bytes) and so would make
+ * two sessions or schemas one, a password holding '@' (it stays out of every message), and a host
+ * that accepts the connection but never answers (ETIMEDOUT after connectTimeoutMs, not a "lost
+ * connection" as if a session had been cut off).
+ */
+import net from 'node:net'
+import { afterAll, describe, expect, it } from 'vitest'
+import { pgliteStore, postgresFleet, postgresStore } from '../adapters/postgres/index.js'
+import { dropSchema, scratchSchema, serverUrl } from './postgres-server.js'
+
+const url = await serverUrl()
+
+describe('names the server would change are refused before anything is written', () => {
+  it('a session name with a lone surrogate is ERR_INVALID_ARG_VALUE (a pair is fine)', async () => {
+    for (const session of ['a\uD800', 'a\uDC00', '\uDFFFb']) {
+      await expect(pgliteStore({ session })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE', name: 'TypeError' })
+    }
+    const store = await pgliteStore({ session: 'a\uD83D\uDE00' })
+    expect(store.session).toBe('a😀')
+    await store.close()
+  }, 60_000)
+
+  it('a schema name of more than 63 bytes, or with NUL or a lone surrogate, is ERR_INVALID_ARG_VALUE', async () => {
+    for (const schema of ['é'.repeat(32), 'a\0b', 'x\uD800']) {
+      await expect(pgliteStore({ session: 's', schema })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' })
+    }
+  }, 60_000)
+})
+
+describe.skipIf(url === undefined)('names on a server', () => {
+  const schema = scratchSchema('pginputs')
+  afterAll(async () => {
+    await dropSchema(url!, schema)
+    await dropSchema(url!, 'é'.repeat(31))
+  })
+
+  it('two session names differing only in a lone surrogate are not one session', async () => {
+    await expect(postgresStore({ connectionString: url!, schema, session: 'x\uD800' })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' })
+    const fleet = await postgresFleet({ connectionString: url!, schema })
+    expect(await fleet.sessions()).toEqual([])
+    await fleet.close()
+  })
+
+  it('a schema of 62 bytes of two-byte characters is used whole (listed, its disk counted)', async () => {
+    const long = 'é'.repeat(31)
+    const store = await postgresStore({ connectionString: url!, schema: long, session: 's' })
+    await store.appendJournal(['one'])
+    await store.close()
+    const fleet = await postgresFleet({ connectionString: url!, schema: long })
+    expect((await fleet.sessions()).map((s) => s.session)).toEqual(['s'])
+    expect((await fleet.storage()).diskBytes).toBeGreaterThan(0)
+    await fleet.close()
+  })
+})
+
+describe('connection errors', () => {
+  it("a password holding '@' stays out of the message", async () => {
+    const error = await postgresStore({ connectionString: 'postgresql://agent:s3cr@t-p4ss@localhost/rewindfs?host=/nonexistent-socket-dir', session: 's' }).catch((caught: unknown) => caught as Error)
+    expect(error).toMatchObject({ code: 'ECONNREFUSED' })
+    expect((error as Error).message).not.toMatch(/s3cr|p4ss/)
+    expect((error as { address?: string }).address).not.toMatch(/s3cr|p4ss/)
+    expect((error as Error).message).toContain('postgresql://agent:***@localhost/rewindfs')
+  })
+
+  it('a host that accepts but never answers is ETIMEDOUT after connectTimeoutMs', async () => {
+    const sockets: net.Socket[] = []
+    const silent = net.createServer((socket) => sockets.push(socket))
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    const port = (silent.address() as net.AddressInfo).port
+    try {
+      const started = Date.now()
+      const error = await postgresStore({ connectionString: `postgres://agent:pw@127.0.0.1:${port}/rewindfs`, session: 's', connectTimeoutMs: 500 }).catch((caught: unknown) => caught as Error)
+      expect(error).toMatchObject({ code: 'ETIMEDOUT', errno: -110, syscall: 'connect' })
+      expect((error as Error).message).toContain('500 ms')
+      expect(Date.now() - started).toBeLessThan(5000)
+    } finally {
+      for (const socket of sockets) socket.destroy()
+      silent.close()
+    }
+  })
+
+  it('connectTimeoutMs must be a number of milliseconds', async () => {
+    for (const connectTimeoutMs of [-1, Number.NaN, '100' as unknown as number]) {
+      await expect(postgresStore({ connectionString: 'postgres://u@localhost/db', session: 's', connectTimeoutMs })).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
+    }
+  })
+})
