@@ -75,3 +75,16 @@ export function relative(from: string, to: string): string {
   while (common < a.length && common < b.length && a[common] === b[common]) common++
   return [...a.slice(common).map(() => '..'), ...b.slice(common)].join('/')
 }
+
+/** Node's path.join(parent, name): the joined path normalised, '..' folded lexically, relative kept relative. */
+export function joinLexically(parent: string, name: string): string {
+  const absolutePath = parent.startsWith('/')
+  const parts: string[] = []
+  for (const part of (parent + '/' + name).split('/')) {
+    if (part === '' || part === '.') continue
+    if (part === '..' && parts.length > 0 && parts[parts.length - 1] !== '..') parts.pop()
+    else if (part !== '..' || !absolutePath) parts.push(part)
+  }
+  const joined = parts.join('/')
+  return absolutePath ? '/' + joined : joined || '.'
+}

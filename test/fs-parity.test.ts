@@ -220,4 +220,80 @@ describe('less common paths match node:fs on a real directory', () => {
     expect(await same((fs, at) => copied(fs, at, '/f', '/n', {}))).toEqual([true, true, 200004.999, 200005, 200005])
     await same((fs, at) => copied(fs, at, '/d/g', '/n', { recursive: true }))
   })
+
+  it('Dirents listed with encoding "buffer" have Buffer names (readdir, opendir)', async () => {
+    const names = (entries: nodeFs.Dirent<Buffer | string>[]) => entries.map((entry) => [Buffer.isBuffer(entry.name), String(entry.name), entry.parentPath]).sort()
+    expect(await same((fs, at) => names(fs.readdirSync(at('/d'), { encoding: 'buffer', withFileTypes: true })))).toEqual([
+      [true, 'g', '/d'],
+      [true, 'sub', '/d'],
+    ])
+    await same(async (fs, at) => names(await fs.promises.readdir(at('/d'), { encoding: 'buffer', withFileTypes: true })))
+    await same((fs, at) => {
+      const dir = fs.opendirSync(at('/d'), { encoding: 'buffer' as BufferEncoding })
+      const entries: nodeFs.Dirent<Buffer | string>[] = []
+      for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) entries.push(entry)
+      dir.closeSync()
+      return names(entries)
+    })
+  })
+
+  it('opendir with recursive lists each directory when it is read, breadth first, names as Node joins them; options are checked as Node does', async () => {
+    // Order within a directory is the file system's own (hash order on ext4): compared per parent.
+    const drain = (dir: nodeFs.Dir) => {
+      const entries: string[] = []
+      for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) entries.push(`${entry.parentPath} ${entry.name}`)
+      dir.closeSync()
+      const parents = [...new Set(entries.map((entry) => entry.split(' ')[0]))]
+      return [parents, entries.sort()]
+    }
+    const deeper = (fs: Fs, at: At) => {
+      fs.mkdirSync(at('/d/sub/x/y'), { recursive: true })
+      fs.writeFileSync(at('/d/sub/x/i'), '')
+      fs.mkdirSync(at('/d/a'))
+    }
+    const listed = await same((fs, at) => {
+      deeper(fs, at)
+      return drain(fs.opendirSync(at('/d'), { recursive: true }))
+    })
+    expect(listed).toEqual([['/d', '/d/sub', '/d/sub/x'], ['/d a', '/d g', '/d sub', '/d/sub x', '/d/sub/x i', '/d/sub/x y']])
+    await same((fs, at) => {
+      deeper(fs, at)
+      return drain(fs.opendirSync('./ld/', { recursive: true }))
+    })
+    // A directory is listed when it is read: what is made in it before then is seen.
+    await same((fs, at) => {
+      const dir = fs.opendirSync(at('/d'), { recursive: true })
+      const first = dir.readSync()
+      fs.writeFileSync(at('/d/sub/late'), '')
+      return [first?.name, drain(dir)]
+    })
+    await same((fs, at) => fs.opendirSync(at('/d'), { bufferSize: 0 }))
+    await same((fs, at) => fs.opendirSync(at('/d'), { bufferSize: '3' as never }))
+    // A closed Dir's read throws at once, also in its promise and callback forms.
+    await same((fs, at) => {
+      const dir = fs.opendirSync(at('/d'))
+      dir.closeSync()
+      let thrown: unknown = 'nothing thrown'
+      try {
+        void dir.read()
+      } catch (error) {
+        thrown = error
+      }
+      return thrown
+    })
+  })
+
+  it('mkdir, rm and cp check their options as Node does (flags are booleans, cp\'s filter a function)', async () => {
+    expect(await same((fs, at) => fs.mkdirSync(at('/m'), { recursive: 'yes' as never }))).toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' })
+    await same((fs, at) => fs.rmSync(at('/f'), { recursive: 1 as never }))
+    await same((fs, at) => fs.rmSync(at('/f'), { force: 'yes' as never }))
+    await same((fs, at) => fs.rmSync(at('/f'), { maxRetries: -1 }))
+    await same((fs, at) => fs.rmSync(at('/f'), 'x' as never))
+    await same((fs, at) => fs.promises.rm(at('/f'), { retryDelay: 1.5 }))
+    await same((fs, at) => fs.cpSync(at('/f'), at('/n'), { filter: 5 as never }))
+    await same((fs, at) => fs.cpSync(at('/f'), at('/n'), 5 as never))
+    await same((fs, at) => fs.cpSync(at('/f'), at('/n'), { dereference: true, verbatimSymlinks: true }))
+    await same((fs, at) => fs.cpSync(at('/d'), at('/n'), { recursive: 'yes' as never }))
+    await same((fs, at) => [fs.rmSync(at('/nope'), { force: true }), fs.rmSync(at('/d'), { recursive: true, force: false }), fs.existsSync(at('/d'))])
+  })
 })

@@ -83,7 +83,8 @@ function quote(text: string): string {
 }
 
 function invalidType(name: string, expected: string, value: unknown): Error {
-  const what = name.includes(' ') ? name : `"${name}" argument`
+  // Node says "property" for an option ('options.recursive'), "argument" otherwise.
+  const what = name.includes(' ') ? name : `"${name}" ${name.includes('.') ? 'property' : 'argument'}`
   return typeError('ERR_INVALID_ARG_TYPE', `The ${what} must be ${expected}.${describeReceived(value)}`)
 }
 
@@ -113,6 +114,13 @@ function fileUrlToPath(url: URL): string {
   }
   if (/%2f/i.test(url.pathname)) throw typeError('ERR_INVALID_FILE_URL_PATH', 'File URL path must not include encoded / characters')
   return decodeURIComponent(url.pathname)
+}
+
+/** Node's ERR_INCOMPATIBLE_OPTION_PAIR: two options given that cannot go together. */
+export function incompatibleOptions(first: string, second: string): TypeError {
+  const error = new TypeError(`Option "${first}" cannot be used in combination with option "${second}"`)
+  Object.defineProperty(error, 'code', { value: 'ERR_INCOMPATIBLE_OPTION_PAIR', enumerable: true, writable: true, configurable: true })
+  return error
 }
 
 export function validateFunction(value: unknown, name: string): asserts value is (...args: unknown[]) => unknown {

@@ -7,17 +7,21 @@ import { type Encoding, concatBytes, decode, toCallerBytes } from '../bytes.js'
 import { FsError, systemError, typeError } from '../errors.js'
 import { HostBuffer } from '../host.js'
 import type { Entry, Overlay, StatFields } from '../overlay.js'
-import { absolute, basename, components, dirname, isWithin, join, normalize } from '../path.js'
+import { absolute, basename, components, dirname, isWithin, join, joinLexically, normalize } from '../path.js'
 import {
   constants,
   dataArgument,
   describeReceived,
   encodingOption,
   flagsArgument,
+  incompatibleOptions,
   modeArgument,
   pathArgument,
   timeArgument,
+  validateBoolean,
+  validateFunction,
   validateInteger,
+  validateObject,
 } from './arguments.js'
 import { type Meta, dirNode } from '../layer/nodes.js'
 import { ChangeFeed, type NotificationKind } from '../engine/change-feed.js'
@@ -295,7 +299,7 @@ export class FsOperations {
    * only into real directories. Dirents carry the parent path as Node builds it: the caller's path
    * at the top, path.join of it below.
    */
-  readdir(dirPath: unknown, options?: unknown, stack = false): (string | Uint8Array | Dirent)[] {
+  readdir(dirPath: unknown, options?: unknown, stack = false): (string | Uint8Array | Dirent<string | Uint8Array>)[] {
     const { given, path } = this.path(dirPath)
     const encoding = encodingOption(options, 'utf8')
     const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
@@ -303,7 +307,7 @@ export class FsOperations {
     if (root.type !== 'dir') throw new FsError('ENOTDIR', 'scandir', given)
     this.accessed(root)
     const withTypes = opts.withFileTypes === true
-    const results: (string | Uint8Array | Dirent)[] = []
+    const results: (string | Uint8Array | Dirent<string | Uint8Array>)[] = []
     const encoder = new TextEncoder()
     // A directory to list: its entry, its path relative to the top, the parent path Dirents show,
     // and its lexical absolute path (Node descends by joining names, so 'link/..' is not physical).
@@ -319,7 +323,7 @@ export class FsOperations {
       for (const name of this.overlay.names(dir)) {
         const child = this.overlay.child(dir, name)!
         const childRelative = relative ? relative + '/' + name : name
-        if (withTypes) results.push(new Dirent(name, child.type, parentPath))
+        if (withTypes) results.push(new Dirent(encoding === 'buffer' ? toCallerBytes(encoder.encode(name)) : name, child.type, parentPath))
         else results.push(encoding === 'buffer' ? toCallerBytes(encoder.encode(childRelative)) : childRelative)
         if (opts.recursive !== true) continue
         const childLexical = join(lexical, name)
@@ -339,10 +343,14 @@ export class FsOperations {
 
   opendir(dirPath: unknown, options?: unknown): Dir {
     const { given, path } = this.path(dirPath)
-    encodingOption(options, 'utf8')
+    const encoding = encodingOption(options, 'utf8')
+    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
     const entry = this.overlay.resolve(path, 'opendir', true, given)
     if (entry.type !== 'dir') throw new FsError('ENOTDIR', 'opendir', given)
-    return new Dir(given, () => this.readdir(given, { withFileTypes: true }) as Dirent[])
+    // Node's Dir checks its buffer size after the directory is opened.
+    if (opts.bufferSize !== undefined) validateInteger(opts.bufferSize, 'options.bufferSize', 1, 4294967295)
+    const list = (dir: string) => this.readdir(dir, { withFileTypes: true, encoding }) as Dirent<string | Uint8Array>[]
+    return new Dir(given, list, Boolean(opts.recursive))
   }
 
   stat(file: unknown, options?: unknown) {
@@ -512,6 +520,7 @@ export class FsOperations {
   mkdir(dirPath: unknown, options?: unknown): string | undefined {
     const { given, path } = this.path(dirPath)
     const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    if (opts.recursive !== undefined) validateBoolean(opts.recursive, 'options.recursive')
     const mode = modeArgument(typeof options === 'number' || typeof options === 'string' ? options : opts.mode, 'mode', 0o777)
     if (opts.recursive) return this.mkdirRecursive(given, given, mode)
     const { parent, name, existing } = this.overlay.resolveParent(path, 'mkdir', given)
@@ -622,7 +631,7 @@ export class FsOperations {
   @journaled('file_delete')
   rm(file: unknown, options?: unknown): void {
     const { given, path } = this.path(file)
-    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    const opts = rmOptions(options)
     let entry: Entry
     try {
       entry = this.overlay.resolve(path, 'lstat', false, given)
@@ -768,7 +777,7 @@ export class FsOperations {
   cp(src: unknown, dest: unknown, options?: unknown): void {
     const from = this.path(src, 'src')
     const to = this.path(dest, 'dest')
-    const opts = { force: true, ...((options ?? {}) as CpOptions) }
+    const opts = cpOptions(options)
     // Node resolves both paths lexically first, then checks them in this order.
     const sourcePath = normalize(from.path)
     const destPath = normalize(to.path)
@@ -1349,25 +1358,37 @@ export class FsOperations {
   }
 }
 
-/** Node's path.join(parent, name): the joined path normalised, '..' folded lexically, relative kept relative. */
-export function joinLexically(parent: string, name: string): string {
-  const absolutePath = parent.startsWith('/')
-  const parts: string[] = []
-  for (const part of (parent + '/' + name).split('/')) {
-    if (part === '' || part === '.') continue
-    if (part === '..' && parts.length > 0 && parts[parts.length - 1] !== '..') parts.pop()
-    else if (part !== '..' || !absolutePath) parts.push(part)
-  }
-  const joined = parts.join('/')
-  return absolutePath ? '/' + joined : joined || '.'
-}
-
 /**
  * The times cp's preserveTimestamps sets on a copy: the source's stat Dates (its access time after
  * the copy read it, as Node stats it again), which Node rounds to the millisecond.
  */
 function copiedTimes(source: StatFields): [Date, Date] {
   return [new Date(Math.round(source.atimeMs)), new Date(Math.round(source.mtimeMs))]
+}
+
+/** Node's validateRmOptions: an object (or nothing), its flags booleans, its retry settings integers. */
+function rmOptions(options: unknown): Options {
+  if (options === undefined) return {}
+  validateObject(options, 'options')
+  const opts = { recursive: false, force: false, retryDelay: 100, maxRetries: 0, ...options }
+  validateBoolean(opts.recursive, 'options.recursive')
+  validateInteger(opts.retryDelay, 'options.retryDelay', 0, 2147483647)
+  validateInteger(opts.maxRetries, 'options.maxRetries', 0, 4294967295)
+  validateBoolean(opts.force, 'options.force')
+  return opts
+}
+
+/** Node's validateCpOptions: its defaults (force on), booleans, a filter function, dereference without verbatimSymlinks. */
+function cpOptions(options: unknown): CpOptions {
+  if (options === undefined) return { force: true }
+  validateObject(options, 'options')
+  const opts: Record<string, unknown> = { dereference: false, errorOnExist: false, force: true, preserveTimestamps: false, recursive: false, verbatimSymlinks: false, ...options }
+  for (const name of ['dereference', 'errorOnExist', 'force', 'preserveTimestamps', 'recursive', 'verbatimSymlinks']) validateBoolean(opts[name], `options.${name}`)
+  if (opts.dereference === true && opts.verbatimSymlinks === true) {
+    throw incompatibleOptions('dereference', 'verbatimSymlinks')
+  }
+  if (opts.filter !== undefined) validateFunction(opts.filter, 'options.filter')
+  return opts as CpOptions
 }
 
 /** Node's path.dirname: trailing slashes ignored, '.' when there is no directory part. */

@@ -6,6 +6,7 @@ import { typeError } from '../errors.js'
 import type { EntryType } from '../lower/source.js'
 import type { StatFields } from '../overlay.js'
 import { validateFunction } from './arguments.js'
+import { joinLexically } from '../path.js'
 
 const S_IFMT = 0o170000
 const typeChecks = {
@@ -130,12 +131,13 @@ export class StatFs<N extends number | bigint = number | bigint> {
   }
 }
 
-export class Dirent {
+/** A directory entry; its name is a Buffer (a Uint8Array outside Node) when listed with encoding 'buffer'. */
+export class Dirent<Name extends string | Uint8Array = string> {
   /** Node 20 also exposes the parent directory as `path` (deprecated alias of parentPath). */
   readonly path: string
 
   constructor(
-    readonly name: string,
+    readonly name: Name,
     private readonly type: EntryType,
     readonly parentPath: string,
   ) {
@@ -166,25 +168,34 @@ export class Dirent {
 
 const dirClosed = () => Object.assign(new Error('Directory handle was closed'), { code: 'ERR_DIR_CLOSED' })
 
-/** What fs.opendir returns: entries are listed on first read. */
+/**
+ * What fs.opendir returns. Entries are listed on first read; with `recursive`, a directory's own
+ * entries are listed when it is read, and queued after those already listed, as Node's Dir does.
+ */
 export class Dir {
-  private entries: Dirent[] | undefined
+  private entries: Dirent<string | Uint8Array>[] | undefined
   private closed = false
 
   constructor(
     readonly path: string,
-    private readonly list: () => Dirent[],
+    private readonly list: (path: string) => Dirent<string | Uint8Array>[],
+    private readonly recursive = false,
   ) {}
 
   readSync(): Dirent | null {
     if (this.closed) throw dirClosed()
-    this.entries ??= this.list()
-    return this.entries.shift() ?? null
+    this.entries ??= this.list(this.path)
+    const entry = this.entries.shift()
+    if (entry === undefined) return null
+    if (this.recursive && entry.isDirectory()) this.entries.push(...this.list(joinLexically(entry.parentPath, String(entry.name))))
+    return entry as Dirent
   }
 
   read(): Promise<Dirent | null>
   read(callback: (error: Error | null, entry: Dirent | null) => void): void
   read(callback?: (error: Error | null, entry: Dirent | null) => void): Promise<Dirent | null> | void {
+    // Node throws this one at once, callback or not.
+    if (this.closed) throw dirClosed()
     if (callback === undefined) {
       return new Promise((resolve, reject) => {
         try {
@@ -245,3 +256,4 @@ export class Dir {
     return this.entriesIterator()
   }
 }
+
