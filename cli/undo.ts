@@ -2,11 +2,13 @@
  * `rewindfs undo --dir <project> --store <dir> [--steps <n>] [--dry-run]`: takes back the session's
  * newest operations (a `run`, a `shell` session, an agent's edit) in the workspace, as ws.undo does:
  * the project on disk changes only at flush. An operation later ones depend on is refused
- * (EDEPENDENT) with the blockers named.
+ * (EDEPENDENT) with the blockers named. A checkpoint of the workspace before the undo is made
+ * first, as restore makes its guard: the undo is taken back by restoring it in a later process
+ * (ws.redo lasts only as long as the process that undid).
  */
 import type { Operation } from '../src/index.js'
 import type { Options } from './arguments.js'
-import { type Json, type Outcome, iso, pathsText } from './outcome.js'
+import { type Json, type Outcome, checkpointJson, iso, pathsText } from './outcome.js'
 import { openProject } from './project.js'
 import { stdoutPalette } from './terminal.js'
 
@@ -17,7 +19,12 @@ function operationJson(op: Operation): { [key: string]: Json | undefined } {
 export async function undo(options: Options): Promise<Outcome> {
   const { ws } = await openProject('undo', options, options.dryRun ? 'read' : 'write')
   try {
-    const report = await ws.undo({ steps: options.steps ?? 1, dryRun: options.dryRun })
+    const steps = options.steps ?? 1
+    // What it would undo first: a refusal (EDEPENDENT) or nothing to undo makes no checkpoint.
+    const preview = await ws.undo({ steps, dryRun: true })
+    const undoing = !options.dryRun && preview.undone.length > 0
+    const guard = undoing ? await ws.checkpoint({ kind: 'auto', description: `before rewindfs undo of ${preview.undone.map((op) => op.id).join(', ')}` }) : undefined
+    const report = undoing ? await ws.undo({ steps }) : preview
     await ws.sync()
     const paint = stdoutPalette()
     const what = options.dryRun ? 'would undo' : 'undid'
@@ -28,10 +35,17 @@ export async function undo(options: Options): Promise<Outcome> {
             `${paint.bold(what)} ${report.undone.length} operation(s):`,
             ...report.undone.map((op) => `  ${paint.bold(op.id)} ${op.type.padEnd(12)} ${pathsText(op.paths)}${op.description ? paint.dim(` (${op.description})`) : ''}`),
             ...(report.next ? [paint.dim(`next: ${report.next.id} ${report.next.type} ${pathsText(report.next.paths)}${report.next.description ? ` (${report.next.description})` : ''}`)] : []),
+            ...(guard ? [paint.dim(`checkpoint ${guard.id} holds the workspace as it was: rewindfs restore ${guard.id} takes this undo back`)] : []),
             ...(!options.dryRun ? [paint.dim('the project on disk is unchanged; rewindfs flush writes the workspace into it')] : []),
           ]
     return {
-      data: { dryRun: options.dryRun, undone: report.undone.map(operationJson), filesAffected: report.filesAffected, ...(report.next ? { next: operationJson(report.next) } : {}) },
+      data: {
+        dryRun: options.dryRun,
+        undone: report.undone.map(operationJson),
+        filesAffected: report.filesAffected,
+        ...(report.next ? { next: operationJson(report.next) } : {}),
+        ...(guard ? { guard: checkpointJson(guard) } : {}),
+      },
       lines,
     }
   } finally {

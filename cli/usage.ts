@@ -42,7 +42,7 @@ export const COMMANDS = {
   },
   undo: {
     usage: `undo ${PROJECT} [--steps <n>] [--dry-run]`,
-    summary: 'take back the newest operation (or n of them: a run, a shell session, an edit) in the workspace; the project on disk is untouched until flush',
+    summary: 'take back the newest operation (or n of them: a run, a shell session, an edit) in the workspace, after a checkpoint that restore takes it back with; the project on disk is untouched until flush',
   },
   flush: {
     usage: `flush ${PROJECT} [--dry-run] [--force] [--allow-links-outside]`,

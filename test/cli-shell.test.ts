@@ -56,6 +56,16 @@ describe('rewindfs run', () => {
     expect(JSON.parse(runCli(['diff', '--dir', dir, '--store', store, '--json']).stdout).changes).toEqual([])
     expect(runCli(['undo', '--dir', dir, '--store', store]).stdout).toBe('nothing to undo\n')
     expect(fs.readdirSync(dir)).toEqual(['a.txt'])
+    // The undo is taken back, in a later process, by restoring the checkpoint it made first.
+    const guard = undone.stdout.match(/checkpoint (\S+) holds the workspace as it was: rewindfs restore \1 takes this undo back/)
+    expect(guard).not.toBeNull()
+    expect(runCli(['restore', guard![1], '--dir', dir, '--store', store]).code).toBe(0)
+    expect(JSON.parse(runCli(['diff', '--dir', dir, '--store', store, '--json']).stdout).changes.map((c: { path: string }) => c.path)).toEqual(['/a.txt', '/b.txt'])
+    // Nothing undone (and a dry run) makes no checkpoint.
+    const checkpoints = () => JSON.parse(runCli(['checkpoints', '--dir', dir, '--store', store, '--json']).stdout).checkpoints.length
+    const before = checkpoints()
+    runCli(['undo', '--dir', dir, '--store', store, '--dry-run'])
+    expect(checkpoints()).toBe(before)
   })
 
   it("a link out of the project a command made (a venv's bin/python3) works in the next run; flush refuses it, naming the way out, until --allow-links-outside", () => {
