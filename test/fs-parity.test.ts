@@ -296,4 +296,41 @@ describe('less common paths match node:fs on a real directory', () => {
     await same((fs, at) => fs.cpSync(at('/d'), at('/n'), { recursive: 'yes' as never }))
     await same((fs, at) => [fs.rmSync(at('/nope'), { force: true }), fs.rmSync(at('/d'), { recursive: true, force: false }), fs.existsSync(at('/d'))])
   })
+
+  it('cp asks the filter first, before it looks at the paths; cpSync refuses a promise from it, cp and promises.cp await it', async () => {
+    await same((fs, at) => fs.cpSync(at('/missing'), at('/n'), { filter: () => false }))
+    expect(await same((fs, at) => fs.cpSync(at('/f'), at('/n'), { filter: (async () => false) as never }))).toMatchObject({ code: 'ERR_INVALID_RETURN_VALUE' })
+    await same((fs, at) => {
+      const seen: string[] = []
+      try {
+        fs.cpSync(at('/d'), at('/n'), { filter: (source) => (seen.push(source), true) })
+      } catch (error) {
+        seen.push((error as { code: string }).code)
+      }
+      return seen
+    })
+    const kept = await same(async (fs, at) => {
+      await fs.promises.cp(at('/d'), at('/n'), { recursive: true, filter: async (source) => !source.endsWith('g') })
+      return fs.readdirSync(at('/n'))
+    })
+    expect(kept).toEqual(['sub'])
+    await same(async (fs, at) => {
+      await fs.promises.cp(at('/d'), at('/n'), { recursive: true, filter: async () => false })
+      return fs.existsSync(at('/n'))
+    })
+    await same(async (fs, at) => fs.promises.cp(at('/missing'), at('/n'), { filter: () => Promise.resolve(false) }))
+    await same(
+      (fs, at) =>
+        new Promise((resolve) =>
+          fs.cp('d', 'n', { recursive: true, filter: async (source) => !source.endsWith('sub') }, (error) => resolve(error ?? fs.readdirSync(at('/n')))),
+        ),
+    )
+    await same(async (fs, at) => {
+      const seen: string[] = []
+      await fs.promises.cp('./d', at('/n'), { recursive: true, filter: async (source, destination) => (seen.push(`${source} > ${destination}`), true) })
+      return seen.sort()
+    })
+    // Argument errors stay synchronous in the callback form.
+    await same((fs, at) => fs.cp(at('/d'), at('/n'), { filter: async () => true, recursive: 1 as never }, () => undefined))
+  })
 })

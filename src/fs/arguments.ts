@@ -116,11 +116,16 @@ function fileUrlToPath(url: URL): string {
   return decodeURIComponent(url.pathname)
 }
 
+/** A TypeError with a Node error code, for the codes only the fs surface raises. */
+export function codedTypeError(code: 'ERR_INCOMPATIBLE_OPTION_PAIR' | 'ERR_INVALID_RETURN_VALUE', message: string): TypeError {
+  const error = new TypeError(message)
+  Object.defineProperty(error, 'code', { value: code, enumerable: true, writable: true, configurable: true })
+  return error
+}
+
 /** Node's ERR_INCOMPATIBLE_OPTION_PAIR: two options given that cannot go together. */
 export function incompatibleOptions(first: string, second: string): TypeError {
-  const error = new TypeError(`Option "${first}" cannot be used in combination with option "${second}"`)
-  Object.defineProperty(error, 'code', { value: 'ERR_INCOMPATIBLE_OPTION_PAIR', enumerable: true, writable: true, configurable: true })
-  return error
+  return codedTypeError('ERR_INCOMPATIBLE_OPTION_PAIR', `Option "${first}" cannot be used in combination with option "${second}"`)
 }
 
 export function validateFunction(value: unknown, name: string): asserts value is (...args: unknown[]) => unknown {

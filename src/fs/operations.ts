@@ -13,6 +13,7 @@ import {
   dataArgument,
   describeReceived,
   encodingOption,
+  codedTypeError,
   flagsArgument,
   incompatibleOptions,
   modeArgument,
@@ -43,7 +44,8 @@ export interface CpOptions {
   dereference?: boolean
   preserveTimestamps?: boolean
   verbatimSymlinks?: boolean
-  filter?: (source: string, destination: string) => boolean
+  /** May return a promise in the callback and promise forms (they await it); cpSync refuses one. */
+  filter?: (source: string, destination: string) => boolean | Promise<boolean>
 }
 
 /**
@@ -775,9 +777,11 @@ export class FsOperations {
 
   @journaled('copy')
   cp(src: unknown, dest: unknown, options?: unknown): void {
+    const opts = cpOptions(options)
     const from = this.path(src, 'src')
     const to = this.path(dest, 'dest')
-    const opts = cpOptions(options)
+    // Node asks the filter before it looks at either path.
+    if (opts.filter && !filterAnswer(opts.filter, from.given, to.given)) return
     // Node resolves both paths lexically first, then checks them in this order.
     const sourcePath = normalize(from.path)
     const destPath = normalize(to.path)
@@ -808,7 +812,6 @@ export class FsOperations {
     if (source.type === 'dir' && !opts.recursive) {
       throw systemError('ERR_FS_EISDIR', 'Recursive option is required to copy a directory', 'EISDIR', 'cp', from.given, `${from.given} is a directory (not copied)`)
     }
-    if (opts.filter && !opts.filter(from.given, to.given)) return
     // Missing parents of the destination are created, as Node does: mkdir -p of path.dirname(dest).
     const parent = dirnameOf(to.given)
     if (!this.tryResolveDir(absolute(parent, this.cwd))) this.mkdirRecursive(parent, parent, 0o777)
@@ -840,7 +843,7 @@ export class FsOperations {
 
   /** `src` and `dest` name this entry as Node does: the caller's paths at the top, path.join of them below. */
   private copyTree(source: Entry, destPath: string, opts: CpOptions, src: string, dest: string, top = false, made = false): void {
-    if (!top && opts.filter && !opts.filter(src, dest)) return
+    if (!top && opts.filter && !filterAnswer(opts.filter, src, dest)) return
     // Only the caller's own path can carry a trailing slash.
     const trailingSlash = top && dest.endsWith('/')
     if (trailingSlash && source.type !== 'dir') destPath = destPath.replace(/\/+$/, '')
@@ -1389,6 +1392,43 @@ function cpOptions(options: unknown): CpOptions {
   }
   if (opts.filter !== undefined) validateFunction(opts.filter, 'options.filter')
   return opts as CpOptions
+}
+
+/** cp's filter answer; cpSync refuses a promise (the async forms await it: see cpFilterAnswers). */
+function filterAnswer(filter: NonNullable<CpOptions['filter']>, source: string, destination: string): boolean {
+  const answer: unknown = filter(source, destination)
+  if (answer instanceof Promise) throw codedTypeError('ERR_INVALID_RETURN_VALUE', 'Expected boolean to be returned from the "filter" function but got an instance of Promise.')
+  return Boolean(answer)
+}
+
+/**
+ * The callback and promise forms of cp await the filter, as Node's do. cp itself runs synchronously,
+ * so the answers are gathered first: the filter is asked for every entry cp will reach (the source
+ * walked as cp walks it: into directories the filter keeps), then cp runs with those answers.
+ * Undefined without a filter (nothing to wait for). Argument errors are thrown at once.
+ */
+export function cpFilterAnswers(ops: FsOperations, args: unknown[]): Promise<unknown[]> | undefined {
+  const [src, dest, options] = args
+  if (typeof options !== 'object' || options === null || typeof (options as CpOptions).filter !== 'function') return undefined
+  const opts = cpOptions(options)
+  const filter = opts.filter!
+  const top = [pathArgument(src, 'src'), pathArgument(dest, 'dest')] as const
+  const answers = new Map<string, boolean>()
+  const key = (source: string, destination: string) => source + '\0' + destination
+  const visit = async (source: string, destination: string, isTop: boolean): Promise<void> => {
+    const keep = Boolean(await filter(source, destination))
+    answers.set(key(source, destination), keep)
+    if (!keep || (isTop && !opts.recursive)) return
+    let names: string[]
+    try {
+      if (!(opts.dereference ? ops.stat(source) : ops.lstat(source))!.isDirectory()) return
+      names = ops.readdir(source) as string[]
+    } catch {
+      return // cp reports it
+    }
+    for (const name of names) await visit(joinLexically(source, name), joinLexically(destination, name), false)
+  }
+  return visit(top[0], top[1], true).then(() => [src, dest, { ...opts, filter: (source: string, destination: string) => answers.get(key(source, destination)) ?? true }])
 }
 
 /** Node's path.dirname: trailing slashes ignored, '.' when there is no directory part. */

@@ -9,7 +9,7 @@ import { FsError, typeError } from '../errors.js'
 import { type NotLoadedError, isNotLoaded } from '../lower/source.js'
 import { constants, pathArgument, validateFunction } from './arguments.js'
 import { FileHandle } from './file-handle.js'
-import type { FsOperations } from './operations.js'
+import { type FsOperations, cpFilterAnswers } from './operations.js'
 import { Dir, Dirent, Stats } from './stats.js'
 import { type StreamFs, hasStreams, streamClasses } from './streams.js'
 import type { Watching } from './watch.js'
@@ -62,6 +62,16 @@ const descriptorCalls = {
   futimes: 3,
   open: 3,
 } as const satisfies Partial<Record<keyof FsOperations, number>>
+
+/**
+ * Members whose callback and promise forms wait for something before the call: it returns the
+ * arguments to run with (undefined when there is nothing to wait for), throwing argument errors.
+ */
+type Prepare = (ops: FsOperations, args: unknown[]) => Promise<unknown[]> | undefined
+const prepared: Partial<Record<keyof typeof triples, Prepare>> = {
+  // Node awaits cp's filter there.
+  cp: cpFilterAnswers,
+}
 
 /** Members whose sync and callback forms also take a descriptor, but whose promise forms take a path only. */
 const byPath = new Set(['appendFile', 'readFile', 'truncate', 'writeFile'])
@@ -116,6 +126,7 @@ function callbackForm(
   run: Operation,
   load?: Loader,
   spread?: (result: unknown, args: unknown[]) => unknown[],
+  prepare?: (args: unknown[]) => Promise<unknown[]> | undefined,
 ): Operation {
   return (...args: unknown[]) => {
     let cb: (...results: unknown[]) => void
@@ -127,6 +138,14 @@ function callbackForm(
     } else cb = takeCallback(name, args, arity)
     let result: unknown
     try {
+      const waiting = prepare?.(args)
+      if (waiting) {
+        waiting.then((ready) => runLoading(run, ready, load)).then(
+          (value) => later(() => (spread ? cb(null, ...spread(value, args)) : cb(null, value))),
+          (failure: unknown) => later(() => cb(failure)),
+        )
+        return
+      }
       result = run(...args)
     } catch (error) {
       if (isArgumentError(error)) throw error
@@ -146,8 +165,9 @@ function callbackForm(
   }
 }
 
-function promiseForm(run: Operation, load?: Loader): Operation {
-  return (...args: unknown[]) => runLoading(run, args, load)
+function promiseForm(run: Operation, load?: Loader, prepare?: (args: unknown[]) => Promise<unknown[]> | undefined): Operation {
+  if (!prepare) return (...args: unknown[]) => runLoading(run, args, load)
+  return async (...args: unknown[]) => runLoading(run, (await prepare(args)) ?? args, load)
 }
 
 
@@ -176,10 +196,12 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
 
   for (const [name, arity] of Object.entries(triples)) {
     const run = bind(name as keyof typeof triples)
+    const waitFor = prepared[name as keyof typeof triples]
+    const prepare = waitFor && ((args: unknown[]) => waitFor(ops, args))
     fs[name + 'Sync'] = run
-    fs[name] = callbackForm(name, arity, run, options.load)
+    fs[name] = callbackForm(name, arity, run, options.load, undefined, prepare)
     // The promise API takes FileHandles, never numeric descriptors: a number is a bad path there.
-    promises[name] = promiseForm(byPath.has(name) ? (file, ...rest) => run(file instanceof FileHandle ? file.fd : pathArgument(file), ...rest) : run, options.load)
+    promises[name] = promiseForm(byPath.has(name) ? (file, ...rest) => run(file instanceof FileHandle ? file.fd : pathArgument(file), ...rest) : run, options.load, prepare)
   }
   for (const [name, arity] of Object.entries(descriptorCalls)) {
     const run = bind(name as keyof typeof descriptorCalls)
