@@ -3,12 +3,13 @@
  * change (a lone surrogate arrives as U+FFFD, an identifier is cut to 63 bytes) and so would make
  * two sessions or schemas one, a password holding '@' (it stays out of every message), and a host
  * that accepts the connection but never answers (ETIMEDOUT after connectTimeoutMs, not a "lost
- * connection" as if a session had been cut off).
+ * connection" as if a session had been cut off), and the server's statement_timeout and
+ * lock_timeout cutting a write short (ETIMEDOUT, EBUSY; the store goes on).
  */
 import net from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { pgliteStore, postgresFleet, postgresStore } from '../adapters/postgres/index.js'
-import { dropSchema, scratchSchema, serverUrl } from './postgres-server.js'
+import { dropSchema, rawClient, scratchSchema, serverUrl } from './postgres-server.js'
 
 const url = await serverUrl()
 
@@ -41,6 +42,25 @@ describe.skipIf(url === undefined)('names on a server', () => {
     const fleet = await postgresFleet({ connectionString: url!, schema })
     expect(await fleet.sessions()).toEqual([])
     await fleet.close()
+  })
+
+  it("the server's statement_timeout cutting a write is ETIMEDOUT (sqlState 57014), lock_timeout EBUSY (55P03); the store goes on after either", async () => {
+    const sweeper = await rawClient(url!)
+    try {
+      for (const [setting, expected] of [['statement_timeout', { code: 'ETIMEDOUT', errno: -110, sqlState: '57014' }], ['lock_timeout', { code: 'EBUSY', sqlState: '55P03' }]] as const) {
+        const store = await postgresStore({ connectionString: `${url!}&options=${encodeURIComponent(`-c ${setting}=100`)}`, schema, session: setting })
+        await sweeper.query(`BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('rewindfs:blob-gc', 0))`)
+        const error = await store.putBlobs([['blob', new Uint8Array([1])]]).catch((caught: unknown) => caught as Error)
+        await sweeper.query('COMMIT')
+        expect(error).toMatchObject(expected)
+        expect((error as Error).message).toContain(setting)
+        await store.putBlobs([['blob', new Uint8Array([1])]])
+        expect(await store.blobIds()).toEqual(['blob'])
+        await store.close()
+      }
+    } finally {
+      await sweeper.end()
+    }
   })
 
   it('a schema of 62 bytes of two-byte characters is used whole (listed, its disk counted)', async () => {

@@ -215,4 +215,30 @@ describe.skipIf(url === undefined)('a workspace on postgres reconnects in place'
       await after.close()
     }, 60_000)
   }
+
+  it('a commit cut short by lock_timeout while a collection holds the blob lock is retried once the lock is free, not refused for good', async () => {
+    // The role's lock_timeout, as an administrator sets it; the store's put waits on the GC lock a sweep holds.
+    const limited = `${url!}&options=${encodeURIComponent('-c lock_timeout=100')}`
+    const ws = await open('lock-timeout', await postgresStore({ connectionString: limited, schema, session: 'lock-timeout' }))
+    ws.fs.writeFileSync('/app/before.txt', 'before')
+    await ws.sync()
+    const sweeper = await rawClient(url!)
+    try {
+      await sweeper.query(`BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('rewindfs:blob-gc', 0))`)
+      ws.fs.writeFileSync('/app/during.txt', 'during')
+      const failed = await ws.sync().catch((error: unknown) => error as Error)
+      expect(failed).toMatchObject({ code: 'EDEGRADED' })
+      expect(ws.status.degraded).toMatch(/EBUSY.*lock_timeout/)
+      await sweeper.query('COMMIT')
+    } finally {
+      await sweeper.end()
+    }
+    await expect.poll(() => ws.status.reconnect?.state, { timeout: 15_000 }).toBe('reconnected')
+    ws.fs.writeFileSync('/app/after.txt', 'after')
+    await ws.sync()
+    await ws.close()
+    const again = await open('lock-timeout', await postgresStore({ connectionString: url!, schema, session: 'lock-timeout' }))
+    expect(['before', 'during', 'after'].map((name) => again.fs.readFileSync(`/app/${name}.txt`, 'utf8'))).toEqual(['before', 'during', 'after'])
+    await again.close()
+  }, 60_000)
 })

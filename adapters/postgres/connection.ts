@@ -143,9 +143,11 @@ class PgConnection implements Connection {
 
   async transaction<T>(body: (sql: Sql) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const begin = options.isolation ? `BEGIN ISOLATION LEVEL ${options.isolation.toUpperCase()}` : 'BEGIN'
-    // One simple-protocol query: BEGIN and the prelude in one round trip.
-    await this.query(options.prelude ? `${begin}; ${options.prelude}` : begin)
     try {
+      // One simple-protocol query: BEGIN and the prelude in one round trip. A prelude that fails (a
+      // lock wait cut by lock_timeout or statement_timeout) leaves the transaction open and
+      // aborted: the ROLLBACK below ends it, or every later statement on the connection fails.
+      await this.query(options.prelude ? `${begin}; ${options.prelude}` : begin)
       const result = await body(this)
       await this.query('COMMIT')
       return result

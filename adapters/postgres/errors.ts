@@ -44,10 +44,10 @@ const SOCKET_ERRORS = {
 type SocketCode = keyof typeof SOCKET_ERRORS
 
 /** A socket-level failure shaped like Node's (`code`, negative `errno`, `syscall`, `address`). */
-export function connectionError(code: SocketCode, syscall: string, where: string, detail: string, cause?: unknown): Error {
+export function connectionError(code: SocketCode, syscall: string, where: string, detail: string, cause?: unknown, sqlState?: string): Error {
   const error = new Error(`${code}: ${detail}, ${syscall} '${where}'`)
   Object.assign(error, { errno: SOCKET_ERRORS[code], code, syscall, address: where })
-  return withCause(error, cause)
+  return withCause(error, cause, sqlState)
 }
 
 /** SQLSTATE classes and codes that mean the connection is gone (the server shut down or crashed). */
@@ -81,6 +81,11 @@ export function translate(error: unknown, operation: string, where: string): Err
     if (code === '53100') return storeError('ENOSPC', operation, where, `PostgreSQL's disk is full (${message}); the last committed state is intact`, error, code)
     if (code === '53300' || code === '53400') return storeError('EBUSY', operation, where, `PostgreSQL has no connection to spare (${message})`, error, code)
     if (code === '40001' || code === '40P01') return storeError('EBUSY', operation, where, `a concurrent transaction got in the way (${message}); nothing of this call was written`, error, code)
+    // The server's limits on waiting (set for the role or database): nothing of the call was written.
+    if (code === '55P03') return storeError('EBUSY', operation, where, `PostgreSQL gave up waiting for a lock (${message}: lock_timeout); nothing of this call was written`, error, code)
+    if (code === '57014' && /timeout/i.test(message)) {
+      return connectionError('ETIMEDOUT', operation, where, `PostgreSQL cancelled the statement (${message}: statement_timeout is shorter than the store's statement took); nothing of this call was written`, error, code)
+    }
     if (code === '25006') return storeError('EROFS', operation, where, `PostgreSQL is read-only here (${message})`, error, code)
     return storeError('EIO', operation, where, `PostgreSQL failed (${code}: ${message}); nothing of this call was written`, error, code)
   }
