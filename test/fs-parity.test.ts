@@ -333,4 +333,21 @@ describe('less common paths match node:fs on a real directory', () => {
     // Argument errors stay synchronous in the callback form.
     await same((fs, at) => fs.cp(at('/d'), at('/n'), { filter: async () => true, recursive: 1 as never }, () => undefined))
   })
+
+  it('symlink takes any type but refuses a string that is not "dir", "file" or "junction"', async () => {
+    expect(await same((fs, at) => fs.symlinkSync('x', at('/n'), 'junk' as never))).toMatchObject({ code: 'ERR_FS_INVALID_SYMLINK_TYPE' })
+    await same((fs, at) => [fs.symlinkSync('f', at('/n'), 5 as never), fs.readlinkSync(at('/n'))])
+    await same((fs, at) => [fs.symlinkSync('d', at('/n'), 'junction'), fs.statSync(at('/n')).isDirectory()])
+    await same((fs, at) => fs.promises.symlink('x', at('/n'), 'other'))
+  })
+
+  it('bigint stats keep Ns consistent with Ms (Ms is Ns / 1e6 cut toward zero), before 1970 too', async () => {
+    const times = (fs: Fs, at: At, atime: string | number, mtime: string | number) => {
+      fs.utimesSync(at('/f'), atime, mtime)
+      const stat = fs.statSync(at('/f'), { bigint: true })
+      return [stat.atimeMs, stat.atimeNs, stat.mtimeMs, stat.mtimeNs]
+    }
+    expect(await same((fs, at) => times(fs, at, '-1.50025', 1795983943.1234567))).toEqual([-1500n, -1500250000n, 1795983943123n, 1795983943123456000n])
+    await same((fs, at) => times(fs, at, 1700000000.999999, '1795983943.000001'))
+  })
 })

@@ -116,15 +116,19 @@ function fileUrlToPath(url: URL): string {
   return decodeURIComponent(url.pathname)
 }
 
-/** A TypeError with a Node error code, for the codes only the fs surface raises. */
-export function codedTypeError(code: 'ERR_INCOMPATIBLE_OPTION_PAIR' | 'ERR_INVALID_RETURN_VALUE', message: string): TypeError {
-  const error = new TypeError(message)
+/** An error with a Node error code (a TypeError unless `Base` says), for the codes only the fs surface raises. */
+export function codedTypeError(
+  code: 'ERR_INCOMPATIBLE_OPTION_PAIR' | 'ERR_INVALID_RETURN_VALUE' | 'ERR_FS_INVALID_SYMLINK_TYPE',
+  message: string,
+  Base: new (message: string) => Error = TypeError,
+): Error {
+  const error = new Base(message)
   Object.defineProperty(error, 'code', { value: code, enumerable: true, writable: true, configurable: true })
   return error
 }
 
 /** Node's ERR_INCOMPATIBLE_OPTION_PAIR: two options given that cannot go together. */
-export function incompatibleOptions(first: string, second: string): TypeError {
+export function incompatibleOptions(first: string, second: string): Error {
   return codedTypeError('ERR_INCOMPATIBLE_OPTION_PAIR', `Option "${first}" cannot be used in combination with option "${second}"`)
 }
 

@@ -918,7 +918,10 @@ export class FsOperations {
   symlink(target: unknown, file: unknown, type?: unknown): void {
     const linkTarget = pathArgument(target, 'target')
     const { given, path } = this.path(file)
-    if (type !== undefined && type !== null && typeof type !== 'string') throw typeError('ERR_INVALID_ARG_TYPE', `The "type" argument must be of type string. Received ${typeof type}`)
+    // Node reads a string type ('dir', 'file', 'junction': all one on Linux) and ignores any other value.
+    if (typeof type === 'string' && type !== 'dir' && type !== 'file' && type !== 'junction') {
+      throw codedTypeError('ERR_FS_INVALID_SYMLINK_TYPE', `Symlink type must be one of "dir", "file", or "junction". Received "${type}"`, Error)
+    }
     // The kernel refuses an empty target before it looks at the new name.
     if (linkTarget === '') throw new FsError('ENOENT', 'symlink', linkTarget, given)
     const { parent, name, existing, trailingSlash } = this.overlay.resolveParent(path, 'symlink', linkTarget, given)

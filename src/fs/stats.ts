@@ -96,9 +96,15 @@ export class BigIntStats extends StatsBase<bigint> {
     super()
     for (const key of numericFields) this[key] = BigInt(Math.trunc(fields[key]))
     for (const key of timeFields) {
+      // Whole milliseconds and the rest apart: ms * 1e6 as one double loses the low digits (its
+      // spacing is 256 ns today), so Ns could disagree with Ms. The rest is whole microseconds, all
+      // a millisecond double keeps now (and all utimes sets, as libuv does). Node's Ms is Ns / 1e6
+      // cut toward zero, before 1970 too.
       const ms = fields[`${key}Ms`]
-      this[`${key}Ms`] = BigInt(Math.trunc(ms))
-      this[`${key}Ns`] = BigInt(Math.round(ms * 1e6))
+      const whole = Math.trunc(ms)
+      const nanos = Math.max(-999, Math.min(999, Math.round((ms - whole) * 1e3))) * 1000
+      this[`${key}Ms`] = BigInt(whole)
+      this[`${key}Ns`] = BigInt(whole) * 1_000_000n + BigInt(nanos)
     }
   }
 }
