@@ -75,8 +75,13 @@ describe('undo_operation', () => {
       ],
       current_state: 'reverted_to_start',
       next_available_undo: null,
+      guard_checkpoint: { checkpoint_id: expect.stringMatching(/^ckpt-/), name: expect.any(String) },
+      next_step: `to take this undo back, roll back to checkpoint ${result.guard_checkpoint.name} (rollback_to_checkpoint)`,
     })
     expect(ws.fs.readFileSync('/app/settings.yaml', 'utf8')).toBe(lower['/app/settings.yaml'])
+    // The undo taken back: the edit is there again.
+    await ok(tools, 'rollback_to_checkpoint', { target: { checkpoint_id: result.guard_checkpoint.name }, preview_changes: false })
+    expect(ws.fs.readFileSync('/app/settings.yaml', 'utf8')).toContain('b2: 21\n')
   })
 
   it('numbers reverted lines across hunks, and lists at most 200 per side', async () => {
@@ -107,8 +112,11 @@ describe('undo_operation', () => {
     const done = await ok(tools, 'undo_operation', { steps: 2 })
     expect(preview.summary).toMatch(/^Would undo 2 operation\(s\): .*Nothing was changed \(dry run\)\.$/)
     expect(done.summary).toMatch(/^Undid 2 operation\(s\): /)
-    const same = (result: Json) => ({ ...result, summary: '', dry_run: true, undo_summary: { ...result.undo_summary, timestamp: 0 } })
+    const same = (result: Json) => ({ ...result, summary: '', dry_run: true, undo_summary: { ...result.undo_summary, timestamp: 0 }, guard_checkpoint: undefined, next_step: undefined })
     expect(same(done)).toEqual(same(preview))
+    // Only the undo that changed something kept a guard.
+    expect(preview.guard_checkpoint).toBeUndefined()
+    expect(done.guard_checkpoint).toBeDefined()
     expect(done.undo_summary.files_affected).toEqual(['/app/README.md', '/app/src/main.ts'])
     expect(ws.fs.readFileSync('/app/README.md', 'utf8')).toBe('# app\n')
     expect(ws.fs.readFileSync('/app/src/main.ts', 'utf8')).toBe('serve()\n')
@@ -172,6 +180,8 @@ describe('undo_operation', () => {
     expect(error).toMatchObject({ code: 'EDEPENDENT', details: { blocking: [edit.id] }, message: expect.stringContaining(`${edit.id} (file_edit /app/new.json)`) })
     expect(error.message).toContain('Undo those first')
     expect(tree(ws)).toEqual(before)
+    // The guard an undo keeps first is dropped with the refusal.
+    expect(ws.checkpoints()).toEqual([])
   })
 })
 

@@ -71,7 +71,7 @@ export function undoTool(ws: Workspace, budget: Budget): AgentTool {
       'file_delete or config_change (.json/.yaml/.yml/.toml/.ini/.conf/.env files), optionally only on ' +
       'target_files. A rollback (rollback_to_checkpoint) is only undone with operation_type "restore"; other ' +
       'types stop at it, since the operations before it were already taken back. dry_run reports what would be ' +
-      'undone. The result starts with a summary line. Refuses, naming them, when later operations on the same ' +
+      'undone. An undo keeps a guard checkpoint first: rolling back to it takes the undo back. The result starts with a summary line. Refuses, naming them, when later operations on the same ' +
       `files depend on the ones selected. Answers within the result budget (${budget.chars} characters).`,
     undoOperationInput,
     async (input) => {
@@ -98,10 +98,13 @@ export function undoTool(ws: Workspace, budget: Budget): AgentTool {
         throw new ToolFailure('ENOTHINGTOUNDO', `there is no operation ${filter ? filter + ' ' : ''}left to undo${behind}; operation_history lists what was done`)
       }
       let result: UndoResult
+      // The workspace as it is, kept first as a rollback keeps its guard: the undo can be taken back (ws.redo would not outlive the process).
+      const guard = input.dry_run ? undefined : await ws.checkpoint({ kind: 'auto', description: 'before undo_operation' })
       try {
         // With at least `steps` candidates after the wall, the newest matching operations are all candidates.
         result = await ws.undo({ steps: Math.min(input.steps, candidates.length), dryRun: input.dry_run, ...(types ? { types } : {}), ...(paths ? { paths } : {}) })
       } catch (error) {
+        if (guard) await ws.deleteCheckpoint(guard.id)
         const { code, blocking } = error as { code?: unknown; blocking?: Operation[] }
         if (code !== 'EDEPENDENT' || !blocking) throw error
         const list = blocking
@@ -136,6 +139,9 @@ export function undoTool(ws: Workspace, budget: Budget): AgentTool {
         next_available_undo: next?.id ?? null,
         ...(result.compensated.length > 0 ? { compensated: result.compensated } : {}),
         ...(result.uncompensated.length > 0 ? { uncompensated: result.uncompensated } : {}),
+        ...(guard
+          ? { guard_checkpoint: { checkpoint_id: guard.id, name: guard.name }, next_step: `to take this undo back, roll back to checkpoint ${guard.name} (rollback_to_checkpoint)` }
+          : {}),
       }
     },
   )
