@@ -414,7 +414,8 @@ export class Overlay {
       rdev: 0,
       size,
       blksize: 4096,
-      blocks: entry.type === 'dir' ? 8 : Math.ceil(size / 4096) * 8,
+      // A symlink's target under 60 bytes lives in the inode (ext4's fast symlink): no blocks.
+      blocks: entry.type === 'dir' ? 8 : entry.type === 'symlink' && size < 60 ? 0 : Math.ceil(size / 4096) * 8,
       atimeMs: meta.atimeMs,
       mtimeMs: meta.mtimeMs,
       ctimeMs: meta.ctimeMs,

@@ -350,4 +350,13 @@ describe('less common paths match node:fs on a real directory', () => {
     expect(await same((fs, at) => times(fs, at, '-1.50025', 1795983943.1234567))).toEqual([-1500n, -1500250000n, 1795983943123n, 1795983943123456000n])
     await same((fs, at) => times(fs, at, 1700000000.999999, '1795983943.000001'))
   })
+
+  it('a symlink with a short target has no blocks (ext4 keeps it in the inode under 60 bytes, tmpfs under 128); a long one a block', async () => {
+    const blocks = await same((fs, at) => {
+      fs.symlinkSync('a'.repeat(59), at('/short'))
+      fs.symlinkSync('a'.repeat(200), at('/long'))
+      return [at('/lf'), at('/short'), at('/long')].map((path) => [fs.lstatSync(path).size, fs.lstatSync(path).blocks])
+    })
+    expect(blocks).toEqual([[1, 0], [59, 0], [200, 8]])
+  })
 })
