@@ -359,4 +359,22 @@ describe('less common paths match node:fs on a real directory', () => {
     })
     expect(blocks).toEqual([[1, 0], [59, 0], [200, 8]])
   })
+
+  it('open takes the lowest descriptor number free, as Linux does: a closed one is used again', async () => {
+    const reuse = await same(async (fs, at) => {
+      const a = fs.openSync(at('/f'), 'r')
+      const b = fs.openSync(at('/d/g'), 'r')
+      const c = fs.openSync(at('/f'), 'r')
+      fs.closeSync(b)
+      fs.closeSync(a)
+      const first = fs.openSync(at('/d/g'), 'r') // a's number
+      const second = (await fs.promises.open(at('/f'))).fd // b's
+      const third = fs.openSync(at('/f'), 'r') // a new one
+      // The number now names the new file: a read through it reads that.
+      const bytes = Buffer.alloc(3)
+      fs.readSync(first, bytes, 0, 3, 0)
+      return [first === a, second === b, third > c, bytes.toString()]
+    })
+    expect(reuse).toEqual([true, true, true, 'gee'])
+  })
 })

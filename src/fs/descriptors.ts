@@ -46,9 +46,12 @@ export class DescriptorTable {
   private readonly open = new Map<number, OpenFile>()
   private readonly dirty = new Set<OpenFile>()
   private next = FIRST_FD
+  /** Numbers closed and free again, largest first: open takes the lowest free number, as Linux does. */
+  private readonly free: number[] = []
 
   add(file: Omit<OpenFile, 'fd' | 'position' | 'buffer' | 'length' | 'dirty' | 'lastRead' | 'orphan'>): OpenFile {
-    const entry: OpenFile = { ...file, fd: this.next++, position: 0, buffer: undefined, length: 0, dirty: false, lastRead: undefined, orphan: undefined }
+    const fd = this.free.pop() ?? this.next++
+    const entry: OpenFile = { ...file, fd, position: 0, buffer: undefined, length: 0, dirty: false, lastRead: undefined, orphan: undefined }
     this.open.set(entry.fd, entry)
     return entry
   }
@@ -65,8 +68,18 @@ export class DescriptorTable {
 
   delete(fd: number): void {
     const file = this.open.get(fd)
-    if (file) this.dirty.delete(file)
+    if (!file) return
+    this.dirty.delete(file)
     this.open.delete(fd)
+    // Kept in descending order (a binary search for its place), so the lowest is last.
+    let low = 0
+    let high = this.free.length
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      if (this.free[middle] > fd) low = middle + 1
+      else high = middle
+    }
+    this.free.splice(low, 0, fd)
   }
 
   markDirty(file: OpenFile): void {
