@@ -241,7 +241,9 @@ export class FleetView implements Fleet {
         if (rows.length === 0) throw storeError('ENOENT', 'drop', session, `there is no session '${session}'`)
         return gone.map((row) => row.blob)
       })
-      await sweep(connection, t, blobs)
+      // The session is gone; its blobs no one else refers to go too, unless writers hold the lock
+      // past the patience (collectGarbage finds them then): never a failed drop for that.
+      await sweep(connection, t, blobs, 10_000).catch(() => undefined)
     } finally {
       if (!connection.lost) await connection.query(`SELECT pg_advisory_unlock(hashtextextended(${this.literalSchema()} || '/' || $1, 0))`, [session]).catch(() => undefined)
     }

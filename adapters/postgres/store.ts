@@ -586,10 +586,16 @@ export class SessionStore implements PostgresStore {
         await this.fence(tx, 'deleteBlobs')
         return tx.query<{ blob: string }>(`DELETE FROM ${this.t.refs} WHERE session = $1 AND blob = ANY($2::text[]) RETURNING blob`, [this.session, [...ids]])
       })
-      // The blobs no other session refers to go now (a failure leaves them to collectGarbage).
-      await sweep(this.connection, this.t, dropped.map((row) => row.blob)).catch(() => undefined)
+      // The blobs no other session refers to go now, or at the next chance while writers hold the
+      // lock (one short try: this session's calls wait behind it); collectGarbage finds any left.
+      const candidates = [...new Set([...this.unswept, ...dropped.map((row) => row.blob)])]
+      const swept = await sweep(this.connection, this.t, candidates).catch(() => undefined)
+      this.unswept = swept === undefined ? new Set(candidates) : new Set()
     })
   }
+
+  /** Blobs this session dereferenced whose sweep did not get the lock yet. */
+  private unswept = new Set<BlobId>()
 
   blobIds(): Promise<BlobId[]> {
     return this.queue('blobIds', async () => {
@@ -739,6 +745,7 @@ export class SessionStore implements PostgresStore {
     this.changeListeners.clear()
     this.lostListeners.clear()
     await this.unlisten?.().catch(() => undefined)
+    if (this.unswept.size > 0 && !this.connection.lost) await sweep(this.connection, this.t, [...this.unswept], 1000).catch(() => undefined)
     if (!this.readOnly) await this.releaseLock()
     await this.connection.close()
   }
