@@ -61,6 +61,22 @@ window.scenarios = {
     const later = await ws.fs.promises.readFile('/a').catch((e) => e.code)
     return { pending, later, crashes, crashed: typeof ws.status.crashed === 'string' }
   },
+  async ending() {
+    const settled = (promise) => Promise.race([promise.then(() => 'resolved', (e) => e.code), new Promise((resolve) => setTimeout(() => resolve('still pending'), 5000))])
+    // The page ends the worker itself, mid-call: a Web Worker tells nobody, yet nothing may hang.
+    const crashes = []
+    const worker = new Worker('/worker.js', { type: 'module' })
+    const ended = await openWorkerWorkspace(worker, { onCrash: (error) => crashes.push(error.code) })
+    const writing = ended.fs.promises.writeFile('/big', new Uint8Array(8 * 2 ** 20))
+    worker.terminate()
+    const terminated = { inFlight: await settled(writing), later: await settled(ended.fs.promises.readFile('/big')), crashes, crashed: typeof ended.status.crashed === 'string', close: await settled(ended.close()) }
+    // close() while a call is in flight (a transaction whose body never ends), and twice at once.
+    const ws = await openWorkerWorkspace(new Worker('/worker.js', { type: 'module' }), {})
+    const body = ws.transaction(() => new Promise(() => {}))
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const closes = [settled(ws.close()), settled(ws.close())]
+    return { terminated, inFlight: await settled(body), closes: await Promise.all(closes), after: await settled(ws.fs.promises.readFile('/a')) }
+  },
   async reopen(name) {
     const ws = await open(name)
     const result = { text: await ws.fs.readFile('/app/b.txt', 'utf8'), checkpoints: (await ws.checkpoints()).map((c) => c.name), degraded: ws.status.degraded ?? null }
@@ -135,7 +151,7 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
     await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready')
   }
 
-  const run = (page: Page, scenario: 'write' | 'reopen' | 'crash', name = '') =>
+  const run = (page: Page, scenario: 'write' | 'reopen' | 'crash' | 'ending', name = '') =>
     page.evaluate(([s, n]) => (window as unknown as { scenarios: Record<string, (name: string) => Promise<unknown>> }).scenarios[s](n), [scenario, name] as const)
 
   it('answers like the Node worker (bytes, Node-shaped errors, batch, validators) and keeps the state across a reload', async () => {
@@ -170,6 +186,20 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
     // The worker's uncaught error is the point of this test; the page itself must stay clean.
     expect(errors.filter((error) => !/engine exploded/.test(error))).toEqual([])
     errors.length = 0
+  })
+
+  it('never leaves a call pending: the page terminating the worker mid-call, close() with a call in flight, close() twice at once', async () => {
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await ready(page)
+    expect(await run(page, 'ending')).toEqual({
+      terminated: { inFlight: 'ERR_REWINDFS_WORKER_CRASHED', later: 'ERR_REWINDFS_WORKER_CRASHED', crashes: ['ERR_REWINDFS_WORKER_CRASHED'], crashed: true, close: 'resolved' },
+      inFlight: 'ERR_REWINDFS_WORKER_CLOSED',
+      closes: ['resolved', 'resolved'],
+      after: 'ERR_REWINDFS_WORKER_CLOSED',
+    })
+    await context.close()
+    expect(errors).toEqual([])
   })
 
   describe('the shared AsyncWorkspace suite, in the page against a Web Worker', () => {

@@ -50,10 +50,15 @@ export class Channel {
   /** Sessions by handle, for the worker's events. */
   private readonly receivers = new Map<number, EventReceiver>()
 
+  /** The worker's own terminate(): the page's calls of it go through `terminate` below. */
+  private readonly terminateWorker: () => Promise<unknown>
+
   constructor(
     readonly worker: WorkerLike,
     private readonly onCrash: ((error: Error) => void) | undefined,
   ) {
+    const own = worker.terminate.bind(worker) as () => unknown
+    this.terminateWorker = async () => own()
     if ('on' in worker) {
       this.remote = Comlink.wrap<WorkerApi>(nodeEndpoint(worker as unknown as Parameters<typeof nodeEndpoint>[0]))
       worker.on('error', (error: Error) => this.crash(`the worker threw ${error?.name ?? 'an error'}: ${error?.message ?? String(error)}`))
@@ -63,7 +68,27 @@ export class Channel {
       this.remote = Comlink.wrap<WorkerApi>(worker)
       worker.addEventListener('error', (event: ErrorEvent) => this.crash(`the worker threw: ${event.message}`))
       worker.addEventListener('message', (event: MessageEvent) => this.events(event.data))
+      // A Web Worker that the page terminates tells nobody, so its calls in flight would never
+      // settle: the page's own worker.terminate() ends the channel as a crash does.
+      worker.terminate = () => {
+        this.crash('worker.terminate() was called before the workspace closed')
+        void this.terminateWorker()
+      }
     }
+  }
+
+  /** Closes the channel and ends the worker: calls still in flight reject (a terminated worker never answers them). */
+  async terminate(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true
+      this.reject(coded(WORKER_CLOSED, 'rewindfs: the workspace closed before this call was answered'))
+    }
+    await this.terminateWorker()
+  }
+
+  private reject(error: Error): void {
+    for (const reject of this.inFlight) reject(error)
+    this.inFlight.clear()
   }
 
   /** Routes the worker's events to the sessions they name (from here on, until `unlisten`). */
@@ -86,13 +111,12 @@ export class Channel {
   private crash(reason: string): void {
     if (this.closed || this.crashed) return
     this.crashed = coded(WORKER_CRASHED, `rewindfs: the workspace worker crashed (${reason}); reopen it from its durable store`)
-    for (const reject of this.inFlight) reject(this.crashed)
-    this.inFlight.clear()
+    this.reject(this.crashed)
     for (const receiver of [...this.receivers.values()]) receiver.crashed(this.crashed)
     this.receivers.clear()
     this.onCrash?.(this.crashed)
     // A Web Worker survives an uncaught error, but its engine state can no longer be trusted.
-    void this.worker.terminate()
+    void this.terminateWorker()
   }
 
   /** The value of an Outcome, or its error rebuilt with Node's fields. */

@@ -101,6 +101,8 @@ export class WorkerWorkspace implements AsyncWorkspace, EventReceiver {
   private mirrored: StatusRecord
   private readonly forks = new Set<WorkerWorkspace>()
   private closed = false
+  /** The close() under way or done. */
+  private closing: Promise<void> | undefined
   private readonly watches: RemoteWatches
   /** Where the relayed ws.events go while this side listens. */
   private emitEvent: ((event: WorkspaceEvent) => void) | undefined
@@ -385,9 +387,13 @@ export class WorkerWorkspace implements AsyncWorkspace, EventReceiver {
     return this.call('compact', []) as Promise<void>
   }
 
-  /** Closes this session (and its forks); the workspace that opened the worker also terminates it. */
-  async close(): Promise<void> {
-    if (this.closed) return
+  /** Closes this session (and its forks); the workspace that opened the worker also terminates it. A second call waits for the first. */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown()
+    return this.closing
+  }
+
+  private async shutdown(): Promise<void> {
     try {
       for (const fork of [...this.forks]) await fork.close()
       if (!this.channel.crashed && !this.channel.closed) await this.channel.send({ t: 'close', handle: this.handle })
@@ -397,10 +403,7 @@ export class WorkerWorkspace implements AsyncWorkspace, EventReceiver {
       this.watches.end()
       this.events.close()
       this.parent?.forks.delete(this)
-      if (!this.parent) {
-        this.channel.closed = true
-        await this.channel.worker.terminate()
-      }
+      if (!this.parent) await this.channel.terminate()
     }
   }
 }
@@ -439,8 +442,7 @@ export async function openWorkerWorkspace(worker: WorkerLike, options: OpenWorke
     )) as Opened
     return new WorkerWorkspace(channel, opened.handle, opened)
   } catch (error) {
-    channel.closed = true
-    await worker.terminate()
+    await channel.terminate()
     throw error
   }
 }
