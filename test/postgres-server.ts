@@ -87,7 +87,11 @@ export interface PrivateServer {
   start(): void
 }
 
-export function privateServer(): PrivateServer | undefined {
+/**
+ * `tcpPort`: the server also listens on 127.0.0.1 at that port (its socket too), and takes
+ * password logins there; `url` is then the TCP one and `socketUrl` the unix socket's.
+ */
+export function privateServer(options: { tcpPort?: number } = {}): (PrivateServer & { socketUrl: string }) | undefined {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-pg-'))
   let url: string
   try {
@@ -109,12 +113,26 @@ export function privateServer(): PrivateServer | undefined {
     else execFileSync(command[0], command.slice(1), { stdio: 'ignore' })
   }
   const logfile = path.join(dir, 'server.log')
+  let listen = `-k ${dir} -c listen_addresses=''`
+  let socketUrl = url
+  if (options.tcpPort !== undefined) {
+    fs.appendFileSync(path.join(env.PGDATA, 'pg_hba.conf'), 'host all all 127.0.0.1/32 scram-sha-256\n')
+    listen = `-k ${dir} -c listen_addresses=127.0.0.1 -p ${options.tcpPort}`
+    const parsed = new URL(url)
+    parsed.port = String(options.tcpPort)
+    socketUrl = parsed.toString()
+    parsed.hostname = '127.0.0.1'
+    parsed.searchParams.delete('host')
+    url = parsed.toString()
+    ctl('-m', 'fast', '-w', '-l', logfile, '-o', listen, 'restart')
+  }
   return {
     url,
+    socketUrl,
     dir,
-    restart: () => ctl('-m', 'fast', '-w', '-l', logfile, '-o', `-k ${dir} -c listen_addresses=''`, 'restart'),
+    restart: () => ctl('-m', 'fast', '-w', '-l', logfile, '-o', listen, 'restart'),
     stop: () => ctl('-m', 'fast', '-w', 'stop'),
-    start: () => ctl('-w', '-l', logfile, '-o', `-k ${dir} -c listen_addresses=''`, 'start'),
+    start: () => ctl('-w', '-l', logfile, '-o', listen, 'start'),
   }
 }
 

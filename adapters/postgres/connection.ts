@@ -57,7 +57,7 @@ export interface PgPoolLike {
 }
 
 type PgModule = {
-  Client: new (config: { connectionString: string; application_name?: string; connectionTimeoutMillis?: number }) => PgClientLike & {
+  Client: new (config: { connectionString: string; application_name?: string; connectionTimeoutMillis?: number; keepAlive?: boolean; keepAliveInitialDelayMillis?: number }) => PgClientLike & {
     connect(): Promise<void>
     end(): Promise<void>
   }
@@ -180,6 +180,24 @@ class PgConnection implements Connection {
   }
 }
 
+/**
+ * How soon the server notices that the machine at the other end is gone. A session's writer lock
+ * dies with its backend, and a backend whose client vanished without closing its socket (power
+ * lost, network cut) lives on as long as its TCP connection seems open: two hours by the kernel's
+ * default keepalive, and the session stays EBUSY to every other machine all that time. So the
+ * server probes an idle connection after 10 s, every 5 s, and drops it after 3 unanswered probes
+ * (about 25 s), and gives up on data the client has not acknowledged for 30 s (tcp_user_timeout,
+ * PostgreSQL 12 and later). Unix sockets ignore these.
+ */
+const SERVER_KEEPALIVE = 'SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3'
+const SERVER_USER_TIMEOUT = 'SET tcp_user_timeout = 30000'
+
+async function probeDeadPeers(client: PgClientLike): Promise<void> {
+  await client.query(SERVER_KEEPALIVE)
+  // An older server does not know it: the keepalives above are the most it can do.
+  await client.query(SERVER_USER_TIMEOUT).catch(() => undefined)
+}
+
 /** A connection of our own, from a connection string. */
 export async function connectUrl(connectionString: string, options: { connectTimeoutMs?: number } = {}): Promise<Connection> {
   const timeoutMs = options.connectTimeoutMs ?? 10_000
@@ -188,7 +206,8 @@ export async function connectUrl(connectionString: string, options: { connectTim
   }
   const { Client } = await loadPg()
   const where = redact(connectionString)
-  const client = new Client({ connectionString, application_name: 'rewindfs', connectionTimeoutMillis: timeoutMs })
+  // keepAlive: this side notices a server that vanished, too (the kernel's probe intervals).
+  const client = new Client({ connectionString, application_name: 'rewindfs', connectionTimeoutMillis: timeoutMs, keepAlive: true, keepAliveInitialDelayMillis: 10_000 })
   // Errors before connect resolves are connect's rejection; a listener keeps them from being thrown.
   const early = (): void => undefined
   client.on('error', early)
@@ -197,6 +216,7 @@ export async function connectUrl(connectionString: string, options: { connectTim
   const timer = timeoutMs > 0 ? setTimeout(() => (expired = true), timeoutMs) : undefined
   try {
     await client.connect()
+    await probeDeadPeers(client)
   } catch (error) {
     await client.end().catch(() => undefined)
     if (expired) throw connectionError('ETIMEDOUT', 'connect', where, `PostgreSQL at ${where} did not accept the connection within ${timeoutMs} ms (${(error as Error)?.message}); is the host reachable?`, error)
@@ -217,6 +237,12 @@ export async function connectPool(pool: PgPoolLike, where = 'the pool'): Promise
   try {
     client = await pool.connect()
   } catch (error) {
+    throw translate(error, 'connect', where)
+  }
+  try {
+    await probeDeadPeers(client)
+  } catch (error) {
+    client.release(error as Error)
     throw translate(error, 'connect', where)
   }
   return new PgConnection(client, where, async (lost) => client.release(lost ?? undefined))
