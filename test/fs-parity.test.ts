@@ -377,4 +377,57 @@ describe('less common paths match node:fs on a real directory', () => {
     })
     expect(reuse).toEqual([true, true, true, 'gee'])
   })
+
+  it('read and write take positions, lengths and offsets as Node 20 does', async () => {
+    // After writing 'AB' at the start: a write at `position`, then one more at the file position.
+    const write = (fs: Fs, at: At, ...args: unknown[]) => {
+      const fd = fs.openSync(at('/f'), 'r+')
+      fs.writeSync(fd, 'AB')
+      const written = (fs.writeSync as (...args: unknown[]) => number)(fd, ...args)
+      fs.writeSync(fd, 'Z')
+      fs.closeSync(fd)
+      return [written, fs.readFileSync(at('/f'), 'latin1')]
+    }
+    // A position that is not a safe integer from 0 up is the file position (it threw, or wrote before the file).
+    expect(await same((fs, at) => write(fs, at, 'x', -1))).toEqual([1, 'ABxZo'])
+    for (const position of [-5, 1.5, '3', 3n]) {
+      await same((fs, at) => write(fs, at, 'x', position))
+      await same((fs, at) => write(fs, at, Buffer.from('x'), 0, 1, position))
+    }
+    await same((fs, at) => write(fs, at, Buffer.from('xyz'), 1, '1')) // a length not a number: the rest
+    await same((fs, at) => write(fs, at, Buffer.from('xyz'), 1, 5))
+    await same((fs, at) => write(fs, at, Buffer.from('xyz'), 4))
+    await same((fs, at) => write(fs, at, 'x', 0, 'no-such-encoding')) // UTF-8
+    await same((fs, at) => write(fs, at, 'abc', 0, 'hex'))
+    await same((fs, at) => write(fs, at, 5))
+    await same((fs, at) => {
+      const fd = fs.openSync(at('/f'), 'r+')
+      return [fs.writevSync(fd, [Buffer.from('Q')], -1), fs.writevSync(fd, [Buffer.from('R')], 3.5), fs.readFileSync(at('/f'), 'latin1')]
+    })
+    // After reading one byte: a read with these arguments into a two-byte buffer.
+    const read = (fs: Fs, at: At, ...args: unknown[]) => {
+      const fd = fs.openSync(at('/f'), 'r')
+      const buffer = Buffer.alloc(2)
+      fs.readSync(fd, buffer, 0, 1, null)
+      return [(fs.readSync as (...args: unknown[]) => number)(fd, buffer, ...args), buffer.toString('latin1')]
+    }
+    for (const position of [1.5, -2, 2 ** 53, 2n ** 63n, -2n, '1']) await same((fs, at) => read(fs, at, 0, 1, position))
+    for (const length of [1.7, '1', -1, 3]) await same((fs, at) => read(fs, at, 0, length, 0))
+    await same((fs, at) => read(fs, at, 3, 1, 0))
+    await same((fs, at) => read(fs, at, null))
+    await same((fs, at) => read(fs, at, 'x'))
+    // A read of nothing is answered before the descriptor is looked at.
+    await same((fs, at) => {
+      const fd = fs.openSync(at('/f'), 'r')
+      fs.closeSync(fd)
+      return [fs.readSync(fd, Buffer.alloc(1), 0, 0, 0), fs.readSync(fd, Buffer.alloc(0))]
+    })
+    await same(async (fs, at) => {
+      const handle = await fs.promises.open(at('/f'), 'r+')
+      await handle.write('AB')
+      const results = [(await handle.write('x', -1)).bytesWritten, (await handle.read(Buffer.alloc(3), 0, undefined, 1)).bytesRead]
+      await handle.close()
+      return [results, fs.readFileSync(at('/f'), 'latin1')]
+    })
+  })
 })

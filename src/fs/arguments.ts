@@ -116,6 +116,14 @@ function fileUrlToPath(url: URL): string {
   return decodeURIComponent(url.pathname)
 }
 
+/**
+ * The file offset libuv is given: a safe integer from 0 up, else -1, the descriptor's own position
+ * (what Node's C++ makes of a negative, fractional, bigint or non-number position for writes).
+ */
+export function fileOffset(position: unknown): number | null {
+  return typeof position === 'number' && Number.isSafeInteger(position) && position >= 0 ? position : null
+}
+
 /** An error with a Node error code (a TypeError unless `Base` says), for the codes only the fs surface raises. */
 export function codedTypeError(
   code: 'ERR_INCOMPATIBLE_OPTION_PAIR' | 'ERR_INVALID_RETURN_VALUE' | 'ERR_FS_INVALID_SYMLINK_TYPE',
@@ -234,7 +242,6 @@ export function dataArgument(data: unknown, encoding: Encoding | null | undefine
   throw invalidType(name, 'of type string or an instance of Buffer, TypedArray, or DataView', data)
 }
 
-/** toUnixTimestamp, returning milliseconds: seconds as a number or numeric string, or a Date. */
 /**
  * Node's toUnixTimestamp, in milliseconds as libuv stores it: a numeric string as it is, a
  * finite number (a negative one is now), a Date; anything else (NaN, ±Infinity) is refused. libuv

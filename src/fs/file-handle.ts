@@ -6,6 +6,7 @@
  */
 import { FsError, typeError } from '../errors.js'
 import { builtin } from '../host.js'
+import { fileOffset } from './arguments.js'
 import { EventEmitter } from './emitter.js'
 import type { FsOperations } from './operations.js'
 import type { StreamClasses } from './streams.js'
@@ -57,8 +58,13 @@ export class FileHandle extends EventEmitter {
         target = opts.buffer ?? new Uint8Array(16384)
         options = { offset: opts.offset, length: opts.length, position: opts.position }
       } else if (buffer === undefined) target = new Uint8Array(16384)
+      // A FileHandle's length left out is the rest of the buffer (readSync's is 0).
+      const rest = ArrayBuffer.isView(target) ? target.byteLength - (typeof offset === 'number' ? offset : 0) : undefined
       const bytesRead =
-        typeof options === 'object' && options !== null ? this.ops.read(this.fd, target, options) : this.ops.read(this.fd, target, offset, length, position)
+        typeof options === 'object' && options !== null
+          ? this.ops.read(this.fd, target, options)
+          : // Node 20's FileHandle reads at the file position for any position not a safe integer from 0 up.
+            this.ops.read(this.fd, target, offset, length ?? rest, fileOffset(position))
       return { bytesRead, buffer: target as Uint8Array }
     })
   }

@@ -3,17 +3,18 @@
  * and promise forms are generated from these (surface.ts). Argument handling and errors follow
  * Node on Linux exactly; a real directory is the oracle in the differential tests.
  */
-import { type Encoding, concatBytes, decode, toCallerBytes } from '../bytes.js'
-import { FsError, systemError, typeError } from '../errors.js'
+import { type Encoding, concatBytes, decode, isEncoding, toCallerBytes } from '../bytes.js'
+import { FsError, rangeError, systemError, typeError } from '../errors.js'
 import { HostBuffer } from '../host.js'
 import type { Entry, Overlay, StatFields } from '../overlay.js'
 import { absolute, basename, components, dirname, isWithin, join, joinLexically, normalize } from '../path.js'
 import {
+  codedTypeError,
   constants,
   dataArgument,
   describeReceived,
   encodingOption,
-  codedTypeError,
+  fileOffset,
   flagsArgument,
   incompatibleOptions,
   modeArgument,
@@ -1175,10 +1176,11 @@ export class FsOperations {
    * Returns the number of bytes read; `position` null reads at (and advances) the file position.
    */
   read(fd: unknown, buffer: unknown, offsetOrOptions?: unknown, length?: unknown, position?: unknown): number {
-    const open = this.descriptors.get(validateFd(fd), 'read')
-    const { target, offset, count, at } = readWriteArguments(buffer, offsetOrOptions, length, position, 'buffer', true)
+    const descriptor = validateFd(fd)
+    const { target, offset, count, at } = readArguments(buffer, offsetOrOptions, length, position)
     // Node answers a read of nothing itself, before the descriptor is looked at.
     if (count === 0) return 0
+    const open = this.descriptors.get(descriptor, 'read')
     if (open.directory) throw new FsError('EISDIR', 'read')
     if (!open.readable) throw new FsError('EBADF', 'read')
     this.settle(open)
@@ -1200,7 +1202,7 @@ export class FsOperations {
     // no bytes); several with readv(2), which returns 0 for no bytes in all before asking it.
     if (views.length > 1 && views.every((view) => view.byteLength === 0)) return 0
     if (open.directory) throw new FsError('EISDIR', 'read')
-    let at = typeof position === 'number' && position >= 0 ? position : null
+    let at = fileOffset(position)
     let total = 0
     for (const view of views) {
       if (view.byteLength === 0) continue
@@ -1218,7 +1220,7 @@ export class FsOperations {
     const views = bufferArray(buffers)
     if (views.length === 0) return 0 // Node answers it itself
     if (!open.writable) throw new FsError('EBADF', 'write')
-    let at = typeof position === 'number' && position >= 0 ? position : null
+    let at = fileOffset(position)
     let total = 0
     for (const view of views) {
       const n = this.writeDescriptor(open, view, 0, view.byteLength, at)
@@ -1234,11 +1236,15 @@ export class FsOperations {
     let bytes: Uint8Array
     let at: number | null
     if (typeof data === 'string') {
-      const encoding = typeof lengthOrEncoding === 'string' ? lengthOrEncoding : 'utf8'
-      bytes = dataArgument(data, encodingOption(encoding, 'utf8') as Encoding, 'buffer')
-      at = typeof offsetOrPosition === 'number' ? offsetOrPosition : null
+      // Node's C++ takes an encoding it does not know as UTF-8; only odd-length hex is refused first.
+      const encoding = isEncoding(lengthOrEncoding) ? lengthOrEncoding : 'utf8'
+      if (encoding.toLowerCase() === 'hex' && data.length % 2 !== 0) {
+        throw typeError('ERR_INVALID_ARG_VALUE', `The argument 'encoding' is invalid for data of length ${data.length}. Received '${encoding}'`)
+      }
+      bytes = dataArgument(data, encoding, 'buffer')
+      at = fileOffset(offsetOrPosition)
     } else {
-      const parsed = readWriteArguments(data, offsetOrPosition, lengthOrEncoding, position, 'buffer')
+      const parsed = writeArguments(data, offsetOrPosition, lengthOrEncoding, position)
       bytes = parsed.target.subarray(parsed.offset, parsed.offset + parsed.count)
       at = parsed.at
     }
@@ -1497,38 +1503,74 @@ interface ReadWriteArguments {
   at: number | null
 }
 
-function readWriteArguments(
-  buffer: unknown,
-  offsetOrOptions: unknown,
-  length: unknown,
-  position: unknown,
-  name: string,
-  reading = false,
-): ReadWriteArguments {
-  if (!ArrayBuffer.isView(buffer)) {
-    throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" argument must be an instance of Buffer, TypedArray, or DataView.${describeReceived(buffer)}`)
-  }
-  const target = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
+function bufferView(buffer: unknown, name: string, expected = 'an instance of Buffer, TypedArray, or DataView'): Uint8Array {
+  if (!ArrayBuffer.isView(buffer)) throw typeError('ERR_INVALID_ARG_TYPE', `The "${name}" argument must be ${expected}.${describeReceived(buffer)}`)
+  return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
+}
+
+const outOfRange = (name: string, range: string, value: unknown) =>
+  rangeError('ERR_OUT_OF_RANGE', `The value of "${name}" is out of range. It must be ${range}. Received ${typeof value === 'bigint' ? groupDigits(String(value)) + 'n' : value}`)
+
+/** Node prints big numbers with underscores: 9_223_372_036_854_775_808. */
+function groupDigits(digits: string): string {
+  return digits.replace(/\B(?=(\d{3})+(?!\d))/g, '_')
+}
+
+/**
+ * readSync's arguments as Node 20 takes them: (buffer, offset, length, position) or (buffer,
+ * options); a length given is cut to an int32 (`length |= 0`, so '2' is 2 and 1.5 is 1), a position
+ * is an integer or bigint from -1 up (-1, null and a negative bigint: the file position).
+ */
+function readArguments(buffer: unknown, offsetOrOptions: unknown, length: unknown, position: unknown): ReadWriteArguments {
+  const target = bufferView(buffer, 'buffer')
   let offset: unknown = offsetOrOptions
-  if (typeof offsetOrOptions === 'object' && offsetOrOptions !== null) {
-    const opts = offsetOrOptions as Options
-    offset = opts.offset
-    length = opts.length
-    position = opts.position
+  // Options (null: the defaults: all of the buffer, at the file position), or the buffer alone.
+  if (typeof offsetOrOptions === 'object' || (length === undefined && position === undefined)) {
+    if (offsetOrOptions !== undefined && offsetOrOptions !== null) validateObject(offsetOrOptions, 'options')
+    const opts = (offsetOrOptions ?? {}) as Options
+    offset = opts.offset === undefined ? 0 : opts.offset
+    length = opts.length === undefined ? target.byteLength - (offset as number) : opts.length
+    position = opts.position === undefined ? null : opts.position
   }
-  if (reading && length !== undefined && length !== null && typeof length === 'number' && (length | 0) === 0) return { target, offset: 0, count: 0, at: null }
-  if (reading && target.byteLength === 0 && (length === undefined || length === null ? false : true)) {
-    throw typeError('ERR_INVALID_ARG_VALUE', `The argument '${name}' is empty and cannot be written. Received ${HostBuffer ? '<Buffer >' : 'Uint8Array(0) []'}`)
+  const start = offset === undefined || offset === null ? 0 : validateInteger(offset, 'offset', 0)
+  const count = (length as number) | 0
+  if (count === 0) return { target, offset: start, count: 0, at: null }
+  if (target.byteLength === 0) {
+    throw typeError('ERR_INVALID_ARG_VALUE', `The argument 'buffer' is empty and cannot be written. Received ${HostBuffer ? '<Buffer >' : 'Uint8Array(0) []'}`)
   }
-  const start = offset === undefined || offset === null ? 0 : validateInteger(offset, 'offset', 0, target.byteLength)
-  const count =
-    length === undefined || length === null ? target.byteLength - start : validateInteger(length, 'length', 0, target.byteLength - start)
+  if (count < 0) throw outOfRange('length', '>= 0', count)
+  if (start + count > target.byteLength) throw outOfRange('length', `<= ${target.byteLength - start}`, count)
   let at: number | null = null
-  if (typeof position === 'bigint') at = Number(position)
-  else if (typeof position === 'number' && position >= 0) at = position
-  else if (position !== undefined && position !== null && !(typeof position === 'number' && position === -1)) {
-    validateInteger(position, 'position', -1, 2 ** 53)
+  if (typeof position === 'bigint') {
+    if (position < -(2n ** 63n) || position > 2n ** 63n - 1n) throw outOfRange('position', '>= -9223372036854775808 && <= 9223372036854775807', position)
+    at = position >= 0n ? Number(position) : null
+  } else if (typeof position === 'number') {
+    at = validateInteger(position, 'position', -1) === -1 ? null : position
+  } else if (position !== undefined && position !== null) {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "position" argument must be of type bigint or integer.${describeReceived(position)}`)
   }
   return { target, offset: start, count, at }
+}
+
+/**
+ * writeSync's buffer arguments as Node 20 takes them: (buffer, offset, length, position) or
+ * (buffer, options); a length that is not a number is the rest of the buffer.
+ */
+function writeArguments(buffer: unknown, offsetOrOptions: unknown, length: unknown, position: unknown): ReadWriteArguments {
+  const target = bufferView(buffer, 'buffer', 'of type string or an instance of Buffer, TypedArray, or DataView')
+  let offset: unknown = offsetOrOptions
+  if (typeof offsetOrOptions === 'object') {
+    const opts = (offsetOrOptions ?? {}) as Options
+    offset = opts.offset === undefined ? 0 : opts.offset
+    length = opts.length === undefined ? target.byteLength - (offset as number) : opts.length
+    position = opts.position === undefined ? null : opts.position
+  }
+  const start = offset === undefined || offset === null ? 0 : validateInteger(offset, 'offset', 0)
+  const count = typeof length === 'number' ? length : target.byteLength - start
+  if (start > target.byteLength) throw outOfRange('offset', `<= ${target.byteLength}`, start)
+  if (count > target.byteLength - start) throw outOfRange('length', `<= ${target.byteLength - start}`, count)
+  if (count < 0) throw outOfRange('length', '>= 0', count)
+  validateInteger(count, 'length', 0, 2147483647)
+  return { target, offset: start, count, at: fileOffset(position) }
 }
 
