@@ -58,6 +58,11 @@ describe.skipIf(!available)('tabs sharing one store through the worker (Chromium
       // Every write is refused, a transaction too, and nothing reaches the writer.
       expect(await call(second, 'write', '/app/nope.txt', 'no')).toBe('EROFS')
       expect(await call(second, 'transaction', '/app/nope.json')).toBe('EROFS')
+      expect(await call(second, 'member', 'undo')).toBe('EROFS')
+      expect(await call(second, 'member', 'checkpoint')).toBe('EROFS')
+      // Lifting the freeze would take writes this tab can never make durable (another tab holds the lock).
+      expect(await call(second, 'member', 'unfreeze')).toBe('EROFS')
+      expect(await call(second, 'write', '/app/nope.txt', 'no')).toBe('EROFS')
       expect(Object.keys(await call(first, 'files'))).toEqual(['/app/a.txt', '/app/one.txt'])
 
       // The writer commits: the follower is told, with the paths, and reads the new state.

@@ -7,6 +7,7 @@ import * as Comlink from 'comlink'
 import type * as z from 'zod'
 import { Workspace, type NodeFs, type WorkspaceOptions } from '../src/workspace.js'
 import { MemoryStore } from '../src/engine/memory-store.js'
+import { FsError } from '../src/errors.js'
 import type { Store } from '../src/engine/store.js'
 import type { ApprovalRequest } from '../src/engine/transaction.js'
 import type { ValidateResult, Validator } from '../src/engine/validator.js'
@@ -473,6 +474,13 @@ export class WorkspaceHost {
         return ws.state.delete(args[0] as string)
       case 'stateEntries':
         return ws.state.entries()
+      case 'unfreeze':
+        // A follower is frozen because another tab writes the store: lifting that would take writes it can never make durable.
+        if (session.following?.store.readOnly) {
+          throw new FsError('EROFS', 'unfreeze', undefined, undefined, `read-only file system: this tab follows the tab that writes the ${session.following.store.kind} store; it writes once that tab goes away`)
+        }
+        ws.unfreeze()
+        return undefined
       case 'counters':
         return ws.counters
       case 'storage':

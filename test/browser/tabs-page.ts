@@ -62,6 +62,16 @@ const tab = {
     }
   },
 
+  /** An engine member that changes state (undo, unfreeze…): 'done' or the error's code. */
+  async member(name: 'undo' | 'unfreeze' | 'checkpoint') {
+    try {
+      await workspace()[name]()
+      return 'done'
+    } catch (error) {
+      return codeOf(error)
+    }
+  },
+
   async files() {
     const out: Record<string, string> = {}
     const fs = workspace().fs.promises
