@@ -1,8 +1,10 @@
 /**
  * The fleet's calls racing each other and the sessions' writers, as machines of one fleet do: forks
  * to one new name at once (one wins, the rest get EEXIST, where they got EIO with a bare unique
- * violation), and a drop of a session a PGlite store of the same instance is writing (EBUSY, as on
- * a server, where the instance's one backend granted the drop the writer's own advisory lock).
+ * violation), calls made at once on one fleet object (each takes its turn: one fork's ROLLBACK
+ * ended another's transaction halfway, and a fork that resolved was not there), and a drop of a
+ * session a PGlite store of the same instance is writing (EBUSY, as on a server, where the
+ * instance's one backend granted the drop the writer's own advisory lock).
  */
 import { PGlite } from '@electric-sql/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -41,6 +43,20 @@ describe.skipIf(url === undefined)('fleet races on a server', () => {
       expect(results.filter((r) => r !== 'ok')).toEqual(['EEXIST', 'EEXIST', 'EEXIST'])
       const copy = (await fleets[0].sessions()).find((s) => s.session === to)!
       expect(copy).toMatchObject({ forkedFrom: 'source', forkCheckpoint: 'start', checkpoints: 1 })
+    }
+  })
+
+  it('calls made at once on one fleet object take turns: a fork that resolved is there whole, whatever a failing one beside it did', async () => {
+    const fleet = fleets[0]
+    const source = (await fleet.sessions()).find((s) => s.session === 'source')!
+    await fleet.fork({ from: 'source', to: 'taken' })
+    for (let delay = 0; delay < 8; delay++) {
+      const made = fleet.fork({ from: 'source', to: `beside-${delay}` })
+      await new Promise((resolve) => setTimeout(resolve, delay))
+      const results = await outcomes([made, fleet.fork({ from: 'source', to: 'taken' }), fleet.fork({ from: 'missing', to: `never-${delay}` }), fleet.sessions()])
+      expect(results).toEqual(['ok', 'EEXIST', 'ENOENT', 'ok'])
+      const copy = (await fleet.sessions()).find((s) => s.session === `beside-${delay}`)
+      expect(copy).toMatchObject({ records: source.records, blobs: source.blobs, checkpoints: 1 })
     }
   })
 })

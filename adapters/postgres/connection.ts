@@ -40,6 +40,36 @@ export interface Connection extends Sql {
   close(): Promise<void>
 }
 
+/**
+ * The connection for callers that may make several calls at once (a fleet: `Promise.all` of forks).
+ * pg runs one statement at a time per client, but a transaction is several: without turns, one
+ * call's ROLLBACK ended another's transaction halfway, and a fork reported done was not there. Each
+ * statement and each whole transaction takes its turn; a transaction's body runs on the connection
+ * itself, within its turn.
+ */
+export function serialized(connection: Connection): Connection {
+  let tail: Promise<unknown> = Promise.resolve()
+  const turn = <T>(body: () => Promise<T>): Promise<T> => {
+    const result = tail.then(body)
+    tail = result.catch(() => undefined)
+    return result
+  }
+  return {
+    backend: connection.backend,
+    instance: connection.instance,
+    where: connection.where,
+    get lost() {
+      return connection.lost
+    },
+    query: (text, params) => turn(() => connection.query(text, params)),
+    batch: (text) => turn(() => connection.batch(text)),
+    transaction: (body, options) => turn(() => connection.transaction(body, options)),
+    listen: (channel, listener) => turn(() => connection.listen(channel, listener)),
+    onLost: (listener) => connection.onLost(listener),
+    close: () => turn(() => connection.close()),
+  }
+}
+
 // ---- pg ------------------------------------------------------------------------------------------
 
 /** The part of a `pg` client the store uses (a `pg.Client`, or a `PoolClient` from `pool.connect()`). */

@@ -5,7 +5,7 @@
  * collects blobs no session refers to (gc.ts); and answers who flushed what where, from the
  * sessions' flush ledgers.
  */
-import type { Connection } from './connection.js'
+import { type Connection, serialized } from './connection.js'
 import { storeError } from './errors.js'
 import { GC_LOCK, type CollectOptions, type CollectReport, collect, sweep } from './gc.js'
 import { ensureSchema, type Tables } from './schema.js'
@@ -106,7 +106,8 @@ export class FleetView implements Fleet {
       await connection.close()
       throw error
     }
-    return new FleetView(connection, t, schemaName)
+    // Its calls may be made at once: each statement and transaction takes its turn on the one connection.
+    return new FleetView(serialized(connection), t, schemaName)
   }
 
   /** Whether an advisory lock on this session's key is held by any connection. */
