@@ -43,6 +43,8 @@ export class Following {
   /** A commit (or the promotion) was heard while a reload ran: one more follows it. */
   private again: 'commit' | 'writer' | undefined
   private closed = false
+  /** Whether the first workspace is in the session's place (until then a change heard waits in `again`). */
+  private started = false
 
   constructor(
     readonly store: Store,
@@ -63,14 +65,25 @@ export class Following {
     })
   }
 
-  /** The first workspace. */
+  /** The first workspace; the session calls `begin()` once it holds it. */
   first(): Promise<Workspace> {
     return this.open(lease(this.store), lease(this.lower))
   }
 
+  /**
+   * The first workspace is in the session's place: what was heard while it opened reloads now (it
+   * may have read the store before that commit, or as a follower before this tab was promoted).
+   */
+  begin(): void {
+    this.started = true
+    const next = this.again
+    this.again = undefined
+    if (next) this.request(next)
+  }
+
   private request(kind: 'commit' | 'writer'): void {
     if (this.closed) return
-    if (this.running) {
+    if (this.running || !this.started) {
       if (this.again !== 'writer') this.again = kind
       return
     }

@@ -370,6 +370,7 @@ export class WorkspaceHost {
     const opened = this.register(ws)
     handle = opened.handle
     this.workspaces.get(handle)!.following = following
+    following.begin()
     if (hooks) this.hooks.set(handle, hooks)
     return { ...opened, status: status(ws, following) }
   }
