@@ -430,4 +430,99 @@ describe('less common paths match node:fs on a real directory', () => {
       return [results, fs.readFileSync(at('/f'), 'latin1')]
     })
   })
+
+  it('the promise API writes iterables and streams of chunks, as Node does; what came before a failure is written', async () => {
+    const written = (write: (fs: Fs, at: At) => Promise<unknown>) => async (fs: Fs, at: At) => {
+      let outcome: unknown
+      try {
+        outcome = await write(fs, at)
+      } catch (error) {
+        outcome = error
+      }
+      return [outcome, fs.readFileSync(at('/f'), 'latin1')]
+    }
+    expect(await same(written((fs, at) => fs.promises.writeFile(at('/f'), ['a', Buffer.from('b')])))).toEqual([undefined, 'ab'])
+    await same(written((fs, at) => fs.promises.writeFile(at('/f'), ['6162', Buffer.from('c')], 'hex')))
+    await same(
+      written((fs, at) =>
+        fs.promises.writeFile(
+          at('/f'),
+          (async function* () {
+            yield 'a'
+            yield new Uint8Array([98])
+          })(),
+        ),
+      ),
+    )
+    await same(
+      written(async (fs, at) => {
+        const { Readable } = await import('node:stream')
+        return fs.promises.writeFile(at('/f'), Readable.from(['x', 'y']))
+      }),
+    )
+    await same(written((fs, at) => fs.promises.appendFile(at('/f'), new Set(['!', '?']) as never)))
+    await same(
+      written((fs, at) =>
+        fs.promises.writeFile(
+          at('/f'),
+          (function* () {
+            yield 'ab'
+            throw new Error('the source failed')
+          })(),
+        ),
+      ),
+    )
+    await same(written((fs, at) => fs.promises.writeFile(at('/f'), ['ab', 5 as never])))
+    await same(written((fs, at) => fs.promises.writeFile(at('/f'), [[104, 105] as never, new Uint8Array([33]).buffer as never])))
+    await same(
+      written(async (fs, at) => {
+        const handle = await fs.promises.open(at('/f'), 'a')
+        await handle.appendFile(['A', 'B'] as never)
+        await handle.writeFile(new Set(['C']) as never)
+        await handle.close()
+      }),
+    )
+    // The callback and sync forms take strings and bytes only.
+    await same((fs, at) => fs.writeFileSync(at('/f'), ['a'] as never))
+  })
+
+  it('readFile and writeFile with an aborted signal reject with AbortError before anything is written; a signal aborted between chunks stops there', async () => {
+    const aborted = () => {
+      const controller = new AbortController()
+      controller.abort()
+      return controller.signal
+    }
+    const settled = async (fs: Fs, at: At, call: Promise<unknown>) => {
+      try {
+        return [await call, fs.readFileSync(at('/f'), 'latin1')]
+      } catch (error) {
+        const { name, code, message } = error as Error & { code: string }
+        return [{ name, code, message }, fs.readFileSync(at('/f'), 'latin1')]
+      }
+    }
+    expect(await same((fs, at) => settled(fs, at, fs.promises.readFile(at('/f'), { signal: aborted() })))).toEqual([
+      { name: 'AbortError', code: 'ABORT_ERR', message: 'The operation was aborted' },
+      'hello',
+    ])
+    await same((fs, at) => settled(fs, at, fs.promises.writeFile(at('/f'), 'x', { signal: aborted() })))
+    await same((fs, at) => settled(fs, at, fs.promises.appendFile(at('/f'), 'x', { signal: aborted() } as never)))
+    await same((fs, at) => settled(fs, at, new Promise((resolve, reject) => fs.readFile(at('/f'), { signal: aborted() }, (error, data) => (error ? reject(error) : resolve(data))))))
+    await same((fs, at) => settled(fs, at, new Promise<void>((resolve, reject) => fs.writeFile(at('/f'), 'x', { signal: aborted() }, (error) => (error ? reject(error) : resolve())))))
+    await same(async (fs, at) => {
+      const handle = await fs.promises.open(at('/f'))
+      const outcome = await settled(fs, at, handle.readFile({ signal: aborted() }))
+      await handle.close()
+      return outcome
+    })
+    await same((fs, at) => {
+      const controller = new AbortController()
+      const chunks = (async function* () {
+        yield 'ab'
+        controller.abort()
+        yield 'cd'
+      })()
+      return settled(fs, at, fs.promises.writeFile(at('/f'), chunks, { signal: controller.signal }))
+    })
+    await same((fs, at) => settled(fs, at, fs.promises.readFile(at('/f'), { signal: {} as never })))
+  })
 })

@@ -7,6 +7,7 @@
 import { FsError, typeError } from '../errors.js'
 import { builtin } from '../host.js'
 import { fileOffset } from './arguments.js'
+import { abortError, collectChunks, isChunks, signalOption } from './write-data.js'
 import { EventEmitter } from './emitter.js'
 import type { FsOperations } from './operations.js'
 import type { StreamClasses } from './streams.js'
@@ -82,15 +83,24 @@ export class FileHandle extends EventEmitter {
   }
 
   readFile(options?: unknown): Promise<Uint8Array | string> {
-    return this.use('readFile', () => this.ops.readFile(this.fd, options))
+    return this.use('readFile', () => {
+      const signal = signalOption(options)
+      if (signal?.aborted) throw abortError(signal)
+      return this.ops.readFile(this.fd, options)
+    })
   }
 
-  writeFile(data: unknown, options?: unknown): Promise<void> {
-    return this.use('writeFile', () => this.ops.writeFile(this.fd, data, options))
+  /** Data as Node's: a string, bytes, or an iterable (async too) of them; an aborted signal rejects. */
+  async writeFile(data: unknown, options?: unknown): Promise<void> {
+    await this.use('writeFile', () => undefined)
+    const signal = signalOption(options)
+    if (signal?.aborted) throw abortError(signal)
+    const bytes = isChunks(data) ? await collectChunks(data, options, signal, (partial) => this.ops.writeFile(this.fd, partial, options)) : data
+    return this.use('writeFile', () => this.ops.writeFile(this.fd, bytes, options))
   }
 
   appendFile(data: unknown, options?: unknown): Promise<void> {
-    return this.use('writeFile', () => this.ops.writeFile(this.fd, data, options))
+    return this.writeFile(data, options)
   }
 
   stat(options?: unknown) {

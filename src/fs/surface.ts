@@ -13,6 +13,7 @@ import { type FsOperations, cpFilterAnswers } from './operations.js'
 import { Dir, Dirent, Stats } from './stats.js'
 import { type StreamFs, hasStreams, streamClasses } from './streams.js'
 import type { Watching } from './watch.js'
+import { abortError, collectChunks, isChunks, signalOption } from './write-data.js'
 
 type Operation = (...args: unknown[]) => unknown
 
@@ -67,10 +68,31 @@ const descriptorCalls = {
  * Members whose callback and promise forms wait for something before the call: it returns the
  * arguments to run with (undefined when there is nothing to wait for), throwing argument errors.
  */
-type Prepare = (ops: FsOperations, args: unknown[]) => Promise<unknown[]> | undefined
-const prepared: Partial<Record<keyof typeof triples, Prepare>> = {
+type Prepare = (ops: FsOperations, args: unknown[], run: Operation) => Promise<unknown[]> | undefined
+const prepared: Partial<Record<keyof typeof triples, { callback: Prepare; promise: Prepare }>> = {
   // Node awaits cp's filter there.
-  cp: cpFilterAnswers,
+  cp: { callback: cpFilterAnswers, promise: cpFilterAnswers },
+  readFile: { callback: abortable(1), promise: abortable(1) },
+  // The promise forms also write iterables of chunks.
+  writeFile: { callback: abortable(2), promise: chunked },
+  appendFile: { callback: abortable(2), promise: chunked },
+}
+
+/** Rejects with Node's AbortError when the options (argument `index`) hold an aborted signal. */
+function abortable(index: number): Prepare {
+  return (_ops, args) => {
+    const signal = signalOption(args[index])
+    return signal?.aborted ? Promise.reject(abortError(signal)) : undefined
+  }
+}
+
+/** writeFile's data as the promise API takes it: an aborted signal rejects; chunks are read first (see collectChunks). */
+function chunked(ops: FsOperations, args: unknown[], run: Operation): Promise<unknown[]> | undefined {
+  const [file, data, options] = args
+  const signal = signalOption(options)
+  if (signal?.aborted) return Promise.reject(abortError(signal))
+  if (!isChunks(data)) return undefined
+  return collectChunks(data, options, signal, (bytes) => run(file, bytes, options)).then((bytes) => [file, bytes, options])
 }
 
 /** Members whose sync and callback forms also take a descriptor, but whose promise forms take a path only. */
@@ -197,11 +219,11 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
   for (const [name, arity] of Object.entries(triples)) {
     const run = bind(name as keyof typeof triples)
     const waitFor = prepared[name as keyof typeof triples]
-    const prepare = waitFor && ((args: unknown[]) => waitFor(ops, args))
     fs[name + 'Sync'] = run
-    fs[name] = callbackForm(name, arity, run, options.load, undefined, prepare)
+    fs[name] = callbackForm(name, arity, run, options.load, undefined, waitFor && ((args) => waitFor.callback(ops, args, run)))
     // The promise API takes FileHandles, never numeric descriptors: a number is a bad path there.
-    promises[name] = promiseForm(byPath.has(name) ? (file, ...rest) => run(file instanceof FileHandle ? file.fd : pathArgument(file), ...rest) : run, options.load, prepare)
+    const promised: Operation = byPath.has(name) ? (file, ...rest) => run(file instanceof FileHandle ? file.fd : pathArgument(file), ...rest) : run
+    promises[name] = promiseForm(promised, options.load, waitFor && ((args) => waitFor.promise(ops, args, promised)))
   }
   for (const [name, arity] of Object.entries(descriptorCalls)) {
     const run = bind(name as keyof typeof descriptorCalls)

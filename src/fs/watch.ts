@@ -17,6 +17,7 @@ import { FsError } from '../errors.js'
 import type { EntryType } from '../lower/source.js'
 import { absolute, basename, dirname, isWithin, normalize } from '../path.js'
 import { encodingOption, pathArgument, validateBoolean, validateFunction, validateInteger, validateObject } from './arguments.js'
+import { abortError } from './write-data.js'
 import { type Emitter, EventEmitter } from './emitter.js'
 import type { FsOperations } from './operations.js'
 import { type Stats, zeroStats } from './stats.js'
@@ -130,10 +131,6 @@ function watchError(error: FsError, given: string): Error {
   return Object.assign(failure, { errno: error.errno, syscall: 'watch', code: error.code, path: given, filename: given })
 }
 
-/** Node's AbortError: name 'AbortError', code 'ABORT_ERR', the signal's reason as its cause. */
-function abortError(signal: AbortSignal | undefined): Error {
-  return Object.assign(new Error('The operation was aborted', { cause: signal?.reason }), { name: 'AbortError', code: 'ABORT_ERR' })
-}
 
 const DISPOSE: typeof Symbol.dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose')
 
