@@ -4,7 +4,9 @@
  * violation), calls made at once on one fleet object (each takes its turn: one fork's ROLLBACK
  * ended another's transaction halfway, and a fork that resolved was not there), and a drop of a
  * session a PGlite store of the same instance is writing (EBUSY, as on a server, where the
- * instance's one backend granted the drop the writer's own advisory lock).
+ * instance's one backend granted the drop the writer's own advisory lock); and sessions putting
+ * the same new contents at once (npm install in two forks), which deadlocked when their orders
+ * differed.
  */
 import { PGlite } from '@electric-sql/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -57,6 +59,22 @@ describe.skipIf(url === undefined)('fleet races on a server', () => {
       expect(results).toEqual(['ok', 'EEXIST', 'ENOENT', 'ok'])
       const copy = (await fleet.sessions()).find((s) => s.session === `beside-${delay}`)
       expect(copy).toMatchObject({ records: source.records, blobs: source.blobs, checkpoints: 1 })
+    }
+  })
+
+  it('two sessions putting the same new blobs in opposite orders at once both commit (no deadlock)', async () => {
+    const a = await postgresStore({ connectionString: url!, schema, session: 'same-content-a' })
+    const b = await postgresStore({ connectionString: url!, schema, session: 'same-content-b' })
+    try {
+      for (let round = 0; round < 10; round++) {
+        const blobs = Array.from({ length: 300 }, (_, i) => [`round-${round}-${i}`, new Uint8Array(2000).fill(i % 256)] as const)
+        expect(await outcomes([a.putBlobs(blobs), b.putBlobs([...blobs].reverse())])).toEqual(['ok', 'ok'])
+      }
+      expect((await a.blobIds()).length).toBe(3000)
+      expect((await b.blobIds()).length).toBe(3000)
+    } finally {
+      await a.close()
+      await b.close()
     }
   })
 })

@@ -453,7 +453,10 @@ export class SessionStore implements PostgresStore {
         if (!unique.has(id)) unique.set(id, bytes)
       }
       if (unique.size === 0) return
-      const large = [...unique].filter(([, bytes]) => bytes.byteLength > CHUNK)
+      // In id order: two sessions putting the same new blobs in other orders each locked a row the
+      // other wanted next (a deadlock, one commit failing); in one order the second waits instead.
+      const ordered = [...unique].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      const large = ordered.filter(([, bytes]) => bytes.byteLength > CHUNK)
       const stamp = keptStamp()
       await this.connection.transaction(
         async (tx) => {
@@ -463,7 +466,7 @@ export class SessionStore implements PostgresStore {
               ? []
               : (await tx.query<{ id: string }>(`SELECT id FROM ${this.t.blobs} WHERE id = ANY($1::text[]) AND suspect`, [large.map(([id]) => id)])).map((row) => row.id),
           )
-          for (const batch of batches([...unique], ([, bytes]) => (bytes.byteLength > CHUNK ? 64 : bytes.byteLength))) {
+          for (const batch of batches(ordered, ([, bytes]) => (bytes.byteLength > CHUNK ? 64 : bytes.byteLength))) {
             const params: unknown[] = [this.session, stamp, this.token]
             const values = batch.map(([id, bytes]) => {
               const chunked = bytes.byteLength > CHUNK
