@@ -8,6 +8,9 @@
  * the same new contents at once (npm install in two forks), which deadlocked when their orders
  * differed.
  */
+import { execFileSync } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Fleet, pgliteFleet, pgliteStore, postgresFleet, postgresStore } from '../adapters/postgres/index.js'
@@ -20,6 +23,9 @@ const url = await serverUrl()
 async function outcomes(promises: Promise<unknown>[]): Promise<string[]> {
   return (await Promise.allSettled(promises)).map((r) => (r.status === 'fulfilled' ? 'ok' : String((r.reason as { code?: unknown }).code)))
 }
+
+/** The provisioned server's superuser is reached as its OS user (peer login): root only. */
+const asServer = process.getuid?.() === 0
 
 describe.skipIf(url === undefined)('fleet races on a server', () => {
   const schema = scratchSchema('pgraces')
@@ -75,6 +81,26 @@ describe.skipIf(url === undefined)('fleet races on a server', () => {
     } finally {
       await a.close()
       await b.close()
+    }
+  })
+
+  it.skipIf(!asServer)("sessions() says a session is written only when a writer holds it in this database, not one of the same name in another database of the server", async () => {
+    const env = Object.fromEntries(
+      fs.readFileSync(path.join(new URL(url!).searchParams.get('host') ?? '/nonexistent', 'env'), 'utf8').trim().split('\n').map((line) => line.split('=') as [string, string]),
+    )
+    const psql = (sql: string) =>
+      execFileSync('runuser', ['-u', env.PGUSER_OS, '--', path.join(env.PGBIN, 'psql'), '-h', env.PGSOCKET, '-U', 'postgres', '-d', 'postgres', '-qAtc', sql], { stdio: 'ignore' })
+    const other = `rewindfs_other_${process.pid}`
+    psql(`CREATE DATABASE ${other} OWNER rewindfs`)
+    try {
+      const elsewhere = new URL(url!)
+      elsewhere.pathname = `/${other}`
+      const writer = await postgresStore({ connectionString: elsewhere.toString(), schema, session: 'source' })
+      const here = (await fleets[0].sessions()).find((s) => s.session === 'source')
+      await writer.close()
+      expect(here?.writing).toBe(false)
+    } finally {
+      psql(`DROP DATABASE ${other}`)
     }
   })
 })

@@ -110,9 +110,10 @@ export class FleetView implements Fleet {
     return new FleetView(serialized(connection), t, schemaName)
   }
 
-  /** Whether an advisory lock on this session's key is held by any connection. */
+  /** Whether an advisory lock on this session's key is held by any connection to this database (pg_locks lists every database's). */
   private writing(session: string): string {
     return `EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+                    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                     AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended(${this.literalSchema()} || '/' || ${session}, 0))`
   }
 
