@@ -125,8 +125,15 @@ export interface StatWatcher {
   unref(): this
 }
 
-/** Node's watch error: its fields in Node's order, and the path again as `filename`. */
+/**
+ * Node's watch error: its fields in Node's order, and the path again as `filename`. Node's JS
+ * UVException leaves an empty path out (of the message and the fields) but keeps it as `filename`.
+ */
 function watchError(error: FsError, given: string): Error {
+  if (given === '') {
+    const failure = new Error(new FsError(error.code, 'watch').message)
+    return Object.assign(failure, { errno: error.errno, syscall: 'watch', code: error.code, filename: given })
+  }
   const failure = new Error(new FsError(error.code, 'watch', given).message)
   return Object.assign(failure, { errno: error.errno, syscall: 'watch', code: error.code, path: given, filename: given })
 }
@@ -296,7 +303,8 @@ export class WatchRegistry implements Watches {
 
   /** Starts a watch on what `given` names now; errors are Node's ('watch', with `filename`), thrown at once. */
   readonly start: StartWatch = (given, recursive, sink) => {
-    const path = given === '' ? '' : normalize(absolute(given, this.ops.cwd))
+    // Resolved as the kernel does (not lexically first): 'file/' is ENOTDIR, 'link/..' is physical.
+    const path = given === '' ? '' : absolute(given, this.ops.cwd)
     let entry
     try {
       entry = this.ops.overlay.resolve(path, 'watch', true, given)
@@ -373,7 +381,8 @@ export class WatchRegistry implements Watches {
     const path = normalize(absolute(given, this.ops.cwd))
     let state = this.statWatchers.get(path)
     if (!state) {
-      state = new StatWatcherState(this.ops, given, interval, opts.bigint === true, opts.persistent !== false)
+      // Node polls path.resolve(filename): 'file/' is the file, '..' folded lexically.
+      state = new StatWatcherState(this.ops, path, interval, opts.bigint === true, opts.persistent !== false)
       this.statWatchers.set(path, state)
       state.start()
     }
