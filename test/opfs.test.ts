@@ -65,6 +65,23 @@ describe.skipIf(!available)('the OPFS store in Chromium', () => {
     expect(reopened.frozen).toBeNull()
   })
 
+  it('a full quota fails the group commit with ENOSPC (Chromium answers a bogus count, not an exception); nothing acknowledged is lost and the store is not damaged', async () => {
+    const written = await work<{ files: Record<string, string> }>(page, 'session', 'quota', 2)
+    const cdp = await context.newCDPSession(page)
+    const { usage } = (await cdp.send('Storage.getUsageAndQuota', { origin: site.url })) as { usage: number }
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin: site.url, quotaSize: usage + 2 ** 20 })
+    try {
+      expect(await work<string>(page, 'overQuota', 'quota', 4 * 2 ** 20)).toMatch(/^EDEGRADED: .*ENOSPC: the browser's storage quota/)
+    } finally {
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin: site.url })
+      await cdp.detach()
+    }
+    const reopened = await work<{ files: Record<string, string>; frozen: string | null; corrupt: unknown; warnings: string[] }>(page, 'reopen', 'quota')
+    expect(reopened).toMatchObject({ files: written.files, frozen: null, corrupt: null, warnings: [] })
+    expect(await work(page, 'write', 'quota', '/app/later.txt', 'room again')).toBe('written')
+    expect((await work<{ files: Record<string, string> }>(page, 'reopen', 'quota')).files['/app/later.txt']).toBe('room again')
+  })
+
   it('a torn segment tail: dropped on open, kept aside, cut before the next append; the state is the last acknowledged one', async () => {
     const written = await work<{ files: Record<string, string> }>(page, 'session', 'torn', 2)
     await work(page, 'tear', 'torn', '{"half a record')

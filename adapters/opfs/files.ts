@@ -204,10 +204,19 @@ export async function removeIfPresent(directory: FileSystemDirectoryHandle, name
   }
 }
 
+/** base::File's FILE_ERROR_NO_SPACE (-8) as Chromium's write() returns it: an unsigned 32-bit count. */
+const CHROMIUM_NO_SPACE = 2 ** 32 - 8
+
 /** Writes every byte at `position` (a short write continues where it stopped). */
 export function writeFully(handle: SyncAccessHandle, bytes: Uint8Array, position: number): void {
   for (let done = 0; done < bytes.length; ) {
     const wrote = handle.write(done === 0 ? bytes : bytes.subarray(done), { at: position + done })
+    // Chromium does not throw when the quota runs out: it writes what fits and returns its error
+    // code as a count larger than the bytes given. Taken as a count, the write would pass as whole.
+    if (wrote > bytes.length - done) {
+      if (wrote === CHROMIUM_NO_SPACE) throw new DOMException(`a sync access handle ran out of space at byte ${position + done}`, 'QuotaExceededError')
+      throw opfsError('EIO', 'write', '', `a sync access handle failed at byte ${position + done} (it answered ${wrote} for ${bytes.length - done} bytes)`)
+    }
     if (wrote <= 0) throw opfsError('EIO', 'write', '', `a sync access handle wrote nothing at byte ${position + done}`)
     done += wrote
   }

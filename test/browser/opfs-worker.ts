@@ -143,6 +143,18 @@ const scenarios: Record<string, (...args: never[]) => Promise<unknown>> = {
   },
 
   /** What a crash in the middle of a group commit leaves at the end of the last segment. */
+  /** A group commit larger than what is left of the quota (the test lowered it): how its sync ends. */
+  async overQuota(name: string, bytes: number) {
+    const ws = await Workspace.open({ lower: lower(), store: opfsStore(name), autoCheckpoint: false })
+    ws.fs.writeFileSync('/app/big.bin', new Uint8Array(bytes).fill(7))
+    const sync = await ws.sync().then(
+      () => 'acknowledged',
+      (error: Error) => `${codeOf(error)}: ${error.message}`,
+    )
+    await ws.close().catch(() => undefined)
+    return sync
+  },
+
   async tear(name: string, partial: string) {
     await raw.tearAppend(name, partial)
     return (await raw.segments(name)).map((s) => s.name)
