@@ -305,7 +305,14 @@ export class WorkspaceHost {
         case 'call': {
           const args = parse(memberArguments[req.member] as z.ZodType<unknown[]>, req.args, `the arguments of ${req.member}()`)
           if (!args.ok) return args
-          const result = await this.call(session, req.member, args.value, callbacks)
+          let result: unknown
+          try {
+            result = await this.call(session, req.member, args.value, callbacks)
+          } catch (error) {
+            // A failure can change the status (a store that failed degrades the workspace): the page hears it before the rejection.
+            this.relay.status(req.handle, status(session.ws, session.following))
+            throw error
+          }
           return { ok: true, value: { result, status: status(ws, session.following), resume: ws.resume } }
         }
       }
