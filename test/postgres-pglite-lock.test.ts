@@ -102,6 +102,13 @@ describe('PGlite data directory: one process at a time', () => {
     expect(fs.existsSync(path.join(dataDir, 'rewindfs.lock'))).toBe(false)
   }, 60_000)
 
+  it('a data directory that is a file is ENOTDIR', async () => {
+    const file = path.join(tmp, 'a-file')
+    fs.writeFileSync(file, 'not a database')
+    await expect(pgliteStore({ dataDir: file, session: 'a' })).rejects.toMatchObject({ code: 'ENOTDIR', syscall: 'open', path: file })
+    expect(fs.readFileSync(file, 'utf8')).toBe('not a database')
+  })
+
   it('a lock file naming this process that this process does not hold (a predecessor with the same pid) is stale', async () => {
     const dataDir = path.join(tmp, 'same-pid')
     fs.mkdirSync(dataDir)

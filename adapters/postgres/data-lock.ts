@@ -73,6 +73,10 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock | undefi
   const path = await import('node:path')
   const root = path.resolve(directory)
   const file = path.join(root, LOCK_NAME)
+  // mkdir of a path that is a file says EEXIST: say what is wrong with it instead.
+  if (fs.statSync(root, { throwIfNoEntry: false })?.isDirectory() === false) {
+    throw storeError('ENOTDIR', 'open', root, 'the PGlite data directory is a file, not a directory')
+  }
   fs.mkdirSync(root, { recursive: true })
   for (let attempt = 0; attempt < 5; attempt++) {
     const temp = `${file}.tmp-${process.pid}-${(counter++).toString(36)}`
