@@ -554,4 +554,44 @@ describe('less common paths match node:fs on a real directory', () => {
     expect(await same(polled('/f/'))).toEqual([[3, 5]])
     await same(polled('./ld/sub/../../f'))
   })
+
+  it('names and paths come back in the encoding asked for (hex, base64, latin1, buffer), as Node encodes them', async () => {
+    expect(await same((fs, at) => fs.readdirSync(at('/d'), 'hex').sort())).toEqual(['67', '737562'])
+    await same((fs, at) => fs.readdirSync(at('/d'), { encoding: 'base64', withFileTypes: true }).map((entry) => entry.name).sort())
+    await same((fs, at) => fs.readlinkSync(at('/lf'), 'hex'))
+    // The real side's paths hold its directory: compared decoded (that directory is then taken out).
+    await same((fs) => {
+      const resolved = fs.realpathSync('ld/../f', { encoding: 'base64' })
+      return [resolved === Buffer.from(Buffer.from(resolved, 'base64').toString()).toString('base64'), Buffer.from(resolved, 'base64').toString()]
+    })
+    await same((fs) => Buffer.from(fs.realpathSync.native('lf', 'hex'), 'hex').toString())
+    await same(async (fs) => fs.promises.readlink('lf', { encoding: 'buffer' }))
+    await same((fs, at) => {
+      const made = fs.mkdtempSync(at('/d/t'), { encoding: 'buffer' }) as unknown as Buffer
+      return [Buffer.isBuffer(made), fs.statSync(made).isDirectory()]
+    })
+    await same(async (fs, at) => Buffer.isBuffer(await fs.promises.mkdtemp(at('/d/t'), 'buffer')))
+  })
+
+  it('open with O_TRUNC truncates a file even opened read-only, as Linux does', async () => {
+    expect(
+      await same((fs, at) => {
+        fs.closeSync(fs.openSync(at('/f'), fs.constants.O_RDONLY | fs.constants.O_TRUNC))
+        return fs.readFileSync(at('/f'), 'utf8')
+      }),
+    ).toBe('')
+  })
+
+  it('rm\'s callback and promise forms are Node\'s async rimraf: a failed lstat with force is the lstat\'s error, "link/" is done at once', async () => {
+    const tree = (fs: Fs, at: At) => (fs.readdirSync(at('/'), { recursive: true }) as string[]).sort()
+    expect(await same((fs, at) => fs.promises.rm(at('/f/x'), { force: true, recursive: true }))).toMatchObject({ code: 'ENOTDIR', syscall: 'lstat' })
+    await same((fs, at) => new Promise((resolve) => fs.rm(at('/f/x'), { force: true, recursive: true }, resolve)))
+    await same((fs, at) => fs.rmSync(at('/f/x'), { force: true, recursive: true }))
+    await same(async (fs, at) => [await fs.promises.rm(at('/ld/'), { recursive: true }), tree(fs, at)])
+    await same((fs, at) => new Promise((resolve) => fs.rm('ld/', { recursive: true }, (error) => resolve(error ?? tree(fs, at)))))
+    await same((fs, at) => fs.rmSync(at('/ld/'), { recursive: true }))
+    // Argument errors stay synchronous.
+    await same((fs, at) => fs.rm(at('/f'), { recursive: 1 as never }, () => undefined))
+    await same(async (fs, at) => [await fs.promises.rm(at('/d'), { recursive: true }), tree(fs, at)])
+  })
 })

@@ -311,7 +311,6 @@ export class FsOperations {
     this.accessed(root)
     const withTypes = opts.withFileTypes === true
     const results: (string | Uint8Array | Dirent<string | Uint8Array>)[] = []
-    const encoder = new TextEncoder()
     // A directory to list: its entry, its path relative to the top, the parent path Dirents show,
     // and its lexical absolute path (Node descends by joining names, so 'link/..' is not physical).
     // `above`: the directories it was reached through, so a link back into them is not entered (Node
@@ -326,8 +325,8 @@ export class FsOperations {
       for (const name of this.overlay.names(dir)) {
         const child = this.overlay.child(dir, name)!
         const childRelative = relative ? relative + '/' + name : name
-        if (withTypes) results.push(new Dirent(encoding === 'buffer' ? toCallerBytes(encoder.encode(name)) : name, child.type, parentPath))
-        else results.push(encoding === 'buffer' ? toCallerBytes(encoder.encode(childRelative)) : childRelative)
+        if (withTypes) results.push(new Dirent(encodedName(name, encoding), child.type, parentPath))
+        else results.push(encodedName(childRelative, encoding))
         if (opts.recursive !== true) continue
         const childLexical = join(lexical, name)
         const childParentPath = joinLexically(parentPath, name)
@@ -401,7 +400,7 @@ export class FsOperations {
     if (entry.type !== 'symlink') throw new FsError('EINVAL', 'readlink', given)
     const target = this.overlay.readLink(entry)
     this.accessed(entry)
-    return encoding === 'buffer' ? toCallerBytes(new TextEncoder().encode(target)) : target
+    return encodedName(target, encoding)
   }
 
   /**
@@ -412,7 +411,7 @@ export class FsOperations {
     const { given, path } = this.path(file)
     const encoding = encodingOption(options, 'utf8')
     const resolved = syscall === 'lstat' ? this.realpathLexical(given) : this.overlay.resolve(path, syscall, true, given).path
-    return encoding === 'buffer' ? toCallerBytes(new TextEncoder().encode(resolved)) : resolved
+    return encodedName(resolved, encoding)
   }
 
   /**
@@ -587,16 +586,16 @@ export class FsOperations {
 
 
   @journaled('mkdir')
-  mkdtemp(prefix: unknown, options?: unknown): string {
+  mkdtemp(prefix: unknown, options?: unknown): string | Uint8Array {
     const given = pathArgument(prefix, 'prefix')
-    encodingOption(options, 'utf8')
+    const encoding = encodingOption(options, 'utf8')
     const alphabet = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
     for (;;) {
       let suffix = ''
       for (let i = 0; i < 6; i++) suffix += alphabet[Math.floor(Math.random() * alphabet.length)]
       try {
         this.mkdir(given + suffix, { mode: 0o700 })
-        return given + suffix
+        return encodedName(given + suffix, encoding)
       } catch (error) {
         if (!(error instanceof FsError && error.code === 'EEXIST')) {
           throw new FsError(error instanceof FsError ? error.code : 'EIO', 'mkdtemp', given + 'XXXXXX')
@@ -632,7 +631,11 @@ export class FsOperations {
   }
 
   @journaled('file_delete')
-  rm(file: unknown, options?: unknown): void {
+  /**
+   * `asynchronous`: the callback and promise forms, whose rimraf (Node's async one) differs from
+   * rmSync's in two places, marked below.
+   */
+  rm(file: unknown, options?: unknown, asynchronous = false): void {
     const { given, path } = this.path(file)
     const opts = rmOptions(options)
     let entry: Entry
@@ -640,13 +643,17 @@ export class FsOperations {
       entry = this.overlay.resolve(path, 'lstat', false, given)
     } catch (error) {
       if (opts.force && error instanceof FsError && error.code === 'ENOENT') return
-      // With force, Node's rimraf skips the failed lstat and reports the unlink that follows.
-      if (opts.force && opts.recursive && error instanceof FsError && error.code === 'ENOTDIR') throw new FsError('ENOTDIR', 'unlink', given)
+      // With force, rmSync's rimraf skips the failed lstat and reports the unlink that follows (the async one reports the lstat).
+      if (!asynchronous && opts.force && opts.recursive && error instanceof FsError && error.code === 'ENOTDIR') throw new FsError('ENOTDIR', 'unlink', given)
       throw error
     }
     if (entry.type === 'dir' && !opts.recursive) throw systemError('ERR_FS_EISDIR', 'Path is a directory', 'EISDIR', 'rm', given, 'is a directory')
-    // 'link/' names the directory behind the link; rimraf's first rmdir('link/') fails at once.
-    if (path.endsWith('/') && this.overlay.resolveParent(path, 'rmdir', given).existing?.type === 'symlink') throw new FsError('ENOTDIR', 'rmdir', given)
+    // 'link/' names the directory behind the link; rimraf's first rmdir('link/') fails at once:
+    // rmSync reports it, the async rimraf takes ENOTDIR as done (nothing is removed).
+    if (path.endsWith('/') && this.overlay.resolveParent(path, 'rmdir', given).existing?.type === 'symlink') {
+      if (asynchronous) return
+      throw new FsError('ENOTDIR', 'rmdir', given)
+    }
     const last = components(path).pop()
     // rimraf's rmdir: 'x/.' is EINVAL at once; 'x/..' empties the directory it names, then the
     // final rmdir finds 'x' gone (ENOENT, ignored), so the directory itself stays.
@@ -1063,8 +1070,8 @@ export class FsOperations {
     if (entry.type === 'symlink') throw new FsError('ELOOP', 'open', given)
     if (entry.type === 'dir' && (writable || flags & O_CREAT)) throw new FsError('EISDIR', 'open', given)
     if (flags & O_DIRECTORY && entry.type !== 'dir') throw new FsError('ENOTDIR', 'open', given)
-    // O_TRUNC truncates (and sets the times) even an empty file.
-    if (flags & O_TRUNC && writable && entry.type === 'file') return this.overlay.setContent(entry, new Uint8Array(0))
+    // O_TRUNC truncates (and sets the times) even an empty file, and on Linux even opened read-only.
+    if (flags & O_TRUNC && entry.type === 'file') return this.overlay.setContent(entry, new Uint8Array(0))
     return entry
   }
 
@@ -1378,8 +1385,15 @@ function copiedTimes(source: StatFields): [Date, Date] {
   return [new Date(Math.round(source.atimeMs)), new Date(Math.round(source.mtimeMs))]
 }
 
+/** A name or path as Node returns it in `encoding`: its UTF-8 bytes as a Buffer, or those bytes decoded ('hex', 'base64', …). */
+function encodedName(name: string, encoding: Encoding | 'buffer' | null): string | Uint8Array {
+  if (encoding === null || encoding === 'utf8' || encoding === 'utf-8') return name
+  const bytes = new TextEncoder().encode(name)
+  return encoding === 'buffer' ? toCallerBytes(bytes) : decode(bytes, encoding)
+}
+
 /** Node's validateRmOptions: an object (or nothing), its flags booleans, its retry settings integers. */
-function rmOptions(options: unknown): Options {
+export function rmOptions(options: unknown): Options {
   if (options === undefined) return {}
   validateObject(options, 'options')
   const opts = { recursive: false, force: false, retryDelay: 100, maxRetries: 0, ...options }

@@ -9,7 +9,7 @@ import { FsError, typeError } from '../errors.js'
 import { type NotLoadedError, isNotLoaded } from '../lower/source.js'
 import { constants, pathArgument, validateFunction } from './arguments.js'
 import { FileHandle } from './file-handle.js'
-import { type FsOperations, cpFilterAnswers } from './operations.js'
+import { type FsOperations, cpFilterAnswers, rmOptions } from './operations.js'
 import { Dir, Dirent, Stats } from './stats.js'
 import { type StreamFs, hasStreams, streamClasses } from './streams.js'
 import type { Watching } from './watch.js'
@@ -73,9 +73,18 @@ const prepared: Partial<Record<keyof typeof triples, { callback: Prepare; promis
   // Node awaits cp's filter there.
   cp: { callback: cpFilterAnswers, promise: cpFilterAnswers },
   readFile: { callback: abortable(1), promise: abortable(1) },
+  // Node's async rimraf, not rmSync's (see FsOperations.rm).
+  rm: { callback: asynchronousRm, promise: asynchronousRm },
   // The promise forms also write iterables of chunks.
   writeFile: { callback: abortable(2), promise: chunked },
   appendFile: { callback: abortable(2), promise: chunked },
+}
+
+/** rm as its callback and promise forms run it; argument errors are thrown at once, as Node's are. */
+function asynchronousRm(_ops: FsOperations, args: unknown[]): Promise<unknown[]> {
+  pathArgument(args[0])
+  rmOptions(args[1])
+  return Promise.resolve([args[0], args[1], true])
 }
 
 /** Rejects with Node's AbortError when the options (argument `index`) hold an aborted signal. */
