@@ -594,4 +594,19 @@ describe('less common paths match node:fs on a real directory', () => {
     await same((fs, at) => fs.rm(at('/f'), { recursive: 1 as never }, () => undefined))
     await same(async (fs, at) => [await fs.promises.rm(at('/d'), { recursive: true }), tree(fs, at)])
   })
+
+  it('a path with a NUL byte is refused naming the argument and the path as given; access and copyFile take their mode as Node 20 does', async () => {
+    const nul = 'x\0y'
+    expect(await same((fs, at) => fs.renameSync(at('/f'), nul))).toMatchObject({ message: expect.stringContaining("'newPath'") })
+    await same((fs) => fs.writeFileSync(nul, 'x'))
+    await same((fs, at) => fs.linkSync(at('/f'), nul))
+    await same((fs) => fs.mkdtempSync(nul))
+    await same((fs, at) => fs.copyFileSync(at('/f'), nul))
+    await same((fs, at) => fs.symlinkSync('f', nul))
+    for (const mode of [null, 1.5, -1, 8, 2 ** 31, '1', true]) {
+      await same((fs, at) => fs.accessSync(at('/f'), mode as never))
+      await same((fs, at) => [fs.copyFileSync(at('/f'), at('/n'), mode as never), fs.existsSync(at('/n'))])
+    }
+    await same((fs, at) => fs.promises.access(at('/f'), 8))
+  })
 })

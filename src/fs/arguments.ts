@@ -124,6 +124,18 @@ export function fileOffset(position: unknown): number | null {
   return typeof position === 'number' && Number.isSafeInteger(position) && position >= 0 ? position : null
 }
 
+/**
+ * access and copyFile's mode as Node 20 checks it (in C++): left out or null is `fallback`; else
+ * a number, cut to an int32, from 0 to 7 (1.5 is 1).
+ */
+export function accessModeArgument(mode: unknown, fallback: number): number {
+  if (mode === undefined || mode === null) return fallback
+  if (typeof mode !== 'number') throw typeError('ERR_INVALID_ARG_TYPE', 'mode must be int32 or null/undefined')
+  const bits = mode | 0
+  if (bits < 0 || bits > 7) throw rangeError('ERR_OUT_OF_RANGE', 'mode is out of range: >= 0 && <= 7')
+  return bits
+}
+
 /** An error with a Node error code (a TypeError unless `Base` says), for the codes only the fs surface raises. */
 export function codedTypeError(
   code: 'ERR_INCOMPATIBLE_OPTION_PAIR' | 'ERR_INVALID_RETURN_VALUE' | 'ERR_FS_INVALID_SYMLINK_TYPE',

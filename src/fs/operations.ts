@@ -9,6 +9,7 @@ import { HostBuffer } from '../host.js'
 import type { Entry, Overlay, StatFields } from '../overlay.js'
 import { absolute, basename, components, dirname, isWithin, join, joinLexically, normalize } from '../path.js'
 import {
+  accessModeArgument,
   codedTypeError,
   constants,
   dataArgument,
@@ -203,9 +204,11 @@ export class FsOperations {
 
   /** The paths an operation names, for its record (an array of their exact number: records keep it). */
   private operationPaths(name: string, args: readonly unknown[], fd: OpenFile | undefined): string[] {
+    // A path with a NUL byte is left to the call, whose error names the argument as Node's does.
+    const usable = (value: unknown): value is string => typeof value === 'string' && !value.includes('\0')
     const first = name === 'symlink' ? args[1] : args[0]
-    const a = typeof first === 'string' ? normalize(absolute(first, this.cwd)) : undefined
-    const b = (name === 'rename' || name === 'copyFile' || name === 'cp' || name === 'link') && typeof args[1] === 'string' ? normalize(absolute(args[1], this.cwd)) : undefined
+    const a = usable(first) ? normalize(absolute(first, this.cwd)) : undefined
+    const b = (name === 'rename' || name === 'copyFile' || name === 'cp' || name === 'link') && usable(args[1]) ? normalize(absolute(args[1], this.cwd)) : undefined
     const named = a === undefined ? (b === undefined ? [] : [b]) : b === undefined ? [a] : [a, b]
     return fd ? [fd.path, ...named] : named
   }
@@ -385,7 +388,7 @@ export class FsOperations {
 
   access(file: unknown, mode?: unknown): void {
     const { given, path } = this.path(file)
-    const bits = mode === undefined ? constants.F_OK : validateInteger(mode, 'mode', 0, 7)
+    const bits = accessModeArgument(mode, constants.F_OK)
     const entry = this.overlay.resolve(path, 'access', true, given)
     // Root may read and write anything, but may execute only what has an execute bit.
     if (bits & constants.X_OK && entry.type !== 'dir' && (this.overlay.meta(entry).mode & 0o111) === 0) {
@@ -709,7 +712,7 @@ export class FsOperations {
   copyFile(src: unknown, dest: unknown, mode?: unknown): void {
     const from = this.path(src, 'src')
     const to = this.path(dest, 'dest')
-    const flags = mode === undefined ? 0 : validateInteger(mode, 'mode', 0, 7)
+    const flags = accessModeArgument(mode, 0)
     const source = this.overlay.resolve(from.path, 'copyfile', true, from.given, to.given)
     // The kernel opens the destination before it finds the source is a directory.
     const target = this.overlay.resolveParent(to.path, 'copyfile', from.given, to.given)
