@@ -43,6 +43,13 @@ describe.skipIf(url === undefined)('fleet races on a server', () => {
     await dropSchema(url!, schema)
   })
 
+  it('checkpoints() of a session that does not exist is ENOENT, of one without checkpoints an empty list', async () => {
+    await expect(fleets[0].checkpoints('no-such-session')).rejects.toMatchObject({ code: 'ENOENT', syscall: 'checkpoints', path: 'no-such-session' })
+    await (await postgresStore({ connectionString: url!, schema, session: 'without-checkpoints' })).close()
+    expect(await fleets[0].checkpoints('without-checkpoints')).toEqual([])
+    expect((await fleets[0].checkpoints('source')).map((c) => c.name)).toEqual(['start'])
+  })
+
   it('forks to one name from four machines at once: one is made, the others get EEXIST and nothing of theirs is written', async () => {
     for (let round = 0; round < 3; round++) {
       const to = `copy-${round}`

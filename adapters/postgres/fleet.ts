@@ -65,6 +65,7 @@ export interface FleetStorage {
 export interface Fleet {
   /** Every session, most recently active first. */
   sessions(): Promise<SessionInfo[]>
+  /** A session's checkpoints, oldest first; ENOENT if there is no such session. */
   checkpoints(session: string): Promise<CheckpointInfo[]>
   /**
    * Makes session `to` a copy of `from` as it is committed now: its journal, metadata, checkpoints
@@ -164,11 +165,14 @@ export class FleetView implements Fleet {
 
   async checkpoints(session: string): Promise<CheckpointInfo[]> {
     checkSession(session)
-    const rows = await this.connection.query<{ id: string; name: string; kind: string; created_at: Date }>(
-      `SELECT id, name, kind, created_at FROM ${this.t.checkpoints} WHERE session = $1 ORDER BY created_at, id`,
+    // One statement: the session's row (a name that is not a session is ENOENT, not an empty list) and its checkpoints.
+    const rows = await this.connection.query<{ id: string | null; name: string; kind: string; created_at: Date }>(
+      `SELECT c.id, c.name, c.kind, c.created_at FROM ${this.t.sessions} s LEFT JOIN ${this.t.checkpoints} c ON c.session = s.id
+        WHERE s.id = $1 ORDER BY c.created_at, c.id`,
       [session],
     )
-    return rows.map((row) => ({ id: row.id, name: row.name, kind: row.kind, createdAt: new Date(row.created_at) }))
+    if (rows.length === 0) throw storeError('ENOENT', 'checkpoints', session, `there is no session '${session}'`)
+    return rows.flatMap((row) => (row.id === null ? [] : [{ id: row.id, name: row.name, kind: row.kind, createdAt: new Date(row.created_at) }]))
   }
 
   async fork(options: { from: string; to: string; checkpoint?: string }): Promise<void> {
