@@ -6,7 +6,7 @@
 import * as nodeFs from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { inspect } from 'node:util'
+import { inspect, promisify } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Workspace } from '../src/index.js'
 import { watching } from '../src/watch.js'
@@ -608,5 +608,31 @@ describe('less common paths match node:fs on a real directory', () => {
       await same((fs, at) => [fs.copyFileSync(at('/f'), at('/n'), mode as never), fs.existsSync(at('/n'))])
     }
     await same((fs, at) => fs.promises.access(at('/f'), 8))
+  })
+
+  it('util.promisify of read, write, readv and exists resolves as Node\'s custom forms do; fs.read makes its own buffer when given none', async () => {
+    const opened = (fs: Fs, at: At, flags = 'r') => fs.openSync(at('/f'), flags)
+    const read = await same(async (fs, at) => {
+      const { bytesRead, buffer } = await promisify(fs.read)(opened(fs, at), Buffer.alloc(3), 0, 3, 0)
+      return [bytesRead, buffer.toString()]
+    })
+    expect(read).toEqual([3, 'hel'])
+    await same(async (fs, at) => {
+      const { bytesWritten, buffer } = await promisify(fs.write)(opened(fs, at, 'r+'), Buffer.from('ab'), 0, 2, 0)
+      return [bytesWritten, buffer.toString(), fs.readFileSync(at('/f'), 'utf8')]
+    })
+    await same(async (fs, at) => {
+      const { bytesRead, buffers } = await promisify(fs.readv)(opened(fs, at), [Buffer.alloc(2)])
+      return [bytesRead, buffers.map(String)]
+    })
+    // Node names writev's buffers 'buffer'.
+    await same(async (fs, at) => promisify(fs.writev)(opened(fs, at, 'r+'), [Buffer.from('Q')]))
+    await same(async (fs, at) => [await promisify(fs.exists)(at('/f')), await promisify(fs.exists)(at('/missing'))])
+    const callback = (resolve: (value: unknown) => void) => (error: Error | null, bytesRead: number, buffer: Buffer) =>
+      resolve(error ?? [bytesRead, buffer.byteLength, buffer.subarray(0, bytesRead).toString()])
+    await same((fs, at) => new Promise((resolve) => fs.read(opened(fs, at), callback(resolve))))
+    await same((fs, at) => new Promise((resolve) => fs.read(opened(fs, at), { buffer: Buffer.alloc(4), position: 1 }, callback(resolve))))
+    await same((fs, at) => new Promise((resolve) => fs.read(opened(fs, at), { position: 2 } as never, callback(resolve))))
+    await same((fs, at) => new Promise((resolve) => fs.read(opened(fs, at), Buffer.alloc(4), callback(resolve))))
   })
 })

@@ -7,7 +7,8 @@
  */
 import { FsError, typeError } from '../errors.js'
 import { type NotLoadedError, isNotLoaded } from '../lower/source.js'
-import { constants, pathArgument, validateFunction } from './arguments.js'
+import { constants, pathArgument, validateFunction, validateObject } from './arguments.js'
+import { HostBuffer } from '../host.js'
 import { FileHandle } from './file-handle.js'
 import { type FsOperations, cpFilterAnswers, rmOptions } from './operations.js'
 import { Dir, Dirent, Stats } from './stats.js'
@@ -202,6 +203,23 @@ function promiseForm(run: Operation, load?: Loader, prepare?: (args: unknown[]) 
 }
 
 
+/** util.promisify.custom (a registered symbol: no import of util). */
+const PROMISIFY = Symbol.for('nodejs.util.promisify.custom')
+
+/** The names util.promisify gives read/write-like calls' two results. */
+const promisifiedNames = {
+  read: ['bytesRead', 'buffer'],
+  write: ['bytesWritten', 'buffer'],
+  readv: ['bytesRead', 'buffers'],
+  // Node's own names, 'buffer' though it is the array.
+  writev: ['bytesWritten', 'buffer'],
+} as const
+
+/** A zeroed buffer of the host's kind (Buffer on Node). */
+function newBuffer(size: number): Uint8Array {
+  return HostBuffer ? HostBuffer.allocUnsafe(size).fill(0) : new Uint8Array(size)
+}
+
 /** Arguments the callback gets after the error for read/write-like calls: (bytes, buffer). */
 const bytesAndBuffer = (n: unknown, args: unknown[]) => [n, args[1]]
 
@@ -253,7 +271,28 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
     const run = bind(name)
     fs[name + 'Sync'] = run
     fs[name] = callbackForm(name, arity, run, options.load, bytesAndBuffer)
+    // util.promisify of these resolves to both results, as Node's do ({ bytesRead, buffer }, …).
+    const [count, data] = promisifiedNames[name]
+    Object.defineProperty(fs[name], PROMISIFY, {
+      value: (...args: unknown[]) =>
+        new Promise((resolve, reject) =>
+          (fs[name] as Operation)(...args, (error: unknown, n: unknown, buffer: unknown) => (error ? reject(error) : resolve({ [count]: n, [data]: buffer }))),
+        ),
+    })
   }
+  // fs.read(fd, callback) and fs.read(fd, { buffer, offset, length, position }, callback): Node
+  // reads into the buffer given, or a new one of 16 KiB, and calls back with that buffer.
+  const readWithBuffer = fs.read as Operation
+  fs.read = Object.assign((...args: unknown[]) => {
+    if (typeof args[args.length - 1] === 'function' && args.length <= 3 && !ArrayBuffer.isView(args[1])) {
+      const callback = args.pop()
+      const params = args[1]
+      if (params !== undefined && params !== null) validateObject(params, 'options')
+      const { buffer, offset, length, position } = (params ?? {}) as Record<string, unknown>
+      return readWithBuffer(args[0], buffer ?? newBuffer(16384), { offset, length, position }, callback)
+    }
+    return readWithBuffer(...args)
+  }, { [PROMISIFY]: (readWithBuffer as unknown as Record<symbol, unknown>)[PROMISIFY] })
   fs.openAsBlob = (path: unknown, opts?: unknown) => ops.openAsBlob(path, opts)
 
   fs.existsSync = (path: unknown) => ops.exists(path)
@@ -262,6 +301,8 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
     const result = ops.exists(path)
     later(() => (callback as (exists: boolean) => void)(result))
   }
+  // Its callback has no error argument: util.promisify resolves to the answer, as Node's custom one does.
+  Object.defineProperty(fs.exists, PROMISIFY, { value: (path: unknown) => new Promise((resolve) => (fs.exists as Operation)(path, resolve)) })
 
   // Node's own ReadStream and WriteStream, reading and writing through these callback forms.
   const streams = streamClasses(fs as unknown as StreamFs, (value): value is FileHandle => value instanceof FileHandle)
