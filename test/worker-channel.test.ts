@@ -15,6 +15,7 @@ import { ValidationError } from '../src/engine/validator.js'
 import { FsError } from '../src/errors.js'
 import { BAD_CALL, WORKER_CLOSED, WORKER_CRASHED, type WorkerWorkspace, openWorkerWorkspace } from '../worker/index.js'
 import type { WorkerApi } from '../worker/serve.js'
+import { openOptions } from '../worker/protocol.js'
 import type { AsyncFs } from '../src/async-workspace.js'
 
 const bootstrap = new URL('../worker/bootstrap.mjs', import.meta.url)
@@ -60,6 +61,11 @@ describe('the message boundary', () => {
       [{ t: 'batch', handle, ops: new Uint8Array([7, 99]), counts: new Uint8Array([1, 1]), args: ['/a'], bytes: new ArrayBuffer(0) }, /at ops\[1\]/],
       [{ t: 'open', options: { umask: 'rwx', store: { kind: 'floppy' } } }, /umask[\s\S]*store|store[\s\S]*umask/],
       [{ t: 'fs', handle: 99, op: 'stat', args: ['/'] }, /no open workspace has handle 99/],
+      // A misspelt option is named, not ignored (the page would run with the default, unaware).
+      [{ t: 'open', options: { cachebytes: 2 ** 20 } }, /Unrecognized key: "cachebytes"/],
+      [{ t: 'open', options: { lower: { kind: 'indexeddb-tree', name: 'project', preload: 0 } } }, /Unrecognized key: "preload"[\s\S]*options\.lower/],
+      [{ t: 'open', options: { store: { kind: 'opfs', name: 'project', segmentbytes: 4096 } } }, /Unrecognized key: "segmentbytes"[\s\S]*options\.store/],
+      [{ t: 'open', options: { lower: { kind: 'indexeddb-tree', name: 'project', preloadBytes: -1 } } }, /preloadBytes/],
     ]
     for (const [message, detail] of garbage) {
       const outcome = await remote.request(message)
@@ -73,6 +79,10 @@ describe('the message boundary', () => {
 
     expect(await remote.request({ t: 'fs', handle, op: 'writeFile', args: ['/still', 'serving'] })).toEqual({ ok: true, value: undefined })
     expect(await remote.request({ t: 'fs', handle, op: 'readFile', args: ['/still', 'utf8'] })).toEqual({ ok: true, value: 'serving' })
+  })
+
+  it('takes preloadBytes: Infinity (everything loads on open), as indexedDbTree and cacheBytes do', () => {
+    expect(openOptions.safeParse({ lower: { kind: 'indexeddb-tree', name: 'project', preloadBytes: Infinity }, cacheBytes: Infinity }).success).toBe(true)
   })
 
   it('refuses an argument that cannot cross (a function) before it leaves, as a bad call', async () => {

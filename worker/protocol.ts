@@ -1,7 +1,8 @@
 /**
  * The messages between a page (or main thread) and the engine in a worker. Both sides are
  * untrusted to each other, so every request is checked with zod before anything runs: a malformed
- * call is answered with ERR_REWINDFS_BAD_CALL and the worker keeps serving.
+ * call is answered with ERR_REWINDFS_BAD_CALL and the worker keeps serving. The open options are
+ * strict: a misspelt option (cachebytes, preload) is refused by name rather than ignored.
  */
 import * as z from 'zod'
 import type { StoreDamage } from '../src/engine/durability.js'
@@ -14,36 +15,36 @@ const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expe
 const json: z.ZodType<unknown> = z.json()
 
 const lower = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('fixture'), files: z.record(z.string(), z.union([z.string(), bytes])) }),
-  z.object({ kind: z.literal('file-system-tree'), tree: z.record(z.string(), z.unknown()) }),
-  z.object({ kind: z.literal('directory'), path: z.string().min(1) }),
-  /** `preloadBytes`: every file's contents load on open when they total at most this (default 64 MiB). */
-  z.object({ kind: z.literal('indexeddb-tree'), name: z.string().min(1), preloadBytes: z.number().min(0).optional() }),
+  z.strictObject({ kind: z.literal('fixture'), files: z.record(z.string(), z.union([z.string(), bytes])) }),
+  z.strictObject({ kind: z.literal('file-system-tree'), tree: z.record(z.string(), z.unknown()) }),
+  z.strictObject({ kind: z.literal('directory'), path: z.string().min(1) }),
+  /** `preloadBytes`: every file's contents load on open when they total at most this (default 64 MiB; Infinity: all). */
+  z.strictObject({ kind: z.literal('indexeddb-tree'), name: z.string().min(1), preloadBytes: z.union([z.number().min(0), z.literal(Infinity)]).optional() }),
 ])
 
 const store = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('memory') }),
-  z.object({ kind: z.literal('directory'), path: z.string().min(1) }),
+  z.strictObject({ kind: z.literal('memory') }),
+  z.strictObject({ kind: z.literal('directory'), path: z.string().min(1) }),
   /** Shared by the tabs of an origin: see `readOnly` in indexedDbStore and opfsStore. */
-  z.object({ kind: z.literal('indexeddb'), name: z.string().min(1), readOnly: z.boolean().optional() }),
-  z.object({ kind: z.literal('opfs'), name: z.string().min(1), readOnly: z.boolean().optional(), segmentBytes: z.int().positive().optional() }),
+  z.strictObject({ kind: z.literal('indexeddb'), name: z.string().min(1), readOnly: z.boolean().optional() }),
+  z.strictObject({ kind: z.literal('opfs'), name: z.string().min(1), readOnly: z.boolean().optional(), segmentBytes: z.int().positive().optional() }),
 ])
 
 /** A validator that runs on the caller's side (its `validate` is called back through the hooks). */
-const remoteValidator = z.object({ name: z.string().min(1), match: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]), cost: z.number().optional() })
+const remoteValidator = z.strictObject({ name: z.string().min(1), match: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]), cost: z.number().optional() })
 
-export const openOptions = z.object({
+export const openOptions = z.strictObject({
   lower: lower.optional(),
   store: store.optional(),
   session: z.string().min(1).optional(),
   umask: z.int().min(0).max(0o777).optional(),
   retention: z
-    .object({
+    .strictObject({
       operations: z.int().positive().optional(),
-      checkpoints: z.union([z.int().min(0), z.object({ last: z.int().min(0).optional(), hourly: z.int().min(0).optional(), daily: z.int().min(0).optional() })]).optional(),
+      checkpoints: z.union([z.int().min(0), z.strictObject({ last: z.int().min(0).optional(), hourly: z.int().min(0).optional(), daily: z.int().min(0).optional() })]).optional(),
     })
     .optional(),
-  autoCheckpoint: z.union([z.literal(false), z.object({ highRisk: z.boolean().optional(), interval: z.number().min(0).optional() })]).optional(),
+  autoCheckpoint: z.union([z.literal(false), z.strictObject({ highRisk: z.boolean().optional(), interval: z.number().min(0).optional() })]).optional(),
   compactEvery: z.int().positive().optional(),
   /** Bytes of durable contents the engine keeps in memory over a store that reads synchronously (Infinity: all it reads). */
   cacheBytes: z.union([z.number().min(0), z.literal(Infinity)]).optional(),
@@ -51,7 +52,7 @@ export const openOptions = z.object({
   validators: z.array(z.string().min(1)).optional(),
   remoteValidators: z.array(remoteValidator).optional(),
   /** Which caller-side hooks exist (the hooks object itself travels as a comlink proxy). */
-  hooks: z.object({ approve: z.boolean().optional(), alert: z.boolean().optional() }).optional(),
+  hooks: z.strictObject({ approve: z.boolean().optional(), alert: z.boolean().optional() }).optional(),
 })
 export type OpenOptions = z.infer<typeof openOptions>
 export type LowerDescriptor = z.infer<typeof lower>
