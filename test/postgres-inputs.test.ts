@@ -101,9 +101,10 @@ describe('connection errors', () => {
     }
   })
 
-  it('connectTimeoutMs must be a number of milliseconds', async () => {
-    for (const connectTimeoutMs of [-1, Number.NaN, '100' as unknown as number]) {
-      await expect(postgresStore({ connectionString: 'postgres://u@localhost/db', session: 's', connectTimeoutMs })).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
+  it('connectTimeoutMs and replyTimeoutMs must be numbers of milliseconds', async () => {
+    for (const ms of [-1, Number.NaN, '100' as unknown as number]) {
+      await expect(postgresStore({ connectionString: 'postgres://u@localhost/db', session: 's', connectTimeoutMs: ms })).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
+      await expect(postgresStore({ connectionString: 'postgres://u@localhost/db', session: 's', replyTimeoutMs: ms })).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
     }
   })
 })

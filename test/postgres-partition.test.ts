@@ -76,4 +76,37 @@ describe.skipIf(server === undefined)('a writer whose machine vanished', () => {
     // The vanished writer: its connection is dead; let it go without waiting on it.
     void ws.close().catch(() => undefined)
   }, 120_000)
+
+  it("a writer cut off with a commit in flight goes degraded within replyTimeoutMs, and reconnects once the network is back", async () => {
+    const ws = await Workspace.open({ store: await postgresStore({ connectionString: server!.url, session: 'cut-off', replyTimeoutMs: 3000 }), autoCheckpoint: false })
+    ws.fs.writeFileSync('/before.txt', 'before')
+    await ws.sync()
+    const admin = await rawClient(server!.socketUrl)
+    const { rows } = await admin.query<{ client_port: number }>(`SELECT client_port FROM pg_stat_activity WHERE application_name = 'rewindfs' AND client_addr IS NOT NULL`)
+    expect(rows).toHaveLength(1)
+    const cut = [
+      ['INPUT', '-p', 'tcp', '-s', '127.0.0.1', '--sport', String(rows[0].client_port), '--dport', String(port), '-j', 'DROP'],
+      ['INPUT', '-p', 'tcp', '-s', '127.0.0.1', '--sport', String(port), '--dport', String(rows[0].client_port), '-j', 'DROP'],
+    ]
+    for (const rule of cut) {
+      execFileSync('iptables', ['-I', ...rule])
+      rules.push(rule)
+    }
+    const started = Date.now()
+    ws.fs.writeFileSync('/during.txt', 'during')
+    const failed = await ws.sync().then(
+      () => undefined,
+      (error: unknown) => error as Error,
+    )
+    expect(failed).toMatchObject({ code: 'EDEGRADED' })
+    expect(Date.now() - started).toBeLessThan(10_000)
+    // The network comes back: the workspace reconnects by itself (once the server let the old backend go) and sends what it kept.
+    for (const rule of cut) execFileSync('iptables', ['-D', ...rule])
+    await expect.poll(() => ws.status.reconnect?.state, { timeout: 60_000, interval: 500 }).toBe('reconnected')
+    await ws.close()
+    const again = await Workspace.open({ store: await postgresStore({ connectionString: server!.socketUrl, session: 'cut-off' }), autoCheckpoint: false })
+    expect(again.fs.readFileSync('/during.txt', 'utf8')).toBe('during')
+    await again.close()
+    await admin.end()
+  }, 120_000)
 })

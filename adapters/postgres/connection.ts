@@ -130,12 +130,17 @@ class PgConnection implements Connection {
   private readonly channels = new Map<string, Set<(payload: string) => void>>()
   private closed = false
 
+  /** Statements sent and not answered yet. */
+  private pending = 0
+
   constructor(
     private readonly client: PgClientLike,
     readonly where: string,
     private readonly finish: (error?: Error) => Promise<void>,
+    replyTimeoutMs?: number,
   ) {
     this.instance = client
+    if (replyTimeoutMs !== undefined && replyTimeoutMs > 0) this.watchReplies(replyTimeoutMs)
     // A client without an 'error' listener takes the process down when the server goes away.
     client.on('error', (error) => this.loseWith(error))
     client.on('end', () => {
@@ -143,6 +148,21 @@ class PgConnection implements Connection {
     })
     client.on('notification', (message) => {
       for (const listener of this.channels.get(message.channel) ?? []) listener(message.payload ?? '')
+    })
+  }
+
+  /**
+   * A network cut leaves a statement in flight unanswered for as long as the kernel retransmits
+   * (about 15 minutes), the workspace waiting on it all that time instead of going degraded. So a
+   * socket silent for `ms` while a statement is in flight is given up on: the connection is lost.
+   */
+  private watchReplies(ms: number): void {
+    const socket = (this.client as { connection?: { stream?: Partial<NodeSocketLike> } }).connection?.stream
+    if (typeof socket?.setTimeout !== 'function' || typeof socket.on !== 'function' || typeof socket.destroy !== 'function') return
+    const { destroy } = socket as NodeSocketLike
+    socket.setTimeout(ms)
+    socket.on('timeout', () => {
+      if (this.pending > 0) destroy.call(socket, new Error(`no reply from PostgreSQL for ${ms} ms (replyTimeoutMs) with a statement in flight`))
     })
   }
 
@@ -159,11 +179,14 @@ class PgConnection implements Connection {
 
   async query<Row>(text: string, params: readonly unknown[] = []): Promise<Row[]> {
     if (this.lost) throw this.lost
+    this.pending++
     try {
       return (await this.client.query(text, params as unknown[])).rows as Row[]
     } catch (error) {
       if (isConnectionLoss(error)) this.loseWith(error as Error)
       throw translate(this.lost ?? error, 'query', this.where)
+    } finally {
+      this.pending--
     }
   }
 
@@ -228,12 +251,26 @@ async function probeDeadPeers(client: PgClientLike): Promise<void> {
   await client.query(SERVER_USER_TIMEOUT).catch(() => undefined)
 }
 
-/** A connection of our own, from a connection string. */
-export async function connectUrl(connectionString: string, options: { connectTimeoutMs?: number } = {}): Promise<Connection> {
-  const timeoutMs = options.connectTimeoutMs ?? 10_000
-  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0) {
-    throw Object.assign(new RangeError(`rewindfs: connectTimeoutMs must be a finite number of milliseconds, 0 or more (0: no limit); got ${String(timeoutMs)}`), { code: 'ERR_OUT_OF_RANGE' })
+/** The part of a net.Socket the reply watch uses. */
+interface NodeSocketLike {
+  setTimeout(ms: number): unknown
+  on(event: 'timeout', listener: () => void): unknown
+  destroy(error?: Error): unknown
+}
+
+/** Checks a timeout option: a finite number of milliseconds, 0 or more (0: no limit). */
+export function checkTimeout(name: string, value: unknown, fallback: number): number {
+  const ms = value ?? fallback
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
+    throw Object.assign(new RangeError(`rewindfs: ${name} must be a finite number of milliseconds, 0 or more (0: no limit); got ${String(ms)}`), { code: 'ERR_OUT_OF_RANGE' })
   }
+  return ms
+}
+
+/** A connection of our own, from a connection string. */
+export async function connectUrl(connectionString: string, options: { connectTimeoutMs?: number; replyTimeoutMs?: number } = {}): Promise<Connection> {
+  const timeoutMs = checkTimeout('connectTimeoutMs', options.connectTimeoutMs, 10_000)
+  const replyTimeoutMs = checkTimeout('replyTimeoutMs', options.replyTimeoutMs, 0)
   const { Client } = await loadPg()
   const where = redact(connectionString)
   // keepAlive: this side notices a server that vanished, too (the kernel's probe intervals).
@@ -255,11 +292,11 @@ export async function connectUrl(connectionString: string, options: { connectTim
     clearTimeout(timer)
     client.removeListener('error', early)
   }
-  return new PgConnection(client, where, () => client.end())
+  return new PgConnection(client, where, () => client.end(), replyTimeoutMs)
 }
 
 /** A client checked out of the caller's pool for the store's life, released (destroyed if broken) on close. */
-export async function connectPool(pool: PgPoolLike, where = 'the pool'): Promise<Connection> {
+export async function connectPool(pool: PgPoolLike, where = 'the pool', replyTimeoutMs?: number): Promise<Connection> {
   if (typeof pool?.connect !== 'function') {
     throw Object.assign(new TypeError('rewindfs: postgresStore `pool` must be a pg.Pool (something with connect())'), { code: 'ERR_INVALID_ARG_TYPE' })
   }
@@ -275,7 +312,7 @@ export async function connectPool(pool: PgPoolLike, where = 'the pool'): Promise
     client.release(error as Error)
     throw translate(error, 'connect', where)
   }
-  return new PgConnection(client, where, async (lost) => client.release(lost ?? undefined))
+  return new PgConnection(client, where, async (lost) => client.release(lost ?? undefined), replyTimeoutMs)
 }
 
 // ---- PGlite -------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
  * process) are one Store over one schema and one set of statements; `postgresFleet` and
  * `pgliteFleet` list, fork, drop and collect the sessions of that schema.
  */
-import { type Connection, type PGliteLike, type PgPoolLike, checkConnectionString, connectPGlite, connectPool, connectUrl } from './connection.js'
+import { type Connection, type PGliteLike, type PgPoolLike, checkConnectionString, checkTimeout, connectPGlite, connectPool, connectUrl } from './connection.js'
 import { FleetView, type Fleet } from './fleet.js'
 import { tables } from './schema.js'
 import { type PostgresStore, type SessionStoreOptions, SessionStore, checkSession } from './store.js'
@@ -23,6 +23,12 @@ export type PostgresStoreOptions = SessionStoreOptions &
   ServerOptions & {
     /** How long to wait for the server to accept the connection (default 10 000 ms). */
     connectTimeoutMs?: number
+    /**
+     * How long a statement in flight may go without a byte from the server before the connection
+     * is given up as lost (a network cut): the workspace goes degraded and reconnects (default
+     * 60 000 ms; 0: as long as the kernel keeps retransmitting, about 15 minutes).
+     */
+    replyTimeoutMs?: number
   }
 
 export type PgliteStoreOptions = SessionStoreOptions & {
@@ -38,16 +44,17 @@ function checkOptions(options: unknown, what: string): asserts options is Record
   }
 }
 
-function serverConnector(options: ServerOptions & { connectTimeoutMs?: number }, what: string): () => Promise<Connection> {
+function serverConnector(options: ServerOptions & { connectTimeoutMs?: number; replyTimeoutMs?: number }, what: string): () => Promise<Connection> {
   if (options.pool !== undefined && options.connectionString !== undefined) {
     throw Object.assign(new TypeError(`rewindfs: ${what} takes a pool or a connectionString, not both`), { code: 'ERR_INVALID_ARG_VALUE' })
   }
+  const replyTimeoutMs = options.replyTimeoutMs === undefined ? undefined : checkTimeout('replyTimeoutMs', options.replyTimeoutMs, 0)
   if (options.pool !== undefined) {
     const pool = options.pool
-    return () => connectPool(pool)
+    return () => connectPool(pool, 'the pool', replyTimeoutMs)
   }
   const url = checkConnectionString(options.connectionString)
-  return () => connectUrl(url, { connectTimeoutMs: options.connectTimeoutMs })
+  return () => connectUrl(url, { connectTimeoutMs: options.connectTimeoutMs, replyTimeoutMs })
 }
 
 /** Codes that mean "not there yet, try again": the server is down, starting, or the old writer's lock not yet gone. */
@@ -78,7 +85,8 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
   const session = checkSession(options.session)
   const schema = options.schema ?? DEFAULT_SCHEMA
   const t = tables(schema)
-  const connect = serverConnector(options, 'postgresStore')
+  // A store's statements are bounded (16 MiB a statement at most): a minute of silence is a cut network.
+  const connect = serverConnector({ ...options, replyTimeoutMs: options.replyTimeoutMs ?? 60_000 }, 'postgresStore')
   const open = async (): Promise<PostgresStore> =>
     SessionStore.open({
       connection: await connect(),
