@@ -63,6 +63,28 @@ describe.skipIf(url === undefined)('names on a server', () => {
     }
   })
 
+  it("a schema holding tables of the same names that rewindfs did not make is refused (EEXIST), and nothing in it changes", async () => {
+    const theirs = scratchSchema('theirs')
+    const sweeper = await rawClient(url!)
+    try {
+      await sweeper.query(`CREATE SCHEMA "${theirs}"; CREATE TABLE "${theirs}".sessions (id text PRIMARY KEY, email text NOT NULL, writer text)`)
+      await sweeper.query(`INSERT INTO "${theirs}".sessions VALUES ('alice', 'alice@example.com', NULL)`)
+      for (const open of [() => postgresStore({ connectionString: url!, schema: theirs, session: 'alice' }), () => postgresFleet({ connectionString: url!, schema: theirs })]) {
+        const error = await open().then(
+          (opened) => opened.close().then(() => undefined),
+          (caught: unknown) => caught as Error,
+        )
+        expect(error).toMatchObject({ code: 'EEXIST', syscall: 'open' })
+        expect((error as Error).message).toContain(`"${theirs}".sessions`)
+      }
+      expect((await sweeper.query(`SELECT * FROM "${theirs}".sessions`)).rows).toEqual([{ id: 'alice', email: 'alice@example.com', writer: null }])
+      expect((await sweeper.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1`, [theirs])).rows).toEqual([{ table_name: 'sessions' }])
+    } finally {
+      await sweeper.query(`DROP SCHEMA IF EXISTS "${theirs}" CASCADE`)
+      await sweeper.end()
+    }
+  })
+
   it('a schema of 62 bytes of two-byte characters is used whole (listed, its disk counted)', async () => {
     const long = 'é'.repeat(31)
     const store = await postgresStore({ connectionString: url!, schema: long, session: 's' })

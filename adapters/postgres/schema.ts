@@ -154,6 +154,19 @@ export async function ensureSchema(sql: Sql, t: Tables, where: string): Promise<
       await tx.query(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`)
       // Another store may have made them while we waited for the lock.
       if ((await readVersion(tx, t)) !== undefined) return
+      // Tables of these names without a format table are someone else's (a `sessions` table is
+      // common): CREATE TABLE IF NOT EXISTS would adopt them, and the store would write its rows
+      // into them. Nothing is made then.
+      const names = [t.sessions, t.journal, t.blobs, t.chunks, t.refs, t.meta, t.kept, t.checkpoints, t.flushes]
+      const taken = await tx.query<{ name: string }>(`SELECT name FROM unnest($1::text[]) AS name WHERE to_regclass(name) IS NOT NULL`, [names])
+      if (taken.length > 0) {
+        throw storeError(
+          'EEXIST',
+          'open',
+          where,
+          `the schema ${t.schema} holds tables rewindfs did not make (${taken.map((row) => row.name).join(', ')}; it has no ${t.format} table): name a schema of rewindfs's own (the schema option, default "rewindfs")`,
+        )
+      }
       await tx.batch(ddl(t))
       await tx.query(`INSERT INTO ${t.format} (version) VALUES ($1)`, [SCHEMA_VERSION])
     })
