@@ -85,6 +85,22 @@ describe.skipIf(url === undefined)('names on a server', () => {
     }
   })
 
+  it('a layout made by a newer rewindfs is refused to readers as to writers (EIO naming it), and left as it is', async () => {
+    const newer = scratchSchema('newer')
+    const raw = await rawClient(url!)
+    try {
+      await (await postgresStore({ connectionString: url!, schema: newer, session: 's' })).close()
+      await raw.query(`UPDATE "${newer}".format SET version = 99`)
+      for (const readOnly of [false, true]) {
+        await expect(postgresStore({ connectionString: url!, schema: newer, session: 's', readOnly })).rejects.toMatchObject({ code: 'EIO', message: expect.stringContaining('newer rewindfs (layout 99') })
+      }
+      expect((await raw.query(`SELECT version FROM "${newer}".format`)).rows).toEqual([{ version: 99 }])
+    } finally {
+      await raw.query(`DROP SCHEMA IF EXISTS "${newer}" CASCADE`)
+      await raw.end()
+    }
+  })
+
   it('a schema of 62 bytes of two-byte characters is used whole (listed, its disk counted)', async () => {
     const long = 'é'.repeat(31)
     const store = await postgresStore({ connectionString: url!, schema: long, session: 's' })

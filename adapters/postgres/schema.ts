@@ -177,6 +177,14 @@ export async function ensureSchema(sql: Sql, t: Tables, where: string): Promise<
   }
 }
 
+/** A reader's check: the tables, if there, are of a layout this rewindfs reads (it makes nothing). */
+export async function checkLayout(sql: Sql, t: Tables, where: string): Promise<void> {
+  const version = await readVersion(sql, t)
+  if (version !== undefined && version > SCHEMA_VERSION) {
+    throw storeError('EIO', 'open', where, `the schema ${t.schema} was made by a newer rewindfs (layout ${version}; this one reads ${SCHEMA_VERSION}): upgrade rewindfs`)
+  }
+}
+
 async function readVersion(sql: Sql, t: Tables): Promise<number | undefined> {
   const [exists] = await sql.query<{ table: string | null }>(`SELECT to_regclass($1)::text AS table`, [t.format])
   if (exists?.table == null) return undefined

@@ -27,7 +27,7 @@ import type { Connection, Sql } from './connection.js'
 import { storeError } from './errors.js'
 import { GC_LOCK, sweep } from './gc.js'
 import { FLUSH_STATE_KEY, checkpointChanges, flushLedgers, type CheckpointChanges, type CheckpointRow } from './records.js'
-import { CHUNK, type Tables, ensureSchema } from './schema.js'
+import { CHUNK, type Tables, checkLayout, ensureSchema } from './schema.js'
 
 export interface SessionStoreOptions {
   /** The session's name (any non-empty text up to 200 characters). */
@@ -207,6 +207,8 @@ export class SessionStore implements PostgresStore {
     this.lockKey = names.lock
     this.channel = names.channel
     if (this.readOnly) {
+      // A newer layout is refused as a writer refuses it: its rows may mean something else now.
+      await checkLayout(connection, t, connection.where)
       const [exists] = await connection.query<{ table: string | null }>(`SELECT to_regclass($1)::text AS table`, [t.sessions])
       const found = exists?.table != null && (await connection.query(`SELECT 1 FROM ${t.sessions} WHERE id = $1`, [this.session])).length > 0
       if (!found) throw storeError('ENOENT', 'open', this.where, `there is no session '${this.session}' in ${connection.where} (schema ${this.schema}) to read`)
