@@ -296,6 +296,15 @@ describe('less common paths match node:fs on a real directory', () => {
     await same((fs, at) => fs.cpSync(at('/f'), at('/n'), { dereference: true, verbatimSymlinks: true }))
     await same((fs, at) => fs.cpSync(at('/d'), at('/n'), { recursive: 'yes' as never }))
     await same((fs, at) => [fs.rmSync(at('/nope'), { force: true }), fs.rmSync(at('/d'), { recursive: true, force: false }), fs.existsSync(at('/d'))])
+    await same((fs, at) => fs.rmdirSync(at('/e'), { recursive: 'x' as never }))
+    await same((fs, at) => fs.rmdirSync(at('/e'), { maxRetries: -1 }))
+    await same((fs, at) => [fs.rmdirSync(at('/e'), { force: 'x' } as never), fs.existsSync(at('/e'))])
+    await same((fs, at) => fs.readdirSync(at('/d'), { recursive: 'yes' as never }))
+    await same((fs, at) => fs.readdirSync(at('/d'), { withFileTypes: 'yes' as never }).length)
+    await same((fs, at) => fs.writeFileSync(at('/f'), 'x', { flush: 'yes' as never }))
+    await same((fs, at) => fs.appendFileSync(at('/f'), 'x', { flush: 1 as never }))
+    await same((fs, at) => fs.promises.writeFile(at('/f'), 'x', { flush: 1 as never }))
+    await same((fs, at) => [fs.writeFileSync(at('/f'), 'x', { flush: true }), fs.readFileSync(at('/f'), 'utf8')])
   })
 
   it('cp asks the filter first, before it looks at the paths; cpSync refuses a promise from it, cp and promises.cp await it', async () => {

@@ -309,6 +309,7 @@ export class FsOperations {
     const { given, path } = this.path(dirPath)
     const encoding = encodingOption(options, 'utf8')
     const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    if (opts.recursive !== undefined && opts.recursive !== null) validateBoolean(opts.recursive, 'options.recursive')
     const root = this.overlay.resolve(path, 'scandir', true, given)
     if (root.type !== 'dir') throw new FsError('ENOTDIR', 'scandir', given)
     this.accessed(root)
@@ -481,6 +482,7 @@ export class FsOperations {
   @journaled('file_edit')
   writeFile(file: unknown, data: unknown, options?: unknown, defaultFlag = 'w'): void {
     const opts = typeof options === 'string' ? { encoding: options } : ((options ?? {}) as Options)
+    if (opts.flush !== undefined && opts.flush !== null) validateBoolean(opts.flush, 'options.flush')
     const encoding = encodingOption(options, 'utf8')
     const bytes = dataArgument(data, encoding === 'buffer' ? 'utf8' : (encoding as Encoding | null), 'data')
     if (typeof file === 'number') {
@@ -609,7 +611,8 @@ export class FsOperations {
 
   @journaled('rmdir')
   rmdir(dirPath: unknown, options?: unknown): void {
-    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    // Node's validateRmdirOptions: rm's checks but for `force`, which rmdir does not take.
+    const opts = rmOptions(typeof options === 'object' && options !== null ? { ...options, force: false } : options)
     if (opts.recursive) return this.rm(dirPath, { recursive: true })
     const { given, path } = this.path(dirPath)
     const { parent, name, existing } = this.overlay.resolveParent(path, 'rmdir', given)
