@@ -9,6 +9,7 @@
 import net from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { pgliteStore, postgresFleet, postgresStore } from '../adapters/postgres/index.js'
+import { translate } from '../adapters/postgres/errors.js'
 import { dropSchema, rawClient, scratchSchema, serverUrl } from './postgres-server.js'
 
 const url = await serverUrl()
@@ -137,6 +138,11 @@ describe('connection errors', () => {
       for (const socket of sockets) socket.destroy()
       silent.close()
     }
+  })
+
+  it("a unix socket this user may not open is EACCES (as a non-root process sees it), not EIO", () => {
+    const denied = Object.assign(new Error('connect EACCES /run/postgresql/.s.PGSQL.5432'), { code: 'EACCES', errno: -13, syscall: 'connect' })
+    expect(translate(denied, 'connect', 'postgres://u:***@localhost/db')).toMatchObject({ code: 'EACCES', syscall: 'connect', path: 'postgres://u:***@localhost/db' })
   })
 
   it('connectTimeoutMs and replyTimeoutMs must be numbers of milliseconds', async () => {

@@ -69,6 +69,10 @@ export function translate(error: unknown, operation: string, where: string): Err
   if (code === 'ECONNREFUSED' || code === 'ENOENT') {
     return connectionError('ECONNREFUSED', 'connect', where, `no PostgreSQL server accepts connections at ${where} (${message}); is it running, and is the host or socket directory right?`, error)
   }
+  // The socket's file (or its directory) is not ours to open: a permission, not a server failure.
+  if (code === 'EACCES' || code === 'EPERM') {
+    return storeError('EACCES', 'connect', where, `the socket of PostgreSQL at ${where} cannot be opened by this user (${message})`, error)
+  }
   if (code === 'ETIMEDOUT' || /timeout expired|timed out/i.test(message)) return connectionError('ETIMEDOUT', operation, where, `PostgreSQL at ${where} did not answer in time (${message})`, error)
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return connectionError('ENOTFOUND', 'connect', where, `the host in ${where} cannot be resolved (${message})`, error)
   if (code === 'EHOSTUNREACH') return connectionError('EHOSTUNREACH', 'connect', where, `the host in ${where} cannot be reached (${message})`, error)
