@@ -72,10 +72,11 @@ window.scenarios = {
     const terminated = { inFlight: await settled(writing), later: await settled(ended.fs.promises.readFile('/big')), crashes, crashed: typeof ended.status.crashed === 'string', close: await settled(ended.close()) }
     // close() while a call is in flight (a transaction whose body never ends), and twice at once.
     const ws = await openWorkerWorkspace(new Worker('/worker.js', { type: 'module' }), {})
-    const body = ws.transaction(() => new Promise(() => {}))
+    const body = settled(ws.transaction(() => new Promise(() => {})))
     await new Promise((resolve) => setTimeout(resolve, 100))
     const closes = [settled(ws.close()), settled(ws.close())]
-    return { terminated, inFlight: await settled(body), closes: await Promise.all(closes), after: await settled(ws.fs.promises.readFile('/a')) }
+    const missing = await openWorkerWorkspace(new Worker('/no-such-worker.js', { type: 'module' }), {}).catch((e) => e.code + ' ' + e.message)
+    return { terminated, inFlight: await body, closes: await Promise.all(closes), after: await settled(ws.fs.promises.readFile('/a')), missing }
   },
   async reopen(name) {
     const ws = await open(name)
@@ -188,7 +189,7 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
     errors.length = 0
   })
 
-  it('never leaves a call pending: the page terminating the worker mid-call, close() with a call in flight, close() twice at once', async () => {
+  it('never leaves a call pending: the page terminating the worker mid-call, close() with a call in flight, close() twice at once, a worker script that is not there', async () => {
     const context = await browser.newContext()
     const page = await context.newPage()
     await ready(page)
@@ -197,6 +198,8 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
       inFlight: 'ERR_REWINDFS_WORKER_CLOSED',
       closes: ['resolved', 'resolved'],
       after: 'ERR_REWINDFS_WORKER_CLOSED',
+      // A worker whose script is not there says so (it said 'the worker threw: undefined').
+      missing: expect.stringMatching(/^ERR_REWINDFS_WORKER_CRASHED .*could not start: its script failed to load/),
     })
     await context.close()
     expect(errors).toEqual([])

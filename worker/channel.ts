@@ -66,7 +66,10 @@ export class Channel {
       worker.on('message', (data: unknown) => this.events(data))
     } else {
       this.remote = Comlink.wrap<WorkerApi>(worker)
-      worker.addEventListener('error', (event: ErrorEvent) => this.crash(`the worker threw: ${event.message}`))
+      // A script that fails to load (a wrong URL, a failed import) is a plain Event: no message to quote.
+      worker.addEventListener('error', (event: ErrorEvent) =>
+        this.crash(typeof event.message === 'string' ? `the worker threw: ${event.message}` : 'the worker could not start: its script failed to load (a wrong URL, a network error or a failed import)'),
+      )
       worker.addEventListener('message', (event: MessageEvent) => this.events(event.data))
       // A Web Worker that the page terminates tells nobody, so its calls in flight would never
       // settle: the page's own worker.terminate() ends the channel as a crash does.
