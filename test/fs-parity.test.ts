@@ -657,4 +657,13 @@ describe('less common paths match node:fs on a real directory', () => {
       return fs.fstatSync(fd).nlink
     })
   })
+
+  it('JSON.stringify of a Stats shows its Dates after the fields, as Node\'s does', async () => {
+    const json = await same((fs, at) => {
+      fs.utimesSync(at('/f'), 1000.0005, 2000.25)
+      const shown = JSON.parse(JSON.stringify(fs.statSync(at('/f'))))
+      return [Object.keys(shown).slice(-5), shown.atime, shown.mtime]
+    })
+    expect(json).toEqual([['birthtimeMs', 'atime', 'mtime', 'ctime', 'birthtime'], '1970-01-01T00:16:40.000Z', '1970-01-01T00:33:20.250Z'])
+  })
 })

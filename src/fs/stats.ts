@@ -49,6 +49,14 @@ abstract class StatsBase<N extends number | bigint> {
     return new Date(Math.round(Number(this.birthtimeMs)))
   }
 
+  /**
+   * What JSON.stringify shows, as for Node's, whose Dates are own properties: the fields, then the
+   * four Dates (made here, not per stat: most stats are never serialised).
+   */
+  toJSON(): object {
+    return { ...this, atime: this.atime, mtime: this.mtime, ctime: this.ctime, birthtime: this.birthtime }
+  }
+
   private is(bits: number): boolean {
     return (Number(this.mode) & S_IFMT) === bits
   }
