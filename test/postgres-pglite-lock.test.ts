@@ -109,6 +109,18 @@ describe('PGlite data directory: one process at a time', () => {
     expect(fs.readFileSync(file, 'utf8')).toBe('not a database')
   })
 
+  it('a lock taken on another machine or container (a shared volume) is EBUSY naming it, though its pid is not alive here; one of this host whose process is gone is taken over', async () => {
+    const dataDir = path.join(tmp, 'shared-volume')
+    fs.mkdirSync(dataDir)
+    const dead = 2 ** 22 + 12_345 // above Linux's pid_max default: no such process here
+    fs.writeFileSync(path.join(dataDir, 'rewindfs.lock'), `${dead}\nanother-container\n`)
+    await expect(pgliteStore({ dataDir, session: 'a' })).rejects.toMatchObject({ code: 'EBUSY', message: expect.stringContaining(`process ${dead} on another-container`) })
+    fs.writeFileSync(path.join(dataDir, 'rewindfs.lock'), `${dead}\n${os.hostname()}\n`)
+    const store = await pgliteStore({ dataDir, session: 'a' })
+    expect(fs.readFileSync(path.join(dataDir, 'rewindfs.lock'), 'utf8')).toBe(`${process.pid}\n${os.hostname()}\n`)
+    await store.close()
+  }, 60_000)
+
   it('a lock file naming this process that this process does not hold (a predecessor with the same pid) is stale', async () => {
     const dataDir = path.join(tmp, 'same-pid')
     fs.mkdirSync(dataDir)

@@ -39,11 +39,15 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** The pid in a lock file: undefined when there is none, 0 when it cannot be read as one. */
-function ownerOf(fs: Fs, file: string): number | undefined {
+/**
+ * The pid in a lock file (0 when it cannot be read as one) and the host it was taken on (when the
+ * file names one); undefined when there is no file.
+ */
+function ownerOf(fs: Fs, file: string): { pid: number; host?: string } | undefined {
   try {
-    const pid = Number.parseInt(fs.readFileSync(file, 'utf8'), 10)
-    return Number.isSafeInteger(pid) && pid > 0 ? pid : 0
+    const [first, host] = fs.readFileSync(file, 'utf8').split('\n')
+    const pid = Number.parseInt(first, 10)
+    return { pid: Number.isSafeInteger(pid) && pid > 0 ? pid : 0, ...(host ? { host } : {}) }
   } catch (error) {
     if (codeOf(error) === 'ENOENT') return undefined
     throw error
@@ -71,6 +75,8 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock | undefi
   if (directory === undefined) return undefined
   const fs: Fs = await import('node:fs')
   const path = await import('node:path')
+  // Pids are per machine (per container): a lock taken elsewhere on a shared volume cannot be checked here.
+  const host = (await import('node:os')).hostname()
   const root = path.resolve(directory)
   const file = path.join(root, LOCK_NAME)
   // mkdir of a path that is a file says EEXIST: say what is wrong with it instead.
@@ -80,7 +86,7 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock | undefi
   fs.mkdirSync(root, { recursive: true })
   for (let attempt = 0; attempt < 5; attempt++) {
     const temp = `${file}.tmp-${process.pid}-${(counter++).toString(36)}`
-    fs.writeFileSync(temp, `${process.pid}\n`, { flag: 'wx' })
+    fs.writeFileSync(temp, `${process.pid}\n${host}\n`, { flag: 'wx' })
     try {
       fs.linkSync(temp, file)
       held.add(root)
@@ -92,11 +98,14 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock | undefi
     }
     const owner = ownerOf(fs, file)
     if (owner === undefined) continue // released meanwhile: try again
-    if (owner === process.pid && held.has(root)) throw busy(root, file, 'this process (another store or fleet opened it; pass one PGlite instance to both as `db`)')
-    if (owner !== process.pid && owner !== 0 && isAlive(owner)) throw busy(root, file, `process ${owner}`)
-    takeOver(fs, file, owner)
+    if (owner.host !== undefined && owner.host !== host) {
+      throw busy(root, file, `process ${owner.pid} on ${owner.host} (a lock taken on another machine or container cannot be checked from here)`)
+    }
+    if (owner.pid === process.pid && held.has(root)) throw busy(root, file, 'this process (another store or fleet opened it; pass one PGlite instance to both as `db`)')
+    if (owner.pid !== process.pid && owner.pid !== 0 && isAlive(owner.pid)) throw busy(root, file, `process ${owner.pid}`)
+    takeOver(fs, file, owner.pid)
   }
-  throw busy(root, file, `process ${ownerOf(fs, file) ?? 'unknown'}`)
+  throw busy(root, file, `process ${ownerOf(fs, file)?.pid ?? 'unknown'}`)
 }
 
 function busy(root: string, file: string, owner: string): Error {
@@ -117,7 +126,7 @@ function takeOver(fs: Fs, file: string, stale: number): void {
     if (codeOf(error) === 'ENOENT') return
     throw error
   }
-  if (ownerOf(fs, aside) !== stale) {
+  if (ownerOf(fs, aside)?.pid !== stale) {
     try {
       fs.linkSync(aside, file)
     } catch (error) {
@@ -134,7 +143,7 @@ function lock(fs: Fs, root: string, file: string): DataDirLock {
       if (released) return
       released = true
       held.delete(root)
-      if (ownerOf(fs, file) === process.pid) removeIfPresent(fs, file)
+      if (ownerOf(fs, file)?.pid === process.pid) removeIfPresent(fs, file)
     },
   }
 }
