@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { MemoryStore } from '../src/engine/memory-store.js'
+import { Workspace } from '../src/workspace.js'
 import type { JsonValue } from '../src/engine/state.js'
 import type { JournalRead, StoreChange } from '../src/engine/store.js'
 import { registerAdapter } from '../worker/serve.js'
@@ -21,7 +22,7 @@ class SharedStore extends MemoryStore {
   release: () => void = () => undefined
   /** Resolves once the first workspace has read the journal and waits. */
   readonly reading: Promise<void>
-  private started: () => void = () => undefined
+  started: () => void = () => undefined
 
   constructor() {
     super()
@@ -30,6 +31,13 @@ class SharedStore extends MemoryStore {
   }
 
   private journalRead = false
+
+  /** Holds the next workspace opened on this store once it has read the journal (until `release`). */
+  holdNext(): Promise<void> {
+    this.journalRead = false
+    this.gate = new Promise((resolve) => (this.release = resolve))
+    return new Promise((resolve) => (this.started = resolve))
+  }
 
   override async readJournal(): Promise<JournalRead> {
     this.journalRead = true
@@ -82,5 +90,44 @@ describe('a follower hears what happens while its workspace opens', () => {
     const written = await request({ t: 'fs', handle, op: 'writeFile', args: ['/a.txt', 'the writer now'] })
     expect(written.ok ? 'written' : written.error.code).toBe('written')
     await request({ t: 'close', handle })
+  })
+
+  it("the follower's workspace, until it is reopened for writing, changes nothing in the store: not even one the promotion made writable", async () => {
+    const store = new SharedStore()
+    store.release()
+    registerAdapter('indexeddb', { indexedDbStore: () => store })
+    const host = new WorkspaceHost(() => undefined)
+    const request = (message: object) => host.request(message, undefined, undefined, []) as Promise<Outcome>
+    const opened = await request({ t: 'open', options: { store: { kind: 'indexeddb', name: 'shared' }, autoCheckpoint: false } })
+    if (!opened.ok) throw new Error(opened.error.message)
+    const { handle } = opened.value as Opened
+
+    // The writer's last commit, which this tab has not reloaded yet (its message still on the way).
+    store.readOnly = false
+    const writer = await Workspace.open({ store, autoCheckpoint: false })
+    writer.fs.writeFileSync('/last.txt', "the writer's last commit")
+    await writer.sync()
+    await writer.close()
+    store.readOnly = true
+
+    // The writer's tab goes away; while this tab reopens for writing, the page calls on.
+    const reopening = store.holdNext()
+    store.tell({ kind: 'writer' })
+    await reopening
+    const calls: Record<string, string> = {}
+    for (const member of ['compact', 'collectGarbage', 'unfreeze'] as const) {
+      const outcome = await request({ t: 'call', handle, member, args: [] })
+      calls[member] = outcome.ok ? 'done' : String(outcome.error.code)
+    }
+    store.release()
+    await host.idle(handle)
+    const read = await request({ t: 'fs', handle, op: 'readFile', args: ['/last.txt', 'utf8'] })
+    expect(read.ok ? read.value : read.error.message).toBe("the writer's last commit")
+    await request({ t: 'close', handle })
+    // What the store holds, as the next tab to open it reads it.
+    const next = await Workspace.open({ store, autoCheckpoint: false })
+    expect(next.fs.readFileSync('/last.txt', 'utf8')).toBe("the writer's last commit")
+    await next.close()
+    expect(calls).toEqual({ compact: 'EROFS', collectGarbage: 'EROFS', unfreeze: 'EROFS' })
   })
 })

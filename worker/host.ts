@@ -221,6 +221,8 @@ interface Session {
 
 export class WorkspaceHost {
   private readonly workspaces = new Map<number, Session>()
+  /** Workspaces opened while their tab followed another's writer (worker/follow.ts). */
+  private readonly followerWorkspaces = new WeakSet<Workspace>()
   /** The caller's hooks, by the handle of the workspace opened with them (its forks share them). */
   private readonly hooks = new Map<number, Hooks>()
   private nextHandle = 1
@@ -361,7 +363,13 @@ export class WorkspaceHost {
     const following = new Following(
       store,
       lower,
-      (leasedStore, leasedLower) => Workspace.open({ ...options, store: leasedStore, lower: leasedLower }),
+      async (leasedStore, leasedLower) => {
+        // Asked before opening: a promotion during the open leaves it marked, and the reload it makes replaces it.
+        const follower = store.readOnly === true
+        const ws = await Workspace.open({ ...options, store: leasedStore, lower: leasedLower })
+        if (follower) this.followerWorkspaces.add(ws)
+        return ws
+      },
       () => this.workspaces.get(handle)?.ws,
       (reopened) => this.swap(handle, reopened),
       (error) => this.reloadFailed(handle, error),
@@ -483,12 +491,17 @@ export class WorkspaceHost {
       case 'stateEntries':
         return ws.state.entries()
       case 'unfreeze':
-        // A follower is frozen because another tab writes the store: lifting that would take writes it can never make durable.
-        if (session.following?.store.readOnly) {
-          throw new FsError('EROFS', 'unfreeze', undefined, undefined, `read-only file system: this tab follows the tab that writes the ${session.following.store.kind} store; it writes once that tab goes away`)
+      case 'compact':
+      case 'collectGarbage':
+        // A follower's workspace is frozen because another tab writes the store, and the calls that
+        // write past the freeze would write its state, which may be behind the store's: lifting the
+        // freeze, a compaction's snapshot, a collection of blobs newer commits need. So until it is
+        // reopened for writing, even once this tab was promoted (the store writable again).
+        if (this.followerWorkspaces.has(ws)) {
+          throw new FsError('EROFS', member, undefined, undefined, `read-only file system: this tab follows the tab that writes the ${session.following!.store.kind} store; it writes once that tab goes away`)
         }
-        ws.unfreeze()
-        return undefined
+        if (member === 'unfreeze') return ws.unfreeze()
+        return member === 'compact' ? ws.compact() : ws.collectGarbage()
       case 'counters':
         return ws.counters
       case 'storage':
