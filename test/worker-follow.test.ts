@@ -115,9 +115,9 @@ describe('a follower hears what happens while its workspace opens', () => {
     store.tell({ kind: 'writer' })
     await reopening
     const calls: Record<string, string> = {}
-    for (const member of ['compact', 'collectGarbage', 'unfreeze'] as const) {
-      const outcome = await request({ t: 'call', handle, member, args: [] })
-      calls[member] = outcome.ok ? 'done' : String(outcome.error.code)
+    for (const [member, args] of [['compact', []], ['collectGarbage', []], ['unfreeze', []], ['repair', [{}]], ['repair', [{ dryRun: true }]]] as const) {
+      const outcome = await request({ t: 'call', handle, member, args })
+      calls[`${member}${args.length > 0 ? JSON.stringify(args[0]) : ''}`] = outcome.ok ? 'done' : String(outcome.error.code)
     }
     store.release()
     await host.idle(handle)
@@ -128,6 +128,6 @@ describe('a follower hears what happens while its workspace opens', () => {
     const next = await Workspace.open({ store, autoCheckpoint: false })
     expect(next.fs.readFileSync('/last.txt', 'utf8')).toBe("the writer's last commit")
     await next.close()
-    expect(calls).toEqual({ compact: 'EROFS', collectGarbage: 'EROFS', unfreeze: 'EROFS' })
+    expect(calls).toEqual({ compact: 'EROFS', collectGarbage: 'EROFS', unfreeze: 'EROFS', 'repair{}': 'EROFS', 'repair{"dryRun":true}': 'done' })
   })
 })

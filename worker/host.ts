@@ -8,6 +8,7 @@ import type * as z from 'zod'
 import { Workspace, type NodeFs, type WorkspaceOptions } from '../src/workspace.js'
 import { MemoryStore } from '../src/engine/memory-store.js'
 import { FsError } from '../src/errors.js'
+import type { RepairOptions } from '../src/engine/repair.js'
 import type { Store } from '../src/engine/store.js'
 import type { ApprovalRequest } from '../src/engine/transaction.js'
 import type { ValidateResult, Validator } from '../src/engine/validator.js'
@@ -490,6 +491,11 @@ export class WorkspaceHost {
         return ws.state.delete(args[0] as string)
       case 'stateEntries':
         return ws.state.entries()
+      case 'repair':
+        if (this.followerWorkspaces.has(ws) && (args[0] as RepairOptions | undefined)?.dryRun !== true) {
+          throw new FsError('EROFS', member, undefined, undefined, `read-only file system: this tab follows the tab that writes the ${session.following!.store.kind} store; repair there, or ask for a dry run`)
+        }
+        return ws.repair(args[0] as RepairOptions | undefined)
       case 'unfreeze':
       case 'compact':
       case 'collectGarbage':
