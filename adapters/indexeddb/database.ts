@@ -7,7 +7,7 @@
  * instead of letting the half-queued writes commit.
  */
 import type { UseStore } from 'idb-keyval'
-import { blockedError, translate } from './errors.js'
+import { blockedError, deletedError, translate } from './errors.js'
 
 export const OBJECT_STORE = 'rewindfs'
 
@@ -35,11 +35,22 @@ export function tight(bytes: Uint8Array): Uint8Array {
   return whole && bytes.constructor === Uint8Array ? bytes : new Uint8Array(bytes)
 }
 
-function open(name: string, version?: number): Promise<IDBDatabase> {
+/**
+ * `existed`: this database was open before (a reconnection). Gone since (deleted by another tab,
+ * or the site's data cleared), it is not made again empty: a store written on from there would
+ * hold a journal without its beginning, acknowledged and damaged.
+ */
+function open(name: string, version?: number, existed = false): Promise<IDBDatabase> {
   return new Promise((resolve, reject) => {
     let settled = false
     const request = version === undefined ? indexedDB.open(name) : indexedDB.open(name, version)
-    request.onupgradeneeded = () => {
+    request.onupgradeneeded = (event) => {
+      if (existed && event.oldVersion === 0) {
+        settled = true
+        abort(request.transaction!) // nothing is created
+        reject(deletedError(name))
+        return
+      }
       if (!request.result.objectStoreNames.contains(OBJECT_STORE)) request.result.createObjectStore(OBJECT_STORE)
     }
     request.onblocked = () => {
@@ -59,7 +70,7 @@ function open(name: string, version?: number): Promise<IDBDatabase> {
       // The database exists without our object store (something else made it): add it in an upgrade.
       const next = db.version + 1
       db.close()
-      open(name, next).then(resolve, reject)
+      open(name, next, existed).then(resolve, reject)
     }
   })
 }
@@ -74,6 +85,8 @@ function abort(transaction: IDBTransaction): void {
 
 export class Database {
   private connection: Promise<IDBDatabase> | undefined
+  /** A connection was made once: a reconnection must find the database, not make it anew. */
+  private opened = false
 
   constructor(readonly name: string) {}
 
@@ -115,8 +128,9 @@ export class Database {
   }
 
   private connect(): Promise<IDBDatabase> {
-    this.connection ??= open(this.name).then(
+    this.connection ??= open(this.name, undefined, this.opened).then(
       (db) => {
+        this.opened = true
         db.onversionchange = () => {
           db.close()
           this.connection = undefined

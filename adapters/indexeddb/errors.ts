@@ -22,6 +22,15 @@ export function blockedError(name: string): FsError {
   return indexedDbError('EBUSY', 'open', name, 'the database upgrade is blocked: another tab keeps an older version open; close it and retry')
 }
 
+export function deletedError(name: string): FsError {
+  return indexedDbError(
+    'ENOENT',
+    'open',
+    name,
+    "the IndexedDB database was deleted while it was open (another tab removed it, or the site's data was cleared); nothing more is written to it",
+  )
+}
+
 export function corruptError(operation: string, key: string, problem: string): FsError {
   return indexedDbError('EIO', operation, key, `the IndexedDB record is not what rewindfs wrote: ${problem}`)
 }

@@ -43,6 +43,16 @@ describe.skipIf(!available)('IndexedDB adapter in Chromium', () => {
     expect(harness.pageErrors.splice(0)).toEqual([])
   })
 
+  it('a database deleted underneath the store: the next sync fails naming it (ENOENT) instead of writing a journal without its beginning', async () => {
+    context = await harness.newContext()
+    const page = await harness.open(context)
+    const result = await call(page, 'deletedUnderneath', 'deleted-underneath')
+    expect(result.deleted).toBe('deleted')
+    expect(result.sync).toMatch(/^EDEGRADED: .*ENOENT: the IndexedDB database was deleted while it was open/)
+    // Nothing was made anew: the next open starts an empty store, not a damaged one.
+    expect(result).toMatchObject({ files: {}, frozen: null, warnings: [] })
+  })
+
   it('a workspace on the IndexedDB store survives a page reload: same files, checkpoints, state', async () => {
     context = await harness.newContext()
     const page = await harness.open(context)

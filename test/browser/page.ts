@@ -80,6 +80,32 @@ const scenarios = {
     return show('store session written', result)
   },
 
+  /**
+   * The store's database deleted while a workspace writes it (another tab's "start over", the site's
+   * data cleared): how the next sync ends, and what a reopen finds.
+   */
+  async deletedUnderneath(name: string) {
+    const ws = await Workspace.open({ store: indexedDbStore(name), autoCheckpoint: false })
+    ws.fs.writeFileSync('/before.txt', 'before')
+    await ws.sync()
+    const deleted = await new Promise<string>((resolve) => {
+      const request = indexedDB.deleteDatabase(name)
+      request.onsuccess = () => resolve('deleted')
+      request.onerror = () => resolve(`error: ${String(request.error)}`)
+      request.onblocked = () => resolve('blocked')
+    })
+    ws.fs.writeFileSync('/after.txt', 'after')
+    const sync = await ws.sync().then(
+      () => 'acknowledged',
+      (error: Error) => `${codeOf(error)}: ${error.message}`,
+    )
+    await ws.close().catch(() => undefined)
+    const reopened = await Workspace.open({ store: indexedDbStore(name), autoCheckpoint: false })
+    const result = { deleted, sync, files: files(reopened), frozen: reopened.frozen ?? null, warnings: [...reopened.status.warnings] }
+    await reopened.close()
+    return show('database deleted underneath', result)
+  },
+
   /** Reopens the store (after a reload) and describes it; then restores the checkpoint to prove it works. */
   async storeReopen(name: string) {
     const ws = await Workspace.open({ store: indexedDbStore(name), autoCheckpoint: false })
