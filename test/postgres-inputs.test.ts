@@ -64,6 +64,19 @@ describe.skipIf(url === undefined)('names on a server', () => {
     }
   })
 
+  it('eight stores making a new schema at once all open (its tables are made once, by one of them)', async () => {
+    for (let round = 0; round < 3; round++) {
+      const fresh = scratchSchema('fresh')
+      try {
+        const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => postgresStore({ connectionString: url!, schema: fresh, session: `s${i}` })))
+        for (const result of results) if (result.status === 'fulfilled') await result.value.close()
+        expect(results.map((result) => (result.status === 'fulfilled' ? 'ok' : String((result.reason as Error).message)))).toEqual(Array(8).fill('ok'))
+      } finally {
+        await dropSchema(url!, fresh)
+      }
+    }
+  })
+
   it("a schema holding tables of the same names that rewindfs did not make is refused (EEXIST), and nothing in it changes", async () => {
     const theirs = scratchSchema('theirs')
     const sweeper = await rawClient(url!)

@@ -150,31 +150,43 @@ const MIGRATION_LOCK = "hashtextextended('rewindfs:migrate', 0)"
 export async function ensureSchema(sql: Sql, t: Tables, where: string): Promise<void> {
   const version = await readVersion(sql, t)
   if (version === undefined) {
-    await sql.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`)
-      // Another store may have made them while we waited for the lock.
-      if ((await readVersion(tx, t)) !== undefined) return
-      // Tables of these names without a format table are someone else's (a `sessions` table is
-      // common): CREATE TABLE IF NOT EXISTS would adopt them, and the store would write its rows
-      // into them. Nothing is made then.
-      const names = [t.sessions, t.journal, t.blobs, t.chunks, t.refs, t.meta, t.kept, t.checkpoints, t.flushes]
-      const taken = await tx.query<{ name: string }>(`SELECT name FROM unnest($1::text[]) AS name WHERE to_regclass(name) IS NOT NULL`, [names])
-      if (taken.length > 0) {
-        throw storeError(
-          'EEXIST',
-          'open',
-          where,
-          `the schema ${t.schema} holds tables rewindfs did not make (${taken.map((row) => row.name).join(', ')}; it has no ${t.format} table): name a schema of rewindfs's own (the schema option, default "rewindfs")`,
-        )
-      }
-      await tx.batch(ddl(t))
-      await tx.query(`INSERT INTO ${t.format} (version) VALUES ($1)`, [SCHEMA_VERSION])
-    })
+    // The lock is taken before the transaction begins: a transaction reads the catalog as its start
+    // found it (a backend's caches catch up with other commits when it begins or locks a table), so
+    // one begun before the lock was granted would not see the tables another store just made.
+    await sql.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK})`)
+    try {
+      await makeTables(sql, t, where)
+    } finally {
+      await sql.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`).catch(() => undefined)
+    }
     return
   }
   if (version > SCHEMA_VERSION) {
     throw storeError('EIO', 'open', where, `the schema ${t.schema} was made by a newer rewindfs (layout ${version}; this one reads ${SCHEMA_VERSION}): upgrade rewindfs`)
   }
+}
+
+/** Under the migration lock: the tables and the format row in one transaction, unless another store made them meanwhile. */
+async function makeTables(sql: Sql, t: Tables, where: string): Promise<void> {
+  await sql.transaction(async (tx) => {
+    // Another store may have made them while we waited for the lock.
+    if ((await readVersion(tx, t)) !== undefined) return
+    // Tables of these names without a format table are someone else's (a `sessions` table is
+    // common): CREATE TABLE IF NOT EXISTS would adopt them, and the store would write its rows
+    // into them. Nothing is made then.
+    const names = [t.sessions, t.journal, t.blobs, t.chunks, t.refs, t.meta, t.kept, t.checkpoints, t.flushes]
+    const taken = await tx.query<{ name: string }>(`SELECT name FROM unnest($1::text[]) AS name WHERE to_regclass(name) IS NOT NULL`, [names])
+    if (taken.length > 0) {
+      throw storeError(
+        'EEXIST',
+        'open',
+        where,
+        `the schema ${t.schema} holds tables rewindfs did not make (${taken.map((row) => row.name).join(', ')}; it has no ${t.format} table): name a schema of rewindfs's own (the schema option, default "rewindfs")`,
+      )
+    }
+    await tx.batch(ddl(t))
+    await tx.query(`INSERT INTO ${t.format} (version) VALUES ($1)`, [SCHEMA_VERSION])
+  })
 }
 
 /** A reader's check: the tables, if there, are of a layout this rewindfs reads (it makes nothing). */
