@@ -43,6 +43,29 @@ describe.skipIf(url === undefined)('fleet races on a server', () => {
     await dropSchema(url!, schema)
   })
 
+  it("schema 'a' with session 'b/c' and schema 'a/b' with session 'c' are two sessions with two writer locks", async () => {
+    const outer = scratchSchema('slash')
+    const inner = `${outer}/b`
+    const first = await postgresStore({ connectionString: url!, schema: outer, session: 'b/c' })
+    const second = await postgresStore({ connectionString: url!, schema: inner, session: 'c' }).catch((error: unknown) => error as Error)
+    try {
+      expect(second).not.toBeInstanceOf(Error)
+      const fleet = await postgresFleet({ connectionString: url!, schema: inner })
+      expect(await fleet.sessions()).toMatchObject([{ session: 'c', writing: true }])
+      await first.close()
+      expect(await fleet.sessions()).toMatchObject([{ session: 'c', writing: true }])
+      await (second as Awaited<ReturnType<typeof postgresStore>>).close()
+      expect(await fleet.sessions()).toMatchObject([{ session: 'c', writing: false }])
+      await fleet.drop('c')
+      await fleet.close()
+    } finally {
+      await first.close()
+      if (!(second instanceof Error)) await second.close()
+      await dropSchema(url!, outer)
+      await dropSchema(url!, inner)
+    }
+  })
+
   it('checkpoints() of a session that does not exist is ENOENT, of one without checkpoints an empty list', async () => {
     await expect(fleets[0].checkpoints('no-such-session')).rejects.toMatchObject({ code: 'ENOENT', syscall: 'checkpoints', path: 'no-such-session' })
     await (await postgresStore({ connectionString: url!, schema, session: 'without-checkpoints' })).close()

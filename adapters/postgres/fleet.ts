@@ -9,7 +9,7 @@ import { type Connection, serialized } from './connection.js'
 import { storeError } from './errors.js'
 import { GC_LOCK, type CollectOptions, type CollectReport, collect, sweep } from './gc.js'
 import { ensureSchema, type Tables } from './schema.js'
-import { checkSession, pgliteWriting } from './store.js'
+import { checkSession, pgliteWriting, sessionLock } from './store.js'
 
 export interface SessionInfo {
   readonly session: string
@@ -115,11 +115,13 @@ export class FleetView implements Fleet {
   private writing(session: string): string {
     return `EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
                     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                    AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended(${this.literalSchema()} || '/' || ${session}, 0))`
+                    AND ((l.classid::bigint << 32) | l.objid::bigint) = ${this.lockOf(session)})`
   }
 
-  private literalSchema(): string {
-    return `'${this.schemaName.replaceAll("'", "''")}'`
+  /** The SQL of a session's writer lock key, `session` an SQL expression (store.ts: sessionLock). */
+  private lockOf(session: string): string {
+    const { prefix, seed } = sessionLock(this.schemaName)
+    return `hashtextextended('${prefix.replaceAll("'", "''")}' || ${session}, ${seed})`
   }
 
   async sessions(): Promise<SessionInfo[]> {
@@ -235,10 +237,10 @@ export class FleetView implements Fleet {
     const { t, connection } = this
     checkSession(session)
     // PGlite: one backend for every store on the instance, where the advisory lock is re-entrant and would be granted.
-    if (connection.backend === 'pglite' && pgliteWriting(connection.instance, `${this.schemaName}/${session}`)) {
+    if (connection.backend === 'pglite' && pgliteWriting(connection.instance, sessionLock(this.schemaName).prefix + session)) {
       throw storeError('EBUSY', 'drop', session, `the session '${session}' is being written; close its workspace first`)
     }
-    const [lock] = await connection.query<{ taken: boolean }>(`SELECT pg_try_advisory_lock(hashtextextended(${this.literalSchema()} || '/' || $1, 0)) AS taken`, [session])
+    const [lock] = await connection.query<{ taken: boolean }>(`SELECT pg_try_advisory_lock(${this.lockOf('$1')}) AS taken`, [session])
     if (!lock.taken) throw storeError('EBUSY', 'drop', session, `the session '${session}' is being written; close its workspace first`)
     try {
       const blobs = await connection.transaction(async (tx) => {
@@ -251,7 +253,7 @@ export class FleetView implements Fleet {
       // past the patience (collectGarbage finds them then): never a failed drop for that.
       await sweep(connection, t, blobs, 10_000).catch(() => undefined)
     } finally {
-      if (!connection.lost) await connection.query(`SELECT pg_advisory_unlock(hashtextextended(${this.literalSchema()} || '/' || $1, 0))`, [session]).catch(() => undefined)
+      if (!connection.lost) await connection.query(`SELECT pg_advisory_unlock(${this.lockOf('$1')})`, [session]).catch(() => undefined)
     }
   }
 

@@ -96,6 +96,15 @@ export function checkSession(session: unknown): string {
   return session
 }
 
+/**
+ * What a session's writer lock is hashed from: `schema/session`, hashed with seed 0, as ever;
+ * but a schema holding '/' would make 'a' + 'b/c' and 'a/b' + 'c' one lock (a false EBUSY), so
+ * then the schema's length leads and the seed is 1, a space of keys no other schema uses.
+ */
+export function sessionLock(schema: string): { readonly prefix: string; readonly seed: number } {
+  return schema.includes('/') ? { prefix: `${schema.length}:${schema}/`, seed: 1 } : { prefix: `${schema}/`, seed: 0 }
+}
+
 /** Writers of sessions in PGlite instances of this process: one backend serves them all, so its advisory locks cannot tell them apart. */
 const pgliteWriters = new WeakMap<object, Set<string>>()
 
@@ -202,8 +211,9 @@ export class SessionStore implements PostgresStore {
 
   private async start(): Promise<void> {
     const { connection, t } = this
-    const key = `${this.schema}/${this.session}`
-    const [names] = await connection.query<{ lock: string; channel: string }>(`SELECT hashtextextended($1, 0)::text AS lock, 'rewindfs_' || md5($1) AS channel`, [key])
+    const { prefix, seed } = sessionLock(this.schema)
+    const key = prefix + this.session
+    const [names] = await connection.query<{ lock: string; channel: string }>(`SELECT hashtextextended($1, $2::bigint)::text AS lock, 'rewindfs_' || md5($1) AS channel`, [key, seed])
     this.lockKey = names.lock
     this.channel = names.channel
     if (this.readOnly) {
