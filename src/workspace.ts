@@ -441,7 +441,10 @@ export class Workspace {
     this.context.freeze(reason)
   }
 
+  /** Lifts a freeze; EROFS while the store is open read-only (its freeze is the store's, not the caller's to lift). */
   unfreeze(): void {
+    const durability = this.context.durability
+    if (durability?.readOnly) throw new FsError('EROFS', 'unfreeze', undefined, undefined, `the ${durability.store.kind} store is open read-only: reopen the workspace on it to write`)
     this.ops.frozenReason = undefined
   }
 

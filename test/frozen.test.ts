@@ -6,6 +6,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import { afterAll, describe, expect, it } from 'vitest'
 import { directoryStore } from '../adapters/node-fs/index.js'
+import { MemoryStore } from '../src/adapter-kit.js'
 import { Workspace } from '../src/index.js'
 
 const roots: string[] = []
@@ -82,5 +83,38 @@ describe('a frozen workspace', () => {
     await reader.sync()
     await reader.close()
     await writer.close()
+  })
+
+  it('opened on a read-only store it stays read-only when the store is promoted: unfreeze is EROFS, and compact writes nothing over the newer journal', async () => {
+    // A store shared by tabs: read-only while another holds it, writable once that one went away (then a tab reopens on it).
+    class SharedStore extends MemoryStore {
+      writer = false
+      get readOnly(): boolean {
+        return !this.writer
+      }
+    }
+    const store = new SharedStore()
+    store.writer = true
+    const first = await Workspace.open({ store })
+    first.fs.writeFileSync('/a.txt', 'one')
+    await first.close()
+    store.writer = false
+    const follower = await Workspace.open({ store })
+    expect(follower.frozen).toContain('read-only')
+    expect(() => follower.unfreeze()).toThrow(expect.objectContaining({ code: 'EROFS', syscall: 'unfreeze' }))
+    // The writer that went away committed more before the follower heard of it; then the follower's store is promoted.
+    store.writer = true
+    const writer = await Workspace.open({ store })
+    writer.fs.writeFileSync('/b.txt', 'two')
+    await writer.close()
+    const journal = store.image().journal
+    await follower.compact()
+    await follower.sync()
+    expect(store.image().journal).toBe(journal)
+    expect(() => follower.unfreeze()).toThrow(expect.objectContaining({ code: 'EROFS' }))
+    await follower.close()
+    const reopened = await Workspace.open({ store })
+    expect(reopened.fs.readFileSync('/b.txt', 'utf8')).toBe('two')
+    await reopened.close()
   })
 })

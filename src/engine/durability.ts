@@ -235,6 +235,7 @@ export class Durability {
     readonly store: Store,
     private readonly options: DurabilityOptions = { cacheBytes: DEFAULT_CACHE_BYTES },
   ) {
+    this.openedReadOnly = store.readOnly === true
     this.replayer = new Replay(host, this.history, (root) => this.treeIntact(root))
     // A read (on demand, or the first of an adopted blob) or a check that finds a blob's bytes damaged lands here.
     host.blobs.onCorrupt = (id) => {
@@ -251,6 +252,18 @@ export class Durability {
       this.blobIds.add(id)
       this.schedule()
     }
+  }
+
+  /**
+   * Opened read-only (a follower tab, rewindfs status): so for good. A store promoted later holds
+   * the journal of the writer that went away, newer than this state, which must never be written
+   * over it (a compaction's snapshot, a deletion); the tab reopens on it to write (the worker does).
+   */
+  private readonly openedReadOnly: boolean
+
+  /** Whether nothing may be written to the store. */
+  get readOnly(): boolean {
+    return this.openedReadOnly || this.store.readOnly === true
   }
 
   /** Blobs found damaged since the last verify() report. */
@@ -376,7 +389,7 @@ export class Durability {
     // Reads of a damaged store's workspace record nothing (its lower sightings wait for the repair's
     // snapshot), nor a read-only store's (rewindfs status, diff, flush --dry-run; a follower tab):
     // they wait in memory for a writer's commit, if this one is promoted.
-    if (seen && seen.length > 0 && !this.failure && !held && this.damage.length === 0 && !this.store.readOnly) {
+    if (seen && seen.length > 0 && !this.failure && !held && this.damage.length === 0 && !this.readOnly) {
       this.lines.push(bodyText({ t: 'seen', entries: seen.splice(0) }))
     }
     // A group commit of blobs alone (a damaged copy's good bytes) is its commit marker after them.
@@ -417,7 +430,7 @@ export class Durability {
   private failed(error: unknown): void {
     this.failure = `the ${this.store.kind} store failed: ${(error as Error)?.message ?? String(error)}`
     this.abandonCompaction()
-    if (typeof this.store.reconnect !== 'function' || this.store.readOnly) return
+    if (typeof this.store.reconnect !== 'function' || this.readOnly) return
     this.reconnection ??= new Reconnection(
       this as Durability & { store: Store & { reconnect(): Promise<{ readonly records: number }> } },
       this.host.status,
@@ -532,7 +545,7 @@ export class Durability {
   private async compactWhenDue(): Promise<void> {
     const compaction = this.compaction
     if (compaction === undefined) {
-      if (this.holds === 0 && !this.failure && this.damage.length === 0 && !this.store.readOnly && this.due()) this.compactInBackground()
+      if (this.holds === 0 && !this.failure && this.damage.length === 0 && !this.readOnly && this.due()) this.compactInBackground()
       return
     }
     const behind = compaction.tailLines / ((this.auto?.every ?? Number.POSITIVE_INFINITY) / 4)
@@ -645,7 +658,7 @@ export class Durability {
       // Another hold (a restore that triggered this compaction) must end first: its records commit as one group.
       await this.holdsAtMost(1)
       await this.drain()
-      if (this.failure || this.damage.length > 0 || this.store.readOnly) return
+      if (this.failure || this.damage.length > 0 || this.readOnly) return
       this.abandonCompaction()
       const compaction = this.capture(reachable)
       compaction.result = runThrough(compaction.steps)
@@ -671,7 +684,7 @@ export class Durability {
    */
   private async writeCompaction(compaction: Compaction): Promise<void> {
     if (compaction.abandoned || this.compaction !== compaction) return
-    if (this.failure || this.damage.length > 0 || this.store.readOnly) {
+    if (this.failure || this.damage.length > 0 || this.readOnly) {
       this.abandonCompaction()
       return
     }
@@ -913,7 +926,7 @@ export class Durability {
     } else if (droppedTail > 0 || unterminated) {
       // Read-only: a reader may just have seen an append in flight; a store already found damaged
       // (its metadata) is not modified at all: repair drops the tail with the rest.
-      if (this.store.readOnly || this.damage.length > 0) {
+      if (this.readOnly || this.damage.length > 0) {
         if (droppedTail > 0) warnings.push(`ignored ${droppedTail} torn record(s) at the end of the journal (an append in flight, or a crash the writer recovers from)`)
       } else {
         // Never cut in place: the journal as it was is kept aside first, then replaced by its whole group commits.
@@ -1083,7 +1096,7 @@ export class Durability {
     if (known !== undefined && known !== lowerId) {
       throw Object.assign(new Error(`rewindfs: this ${this.store.kind} store belongs to the lower source '${String(known)}', not '${lowerId}'; open it over the same source or use a new store`), { code: 'ELOWERMISMATCH' })
     }
-    if (known === undefined && !this.store.readOnly) await this.store.putMeta(LOWER_KEY, lowerId)
+    if (known === undefined && !this.readOnly) await this.store.putMeta(LOWER_KEY, lowerId)
   }
 
   /** Replays whole group commits in order; stops at the first record that cannot be applied (replay.ts). */

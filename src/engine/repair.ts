@@ -80,7 +80,7 @@ export async function repair(durability: Durability, options: RepairOptions & { 
   // The scrub the verify before a repair ran (session-store.ts), else one now.
   const findings = durability.integrity.lastScrub ?? (store.scrub ? await store.scrub() : [])
   if (damage.length === 0 && findings.length === 0) return report
-  if (store.readOnly && !options.dryRun) throw Object.assign(new Error(`rewindfs: the ${store.kind} store is open read-only; repair needs the writer's lock`), { code: 'EROFS' })
+  if (durability.readOnly && !options.dryRun) throw Object.assign(new Error(`rewindfs: the ${store.kind} store is open read-only; repair needs the writer's lock`), { code: 'EROFS' })
   for (const finding of findings) report.damagedBytes.push({ id: finding.id, reason: finding.reason })
   if (damage.length === 0) {
     // Damaged bytes alone: the journal and metadata are whole, so nothing is rebuilt.
