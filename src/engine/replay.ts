@@ -6,7 +6,7 @@
  */
 import type { DirNode, UpperNode } from '../layer/nodes.js'
 import { WHITEOUT } from '../layer/nodes.js'
-import { mapGet } from '../layer/persistent-map.js'
+import { type MapRoot, mapGet } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
 import type { CheckpointRecord, DurableHost } from './durability.js'
@@ -64,35 +64,11 @@ export class Replay {
   private apply(body: RecordBody, noteIno: (node: UpperNode | undefined) => void): boolean {
     const { overlay, state, journal, checkpoints } = this.host
     switch (body.t) {
-      case 'op': {
-        const operation: Operation = {
-          id: body.id,
-          seq: body.seq,
-          type: body.type as OperationType,
-          paths: body.paths,
-          time: body.time,
-          session: body.session,
-          ...(body.turn !== undefined ? { turn: body.turn } : {}),
-          ...(body.group !== undefined ? { group: body.group } : {}),
-          ...(body.description !== undefined ? { description: body.description } : {}),
-          strategy: body.strategy as UndoStrategy,
-        }
-        journal.replay(operation, (push) => this.applyChanges(body.changes, push, noteIno))
+      case 'op':
+        journal.replay(operationOf(body), (push) => this.applyChanges(body.changes, push, noteIno))
         return true
-      }
       case 'checkpoint':
-        checkpoints.push({
-          id: body.id,
-          name: body.name,
-          kind: body.kind as CheckpointRecord['kind'],
-          seq: body.seq,
-          createdAt: body.createdAt,
-          ...(body.description !== undefined ? { description: body.description } : {}),
-          superseded: false,
-          root: overlay.freeze(),
-          state: state.freeze(),
-          opSeq: body.opSeq,
-        })
+        checkpoints.push({ ...checkpointOf(body), superseded: false, root: overlay.freeze(), state: state.freeze() })
         this.host.seenCheckpointSeq(body.seq)
         break
       case 'checkpoint-rename': {
@@ -201,47 +177,25 @@ export class Replay {
     if (isLazySnapshot(data)) return this.restoreLazySnapshot(data)
     const { overlay, state, journal, checkpoints } = this.host
     const nodes = decodeTable(data.dirs)
-    const stateRoot = (pairs: [string, JsonValue][]) => {
-      const s = new SessionState()
-      for (const [key, value] of pairs) s.write(key, value)
-      return s.freeze()
-    }
     overlay.setRoot(nodes[data.root])
-    state.setRoot(stateRoot(data.state))
-    for (const c of data.checkpoints) {
-      checkpoints.push({
-        id: c.id,
-        name: c.name,
-        kind: c.kind as CheckpointRecord['kind'],
-        seq: c.seq,
-        createdAt: c.createdAt,
-        ...(c.description !== undefined ? { description: c.description } : {}),
-        superseded: c.superseded,
-        root: nodes[c.root],
-        state: stateRoot(c.state),
-        opSeq: c.opSeq,
-      })
-    }
-    this.host.seenCheckpointSeq(data.checkpointSeq)
-    if (data.resume !== undefined) this.host.setResume(data.resume)
-    for (const [path, version] of data.seen ?? []) overlay.observed.set(path, version)
+    state.setRoot(stateOf(data.state))
+    for (const c of data.checkpoints) checkpoints.push({ ...checkpointOf(c), superseded: c.superseded, root: nodes[c.root], state: stateOf(c.state) })
+    this.restoreMarks(data)
     journal.load(
       data.operations.map((op) => ({
-        id: op.id,
-        seq: op.seq,
-        type: op.type as OperationType,
-        paths: op.paths,
-        time: op.time,
-        session: op.session,
-        ...(op.turn !== undefined ? { turn: op.turn } : {}),
-        ...(op.group !== undefined ? { group: op.group } : {}),
-        ...(op.description !== undefined ? { description: op.description } : {}),
-        strategy: op.strategy as UndoStrategy,
+        ...operationOf(op),
         undone: op.undone,
         changes: op.changes.map((c) => decodeChange(c, (serial) => tableNode(serial, nodes), (i) => nodes[i])),
       })),
       data.seq,
     )
+  }
+
+  /** What both snapshot formats carry beside trees and records: the checkpoint counter, the resume point, the lower versions seen. */
+  private restoreMarks(data: SnapshotData | LazySnapshotData): void {
+    this.host.seenCheckpointSeq(data.checkpointSeq)
+    if (data.resume !== undefined) this.host.setResume(data.resume)
+    for (const [path, version] of data.seen ?? []) this.host.overlay.observed.set(path, version)
   }
 
   /**
@@ -251,51 +205,19 @@ export class Replay {
   private restoreLazySnapshot(data: LazySnapshotData): void {
     const { overlay, state, journal, checkpoints } = this.host
     const head = this.history.load(data)
-    const stateRoot = (pairs: [string, JsonValue][]) => {
-      const s = new SessionState()
-      for (const [key, value] of pairs) s.write(key, value)
-      return s.freeze()
-    }
     overlay.setRoot(head[data.root])
-    state.setRoot(stateRoot(data.state))
+    state.setRoot(stateOf(data.state))
     overlay.inodes.next = Math.max(overlay.inodes.next, data.ino)
     for (const c of data.checkpoints) {
-      const record = {
-        id: c.id,
-        name: c.name,
-        kind: c.kind as CheckpointRecord['kind'],
-        seq: c.seq,
-        createdAt: c.createdAt,
-        ...(c.description !== undefined ? { description: c.description } : {}),
-        superseded: c.superseded,
-        state: stateRoot(c.state),
-        opSeq: c.opSeq,
-      } as Omit<CheckpointRecord, 'root'> as CheckpointRecord
+      const record = { ...checkpointOf(c), superseded: c.superseded, state: stateOf(c.state) } as Omit<CheckpointRecord, 'root'> as CheckpointRecord
       this.history.lazyRoot(record, c.root, head, (root) => {
         if (!this.intact(root)) record.broken = true
       })
       checkpoints.push(record)
     }
-    this.host.seenCheckpointSeq(data.checkpointSeq)
-    if (data.resume !== undefined) this.host.setResume(data.resume)
-    for (const [path, version] of data.seen ?? []) overlay.observed.set(path, version)
+    this.restoreMarks(data)
     journal.load(
-      data.operations.map((op) => {
-        const record = {
-          id: op.id,
-          seq: op.seq,
-          type: op.type as OperationType,
-          paths: op.paths,
-          time: op.time,
-          session: op.session,
-          ...(op.turn !== undefined ? { turn: op.turn } : {}),
-          ...(op.group !== undefined ? { group: op.group } : {}),
-          ...(op.description !== undefined ? { description: op.description } : {}),
-          strategy: op.strategy as UndoStrategy,
-          undone: op.undone,
-        }
-        return this.history.lazyOperation(record, op.at)
-      }),
+      data.operations.map((op) => this.history.lazyOperation({ ...operationOf(op), undone: op.undone }, op.at)),
       data.seq,
     )
   }
@@ -306,4 +228,40 @@ function upperSlot(root: DirNode, path: string): UpperNode | undefined {
   let node: UpperNode | undefined = root
   for (const part of components(path)) node = node?.type === 'dir' ? mapGet(node.children, part) : undefined
   return node
+}
+
+/** Session state from the pairs a record or snapshot stores. */
+function stateOf(pairs: readonly [string, JsonValue][]): MapRoot<JsonValue> {
+  const session = new SessionState()
+  for (const [key, value] of pairs) session.write(key, value)
+  return session.freeze()
+}
+
+/** An operation as a record or a snapshot stores it, without its changes and undone flag. */
+function operationOf(stored: Omit<Extract<RecordBody, { t: 'op' }>, 't' | 'changes'>): Operation {
+  return {
+    id: stored.id,
+    seq: stored.seq,
+    type: stored.type as OperationType,
+    paths: stored.paths,
+    time: stored.time,
+    session: stored.session,
+    ...(stored.turn !== undefined ? { turn: stored.turn } : {}),
+    ...(stored.group !== undefined ? { group: stored.group } : {}),
+    ...(stored.description !== undefined ? { description: stored.description } : {}),
+    strategy: stored.strategy as UndoStrategy,
+  }
+}
+
+/** A checkpoint's identity as a record or a snapshot stores it: its tree, state and flags are the caller's. */
+function checkpointOf(stored: Omit<Extract<RecordBody, { t: 'checkpoint' }>, 't'>): Pick<CheckpointRecord, 'id' | 'name' | 'kind' | 'seq' | 'createdAt' | 'description' | 'opSeq'> {
+  return {
+    id: stored.id,
+    name: stored.name,
+    kind: stored.kind as CheckpointRecord['kind'],
+    seq: stored.seq,
+    createdAt: stored.createdAt,
+    ...(stored.description !== undefined ? { description: stored.description } : {}),
+    opSeq: stored.opSeq,
+  }
 }
