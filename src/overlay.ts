@@ -408,7 +408,7 @@ export class Overlay {
       dev: DEVICE,
       ino: meta.ino,
       mode: typeBits[entry.type] | meta.mode,
-      nlink: entry.type === 'dir' ? this.directoryLinks(entry) : entry.link !== undefined ? (entry.node as InodeRecord).nlink ?? 1 : entry.node ? 1 : (entry.lowerStat?.nlink ?? 1),
+      nlink: entry.type === 'dir' ? 2 : entry.link !== undefined ? (entry.node as InodeRecord).nlink ?? 1 : entry.node ? 1 : (entry.lowerStat?.nlink ?? 1),
       uid: meta.uid,
       gid: meta.gid,
       rdev: 0,
@@ -421,28 +421,6 @@ export class Overlay {
       ctimeMs: meta.ctimeMs,
       birthtimeMs: meta.birthtimeMs,
     }
-  }
-
-  /**
-   * A directory's link count as Linux gives it: 2 (its name and its '.') and one per subdirectory
-   * (its '..'). A directory of the upper layer alone counts its subdirectories; one merged with a
-   * lower directory starts from the count its source reports, adjusted by what the upper layer
-   * changed among its names. Where the source reports none it stays 2, as before: counting would
-   * stat every lower name.
-   */
-  private directoryLinks(dir: Entry): number {
-    const upper = dir.node?.type === 'dir' ? dir.node : undefined
-    const lowerLinks = dir.lowerPath === null ? 2 : (upper ? this.lowerStat(dir.lowerPath) : dir.lowerStat)?.nlink
-    if (lowerLinks === undefined) return 2
-    let links = lowerLinks
-    if (!upper) return links
-    for (const [name, node] of mapEntries(upper.children)) {
-      if (name === INODES) continue
-      const isDirectory = node.type === 'dir'
-      const wasDirectory = dir.lowerPath !== null && this.lowerStat(join(dir.lowerPath, name))?.type === 'dir'
-      links += Number(isDirectory) - Number(wasDirectory)
-    }
-    return links
   }
 
   // ---- mutations ---------------------------------------------------------------------------------
