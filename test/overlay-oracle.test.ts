@@ -334,7 +334,6 @@ async function watchStep(fs: typeof nodeFs, root: string, step: () => Promise<un
   return events
 }
 
-
 /** The entry name a watch event is about ('rename:a' → 'a'). */
 function nameOf(event: string): string {
   return event.slice(event.indexOf(':') + 1)
