@@ -61,7 +61,8 @@ export interface PostgresStore extends Store {
    * another writer took the session over (it holds the lock, or stamped its token since), ENOENT
    * when the session was dropped, EAGAIN while the server still holds the lock for this writer's
    * lost connection, and with the connection's error while the server is away. The workspace calls
-   * it by itself (engine/reconnect.ts).
+   * it by itself (engine/reconnect.ts). A reader reconnects by itself (no lock to take: a new
+   * connection that LISTENs again, then one `commit` change for what it may have missed meanwhile).
    */
   reconnect(): Promise<{ readonly records: number }>
   close(): Promise<void>
@@ -172,6 +173,10 @@ export class SessionStore implements PostgresStore {
   private readAhead = new Map<BlobId, Cached>()
   private readonly changeListeners = new Set<(change: StoreChange) => void>()
   private unlisten: (() => Promise<void>) | undefined
+  /** The connection a reader's LISTEN was sent on: a new connection listens on nothing until told to. */
+  private subscribed: Connection | undefined
+  /** A reader's reconnection loop is running. */
+  private recovering = false
   private readonly lostListeners = new Set<(error: Error) => void>()
   private readonly again: OpenContext['again']
 
@@ -189,8 +194,33 @@ export class SessionStore implements PostgresStore {
 
   private watch(connection: Connection): void {
     connection.onLost((error) => {
-      if (connection === this.connection) for (const listener of [...this.lostListeners]) listener(error)
+      if (connection !== this.connection) return
+      for (const listener of [...this.lostListeners]) listener(error)
+      // A reader holds nothing a new connection could lose, so it comes back by itself: a follower
+      // would otherwise stop hearing commits for good (the worker keeps one store for its life).
+      if (this.readOnly) void this.recoverReader()
     })
+  }
+
+  /** Reconnects a reader, retrying every 0.1 s at first and every 5 s at most, until it is back or closed. */
+  private async recoverReader(): Promise<void> {
+    if (this.recovering) return
+    this.recovering = true
+    try {
+      for (let wait = 100; !this.closed; wait = Math.min(wait * 2, 5000)) {
+        // unref: a reader left open on a server that is gone does not keep the process alive.
+        await new Promise((resolve) => setTimeout(resolve, wait).unref?.())
+        if (this.closed) return
+        try {
+          await this.reconnect()
+          return
+        } catch (error) {
+          if ((error as { code?: unknown }).code === 'EBADF') return
+        }
+      }
+    } finally {
+      this.recovering = false
+    }
   }
 
   /** Connects the session: the tables made if needed, then the writer's lock and token, or a reader's check that the session exists. */
@@ -274,15 +304,28 @@ export class SessionStore implements PostgresStore {
 
   onChange(listener: (change: StoreChange) => void): () => void {
     this.changeListeners.add(listener)
-    if (!this.unlisten && this.readOnly) {
-      const subscribing = this.connection.listen(this.channel, () => {
-        this.readAhead.clear()
-        for (const each of [...this.changeListeners]) each({ kind: 'commit' })
+    if (this.readOnly && this.subscribed === undefined) {
+      const connection = this.connection
+      this.follow(connection).catch(() => {
+        // Not heard yet: the reconnection loop (a lost connection's, or this one) tries again.
+        if (connection === this.connection && this.subscribed === connection) this.subscribed = undefined
+        if (!this.closed) void this.recoverReader()
       })
-      this.unlisten = async () => (await subscribing)()
-      subscribing.catch(() => undefined)
     }
     return () => this.changeListeners.delete(listener)
+  }
+
+  /** A reader: LISTENs on the session's channel on `connection`, once anything listens to the store. */
+  private async follow(connection: Connection): Promise<void> {
+    this.subscribed = connection
+    const subscribing = connection.listen(this.channel, this.heard)
+    this.unlisten = async () => (await subscribing)()
+    await subscribing
+  }
+
+  private readonly heard = (): void => {
+    this.readAhead.clear()
+    for (const each of [...this.changeListeners]) each({ kind: 'commit' })
   }
 
   reopen(options: { timeoutMs?: number } = {}): Promise<PostgresStore> {
@@ -291,7 +334,7 @@ export class SessionStore implements PostgresStore {
 
   reconnect(): Promise<{ readonly records: number }> {
     return this.queue('reconnect', async () => {
-      if (this.readOnly) throw storeError('EROFS', 'reconnect', this.where, 'a reader has no writer to reconnect')
+      if (this.readOnly) return this.reconnectReader()
       const lost = this.connection.lost !== undefined
       const connection = lost ? await this.connect() : this.connection
       try {
@@ -325,6 +368,39 @@ export class SessionStore implements PostgresStore {
         throw error
       }
     })
+  }
+
+  /** A reader on a new connection (if its own was lost), LISTENing again if anything listens to it. */
+  private async reconnectReader(): Promise<{ readonly records: number }> {
+    const lost = this.connection.lost !== undefined
+    const connection = lost ? await this.connect() : this.connection
+    const following = this.changeListeners.size > 0 || this.subscribed !== undefined
+    try {
+      // LISTEN before reading: a commit after this read is heard, one before it is read.
+      if (following && this.subscribed !== connection) {
+        await this.follow(connection).catch((error: unknown) => {
+          this.subscribed = undefined
+          throw error
+        })
+      }
+      const [row] = await connection.query<{ records: string }>(`SELECT records FROM ${this.t.sessions} WHERE id = $1`, [this.session])
+      if (row === undefined) throw storeError('ENOENT', 'reconnect', this.where, `the session '${this.session}' was dropped while this reader was away`)
+      if (lost) {
+        const old = this.connection
+        this.connection = connection
+        this.watch(connection)
+        void old.close().catch(() => undefined)
+        // What the writer committed while this reader heard nothing: its followers read it anew.
+        this.heard()
+      }
+      return { records: Number(row.records) }
+    } catch (error) {
+      if (lost) {
+        if (this.subscribed === connection) this.subscribed = undefined
+        await connection.close().catch(() => undefined)
+      }
+      throw error
+    }
   }
 
   private async writerOf(connection: Connection): Promise<string | null | undefined> {
