@@ -621,6 +621,49 @@ describe('a snapshot whose history opens lazily (format 2)', () => {
   })
 })
 
+describe('history parts a compaction drops', () => {
+  it('are left in the store until they are a quarter of what it holds, then deleted with what only they named; ws.compact() deletes them at once', async () => {
+    const path = fresh()
+    // A session that only adds files, keeping its newest 100 operations: each compaction drops the parts of older ones.
+    const ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false, compactEvery: 100, retention: { operations: 100 } })
+    const files = 3000
+    const fileBytes = 128
+    ws.fs.mkdirSync('/t')
+    /** Bytes the store holds that are no file's content (the history's parts, needed or stale), and all it holds. */
+    const history: { parts: number; held: number }[] = []
+    let deleted = 0
+    for (let n = 0; n < files; n++) {
+      ws.fs.writeFileSync(`/t/f${n}`, `${n}`.padEnd(fileBytes, '.'))
+      if (n % 50 !== 49) continue
+      const blobs = ws.storage.durable.blobs
+      await ws.sync()
+      // Only files are added: the store holds fewer blobs after a commit only when stale ones were deleted.
+      if (ws.storage.durable.blobs < blobs + 50) deleted++
+      history.push({ parts: ws.storage.durable.bytes - (n + 1) * fileBytes, held: ws.storage.durable.bytes })
+    }
+    await ws.sync()
+    const before = ws.storage.durable
+    await ws.compact()
+    const after = ws.storage.durable
+    // Stale parts were left between deletions and deleted once they were about a quarter of the store (the parts needed, one or two of about 25 KiB, besides).
+    expect(before.blobs).toBeGreaterThan(after.blobs)
+    expect(deleted).toBeGreaterThanOrEqual(1)
+    for (const [i, { parts, held }] of history.entries()) expect(parts, `after ${(i + 1) * 50} files`).toBeLessThan(held / 4 + 64 * 1024)
+    // After ws.compact() the store holds the files and the parts of the 100 operations kept, no more.
+    expect(after.blobs - files).toBeLessThanOrEqual(2)
+    await ws.close()
+    const reopened = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
+    expect((reopened.fs.readdirSync('/t') as string[]).length).toBe(files)
+    expect(reopened.fs.readFileSync('/t/f7', 'utf8')).toBe('7'.padEnd(fileBytes, '.'))
+    // The kept history's parts are all there: its 100 newest operations are undone from them.
+    expect(reopened.history().length).toBeGreaterThanOrEqual(100)
+    for (const _ of [1, 2]) await reopened.undo({ steps: 50 })
+    expect((reopened.fs.readdirSync('/t') as string[]).length).toBe(files - 100)
+    expect(reopened.fs.existsSync(`/t/f${files - 101}`)).toBe(true)
+    await reopened.close()
+  })
+})
+
 describe('contents on demand: writing a damaged content again', () => {
   it('stores the good bytes (the damaged ones kept aside) though nothing read the damage yet', async () => {
     const path = fresh()

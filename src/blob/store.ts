@@ -402,6 +402,11 @@ export class BlobStore {
     return Number.isNaN(size) ? this.get(id).byteLength : size
   }
 
+  /** Size of a blob as the durable store counts it (undefined when it is not counted; NaN when not known). */
+  durableSize(id: BlobId): number | undefined {
+    return this.durable.size(id)
+  }
+
   /** The blob a delta is made against, if `id` is stored as one. */
   baseOf(id: BlobId): BlobId | undefined {
     const stored = this.blobs.get(id)

@@ -37,6 +37,7 @@ import {
   metaText,
   nodeText,
   numberText,
+  type PartInfo,
 } from './persistence.js'
 import { type ReconnectSink, Reconnection } from './reconnect.js'
 import { Replay } from './replay.js'
@@ -118,6 +119,9 @@ export interface LoadReport {
   /** Damage found: the store was not modified and is written no more until repaired. */
   damage?: StoreDamage[]
 }
+
+/** Bytes of dropped history parts (partsDropped) that make deleting stale blobs worth it whatever the store holds. */
+const STALE_PART_BYTES = 64 * 1024 * 1024
 
 /** Blob reads in flight while a store is opened. */
 const BLOB_READS = 16
@@ -718,13 +722,33 @@ export class Durability {
     }
     if (compaction.skip > 0) this.lines.splice(0, compaction.skip)
     compaction.skip = 0
-    if (this.history.commit(encoded.staged)) this.mayBeStale = true
+    this.partsDropped(this.history.commit(encoded.staged))
     this.position = records.length
     this.sinceCompaction = compaction.tailLines
     this.sinceChars = chars
     let snapshotChars = 0
     for (const piece of record) snapshotChars += piece.length
     this.snapshotChars = snapshotChars
+  }
+
+  /** Bytes of history parts the snapshot no longer needs, left in the store since stale blobs were last deleted. */
+  private droppedPartBytes = 0
+
+  /**
+   * History parts a compaction no longer needs (their operations left the kept history) are stale
+   * in the store, with whatever only they named. Finding those marks all that is reachable and
+   * lists the store (deleteStale): the live tree's cost. A history that keeps its newest operations
+   * drops parts at every compaction, so, as git's `gc --auto` waits for loose objects, they are
+   * deleted once they are a quarter of what the store holds (or STALE_PART_BYTES), not each time.
+   */
+  private partsDropped(parts: readonly PartInfo[]): void {
+    if (parts.length === 0) return
+    for (const info of parts) {
+      const size = this.host.blobs.durableSize(info.id)
+      // A part of unknown size counts as full (a part is sealed at about a MiB of text).
+      this.droppedPartBytes += size === undefined || Number.isNaN(size) ? 1024 * 1024 : size
+    }
+    if (this.droppedPartBytes >= Math.min(STALE_PART_BYTES, this.host.blobs.occupancy.durable.bytes / 4)) this.mayBeStale = true
   }
 
   /**
@@ -752,6 +776,7 @@ export class Durability {
     }
     // Those recorded meanwhile (since the store listed its blobs) count for the next one.
     this.mayBeStale = false
+    this.droppedPartBytes = 0
     if (stale.length > 0) await this.store.deleteBlobs(stale)
   }
 

@@ -414,10 +414,11 @@ export class LazyHistory {
 
   /**
    * The snapshot `encode` made is durable: its parts are the history's, its directories placed.
-   * Returns whether a part the history needed before is needed no more (its blobs may be stale).
+   * Returns the parts the history needed before and needs no more (they, and blobs only they named, may be stale).
    */
-  commit(staged: StagedHistory): boolean {
-    const dropped = [...this.parts.keys()].some((n) => !staged.parts.some((info) => info.n === n))
+  commit(staged: StagedHistory): PartInfo[] {
+    const kept = new Set(staged.parts.map((info) => info.n))
+    const dropped = [...this.parts.values()].filter((info) => !kept.has(info.n))
     this.parts = new Map(staged.parts.map((info) => [info.n, info]))
     for (const { info, blobs } of staged.written) if (this.parts.has(info.n)) this.partBlobs.set(info.n, blobs)
     for (const n of [...this.partBlobs.keys()]) if (!this.parts.has(n)) this.partBlobs.delete(n)
