@@ -2,12 +2,10 @@
  * fs/promises FileHandle over a descriptor of the workspace, as Node's: an EventEmitter ('close'),
  * every method resolves or rejects and never throws synchronously, and once closed `fd` is -1 and
  * every method rejects with Node's "file closed" EBADF. Streams, web streams (browsers too) and
- * readLines read and write through the same descriptor.
+ * readLines read and write through the same descriptor. Loaded on first use (./async-forms.ts):
+ * the core's helpers come from its kit.
  */
-import { FsError, typeError } from '../errors.js'
-import { builtin } from '../host.js'
-import { fileOffset } from './arguments.js'
-import { abortError, collectChunks, isChunks, signalOption } from './write-data.js'
+import { collectChunks, kit } from './async-forms.js'
 import { EventEmitter } from './emitter.js'
 import type { FsOperations } from './operations.js'
 import type { StreamClasses } from './streams.js'
@@ -65,7 +63,7 @@ export class FileHandle extends EventEmitter {
         typeof options === 'object' && options !== null
           ? this.ops.read(this.fd, target, options)
           : // Node 20's FileHandle reads at the file position for any position not a safe integer from 0 up.
-            this.ops.read(this.fd, target, offset, length ?? rest, fileOffset(position))
+            this.ops.read(this.fd, target, offset, length ?? rest, kit.fileOffset(position))
       return { bytesRead, buffer: target as Uint8Array }
     })
   }
@@ -84,8 +82,8 @@ export class FileHandle extends EventEmitter {
 
   readFile(options?: unknown): Promise<Uint8Array | string> {
     return this.use('readFile', () => {
-      const signal = signalOption(options)
-      if (signal?.aborted) throw abortError(signal)
+      const signal = kit.signalOption(options)
+      if (signal?.aborted) throw kit.abortError(signal)
       return this.ops.readFile(this.fd, options)
     })
   }
@@ -93,9 +91,9 @@ export class FileHandle extends EventEmitter {
   /** Data as Node's: a string, bytes, or an iterable (async too) of them; an aborted signal rejects. */
   async writeFile(data: unknown, options?: unknown): Promise<void> {
     await this.use('writeFile', () => undefined)
-    const signal = signalOption(options)
-    if (signal?.aborted) throw abortError(signal)
-    const bytes = isChunks(data) ? await collectChunks(data, options, signal, (partial) => this.ops.writeFile(this.fd, partial, options)) : data
+    const signal = kit.signalOption(options)
+    if (signal?.aborted) throw kit.abortError(signal)
+    const bytes = kit.isChunks(data) ? await collectChunks(data, options, signal, (partial) => this.ops.writeFile(this.fd, partial, options)) : data
     return this.use('writeFile', () => this.ops.writeFile(this.fd, bytes, options))
   }
 
@@ -149,7 +147,7 @@ export class FileHandle extends EventEmitter {
     if (this.descriptor === -1) throw invalidState('The FileHandle is closed')
     if (this.locked) throw invalidState('The FileHandle is locked')
     if (options.type !== undefined && typeof options.type !== 'string') {
-      throw typeError('ERR_INVALID_ARG_TYPE', `The "options.type" property must be of type string.`)
+      throw kit.typeError('ERR_INVALID_ARG_TYPE', `The "options.type" property must be of type string.`)
     }
     this.locked = true
     const done = () => {
@@ -201,8 +199,8 @@ export class FileHandle extends EventEmitter {
 
   /** Node's readline Interface over createReadStream(options): lines, any line ending; closes the handle at the end. */
   readLines(options?: Record<string, unknown>): AsyncIterable<string> {
-    const readline = builtin<{ createInterface(options: Record<string, unknown>): AsyncIterable<string> }>('node:readline')
-    if (!readline) throw new FsError('ENOSYS', 'readLines', undefined, undefined, 'function not implemented: Node readline is needed (in a browser, use readableWebStream)')
+    const readline = kit.builtin<{ createInterface(options: Record<string, unknown>): AsyncIterable<string> }>('node:readline')
+    if (!readline) throw new kit.FsError('ENOSYS', 'readLines', undefined, undefined, 'function not implemented: Node readline is needed (in a browser, use readableWebStream)')
     return readline.createInterface({ input: this.createReadStream(options), crlfDelay: Infinity })
   }
 

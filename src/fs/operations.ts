@@ -1431,33 +1431,13 @@ function filterAnswer(filter: NonNullable<CpOptions['filter']>, source: string, 
 }
 
 /**
- * The callback and promise forms of cp await the filter, as Node's do. cp itself runs synchronously,
- * so the answers are gathered first: the filter is asked for every entry cp will reach (the source
- * walked as cp walks it: into directories the filter keeps), then cp runs with those answers.
- * Undefined without a filter (nothing to wait for). Argument errors are thrown at once.
+ * cp's arguments when its callback and promise forms have a filter to await (./async-forms.ts
+ * gathers its answers), checked at once as Node does: the options and both paths.
  */
-export function cpFilterAnswers(ops: FsOperations, args: unknown[]): Promise<unknown[]> | undefined {
-  const [src, dest, options] = args
+export function cpFilterArguments(args: unknown[]): { opts: CpOptions; src: string; dest: string } | undefined {
+  const options = args[2]
   if (typeof options !== 'object' || options === null || typeof (options as CpOptions).filter !== 'function') return undefined
-  const opts = cpOptions(options)
-  const filter = opts.filter!
-  const top = [pathArgument(src, 'src'), pathArgument(dest, 'dest')] as const
-  const answers = new Map<string, boolean>()
-  const key = (source: string, destination: string) => source + '\0' + destination
-  const visit = async (source: string, destination: string, isTop: boolean): Promise<void> => {
-    const keep = Boolean(await filter(source, destination))
-    answers.set(key(source, destination), keep)
-    if (!keep || (isTop && !opts.recursive)) return
-    let names: string[]
-    try {
-      if (!(opts.dereference ? ops.stat(source) : ops.lstat(source))!.isDirectory()) return
-      names = ops.readdir(source) as string[]
-    } catch {
-      return // cp reports it
-    }
-    for (const name of names) await visit(joinLexically(source, name), joinLexically(destination, name), false)
-  }
-  return visit(top[0], top[1], true).then(() => [src, dest, { ...opts, filter: (source: string, destination: string) => answers.get(key(source, destination)) ?? true }])
+  return { opts: cpOptions(options), src: pathArgument(args[0], 'src'), dest: pathArgument(args[1], 'dest') }
 }
 
 /** Node's path.dirname: trailing slashes ignored, '.' when there is no directory part. */

@@ -3,20 +3,38 @@
  * written once (synchronously) and gets its `xSync`, callback `x` and `promises.x` forms here.
  * Members that are not triples keep Node's own shapes (exists, streams, watch, FileHandle). The
  * watch members run on the watching capability when one is given (./watch.ts), so the core does
- * not carry them.
+ * not carry them. What only the promise and callback forms use (FileHandle, chunked writes, cp's
+ * awaited filter) is ./async-forms.ts, imported on first use.
  */
+import { concatBytes, isEncoding } from '../bytes.js'
 import { FsError, typeError } from '../errors.js'
 import { type NotLoadedError, isNotLoaded } from '../lower/source.js'
-import { constants, pathArgument, validateFunction, validateObject } from './arguments.js'
-import { HostBuffer } from '../host.js'
-import { FileHandle } from './file-handle.js'
-import { type FsOperations, cpFilterAnswers, rmOptions } from './operations.js'
+import { joinLexically } from '../path.js'
+import { constants, dataArgument, describeReceived, fileOffset, pathArgument, validateFunction, validateObject } from './arguments.js'
+import { HostBuffer, builtin } from '../host.js'
+import type { FileHandle } from './file-handle.js'
+import { type FsOperations, cpFilterArguments, rmOptions } from './operations.js'
 import { Dir, Dirent, Stats } from './stats.js'
 import { type StreamFs, hasStreams, streamClasses } from './streams.js'
 import type { Watching } from './watch.js'
-import { abortError, collectChunks, isChunks, signalOption } from './write-data.js'
+import { abortError, isChunks, signalOption } from './write-data.js'
 
 type Operation = (...args: unknown[]) => unknown
+
+type AsyncForms = typeof import('./async-forms.js')
+/** ./async-forms.ts once loaded: until then no FileHandle exists. */
+let asyncForms: AsyncForms | undefined
+let loadingAsyncForms: Promise<AsyncForms> | undefined
+function loadAsyncForms(): Promise<AsyncForms> {
+  return (loadingAsyncForms ??= import('./async-forms.js').then((loaded) => {
+    loaded.provide({ concatBytes, isEncoding, FsError, typeError, builtin, joinLexically, dataArgument, describeReceived, fileOffset, abortError, isChunks, signalOption })
+    return (asyncForms = loaded)
+  }))
+}
+
+function isFileHandle(value: unknown): value is FileHandle {
+  return asyncForms !== undefined && value instanceof asyncForms.FileHandle
+}
 
 /**
  * Operations with all three forms, each with the number of arguments Node declares before the
@@ -72,13 +90,19 @@ const descriptorCalls = {
 type Prepare = (ops: FsOperations, args: unknown[], run: Operation) => Promise<unknown[]> | undefined
 const prepared: Partial<Record<keyof typeof triples, { callback: Prepare; promise: Prepare }>> = {
   // Node awaits cp's filter there.
-  cp: { callback: cpFilterAnswers, promise: cpFilterAnswers },
+  cp: { callback: awaitedFilter, promise: awaitedFilter },
   readFile: { callback: abortable(1), promise: abortable(1) },
   // Node's async rimraf, not rmSync's (see FsOperations.rm).
   rm: { callback: asynchronousRm, promise: asynchronousRm },
   // The promise forms also write iterables of chunks.
   writeFile: { callback: abortable(2), promise: chunked },
   appendFile: { callback: abortable(2), promise: chunked },
+}
+
+/** cp with a filter: its arguments checked at once, then the filter's answers gathered (./async-forms.ts). */
+function awaitedFilter(ops: FsOperations, args: unknown[]): Promise<unknown[]> | undefined {
+  const checked = cpFilterArguments(args)
+  return checked && loadAsyncForms().then((forms) => forms.cpFilterAnswers(ops, args, checked.opts, checked.src, checked.dest))
 }
 
 /** rm as its callback and promise forms run it; argument errors are thrown at once, as Node's are. */
@@ -102,7 +126,9 @@ function chunked(ops: FsOperations, args: unknown[], run: Operation): Promise<un
   const signal = signalOption(options)
   if (signal?.aborted) return Promise.reject(abortError(signal))
   if (!isChunks(data)) return undefined
-  return collectChunks(data, options, signal, (bytes) => run(file, bytes, options)).then((bytes) => [file, bytes, options])
+  return loadAsyncForms()
+    .then((forms) => forms.collectChunks(data, options, signal, (bytes) => run(file, bytes, options)))
+    .then((bytes) => [file, bytes, options])
 }
 
 /** Members whose sync and callback forms also take a descriptor, but whose promise forms take a path only. */
@@ -249,7 +275,7 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
     fs[name + 'Sync'] = run
     fs[name] = callbackForm(name, arity, run, options.load, undefined, waitFor && ((args) => waitFor.callback(ops, args, run)))
     // The promise API takes FileHandles, never numeric descriptors: a number is a bad path there.
-    const promised: Operation = byPath.has(name) ? (file, ...rest) => run(file instanceof FileHandle ? file.fd : pathArgument(file), ...rest) : run
+    const promised: Operation = byPath.has(name) ? (file, ...rest) => run(isFileHandle(file) ? file.fd : pathArgument(file), ...rest) : run
     promises[name] = promiseForm(promised, options.load, waitFor && ((args) => waitFor.promise(ops, args, promised)))
   }
   for (const [name, arity] of Object.entries(descriptorCalls)) {
@@ -305,7 +331,7 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
   Object.defineProperty(fs.exists, PROMISIFY, { value: (path: unknown) => new Promise((resolve) => (fs.exists as Operation)(path, resolve)) })
 
   // Node's own ReadStream and WriteStream, reading and writing through these callback forms.
-  const streams = streamClasses(fs as unknown as StreamFs, (value): value is FileHandle => value instanceof FileHandle)
+  const streams = streamClasses(fs as unknown as StreamFs, isFileHandle)
   // Absent where the host has no Node streams (reading the members never throws).
   const streamsHere = hasStreams()
   for (const name of ['ReadStream', 'WriteStream'] as const) {
@@ -317,8 +343,10 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
   fs.createReadStream = (path: unknown, opts?: unknown) => new streams.ReadStream(path, opts as Record<string, unknown>)
   fs.createWriteStream = (path: unknown, opts?: unknown) => new streams.WriteStream(path, opts as Record<string, unknown>)
 
-  promises.open = async (path: unknown, flags?: unknown, mode?: unknown) =>
-    new FileHandle(ops, (await runLoading(() => ops.open(path, flags ?? 'r', mode), [], options.load)) as number, streams)
+  promises.open = async (path: unknown, flags?: unknown, mode?: unknown) => {
+    const { FileHandle } = asyncForms ?? (await loadAsyncForms())
+    return new FileHandle(ops, (await runLoading(() => ops.open(path, flags ?? 'r', mode), [], options.load)) as number, streams)
+  }
   // As on Linux, where Node has no lchmod: the promise member exists and rejects.
   promises.lchmod = async () => {
     throw typeError('ERR_METHOD_NOT_IMPLEMENTED', 'The lchmod() method is not implemented')
