@@ -50,21 +50,6 @@ export interface CpOptions {
   filter?: (source: string, destination: string) => boolean | Promise<boolean>
 }
 
-/**
- * Marks a mutating call: whoever makes it (the fs surface, a FileHandle, a stream, the engine), it
- * runs as one journaled operation of `type` (refined by the call: a write may create). A legacy
- * (experimentalDecorators) method decorator, because Oxc, which runs the tests, does not lower
- * standard decorators and Node 20 cannot run them.
- */
-function journaled(type: OperationType) {
-  return <Call extends (this: FsOperations, ...args: never[]) => unknown>(_prototype: FsOperations, name: string, method: TypedPropertyDescriptor<Call>): void => {
-    const body = method.value as unknown as (...args: unknown[]) => unknown
-    method.value = function (this: FsOperations, ...args: unknown[]) {
-      return this.journaled(type, name, args, body)
-    } as unknown as Call
-  }
-}
-
 /** Calls that create a path: which argument names it, and the syscall Node reports. */
 const CREATES: Partial<Record<string, readonly [index: number, syscall: string]>> = {
   appendFile: [0, 'open'],
@@ -479,7 +464,6 @@ export class FsOperations {
 
   // ---- writing -----------------------------------------------------------------------------------
 
-  @journaled('file_edit')
   writeFile(file: unknown, data: unknown, options?: unknown, defaultFlag = 'w'): void {
     const opts = typeof options === 'string' ? { encoding: options } : ((options ?? {}) as Options)
     if (opts.flush !== undefined && opts.flush !== null) validateBoolean(opts.flush, 'options.flush')
@@ -518,12 +502,10 @@ export class FsOperations {
     else this.overlay.setContent(entry, bytes, false)
   }
 
-  @journaled('file_edit')
   appendFile(file: unknown, data: unknown, options?: unknown): void {
     this.writeFile(file, data, options, 'a')
   }
 
-  @journaled('mkdir')
   mkdir(dirPath: unknown, options?: unknown): string | undefined {
     const { given, path } = this.path(dirPath)
     const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
@@ -590,7 +572,6 @@ export class FsOperations {
   }
 
 
-  @journaled('mkdir')
   mkdtemp(prefix: unknown, options?: unknown): string | Uint8Array {
     const given = pathArgument(prefix, 'prefix')
     const encoding = encodingOption(options, 'utf8')
@@ -609,7 +590,6 @@ export class FsOperations {
     }
   }
 
-  @journaled('rmdir')
   rmdir(dirPath: unknown, options?: unknown): void {
     // Node's validateRmdirOptions: rm's checks but for `force`, which rmdir does not take.
     const opts = rmOptions(typeof options === 'object' && options !== null ? { ...options, force: false } : options)
@@ -625,7 +605,6 @@ export class FsOperations {
     this.overlay.remove(parent, name)
   }
 
-  @journaled('file_delete')
   unlink(file: unknown): void {
     const { given, path } = this.path(file)
     const { parent, name, existing, trailingSlash } = this.overlay.resolveParent(path, 'unlink', given)
@@ -636,7 +615,6 @@ export class FsOperations {
     this.overlay.remove(parent, name)
   }
 
-  @journaled('file_delete')
   /**
    * `asynchronous`: the callback and promise forms, whose rimraf (Node's async one) differs from
    * rmSync's in two places, marked below.
@@ -673,7 +651,6 @@ export class FsOperations {
     this.overlay.remove(parent, basename(entry.path))
   }
 
-  @journaled('rename')
   rename(oldPath: unknown, newPath: unknown): void {
     const from = this.path(oldPath, 'oldPath')
     const to = this.path(newPath, 'newPath')
@@ -711,7 +688,6 @@ export class FsOperations {
     this.changes.moved(mark, moving.path, moved, moving.type, ino, gone)
   }
 
-  @journaled('copy')
   copyFile(src: unknown, dest: unknown, mode?: unknown): void {
     const from = this.path(src, 'src')
     const to = this.path(dest, 'dest')
@@ -789,7 +765,6 @@ export class FsOperations {
     }
   }
 
-  @journaled('copy')
   cp(src: unknown, dest: unknown, options?: unknown): void {
     const opts = cpOptions(options)
     const from = this.path(src, 'src')
@@ -928,7 +903,6 @@ export class FsOperations {
     this.changes.override(mark, join(parent.path, name), [...steps, 'attrib'])
   }
 
-  @journaled('symlink')
   symlink(target: unknown, file: unknown, type?: unknown): void {
     const linkTarget = pathArgument(target, 'target')
     const { given, path } = this.path(file)
@@ -950,7 +924,6 @@ export class FsOperations {
    * existing path's lookup, then the new name's (taken, a dangling link too: EEXIST; a trailing
    * slash: ENOENT), then a directory to link: EPERM.
    */
-  @journaled('link')
   link(existingPath: unknown, newPath: unknown): void {
     const from = this.path(existingPath, 'existingPath')
     const to = this.path(newPath, 'newPath')
@@ -969,7 +942,6 @@ export class FsOperations {
     this.changes.override(mark, linkPath, ['create'])
   }
 
-  @journaled('chmod')
   chmod(file: unknown, mode: unknown): void {
     const { given, path } = this.path(file)
     const bits = modeArgument(mode, 'mode')
@@ -977,7 +949,6 @@ export class FsOperations {
     this.changeMeta(entry, { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
   }
 
-  @journaled('chmod')
   chown(file: unknown, uid: unknown, gid: unknown, follow = true): void {
     const { given, path } = this.path(file)
     const u = validateInteger(uid, 'uid', -1, 4294967295)
@@ -987,12 +958,10 @@ export class FsOperations {
     this.changeMeta(entry, { uid: u === -1 ? meta.uid : u, gid: g === -1 ? meta.gid : g, ctimeMs: this.overlay.now() })
   }
 
-  @journaled('chmod')
   lchown(file: unknown, uid: unknown, gid: unknown): void {
     this.chown(file, uid, gid, false)
   }
 
-  @journaled('chmod')
   utimes(file: unknown, atime: unknown, mtime: unknown, follow = true): void {
     const { given, path } = this.path(file)
     const atimeMs = timeArgument(atime, 'atime')
@@ -1001,12 +970,10 @@ export class FsOperations {
     this.setTimes(entry, { atimeMs, mtimeMs, ctimeMs: this.overlay.now() })
   }
 
-  @journaled('chmod')
   lutimes(file: unknown, atime: unknown, mtime: unknown): void {
     this.utimes(file, atime, mtime, false)
   }
 
-  @journaled('truncate')
   truncate(file: unknown, len?: unknown): void {
     if (typeof file === 'number') return this.ftruncate(file, len)
     const { given, path } = this.path(file)
@@ -1019,7 +986,6 @@ export class FsOperations {
 
   // ---- descriptors -------------------------------------------------------------------------------
 
-  @journaled('file_edit')
   open(file: unknown, flags?: unknown, mode?: unknown): number {
     const { given, path } = this.path(file)
     const bits = flagsArgument(flags, 'r')
@@ -1081,20 +1047,17 @@ export class FsOperations {
     return entry
   }
 
-  @journaled('file_edit')
   close(fd: unknown): void {
     const open = this.descriptors.get(validateFd(fd), 'close')
     if (open.dirty) this.flushDescriptor(open)
     this.descriptors.delete(open.fd)
   }
 
-  @journaled('file_edit')
   fsync(fd: unknown): void {
     const open = this.descriptors.get(validateFd(fd), 'fsync')
     if (open.dirty) this.flushDescriptor(open)
   }
 
-  @journaled('file_edit')
   fdatasync(fd: unknown): void {
     const open = this.descriptors.get(validateFd(fd), 'fdatasync')
     if (open.dirty) this.flushDescriptor(open)
@@ -1127,7 +1090,6 @@ export class FsOperations {
     }
   }
 
-  @journaled('truncate')
   ftruncate(fd: unknown, len?: unknown): void {
     const open = this.descriptors.get(validateFd(fd), 'ftruncate')
     const length = truncateLength(len)
@@ -1140,7 +1102,6 @@ export class FsOperations {
     this.markDirty(open)
   }
 
-  @journaled('chmod')
   futimes(fd: unknown, atime: unknown, mtime: unknown): void {
     const open = this.descriptors.get(validateFd(fd), 'futime')
     const atimeMs = timeArgument(atime, 'atime')
@@ -1156,7 +1117,6 @@ export class FsOperations {
     orphan.meta = { ...orphan.meta, ...change }
   }
 
-  @journaled('chmod')
   fchmod(fd: unknown, mode: unknown): void {
     // Node checks the arguments before it uses the descriptor.
     const descriptor = validateFd(fd)
@@ -1168,7 +1128,6 @@ export class FsOperations {
     this.changeMeta(this.descriptorEntry(open, 'fchmod'), { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
   }
 
-  @journaled('chmod')
   fchown(fd: unknown, uid: unknown, gid: unknown): void {
     const open = this.descriptors.get(validateFd(fd), 'fchown')
     const u = validateInteger(uid, 'uid', -1, 4294967295)
@@ -1380,6 +1339,48 @@ export class FsOperations {
       }
     }
     this.descriptors.settled(open)
+  }
+}
+
+/**
+ * The mutating calls, each with its operation type: whoever makes one (the fs surface, a
+ * FileHandle, a stream, the engine), it runs as one journaled operation of that type (refined by
+ * the call: a write may create). Wrapped on the prototype below the class.
+ */
+const JOURNALED = {
+  writeFile: 'file_edit',
+  appendFile: 'file_edit',
+  mkdir: 'mkdir',
+  mkdtemp: 'mkdir',
+  rmdir: 'rmdir',
+  unlink: 'file_delete',
+  rm: 'file_delete',
+  rename: 'rename',
+  copyFile: 'copy',
+  cp: 'copy',
+  symlink: 'symlink',
+  link: 'link',
+  chmod: 'chmod',
+  chown: 'chmod',
+  lchown: 'chmod',
+  utimes: 'chmod',
+  lutimes: 'chmod',
+  truncate: 'truncate',
+  open: 'file_edit',
+  close: 'file_edit',
+  fsync: 'file_edit',
+  fdatasync: 'file_edit',
+  ftruncate: 'truncate',
+  futimes: 'chmod',
+  fchmod: 'chmod',
+  fchown: 'chmod',
+} as const satisfies Partial<Record<keyof FsOperations, OperationType>>
+
+for (const [name, type] of Object.entries(JOURNALED)) {
+  const prototype = FsOperations.prototype as unknown as Record<string, (...args: unknown[]) => unknown>
+  const body = prototype[name]
+  prototype[name] = function (this: FsOperations, ...args: unknown[]) {
+    return this.journaled(type, name, args, body)
   }
 }
 
