@@ -72,6 +72,8 @@ const MAX_SESSION = 200
 /** Blobs getBlob reads along with the one asked for, in blobIds' order, and at most this many bytes of them. */
 const READ_AHEAD = 256
 const READ_AHEAD_BYTES = 16 * 1024 * 1024
+/** A chunked blob is read this many chunks (of 1 MiB) per query: its peak is its size and this much more. */
+export const CHUNKS_PER_READ = 4
 /** The time stamp in a kept name, as keptName makes it: `20250101T120000123Z`. */
 const keptStamp = () => new Date().toISOString().replace(/[-:.]/g, '')
 /** Rows per multi-row insert, and bytes per statement. */
@@ -654,18 +656,34 @@ export class SessionStore implements PostgresStore {
     return read
   }
 
+  /**
+   * A chunked blob's bytes, read CHUNKS_PER_READ chunks at a time into one buffer of its size: all
+   * its chunk rows at once were held alongside the whole (about twice its size at the peak).
+   */
   private async readChunks(sql: Sql, id: BlobId, { chunks, size }: { chunks: number; size: number }): Promise<Uint8Array> {
-    const rows = await sql.query<{ n: number; bytes: Uint8Array }>(`SELECT n, bytes FROM ${this.t.chunks} WHERE blob = $1 ORDER BY n`, [id])
-    const whole = new Uint8Array(rows.reduce((sum, row) => sum + row.bytes.byteLength, 0))
+    const broken = (read: number, bytes: number) =>
+      storeError('EIO', 'getBlob', `${this.where}:${id}`, `the blob's chunks do not add up (${read} of ${chunks} chunks, ${bytes} of ${size} bytes)`)
+    // Only a size its chunks can hold is allocated: a damaged row must not ask for gigabytes.
+    if (!Number.isSafeInteger(size) || size < 0 || size > chunks * CHUNK) throw broken(0, 0)
+    const whole = new Uint8Array(size)
     let at = 0
-    rows.forEach((row, i) => {
-      if (row.n !== i) return
-      whole.set(row.bytes, at)
-      at += row.bytes.byteLength
-    })
-    if (rows.length !== chunks || at !== size || whole.byteLength !== size) {
-      throw storeError('EIO', 'getBlob', `${this.where}:${id}`, `the blob's chunks do not add up (${rows.length} of ${chunks} chunks, ${whole.byteLength} of ${size} bytes)`)
+    let read = 0
+    for (let from = 0; from < chunks; from += CHUNKS_PER_READ) {
+      // The last group asks for one chunk more: one beyond the count is damage too.
+      const to = from + CHUNKS_PER_READ < chunks ? from + CHUNKS_PER_READ : chunks + 1
+      const rows = await sql.query<{ n: number; bytes: Uint8Array }>(
+        `SELECT n, bytes FROM ${this.t.chunks} WHERE blob = $1 AND n >= $2 AND n < $3 ORDER BY n`,
+        [id, from, to],
+      )
+      for (const row of rows) {
+        if (row.n !== read || at + row.bytes.byteLength > size) throw broken(row.n === read ? read + 1 : read, at + row.bytes.byteLength)
+        whole.set(row.bytes, at)
+        at += row.bytes.byteLength
+        read++
+      }
+      if (read !== Math.min(from + CHUNKS_PER_READ, chunks)) throw broken(read, at)
     }
+    if (at !== size) throw broken(read, at)
     return whole
   }
 
