@@ -78,6 +78,17 @@ window.scenarios = {
     const missing = await openWorkerWorkspace(new Worker('/no-such-worker.js', { type: 'module' }), {}).catch((e) => e.code + ' ' + e.message)
     return { terminated, inFlight: await body, closes: await Promise.all(closes), after: await settled(ws.fs.promises.readFile('/a')), missing }
   },
+  async serving() {
+    // A worker that loads and never calls serve(), then one whose serve() comes after an await.
+    const silent = await openWorkerWorkspace(new Worker('/silent-worker.js', { type: 'module' }), { serveTimeoutMs: 300 }).then(
+      () => 'opened',
+      (e) => ({ code: e.code, errno: e.errno, syscall: e.syscall, message: e.message }),
+    )
+    const ws = await openWorkerWorkspace(new Worker('/late-worker.js', { type: 'module' }), { lower: { kind: 'fixture', files: { '/a.txt': 'served late' } }, serveTimeoutMs: 10000 })
+    const text = await ws.fs.promises.readFile('/a.txt', 'utf8')
+    await ws.close()
+    return { silent, text }
+  },
   async reopen(name) {
     const ws = await open(name)
     const result = { text: await ws.fs.readFile('/app/b.txt', 'utf8'), checkpoints: (await ws.checkpoints()).map((c) => c.name), degraded: ws.status.degraded ?? null }
@@ -98,18 +109,26 @@ registerValidator('explodes', { name: 'explodes', match: '**', validate() { setT
 await serve()
 `
 
-async function bundles(): Promise<{ page: string; worker: string; crashWorker: string; suite: string }> {
+/** A worker that loads and never serves; one that serves after an await (a page's first message may come before it listens). */
+const SILENT_WORKER = `setInterval(() => {}, 60_000)`
+const LATE_WORKER = `
+await new Promise((resolve) => setTimeout(resolve, 300))
+await import('../worker/browser-entry.ts')
+`
+
+async function bundles(): Promise<{ page: string; worker: string; crashWorker: string; lateWorker: string; suite: string }> {
   const common = { bundle: true, platform: 'browser', format: 'esm', target: 'es2022', write: false, logLevel: 'silent' } as const
   const here = fileURLToPath(new URL('.', import.meta.url))
-  const [page, worker, crashWorker, suite] = await Promise.all([
+  const [page, worker, crashWorker, lateWorker, suite] = await Promise.all([
     build({ ...common, stdin: { contents: PAGE, resolveDir: here, sourcefile: 'worker-page.js', loader: 'js' } }),
     // serve() reaches node:worker_threads only outside a Web Worker.
     build({ ...common, entryPoints: [fileURLToPath(new URL('../worker/browser-entry.ts', import.meta.url))] }),
     build({ ...common, stdin: { contents: CRASH_WORKER, resolveDir: here, sourcefile: 'crash-worker.js', loader: 'js' } }),
+    build({ ...common, stdin: { contents: LATE_WORKER, resolveDir: here, sourcefile: 'late-worker.js', loader: 'js' } }),
     // The shared suite's cases take `expect` from 'vitest': in the page, vitest's own matchers without its runner.
     build({ ...common, entryPoints: [fileURLToPath(new URL('./browser/suite-page.ts', import.meta.url))], alias: { vitest: fileURLToPath(new URL('./browser/expect-shim.ts', import.meta.url)) } }),
   ])
-  return { page: page.outputFiles[0].text, worker: worker.outputFiles[0].text, crashWorker: crashWorker.outputFiles[0].text, suite: suite.outputFiles[0].text }
+  return { page: page.outputFiles[0].text, worker: worker.outputFiles[0].text, crashWorker: crashWorker.outputFiles[0].text, lateWorker: lateWorker.outputFiles[0].text, suite: suite.outputFiles[0].text }
 }
 
 function serve(files: Record<string, string>): Promise<Server> {
@@ -133,8 +152,8 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
   const errors: string[] = []
 
   beforeAll(async () => {
-    const { page, worker, crashWorker, suite } = await bundles()
-    server = await serve({ '/page.js': page, '/worker.js': worker, '/crash-worker.js': crashWorker, '/suite.js': suite })
+    const { page, worker, crashWorker, lateWorker, suite } = await bundles()
+    server = await serve({ '/page.js': page, '/worker.js': worker, '/crash-worker.js': crashWorker, '/silent-worker.js': SILENT_WORKER, '/late-worker.js': lateWorker, '/suite.js': suite })
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] })
   })
@@ -152,7 +171,7 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
     await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready')
   }
 
-  const run = (page: Page, scenario: 'write' | 'reopen' | 'crash' | 'ending', name = '') =>
+  const run = (page: Page, scenario: 'write' | 'reopen' | 'crash' | 'ending' | 'serving', name = '') =>
     page.evaluate(([s, n]) => (window as unknown as { scenarios: Record<string, (name: string) => Promise<unknown>> }).scenarios[s](n), [scenario, name] as const)
 
   it('answers like the Node worker (bytes, Node-shaped errors, batch, validators) and keeps the state across a reload', async () => {
@@ -200,6 +219,18 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
       after: 'ERR_REWINDFS_WORKER_CLOSED',
       // A worker whose script is not there says so (it said 'the worker threw: undefined').
       missing: expect.stringMatching(/^ERR_REWINDFS_WORKER_CRASHED .*could not start: its script failed to load/),
+    })
+    await context.close()
+    expect(errors).toEqual([])
+  })
+
+  it('a worker that never calls serve() fails the open with ETIMEDOUT after serveTimeoutMs; one that serves after an await opens', async () => {
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await ready(page)
+    expect(await run(page, 'serving')).toEqual({
+      silent: { code: 'ETIMEDOUT', errno: -110, syscall: 'open', message: expect.stringMatching(/^ETIMEDOUT: the worker never called serve\(\) within 300 ms/) },
+      text: 'served late',
     })
     await context.close()
     expect(errors).toEqual([])

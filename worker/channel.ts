@@ -6,7 +6,7 @@
  */
 import * as Comlink from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
-import { BAD_CALL, EVENTS_MESSAGE, WORKER_CLOSED, WORKER_CRASHED } from './constants.js'
+import { BAD_CALL, EVENTS_MESSAGE, SERVING_MESSAGE, WORKER_CLOSED, WORKER_CRASHED } from './constants.js'
 import type { CallCallbacks, Hooks } from './host.js'
 import type { EventItem, EventsMessage, Outcome } from './protocol.js'
 import type { WorkerApi } from './serve.js'
@@ -26,6 +26,29 @@ export type WorkerLike = Pick<Worker, 'postMessage' | 'addEventListener' | 'remo
 
 export function coded(code: string, message: string): Error {
   return Object.assign(new Error(message), { code })
+}
+
+/** How long openWorkerWorkspace waits for the worker to call serve() by default. */
+export const DEFAULT_SERVE_TIMEOUT_MS = 30_000
+
+/** `serveTimeoutMs` checked as Node checks a timeout option: a number (TypeError), finite and 0 or more (RangeError); 0 waits for ever. */
+export function serveTimeout(value: unknown): number {
+  if (value === undefined) return DEFAULT_SERVE_TIMEOUT_MS
+  if (typeof value !== 'number') {
+    throw Object.assign(new TypeError(`rewindfs: the "serveTimeoutMs" option must be of type number (milliseconds; 0: no limit). Received ${typeof value}`), { code: 'ERR_INVALID_ARG_TYPE' })
+  }
+  if (!Number.isFinite(value) || value < 0) {
+    throw Object.assign(new RangeError(`rewindfs: the value of "serveTimeoutMs" is out of range. It must be a finite number of milliseconds, 0 or more (0: no limit). Received ${value}`), { code: 'ERR_OUT_OF_RANGE' })
+  }
+  return value
+}
+
+/** A worker that loaded and never served, shaped as Node's socket timeouts are. */
+function serveTimedOut(ms: number): Error {
+  const error = new Error(
+    `ETIMEDOUT: the worker never called serve() within ${ms} ms; its entry module must call serve() from rewindfs/worker/serve (as rewindfs/worker/entry and rewindfs/worker/browser-entry do), or it needs longer to start (serveTimeoutMs), open`,
+  )
+  return Object.assign(error, { errno: -110, code: 'ETIMEDOUT', syscall: 'open' })
 }
 
 /** A session on this side that takes the worker's events for its handle. */
@@ -49,6 +72,8 @@ export class Channel {
   private readonly inFlight = new Set<(error: Error) => void>()
   /** Sessions by handle, for the worker's events. */
   private readonly receivers = new Map<number, EventReceiver>()
+  /** Told when the worker's serving message arrives (while `serving` waits). */
+  private heardServing: (() => void) | undefined
 
   /** The worker's own terminate(): the page's calls of it go through `terminate` below. */
   private readonly terminateWorker: () => Promise<unknown>
@@ -104,6 +129,7 @@ export class Channel {
   }
 
   private events(data: unknown): void {
+    if ((data as { kind?: unknown } | null)?.kind === SERVING_MESSAGE) this.heardServing?.()
     if (!isEventsMessage(data)) return
     for (const item of data.items) {
       if (typeof item !== 'object' || item === null || typeof item.handle !== 'number') continue
@@ -120,6 +146,26 @@ export class Channel {
     this.onCrash?.(this.crashed)
     // A Web Worker survives an uncaught error, but its engine state can no longer be trusted.
     void this.terminateWorker()
+  }
+
+  /**
+   * Resolves once the worker serves: its answer to a hello, or its serving message (a Web Worker's
+   * scope drops a message that comes before serve() listens; one posted before this side listened
+   * is missed, and then the hello is answered). Rejects with ETIMEDOUT after `timeoutMs` (0: never),
+   * or as a call does when the worker dies first.
+   */
+  async serving(timeoutMs: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const heard = new Promise<void>((resolve) => (this.heardServing = resolve))
+    const expired = new Promise<never>((_, reject) => {
+      if (timeoutMs > 0) timer = setTimeout(() => reject(serveTimedOut(timeoutMs)), timeoutMs)
+    })
+    try {
+      await Promise.race([this.send({ t: 'hello' }), heard, expired])
+    } finally {
+      clearTimeout(timer)
+      this.heardServing = undefined
+    }
   }
 
   /** The value of an Outcome, or its error rebuilt with Node's fields. */

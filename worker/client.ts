@@ -35,7 +35,7 @@ import type {
   UndoResult,
   WorkspaceCounters,
 } from '../src/workspace.js'
-import { Channel, type EventReceiver, type WorkerLike, coded } from './channel.js'
+import { Channel, type EventReceiver, type WorkerLike, coded, serveTimeout } from './channel.js'
 import { WORKER_CLOSED } from './constants.js'
 import type { CallCallbacks, StagedServer } from './host.js'
 import type { EventItem, FlushTargetDescriptor, LowerDescriptor, Member, Opened, Outcome, StatusRecord, StoreDescriptor } from './protocol.js'
@@ -59,6 +59,11 @@ export interface OpenWorkerOptions {
   onAlert?: (alert: Alert) => void
   /** Told once when the worker dies or throws uncaught; every pending and later call rejects. */
   onCrash?: (error: Error) => void
+  /**
+   * How long to wait for the worker's entry to call serve() (its script loaded and run), in ms;
+   * default 30 000, 0: no limit. Past it the open rejects with ETIMEDOUT and the worker is terminated.
+   */
+  serveTimeoutMs?: number
 }
 
 export interface BatchOp {
@@ -411,10 +416,10 @@ export class WorkerWorkspace implements AsyncWorkspace, EventReceiver {
 /**
  * Opens a workspace in `worker`, which must run a rewindfs worker entry (rewindfs/worker/entry or
  * one of yours calling serve()). The workspace owns the worker from here on: close() terminates
- * it, and so does a failed open.
+ * it, and so does a failed open (a worker that never calls serve(): ETIMEDOUT after serveTimeoutMs).
  */
 export async function openWorkerWorkspace(worker: WorkerLike, options: OpenWorkerOptions = {}): Promise<WorkerWorkspace> {
-  const { validators = [], approve, onAlert, onCrash, ...descriptor } = options
+  const { validators = [], approve, onAlert, onCrash, serveTimeoutMs, ...descriptor } = options
   const local = validators.filter((v): v is Validator => typeof v !== 'string')
   const hooks = {
     ...(approve ? { approve: async (request: Parameters<ApprovalHook>[0]) => approve(request) } : {}),
@@ -427,6 +432,8 @@ export async function openWorkerWorkspace(worker: WorkerLike, options: OpenWorke
   }
   const channel = new Channel(worker, onCrash)
   try {
+    // The open itself may take long (a large store); the worker's start may not.
+    await channel.serving(serveTimeout(serveTimeoutMs))
     const opened = (await channel.send(
       {
         t: 'open',

@@ -78,3 +78,5 @@ void everyEvent
 
 /** Marks the worker's event messages (watch events, ws.events) apart from comlink's answers on the same channel. */
 export const EVENTS_MESSAGE = 'rewindfs:events'
+/** What serve() posts once it listens: a page whose first call the worker's scope dropped (a Web Worker before serve()) learns it serves. */
+export const SERVING_MESSAGE = 'rewindfs:serving'

@@ -246,6 +246,7 @@ export class WorkspaceHost {
     if (!parsed.ok) return parsed
     const req = parsed.value
     try {
+      if (req.t === 'hello') return { ok: true, value: 'serving' }
       if (req.t === 'open') return { ok: true, value: await this.open(req.options, hooks) }
       const session = this.workspaces.get(req.handle)
       if (!session) return { ok: false, error: badCall(`no open workspace has handle ${req.handle} (closed already?)`) }

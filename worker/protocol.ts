@@ -7,9 +7,9 @@
 import * as z from 'zod'
 import type { StoreDamage } from '../src/engine/durability.js'
 import type { WorkspaceEvent } from '../src/engine/events.js'
-import { BAD_CALL, type EVENTS_MESSAGE, eventTypes, fileMembers, fsMembers } from './constants.js'
+import { BAD_CALL, type EVENTS_MESSAGE, type SERVING_MESSAGE, eventTypes, fileMembers, fsMembers } from './constants.js'
 
-export { BAD_CALL, EVENTS_MESSAGE, WORKER_CLOSED, WORKER_CRASHED, eventTypes, fileMembers, fsMembers } from './constants.js'
+export { BAD_CALL, EVENTS_MESSAGE, SERVING_MESSAGE, WORKER_CLOSED, WORKER_CRASHED, eventTypes, fileMembers, fsMembers } from './constants.js'
 
 const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected a Uint8Array')
 const json: z.ZodType<unknown> = z.json()
@@ -208,6 +208,8 @@ export const MAX_BATCH = 100_000
 
 export const request = z
   .discriminatedUnion('t', [
+    /** Answered as soon as serve() listens: the page waits for it (or the serving message) before opening. */
+    z.object({ t: z.literal('hello') }),
     z.object({ t: z.literal('open'), options: openOptions }),
     z.object({ t: z.literal('call'), handle, member: z.enum(memberNames), args: z.array(z.unknown()).max(4) }),
     z.object({ ...fsShapes.fs, handle }),
@@ -254,6 +256,11 @@ export type EventItem = { handle: number; watch: number; events: string[] } | { 
 export interface EventsMessage {
   kind: typeof EVENTS_MESSAGE
   items: EventItem[]
+}
+
+/** Posted once by serve() when it listens. */
+export interface ServingMessage {
+  kind: typeof SERVING_MESSAGE
 }
 
 /** An error as it crosses: Node's fields survive (comlink's own error transfer keeps only the message). */

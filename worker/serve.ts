@@ -6,8 +6,9 @@
 import * as Comlink from 'comlink'
 import type { Endpoint } from 'comlink'
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs'
+import { SERVING_MESSAGE } from './constants.js'
 import { type CallCallbacks, type Hooks, WorkspaceHost } from './host.js'
-import type { Outcome } from './protocol.js'
+import type { Outcome, ServingMessage } from './protocol.js'
 
 export { registerAdapter, registerValidator } from './host.js'
 export type { AdapterName } from './host.js'
@@ -43,4 +44,8 @@ export async function serve(endpoint?: Endpoint): Promise<void> {
     },
   }
   Comlink.expose(api, channel)
+  // openWorkerWorkspace waits for this or its hello's answer, whichever comes: a page's first message
+  // may have reached a Web Worker's scope before this listened, and been dropped.
+  const serving: ServingMessage = { kind: SERVING_MESSAGE }
+  channel.postMessage(serving)
 }
