@@ -2,8 +2,6 @@
  * The event emitter watchers, stat watchers and FileHandles are: Node's own where the host has
  * node:events, a minimal one with the same methods elsewhere (src/ never imports node:).
  */
-import { builtin } from '../host.js'
-
 export type Listener = (...args: unknown[]) => void
 
 /** A minimal EventEmitter for hosts without node:events. */
@@ -46,6 +44,11 @@ export class Emitter {
   }
 }
 
-/** Node's EventEmitter where the host has it (listeners, errors and inspection as users know them). */
-export const EventEmitter: typeof Emitter = builtin<{ EventEmitter: typeof Emitter }>('node:events')?.EventEmitter ?? Emitter
+/**
+ * Node's EventEmitter where the host has it (listeners, errors and inspection as users know them).
+ * process.getBuiltinModule directly, not host.ts's builtin(): FileHandle loads this module on first
+ * use, and a lazily loaded module's imports of the core are wrapped by a bundler that does not split.
+ */
+type HostProcess = { process?: { getBuiltinModule?: (id: string) => { EventEmitter?: typeof Emitter } | undefined } }
+export const EventEmitter: typeof Emitter = (globalThis as HostProcess).process?.getBuiltinModule?.('node:events')?.EventEmitter ?? Emitter
 

@@ -293,7 +293,7 @@ export class FsOperations {
   readdir(dirPath: unknown, options?: unknown, stack = false): (string | Uint8Array | Dirent<string | Uint8Array>)[] {
     const { given, path } = this.path(dirPath)
     const encoding = encodingOption(options, 'utf8')
-    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    const opts = objectOptions(options)
     if (opts.recursive !== undefined && opts.recursive !== null) validateBoolean(opts.recursive, 'options.recursive')
     const root = this.overlay.resolve(path, 'scandir', true, given)
     if (root.type !== 'dir') throw new FsError('ENOTDIR', 'scandir', given)
@@ -335,7 +335,7 @@ export class FsOperations {
   opendir(dirPath: unknown, options?: unknown): Dir {
     const { given, path } = this.path(dirPath)
     const encoding = encodingOption(options, 'utf8')
-    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    const opts = objectOptions(options)
     const entry = this.overlay.resolve(path, 'opendir', true, given)
     if (entry.type !== 'dir') throw new FsError('ENOTDIR', 'opendir', given)
     // Node's Dir checks its buffer size after the directory is opened.
@@ -354,7 +354,7 @@ export class FsOperations {
 
   private statWith(file: unknown, options: unknown, follow: boolean, syscall: string) {
     const { given, path } = this.path(file)
-    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    const opts = objectOptions(options)
     try {
       const entry = this.overlay.resolve(path, syscall, follow, given)
       return createStats(this.statFields(entry), opts.bigint === true)
@@ -435,7 +435,7 @@ export class FsOperations {
    */
   statfs(file: unknown, options?: unknown): StatFs {
     const { given, path } = this.path(file)
-    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    const opts = objectOptions(options)
     this.overlay.resolve(path, 'statfs', true, given)
     const used = Math.ceil(this.overlay.blobs.bytes / STATFS_BLOCK)
     const files = this.overlay.inodes.next
@@ -508,7 +508,7 @@ export class FsOperations {
 
   mkdir(dirPath: unknown, options?: unknown): string | undefined {
     const { given, path } = this.path(dirPath)
-    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    const opts = objectOptions(options)
     if (opts.recursive !== undefined) validateBoolean(opts.recursive, 'options.recursive')
     const mode = modeArgument(typeof options === 'number' || typeof options === 'string' ? options : opts.mode, 'mode', 0o777)
     if (opts.recursive) return this.mkdirRecursive(given, given, mode)
@@ -757,8 +757,13 @@ export class FsOperations {
 
   /** Where a create through `link` lands: the existing target, or undefined for a dangling link. */
   private followForCreate(link: Entry, syscall: string, reportPath: string, dest?: string): Entry | undefined {
+    return this.resolveIfThere(link.path, syscall, true, reportPath, dest)
+  }
+
+  /** overlay.resolve, undefined where nothing is (ENOENT); other errors are thrown. */
+  private resolveIfThere(path: string, syscall: string, follow: boolean, given: string, dest?: string): Entry | undefined {
     try {
-      return this.overlay.resolve(link.path, syscall, true, reportPath, dest)
+      return this.overlay.resolve(path, syscall, follow, given, dest)
     } catch (error) {
       if (error instanceof FsError && error.code === 'ENOENT') return undefined
       throw error
@@ -776,21 +781,11 @@ export class FsOperations {
     const destPath = normalize(to.path)
     const follow = opts.dereference === true
     const source = this.overlay.resolve(from.path, follow ? 'stat' : 'lstat', follow, from.given)
-    let target: Entry | undefined
-    try {
-      target = this.overlay.resolve(to.path, follow ? 'stat' : 'lstat', follow, to.given)
-    } catch (error) {
-      if (!(error instanceof FsError && error.code === 'ENOENT')) throw error
-    }
+    const target = this.resolveIfThere(to.path, follow ? 'stat' : 'lstat', follow, to.given)
     const invalid = (detail: string) => systemError('ERR_FS_CP_EINVAL', 'Invalid src or dest', 'EINVAL', 'cp', to.given, detail)
     // Node compares the entries (inodes), not the strings: 'link' and 'link/' are different.
     if (target && target.path === source.path && target.type === source.type) throw invalid('src and dest cannot be the same')
-    if (target && source.type === 'dir' && target.type !== 'dir') {
-      throw systemError('ERR_FS_CP_DIR_TO_NON_DIR', 'Cannot overwrite non-directory with directory', 'EISDIR', 'cp', to.given, `cannot overwrite non-directory ${to.given} with directory ${from.given}`)
-    }
-    if (target && source.type !== 'dir' && target.type === 'dir') {
-      throw systemError('ERR_FS_CP_NON_DIR_TO_DIR', 'Cannot overwrite directory with non-directory', 'ENOTDIR', 'cp', to.given, `cannot overwrite directory ${to.given} with non-directory ${from.given}`)
-    }
+    checkKinds(source, target, from.given, to.given)
     if (source.type === 'dir' && isWithin(destPath, sourcePath)) throw invalid(`cannot copy ${from.given} to a subdirectory of self ${to.given}`)
     const destParent = this.tryResolveDir(dirname(destPath))
     const canonicalDest = target?.path ?? (destParent ? join(destParent.path, basename(destPath)) : destPath)
@@ -836,18 +831,8 @@ export class FsOperations {
     // Only the caller's own path can carry a trailing slash.
     const trailingSlash = top && dest.endsWith('/')
     if (trailingSlash && source.type !== 'dir') destPath = destPath.replace(/\/+$/, '')
-    let existing: Entry | undefined
-    try {
-      existing = this.overlay.resolve(destPath, 'lstat', false, dest)
-    } catch (error) {
-      if (!(error instanceof FsError && error.code === 'ENOENT')) throw error
-    }
-    if (existing && source.type === 'dir' && existing.type !== 'dir') {
-      throw systemError('ERR_FS_CP_DIR_TO_NON_DIR', 'Cannot overwrite non-directory with directory', 'EISDIR', 'cp', dest, `cannot overwrite non-directory ${dest} with directory ${src}`)
-    }
-    if (existing && source.type !== 'dir' && existing.type === 'dir') {
-      throw systemError('ERR_FS_CP_NON_DIR_TO_DIR', 'Cannot overwrite directory with non-directory', 'ENOTDIR', 'cp', dest, `cannot overwrite directory ${dest} with non-directory ${src}`)
-    }
+    const existing = this.resolveIfThere(destPath, 'lstat', false, dest)
+    checkKinds(source, existing, src, dest)
     const parent = this.overlay.resolve(dirname(destPath), 'cp', true, dest)
     const name = basename(destPath)
     if (source.type === 'dir') {
@@ -954,8 +939,7 @@ export class FsOperations {
     const u = validateInteger(uid, 'uid', -1, 4294967295)
     const g = validateInteger(gid, 'gid', -1, 4294967295)
     const entry = this.overlay.resolve(path, follow ? 'chown' : 'lchown', follow, given)
-    const meta = this.overlay.meta(entry)
-    this.changeMeta(entry, { uid: u === -1 ? meta.uid : u, gid: g === -1 ? meta.gid : g, ctimeMs: this.overlay.now() })
+    this.changeMeta(entry, owner(this.overlay.meta(entry), u, g, this.overlay.now()))
   }
 
   lchown(file: unknown, uid: unknown, gid: unknown): void {
@@ -1067,7 +1051,7 @@ export class FsOperations {
     const open = this.descriptors.get(validateFd(fd), 'fstat')
     this.settle()
     if (open.dirty) this.flushDescriptor(open)
-    const opts = typeof options === 'object' && options !== null ? (options as Options) : {}
+    const opts = objectOptions(options)
     return createStats(open.orphan ? this.orphanFields(open, open.orphan) : this.statFields(this.descriptorEntry(open, 'fstat')), opts.bigint === true)
   }
 
@@ -1133,14 +1117,10 @@ export class FsOperations {
     const u = validateInteger(uid, 'uid', -1, 4294967295)
     const g = validateInteger(gid, 'gid', -1, 4294967295)
     this.settle()
-    if (open.orphan) {
-      const { meta } = open.orphan
-      return this.changeOrphan(open.orphan, { uid: u === -1 ? meta.uid : u, gid: g === -1 ? meta.gid : g, ctimeMs: this.overlay.now() })
-    }
+    if (open.orphan) return this.changeOrphan(open.orphan, owner(open.orphan.meta, u, g, this.overlay.now()))
     if (open.dirty) this.flushDescriptor(open)
     const entry = this.descriptorEntry(open, 'fchown')
-    const meta = this.overlay.meta(entry)
-    this.changeMeta(entry, { uid: u === -1 ? meta.uid : u, gid: g === -1 ? meta.gid : g, ctimeMs: this.overlay.now() })
+    this.changeMeta(entry, owner(this.overlay.meta(entry), u, g, this.overlay.now()))
   }
 
   /**
@@ -1439,6 +1419,24 @@ export function cpFilterArguments(args: unknown[]): { opts: CpOptions; src: stri
   const options = args[2]
   if (typeof options !== 'object' || options === null || typeof (options as CpOptions).filter !== 'function') return undefined
   return { opts: cpOptions(options), src: pathArgument(args[0], 'src'), dest: pathArgument(args[1], 'dest') }
+}
+
+/** Options given as an object, else none. */
+function objectOptions(options: unknown): Options {
+  return typeof options === 'object' && options !== null ? (options as Options) : {}
+}
+
+/** chown's change: -1 keeps an id. */
+function owner(meta: Meta, uid: number, gid: number, now: number): Partial<Meta> {
+  return { uid: uid === -1 ? meta.uid : uid, gid: gid === -1 ? meta.gid : gid, ctimeMs: now }
+}
+
+/** cp refuses a directory over a non-directory and the reverse (`src` and `dest` as Node names them). */
+function checkKinds(source: Entry, existing: Entry | undefined, src: string, dest: string): void {
+  if (!existing || (source.type === 'dir') === (existing.type === 'dir')) return
+  throw source.type === 'dir'
+    ? systemError('ERR_FS_CP_DIR_TO_NON_DIR', 'Cannot overwrite non-directory with directory', 'EISDIR', 'cp', dest, `cannot overwrite non-directory ${dest} with directory ${src}`)
+    : systemError('ERR_FS_CP_NON_DIR_TO_DIR', 'Cannot overwrite directory with non-directory', 'ENOTDIR', 'cp', dest, `cannot overwrite directory ${dest} with non-directory ${src}`)
 }
 
 /** Node's path.dirname: trailing slashes ignored, '.' when there is no directory part. */
