@@ -25,11 +25,18 @@ type AsyncForms = typeof import('./async-forms.js')
 /** ./async-forms.ts once loaded: until then no FileHandle exists. */
 let asyncForms: AsyncForms | undefined
 let loadingAsyncForms: Promise<AsyncForms> | undefined
+/** Loads ./async-forms.ts once; a failed load (a chunk a browser could not fetch) is tried again on the next call. */
 function loadAsyncForms(): Promise<AsyncForms> {
-  return (loadingAsyncForms ??= import('./async-forms.js').then((loaded) => {
-    loaded.provide({ concatBytes, isEncoding, FsError, typeError, builtin, joinLexically, dataArgument, describeReceived, fileOffset, abortError, isChunks, signalOption })
-    return (asyncForms = loaded)
-  }))
+  return (loadingAsyncForms ??= import('./async-forms.js').then(
+    (loaded) => {
+      loaded.provide({ concatBytes, isEncoding, FsError, typeError, builtin, joinLexically, dataArgument, describeReceived, fileOffset, abortError, isChunks, signalOption })
+      return (asyncForms = loaded)
+    },
+    (error: unknown) => {
+      loadingAsyncForms = undefined
+      throw error
+    },
+  ))
 }
 
 function isFileHandle(value: unknown): value is FileHandle {
