@@ -82,6 +82,31 @@ describe.skipIf(!available)('the OPFS store in Chromium', () => {
     expect((await work<{ files: Record<string, string> }>(page, 'reopen', 'quota')).files['/app/later.txt']).toBe('room again')
   })
 
+  it('once the quota has room again, the workspace degraded by ENOSPC reconnects by itself: the commit that failed and what came after it are durable, nothing acknowledged is lost', async () => {
+    const written = await work<{ files: Record<string, string> }>(page, 'session', 'room', 2)
+    const bytes = 2 * 2 ** 20
+    const cdp = await context.newCDPSession(page)
+    try {
+      const { usage } = (await cdp.send('Storage.getUsageAndQuota', { origin: site.url })) as { usage: number }
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin: site.url, quotaSize: usage + 2 ** 20 })
+      const full = await work<{ sync: string; degraded: string | null }>(page, 'quotaFull', 'room', bytes)
+      expect(full.sync).toMatch(/^EDEGRADED: .*ENOSPC/)
+      expect(full.degraded).toMatch(/ENOSPC/)
+    } finally {
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin: site.url })
+      await cdp.detach()
+    }
+    // The commit that failed was not in the store: sent again, with the write made while degraded.
+    const room = await work<{ resent: number }>(page, 'roomAgain', 'room')
+    expect(room).toEqual({ state: 'reconnected', resent: expect.any(Number), landed: false, after: 'committed', degraded: null })
+    expect(room.resent).toBeGreaterThanOrEqual(2)
+    const reopened = await work<{ files: Record<string, string>; frozen: string | null; corrupt: unknown; warnings: string[] }>(page, 'reopen', 'room')
+    expect(reopened).toMatchObject({ frozen: null, corrupt: null, warnings: [] })
+    const { '/app/big.bin': big, ...files } = reopened.files
+    expect(big).toBe('\x07'.repeat(bytes))
+    expect(files).toEqual({ ...written.files, '/app/while-full.txt': 'written while the quota was full', '/app/after.txt': 'after the room came back' })
+  })
+
   it('a torn segment tail: dropped on open, kept aside, cut before the next append; the state is the last acknowledged one', async () => {
     const written = await work<{ files: Record<string, string> }>(page, 'session', 'torn', 2)
     await work(page, 'tear', 'torn', '{"half a record')

@@ -728,6 +728,30 @@ export class SegmentLog {
     return checksums
   }
 
+  /**
+   * After a write failed (a full quota): the log as it was before it, so the same group commit can
+   * go again once there is room. The active segment is cut back to its last whole record if the
+   * failed write's cut did not take; blobs put and not written are dropped, those of an append
+   * whose segment could not be readied too (the engine puts them again with what it sends). A
+   * failed flush stays final (EIO), a follower EROFS.
+   */
+  async recover(): Promise<void> {
+    this.check()
+    this.pending = []
+    this.pendingIds.clear()
+    const active = this.active()
+    if (!active?.handle || this.torn?.segment === active.number) return // a torn tail is cut by the next append
+    try {
+      if (active.handle.getSize() > active.size) {
+        active.handle.truncate(active.size)
+        active.handle.flush()
+      }
+    } catch (error) {
+      throw translate(error, 'truncate', segmentName(active.number))
+    }
+    this.windows.delete(active.number)
+  }
+
   private flush(segment: Segment): void {
     if (!this.dirty.has(segment.number)) return
     this.dirty.delete(segment.number)

@@ -51,6 +51,13 @@ export interface OpfsStore extends Store {
   readonly blobSize?: (id: BlobId) => number | undefined
   /** Beside blobSize: how many blobs and bytes the log holds, and the damage it lists as blobs. */
   readonly blobTotals?: () => BlobTotals
+  /**
+   * The workspace's retry after a failed write (engine/reconnect.ts): a write that fails (a full
+   * quota: ENOSPC) is cut back with nothing half-written, so once there is room the same group
+   * commit goes again. Resolves with how many records the journal holds; EIO after a failed
+   * flush() (for good: what the browser failed to write may be gone), EROFS on a follower.
+   */
+  reconnect(): Promise<{ readonly records: number }>
   close(): Promise<void>
 }
 
@@ -241,6 +248,15 @@ class OpfsJournalStore implements OpfsStore {
       // A whole journal ends with a line end; what follows the last one is an append a crash cut short.
       const torn = records.pop()!
       return torn === '' ? { records } : { records, torn }
+    })
+  }
+
+  reconnect(): Promise<{ readonly records: number }> {
+    return this.write('reconnect', async () => {
+      const log = this.log!
+      await log.recover()
+      const text = await log.journalText()
+      return { records: text === '' ? 0 : text.split('\n').length - 1 }
     })
   }
 

@@ -56,6 +56,9 @@ function files(ws: Workspace): Record<string, string> {
 
 const codeOf = (error: unknown) => (error as { code?: string }).code ?? String(error)
 
+/** Workspaces a scenario left open for the next one (by store name). */
+const held = new Map<string, Workspace>()
+
 const scenarios: Record<string, (...args: never[]) => Promise<unknown>> = {
   async contractNames() {
     return checks.map((check) => check.name)
@@ -153,6 +156,41 @@ const scenarios: Record<string, (...args: never[]) => Promise<unknown>> = {
     )
     await ws.close().catch(() => undefined)
     return sync
+  },
+
+  /**
+   * A group commit larger than what is left of the quota (the test lowered it), then a small write
+   * while degraded; the workspace stays open for roomAgain.
+   */
+  async quotaFull(name: string, bytes: number) {
+    const ws = await Workspace.open({ lower: lower(), store: opfsStore(name), autoCheckpoint: false })
+    ws.fs.writeFileSync('/app/big.bin', new Uint8Array(bytes).fill(7))
+    const sync = await ws.sync().then(
+      () => 'acknowledged',
+      (error: Error) => `${codeOf(error)}: ${error.message}`,
+    )
+    ws.fs.writeFileSync('/app/while-full.txt', 'written while the quota was full')
+    held.set(name, ws)
+    return { sync, degraded: ws.status.degraded ?? null }
+  },
+
+  /** After the test gave the quota back: waits for the store to take what was kept back, commits once more, closes. */
+  async roomAgain(name: string) {
+    const ws = held.get(name)!
+    held.delete(name)
+    const started = Date.now()
+    while (ws.status.reconnect?.state !== 'reconnected' && Date.now() - started < 20_000) await new Promise((resolve) => setTimeout(resolve, 50))
+    const { state, resent, landed } = ws.status.reconnect ?? {}
+    let after = 'committed'
+    try {
+      ws.fs.writeFileSync('/app/after.txt', 'after the room came back')
+      await ws.sync()
+    } catch (error) {
+      after = `${codeOf(error)}: ${(error as Error).message}`
+    }
+    const result = { state: state ?? null, resent, landed, after, degraded: ws.status.degraded ?? null }
+    await ws.close()
+    return result
   },
 
   async tear(name: string, partial: string) {
