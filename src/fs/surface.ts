@@ -39,6 +39,11 @@ function loadAsyncForms(): Promise<AsyncForms> {
   ))
 }
 
+/** Runs `use` with ./async-forms.ts: at once when it is loaded (a cp filter is then asked within the call, as Node asks it), else once it is. */
+function withAsyncForms<T>(use: (forms: AsyncForms) => Promise<T>): Promise<T> {
+  return asyncForms ? use(asyncForms) : loadAsyncForms().then(use)
+}
+
 function isFileHandle(value: unknown): value is FileHandle {
   return asyncForms !== undefined && value instanceof asyncForms.FileHandle
 }
@@ -109,7 +114,7 @@ const prepared: Partial<Record<keyof typeof triples, { callback: Prepare; promis
 /** cp with a filter: its arguments checked at once, then the filter's answers gathered (./async-forms.ts). */
 function awaitedFilter(ops: FsOperations, args: unknown[]): Promise<unknown[]> | undefined {
   const checked = cpFilterArguments(args)
-  return checked && loadAsyncForms().then((forms) => forms.cpFilterAnswers(ops, args, checked.opts, checked.src, checked.dest))
+  return checked && withAsyncForms((forms) => forms.cpFilterAnswers(ops, args, checked.opts, checked.src, checked.dest))
 }
 
 /** rm as its callback and promise forms run it; argument errors are thrown at once, as Node's are. */
@@ -133,9 +138,7 @@ function chunked(ops: FsOperations, args: unknown[], run: Operation): Promise<un
   const signal = signalOption(options)
   if (signal?.aborted) return Promise.reject(abortError(signal))
   if (!isChunks(data)) return undefined
-  return loadAsyncForms()
-    .then((forms) => forms.collectChunks(data, options, signal, (bytes) => run(file, bytes, options)))
-    .then((bytes) => [file, bytes, options])
+  return withAsyncForms((forms) => forms.collectChunks(data, options, signal, (bytes) => run(file, bytes, options))).then((bytes) => [file, bytes, options])
 }
 
 /** Members whose sync and callback forms also take a descriptor, but whose promise forms take a path only. */
