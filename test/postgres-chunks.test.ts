@@ -34,7 +34,7 @@ function countingPool(pool: pg.Pool, rowsPerQuery: number[]): PgPoolLike {
           return result
         },
       })
-      return client
+      return client as unknown as Awaited<ReturnType<PgPoolLike['connect']>>
     },
   }
 }

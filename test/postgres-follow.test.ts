@@ -14,12 +14,16 @@ afterAll(async () => {
   if (url) await dropSchema(url, schema)
 })
 
-/** The backends LISTENing on the session's channel (the readers'), terminated if asked; resolves with how many. */
+/**
+ * The backends following the session (a reader that LISTENs holds the followers' lock shared: the
+ * writer's key hashed with seed 2), terminated if asked; resolves with how many.
+ */
 async function listeners(session: string, terminate = false): Promise<number> {
   const client = await rawClient(url!)
   try {
     const { rows } = await client.query<{ pid: number }>(
-      `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN "rewindfs_' || md5($1) || '"'`,
+      `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND objsubid = 1 AND granted
+          AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 2)`,
       [`${schema}/${session}`],
     )
     if (terminate) for (const { pid } of rows) await client.query(`SELECT pg_terminate_backend($1, 5000)`, [pid])

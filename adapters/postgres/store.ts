@@ -170,6 +170,8 @@ export class SessionStore implements PostgresStore {
   private token: string | undefined
   private lockKey = ''
   private channel = ''
+  /** The advisory lock a following reader holds shared (see `told`). */
+  private followersKey = ''
   private tail: Promise<unknown> = Promise.resolve()
   private closed = false
   private readAhead = new Map<BlobId, Cached>()
@@ -245,9 +247,14 @@ export class SessionStore implements PostgresStore {
     const { connection, t } = this
     const { prefix, seed } = sessionLock(this.schema)
     const key = prefix + this.session
-    const [names] = await connection.query<{ lock: string; channel: string }>(`SELECT hashtextextended($1, $2::bigint)::text AS lock, 'rewindfs_' || md5($1) AS channel`, [key, seed])
+    // The followers' key: the writer's key hashed with another seed (2, 3), a space no other lock uses.
+    const [names] = await connection.query<{ lock: string; channel: string; followers: string }>(
+      `SELECT hashtextextended($1, $2::bigint)::text AS lock, 'rewindfs_' || md5($1) AS channel, hashtextextended($1, $2::bigint + 2)::text AS followers`,
+      [key, seed],
+    )
     this.lockKey = names.lock
     this.channel = names.channel
+    this.followersKey = names.followers
     if (this.readOnly) {
       // A newer layout is refused as a writer refuses it: its rows may mean something else now.
       await checkLayout(connection, t, connection.where)
@@ -317,12 +324,26 @@ export class SessionStore implements PostgresStore {
     return () => this.changeListeners.delete(listener)
   }
 
-  /** A reader: LISTENs on the session's channel on `connection`, once anything listens to the store. */
+  /**
+   * A reader: LISTENs on the session's channel on `connection`, once anything listens to the store,
+   * then registers as a follower (the followers' lock, shared: see `told`). Both are sent at once,
+   * before any read made after this call (pg sends a client's statements in order), so a commit
+   * that did not notify is one those reads see.
+   */
   private async follow(connection: Connection): Promise<void> {
     this.subscribed = connection
     const subscribing = connection.listen(this.channel, this.heard)
-    this.unlisten = async () => (await subscribing)()
-    await subscribing
+    // PGlite: one backend for writer and readers, where the writer always notifies.
+    const registering = connection.backend === 'pglite' ? Promise.resolve() : connection.query(`SELECT pg_advisory_lock_shared($1::bigint)`, [this.followersKey])
+    this.unlisten = async () => {
+      await (await subscribing)()
+      // Before the connection goes back to a pool: a lock left on it would keep its writer notifying.
+      const registered = await registering.then(() => true, () => false)
+      if (registered && connection.backend !== 'pglite' && !connection.lost) {
+        await connection.query(`SELECT pg_advisory_unlock_shared($1::bigint)`, [this.followersKey]).catch(() => undefined)
+      }
+    }
+    await Promise.all([subscribing, registering])
   }
 
   private readonly heard = (): void => {
@@ -443,8 +464,21 @@ export class SessionStore implements PostgresStore {
     return storeError('EBUSY', operation, this.where, `another writer took the session '${this.session}' over (its lock was lost with this connection); nothing of this call was written`)
   }
 
+  /**
+   * SQL that is true when a reader follows the session, `key` the parameter of the followers' key.
+   * NOTIFY takes a lock every notifying commit of the database queues for (their WAL flushes one
+   * after another), so a writer notifies only when a reader follows: one that LISTENs and holds
+   * the followers' lock shared. The writer's try for it exclusive fails while one does; when it
+   * succeeds it is held until the commit, so a reader registering meanwhile waits for that commit
+   * and then reads it (a reader registers before it reads). A reader's lock dies with its
+   * connection: a crashed follower costs nothing. PGlite: one backend for all, always true.
+   */
+  private told(key: string): string {
+    return this.kind === 'pglite' ? `${key}::bigint IS NOT NULL` : `NOT pg_try_advisory_xact_lock(${key}::bigint)`
+  }
+
   private notify(sql: Sql, what: string): Promise<unknown> {
-    return sql.query(`SELECT pg_notify($1, $2)`, [this.channel, what])
+    return sql.query(`SELECT CASE WHEN ${this.told('$3')} THEN pg_notify($1, $2) END`, [this.channel, what, this.followersKey])
   }
 
   // ---- the journal ---------------------------------------------------------------------------
@@ -468,8 +502,8 @@ export class SessionStore implements PostgresStore {
              INSERT INTO ${this.t.journal} (session, seq, record)
              SELECT $1, s.first + r.n - 1, r.record FROM s, unnest($3::text[]) WITH ORDINALITY AS r(record, n)
            )
-           SELECT pg_notify($5, 'journal') FROM s`,
-          [this.session, this.token, records, bytes, this.channel],
+           SELECT CASE WHEN ${this.told('$6')} THEN pg_notify($5, 'journal') END FROM s`,
+          [this.session, this.token, records, bytes, this.channel, this.followersKey],
         )
         if (rows.length === 0) throw this.fenced('appendJournal')
       }
@@ -745,9 +779,9 @@ export class SessionStore implements PostgresStore {
              ON CONFLICT (session, key) DO UPDATE SET value = EXCLUDED.value
            ),
            touched AS (UPDATE ${this.t.sessions} SET updated_at = now() WHERE id = $1 AND EXISTS (SELECT 1 FROM fence)),
-           told AS (SELECT pg_notify($5, 'meta') FROM fence)
+           told AS (SELECT CASE WHEN ${this.told('$6')} THEN pg_notify($5, 'meta') END FROM fence)
            SELECT (SELECT count(*) FROM fence) AS ours, (SELECT count(*) FROM told) AS told`,
-          [this.session, this.token, key, text, this.channel],
+          [this.session, this.token, key, text, this.channel, this.followersKey],
         )
         if (Number(row.ours) === 0) throw this.fenced('putMeta')
         return
