@@ -48,6 +48,8 @@ export class FsError extends Error {
     if (dest !== undefined) Object.assign(this, { dest })
   }
 }
+// Node's are plain Errors: util.inspect names the constructor where it differs ('FsError: ENOENT: …').
+Object.defineProperty(FsError, 'name', { value: 'Error' })
 
 /** Node's own codes that are not errno values (TypeError/RangeError/SystemError shaped). */
 export type NodeErrorCode =
@@ -72,11 +74,35 @@ export interface NodeError extends Error {
   readonly code: NodeErrorCode
 }
 
-function nodeError<E extends Error>(Base: new (message: string) => E, code: NodeErrorCode, message: string): E & NodeError {
+/** Prototypes whose toString writes the code, as Node's: `TypeError [ERR_X]: message`. */
+const coded = new Map<object, object>()
+
+function codedPrototype(base: object): object {
+  let prototype = coded.get(base)
+  if (prototype === undefined) {
+    prototype = Object.create(base, {
+      toString: {
+        value(this: Error & { code: string }) {
+          return `${this.name} [${this.code}]: ${this.message}`
+        },
+        writable: true,
+        configurable: true,
+      },
+    }) as object
+    coded.set(base, prototype)
+  }
+  return prototype
+}
+
+function nodeError<E extends Error>(Base: new (message: string) => E, code: NodeErrorCode, message: string, name = Base.name): E & NodeError {
   const error = new Base(message) as E & { code: NodeErrorCode }
+  Object.setPrototypeOf(error, codedPrototype(Base.prototype))
+  // The stack's first line names the code too (it is written when first read): the name for that moment only.
+  Object.defineProperty(error, 'name', { value: `${name} [${code}]`, writable: true, configurable: true })
+  void error.stack
+  if (name === Base.name) delete (error as { name?: string }).name
+  else Object.defineProperty(error, 'name', { value: name, enumerable: false, writable: true, configurable: true })
   Object.defineProperty(error, 'code', { value: code, enumerable: true, writable: true, configurable: true })
-  // Node prints these as `TypeError [ERR_X]: message`.
-  Object.defineProperty(error, 'name', { value: Base.name, enumerable: false, writable: true, configurable: true })
   return error
 }
 
@@ -97,8 +123,7 @@ export function systemError(
 ): Error & NodeError {
   const [errno, description] = descriptions[errnoCode]
   const message = `${prefix}: ${syscall} returned ${errnoCode} (${detail ?? description}) ${path}`
-  const error = nodeError(Error, code, message)
-  Object.defineProperty(error, 'name', { value: 'SystemError', enumerable: false, writable: true, configurable: true })
+  const error = nodeError(Error, code, message, 'SystemError')
   const info = { errno, code: errnoCode, message: detail ?? description, path, syscall }
   Object.assign(error, { info, errno, syscall, path })
   return error

@@ -645,6 +645,50 @@ describe('less common paths match node:fs on a real directory', () => {
     await same((fs, at) => new Promise((resolve) => fs.read(opened(fs, at), Buffer.alloc(4), callback(resolve))))
   })
 
+  it('readFile and writeFile take an int32 as a descriptor, any other number as a path of the wrong type (it was EBADF)', async () => {
+    for (const file of [1.5, 2 ** 31, Number.NaN, -1]) {
+      await same((fs) => fs.readFileSync(file))
+      await same((fs) => fs.writeFileSync(file, 'x'))
+      await same((fs) => fs.appendFileSync(file, 'x'))
+    }
+    expect(await same((fs) => fs.readFileSync(1.5))).toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' })
+  })
+
+  it('errors print as Node\'s: the code after the name in toString(), the first line of the stack and util.inspect', async () => {
+    const printed = (run: () => unknown) => {
+      try {
+        run()
+      } catch (error) {
+        const e = error as Error
+        return [String(e), e.name, e instanceof TypeError, Object.keys(e)]
+      }
+      return 'no error'
+    }
+    expect(await same((fs) => printed(() => fs.readFileSync(1.5)))).toContainEqual('TypeError [ERR_INVALID_ARG_TYPE]: The "path" argument must be of type string or an instance of Buffer or URL. Received type number (1.5)')
+    await same((fs) => printed(() => fs.readSync(-1, Buffer.alloc(1))))
+    expect(await same((fs, at) => printed(() => fs.rmSync(at('/d'))))).toContainEqual('SystemError [ERR_FS_EISDIR]: Path is a directory: rm returned EISDIR (is a directory) /d')
+    expect(await same((fs, at) => printed(() => fs.readFileSync(at('/missing'))))).toContainEqual("Error: ENOENT: no such file or directory, open '/missing'")
+    // Node writes the code into the stack's first line through its own prepareStackTrace, which the
+    // test runner replaces: compared with what plain Node prints, not with node:fs here.
+    const ws = await Workspace.open()
+    const caught = (run: () => unknown) => {
+      try {
+        run()
+      } catch (error) {
+        return error as Error
+      }
+      throw new Error('no error')
+    }
+    const typeError = caught(() => ws.fs.readFileSync(1.5 as unknown as string))
+    expect(typeError.stack!.split('\n')[0]).toBe(String(typeError))
+    expect(inspect(typeError).split('\n')[0]).toBe(String(typeError))
+    ws.fs.mkdirSync('/d')
+    const systemError = caught(() => ws.fs.rmSync('/d'))
+    expect(inspect(systemError).split('\n')[0]).toBe('SystemError [ERR_FS_EISDIR]: Path is a directory: rm returned EISDIR (is a directory) /d')
+    expect(inspect(caught(() => ws.fs.readFileSync('/missing'))).split('\n')[0]).toBe("Error: ENOENT: no such file or directory, open '/missing'")
+    await ws.close()
+  })
+
   it('JSON.stringify of a Stats shows its Dates after the fields, as Node\'s does', async () => {
     const json = await same((fs, at) => {
       fs.utimesSync(at('/f'), 1000.0005, 2000.25)

@@ -263,8 +263,8 @@ export class FsOperations {
     const encoding = encodingOption(options, null)
     const flag = typeof options === 'object' && options !== null ? (options as Options).flag : undefined
     let bytes: Uint8Array
-    if (typeof file === 'number') {
-      const open = this.descriptors.get(file, 'read')
+    if (isDescriptor(file)) {
+      const open = this.descriptors.get(validateFd(file), 'read')
       this.settle(open)
       if (!open.readable) throw new FsError('EBADF', 'read')
       const all = this.descriptorBytes(open, true)
@@ -469,7 +469,7 @@ export class FsOperations {
     if (opts.flush !== undefined && opts.flush !== null) validateBoolean(opts.flush, 'options.flush')
     const encoding = encodingOption(options, 'utf8')
     const bytes = dataArgument(data, encoding === 'buffer' ? 'utf8' : (encoding as Encoding | null), 'data')
-    if (typeof file === 'number') {
+    if (isDescriptor(file)) {
       const open = this.descriptors.get(file, 'write')
       this.writeDescriptor(open, bytes, 0, bytes.byteLength, null)
       return
@@ -1489,6 +1489,11 @@ function bufferArray(buffers: unknown): Uint8Array[] {
 /** Node's ftruncate length: an integer (0 when left out), a negative one taken as 0. */
 function truncateLength(len: unknown): number {
   return len === undefined ? 0 : Math.max(0, validateInteger(len, 'len'))
+}
+
+/** Whether readFile and writeFile take `file` as a descriptor: an int32, as Node's isFd (other numbers are refused as paths). */
+function isDescriptor(file: unknown): file is number {
+  return typeof file === 'number' && (file | 0) === file
 }
 
 function validateFd(fd: unknown): number {
