@@ -77,6 +77,16 @@ function nameTooLong(name: string): boolean {
   if (name.length * 3 <= NAME_MAX) return false
   return new TextEncoder().encode(name).byteLength > NAME_MAX
 }
+/** PATH_MAX less its NUL: a path of more UTF-8 bytes than this is ENAMETOOLONG before anything is looked up. */
+const PATH_MAX = 4095
+
+/** Whether `path` is over PATH_MAX bytes (most paths answer from their length, as names do). */
+function pathTooLong(path: string): boolean {
+  if (path.length > PATH_MAX) return true
+  if (path.length * 3 <= PATH_MAX) return false
+  return new TextEncoder().encode(path).byteLength > PATH_MAX
+}
+
 /** The version recorded for a lower path that had nothing when first looked up. */
 export const ABSENT = ''
 const DEVICE = 0x72776673 // 'rwfs'
@@ -232,6 +242,7 @@ export class Overlay {
   private walk(path: string, follow: boolean): Entry | undefined {
     // The kernel refuses an empty path (ENOENT) rather than taking it as the working directory.
     if (path === '') return this.fail('ENOENT', false)
+    if (path.length * 3 > PATH_MAX && pathTooLong(path)) return this.fail('ENAMETOOLONG', false)
     if (path.charCodeAt(0) === 47 && (path.length === 1 || (path.charCodeAt(path.length - 1) !== 47 && !UNPLAIN.test(path)))) {
       // An absolute path without '//', '.' or '..' components or a trailing slash (the usual one):
       // component by component, nothing but the entries made (a hot path of every call). A symlink
@@ -315,6 +326,8 @@ export class Overlay {
    */
   resolveParent(path: string, syscall: string, reportPath: string = path, dest?: string): ParentLookup {
     if (path === '') throw new FsError('ENOENT', syscall, reportPath, dest)
+    // The whole path, as the kernel takes it: its parent alone may be short enough.
+    if (path.length * 3 > PATH_MAX && pathTooLong(path)) throw new FsError('ENAMETOOLONG', syscall, reportPath, dest)
     const last = path.lastIndexOf('/')
     let name: string
     let parentPath: string

@@ -689,6 +689,38 @@ describe('less common paths match node:fs on a real directory', () => {
     await ws.close()
   })
 
+  it('a path over PATH_MAX (4095 bytes) is ENAMETOOLONG before anything is looked up or made; 4095 bytes is looked up', async () => {
+    /** `call`'s error as code and syscall (paths differ in length between the sides by design). */
+    const codeOf = (call: () => unknown) => {
+      try {
+        call()
+        return 'ok'
+      } catch (error) {
+        return [(error as NodeJS.ErrnoException).code, (error as NodeJS.ErrnoException).syscall]
+      }
+    }
+    /** A path of exactly `bytes` UTF-8 bytes on either side: its root, then components of `unit` (each under NAME_MAX) up to the length. */
+    const sized = (at: At, bytes: number, unit = 'x') => {
+      let path = at('/')
+      while (Buffer.byteLength(path) < bytes) {
+        const left = bytes - Buffer.byteLength(path)
+        const component = unit.repeat(Math.min(100, Math.floor(left / Buffer.byteLength(unit)))) || 'y'.repeat(left)
+        path += Buffer.byteLength(component) + 1 < left ? `${component}/` : component
+      }
+      return path
+    }
+    const deep = (at: At) => at('/') + Array.from({ length: 20 }, () => 'a'.repeat(250)).join('/')
+    expect(await same((fs, at) => [4095, 4096].map((bytes) => codeOf(() => fs.statSync(sized(at, bytes)))))).toEqual([['ENOENT', 'stat'], ['ENAMETOOLONG', 'stat']])
+    await same((fs, at) => [4095, 4096].map((bytes) => codeOf(() => fs.readdirSync(at('/') + '/'.repeat(bytes - Buffer.byteLength(at('/')))))))
+    // Two-byte characters: a path of fewer than 4096 characters and more bytes.
+    await same((fs, at) => [4095, 4096].map((bytes) => codeOf(() => fs.statSync(sized(at, bytes, 'é')))))
+    expect(await same((fs, at) => codeOf(() => fs.mkdirSync(deep(at), { recursive: true })))).toEqual(['ENAMETOOLONG', 'mkdir'])
+    await same((fs, at) => codeOf(() => fs.writeFileSync(deep(at), 'x')))
+    await same((fs, at) => codeOf(() => fs.renameSync(at('/f'), deep(at))))
+    await same((fs, at) => fs.existsSync(at('/') + '/'.repeat(4096 - Buffer.byteLength(at('/')))))
+    await same((fs, at) => fs.readdirSync(at('/')).sort())
+  })
+
   it('JSON.stringify of a Stats shows its Dates after the fields, as Node\'s does', async () => {
     const json = await same((fs, at) => {
       fs.utimesSync(at('/f'), 1000.0005, 2000.25)
