@@ -721,6 +721,16 @@ describe('less common paths match node:fs on a real directory', () => {
     await same((fs, at) => fs.readdirSync(at('/')).sort())
   })
 
+  it('a Dirent has Node\'s own keys (name, parentPath, path) and keeps its type under a symbol: JSON and util.inspect show the same', async () => {
+    await same((fs, at) =>
+      fs
+        .readdirSync(at('/d'), { withFileTypes: true })
+        .sort((a, b) => a.name.localeCompare(b.name))
+        .map((entry) => [Object.keys(entry), JSON.stringify(entry), inspect(entry, { breakLength: Number.POSITIVE_INFINITY }), entry.isFile(), entry.isDirectory(), entry.isSymbolicLink()]),
+    )
+    await same((fs, at) => fs.readdirSync(at('/'), { withFileTypes: true }).map((entry) => [entry.name, entry.isFile(), entry.isDirectory(), entry.isSymbolicLink()]).sort())
+  })
+
   it('JSON.stringify of a Stats shows its Dates after the fields, as Node\'s does', async () => {
     const json = await same((fs, at) => {
       fs.utimesSync(at('/f'), 1000.0005, 2000.25)

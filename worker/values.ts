@@ -4,7 +4,7 @@
  * file contents travel as transferred ArrayBuffers that belong to nobody else.
  */
 import { FsError } from '../src/errors.js'
-import { BigIntStats, Dirent, Stats } from '../src/fs/stats.js'
+import { BigIntStats, Dirent, Stats, direntFields, direntOf } from '../src/fs/stats.js'
 import { ValidationError } from '../src/engine/validator.js'
 import { BisectError } from '../src/engine/bisect-error.js'
 import { asCallerBytes } from '../src/bytes.js'
@@ -64,7 +64,7 @@ function ownBytes(bytes: Uint8Array, transfers: Transferable[]): Uint8Array {
 export function encodeValue(value: unknown, transfers: Transferable[]): unknown {
   if (value instanceof Uint8Array) return ownBytes(value, transfers)
   if (value instanceof Stats || value instanceof BigIntStats) return { [TAG]: 'stats', bigint: value instanceof BigIntStats, fields: { ...value } }
-  if (Array.isArray(value) && value[0] instanceof Dirent) return { [TAG]: 'dirents', list: value.map((dirent: Dirent) => ({ ...dirent })) }
+  if (Array.isArray(value) && value[0] instanceof Dirent) return { [TAG]: 'dirents', list: value.map((dirent: Dirent) => direntFields(dirent)) }
   return value
 }
 
@@ -85,7 +85,7 @@ export function decodeValue(value: unknown): unknown {
   if (typeof value !== 'object' || value === null || !(TAG in value)) return value
   const tagged = value as { [TAG]: string; bigint?: boolean; fields?: object; list?: object[] }
   if (tagged[TAG] === 'stats') return Object.assign(Object.create(tagged.bigint ? BigIntStats.prototype : Stats.prototype), tagged.fields)
-  if (tagged[TAG] === 'dirents') return (tagged.list ?? []).map((fields) => Object.assign(Object.create(Dirent.prototype), fields))
+  if (tagged[TAG] === 'dirents') return (tagged.list ?? []).map((fields) => direntOf(fields as Parameters<typeof direntOf>[0]))
   return value
 }
 

@@ -145,26 +145,35 @@ export class StatFs<N extends number | bigint = number | bigint> {
   }
 }
 
+/** Where a Dirent keeps its type, as Node's does: a symbol, so it is no key of Object.keys or JSON. */
+const kType = Symbol('type')
+/** libuv's dirent types (UV_DIRENT_FILE, _DIR, _LINK), what Node's Dirent holds. */
+const DIRENT_TYPES: Record<EntryType, number> = { file: 1, dir: 2, symlink: 3 }
+
 /** A directory entry; its name is a Buffer (a Uint8Array outside Node) when listed with encoding 'buffer'. */
 export class Dirent<Name extends string | Uint8Array = string> {
+  readonly parentPath: string
   /** Node 20 also exposes the parent directory as `path` (deprecated alias of parentPath). */
   readonly path: string
+  readonly [kType]: number
 
   constructor(
     readonly name: Name,
-    private readonly type: EntryType,
-    readonly parentPath: string,
+    type: EntryType,
+    parentPath: string,
   ) {
+    this.parentPath = parentPath
     this.path = parentPath
+    this[kType] = DIRENT_TYPES[type]
   }
   isFile(): boolean {
-    return this.type === 'file'
+    return this[kType] === 1
   }
   isDirectory(): boolean {
-    return this.type === 'dir'
+    return this[kType] === 2
   }
   isSymbolicLink(): boolean {
-    return this.type === 'symlink'
+    return this[kType] === 3
   }
   isBlockDevice(): boolean {
     return false
@@ -178,6 +187,17 @@ export class Dirent<Name extends string | Uint8Array = string> {
   isSocket(): boolean {
     return false
   }
+}
+
+/** A Dirent as plain fields, for a worker to post (structured clone drops symbol keys). */
+export function direntFields(dirent: Dirent<string | Uint8Array>): { name: string | Uint8Array; parentPath: string; type: number } {
+  return { name: dirent.name, parentPath: dirent.parentPath, type: dirent[kType] }
+}
+
+/** The Dirent direntFields describes. */
+export function direntOf(fields: { name: string | Uint8Array; parentPath: string; type: number }): Dirent<string | Uint8Array> {
+  const dirent = Object.create(Dirent.prototype) as Dirent<string | Uint8Array>
+  return Object.assign(dirent, { name: fields.name, parentPath: fields.parentPath, path: fields.parentPath, [kType]: fields.type })
 }
 
 const dirClosed = () => Object.assign(new Error('Directory handle was closed'), { code: 'ERR_DIR_CLOSED' })
