@@ -3,8 +3,9 @@
  * minify, ESM, platform neutral, mainFields module,main), then gzipped with node:zlib. Two figures:
  * the whole core as one unsplit file (what a bundler without code splitting ships: esbuild inlines
  * dynamic imports then, so everything reachable from the entry counts), and with code splitting
- * what `import 'rewindfs'` loads, apart from the chunks loaded on first use (none today: optional
- * features are entries or passed capabilities, not dynamic imports).
+ * what `import 'rewindfs'` loads, apart from the chunks loaded on first use (the promise and
+ * callback forms' rarer parts, src/fs/async-forms.ts; optional features are entries or passed
+ * capabilities, not dynamic imports).
  *
  *   node --import tsx scripts/bundle-size.ts          prints the sizes and the largest inputs
  *   node --import tsx scripts/bundle-size.ts --json   prints them as JSON
