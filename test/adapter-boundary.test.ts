@@ -2,11 +2,13 @@
  * The adapters are written against public contracts only, as a third party's would be: every file
  * under adapters/ imports its own adapter's files by relative path, `rewindfs`,
  * `rewindfs/adapter-kit`, Node builtins and the package's npm dependencies, nothing else (no core
- * file by path, no other adapter's internals). Specifiers come from TypeScript's own parser: import
+ * file by path, no other adapter's internals). The Node adapters (node-fs, postgres, docker-volume)
+ * may also import `rewindfs/adapter-kit/node`, the Node-only helpers; the browser adapters
+ * (indexeddb, opfs) may not. Specifiers come from TypeScript's own parser: import
  * and export-from declarations, `import x = require()`, dynamic `import()`, `require()` and
  * `import('…')` types. The scanner is tested on a sample holding each form.
  *
- * The two package names resolve to the sources in typechecking (tsconfig.json paths) and tests
+ * The package names resolve to the sources in typechecking (tsconfig.json paths) and tests
  * (vitest.config.ts aliases), and to dist through package.json "exports" once built: one instance of
  * each class, so an adapter's FsError is the core's.
  */
@@ -23,6 +25,9 @@ import { FsError, isFsError } from '../src/index.js'
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const ADAPTERS = path.join(ROOT, 'adapters')
 const PUBLIC = new Set(['rewindfs', 'rewindfs/adapter-kit'])
+/** The Node-only entry, and the adapters that may import it (not the browser ones). */
+const NODE_PUBLIC = new Set(['rewindfs/adapter-kit/node'])
+const NODE_ADAPTERS = new Set(['node-fs', 'postgres', 'docker-volume'])
 
 const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
   exports: Record<string, { types: string; default: string } | string>
@@ -70,6 +75,7 @@ function refusal(file: string, adapter: string, specifier: string | undefined): 
     return target.startsWith(own + path.sep) ? undefined : `reaches outside adapters/${adapter}/ by path: import it from 'rewindfs' or 'rewindfs/adapter-kit'`
   }
   if (PUBLIC.has(specifier)) return undefined
+  if (NODE_PUBLIC.has(specifier)) return NODE_ADAPTERS.has(adapter) ? undefined : `a Node-only entry, for the Node adapters (${[...NODE_ADAPTERS].join(', ')}), not adapters/${adapter}/`
   if (specifier.startsWith('node:') || BUILTINS.has(specifier)) return undefined
   if (specifier.startsWith('/')) return 'an absolute path'
   const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]
@@ -85,7 +91,7 @@ function sourcesUnder(dir: string): string[] {
     .sort()
 }
 
-describe('adapters import only rewindfs, rewindfs/adapter-kit, their own files, builtins and dependencies', () => {
+describe('adapters import only rewindfs, rewindfs/adapter-kit (the Node ones also rewindfs/adapter-kit/node), their own files, builtins and dependencies', () => {
   const adapters = fs.readdirSync(ADAPTERS, { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name)
 
   it('finds the adapters', () => {
@@ -125,12 +131,16 @@ describe('the scanner', () => {
     expect(specifiersOf('sample.ts', sample).map((s) => s.text)).toEqual(['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', undefined])
   })
 
-  it('refuses core files by path, other adapters, devDependencies and other rewindfs entries', () => {
+  it('refuses core files by path, other adapters, devDependencies, other rewindfs entries, and the Node entry to browser adapters', () => {
     const file = path.join(ADAPTERS, 'indexeddb', 'store.ts')
     expect(refusal(file, 'indexeddb', '../../src/errors.js')).toMatch(/outside adapters\/indexeddb/)
     expect(refusal(file, 'indexeddb', '../node-fs/confine.js')).toMatch(/outside adapters\/indexeddb/)
     expect(refusal(file, 'indexeddb', 'memfs')).toMatch(/not in package.json's dependencies/)
     expect(refusal(file, 'indexeddb', 'rewindfs/tools')).toMatch(/other than/)
+    expect(refusal(file, 'indexeddb', 'rewindfs/adapter-kit/node')).toMatch(/Node-only entry/)
+    expect(refusal(path.join(ADAPTERS, 'opfs', 'store.ts'), 'opfs', 'rewindfs/adapter-kit/node')).toMatch(/Node-only entry/)
+    expect(refusal(path.join(ADAPTERS, 'node-fs', 'store.ts'), 'node-fs', 'rewindfs/adapter-kit/node')).toBeUndefined()
+    expect(refusal(path.join(ADAPTERS, 'postgres', 'data-lock.ts'), 'postgres', 'rewindfs/adapter-kit/node')).toBeUndefined()
     expect(refusal(file, 'indexeddb', './database.js')).toBeUndefined()
     expect(refusal(file, 'indexeddb', 'rewindfs/adapter-kit')).toBeUndefined()
     expect(refusal(file, 'indexeddb', 'idb-keyval')).toBeUndefined()
@@ -144,7 +154,7 @@ describe('the public names resolve to the same modules everywhere', () => {
     const tsconfig = JSON.parse(fs.readFileSync(path.join(ROOT, 'tsconfig.json'), 'utf8')) as { compilerOptions: { paths: Record<string, string[]> } }
     const { default: config } = await import('../vitest.config.js')
     const aliases = (config.resolve?.alias ?? []) as { find: RegExp; replacement: string }[]
-    for (const name of PUBLIC) {
+    for (const name of [...PUBLIC, ...NODE_PUBLIC]) {
       const entry = pkg.exports[name === 'rewindfs' ? '.' : `./${name.slice('rewindfs/'.length)}`]
       const source = tsconfig.compilerOptions.paths[name]?.[0]
       expect(typeof entry === 'object' && source !== undefined, name).toBe(true)

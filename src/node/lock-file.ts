@@ -1,0 +1,143 @@
+/**
+ * A lock file holding its owner's pid, for adapters on Node's file system: node-fs's store and
+ * flush locks and the Postgres adapter's PGlite data-directory lock are this one. It is created
+ * whole (written under a temp name, then hard-linked into place, which fails if the lock exists), so
+ * a reader never sees a lock without a pid. A lock whose pid is no longer alive is stale and taken
+ * over.
+ */
+import nodeFs from 'node:fs'
+import nodePath from 'node:path'
+
+/** The node:fs calls a lock makes: node:fs itself, or a wrapper of it. */
+export type LockFs = Pick<typeof nodeFs, 'writeFileSync' | 'linkSync' | 'readFileSync' | 'renameSync' | 'unlinkSync'>
+
+export interface LockFileOptions {
+  /** The fs to make the calls through (default node:fs). */
+  readonly fs?: LockFs
+  /**
+   * This machine's name (os.hostname()), written after the pid. Pids are per machine (per
+   * container): a lock naming another host cannot be checked here and counts as held.
+   */
+  readonly host?: string
+  /**
+   * A lock naming this pid that this process does not hold (taken through this module, in this
+   * thread) is a predecessor's that had the same pid, and is taken over. Without it, a lock naming
+   * this pid counts as held by this process.
+   */
+  readonly predecessors?: boolean
+}
+
+/** Who holds a lock: its pid (0 when the file holds none) and the host it names, if any. */
+export interface LockOwner {
+  readonly pid: number
+  readonly host?: string
+}
+
+/** The locks this process holds, by resolved path. */
+const held = new Set<string>()
+let counter = 0
+
+/** `<file>.tmp-<pid>-<n>`: the pid tells a cleanup whether the temp's maker still lives. */
+function tempName(file: string): string {
+  return `${file}.tmp-${process.pid}-${(counter++).toString(36)}`
+}
+
+function codeOf(error: unknown): unknown {
+  return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
+}
+
+/** Whether a process with this pid exists (EPERM: it does, under another user). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return codeOf(error) === 'EPERM'
+  }
+}
+
+/** The owner a lock file names; undefined when there is no file. */
+function ownerOf(fs: LockFs, file: string): LockOwner | undefined {
+  try {
+    const [first, host] = fs.readFileSync(file, 'utf8').split('\n')
+    const pid = Number.parseInt(first, 10)
+    return { pid: Number.isSafeInteger(pid) && pid > 0 ? pid : 0, ...(host ? { host } : {}) }
+  } catch (error) {
+    if (codeOf(error) === 'ENOENT') return undefined
+    throw error
+  }
+}
+
+function removeIfPresent(fs: LockFs, file: string): void {
+  try {
+    fs.unlinkSync(file)
+  } catch (error) {
+    if (codeOf(error) !== 'ENOENT') throw error
+  }
+}
+
+export class LockFile {
+  private released = false
+
+  private constructor(
+    readonly path: string,
+    private readonly fs: LockFs,
+  ) {}
+
+  /** Takes the lock at `path`, or says who holds it (another process, another host, or this process). */
+  static tryAcquire(path: string, options: LockFileOptions = {}): { lock: LockFile } | { owner: LockOwner } {
+    const fs = options.fs ?? nodeFs
+    const key = nodePath.resolve(path)
+    const content = options.host === undefined ? `${process.pid}\n` : `${process.pid}\n${options.host}\n`
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const temp = tempName(path)
+      fs.writeFileSync(temp, content, { flag: 'wx' })
+      try {
+        fs.linkSync(temp, path)
+        held.add(key)
+        return { lock: new LockFile(path, fs) }
+      } catch (error) {
+        if (codeOf(error) !== 'EEXIST') throw error
+      } finally {
+        removeIfPresent(fs, temp)
+      }
+      const owner = ownerOf(fs, path)
+      if (owner === undefined) continue // released meanwhile: try again
+      if (options.host !== undefined && owner.host !== undefined && owner.host !== options.host) return { owner }
+      const live = owner.pid === process.pid ? !options.predecessors || held.has(key) : owner.pid !== 0 && isAlive(owner.pid)
+      if (live) return { owner }
+      takeOver(fs, path, owner.pid)
+    }
+    return { owner: ownerOf(fs, path) ?? { pid: 0 } }
+  }
+
+  /** Removes the lock if it is still this process's. */
+  release(): void {
+    if (this.released) return
+    this.released = true
+    held.delete(nodePath.resolve(this.path))
+    if (ownerOf(this.fs, this.path)?.pid === process.pid) removeIfPresent(this.fs, this.path)
+  }
+}
+
+/**
+ * Moves a stale lock aside (`<file>.stale.tmp-<pid>-<n>`); if what was moved turns out to be a fresh
+ * lock another process took over meanwhile, it is put back.
+ */
+function takeOver(fs: LockFs, file: string, stale: number): void {
+  const aside = tempName(file + '.stale')
+  try {
+    fs.renameSync(file, aside)
+  } catch (error) {
+    if (codeOf(error) === 'ENOENT') return
+    throw error
+  }
+  if (ownerOf(fs, aside)?.pid !== stale) {
+    try {
+      fs.linkSync(aside, file)
+    } catch (error) {
+      if (codeOf(error) !== 'EEXIST') throw error
+    }
+  }
+  removeIfPresent(fs, aside)
+}
