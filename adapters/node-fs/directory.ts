@@ -7,11 +7,11 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { hostFs as fs } from './host-fs.js'
 import type { ExecRunner } from 'rewindfs'
 import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type LowerSource, type LowerStat, flushEngine, lowerStatOf, lowerVersionOf, normalize } from 'rewindfs/adapter-kit'
+import { LockFile } from 'rewindfs/adapter-kit/node'
 import { Confinement, RESERVED_PREFIX, checkPath, isReserved, lstatOrUndefined } from './confine.js'
 import { hostShell } from './exec.js'
 import { clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
 import { syncDirectory } from './files.js'
-import { LockFile } from './lock.js'
 import { DirectoryWalker } from './walker.js'
 
 const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
@@ -267,13 +267,13 @@ export class DirectorySource implements LowerSource, FlushTarget {
       }
       let result: ReturnType<typeof LockFile.tryAcquire>
       try {
-        result = LockFile.tryAcquire(folder + '/lock')
+        result = LockFile.tryAcquire(folder + '/lock', { fs })
       } catch (error) {
         // A refused flush of another process removed the folder it had made, just now: make it again.
         if ((error as { code?: string }).code === 'ENOENT' && create && attempt < 5) continue
         throw error
       }
-      if ('owner' in result) throw new FsError('EBUSY', 'flush', this.root, undefined, `another flush into this directory is running (process ${result.owner})`)
+      if ('owner' in result) throw new FsError('EBUSY', 'flush', this.root, undefined, `another flush into this directory is running (process ${result.owner.pid})`)
       return result.lock
     }
   }

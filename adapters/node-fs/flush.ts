@@ -16,10 +16,10 @@
 import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
 import { basename, dirname, type FlushEntry, type FlushProgress, FsError, normalize } from 'rewindfs/adapter-kit'
+import { isAlive } from 'rewindfs/adapter-kit/node'
 import type { DirectoryOptions } from './directory.js'
 import { Confinement, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined } from './confine.js'
 import { makeDirectoriesDurable, makeDurable, removeIfPresent, syncDirectory, tempOwner, writeAtomically } from './files.js'
-import { isAlive } from './lock.js'
 
 const MANIFEST_VERSION = 1
 const pathSchema = z.string().check(z.refine((path) => normalize(path) === path && !path.includes('\0'), 'a normalised absolute path'))
@@ -383,7 +383,7 @@ export function rollBack(confinement: Confinement, manifest: Manifest): void {
 /**
  * Removes the manifest (the flush is over) and anything else in the staging folder but the lock and
  * its temps, such as a manifest temp a crash left half written. Another process taking the lock
- * writes `lock.tmp-…` and links it to `lock` (lock.ts): removing that temp between the two made its
+ * writes `lock.tmp-…` and links it to `lock` (rewindfs/adapter-kit/node's LockFile): removing that temp between the two made its
  * link fail with ENOENT (seen in the fleet test, with many machines flushing into one base). A lock
  * temp whose process is gone (killed between writing and removing it) is removed: nothing links it.
  */

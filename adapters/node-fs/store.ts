@@ -16,9 +16,9 @@
 import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
 import { type BlobId, type BlobTotals, FsError, type JournalRead, type JsonValue, durableJournal, keptName, type ScrubFinding, type Store, type StoreItem } from 'rewindfs/adapter-kit'
+import { LockFile } from 'rewindfs/adapter-kit/node'
 import { checkPath, codeOf } from './confine.js'
 import { isTempName, removeIfPresent, syncDirectory, writeAtomically } from './files.js'
-import { LockFile } from './lock.js'
 import { DEFAULT_SEGMENT_BYTES, PackLog, type PackStats, formatError } from './pack.js'
 import { FirstLayout, isFirstLayout, migrate, removeFirstLayout } from './pack-migrate.js'
 import { DEFAULT_BLOCKING_SYNC_MS } from './pack-sync.js'
@@ -187,7 +187,12 @@ export class DirectoryStore implements Store {
       this.notices = format.mended ? [`${format.mended}; opened read-only, the file was left as it is (a writer rewrites it)`] : []
       return
     }
-    const lock = LockFile.acquire(this.file('lock'), `the store '${this.root}'`)
+    const taken = LockFile.tryAcquire(this.file('lock'), { fs })
+    if ('owner' in taken) {
+      const owner = taken.owner.pid === process.pid ? 'this process' : `process ${taken.owner.pid}`
+      throw new FsError('EBUSY', 'open', this.file('lock'), undefined, `the store '${this.root}' is locked by ${owner} (lock file)`)
+    }
+    const lock = taken.lock
     let notices: string[] = []
     try {
       const format = formatOf(this.root)
