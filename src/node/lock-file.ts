@@ -20,17 +20,36 @@ export interface LockFileOptions {
    */
   readonly host?: string
   /**
-   * A lock naming this pid that this process does not hold (taken through this module, in this
-   * thread) is a predecessor's that had the same pid, and is taken over. Without it, a lock naming
-   * this pid counts as held by this process.
+   * A lock naming this pid that this process does not hold is a predecessor's that had the same
+   * pid (a container restarted), and is taken over. The lock then also names when its process
+   * started (Linux's /proc/self/stat), the same in every thread: one that another worker thread of
+   * this process holds is held. Without it, a lock naming this pid counts as held by this process.
    */
   readonly predecessors?: boolean
 }
 
-/** Who holds a lock: its pid (0 when the file holds none) and the host it names, if any. */
+/** Who holds a lock: its pid (0 when the file holds none), the host it names and when its process started, if it says. */
 export interface LockOwner {
   readonly pid: number
   readonly host?: string
+  readonly started?: string
+}
+
+let startedHere: string | undefined | null = null
+
+/** When this process started, in clock ticks after boot (the 22nd field of /proc/self/stat); undefined without /proc. */
+function processStart(): string | undefined {
+  if (startedHere === null) {
+    try {
+      const stat = nodeFs.readFileSync('/proc/self/stat', 'utf8')
+      // The command name (field 2) may hold spaces: fields are counted after its closing parenthesis.
+      const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+      startedHere = start && /^\d+$/.test(start) ? start : undefined
+    } catch {
+      startedHere = undefined
+    }
+  }
+  return startedHere
 }
 
 /** The locks this process holds, by resolved path. */
@@ -59,9 +78,9 @@ export function isAlive(pid: number): boolean {
 /** The owner a lock file names; undefined when there is no file. */
 function ownerOf(fs: LockFs, file: string): LockOwner | undefined {
   try {
-    const [first, host] = fs.readFileSync(file, 'utf8').split('\n')
+    const [first, host, started] = fs.readFileSync(file, 'utf8').split('\n')
     const pid = Number.parseInt(first, 10)
-    return { pid: Number.isSafeInteger(pid) && pid > 0 ? pid : 0, ...(host ? { host } : {}) }
+    return { pid: Number.isSafeInteger(pid) && pid > 0 ? pid : 0, ...(host ? { host } : {}), ...(started ? { started } : {}) }
   } catch (error) {
     if (codeOf(error) === 'ENOENT') return undefined
     throw error
@@ -88,7 +107,8 @@ export class LockFile {
   static tryAcquire(path: string, options: LockFileOptions = {}): { lock: LockFile } | { owner: LockOwner } {
     const fs = options.fs ?? nodeFs
     const key = nodePath.resolve(path)
-    const content = options.host === undefined ? `${process.pid}\n` : `${process.pid}\n${options.host}\n`
+    const started = options.predecessors ? processStart() : undefined
+    const content = options.host === undefined && started === undefined ? `${process.pid}\n` : `${process.pid}\n${options.host ?? ''}\n${started === undefined ? '' : `${started}\n`}`
     for (let attempt = 0; attempt < 5; attempt++) {
       const temp = tempName(path)
       fs.writeFileSync(temp, content, { flag: 'wx' })
@@ -104,7 +124,7 @@ export class LockFile {
       const owner = ownerOf(fs, path)
       if (owner === undefined) continue // released meanwhile: try again
       if (options.host !== undefined && owner.host !== undefined && owner.host !== options.host) return { owner }
-      const live = owner.pid === process.pid ? !options.predecessors || held.has(key) : owner.pid !== 0 && isAlive(owner.pid)
+      const live = owner.pid === process.pid ? !options.predecessors || held.has(key) || (started !== undefined && owner.started === started) : owner.pid !== 0 && isAlive(owner.pid)
       if (live) return { owner }
       takeOver(fs, path, owner.pid)
     }

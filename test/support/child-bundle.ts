@@ -1,6 +1,6 @@
 /**
  * Bundles a test's child-process script (a fleet machine, a racing writer) into one ES module.
- * Dependencies stay external, but the package's own names (rewindfs, rewindfs/adapter-kit) go to
+ * Dependencies stay external, but the package's own names (rewindfs, rewindfs/adapter-kit and its /node) go to
  * the sources, as vitest.config.ts does: the child runs the engine under test, not a stale dist/.
  */
 import path from 'node:path'
@@ -11,7 +11,8 @@ const REPO = path.resolve(import.meta.dirname, '../..')
 const sources = {
   name: 'rewindfs-sources',
   setup(builder: { onResolve(options: { filter: RegExp }, run: (args: { path: string }) => { path: string }): void }) {
-    builder.onResolve({ filter: /^rewindfs(\/adapter-kit)?$/ }, (args) => ({ path: path.join(REPO, args.path === 'rewindfs' ? 'src/index.ts' : 'src/adapter-kit.ts') }))
+    const entries: Record<string, string> = { rewindfs: 'src/index.ts', 'rewindfs/adapter-kit': 'src/adapter-kit.ts', 'rewindfs/adapter-kit/node': 'src/adapter-kit-node.ts' }
+    builder.onResolve({ filter: /^rewindfs(\/adapter-kit(\/node)?)?$/ }, (args) => ({ path: path.join(REPO, entries[args.path]) }))
   },
 }
 
