@@ -1,8 +1,8 @@
 /**
  * `rewindfs/adapter-kit`: the contracts an adapter implements and the helpers it builds on, as one
- * public entry. rewindfs's own adapters (node-fs, indexeddb, docker-volume) import only `rewindfs`
- * and this entry (test/adapter-boundary.test.ts holds them to it), so whatever they can do, an
- * adapter written outside this repository can do too.
+ * public entry. rewindfs's own adapters (node-fs, indexeddb, opfs, docker-volume, postgres) import
+ * only `rewindfs`, this entry and, on Node, `rewindfs/adapter-kit/node` (test/adapter-boundary.test.ts
+ * holds them to it), so whatever they can do, an adapter written outside this repository can do too.
  *
  * An adapter offers one or more of:
  * - a lower source (`LowerSource`): the read-only base tree, one version string per path. A place
