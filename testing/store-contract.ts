@@ -464,5 +464,31 @@ export function storeContract<S extends Store>(subject: StoreSubject<S>): Contra
     await again.close()
   })
 
+  add('reconnect (where offered) answers how many records the journal holds, and is EBADF once closed', async () => {
+    let under = await subject.create()
+    if (!under.store.reconnect) {
+      await under.store.close?.()
+      return
+    }
+    same(await under.store.reconnect(), { records: 0 }, 'an empty journal')
+    await under.store.appendJournal(['one', 'two'])
+    same(await under.store.reconnect(), { records: 2 }, 'after two records')
+    await under.store.replaceJournal(['snapshot', 'commit', 'after'])
+    same(await under.store.reconnect(), { records: 3 }, 'after replaceJournal')
+    // The workspace retries the commit in flight on this answer: the store writes on as before.
+    await under.store.appendJournal(['four'])
+    same(await under.store.readJournal(), { records: ['snapshot', 'commit', 'after', 'four'] }, 'appending after a reconnect')
+    under = await under.reopen()
+    same(await under.store.reconnect!(), { records: 4 }, 'after a reopen')
+    await under.store.close?.()
+    let code: unknown
+    try {
+      await under.store.reconnect!()
+    } catch (error) {
+      code = (error as { code?: unknown }).code
+    }
+    same(code, 'EBADF', 'reconnect once closed')
+  })
+
   return checks
 }

@@ -283,6 +283,8 @@ export class DirectoryStore implements Store {
    * the same reason).
    */
   reconnect(): Promise<{ readonly records: number }> {
+    // EBADF once closed, as the Store contract says: the workspace's retries end there (another code is retried).
+    if (this.closed) return Promise.reject(new FsError('EBADF', 'reconnect', this.root, undefined, 'the directory store is closed'))
     return this.write('reconnect', async () => {
       const packs = this.packs!
       packs.check()
