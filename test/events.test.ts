@@ -23,6 +23,8 @@ function describeEvent(event: WorkspaceEvent): string {
       return `reload ${event.paths.join(',')}`
     case 'writer':
       return `writer ${event.reason}`
+    case 'store':
+      return `store ${event.state}`
   }
 }
 

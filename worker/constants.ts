@@ -69,7 +69,7 @@ export const fileMembers = [
 export type FileMember = (typeof fileMembers)[number]
 
 /** ws.events types a page can listen for across the channel. */
-export const eventTypes = ['operation', 'undo', 'redo', 'change', 'checkpoint', 'restore', 'reload', 'writer'] as const satisfies readonly WorkspaceEventType[]
+export const eventTypes = ['operation', 'undo', 'redo', 'change', 'checkpoint', 'restore', 'reload', 'writer', 'store'] as const satisfies readonly WorkspaceEventType[]
 
 // Compile-time: the list above covers every event type.
 type MissingEvent = Exclude<WorkspaceEventType, (typeof eventTypes)[number]>

@@ -218,6 +218,8 @@ interface Session {
   events?: () => void
   /** Over a store other tabs share: follows the writer's commits and takes over writing (follow.ts). */
   following?: Following
+  /** Stops pushing the status to the page when the store fails or comes back (storeWatch). */
+  storeWatch: () => void
 }
 
 export class WorkspaceHost {
@@ -404,6 +406,8 @@ export class WorkspaceHost {
     const server = session.server
     session.ws = ws
     session.server = new FsServer(ws.fs as unknown as FsFunctions, ws.lower)
+    session.storeWatch()
+    session.storeWatch = this.storeWatch(handle, ws)
     const paths = event.type === 'reload' ? event.paths : []
     for (const [id, watch] of session.watches) {
       watch.stop()
@@ -440,8 +444,21 @@ export class WorkspaceHost {
 
   private register(ws: Workspace): Opened {
     const handle = this.nextHandle++
-    this.workspaces.set(handle, { ws, server: new FsServer(ws.fs as unknown as FsFunctions, ws.lower), cursors: new Map(), watches: new Map(), eventTypes: [] })
+    this.workspaces.set(handle, { ws, server: new FsServer(ws.fs as unknown as FsFunctions, ws.lower), cursors: new Map(), watches: new Map(), eventTypes: [], storeWatch: this.storeWatch(handle, ws) })
     return { handle, session: ws.session, umask: ws.umask, status: status(ws), resume: ws.resume }
+  }
+
+  /**
+   * The page mirrors the status from each answer; a store that fails in a commit no call waits for,
+   * or comes back by itself, changes it between calls: the page is told then (and gets the 'store'
+   * event if it listens for it).
+   */
+  private storeWatch(handle: number, ws: Workspace): () => void {
+    return ws.events.on('store', () => {
+      const session = this.workspaces.get(handle)
+      // Posted with the event (the relay flushes once the feed has told every listener): the page's status is current when its listeners hear it.
+      if (session?.ws === ws) this.relay.status(handle, status(ws, session.following))
+    })
   }
 
   private async closeSession(session: Session): Promise<void> {
@@ -451,6 +468,7 @@ export class WorkspaceHost {
     session.watches.clear()
     session.events?.()
     session.events = undefined
+    session.storeWatch()
     session.server.dispose()
     // Following: no reload starts any more; the workspace closes (its last commit made durable),
     // then the store and the lower source it leased.

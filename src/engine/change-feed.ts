@@ -48,7 +48,7 @@ export interface ChangeBatch {
   readonly record?: OperationRecord
 }
 
-/** Anything else a subscriber is told in the same order as the batches (checkpoints, restores). */
+/** Anything else a subscriber is told in the same order as the batches (checkpoints, restores, the store's state). */
 export interface FeedMessage {
   readonly kind: string
   readonly payload: unknown
@@ -79,6 +79,8 @@ export interface PathDeriver extends ChangeObserver {
 export class ChangeFeed {
   private readonly subscribers = new Set<FeedSubscriber>()
   private pathSubscribers = 0
+  /** Subscribers that take batches: with none (only messages are wanted), no operation makes one. */
+  private batchSubscribers = 0
   private pending: Notification[] = []
   private readonly queue: Item[] = []
   private scheduled = false
@@ -101,9 +103,11 @@ export class ChangeFeed {
   subscribe(subscriber: FeedSubscriber): () => void {
     this.subscribers.add(subscriber)
     if (subscriber.paths) this.pathSubscribers++
+    if (subscriber.batch) this.batchSubscribers++
     return () => {
       if (!this.subscribers.delete(subscriber)) return
       if (subscriber.paths) this.pathSubscribers--
+      if (subscriber.batch) this.batchSubscribers--
       if (this.pathSubscribers === 0) this.pending = []
     }
   }
@@ -114,6 +118,7 @@ export class ChangeFeed {
     const subscribers = [...this.subscribers]
     this.subscribers.clear()
     this.pathSubscribers = 0
+    this.batchSubscribers = 0
     this.pending = []
     for (const subscriber of subscribers) subscriber.closed?.()
   }
@@ -179,7 +184,7 @@ export class ChangeFeed {
 
   /** Closes the current operation's batch (the journal calls this when an operation ends). */
   seal(record?: OperationRecord, cause: BatchCause = 'operation'): void {
-    if (!this.listening) return
+    if (this.batchSubscribers === 0) return
     const notifications = this.deriver ? this.deriver.pair(this.pending) : this.pending
     this.pending = []
     if (notifications.length === 0 && record === undefined) return

@@ -40,6 +40,7 @@ import {
   type PartInfo,
 } from './persistence.js'
 import { type ReconnectSink, Reconnection } from './reconnect.js'
+import type { StoreEvent } from './events.js'
 import { Replay } from './replay.js'
 import { type JsonValue, SessionState } from './state.js'
 import { LOWER_KEY, type Store } from './store.js'
@@ -76,6 +77,8 @@ export interface DurableHost {
   readonly status?: ReconnectSink
   /** Tells the user when the store cannot be resumed (WorkspaceOptions.onAlert). */
   alert?(message: string): void
+  /** Told when the store fails and when a reconnection ends (ws.events 'store'). */
+  storeChanged?(event: StoreEvent): void
 }
 
 export interface IntegrityReport {
@@ -434,11 +437,13 @@ export class Durability {
   private failed(error: unknown): void {
     this.failure = `the ${this.store.kind} store failed: ${(error as Error)?.message ?? String(error)}`
     this.abandonCompaction()
+    this.host.storeChanged?.({ state: 'failed', message: this.failure })
     if (typeof this.store.reconnect !== 'function' || this.readOnly) return
     this.reconnection ??= new Reconnection(
       this as Durability & { store: Store & { reconnect(): Promise<{ readonly records: number }> } },
       this.host.status,
       (message) => this.host.alert?.(message),
+      (event) => this.host.storeChanged?.(event),
     )
     this.reconnection.failed(error)
   }

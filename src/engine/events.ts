@@ -1,9 +1,9 @@
 /**
  * ws.events: what happens to a workspace, for timelines and file-tree views, from one subscription.
  * Operations (every fs call, transaction, restore, reset, side effect), undo and redo of them,
- * checkpoints, restores, and the paths each operation changed, delivered asynchronously in the
- * order they happened. An emitter (`on` returns the unsubscribe function) and an async iterator
- * (`stream`); browser-safe, nothing from Node. Path changes are only collected while someone
+ * checkpoints, restores, the paths each operation changed, and the durable store failing and
+ * coming back, delivered asynchronously in the order they happened. An emitter (`on` returns the
+ * unsubscribe function) and an async iterator (`stream`); browser-safe, nothing from Node. Path changes are only collected while someone
  * listens for them. The events come from a source: the workspace's own change feed, or (on a
  * page) the worker's, relayed one message per delivery.
  */
@@ -29,6 +29,20 @@ export interface RestoreEvent {
   readonly guard?: Checkpoint
 }
 
+/**
+ * The durable store failed, came back, or was given up. What it says in full is in ws.status
+ * (`degraded`, `reconnect`), current when the event is delivered.
+ */
+export interface StoreEvent {
+  /**
+   * failed: a group commit failed and the workspace goes on in memory (degraded; EDEGRADED from
+   * sync); reconnected: the store came back and took what was kept back; refused: it cannot be
+   * resumed (another writer took the session, or the store is gone), the workspace stays in memory.
+   */
+  readonly state: 'failed' | 'reconnected' | 'refused'
+  readonly message: string
+}
+
 export interface WorkspaceEventMap {
   /** A new operation in the journal (also transactions, restores, resets, side effects, state sets). */
   operation: { readonly operation: Operation }
@@ -47,6 +61,8 @@ export interface WorkspaceEventMap {
   reload: { readonly operations: readonly Operation[]; readonly paths: readonly string[] }
   /** A follower became the store's writer (the writer's tab went away) and was reopened for writing. Only a worker's workspace emits it. */
   writer: { readonly reason: string }
+  /** The durable store failed, came back or was given up: an IDE's storage indicator, without polling ws.status. */
+  store: StoreEvent
 }
 
 export type WorkspaceEventType = keyof WorkspaceEventMap
@@ -173,9 +189,11 @@ export class WorkspaceEvents {
 export function feedEvents(feed: ChangeFeed): EventSource {
   return (types, emit) => {
     const wantsChanges = types.has('change')
+    // Only the store's events wanted: no batch is made for each operation.
+    const wantsBatches = wantsChanges || types.has('operation') || types.has('undo') || types.has('redo')
     return feed.subscribe({
       paths: wantsChanges,
-      batch: (batch) => {
+      batch: wantsBatches ? (batch) => {
         const operation = batch.record ? publicOperation(batch.record) : undefined
         if (wantsChanges && batch.notifications.length > 0) {
           emit({ type: 'change', changes: pathChanges(batch), cause: batch.cause, ...(operation ? { operation } : {}) })
@@ -183,16 +201,17 @@ export function feedEvents(feed: ChangeFeed): EventSource {
         if (!operation) return
         if (batch.cause === 'operation') emit({ type: 'operation', operation })
         else emit({ type: batch.cause, operation })
-      },
+      } : undefined,
       message: (message: FeedMessage) => {
         if (message.kind === 'checkpoint') emit({ type: 'checkpoint', checkpoint: message.payload as Checkpoint })
         else if (message.kind === 'restore') emit({ type: 'restore', ...(message.payload as RestoreEvent) })
+        else if (message.kind === 'store') emit({ type: 'store', ...(message.payload as StoreEvent) })
       },
     })
   }
 }
 
-const EVENT_TYPES: ReadonlySet<WorkspaceEventType> = new Set<WorkspaceEventType>(['operation', 'undo', 'redo', 'change', 'checkpoint', 'restore', 'reload', 'writer'])
+const EVENT_TYPES: ReadonlySet<WorkspaceEventType> = new Set<WorkspaceEventType>(['operation', 'undo', 'redo', 'change', 'checkpoint', 'restore', 'reload', 'writer', 'store'])
 
 /** The feed's notifications as path changes: a rename is one 'moved', a delete and create of one path stay two. */
 function pathChanges(batch: ChangeBatch): PathChange[] {

@@ -8,6 +8,7 @@
  * nothing of it is written over the other's. What happened is `ws.status.reconnect`; a workspace
  * without such a store never loads this module (it comes with the durable journal a store carries).
  */
+import type { StoreEvent } from './events.js'
 import type { Store } from './store.js'
 
 export interface ReconnectStatus {
@@ -61,6 +62,8 @@ export class Reconnection {
     private readonly journal: Resumable,
     private readonly sink: ReconnectSink | undefined,
     private readonly refused: (message: string) => void,
+    /** Told when it ends: reconnected, or refused (ws.events 'store'). */
+    private readonly ended: (event: StoreEvent) => void = () => undefined,
   ) {}
 
   /** The store failed: show it, and retry unless already retrying (or refused for good). */
@@ -85,15 +88,16 @@ export class Reconnection {
         const { records } = await journal.store.reconnect()
         const { resent, landed } = await journal.resume(records)
         this.running = false
+        const since = sink?.reconnect?.since
+        const message =
+          `the ${journal.store.kind} store ${since === undefined ? 'was unavailable' : `was unavailable for ${Date.now() - since} ms`} and is back: ${resent} record(s) sent again` +
+          (landed ? ' (the commit in flight when it failed had landed)' : '')
         if (sink) {
-          const since = sink.reconnect?.since ?? Date.now()
           sink.reconnect = { ...sink.reconnect!, state: 'reconnected', at: Date.now(), resent, landed }
           sink.degraded = undefined
-          sink.warnings.push(
-            `the ${journal.store.kind} store was unavailable for ${Date.now() - since} ms and is back: ${resent} record(s) sent again` +
-              (landed ? ' (the commit in flight when it failed had landed)' : ''),
-          )
+          sink.warnings.push(message)
         }
+        this.ended({ state: 'reconnected', message })
         return
       } catch (error) {
         const code = (error as { code?: unknown }).code
@@ -103,7 +107,10 @@ export class Reconnection {
           if (sink) sink.reconnect = { ...sink.reconnect!, state: 'refused', at: Date.now(), error: messageOf(error) }
           this.show()
           // A closed store is the workspace closing: nothing to tell.
-          if (code !== 'EBADF') this.refused(journal.failure)
+          if (code !== 'EBADF') {
+            this.refused(journal.failure)
+            this.ended({ state: 'refused', message: journal.failure })
+          }
           return
         }
         if (sink?.reconnect) sink.reconnect.error = messageOf(error)

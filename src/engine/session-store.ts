@@ -10,6 +10,7 @@
 import type { Checkpoints } from './checkpoints.js'
 import type { EngineContext } from './context.js'
 import type { Durability, IntegrityReport, LoadReport, StoreDamage } from './durability.js'
+import type { StoreEvent } from './events.js'
 import type { Flushes } from './flushes.js'
 import type { ReconnectStatus } from './reconnect.js'
 import type { RepairOptions, RepairReport } from './repair.js'
@@ -50,7 +51,12 @@ export class SessionStore {
     }
     this.engine = engine
     const alert = (message: string) => this.context.alert({ kind: 'safe-stop', message })
-    const durability = engine.open({ overlay, state, journal, blobs: overlay.blobs, ...this.checkpoints.durable(), status: this.status, alert }, store, { cacheBytes: cacheBytesOf(this.context.options.cacheBytes) })
+    const storeChanged = (event: StoreEvent) => {
+      // A store that does not reconnect: degraded from now on, not from the next sync() (a reconnection shows its own).
+      if (event.state === 'failed') this.status.degraded ??= event.message
+      ops.changes.post('store', event)
+    }
+    const durability = engine.open({ overlay, state, journal, blobs: overlay.blobs, ...this.checkpoints.durable(), status: this.status, alert, storeChanged }, store, { cacheBytes: cacheBytesOf(this.context.options.cacheBytes) })
     try {
       // Before any replay: a journal of another source must not be replayed over this one.
       await durability.checkLower(this.context.lower.id)
