@@ -95,6 +95,36 @@ window.scenarios = {
     await ws.close()
     return result
   },
+  // An OPFS workspace whose quota the test fills and gives back: the page hears of both through
+  // ws.events 'store', its status pushed by the worker (no call made while it comes back).
+  async quotaOpen(name) {
+    const ws = await openWorkerWorkspace(new Worker('/worker.js', { type: 'module' }), { store: { kind: 'opfs', name }, autoCheckpoint: false })
+    window.quota = { ws, told: [] }
+    ws.events.on('store', (event) => window.quota.told.push(event.state + ': ' + (ws.status.degraded === undefined ? 'ok' : 'degraded')))
+    await ws.fs.promises.writeFile('/before.txt', 'acknowledged before the quota ran out')
+    await ws.sync()
+    return 'open'
+  },
+  async quotaFull(bytes) {
+    const { ws } = window.quota
+    await ws.fs.promises.writeFile('/big.bin', new Uint8Array(bytes).fill(7))
+    const sync = await ws.sync().then(() => 'acknowledged', (e) => e.code + ': ' + e.message)
+    await ws.fs.promises.writeFile('/while-full.txt', 'written while the quota was full')
+    return { sync, degraded: ws.status.degraded !== undefined }
+  },
+  async quotaBack(name) {
+    const { ws, told } = window.quota
+    const started = Date.now()
+    while (!told.some((line) => line.startsWith('reconnected')) && Date.now() - started < 20000) await new Promise((resolve) => setTimeout(resolve, 50))
+    const seen = { told: [...told], degraded: ws.status.degraded ?? null }
+    await ws.close()
+    const again = await openWorkerWorkspace(new Worker('/worker.js', { type: 'module' }), { store: { kind: 'opfs', name }, autoCheckpoint: false })
+    const files = {}
+    for (const path of ['/before.txt', '/while-full.txt']) files[path] = await again.fs.promises.readFile(path, 'utf8').catch((e) => e.code)
+    const big = await again.fs.promises.readFile('/big.bin')
+    await again.close()
+    return { ...seen, files, big: big.byteLength }
+  },
 }
 document.getElementById('status').textContent = 'ready'
 `
@@ -171,7 +201,7 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
     await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready')
   }
 
-  const run = (page: Page, scenario: 'write' | 'reopen' | 'crash' | 'ending' | 'serving', name = '') =>
+  const run = (page: Page, scenario: 'write' | 'reopen' | 'crash' | 'ending' | 'serving' | 'quotaOpen' | 'quotaFull' | 'quotaBack', name: string | number = '') =>
     page.evaluate(([s, n]) => (window as unknown as { scenarios: Record<string, (name: string) => Promise<unknown>> }).scenarios[s](n), [scenario, name] as const)
 
   it('answers like the Node worker (bytes, Node-shaped errors, batch, validators) and keeps the state across a reload', async () => {
@@ -190,6 +220,32 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
     await page.reload()
     await page.waitForFunction(() => document.getElementById('status')?.textContent === 'ready')
     expect(await run(page, 'reopen', 'worker-browser')).toEqual({ text: 'written in a worker', checkpoints: ['before-reload'], degraded: null })
+    await context.close()
+    expect(errors).toEqual([])
+  })
+
+  it("an OPFS workspace whose quota runs out and comes back: the page's status and ws.events 'store' follow without a call, nothing acknowledged is lost", async () => {
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await ready(page)
+    expect(await run(page, 'quotaOpen', 'quota')).toBe('open')
+    const bytes = 2 * 2 ** 20
+    const origin = url.replace(/\/$/, '')
+    const cdp = await context.newCDPSession(page)
+    try {
+      const { usage } = (await cdp.send('Storage.getUsageAndQuota', { origin })) as { usage: number }
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: usage + 2 ** 20 })
+      expect(await run(page, 'quotaFull', bytes)).toEqual({ sync: expect.stringMatching(/^EDEGRADED: .*ENOSPC/), degraded: true })
+    } finally {
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin })
+      await cdp.detach()
+    }
+    expect(await run(page, 'quotaBack', 'quota')).toEqual({
+      told: ['failed: degraded', 'reconnected: ok'],
+      degraded: null,
+      files: { '/before.txt': 'acknowledged before the quota ran out', '/while-full.txt': 'written while the quota was full' },
+      big: bytes,
+    })
     await context.close()
     expect(errors).toEqual([])
   })
