@@ -137,8 +137,39 @@ export class Overlay {
     if (this.observer?.active) this.observer.root(before, root)
   }
 
+  /**
+   * The time of the operation being recorded, undone or replayed: every time it sets (its files',
+   * the directories it touches) is one, taken at its first change or given (a replay gives the
+   * record's), so a replay sets the directories' times the operation set. Undefined outside one.
+   */
+  private operationTime: { at: number | undefined } | undefined
+
   now(): number {
-    return Date.now()
+    const operation = this.operationTime
+    return operation === undefined ? Date.now() : (operation.at ??= Date.now())
+  }
+
+  /** An operation begins: now() answers `at`, or the time it is first asked, until endTime(). */
+  beginTime(at?: number): void {
+    this.operationTime = { at }
+  }
+
+  /** The operation ended: the time it used (undefined when it asked none). */
+  endTime(): number | undefined {
+    const at = this.operationTime?.at
+    this.operationTime = undefined
+    return at
+  }
+
+  /** Runs `body` as one operation's time (an undo or redo of records): returns the time it used. */
+  atOneTime(at: number | undefined, body: () => void): number | undefined {
+    this.beginTime(at)
+    try {
+      body()
+    } finally {
+      at = this.endTime()
+    }
+    return at
   }
 
   newIno(): number {
@@ -635,7 +666,8 @@ export class Overlay {
    * Sets one upper-layer slot to exactly `value` (undefined: nothing in the upper layer), for undo
    * and redo. The parent must be a directory in the merged view.
    */
-  setSlot(path: string, value: UpperNode | undefined): void {
+  /** `touch`: false for a change of the entry in place (a replayed write): its directory's times stay. */
+  setSlot(path: string, value: UpperNode | undefined, touch = true): void {
     const parts = components(path)
     const name = parts.pop()!
     const dirPath = '/' + parts.join('/')
@@ -653,7 +685,7 @@ export class Overlay {
       }
       return
     }
-    this.touch(dir)
+    if (touch) this.touch(dir)
     if (this.observer?.active) this.observer.slot(path, this.shown(before), this.shown(value), lowerChild(dir, name))
     this.countLinks(dirPath, dir, linksIn(value) - linksIn(before))
   }
@@ -703,7 +735,7 @@ export class Overlay {
     const name = path.slice(last + 1)
     const before = mapReplace<UpperNode>(dir, name, node, this.token)
     this.version++
-    this.recorder?.slot(path, before, node)
+    this.recorder?.slot(path, before, node, true)
     if (this.observer?.active) this.observer.slot(path, this.shown(before), this.shown(node), lowerChild(dir, name))
     this.countLinks(parentPath, dir, linksIn(node) - linksIn(before))
   }
@@ -778,7 +810,8 @@ function lowerChild(dir: DirNode, name: string): string | null {
 
 /** Observer of upper-layer changes (the journal). */
 export interface Recorder {
-  slot(path: string, before: UpperNode | undefined, after: UpperNode | undefined): void
+  /** `inPlace`: the entry itself changed (a write, a chmod), so its directory was not touched. */
+  slot(path: string, before: UpperNode | undefined, after: UpperNode | undefined, inPlace?: boolean): void
   meta(path: string, before: Meta, after: Meta): void
 }
 

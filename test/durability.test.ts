@@ -6,7 +6,7 @@
 import { crc32 as zlibCrc32 } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { MemoryStore } from '../src/adapter-kit.js'
-import { Workspace } from '../src/index.js'
+import { Workspace, fixtureSource } from '../src/index.js'
 import { IndexedSource } from '../src/lower/indexed.js'
 import { FORMAT_VERSION, type RecordBody, crc32, encodeRecord } from '../src/engine/persistence.js'
 import { verifyStore } from '../src/engine/verify-store.js'
@@ -23,7 +23,8 @@ class CountingStore extends MemoryStore {
     return super.replaceJournal(records)
   }
 }
-const lower = { '/app/config.json': '{"port":8080}', '/app/src/index.js': 'serve()', '/README.md': '# app' }
+const fixture = { '/app/config.json': '{"port":8080}', '/app/src/index.js': 'serve()', '/README.md': '# app' }
+const lower = fixture
 
 /** The scripted session: each step ends with a sync (an acknowledged group commit). */
 const steps: ((ws: Workspace) => Promise<unknown> | unknown)[] = [
@@ -56,32 +57,38 @@ const steps: ((ws: Workspace) => Promise<unknown> | unknown)[] = [
 ]
 
 describe('write-ahead journal and crash recovery', () => {
-  it('reopens at every journal boundary, and with every torn tail, to exactly the last committed state', async () => {
+  it('reopens at every journal boundary, and with every torn tail, to exactly the last committed state, directories\' times included', async () => {
+    // Times as an operation set them, a few milliseconds apart so a replay at another time shows.
+    const snapshot = (ws: Workspace) => workspaceSnapshot(ws, { times: true })
+    const later = () => new Promise((resolve) => setTimeout(resolve, 3))
+    // One lower source for every open: a fixture's times are those of the source (a directory's are the disk's).
+    const lower = fixtureSource(fixture)
     const store = new MemoryStore()
     const ws = await Workspace.open({ lower, store, autoCheckpoint: false })
-    const boundaries: { length: number; expected: Awaited<ReturnType<typeof workspaceSnapshot>> }[] = [
-      { length: 0, expected: await workspaceSnapshot(ws) },
+    const boundaries: { length: number; expected: Awaited<ReturnType<typeof snapshot>> }[] = [
+      { length: 0, expected: await snapshot(ws) },
     ]
     for (const step of steps) {
+      await later()
       await step(ws)
       await ws.sync()
-      boundaries.push({ length: store.journalLength, expected: await workspaceSnapshot(ws) })
+      boundaries.push({ length: store.journalLength, expected: await snapshot(ws) })
     }
     for (let i = 0; i < boundaries.length; i++) {
       const { length, expected } = boundaries[i]
       const reopened = await Workspace.open({ lower, store: MemoryStore.from(store.image(length)), autoCheckpoint: false })
-      expect(await workspaceSnapshot(reopened), `reopened at boundary ${i}`).toEqual(expected)
+      expect(await snapshot(reopened), `reopened at boundary ${i}`).toEqual(expected)
       expect(reopened.status.warnings).toEqual([])
       const next = boundaries[i + 1]
       if (!next) continue
       // Crash in the middle of the next group commit: the torn records are dropped. (Cut one byte
       // short of the end, only the line end is missing: the commit is whole and counts.)
       const whole = await Workspace.open({ lower, store: MemoryStore.from(store.image(next.length - 1)), autoCheckpoint: false })
-      expect(await workspaceSnapshot(whole)).toEqual(next.expected)
+      expect(await snapshot(whole)).toEqual(next.expected)
       for (const cut of [length + 1, Math.floor((length + next.length) / 2), next.length - 2]) {
         if (cut <= length || cut >= next.length) continue
         const torn = await Workspace.open({ lower, store: MemoryStore.from(store.image(cut)), autoCheckpoint: false })
-        expect(await workspaceSnapshot(torn), `torn at ${cut} after boundary ${i}`).toEqual(expected)
+        expect(await snapshot(torn), `torn at ${cut} after boundary ${i}`).toEqual(expected)
         expect(torn.status.loaded?.droppedTail, `torn at ${cut} after boundary ${i} (${length}..${next.length})`).toBeGreaterThan(0)
       }
     }

@@ -202,7 +202,7 @@ describe.skipIf(!available)('the engine in a Web Worker (Chromium)', () => {
   }
 
   const run = (page: Page, scenario: 'write' | 'reopen' | 'crash' | 'ending' | 'serving' | 'quotaOpen' | 'quotaFull' | 'quotaBack', name: string | number = '') =>
-    page.evaluate(([s, n]) => (window as unknown as { scenarios: Record<string, (name: string) => Promise<unknown>> }).scenarios[s](n), [scenario, name] as const)
+    page.evaluate(([s, n]) => (window as unknown as { scenarios: Record<string, (name: string | number) => Promise<unknown>> }).scenarios[s](n), [scenario, name] as const)
 
   it('answers like the Node worker (bytes, Node-shaped errors, batch, validators) and keeps the state across a reload', async () => {
     const context = await browser.newContext()

@@ -1230,7 +1230,7 @@ const DROPS_REFERENCES = new Set<string>(['checkpoint-delete', 'undo', 'redo'])
 
 /** A slot, meta or state change's record text (SerialChange); `record`: see slotText. */
 function changeText(change: SlotChange | StateChange, blobs: { add(id: BlobId): unknown }, record?: OperationRecord): string {
-  if (change.kind === 'slot') return slotText(change.path, change.after, blobs, record)
+  if (change.kind === 'slot') return slotText(change.path, change.after, blobs, record, change.inPlace)
   if (change.kind === 'meta') return `{"k":"meta","p":${JSON.stringify(change.path)},"a":${metaText(change.after)}}`
   return JSON.stringify({ k: 'state', key: change.key, a: change.after ?? null } satisfies SerialChange)
 }
@@ -1239,10 +1239,11 @@ function changeText(change: SlotChange | StateChange, blobs: { add(id: BlobId): 
  * A slot change's record text; a directory that an earlier slot of the same operation (`record`)
  * held was moved, and is referred to by that path.
  */
-function slotText(path: string, after: UpperNode | undefined, blobs: { add(id: BlobId): unknown }, record?: OperationRecord): string {
+function slotText(path: string, after: UpperNode | undefined, blobs: { add(id: BlobId): unknown }, record?: OperationRecord, inPlace?: true): string {
   const from = record !== undefined && after?.type === 'dir' ? movedFrom(record, after) : undefined
   const a = after === undefined ? 'null' : after.type === 'whiteout' ? '"W"' : from !== undefined ? `{"t":"moved","p":${JSON.stringify(from)}}` : nodeText(after, blobs)
-  return `{"k":"slot","p":${JSON.stringify(path)},"a":${a}}`
+  // `"i":1`: changed in place, its directory not touched (a replay leaves the directory's times).
+  return `{"k":"slot","p":${JSON.stringify(path)},"a":${a}${inPlace ? ',"i":1' : ''}}`
 }
 
 function movedFrom(record: OperationRecord, dir: DirNode): string | undefined {

@@ -36,7 +36,8 @@ export interface UndoStrategy {
 }
 
 export type SlotChange =
-  | { readonly kind: 'slot'; readonly path: string; readonly before: UpperNode | undefined; readonly after: UpperNode | undefined }
+  /** `inPlace`: the entry itself changed (its directory was not touched: a replay leaves its times). */
+  | { readonly kind: 'slot'; readonly path: string; readonly before: UpperNode | undefined; readonly after: UpperNode | undefined; readonly inPlace?: true }
   | { readonly kind: 'meta'; readonly path: string; readonly before: Meta; readonly after: Meta }
 
 /** A session-state key set or removed. */
@@ -159,9 +160,9 @@ export class Journal implements Recorder, StateRecorder {
     )
   }
 
-  slot(path: string, before: UpperNode | undefined, after: UpperNode | undefined): void {
+  slot(path: string, before: UpperNode | undefined, after: UpperNode | undefined, inPlace?: boolean): void {
     if (this.muted > 0 || !this.current) return
-    this.push({ kind: 'slot', path, before, after })
+    this.push(inPlace ? { kind: 'slot', path, before, after, inPlace } : { kind: 'slot', path, before, after })
     // A directory no token owns (mkdir's new one) is copied before any change: only an owned one needs the tree frozen.
     const token = this.overlay.token
     if ((before?.type === 'dir' && before.token === token) || (after?.type === 'dir' && after.token === token)) this.needsFreeze = true
@@ -233,6 +234,8 @@ export class Journal implements Recorder, StateRecorder {
 
   private begin(context: OperationContext): void {
     this.current = context
+    // A replayed operation's changes take its recorded time; a new one's, the time of its first.
+    this.overlay.beginTime(this.identity?.time)
     if (this.changeCount > 0) this.takeChanges() // none: the last operation took its own
     this.needsFreeze = false
   }
@@ -253,6 +256,7 @@ export class Journal implements Recorder, StateRecorder {
   private finish(): OperationRecord | undefined {
     const context = this.current
     this.current = undefined
+    const time = this.overlay.endTime()
     if (!context) return undefined
     const recorded = this.takeChanges()
     if (this.identity) {
@@ -268,17 +272,18 @@ export class Journal implements Recorder, StateRecorder {
     }
     // Directory nodes held by the record must never change in place afterwards.
     if (this.needsFreeze) this.overlay.freeze()
-    return this.append(context, changes)
+    return this.append(context, changes, snapshot, undefined, time)
   }
 
-  append(context: OperationContext, changes: readonly Change[], strategy = snapshot, parent?: string): OperationRecord {
+  /** `time`: the time the operation's changes took (Overlay.now), its record's. */
+  append(context: OperationContext, changes: readonly Change[], strategy = snapshot, parent?: string, time = Date.now()): OperationRecord {
     const identity = this.identity
     const seq = identity ? identity.seq : ++this.seq
     if (identity) this.seq = Math.max(this.seq, seq)
     const turn = identity ? identity.turn : this.turn
     const group = identity ? identity.group : (context.group ?? this.group)
     const id = identity?.id ?? this.idStart + seq.toString(36)
-    const time = identity?.time ?? Date.now()
+    if (identity) time = identity.time
     const session = identity?.session ?? this.session
     const description = context.description
     let record: OperationRecord

@@ -140,7 +140,8 @@ export function effectMembers(effect: SideEffect): EffectMembers {
 }
 
 export type SerialChange =
-  | { k: 'slot'; p: string; a: SerialNode | 'W' | null }
+  /** `i`: changed in place, its directory not touched (written since 2026-11-30; a replay of a slot without it touches the directory). */
+  | { k: 'slot'; p: string; a: SerialNode | 'W' | null; i?: 1 }
   | { k: 'meta'; p: string; a: Meta }
   | { k: 'state'; key: string; a: JsonValue | null }
   | EffectMembers
@@ -165,8 +166,9 @@ export type RecordBody =
   | { t: 'checkpoint-rename'; id: string; name: string }
   | { t: 'checkpoint-delete'; id: string }
   | { t: 'superseded'; ids: string[] }
-  | { t: 'undo'; ids: string[] }
-  | { t: 'redo'; ids: string[] }
+  /** `time`: when the undo or redo touched directories (written since 2026-11-30; older readers ignore it). */
+  | { t: 'undo'; ids: string[]; time?: number }
+  | { t: 'redo'; ids: string[]; time?: number }
   | { t: 'compensated'; id: string }
   | { t: 'resume'; point: JsonValue }
   /** Lower-source versions first seen (the conflict base of a later flush or restore); '' is "absent". */
@@ -339,7 +341,7 @@ const serialNodeSchema: z.ZodMiniType<SerialNode> = z.lazy(() =>
   ]),
 ) as z.ZodMiniType<SerialNode>
 const changeSchema = z.union([
-  z.object({ k: z.literal('slot'), p: z.string(), a: z.union([z.null(), z.literal('W'), serialNodeSchema]) }),
+  z.object({ k: z.literal('slot'), p: z.string(), a: z.union([z.null(), z.literal('W'), serialNodeSchema]), i: z.optional(z.literal(1)) }),
   z.object({ k: z.literal('meta'), p: z.string(), a: metaSchema }),
   z.object({ k: z.literal('state'), key: z.string(), a: z.nullable(jsonSchema) }),
   z.object({ k: z.literal('effect'), d: z.string(), n: z.optional(z.string()), args: z.optional(jsonSchema), tier: z.optional(z.number()), group: z.optional(z.string()) }),
@@ -373,8 +375,8 @@ const bodySchema = z.union([
   z.object({ t: z.literal('checkpoint-rename'), id: z.string(), name: z.string() }),
   z.object({ t: z.literal('checkpoint-delete'), id: z.string() }),
   z.object({ t: z.literal('superseded'), ids: z.array(z.string()) }),
-  z.object({ t: z.literal('undo'), ids: z.array(z.string()) }),
-  z.object({ t: z.literal('redo'), ids: z.array(z.string()) }),
+  z.object({ t: z.literal('undo'), ids: z.array(z.string()), time: z.optional(z.number()) }),
+  z.object({ t: z.literal('redo'), ids: z.array(z.string()), time: z.optional(z.number()) }),
   z.object({ t: z.literal('compensated'), id: z.string() }),
   z.object({ t: z.literal('resume'), point: jsonSchema }),
   z.object({ t: z.literal('seen'), entries: z.array(z.tuple([z.string(), z.string()])) }),

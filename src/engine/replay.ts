@@ -89,13 +89,16 @@ export class Replay {
         break
       case 'undo':
       case 'redo':
-        for (const id of body.ids) {
-          const record = journal.find(id)
-          if (!record) continue
-          if (body.t === 'undo') journal.revert(record)
-          else journal.reapply(record)
-          record.undone = body.t === 'undo'
-        }
+        // At the time the undo or redo touched directories (a record written before it was kept: now).
+        overlay.atOneTime(body.time, () => {
+          for (const id of body.ids) {
+            const record = journal.find(id)
+            if (!record) continue
+            if (body.t === 'undo') journal.revert(record)
+            else journal.reapply(record)
+            record.undone = body.t === 'undo'
+          }
+        })
         break
       case 'compensated': {
         const record = journal.find(body.id)
@@ -137,7 +140,8 @@ export class Replay {
         case 'slot': {
           const node = change.a === null ? undefined : change.a === 'W' ? WHITEOUT : decodeNode(change.a, (path) => moved.get(path))
           noteIno(node)
-          overlay.setSlot(change.p, node)
+          // At the record's time (the journal's replay sets it); a change in place leaves its directory as it was.
+          overlay.setSlot(change.p, node, change.i !== 1)
           break
         }
         case 'meta':

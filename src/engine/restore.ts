@@ -112,9 +112,9 @@ export class Restores {
     ops.settle()
     if (this.undoneRestore && this.undoneRestore.undone) {
       const record = this.undoneRestore
-      journal.reapply(record)
+      const time = this.context.overlay.atOneTime(undefined, () => journal.reapply(record))
       record.undone = false
-      this.context.durability?.record({ t: 'redo', ids: [record.id] })
+      this.context.durability?.record({ t: 'redo', ids: [record.id], ...(time !== undefined ? { time } : {}) })
       this.undoneRestore = undefined
       return { redone: publicOperation(record) }
     }

@@ -121,15 +121,18 @@ export class UndoHistory {
         }
       }
       let failed: { record: OperationRecord; error: unknown } | undefined
-      for (const record of ordered) {
-        const failure = revert(record) && revert(record)
-        if (failure) {
-          failed = { record, error: failure.error }
-          break
+      // One time for the directories it touches, recorded: a replay touches them the same.
+      const time = this.context.overlay.atOneTime(undefined, () => {
+        for (const record of ordered) {
+          const failure = revert(record) && revert(record)
+          if (failure) {
+            failed = { record, error: failure.error }
+            break
+          }
         }
-      }
+      })
       const undone = ordered.filter((r) => r.undone)
-      if (undone.length > 0) this.context.durability?.record({ t: 'undo', ids: undone.map((r) => r.id) })
+      if (undone.length > 0) this.context.durability?.record({ t: 'undo', ids: undone.map((r) => r.id), ...(time !== undefined ? { time } : {}) })
       this.redoable = undone
       this.redoMark = journal.records.length
       if (failed) this.escalate(failed.record, failed.error)
@@ -179,11 +182,13 @@ export class UndoHistory {
     const records = [...this.redoable].sort((a, b) => a.seq - b.seq)
     const effect = records.find((r) => r.type === 'side_effect')
     if (effect) throw Object.assign(new Error(`rewindfs: redo refuses to re-run the side effect '${effect.description}'`), { code: 'EEFFECT' })
-    for (const record of records) {
-      journal.reapply(record)
-      record.undone = false
-    }
-    this.context.durability?.record({ t: 'redo', ids: records.map((r) => r.id) })
+    const time = this.context.overlay.atOneTime(undefined, () => {
+      for (const record of records) {
+        journal.reapply(record)
+        record.undone = false
+      }
+    })
+    this.context.durability?.record({ t: 'redo', ids: records.map((r) => r.id), ...(time !== undefined ? { time } : {}) })
     this.redoable = []
     return { redone: records.map(publicOperation) }
   }

@@ -122,6 +122,51 @@ describe('directoryStore: the Store contract on disk', () => {
     expect(fs.readdirSync(lowerPath).sort()).toEqual(['README.md', 'app'])
     expect(fs.readFileSync(`${lowerPath}/app/config.json`, 'utf8')).toBe('{"port":8080}')
   })
+
+  it("directories' times survive a reopen as the operations set them (a write in place leaves them), before and after a compaction", async () => {
+    const lowerPath = fresh()
+    fs.mkdirSync(`${lowerPath}/app/src`, { recursive: true })
+    fs.writeFileSync(`${lowerPath}/app/config.json`, '{"port":8080}')
+    fs.writeFileSync(`${lowerPath}/app/src/index.js`, 'serve()')
+    // The disk's times, long before anything the workspace does.
+    const then = new Date('2020-01-02T03:04:05Z')
+    for (const path of ['app/src/index.js', 'app/config.json', 'app/src', 'app', '']) fs.utimesSync(`${lowerPath}/${path}`, then, then)
+    const storePath = fresh()
+    const open = () => Workspace.open({ lower: directory(lowerPath), store: directoryStore(storePath), autoCheckpoint: false })
+    const snapshot = (ws: Workspace) => workspaceSnapshot(ws, { times: true })
+    // Operations a few milliseconds apart, so a replay at another time would show.
+    const later = () => new Promise((resolve) => setTimeout(resolve, 5))
+    let ws = await open()
+    const steps: ((ws: Workspace) => unknown)[] = [
+      (ws) => ws.fs.writeFileSync('/app/config.json', '{"port":9090}'), // in place: /app keeps the disk's times
+      (ws) => ws.fs.mkdirSync('/app/lib'),
+      (ws) => ws.fs.writeFileSync('/app/lib/util.js', 'export {}'),
+      (ws) => ws.fs.renameSync('/app/src/index.js', '/app/lib/index.js'),
+      (ws) => ws.fs.chmodSync('/app/lib/util.js', 0o600),
+      (ws) => ws.fs.unlinkSync('/app/config.json'),
+      (ws) => ws.undo(),
+      (ws) => ws.redo(),
+      (ws) => ws.compact(),
+      (ws) => ws.fs.writeFileSync('/app/lib/util.js', 'export const x = 1'),
+      (ws) => ws.fs.rmSync('/app/src', { recursive: true }),
+      (ws) => ws.undo(),
+    ]
+    for (const step of steps) {
+      await later()
+      await step(ws)
+      await ws.sync()
+    }
+    const expected = await snapshot(ws)
+    expect(expected.files['/app/']).not.toMatch(new RegExp(`m${then.getTime()} `))
+    await ws.close()
+    ws = await open()
+    expect(await snapshot(ws)).toEqual(expected)
+    await ws.compact()
+    await ws.close()
+    ws = await open()
+    expect(await snapshot(ws)).toEqual(expected)
+    await ws.close()
+  })
 })
 
 describe('directoryStore: a torn journal tail and damage under the engine', () => {
