@@ -142,21 +142,25 @@ export class Overlay {
    * the directories it touches) is one, taken at its first change or given (a replay gives the
    * record's), so a replay sets the directories' times the operation set. Undefined outside one.
    */
-  private operationTime: { at: number | undefined } | undefined
+  private operationTime: number | undefined
+  /** Whether an operation is under way (its time may not be taken yet). */
+  private inOperation = false
 
   now(): number {
-    const operation = this.operationTime
-    return operation === undefined ? Date.now() : (operation.at ??= Date.now())
+    if (!this.inOperation) return Date.now()
+    return (this.operationTime ??= Date.now())
   }
 
   /** An operation begins: now() answers `at`, or the time it is first asked, until endTime(). */
   beginTime(at?: number): void {
-    this.operationTime = { at }
+    this.inOperation = true
+    this.operationTime = at
   }
 
   /** The operation ended: the time it used (undefined when it asked none). */
   endTime(): number | undefined {
-    const at = this.operationTime?.at
+    const at = this.operationTime
+    this.inOperation = false
     this.operationTime = undefined
     return at
   }
