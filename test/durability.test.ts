@@ -94,6 +94,27 @@ describe('write-ahead journal and crash recovery', () => {
     }
   })
 
+  it("setting a file's times is an operation (utimes, or in a transaction alone): undo puts them back, a reopen keeps them; a rewrite of the same bytes records nothing", async () => {
+    const store = new MemoryStore()
+    let ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a.txt', 'a')
+    ws.fs.writeFileSync('/b.txt', 'b')
+    const made = ws.fs.statSync('/a.txt').mtimeMs
+    ws.fs.utimesSync('/a.txt', 1000, 1000)
+    await ws.transaction((staged) => staged.utimesSync('/b.txt', 2000, 2000))
+    ws.fs.writeFileSync('/a.txt', 'a') // its own bytes: no operation
+    expect(ws.history().map((op) => `${op.type} ${op.paths.join(',')}`)).toEqual(['transaction /b.txt', 'chmod /a.txt', 'file_create /b.txt', 'file_create /a.txt'])
+    ws.fs.utimesSync('/a.txt', 1000, 1000) // back to the times recorded last (the rewrite moved them)
+    await ws.sync()
+    await ws.close()
+    ws = await Workspace.open({ store, autoCheckpoint: false })
+    expect([ws.fs.statSync('/a.txt').mtimeMs, ws.fs.statSync('/b.txt').mtimeMs]).toEqual([1_000_000, 2_000_000])
+    await ws.undo({ steps: 3 }) // the second utimes, the transaction, the first utimes
+    expect(ws.fs.statSync('/a.txt').mtimeMs).toBe(made)
+    expect(ws.fs.statSync('/b.txt').mtimeMs).not.toBe(2_000_000)
+    await ws.close()
+  })
+
   it('keeps working after a reopen: undo, restore of old checkpoints, compensation by name, resume point', async () => {
     const store = new MemoryStore()
     let ws = await Workspace.open({ lower, store, autoCheckpoint: false })

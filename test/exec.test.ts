@@ -180,6 +180,27 @@ describe.each(modes)('ws.exec in %s mode: a shell command against the workspace'
     await ws.close()
   })
 
+  it("a command that only sets times (touch) is taken back: the next command sees them, they survive a reopen, undo puts them back", async () => {
+    const root = project()
+    const storePath = `${scratch}/store${serial++}`
+    let ws = await open(root, { store: directoryStore(storePath) })
+    ws.fs.writeFileSync('/notes.txt', 'made here\n')
+    const before = { readme: ws.fs.statSync('/README.md').mtimeMs, notes: ws.fs.statSync('/notes.txt').mtimeMs }
+    await run(ws, 'touch -d "2001-02-03 04:05:06 UTC" README.md notes.txt')
+    const touched = Date.UTC(2001, 1, 3, 4, 5, 6)
+    expect([ws.fs.statSync('/README.md').mtimeMs, ws.fs.statSync('/notes.txt').mtimeMs]).toEqual([touched, touched])
+    // make's question, asked of the next command: the touched file is older than a new one.
+    expect((await run(ws, 'touch fresh && [ README.md -ot fresh ] && echo older')).stdout).toBe('older\n')
+    await ws.sync()
+    await ws.close()
+    ws = await open(root, { store: directoryStore(storePath) })
+    expect(ws.fs.statSync('/README.md').mtimeMs).toBe(touched)
+    await ws.undo() // the second command (fresh)
+    await ws.undo() // the touch
+    expect({ readme: ws.fs.statSync('/README.md').mtimeMs, notes: ws.fs.statSync('/notes.txt').mtimeMs }).toEqual(before)
+    await ws.close()
+  })
+
   it('runs in cwd; absolute link targets are rooted at the workspace both ways', async () => {
     const root = tempDirectory({ '/app/config.json': '{}\n', '/app/lib/x.js': 'x\n' })
     const ws = await open(root)

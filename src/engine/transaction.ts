@@ -96,7 +96,11 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
   ops.settle()
   const staged = staging.freeze()
   const records = diffTrees(staging, base, staged)
-  if (records.length === 0) return result
+  // Times alone (utimes, a command's touch, a rewrite's own) change no record above: the commit
+  // takes them all the same, named by the slots they changed.
+  const retimed: string[] = []
+  if (records.length === 0 && staged !== base) upperSlotDiff(base, staged, (path) => retimed.push(path), (path) => retimed.push(path))
+  if (records.length === 0 && retimed.length === 0) return result
 
   const files = records.filter((r) => r.after?.type === 'file').map((r) => ({ path: r.change.path, content: staging.readBytes(r.after!) }))
   const report = await runValidators([...host.validators, ...(options.validators ?? [])], files)
@@ -130,7 +134,7 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
     // Conflict: a staged path (or its parent chain) changed in the live tree since the base.
     const live = overlay.freeze()
     if (live !== base) {
-      const stagedPaths = records.map((r) => r.change.path)
+      const stagedPaths = records.length > 0 ? records.map((r) => r.change.path) : retimed
       const changedLive = diffTrees(overlay, base, live).map((r) => r.change.path)
       const conflicts = changedLive.filter((p) => stagedPaths.some((q) => p === q || q.startsWith(p + '/') || p.startsWith(q + '/')))
       if (conflicts.length > 0) throw new ConflictError(conflicts)
@@ -139,7 +143,7 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
     // What the body saw of the lower source (read, or replaced unread) the workspace has seen: a
     // flush then finds what changed there since, as it does after a write outside a transaction.
     for (const [path, version] of staging.observed) overlay.observe(path, version)
-    journal.run({ type: 'transaction', paths: records.map((r) => r.change.path), group: options.group, description: options.label }, () => {
+    journal.run({ type: 'transaction', paths: records.length > 0 ? records.map((r) => r.change.path) : retimed, group: options.group, description: options.label }, () => {
       upperSlotDiff(
         base,
         staged,
