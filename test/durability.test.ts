@@ -94,7 +94,7 @@ describe('write-ahead journal and crash recovery', () => {
     }
   })
 
-  it("setting a file's times is an operation (utimes, or in a transaction alone): undo puts them back, a reopen keeps them; a rewrite of the same bytes records nothing", async () => {
+  it("setting a file's times is an operation (utimes, in a transaction alone, cp's preserved ones): undo puts them back, a reopen keeps them; a rewrite of the same bytes records nothing", async () => {
     const store = new MemoryStore()
     let ws = await Workspace.open({ store, autoCheckpoint: false })
     ws.fs.writeFileSync('/a.txt', 'a')
@@ -105,11 +105,13 @@ describe('write-ahead journal and crash recovery', () => {
     ws.fs.writeFileSync('/a.txt', 'a') // its own bytes: no operation
     expect(ws.history().map((op) => `${op.type} ${op.paths.join(',')}`)).toEqual(['transaction /b.txt', 'chmod /a.txt', 'file_create /b.txt', 'file_create /a.txt'])
     ws.fs.utimesSync('/a.txt', 1000, 1000) // back to the times recorded last (the rewrite moved them)
+    // A copy that keeps its source's times: set within the copy's own operation, not its time.
+    ws.fs.cpSync('/a.txt', '/c.txt', { preserveTimestamps: true })
     await ws.sync()
     await ws.close()
     ws = await Workspace.open({ store, autoCheckpoint: false })
-    expect([ws.fs.statSync('/a.txt').mtimeMs, ws.fs.statSync('/b.txt').mtimeMs]).toEqual([1_000_000, 2_000_000])
-    await ws.undo({ steps: 3 }) // the second utimes, the transaction, the first utimes
+    expect([ws.fs.statSync('/a.txt').mtimeMs, ws.fs.statSync('/b.txt').mtimeMs, ws.fs.statSync('/c.txt').mtimeMs]).toEqual([1_000_000, 2_000_000, 1_000_000])
+    await ws.undo({ steps: 4 }) // the copy, the second utimes, the transaction, the first utimes
     expect(ws.fs.statSync('/a.txt').mtimeMs).toBe(made)
     expect(ws.fs.statSync('/b.txt').mtimeMs).not.toBe(2_000_000)
     await ws.close()

@@ -263,9 +263,9 @@ export class Journal implements Recorder, StateRecorder {
       if (this.needsFreeze) this.overlay.freeze()
       return this.append(context, recorded, this.identity.strategy)
     }
-    // Rewriting a file with the same bytes and mode changes nothing an undo could bring back (its
-    // times are the write's own); setting its times (utimes, a command's touch) does.
-    const kept = withoutRewrites(recorded, !CONTENT_WRITES.has(context.type))
+    // Rewriting a file with the same bytes and mode changes nothing an undo could bring back but the
+    // times the write itself set (the operation's); setting other times (utimes, cp's preserved ones) does.
+    const kept = withoutRewrites(recorded, time)
     const changes = kept === recorded ? recorded : kept.slice()
     if (changes.length === 0) {
       this.feed?.seal() // no-op writes record nothing, but watchers still see them (as on Linux)
@@ -401,19 +401,16 @@ export function publicOperation(record: OperationRecord): Operation {
   return operation
 }
 
-/** Operations that write contents: a file rewritten with its own bytes by one changed only the times the write itself set. */
-const CONTENT_WRITES: ReadonlySet<OperationType> = new Set<OperationType>(['file_edit', 'file_create', 'truncate', 'copy'])
-
 /**
- * The changes without rewrites of a file with its own bytes and mode (and, with `times`, its own
- * access and modification times); the same array when there are none (the usual case).
+ * The changes without rewrites of a file with its own bytes, mode and times (but those the operation
+ * itself set at `time`, a write's); the same array when there are none (the usual case).
  */
-function withoutRewrites(changes: Change[], times: boolean): Change[] {
-  for (const c of changes) if (c.kind === 'slot' && sameFile(c.before, c.after, times)) return changes.filter((c) => !(c.kind === 'slot' && sameFile(c.before, c.after, times)))
+function withoutRewrites(changes: Change[], time: number | undefined): Change[] {
+  for (const c of changes) if (c.kind === 'slot' && sameFile(c.before, c.after, time)) return changes.filter((c) => !(c.kind === 'slot' && sameFile(c.before, c.after, time)))
   return changes
 }
 
-function sameFile(a: UpperNode | undefined, b: UpperNode | undefined, times: boolean): boolean {
+function sameFile(a: UpperNode | undefined, b: UpperNode | undefined, time: number | undefined): boolean {
   return (
     a?.type === 'file' &&
     b?.type === 'file' &&
@@ -422,6 +419,7 @@ function sameFile(a: UpperNode | undefined, b: UpperNode | undefined, times: boo
     a.meta.uid === b.meta.uid &&
     a.meta.gid === b.meta.gid &&
     a.nlink === b.nlink &&
-    (!times || (a.meta.mtimeMs === b.meta.mtimeMs && a.meta.atimeMs === b.meta.atimeMs))
+    (b.meta.mtimeMs === a.meta.mtimeMs || b.meta.mtimeMs === time) &&
+    (b.meta.atimeMs === a.meta.atimeMs || b.meta.atimeMs === time)
   )
 }
