@@ -168,12 +168,13 @@ export class Overlay {
   /** Runs `body` as one operation's time (an undo or redo of records): returns the time it used. */
   atOneTime(at: number | undefined, body: () => void): number | undefined {
     this.beginTime(at)
+    let used: number | undefined
     try {
       body()
     } finally {
-      at = this.endTime()
+      used = this.endTime()
     }
-    return at
+    return used
   }
 
   newIno(): number {
@@ -667,10 +668,10 @@ export class Overlay {
   }
 
   /**
-   * Sets one upper-layer slot to exactly `value` (undefined: nothing in the upper layer), for undo
-   * and redo. The parent must be a directory in the merged view.
+   * Sets one upper-layer slot to exactly `value` (undefined: nothing in the upper layer), for undo,
+   * redo and replay. The parent must be a directory in the merged view. `touch`: false for a change
+   * of the entry in place (a replayed write), which leaves its directory's times.
    */
-  /** `touch`: false for a change of the entry in place (a replayed write): its directory's times stay. */
   setSlot(path: string, value: UpperNode | undefined, touch = true): void {
     const parts = components(path)
     const name = parts.pop()!

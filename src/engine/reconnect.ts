@@ -63,7 +63,7 @@ export class Reconnection {
     private readonly sink: ReconnectSink | undefined,
     private readonly refused: (message: string) => void,
     /** Told when it ends: reconnected, or refused (ws.events 'store'). */
-    private readonly ended: (event: StoreEvent) => void = () => undefined,
+    private readonly ended: (event: StoreEvent) => void,
   ) {}
 
   /** The store failed: show it, and retry unless already retrying (or refused for good). */
