@@ -103,6 +103,11 @@ describe('write-ahead journal and crash recovery', () => {
     ws.fs.utimesSync('/a.txt', 1000, 1000)
     await ws.transaction((staged) => staged.utimesSync('/b.txt', 2000, 2000))
     ws.fs.writeFileSync('/a.txt', 'a') // its own bytes: no operation
+    await ws.transaction((staged) => {
+      // A temporary file made and removed: its directory's times moved, nothing else; no operation.
+      staged.writeFileSync('/tmp.txt', 'scratch')
+      staged.rmSync('/tmp.txt')
+    })
     expect(ws.history().map((op) => `${op.type} ${op.paths.join(',')}`)).toEqual(['transaction /b.txt', 'chmod /a.txt', 'file_create /b.txt', 'file_create /a.txt'])
     ws.fs.utimesSync('/a.txt', 1000, 1000) // back to the times recorded last (the rewrite moved them)
     // A copy that keeps its source's times: set within the copy's own operation, not its time.

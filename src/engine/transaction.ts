@@ -96,10 +96,12 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
   ops.settle()
   const staged = staging.freeze()
   const records = diffTrees(staging, base, staged)
-  // Times alone (utimes, a command's touch, a rewrite's own) change no record above: the commit
-  // takes them all the same, named by the slots they changed.
+  // A file's times alone (utimes, a command's touch) change no record above: the commit takes them
+  // all the same. Directories' times alone (a temporary file made and removed) are not a change.
   const retimed: string[] = []
-  if (records.length === 0 && staged !== base) upperSlotDiff(base, staged, (path) => retimed.push(path), (path) => retimed.push(path))
+  if (records.length === 0 && staged !== base) {
+    upperSlotDiff(base, staged, (path, before, after) => before?.type === 'file' && after?.type === 'file' && retimed.push(path), () => undefined)
+  }
   if (records.length === 0 && retimed.length === 0) return result
 
   const files = records.filter((r) => r.after?.type === 'file').map((r) => ({ path: r.change.path, content: staging.readBytes(r.after!) }))
