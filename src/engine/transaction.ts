@@ -103,6 +103,7 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
     upperSlotDiff(base, staged, (path, before, after) => before?.type === 'file' && after?.type === 'file' && retimed.push(path), () => undefined)
   }
   if (records.length === 0 && retimed.length === 0) return result
+  const paths = records.length > 0 ? records.map((r) => r.change.path) : retimed
 
   const files = records.filter((r) => r.after?.type === 'file').map((r) => ({ path: r.change.path, content: staging.readBytes(r.after!) }))
   const report = await runValidators([...host.validators, ...(options.validators ?? [])], files)
@@ -136,16 +137,15 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
     // Conflict: a staged path (or its parent chain) changed in the live tree since the base.
     const live = overlay.freeze()
     if (live !== base) {
-      const stagedPaths = records.length > 0 ? records.map((r) => r.change.path) : retimed
       const changedLive = diffTrees(overlay, base, live).map((r) => r.change.path)
-      const conflicts = changedLive.filter((p) => stagedPaths.some((q) => p === q || q.startsWith(p + '/') || p.startsWith(q + '/')))
+      const conflicts = changedLive.filter((p) => paths.some((q) => p === q || q.startsWith(p + '/') || p.startsWith(q + '/')))
       if (conflicts.length > 0) throw new ConflictError(conflicts)
     }
 
     // What the body saw of the lower source (read, or replaced unread) the workspace has seen: a
     // flush then finds what changed there since, as it does after a write outside a transaction.
     for (const [path, version] of staging.observed) overlay.observe(path, version)
-    journal.run({ type: 'transaction', paths: records.length > 0 ? records.map((r) => r.change.path) : retimed, group: options.group, description: options.label }, () => {
+    journal.run({ type: 'transaction', paths, group: options.group, description: options.label }, () => {
       upperSlotDiff(
         base,
         staged,
