@@ -122,6 +122,31 @@ describe('write-ahead journal and crash recovery', () => {
     await ws.close()
   })
 
+  it("a lower file's times set in a transaction alone, or its own bytes written back at other times, are an operation that a reopen keeps and undo takes back", async () => {
+    const store = new MemoryStore()
+    const lower = { '/l.txt': 'l', '/m.txt': 'm', '/n.txt': 'n' }
+    let ws = await Workspace.open({ lower, store, autoCheckpoint: false })
+    await ws.transaction((staged) => staged.utimesSync('/l.txt', 3000, 3000))
+    // A command's rewrite of a file with its own bytes, as exec applies it: the bytes, then the command's times.
+    await ws.transaction((staged) => {
+      staged.writeFileSync('/m.txt', 'm')
+      staged.utimesSync('/m.txt', 4000, 4000)
+    })
+    // Copied up with its own mode and times (a chmod to the mode it has): no operation, as outside a transaction.
+    await ws.transaction((staged) => staged.chmodSync('/n.txt', staged.statSync('/n.txt').mode))
+    expect(ws.history().map((op) => `${op.type} ${op.paths.join(',')}`)).toEqual(['transaction /m.txt', 'transaction /l.txt'])
+    expect([ws.fs.statSync('/l.txt').mtimeMs, ws.fs.statSync('/m.txt').mtimeMs]).toEqual([3_000_000, 4_000_000])
+    await ws.sync()
+    await ws.close()
+    ws = await Workspace.open({ lower, store, autoCheckpoint: false })
+    expect([ws.fs.statSync('/l.txt').mtimeMs, ws.fs.statSync('/m.txt').mtimeMs]).toEqual([3_000_000, 4_000_000])
+    await ws.undo({ steps: 2 })
+    // The fixture's files all have the time it was built at (anew at this open).
+    const lowerTime = ws.fs.statSync('/n.txt').mtimeMs
+    expect(['/l.txt', '/m.txt'].map((path) => ws.fs.statSync(path).mtimeMs)).toEqual([lowerTime, lowerTime])
+    await ws.close()
+  })
+
   it('keeps working after a reopen: undo, restore of old checkpoints, compensation by name, resume point', async () => {
     const store = new MemoryStore()
     let ws = await Workspace.open({ lower, store, autoCheckpoint: false })

@@ -201,6 +201,21 @@ describe.each(modes)('ws.exec in %s mode: a shell command against the workspace'
     await ws.close()
   })
 
+  it("a command that only touches a project file, or writes its own bytes back, leaves its times: the next command sees them", async () => {
+    const ws = await open(project())
+    await run(ws, 'touch -d "2001-02-03 04:05:06 UTC" README.md')
+    const touched = Date.UTC(2001, 1, 3, 4, 5, 6)
+    expect(ws.fs.statSync('/README.md').mtimeMs).toBe(touched)
+    // A formatter's or a build step's rewrite of unchanged output: make compares the times it left.
+    const rewrite = await run(ws, 'cat src/util.c > /tmp/rewindfs-same-$$ && touch -d "2003-04-05 06:07:08 UTC" /tmp/rewindfs-same-$$ && cp -p /tmp/rewindfs-same-$$ src/util.c && rm /tmp/rewindfs-same-$$')
+    expect(rewrite.changes.modified).toEqual(['/src/util.c'])
+    const rewritten = Date.UTC(2003, 3, 5, 6, 7, 8)
+    expect(ws.fs.statSync('/src/util.c').mtimeMs).toBe(rewritten)
+    expect((await run(ws, 'stat -c %Y README.md src/util.c')).stdout).toBe(`${touched / 1000}\n${rewritten / 1000}\n`)
+    expect(ws.history().map((op) => op.paths.join(','))).toEqual(['/src/util.c', '/README.md'])
+    await ws.close()
+  })
+
   it('runs in cwd; absolute link targets are rooted at the workspace both ways', async () => {
     const root = tempDirectory({ '/app/config.json': '{}\n', '/app/lib/x.js': 'x\n' })
     const ws = await open(root)

@@ -10,7 +10,8 @@ import { diffTrees, upperSlotDiff } from '../diff.js'
 import { FsOperations } from '../fs/operations.js'
 import { createFs } from '../fs/surface.js'
 import type { Watching } from '../fs/watch.js'
-import type { DirNode } from '../layer/nodes.js'
+import type { DirNode, Meta, UpperNode } from '../layer/nodes.js'
+import { mapEntries } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import type { EngineContext } from './context.js'
 import type { Journal } from './journal.js'
@@ -83,6 +84,14 @@ export interface TransactionHost {
 
 export type StagedFs = ReturnType<typeof createFs>
 
+/** Whether a file copied up from the lower source (at `path` in `view`, the tree before) has other times or mode than there. */
+function timesMoved(view: Overlay, path: string, meta: Meta): boolean {
+  const entry = view.lookup(path, false)
+  if (entry === undefined || entry.type !== 'file') return true
+  const was = view.meta(entry)
+  return was.mtimeMs !== meta.mtimeMs || was.atimeMs !== meta.atimeMs || was.mode !== meta.mode || was.uid !== meta.uid || was.gid !== meta.gid
+}
+
 /** Runs `body` against a staging fs and commits its changes as one 'transaction' operation. */
 export async function runTransaction<T>(host: TransactionHost, body: (fs: StagedFs) => T | Promise<T>, options: TransactionOptions): Promise<T> {
   const { overlay, journal } = host
@@ -96,14 +105,25 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
   ops.settle()
   const staged = staging.freeze()
   const records = diffTrees(staging, base, staged)
-  // A file's times alone (utimes, a command's touch) change no record above: the commit takes them
-  // all the same. Directories' times alone (a temporary file made and removed) are not a change.
-  const retimed: string[] = []
-  if (records.length === 0 && staged !== base) {
-    upperSlotDiff(base, staged, (path, before, after) => before?.type === 'file' && after?.type === 'file' && retimed.push(path), () => undefined)
+  const paths = records.map((r) => r.change.path)
+  // A file's times alone (utimes, a command's touch or its rewrite of the same bytes) change no
+  // record above: the commit takes them all the same, and names them. Directories' times alone (a
+  // temporary file made and removed) are not a change, nor a lower file copied up as it was.
+  if (staged !== base) {
+    const listed = new Set(paths)
+    const view = new Overlay(overlay.lower, overlay.blobs, overlay.inodes, base)
+    const slot = (path: string, before: UpperNode | undefined, after: UpperNode | undefined): void => {
+      // A lower directory copied up to hold such a file: its upper children are the candidates.
+      if (before === undefined && after?.type === 'dir' && after.lower !== null) {
+        for (const [name, child] of mapEntries<UpperNode>(after.children)) slot(`${path}/${name}`, undefined, child)
+        return
+      }
+      if (after?.type !== 'file' || listed.has(path)) return
+      if (before?.type === 'file' || (before === undefined && timesMoved(view, path, after.meta))) paths.push(path)
+    }
+    upperSlotDiff(base, staged, slot, () => undefined)
   }
-  if (records.length === 0 && retimed.length === 0) return result
-  const paths = records.length > 0 ? records.map((r) => r.change.path) : retimed
+  if (paths.length === 0) return result
 
   const files = records.filter((r) => r.after?.type === 'file').map((r) => ({ path: r.change.path, content: staging.readBytes(r.after!) }))
   const report = await runValidators([...host.validators, ...(options.validators ?? [])], files)
