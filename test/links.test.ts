@@ -249,6 +249,18 @@ describe('link identity through the engine', () => {
     expect([ws.fs.existsSync('/g'), ws.fs.statSync('/f').nlink, ws.fs.readFileSync('/f', 'utf8')]).toEqual([false, 1, 'x'])
   })
 
+  it("a transaction that only sets a hard-linked file's times records them under one of its names", async () => {
+    const ws = await Workspace.open({ autoCheckpoint: false })
+    ws.fs.writeFileSync('/f', 'x')
+    ws.fs.linkSync('/f', '/g')
+    await ws.transaction((fs) => fs.utimesSync('/g', 5000, 5000))
+    expect(ws.fs.statSync('/f').mtimeMs).toBe(5_000_000)
+    expect(ws.history()[0].paths).toHaveLength(1)
+    expect(['/f', '/g']).toContain(ws.history()[0].paths[0])
+    await ws.undo()
+    expect(ws.fs.statSync('/g').mtimeMs).not.toBe(5_000_000)
+  })
+
   it('a write through a hard link copies O(1) nodes and a checkpoint none, however many names', async () => {
     const ws = await Workspace.open({ autoCheckpoint: false })
     const fs = ws.fs

@@ -11,6 +11,7 @@ import { FsOperations } from '../fs/operations.js'
 import { createFs } from '../fs/surface.js'
 import type { Watching } from '../fs/watch.js'
 import type { DirNode, Meta, UpperNode } from '../layer/nodes.js'
+import { INODES_PATH } from '../layer/inodes.js'
 import { mapEntries } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import type { EngineContext } from './context.js'
@@ -84,6 +85,9 @@ export interface TransactionHost {
 
 export type StagedFs = ReturnType<typeof createFs>
 
+/** Where upperSlotDiff names shared inodes' records. */
+const INODE_RECORDS = `${INODES_PATH}/`
+
 /** Whether a file copied up from the lower source (at `path` in `view`, the tree before) has other times or mode than there. */
 function timesMoved(view: Overlay, path: string, meta: Meta): boolean {
   const entry = view.lookup(path, false)
@@ -113,6 +117,12 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
     const listed = new Set(paths)
     const view = new Overlay(overlay.lower, overlay.blobs, overlay.inodes, base)
     const slot = (path: string, before: UpperNode | undefined, after: UpperNode | undefined): void => {
+      // A shared inode's record (never a lower file): named by one of its names.
+      if (path.startsWith(INODE_RECORDS)) {
+        const name = before?.type === 'file' && after?.type === 'file' ? staging.nameOfInode(after.meta.ino)?.path : undefined
+        if (name !== undefined && !listed.has(name)) paths.push(name)
+        return
+      }
       // A lower directory copied up to hold such a file: its upper children are the candidates.
       if (before === undefined && after?.type === 'dir' && after.lower !== null) {
         for (const [name, child] of mapEntries<UpperNode>(after.children)) slot(`${path}/${name}`, undefined, child)
