@@ -12,7 +12,7 @@ import type { ExecOptions, ExecResult } from '../src/index.js'
 import type { Options } from './arguments.js'
 import { changeLines } from './inspect.js'
 import { pathsText } from './outcome.js'
-import { openStore } from './store-option.js'
+import { openStore, storeLabel } from './store-option.js'
 import { colourful, palette } from './terminal.js'
 import { UsageError } from './usage.js'
 
@@ -118,8 +118,10 @@ export async function runInWorkspace(options: Options, command: string, json: bo
       throw error
     })
     await ws.sync()
-    const recorded = options.store
-      ? `recorded as one operation in ${options.store} (rewindfs diff / undo / flush --dir ${options.dir} --store ${options.store})`
+    // A PostgreSQL URL's password never reaches the output.
+    const store = options.store === undefined ? undefined : storeLabel(options.store)
+    const recorded = store
+      ? `recorded as one operation in ${store} (rewindfs diff / undo / flush --dir ${options.dir} --store ${store})`
       : 'in memory only: pass --store <dir> to keep it'
     return { result, lines: summaryLines(result, recorded) }
   } finally {

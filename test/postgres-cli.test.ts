@@ -74,6 +74,15 @@ describe.skipIf(url === undefined)('the CLI with --store postgres://…', () => 
     expect(plain.stdout + plain.stderr).not.toContain(`:${password}@`)
   })
 
+  it('run records a command in the session and names the store without its password', () => {
+    const password = new URL(url!).password
+    const ran = runCli(['run', ...args(), '--', 'sh', '-c', 'echo ran > ran.txt'])
+    expect(ran.code).toBe(0)
+    expect(ran.stdout + ran.stderr).toContain('recorded as one operation in postgresql://')
+    expect(ran.stdout + ran.stderr).not.toContain(`:${password}@`)
+    expect(json(['log', ...args()]).body.operations[0].paths).toEqual(['/ran.txt'])
+  })
+
   it('sessions lists every session with last activity, checkpoints and size', async () => {
     await seed(await postgresStore({ connectionString: url!, session: 'second', schema }), 'second')
     const listed = json(['sessions', '--store', store()])
