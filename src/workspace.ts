@@ -464,7 +464,25 @@ export class Workspace {
       this.context.assertOpen()
       ops.settle()
       const checkpoints = this.engine.checkpoints.records
-      const host = { overlay, lower, journal, checkpoints, reachable: () => collector.reachable(), compact: () => this.engine.store.compactNow() }
+      const store = this.context.durability?.store
+      const host = {
+        overlay,
+        lower,
+        journal,
+        checkpoints,
+        reachable: () => {
+          // Purge has decoded and scrubbed every checkpoint and operation: the snapshot's parts'
+          // lists of what undecoded ones need are stale now, and would keep the purged content.
+          this.purging = true
+          try {
+            return collector.reachable()
+          } finally {
+            this.purging = false
+          }
+        },
+        compact: (erase: ReadonlySet<string>) => this.engine.store.compactNow(erase),
+        storeOverwrites: store === undefined ? undefined : typeof store.eraseBlobs === 'function',
+      }
       return purge(host, normalize(absolute(path, ops.cwd)))
     })
   }
@@ -506,12 +524,15 @@ export class Workspace {
     this.engine.checkpoints.beforeOperation(type, paths)
   }
 
+  /** Set while purge asks what is reachable (gcRoots). */
+  private purging = false
+
   private *gcRoots(): Iterable<DirNode | string> {
     yield this.overlay.freeze()
     yield* this.lower.pinnedBlobs()
     yield* this.shared.book.blobs()
     yield* this.engine.checkpoints.roots()
     yield* this.engine.undo.roots()
-    yield* this.engine.store.historyRoots()
+    if (!this.purging) yield* this.engine.store.historyRoots()
   }
 }

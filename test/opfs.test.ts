@@ -149,6 +149,13 @@ describe.skipIf(!available)('the OPFS store in Chromium', () => {
     })
   })
 
+  it('purge overwrites the content in the segments (its versions, after a reopen); the store opens and verifies clean', async () => {
+    const result = await work<{ report: Record<string, unknown>; hits: string[]; after: Record<string, unknown> }>(page, 'purge', 'purged')
+    expect(result.report).toMatchObject({ erased: 2, storeOverwrote: true })
+    expect(result.hits).toEqual([])
+    expect(result.after).toEqual({ token: '', warnings: [], corrupt: [] })
+  })
+
   it('collects sealed segments that are mostly dead records; a follower reads the moved blobs; a reopen finds exactly what was kept', async () => {
     const result = await work<Record<string, unknown>>(page, 'collect', 'collected')
     const kept = Array.from({ length: 10 }, (_, i) => `b${i * 4}`).sort()

@@ -1421,6 +1421,38 @@ export class PackLog {
     this.collectSoon()
   }
 
+  /**
+   * Forgets blobs, then overwrites their records' ids and contents with zeros wherever they are
+   * stored, copies a collection made included (a purge: a leaked secret must not wait in a dead
+   * record until its segment is collected, as SQLite's secure_delete overwrites deleted content).
+   * The forget is durable first, so a crash part way leaves forgotten records, zeroed or not.
+   * A record whose header fails its checksum is left as it is: nothing says how long it is.
+   */
+  async erase(ids: readonly string[]): Promise<void> {
+    const places = ids.flatMap((id) => this.placesOf(id))
+    await this.forget(ids)
+    const bySegment = new Map<number, Place[]>()
+    for (const place of places) bySegment.set(place.segment, [...(bySegment.get(place.segment) ?? []), place])
+    const head = new Uint8Array(RECORD_HEADER_BYTES)
+    for (const [segment, list] of bySegment) {
+      if (!this.segments.has(segment)) continue
+      const fd = fs.openSync(this.segmentFile(segment), 'r+')
+      try {
+        for (const { offset } of list) {
+          if (readFully(fd, head, RECORD_HEADER_BYTES, offset) < RECORD_HEADER_BYTES) continue
+          const header = readRecordHeader(head, 0, RECORD_HEADER_BYTES, this.options.salt)
+          if (typeof header !== 'object') continue
+          const start = offset + RECORD_HEADER_BYTES
+          const end = start + header.idLength + header.length
+          for (let at = start; at < end; at += ZEROS.length) writeFully(fd, [ZEROS.subarray(0, Math.min(ZEROS.length, end - at))], at)
+        }
+        fs.fdatasyncSync(fd)
+      } finally {
+        fs.closeSync(fd)
+      }
+    }
+  }
+
   /** Keeps a blob's stored bytes (or damage's) aside under a new name, then forgets it; undefined if absent. */
   async setAside(id: string, label: string, what: string): Promise<string | undefined> {
     const bytes = await this.stored(id)
@@ -1503,6 +1535,9 @@ export class PackLog {
       if (now?.segment !== location.segment || now.offset !== location.offset) continue // deleted or set aside meanwhile
       const length = recordBytes(location.idLength, location.length)
       const bytes = await this.readAt(segment, location.offset, length)
+      // Forgotten or erased while it was read: its copy would bring it back.
+      const after = this.index.get(id)
+      if (after?.segment !== location.segment || after.offset !== location.offset) continue
       const [place] = this.append([{ pieces: [bytes], entry: { kind: Kind.Blob, idLength: location.idLength, length: location.length, checksum: location.checksum, id } }])
       this.index.set(id, { ...location, ...place })
       // Until the victim is gone, a crash leaves both copies: forgetting the blob forgets both.

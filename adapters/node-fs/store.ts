@@ -345,6 +345,11 @@ export class DirectoryStore implements Store {
     return this.write('deleteBlobs', () => this.packs!.forget(ids))
   }
 
+  /** Forgets the blobs and overwrites their pack records with zeros (a purge). */
+  eraseBlobs(ids: readonly BlobId[]): Promise<void> {
+    return this.write('eraseBlobs', () => this.packs!.erase(ids))
+  }
+
   blobIds(): Promise<BlobId[]> {
     return this.read('blobIds', async () => (this.packs ? this.packs.ids() : this.firstLayout!.ids()))
   }

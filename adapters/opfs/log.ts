@@ -838,6 +838,31 @@ export class SegmentLog {
     await this.collect()
   }
 
+  /**
+   * Forgets blobs, then overwrites their records' ids and contents with zeros wherever they are
+   * stored, a collection's copies included (a purge: a leaked secret must not wait in a dead record
+   * until its segment is collected). The forget is durable first; a record whose header fails its
+   * checksum is left as it is (nothing says how long it is).
+   */
+  async erase(ids: readonly string[]): Promise<void> {
+    const places = ids.flatMap((id) => this.placesOf(id))
+    await this.forget(ids)
+    const zeros = new Uint8Array(WINDOW)
+    const flushed = new Set<SyncAccessHandle>()
+    for (const { segment, offset } of places) {
+      const handle = this.segments.get(segment)?.handle
+      if (!handle) continue // collected meanwhile: its file is gone
+      this.windows.delete(segment)
+      const header = readRecordHeader(readFully(handle, RECORD_HEADER_BYTES, offset), 0, RECORD_HEADER_BYTES, this.salt ?? 0)
+      if (typeof header !== 'object') continue
+      const start = offset + RECORD_HEADER_BYTES
+      const end = start + header.idLength + header.length
+      for (let at = start; at < end; at += zeros.length) writeFully(handle, zeros.subarray(0, Math.min(zeros.length, end - at)), at)
+      flushed.add(handle)
+    }
+    for (const handle of flushed) handle.flush()
+  }
+
   /** Appends a record forgetting `places` (not yet durable). */
   private async appendForget(places: readonly Place[]): Promise<void> {
     const payload = encodePlaces(places)

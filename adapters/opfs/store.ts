@@ -283,6 +283,11 @@ class OpfsJournalStore implements OpfsStore {
     return this.write('deleteBlobs', () => this.log!.forget(ids))
   }
 
+  /** Forgets the blobs and overwrites their pack records with zeros (a purge). */
+  eraseBlobs(ids: readonly BlobId[]): Promise<void> {
+    return this.write('eraseBlobs', () => this.log!.erase(ids))
+  }
+
   blobIds(): Promise<BlobId[]> {
     return this.queue('blobIds', async () => this.log!.ids())
   }

@@ -163,6 +163,8 @@ interface Compaction {
   readonly parts: Set<BlobId>
   /** What is reachable when the compaction is written (the blobs it then deletes are the rest). */
   readonly reachable: () => Set<BlobId>
+  /** Blobs a purge took out of every reference: erased from the store once it is written (Store.eraseBlobs). */
+  erase?: ReadonlySet<BlobId>
   abandoned: boolean
 }
 
@@ -659,7 +661,7 @@ export class Durability {
    * known damaged, or not verified yet, is never removed: damage is kept until the user repairs.
    * A compaction under way in the background is dropped for it.
    */
-  async compact(reachable: () => Set<BlobId>): Promise<void> {
+  async compact(reachable: () => Set<BlobId>, erase?: ReadonlySet<BlobId>): Promise<void> {
     this.abandonCompaction()
     // Asked for (ws.compact(), purge): what is stale is looked for whatever was recorded.
     this.mayBeStale = true
@@ -670,6 +672,7 @@ export class Durability {
       if (this.failure || this.damage.length > 0 || this.readOnly) return
       this.abandonCompaction()
       const compaction = this.capture(reachable)
+      compaction.erase = erase
       compaction.result = runThrough(compaction.steps)
       this.compaction = compaction
       let failure: { error: unknown } | undefined
@@ -768,13 +771,26 @@ export class Durability {
     const keep = compaction.reachable()
     for (const id of compaction.result!.encoded.blobs) keep.add(id)
     for (const id of compaction.named) keep.add(id)
+    // A purge's blobs nothing refers to any more (it scrubbed history too) are erased, damaged or
+    // not, whether the history's parts are all listed yet or not.
+    const erase = compaction.erase
+    if (erase !== undefined && erase.size > 0) {
+      const erasing = stored.filter((id) => erase.has(id) && !keep.has(id))
+      for (const id of erasing) {
+        this.durableBlobs.delete(id)
+        this.host.blobs.notDurable(id)
+        this.corrupt.delete(id)
+      }
+      if (erasing.length > 0) this.unverified = this.unverified.filter((id) => !erase.has(id))
+      if (erasing.length > 0) await (this.store.eraseBlobs ? this.store.eraseBlobs(erasing) : this.store.deleteBlobs(erasing))
+    }
     // The history's parts, and what they refer to. Until every part's blobs are known (read in
     // the background, never here) nothing is deleted: a part not listed may need any blob.
     const history = this.history.blobs()
     if (!history.complete) return
     for (const id of history.ids) keep.add(id)
     const pending = new Set(this.unverified)
-    const stale = stored.filter((id) => !keep.has(id) && !this.corrupt.has(id) && !pending.has(id))
+    const stale = stored.filter((id) => !keep.has(id) && !this.corrupt.has(id) && !pending.has(id) && !erase?.has(id))
     for (const id of stale) {
       this.durableBlobs.delete(id)
       this.host.blobs.notDurable(id)

@@ -23,6 +23,12 @@ export interface PurgeReport {
   lowerStillHasIt: boolean
   /** Blobs kept because another path holds the same bytes. */
   sharedElsewhere: number
+  /**
+   * With a durable store: whether it overwrote what it kept of the erased blobs (Store.eraseBlobs:
+   * the directory store zeroes their pack records), or only deleted them (their bytes may stay in
+   * its files until it reuses the space).
+   */
+  storeOverwrote?: boolean
 }
 
 export interface PurgeHost {
@@ -31,7 +37,10 @@ export interface PurgeHost {
   readonly checkpoints: CheckpointRecord[]
   readonly journal: Journal
   reachable(): Set<BlobId>
-  compact(): Promise<void>
+  /** Rewrites the durable journal, then erases `erase` from the store (nothing refers to them any more). */
+  compact(erase: ReadonlySet<BlobId>): Promise<void>
+  /** Whether the durable store overwrites erased blobs (undefined: no store). */
+  readonly storeOverwrites: boolean | undefined
 }
 
 export async function purge(host: PurgeHost, target: string): Promise<PurgeReport> {
@@ -110,11 +119,22 @@ export async function purge(host: PurgeHost, target: string): Promise<PurgeRepor
   const reachable = host.reachable()
   let erased = 0
   let sharedElsewhere = 0
+  const erase = new Set<BlobId>()
   for (const id of ids) {
     if (reachable.has(id)) sharedElsewhere++
-    else if (overlay.blobs.erase(id)) erased++
+    else {
+      erase.add(id)
+      if (overlay.blobs.erase(id)) erased++
+    }
   }
-  // The durable journal and blob files must forget the content too: rewrite them.
-  await host.compact()
-  return { erased, checkpoints, operations, lowerStillHasIt: lower.source.stat(target)?.type === 'file', sharedElsewhere }
+  // The durable journal and blob files must forget the content too: rewrite them, then overwrite the blobs there.
+  await host.compact(erase)
+  return {
+    erased,
+    checkpoints,
+    operations,
+    lowerStillHasIt: lower.source.stat(target)?.type === 'file',
+    sharedElsewhere,
+    ...(host.storeOverwrites !== undefined ? { storeOverwrote: host.storeOverwrites } : {}),
+  }
 }

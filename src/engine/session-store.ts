@@ -7,6 +7,7 @@
  * never imports them, so a workspace in memory carries neither, nor zod, which they use on what
  * they read back.
  */
+import type { BlobId } from '../blob/store.js'
 import type { Checkpoints } from './checkpoints.js'
 import type { EngineContext } from './context.js'
 import type { Durability, IntegrityReport, LoadReport, StoreDamage } from './durability.js'
@@ -121,10 +122,10 @@ export class SessionStore {
     return this.context.serial.run(() => this.compactNow())
   }
 
-  /** Compaction now: for a call that already holds the turn (purge). */
-  async compactNow(): Promise<void> {
+  /** Compaction now: for a call that already holds the turn (purge, whose blobs it then erases from the store). */
+  async compactNow(erase?: ReadonlySet<BlobId>): Promise<void> {
     this.context.ops.settle()
-    await this.context.durability?.compact(() => this.context.collector.reachable())
+    await this.context.durability?.compact(() => this.context.collector.reachable(), erase)
   }
 
   /** Every blob checked (on demand, read from the store), then the store's scrub: what is damaged, said once (integrity.ts). */

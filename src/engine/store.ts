@@ -132,6 +132,12 @@ export interface Store {
    */
   scrub?(): Promise<ScrubFinding[]>
   deleteBlobs(ids: readonly BlobId[]): Promise<void>
+  /**
+   * Optional: deletes blobs and overwrites what the store kept of them (ws.purge removing a leaked
+   * secret), where deleteBlobs may leave the bytes in a dead record until the store reuses the
+   * space. A store without it has purged blobs deleted with deleteBlobs (the purge report says so).
+   */
+  eraseBlobs?(ids: readonly BlobId[]): Promise<void>
   blobIds(): Promise<BlobId[]>
   getMeta(key: string): Promise<JsonValue | undefined>
   putMeta(key: string, value: JsonValue): Promise<void>

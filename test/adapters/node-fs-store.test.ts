@@ -169,6 +169,57 @@ describe('directoryStore: the Store contract on disk', () => {
   })
 })
 
+describe('directoryStore: purge', () => {
+  /** Every byte under the store's directory, file by file. */
+  const everyFile = (root: string): Buffer[] =>
+    fs.readdirSync(root, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => fs.readFileSync(`${entry.parentPath}/${entry.name}`))
+
+  it('overwrites the purged content where the packs kept it (its versions, after a reopen), keeps what another path shares, and the store opens and verifies clean', async () => {
+    const path = fresh()
+    const secret = `AKIA${'Q'.repeat(16)} value-of-the-leaked-key`
+    let ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
+    ws.fs.writeFileSync('/config.env', `TOKEN=${secret}\n`)
+    await ws.checkpoint({ name: 'leak' })
+    ws.fs.writeFileSync('/config.env', `TOKEN=${secret}\nMORE=1\n`)
+    ws.fs.writeFileSync('/kept.txt', `kept ${secret} in another file`)
+    await ws.sync()
+    await ws.close()
+    // Reopened, the blobs' places come from the index files.
+    ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
+    const report = await ws.purge('/config.env')
+    expect(report).toMatchObject({ erased: 2, storeOverwrote: true })
+    await ws.close()
+    const found = (needle: string) => everyFile(path).filter((bytes) => bytes.includes(needle)).length
+    expect(found(`TOKEN=${secret}`)).toBe(0)
+    expect(found(`kept ${secret} in another file`)).toBe(1)
+    ws = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
+    expect([ws.fs.readFileSync('/config.env', 'utf8'), ws.fs.readFileSync('/kept.txt', 'utf8')]).toEqual(['', `kept ${secret} in another file`])
+    await ws.restore('leak')
+    expect(ws.fs.readFileSync('/config.env', 'utf8')).toBe('')
+    const verified = await ws.verify()
+    expect([verified.corrupt, verified.broken, ws.status.warnings]).toEqual([[], [], []])
+    await ws.close()
+  })
+
+  it("erases it after a compaction put the history in parts and a collection ran (purge took the parts' stale lists for another reference)", async () => {
+    const path = fresh()
+    const secret = `ghp_${'z'.repeat(36)}`
+    const store = directoryStore(path, { segmentBytes: 2048 })
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/token', secret)
+    for (let i = 0; i < 40; i++) ws.fs.writeFileSync(`/filler${i}`, `${i}`.padEnd(600, '.'))
+    await ws.sync()
+    for (let i = 0; i < 40; i++) ws.fs.rmSync(`/filler${i}`)
+    await ws.compact()
+    // The collector copies live records out of mostly dead segments in the background.
+    for (let i = 0; i < 200 && (store.packStats!.collecting || store.packStats!.collected === 0); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(store.packStats!.collected).toBeGreaterThan(0)
+    expect(await ws.purge('/token')).toMatchObject({ erased: 1, sharedElsewhere: 0, storeOverwrote: true })
+    await ws.close()
+    expect(everyFile(path).filter((bytes) => bytes.includes(secret))).toEqual([])
+  })
+})
+
 describe('directoryStore: a torn journal tail and damage under the engine', () => {
   it('reopens past a half-written last record: the journal is copied aside whole, then rewritten without it', async () => {
     const path = fresh()

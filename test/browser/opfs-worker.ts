@@ -305,6 +305,36 @@ const scenarios: Record<string, (...args: never[]) => Promise<unknown>> = {
     return result
   },
 
+  /** A purged secret, then every file of the store searched for its bytes. */
+  async purge(name: string) {
+    const secret = `ghp_${'q'.repeat(36)}`
+    let ws = await Workspace.open({ store: opfsStore(name), autoCheckpoint: false })
+    ws.fs.writeFileSync('/token', secret)
+    await ws.checkpoint({ name: 'leak' })
+    ws.fs.writeFileSync('/token', `${secret}\n`)
+    await ws.close()
+    ws = await Workspace.open({ store: opfsStore(name), autoCheckpoint: false })
+    const report = await ws.purge('/token')
+    await ws.close()
+    const needle = new TextEncoder().encode(secret)
+    const hits: string[] = []
+    const folder = await raw.storeFolder(name)
+    const search = async (dir: FileSystemDirectoryHandle, path: string): Promise<void> => {
+      for await (const [entry, handle] of (dir as unknown as { entries(): AsyncIterable<[string, FileSystemHandle]> }).entries()) {
+        if (handle.kind === 'directory') await search(handle as FileSystemDirectoryHandle, `${path}/${entry}`)
+        else {
+          const bytes = new Uint8Array(await (await (handle as FileSystemFileHandle).getFile()).arrayBuffer())
+          for (let at = 0; at + needle.length <= bytes.length; at++) if (needle.every((byte, i) => bytes[at + i] === byte)) hits.push(`${path}/${entry}@${at}`)
+        }
+      }
+    }
+    if (folder) await search(folder, '')
+    ws = await Workspace.open({ store: opfsStore(name), autoCheckpoint: false })
+    const after = { token: ws.fs.readFileSync('/token', 'utf8'), warnings: ws.status.warnings, corrupt: (await ws.verify()).corrupt }
+    await ws.close()
+    return { report, hits, after }
+  },
+
   async fingerprint(name: string) {
     return raw.rawStore(name).fingerprint()
   },
