@@ -776,13 +776,15 @@ export class Durability {
     const erase = compaction.erase
     if (erase !== undefined && erase.size > 0) {
       const erasing = stored.filter((id) => erase.has(id) && !keep.has(id))
-      for (const id of erasing) {
-        this.durableBlobs.delete(id)
-        this.host.blobs.notDurable(id)
-        this.corrupt.delete(id)
+      if (erasing.length > 0) {
+        for (const id of erasing) {
+          this.durableBlobs.delete(id)
+          this.host.blobs.notDurable(id)
+          this.corrupt.delete(id)
+        }
+        this.unverified = this.unverified.filter((id) => !erase.has(id))
+        await (this.store.eraseBlobs ? this.store.eraseBlobs(erasing) : this.store.deleteBlobs(erasing))
       }
-      if (erasing.length > 0) this.unverified = this.unverified.filter((id) => !erase.has(id))
-      if (erasing.length > 0) await (this.store.eraseBlobs ? this.store.eraseBlobs(erasing) : this.store.deleteBlobs(erasing))
     }
     // The history's parts, and what they refer to. Until every part's blobs are known (read in
     // the background, never here) nothing is deleted: a part not listed may need any blob.

@@ -25,7 +25,7 @@ export interface PurgeReport {
   sharedElsewhere: number
   /**
    * With a durable store: whether it overwrote what it kept of the erased blobs (Store.eraseBlobs:
-   * the directory store zeroes their pack records), or only deleted them (their bytes may stay in
+   * the directory and OPFS stores zero their pack records), or only deleted them (their bytes may stay in
    * its files until it reuses the space).
    */
   storeOverwrote?: boolean
