@@ -586,6 +586,42 @@ describe('pack segments: sealing and garbage collection', () => {
     await again.close()
   })
 
+  it('a blob deleted while the collector reads it to copy it stays deleted (its copy does not bring it back)', async () => {
+    const path = fresh()
+    const store = directoryStore(path, { segmentBytes: 4096 })
+    const content = (id: string) => new TextEncoder().encode(`blob ${id} `.repeat(40))
+    const ids = Array.from({ length: 60 }, (_, i) => `id-${i}`)
+    for (let i = 0; i < ids.length; i += 6) {
+      await store.putBlobs(ids.slice(i, i + 6).map((id) => [id, content(id)] as const))
+      await store.appendJournal([`put ${i}`])
+    }
+    await store.replaceJournal(['snapshot'])
+    const keep = ids.filter((_, i) => i % 10 === 0)
+    // The collector's reads: the first live blobs it copies are deleted while their bytes are read.
+    type Packs = { readAt(segment: number, offset: number, length: number): Promise<Uint8Array>; forget(ids: readonly string[]): Promise<void> }
+    const packs = (store as unknown as { packs: Packs }).packs
+    const readAt = packs.readAt.bind(packs)
+    const deleted: string[] = []
+    packs.readAt = async (segment, offset, length) => {
+      const bytes = await readAt(segment, offset, length)
+      const id = new TextDecoder().decode(bytes.subarray(24, 24 + new DataView(bytes.buffer, bytes.byteOffset).getUint16(6, true)))
+      if (keep.includes(id) && deleted.length < 2) {
+        deleted.push(id)
+        await packs.forget([id])
+      }
+      return bytes
+    }
+    await store.deleteBlobs(ids.filter((id) => !keep.includes(id)))
+    await store.appendJournal(['after'])
+    await store.idle()
+    expect(deleted).toHaveLength(2)
+    expect((await store.blobIds()).sort()).toEqual(keep.filter((id) => !deleted.includes(id)).sort())
+    await store.close()
+    const again = directoryStore(path)
+    expect((await again.blobIds()).sort()).toEqual(keep.filter((id) => !deleted.includes(id)).sort())
+    await again.close()
+  })
+
   it('collects under a workspace that compacts often: every state reads back after a reopen', async () => {
     const path = fresh()
     const store = directoryStore(path, { segmentBytes: 4096 })
