@@ -376,6 +376,29 @@ describe('sessions, purge and safe stop', () => {
     expect(ws.fs.existsSync('/.env') ? ws.fs.readFileSync('/.env', 'utf8') : '').not.toContain(secret)
   })
 
+  it('refuses to purge a path that never held a file (ENOENT) or a directory (EISDIR), and changes nothing', async () => {
+    const ws = await Workspace.open({ autoCheckpoint: false, lower: { '/project/README.md': 'lower', '/project/src/a.ts': 'a' } })
+    ws.fs.mkdirSync('/dir')
+    ws.fs.writeFileSync('/dir/kept', 'kept')
+    const history = ws.history().length
+    await expect(ws.purge('/dir/typo')).rejects.toMatchObject({ code: 'ENOENT', syscall: 'purge', path: '/dir/typo' })
+    await expect(ws.purge('/dir')).rejects.toMatchObject({ code: 'EISDIR', syscall: 'purge', path: '/dir' })
+    await expect(ws.purge('/project/src')).rejects.toMatchObject({ code: 'EISDIR', path: '/project/src' })
+    expect(ws.history()).toHaveLength(history)
+    expect(ws.fs.readFileSync('/dir/kept', 'utf8')).toBe('kept')
+    // A lower file never copied up: nothing of ours to erase, said so.
+    expect(await ws.purge('/project/README.md')).toMatchObject({ erased: 0, lowerStillHasIt: true })
+    // A directory now that was a file in history: its history is purged.
+    ws.fs.writeFileSync('/was-file', 'SECRET')
+    ws.fs.unlinkSync('/was-file')
+    ws.fs.mkdirSync('/was-file')
+    expect(await ws.purge('/was-file')).toMatchObject({ erased: 1, operations: 2 })
+    // Deleted, with only its history left: purged, not ENOENT.
+    ws.fs.writeFileSync('/gone', 'SECRET 2')
+    ws.fs.unlinkSync('/gone')
+    expect(await ws.purge('/gone')).toMatchObject({ erased: 1 })
+  })
+
   it('stops safely when an undo cannot be carried out and no checkpoint can be restored', async () => {
     const alerts: string[] = []
     const ws = await Workspace.open({ autoCheckpoint: false, onAlert: (alert) => alerts.push(alert.kind) })

@@ -4,6 +4,7 @@
  * rewritten.
  */
 import type { BlobId } from '../blob/store.js'
+import { FsError } from '../errors.js'
 import type { PinnedLower } from '../flush/pinned-lower.js'
 import type { DirNode, FileNode, UpperNode } from '../layer/nodes.js'
 import { recordPath } from '../layer/inodes.js'
@@ -90,6 +91,7 @@ export async function purge(host: PurgeHost, target: string): Promise<PurgeRepor
     let touched = false
     const changes = record.changes.map((change): Change => {
       if (change.kind === 'slot' && slots.has(change.path)) {
+        if (change.before?.type !== 'file' && change.after?.type !== 'file') return change
         const fix = (node: UpperNode | undefined) => (node?.type === 'file' ? (ids.add(node.blob), purgedNode(node)) : node)
         touched = true
         return { ...change, before: fix(change.before), after: fix(change.after) }
@@ -107,6 +109,10 @@ export async function purge(host: PurgeHost, target: string): Promise<PurgeRepor
       operations++
     }
   }
+  // Nothing to purge anywhere: a mistyped path or a directory is an error, as unlink's would be
+  // (a path that is a directory now but held a file in history has found that file above).
+  if (ids.size === 0 && live === undefined && lower.stat(target) === undefined && lower.source.stat(target) === undefined) throw new FsError('ENOENT', 'purge', target)
+  if (ids.size === 0 && live?.type === 'dir') throw new FsError('EISDIR', 'purge', target)
   if (live?.node?.type === 'file') {
     ids.add(live.node.blob)
     // Not journaled: an undo record of the purge would hold the very bytes being removed.
