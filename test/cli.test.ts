@@ -151,6 +151,28 @@ describe('rewindfs demo and help', () => {
   })
 })
 
+describe('sessions of a directory store', () => {
+  it('a directory store holds one session: another --session (or none, for main) is refused (exit 1) by every command, naming the one it holds', async () => {
+    const ws = await Workspace.open({ lower: directory(project), store: directoryStore(store), session: 'agent-1' })
+    ws.fs.writeFileSync('/app/notes.md', 'notes\n')
+    await ws.close()
+    for (const command of ['status', 'log', 'checkpoints', 'diff', 'undo', 'flush']) {
+      const refused = json([command, ...project$(), '--session', 'other'])
+      expect(refused.code, command).toBe(1)
+      expect(refused.body.error.code, command).toBe('EINVAL')
+      expect(refused.body.error.message, command).toContain("holds session 'agent-1'")
+    }
+    const run = runCli(['run', ...project$(), '--session', 'other', '--', 'touch', 'made'])
+    expect(run.code).toBe(1)
+    expect(onDisk('app/notes.md')).toBeUndefined()
+    const log = json(['log', ...project$(), '--session', 'agent-1'])
+    expect(log.code).toBe(0)
+    expect(log.body.operations).toEqual([expect.objectContaining({ session: 'agent-1', paths: ['/app/notes.md'] })])
+    expect(json(['status', ...project$(), '--session', 'agent-1']).body).toMatchObject({ session: 'agent-1', changes: [expect.objectContaining({ path: '/app/notes.md' })] })
+    expect(json(['status', ...project$()]).body.error).toMatchObject({ code: 'EINVAL', message: expect.stringContaining("with session 'agent-1'") })
+  })
+})
+
 describe('rewindfs status, log, checkpoints, diff', () => {
   it('status: changes, checkpoint count and store health', async () => {
     await seed()
