@@ -4,7 +4,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest'
 import { Workspace } from '../src/index.js'
-import { flushEngine } from '../src/adapter-kit.js'
+import { MemoryStore, flushEngine } from '../src/adapter-kit.js'
 import type { FlushEntry, FlushTarget } from '../src/flush/target.js'
 import { type AgentTool, type ToolResult, callTool, createAgentTools, isConfigPath } from '../tools/index.js'
 
@@ -277,6 +277,30 @@ describe('manage_checkpoint', () => {
     await ok(tools, 'manage_checkpoint', { action: 'delete', checkpoint_name: 'green' })
     expect(ws.checkpoints().map((c) => c.name)).toEqual([auto.checkpoint.name])
     expect(await fails(tools, 'manage_checkpoint', { action: 'info', checkpoint_name: 'green' })).toMatchObject({ code: 'ENOENT' })
+  })
+
+  it('keeps a description with its checkpoint: a reopened store lists it', async () => {
+    const store = new MemoryStore()
+    const first = await Workspace.open({ lower, store, autoCheckpoint: false })
+    await ok(createAgentTools(first), 'manage_checkpoint', { action: 'create', checkpoint_name: 'mine', description: 'before refactor' })
+    expect(first.checkpoints()[0].description).toBe('before refactor')
+    await first.close()
+    const reopened = await Workspace.open({ lower, store, autoCheckpoint: false })
+    const list = await ok(createAgentTools(reopened), 'manage_checkpoint', { action: 'list' })
+    expect(list.checkpoints).toEqual([expect.objectContaining({ name: 'mine', description: 'before refactor' })])
+    await reopened.close()
+  })
+
+  it('refuses names a listing cannot show on one line or a lookup cannot find, and changes nothing', async () => {
+    const made = await ok(tools, 'manage_checkpoint', { action: 'create', checkpoint_name: 'first' })
+    for (const name of ['two\nlines', 'nul\u0000', 'tab\there', '\ud800', 'x'.repeat(201)]) {
+      expect(await fails(tools, 'manage_checkpoint', { action: 'create', checkpoint_name: name }), JSON.stringify(name)).toMatchObject({ code: 'EINVAL' })
+      expect(await fails(tools, 'manage_checkpoint', { action: 'rename', checkpoint_name: 'first', new_name: name })).toMatchObject({ code: 'EINVAL' })
+    }
+    // Another checkpoint's id as a name: looked up by id first, it could never be used by name.
+    expect(await fails(tools, 'manage_checkpoint', { action: 'create', checkpoint_name: made.checkpoint.checkpoint_id })).toMatchObject({ code: 'EEXIST' })
+    expect(ws.checkpoints().map((c) => c.name)).toEqual(['first'])
+    await ok(tools, 'manage_checkpoint', { action: 'create', checkpoint_name: 'é 名前 🙂'.padEnd(200, '.') })
   })
 })
 

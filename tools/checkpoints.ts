@@ -14,8 +14,8 @@ export function findCheckpoint(ws: Workspace, idOrName: string): Checkpoint {
   return found
 }
 
-function checkpointSummary(checkpoint: Checkpoint, description?: string) {
-  const text = checkpoint.description ?? description
+function summary(checkpoint: Checkpoint) {
+  const text = checkpoint.description
   return {
     checkpoint_id: checkpoint.id,
     name: checkpoint.name,
@@ -28,9 +28,6 @@ function checkpointSummary(checkpoint: Checkpoint, description?: string) {
 }
 
 export function checkpointTool(ws: Workspace, budget: Budget): AgentTool {
-  // ws.checkpoint takes no description: the tools keep the ones given to create, by checkpoint id.
-  const descriptions = new Map<string, string>()
-  const summary = (checkpoint: Checkpoint) => checkpointSummary(checkpoint, descriptions.get(checkpoint.id))
   return defineTool(
     'manage_checkpoint',
     'Checkpoints of the whole workspace (O(1) to create). action: create (checkpoint_name and description ' +
@@ -41,8 +38,11 @@ export function checkpointTool(ws: Workspace, budget: Budget): AgentTool {
     async (input) => {
       switch (input.action) {
         case 'create': {
-          const checkpoint = await ws.checkpoint(input.checkpoint_name !== undefined ? { name: input.checkpoint_name } : {})
-          if (input.description !== undefined) descriptions.set(checkpoint.id, input.description)
+          // The description is the checkpoint's, stored with it (it survives a restart).
+          const checkpoint = await ws.checkpoint({
+            ...(input.checkpoint_name !== undefined ? { name: input.checkpoint_name } : {}),
+            ...(input.description !== undefined ? { description: input.description } : {}),
+          })
           return { action: 'create', checkpoint: summary(checkpoint) }
         }
         case 'list': {
@@ -74,7 +74,6 @@ export function checkpointTool(ws: Workspace, budget: Budget): AgentTool {
         case 'delete': {
           const checkpoint = findCheckpoint(ws, input.checkpoint_name!)
           await ws.deleteCheckpoint(checkpoint.id)
-          descriptions.delete(checkpoint.id)
           return { action: 'delete', deleted: summary(checkpoint) }
         }
       }

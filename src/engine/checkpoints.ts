@@ -94,8 +94,7 @@ export class Checkpoints {
     ops.settle()
     const seq = ++this.seq
     const checkpointName = name ?? `${kind}-${seq}`
-    if (typeof checkpointName !== 'string' || checkpointName === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
-    this.assertNameFree(checkpointName)
+    this.assertNameFree(checkName(checkpointName, 'checkpoint'))
     const record: CheckpointRecord = {
       id: `ckpt-${this.idPrefix}-${seq.toString(36)}`,
       name: checkpointName,
@@ -129,6 +128,8 @@ export class Checkpoints {
     if (this.records.some((record) => record.name === name)) {
       throw new FsError('EEXIST', 'checkpoint', name, undefined, 'a checkpoint with this name already exists in this session')
     }
+    // Looked up by id first: a name that is another checkpoint's id could never be used.
+    if (this.records.some((record) => record.id === name)) throw new FsError('EEXIST', 'checkpoint', name, undefined, "another checkpoint's id is this name")
   }
 
   /** Retention: the last N automatic and turn checkpoints; manual, compact and guard ones stay. */
@@ -197,8 +198,7 @@ export class Checkpoints {
 
   rename(idOrName: string, newName: string): Checkpoint {
     const record = this.find(idOrName, 'renameCheckpoint')
-    if (typeof newName !== 'string' || newName === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
-    if (record.name !== newName) this.assertNameFree(newName)
+    if (record.name !== checkName(newName, 'renameCheckpoint')) this.assertNameFree(newName)
     record.name = newName
     this.context.durability?.record({ t: 'checkpoint-rename', id: record.id, name: newName })
     return this.publicCheckpoint(record)
@@ -273,4 +273,20 @@ export class Checkpoints {
   *roots(): Iterable<DirNode> {
     for (const record of this.records) if (!rootPending(record)) yield record.root
   }
+}
+
+/** Most characters a checkpoint name may have (as a session name). */
+const NAME_MAX_CHARS = 200
+
+/**
+ * A checkpoint name as listings print it on a line of their own: 1 to 200 characters, no control
+ * characters (a newline would forge a line of `rewindfs checkpoints`) and no lone surrogates.
+ */
+function checkName(name: unknown, syscall: string): string {
+  if (typeof name !== 'string' || name === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
+  if (name.length > NAME_MAX_CHARS) throw new FsError('EINVAL', syscall, undefined, undefined, `a checkpoint name is 1 to ${NAME_MAX_CHARS} characters, this one ${name.length}`)
+  if (/[\u0000-\u001f\u007f]|\p{Surrogate}/u.test(name)) {
+    throw new FsError('EINVAL', syscall, JSON.stringify(name), undefined, 'a checkpoint name must not hold control characters (a newline, a tab, NUL) or lone surrogates')
+  }
+  return name
 }
