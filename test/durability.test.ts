@@ -654,6 +654,36 @@ describe('write-ahead journal and crash recovery', () => {
   })
 })
 
+describe('line and paragraph separators (U+2028, U+2029) in what a record holds', () => {
+  it('reopen every commit holding them: names, a symlink target, a checkpoint, session state', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a.txt', 'first')
+    await ws.sync()
+    ws.fs.writeFileSync('/notes\u2028v2.txt', 'line separator')
+    ws.fs.mkdirSync('/para\u2029dir')
+    ws.fs.symlinkSync('/notes\u2028v2.txt', '/link\u2029')
+    await ws.sync()
+    await ws.checkpoint({ name: 'after\u2028', description: 'two\u2029paragraphs' })
+    await ws.state.set('key\u2028', 'value\u2029')
+    ws.fs.writeFileSync('/later.txt', 'later')
+    await ws.close()
+    const again = await Workspace.open({ store, autoCheckpoint: false })
+    expect(again.status.corrupt).toBeUndefined()
+    expect(again.frozen).toBeUndefined()
+    expect(again.fs.readdirSync('/').sort()).toEqual(['a.txt', 'later.txt', 'link\u2029', 'notes\u2028v2.txt', 'para\u2029dir'])
+    expect(again.fs.readFileSync('/link\u2029', 'utf8')).toBe('line separator')
+    expect(again.checkpoints()).toEqual([expect.objectContaining({ name: 'after\u2028', description: 'two\u2029paragraphs' })])
+    expect(await again.state.get('key\u2028')).toBe('value\u2029')
+    await again.compact()
+    await again.close()
+    const compacted = await Workspace.open({ store, autoCheckpoint: false })
+    expect(compacted.status.corrupt).toBeUndefined()
+    expect(compacted.fs.readFileSync('/notes\u2028v2.txt', 'utf8')).toBe('line separator')
+    await compacted.close()
+  })
+})
+
 describe('the session a store without sessions holds', () => {
   it('is the one its history names: another is refused with EINVAL, nothing changed, and the store opens under its own', async () => {
     const store = new MemoryStore()

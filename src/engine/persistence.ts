@@ -539,7 +539,8 @@ export type LineVerdict =
   | { readonly ok: true; readonly body: RecordBody; readonly n: number | undefined }
   | { readonly ok: false; readonly reason: string; readonly version?: number }
 
-const FRAME = /^\{"v":(\d+),"c":(\d+),"b":(.*)\}$/
+// `s`: JSON.stringify leaves U+2028 and U+2029 as they are (a name may hold them), and `.` alone stops at them.
+const FRAME = /^\{"v":(\d+),"c":(\d+),"b":(.*)\}$/s
 
 /** Decodes one line, checking its frame, version, checksum and its body as `check` says. */
 export function decodeLine(line: string, check: BodyCheck = 'kind'): LineVerdict {
