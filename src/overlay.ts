@@ -424,9 +424,24 @@ export class Overlay {
       for (const [name, node] of mapEntries(dir.node.children)) if (name !== INODES) (node.type === 'whiteout' ? hidden : names).add(name)
     }
     if (dir.lowerPath !== null) {
-      for (const name of this.lower.readdir(dir.lowerPath)) if (!hidden.has(name)) names.add(name)
+      for (const name of this.lowerNames(dir.lowerPath)) if (!hidden.has(name)) names.add(name)
     }
     return [...names].sort()
+  }
+
+  /**
+   * The names a merged directory's lower half lists: none once the source no longer has it there
+   * (removed or replaced on disk under the workspace, as overlayfs shows an upper directory whose
+   * lower one went away), so what the workspace wrote in it stays readable, diffable and flushable.
+   */
+  private lowerNames(lowerPath: string): string[] {
+    try {
+      return this.lower.readdir(lowerPath)
+    } catch (error) {
+      const code = (error as { code?: unknown } | undefined)?.code
+      if ((code === 'ENOENT' || code === 'ENOTDIR') && this.lower.stat(lowerPath)?.type !== 'dir') return []
+      throw error
+    }
   }
 
   isEmptyDir(dir: Entry): boolean {
@@ -435,7 +450,7 @@ export class Overlay {
     }
     if (dir.lowerPath === null) return true
     const hidden = dir.node?.type === 'dir' ? dir.node.children : undefined
-    return this.lower.readdir(dir.lowerPath).every((name) => hidden !== undefined && mapGet(hidden, name) !== undefined)
+    return this.lowerNames(dir.lowerPath).every((name) => hidden !== undefined && mapGet(hidden, name) !== undefined)
   }
 
   meta(entry: Entry): Meta {
@@ -501,8 +516,9 @@ export class Overlay {
       } else if (existing === undefined && node.lower !== null) {
         const lowerPath = join(node.lower, name)
         const stat = this.lowerStat(lowerPath)
-        if (stat?.type !== 'dir') throw new Error(`rewindfs: ${path} is not a directory in the lower layer`)
-        child = dirNode(metaFromLower(stat, lowerPath), lowerPath, this.token)
+        // A directory the lower source no longer has (removed on disk since, as a branch switch
+        // does) while the journal replays what was written in it: the writes stay, over nothing.
+        child = dirNode(stat?.type === 'dir' ? metaFromLower(stat, lowerPath) : vanishedMeta(lowerPath), lowerPath, this.token)
       } else throw new Error(`rewindfs: ${path} is not a directory in the upper layer`)
       this.counters.nodesCopied++
       node.children = mapSet(node.children, name, child, this.token)
@@ -833,6 +849,12 @@ export interface ParentLookup {
 /** The entry a node shows at `path`; `inodes`: the table of the tree it is from, when not the live one. */
 export function entryFromNode(path: string, node: EntryNode, inodes?: DirNode): Entry {
   return { path, type: node.type, node, lowerPath: node.type === 'dir' ? node.lower : null, lowerStat: undefined, link: undefined, inodes }
+}
+
+/** A directory's metadata where the lower source lost it: as mkdir makes one (0755), its times set again by the operation replayed. */
+function vanishedMeta(lowerPath: string): Meta {
+  const now = Date.now()
+  return { mode: 0o755, uid: 0, gid: 0, atimeMs: now, mtimeMs: now, ctimeMs: now, birthtimeMs: now, ino: 2 ** 32 + hashString(lowerPath) }
 }
 
 export function metaFromLower(stat: LowerStat, lowerPath: string): Meta {

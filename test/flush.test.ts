@@ -240,6 +240,34 @@ describe('flush with a durable store', () => {
     await ws.close()
   })
 
+  it('a project directory removed on disk under the workspace: what was written in it stays, lists, reopens and flushes as a conflict', async () => {
+    const storeDir = path.join(tmp, 'store')
+    const open = () => Workspace.open({ lower: directory(project), store: directoryStore(storeDir), autoCheckpoint: false })
+    let ws = await open()
+    ws.fs.writeFileSync('/app/config.json', '{ "port": 9090 }\n')
+    ws.fs.writeFileSync('/NOTES.md', 'notes\n')
+    await ws.sync()
+    // Another process removes the directory (a branch switch): the live workspace keeps its write.
+    fs.rmSync(path.join(project, 'app'), { recursive: true })
+    expect(ws.fs.readdirSync('/app')).toEqual(['config.json'])
+    expect(ws.changes().map((c) => `${c.type} ${c.path}`)).toEqual(['added /NOTES.md', 'added /app', 'added /app/config.json'])
+    await ws.close()
+    // Reopened, the journal replays over the lower directory as it is now: nothing is damage.
+    ws = await open()
+    expect(ws.status.corrupt).toBeUndefined()
+    expect(ws.frozen).toBeUndefined()
+    expect(ws.history().map((op) => op.paths)).toEqual([['/NOTES.md'], ['/app/config.json']])
+    expect(ws.fs.readFileSync('/app/config.json', 'utf8')).toBe('{ "port": 9090 }\n')
+    expect(ws.fs.readdirSync('/app')).toEqual(['config.json'])
+    expect(ws.changes().map((c) => `${c.type} ${c.path}`)).toEqual(['added /NOTES.md', 'added /app', 'added /app/config.json'])
+    await expect(ws.flush(undefined)).rejects.toMatchObject({ code: 'ECONFLICT' })
+    expect(fs.existsSync(path.join(project, 'NOTES.md'))).toBe(false)
+    await ws.flush(undefined, { force: true })
+    expect(fs.readFileSync(path.join(project, 'app/config.json'), 'utf8')).toBe('{ "port": 9090 }\n')
+    expect(fs.readdirSync(path.join(project, 'app'))).toEqual(['config.json'])
+    await ws.close()
+  })
+
   it('refuses to reopen a store over another lower directory', async () => {
     const storeDir = path.join(tmp, 'store')
     const ws = await Workspace.open({ lower: directory(project), store: directoryStore(storeDir) })
