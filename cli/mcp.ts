@@ -70,7 +70,7 @@ function toolCall(request: JSONRPCRequest): { name: string; input: unknown } | T
 /** Serves until stdin ends or a signal arrives, then closes the workspace (its store made durable). */
 export async function serveMcp(options: Options): Promise<number> {
   const lower = projectDirectory('mcp', options.dir, options.allowLinksOutside)
-  const store = options.store !== undefined ? await openStore(options.store, { session: options.session }) : undefined
+  const store = options.store !== undefined ? await openStore(options.store, { session: options.session, project: lower.root }) : undefined
   const ws = await Workspace.open({ lower, ...(store ? { store } : {}), ...(options.session !== undefined ? { session: options.session } : {}) }).catch(async (error: unknown) => {
     await store?.close?.() // gives the lock back at once
     throw error

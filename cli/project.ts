@@ -28,7 +28,7 @@ export function projectDirectory(command: string, dir: string | undefined, allow
 export async function openProject(command: string, options: Options, access: 'read' | 'write'): Promise<Project> {
   const lower = projectDirectory(command, options.dir, options.allowLinksOutside)
   if (options.store === undefined) throw new UsageError(`${command} needs --store <dir> (or postgres://…, pglite:<dir>: the store an MCP server or a program wrote)`)
-  const store = await openStore(options.store, { session: options.session, readOnly: access === 'read', existing: true })
+  const store = await openStore(options.store, { session: options.session, readOnly: access === 'read', existing: true, project: lower.root })
   let ws: Workspace
   try {
     ws = await Workspace.open({

@@ -20,7 +20,7 @@ import { UsageError } from './usage.js'
 export async function openForExec(command: string, options: Options): Promise<Workspace> {
   if (options.dir === undefined) throw new UsageError(`${command} needs --dir <project>`)
   const lower = directory(options.dir)
-  const store = options.store !== undefined ? await openStore(options.store, { session: options.session }) : undefined
+  const store = options.store !== undefined ? await openStore(options.store, { session: options.session, project: lower.root }) : undefined
   const ws = await Workspace.open({ lower, ...(store ? { store } : {}), ...(options.session !== undefined ? { session: options.session } : {}) }).catch(async (error: unknown) => {
     await store?.close?.()
     throw error

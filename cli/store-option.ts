@@ -4,6 +4,7 @@
  * names, default rewindfs) or a PGlite data directory (pglite:<dir>). Every command opens its store here, so they all take the three.
  */
 import fs from 'node:fs'
+import path from 'node:path'
 import { directoryStore } from '../adapters/node-fs/store.js'
 import { type Fleet, type PostgresStore, pgliteFleet, pgliteStore, postgresFleet, postgresStore } from '../adapters/postgres/index.js'
 import { redact } from '../adapters/postgres/errors.js'
@@ -50,9 +51,15 @@ export function storeLabel(value: string): string {
  * Opens the store --store names for `session`. `existing`: the store must hold something already
  * (readers, restore, flush: a new one would hold nothing to act on), ENOENT otherwise.
  */
-export async function openStore(value: string, options: { session?: string; readOnly?: boolean; existing?: boolean }): Promise<Store> {
+export async function openStore(value: string, options: { session?: string; readOnly?: boolean; existing?: boolean; project?: string }): Promise<Store> {
   const location = storeLocation(value)
   const session = options.session ?? 'main'
+  const local = location.kind === 'directory' ? location.path : location.kind === 'pglite' ? location.dataDir : undefined
+  if (local !== undefined && options.project !== undefined && within(options.project, local)) {
+    throw new UsageError(
+      `the store ${local} is inside the project ${options.project}: the agent's tools and commands would see it, could change or delete it, and a flush could write over it; put it outside the project (for example ${path.join(path.dirname(options.project), path.basename(options.project) + '.rewindfs')})`,
+    )
+  }
   switch (location.kind) {
     case 'directory':
       // A file there is the store constructor's ENOTDIR; nothing there, no store to act on.
@@ -90,9 +97,31 @@ export async function openFleet(value: string): Promise<Fleet> {
   throw new UsageError(`sessions needs a store that holds sessions: --store postgres://… or --store pglite:<dir> (a directory store holds one)`)
 }
 
-function isDirectory(path: string): boolean {
+/**
+ * Whether `candidate` is `root` (a real path) or under it, links resolved: its nearest existing
+ * ancestor's real path with the rest of it (a store not made yet is where it will be made).
+ */
+function within(root: string, candidate: string): boolean {
+  let existing = path.resolve(candidate)
+  const rest: string[] = []
+  for (;;) {
+    try {
+      existing = fs.realpathSync.native(existing)
+      break
+    } catch {
+      const parent = path.dirname(existing)
+      if (parent === existing) break
+      rest.unshift(path.basename(existing))
+      existing = parent
+    }
+  }
+  const full = path.join(existing, ...rest)
+  return full === root || full.startsWith(root.endsWith(path.sep) ? root : root + path.sep)
+}
+
+function isDirectory(dir: string): boolean {
   try {
-    return fs.statSync(path).isDirectory()
+    return fs.statSync(dir).isDirectory()
   } catch {
     return false
   }

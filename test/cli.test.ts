@@ -151,6 +151,25 @@ describe('rewindfs demo and help', () => {
   })
 })
 
+describe('a store inside the project', () => {
+  it('is refused by every command (exit 2), naming both, before anything is made: the agent could delete it and a flush write over it', async () => {
+    const inside = path.join(project, '.rewindfs')
+    for (const args of [['mcp', '--dir', project, '--store', inside], ['run', '--dir', project, '--store', inside, '--', 'true'], ['status', '--dir', project, '--store', inside], ['flush', '--dir', project, '--store', path.join(project, 'app', 'store')], ['status', '--dir', project, '--store', `pglite:${inside}`], ['status', '--dir', path.join(project, 'app', '..'), '--store', project]]) {
+      const result = runCli(args)
+      expect(result.code, args.join(' ')).toBe(2)
+      expect(result.stderr, args.join(' ')).toContain(`is inside the project ${fs.realpathSync(project)}`)
+    }
+    expect(fs.existsSync(inside)).toBe(false)
+    // Through a link into the project too.
+    fs.symlinkSync(project, path.join(tmp, 'link'))
+    expect(runCli(['status', '--dir', project, '--store', path.join(tmp, 'link', 'store')]).code).toBe(2)
+    // Beside it is fine, a name that only starts like it too.
+    await seed()
+    expect(runCli(['status', '--dir', project, '--store', store]).code).toBe(0)
+    expect(runCli(['run', '--dir', project, '--store', project + '-store', '--', 'true']).code).toBe(0)
+  })
+})
+
 describe('sessions of a directory store', () => {
   it('a directory store holds one session: another --session (or none, for main) is refused (exit 1) by every command, naming the one it holds', async () => {
     const ws = await Workspace.open({ lower: directory(project), store: directoryStore(store), session: 'agent-1' })

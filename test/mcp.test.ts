@@ -261,10 +261,12 @@ describe('rewindfs mcp', () => {
   it('names workspace paths in errors, never the project directory on the host', async () => {
     const { client } = await connect()
     expect(await call(client, 'write_file', { path: '/app/extra/new.txt', content: 'new\n' })).toMatchObject({ isError: false })
-    // The directory the change goes into became a file on disk: the commit fails naming the path.
+    // The directory the change goes into became a link out of the project on disk: the commit fails naming the path.
+    const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-outside-'))
     fs.rmSync(path.join(project, 'app'), { recursive: true })
-    fs.writeFileSync(path.join(project, 'app'), 'now a file\n')
+    fs.symlinkSync(outside, path.join(project, 'app'))
     const failed = await call(client, 'commit_changes', { force: true })
+    fs.rmSync(outside, { recursive: true })
     expect(failed.isError).toBe(true)
     const text = JSON.stringify(failed.body)
     expect(text).toContain("'/app")
