@@ -17,9 +17,12 @@
  * segment's last record cut short by a crash is a torn tail: presented to the engine when it was
  * journal text, kept aside before it is cut at the first append. Bytes that cannot be read
  * anywhere else are damage: reported (as a blob that cannot be read, and as an unreadable journal
- * record where the journal runs), kept, never cut. Deleted blobs are forgotten by a record naming
- * their places; garbage collection copies the live records of a segment that holds mostly dead
- * ones to the end of the log, makes them durable, then removes the old segment.
+ * record where the journal runs), kept, never cut. So is a last segment holding less than its index
+ * file lists, or missing while the file remains: a crash never cuts what was durable when the file
+ * was written, so acknowledged records were lost; appends then go on in a new segment after it.
+ * Deleted blobs are forgotten by a record naming their places; garbage collection copies the live
+ * records of a segment that holds mostly dead ones to the end of the log, makes them durable, then
+ * removes the old segment.
  */
 import { crc32 as nativeCrc32 } from 'node:zlib'
 import { hostFs as fs } from './host-fs.js'
@@ -56,6 +59,8 @@ export type { BlobLocation } from './pack-locations.js'
 interface Unreadable extends Place {
   readonly length: number
   readonly reason: string
+  /** Bytes the segment no longer holds (cut below what its index file lists, or missing): open finds them, a scrub of the segment cannot. */
+  readonly lost?: boolean
 }
 
 /** A piece of the journal in log order: journal text, or damage where journal text may have been. */
@@ -232,6 +237,13 @@ export class PackLog {
   /** Where the last record's end byte is missing (written before the next append). */
   private unterminated: number | undefined
   private active: Active | undefined
+  /**
+   * The number the next segment takes when appends must not go on in the last one: it was cut
+   * short, or segments after it are missing while their index files remain (damage: its bytes are
+   * kept, never appended over, and a lost segment's number is not used again, so its index file
+   * never describes a segment it was not written for). Undefined: appends go on in the last segment.
+   */
+  private nextSegment: number | undefined
   /** The records of the active segment (or the last one, before it is opened for appends), for its index file. */
   private activeEntries: IndexEntry[] = []
   /** The active segment's index file as open found it (the records it covers come before activeEntries): decoded only to write it anew. */
@@ -283,23 +295,22 @@ export class PackLog {
    */
   private scan(): void {
     this.closeReads()
-    let names: string[]
-    try {
-      names = fs.readdirSync(this.directory)
-    } catch (error) {
-      if ((error as { code?: string }).code !== 'ENOENT') throw error
-      names = []
-    }
-    const numbers = names.flatMap((name) => segmentNumber(name) ?? []).sort((a, b) => a - b)
+    let { names, numbers, lost } = this.listSegments()
+    // A reader lists again before it reports segments lost: a writer may have collected one and
+    // started the next while the first listing was read (neither is certain to be in it then).
+    if (lost.length > 0 && this.options.readOnly) ({ names, numbers, lost } = this.listSegments())
     if (!this.options.readOnly) {
-      // Temp files a crash kept from being renamed into place, and index files of segments that are gone, are the writer's own.
-      const present = new Set(numbers)
+      // Temp files a crash kept from being renamed into place, and index files of segments that are
+      // gone (a collection removes the segment, then its index file), are the writer's own. Not
+      // those of lost segments: they are what proves the loss.
+      const present = new Set([...numbers, ...lost.map((segment) => segment.segment)])
       for (const name of names) {
         const indexed = indexNumber(name)
         if (isTempName(name) || (indexed !== undefined && !present.has(indexed))) fs.rmSync(`${this.directory}/${name}`, { force: true })
       }
     }
-    if (this.restoreState(numbers)) return
+    this.nextSegment = lost.length > 0 ? lost.at(-1)!.segment + 1 : undefined
+    if (lost.length === 0 && this.restoreState(numbers)) return
     this.lastRecords = new Map()
     /**
      * Blob records in log order, indexed once every forgotten place is known: an index file's
@@ -345,8 +356,8 @@ export class PackLog {
         const entries: IndexEntry[] = []
         let damaged = false
         /** Bytes that are no record: listed, and where journal text may have been, damage in the journal too. */
-        const damagedAt = (offset: number, length: number, reason: string, journalText = true) => {
-          const piece = { segment, offset, length, reason }
+        const damagedAt = (offset: number, length: number, reason: string, journalText = true, lost = false) => {
+          const piece = { segment, offset, length, reason, ...(lost ? { lost } : {}) }
           damaged = true
           damage.push(piece)
           if (journalText) journal.push({ ...piece, kind: 'damage' })
@@ -460,7 +471,8 @@ export class PackLog {
         if (cut !== undefined) {
           const from = this.torn?.segment === segment ? this.torn.offset : Math.max(end, at)
           this.torn = undefined
-          if (cut > from) damagedAt(from, cut - from, `the segment ends at byte ${size}, but its index file, written when the segment was whole and durable, lists records up to byte ${cut}: it was cut short after they were written`)
+          if (cut > from) damagedAt(from, cut - from, `the segment ends at byte ${size}, but its index file, written when the segment was whole and durable, lists records up to byte ${cut}: it was cut short after they were written`, true, true)
+          this.nextSegment ??= segment + 1
         }
         this.counters.scannedBytes += window.bytesRead
         // Where the next append goes: after the last record (over the zeros; past the file's end
@@ -477,6 +489,12 @@ export class PackLog {
       } finally {
         fs.closeSync(fd)
       }
+    }
+    // Segments after the last one, missing: what their index files list was acknowledged and is gone.
+    for (const { segment, covered } of lost) {
+      const piece = { segment, offset: SEGMENT_HEADER_BYTES, length: covered - SEGMENT_HEADER_BYTES, reason: `the segment is missing, but its index file, written when the segment was whole and durable, lists records up to byte ${covered}: it was removed after they were written`, lost: true }
+      damage.push(piece)
+      journal.push({ ...piece, kind: 'damage' })
     }
     this.index = new BlobLocations(listed.blobs, listed.idBytes)
     this.copies = new Map()
@@ -499,6 +517,34 @@ export class PackLog {
     this.unreadable = new Map()
     for (const piece of damage) if (!isForgotten(piece)) this.unreadable.set(damageId(piece), piece)
     this.journal = journal.filter((piece) => piece.kind !== 'damage' || !isForgotten(piece))
+  }
+
+  /**
+   * The store's files, its segments' numbers in order, and the segments lost after the last one:
+   * missing while their index files remain. An index file is written once its segment is durable
+   * (sealed, or the last one at a clean close), a crash never removes a segment, and a collection
+   * removes only a sealed one (a later segment is there) and its index file after it: one past the
+   * last segment that lists records says they were acknowledged and removed since. One that does
+   * not read, is about another segment or store, or lists none proves nothing.
+   */
+  private listSegments(): { names: string[]; numbers: number[]; lost: { segment: number; covered: number }[] } {
+    let names: string[]
+    try {
+      names = fs.readdirSync(this.directory)
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ENOENT') throw error
+      names = []
+    }
+    const numbers = names.flatMap((name) => segmentNumber(name) ?? []).sort((a, b) => a - b)
+    const last = numbers.at(-1) ?? 0
+    const lost: { segment: number; covered: number }[] = []
+    for (const segment of names.flatMap((name) => indexNumber(name) ?? []).sort((a, b) => a - b)) {
+      if (segment <= last) continue
+      const file = this.indexFileOf(segment)
+      const records = file && listIndex(file.bytes, file.head)
+      if (file && records && records.count > 0) lost.push({ segment, covered: file.head.covered })
+    }
+    return { names, numbers, lost }
   }
 
   /**
@@ -556,17 +602,32 @@ export class PackLog {
   /**
    * Where a segment's index file says its records end, when that is past the segment's end and the
    * file is about this segment (its number and salt, and the last record it lists within what the
-   * segment still holds is there, header and id): the segment was cut short. Undefined otherwise
-   * (no index file, or one about another segment that had this number: it proves nothing).
+   * segment still holds is there, header and id; cut inside its first record, what is left of the
+   * segment's header and that record's header and id): the segment was cut short. Undefined
+   * otherwise (no index file, or one about another segment that had this number: it proves nothing).
    */
   private cutShort(segment: number, fd: number, size: number): number | undefined {
     const file = this.indexFileOf(segment)
     if (!file || file.head.covered <= size) return undefined
     const records = listIndex(file.bytes, file.head)
-    if (!records) return undefined
+    if (!records || records.count === 0) return undefined
     let within = -1
     for (let i = 0; i < records.count; i++) if (records.offset[i] + recordBytes(records.idLength[i], records.length[i]) <= size) within = i
-    return within >= 0 && this.listedHead(fd, file.bytes, records, within) ? file.head.covered : undefined
+    const holds = within >= 0 ? this.listedHead(fd, file.bytes, records, within) !== undefined : this.holdsStart(segment, fd, file.bytes, records, size)
+    return holds ? file.head.covered : undefined
+  }
+
+  /**
+   * Whether a segment cut before the end of its first record holds, up to the cut, the header a
+   * segment of its number and salt has, then the first record's header and id as its index file lists them.
+   */
+  private holdsStart(segment: number, fd: number, bytes: Buffer, records: IndexRecords, size: number): boolean {
+    if (records.offset[0] !== SEGMENT_HEADER_BYTES) return false
+    const idAt = records.idAt[0]
+    const first = recordHead(records.kind[0] as Kind, bytes.subarray(idAt, idAt + records.idLength[0]), records.length[0], records.checksum[0], this.options.salt)
+    const expected = Buffer.concat([segmentHeader(segment, this.options.salt), first]).subarray(0, size)
+    const stored = Buffer.allocUnsafe(expected.length)
+    return readFully(fd, stored, stored.length, 0) === stored.length && stored.equals(expected)
   }
 
   /** A record's header (and id) as its segment holds it, and where. */
@@ -860,6 +921,8 @@ export class PackLog {
   /** The bytes kept aside for a blob or damage, exactly as stored. */
   async stored(id: string): Promise<Uint8Array | undefined> {
     const damage = this.unreadable.get(id) ?? this.scrubbed.get(id)
+    // A lost segment's damage: nothing of it is left to keep.
+    if (damage && !this.segments.has(damage.segment)) return new Uint8Array(0)
     if (damage) return this.readAt(damage.segment, damage.offset, damage.length)
     const location = this.index.get(id)
     return location && this.readAt(location.segment, location.offset + RECORD_HEADER_BYTES + location.idLength, location.length)
@@ -868,7 +931,8 @@ export class PackLog {
   /**
    * Every segment read record header by record header, dead records included (pack-scrub.ts): what
    * an open scanning every segment would find damaged, each under the id it lists damage as
-   * (`pack-damage:<segment>:<offset>`) and why. Changes nothing; appends and collection may go on meanwhile (they write past what it
+   * (`pack-damage:<segment>:<offset>`) and why, and the bytes open found lost (a last segment cut
+   * short, segments missing). Changes nothing; appends and collection may go on meanwhile (they write past what it
    * reads, and a collected segment it did not open yet is skipped: its live records were copied).
    */
   async scrub(): Promise<{ id: string; reason: string }[]> {
@@ -892,6 +956,12 @@ export class PackLog {
         fs.closeSync(fd)
       }
     }
+    // Bytes open found lost (a segment cut below its index file, or missing): no segment holds them to read, so they are listed as open lists them.
+    for (const [id, damage] of this.unreadable) {
+      if (!damage.lost || found.has(id)) continue
+      out.push({ id, reason: `pack segment ${segmentName(damage.segment)}, bytes ${damage.offset} to ${damage.offset + damage.length}: ${damage.reason}` })
+      found.set(id, damage)
+    }
     this.scrubbed = found
     return out
   }
@@ -914,7 +984,8 @@ export class PackLog {
     if (this.torn) this.cutTorn()
     if (this.active === undefined) {
       const last = Math.max(0, ...this.segments.keys())
-      if (last > 0) {
+      if (this.nextSegment !== undefined) this.startNext(last)
+      else if (last > 0) {
         const fd = fs.openSync(this.segmentFile(last), 'r+')
         this.active = { segment: last, fd, allocated: fs.fstatSync(fd).size }
       } else this.startSegment(1)
@@ -1022,6 +1093,32 @@ export class PackLog {
     syncDirectory(this.directory)
     this.segments.set(segment, SEGMENT_HEADER_BYTES)
     this.active = { segment, fd, allocated: SEGMENT_HEADER_BYTES }
+  }
+
+  /**
+   * Appends start a new segment, numbered `nextSegment`, rather than going on in the last one
+   * (`last`): it was cut short (its bytes are damage, kept as they are), or segments after it are
+   * lost. Its last record whole but for its end byte gets the byte first, durably, as a sealed
+   * segment is durable before the next one is made.
+   */
+  private startNext(last: number): void {
+    if (this.unterminated !== undefined) {
+      const fd = fs.openSync(this.segmentFile(last), 'r+')
+      try {
+        writeFully(fd, [RECORD_END], this.unterminated)
+        fs.fdatasyncSync(fd)
+      } finally {
+        fs.closeSync(fd)
+      }
+      this.unterminated = undefined
+    }
+    // The last segment's records are not the new one's (its index file stays as it is).
+    this.activeEntries = []
+    this.activeBase = undefined
+    this.activeDamaged = false
+    this.lastIndexed = 0
+    this.startSegment(this.nextSegment!)
+    this.nextSegment = undefined
   }
 
   /** Keeps the torn tail aside (unless its text was kept with the journal), then cuts it off durably. */

@@ -748,9 +748,12 @@ describe('pack segments: index files and synchronous reads', () => {
     await filled(path)
     expect(pack.indexFiles(path).length).toBeGreaterThan(0)
     const indexes = pack.indexFiles(path).map((file) => [file, fs.readFileSync(file)] as const)
-    // One segment holding other records (pack-raw rewrites the pack as one segment), the old index files put back.
+    // One segment holding other records (pack-raw rewrites the pack as one segment), its old index file put back (those of
+    // segments after it, missing, would say acknowledged records were lost: node-fs-pack-damage.test.ts).
     pack.setJournal(path, { records: ['only this'] })
-    for (const [file, bytes] of indexes) fs.writeFileSync(file, bytes)
+    const present = new Set(pack.segmentFiles(path).map(({ file }) => file.replace(/\.pack$/, '.idx')))
+    expect(present.size).toBe(1)
+    for (const [file, bytes] of indexes) if (present.has(file)) fs.writeFileSync(file, bytes)
     const store = directoryStore(path, { readOnly: true })
     expect(store.packStats!.indexedSegments).toBe(0)
     expect(await store.readJournal()).toEqual({ records: ['only this'] })
