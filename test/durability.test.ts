@@ -318,6 +318,25 @@ describe('write-ahead journal and crash recovery', () => {
     expect(damaged.image()).toEqual(flipped)
   })
 
+  it('salvage names records whose commit marker may be the damaged record: not "never acknowledged"', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/one', '1')
+    await ws.sync()
+    ws.fs.writeFileSync('/two', '2')
+    await ws.sync() // acknowledged: its marker is the last record
+    const image = store.image()
+    const lines = image.journal.trimEnd().split('\n')
+    lines[lines.length - 1] = lines[lines.length - 1].replace('commit', 'cOmmit')
+    image.journal = lines.join('\n') + '\n'
+    const opened = await Workspace.open({ store: MemoryStore.from(image), autoCheckpoint: false })
+    const report = await opened.repair({ salvage: true, dryRun: true })
+    const reasons = report.lost.map((l) => l.reason)
+    expect(reasons.at(-1)).toBe('checksum mismatch')
+    expect(reasons.slice(0, -1).length).toBeGreaterThan(0)
+    for (const reason of reasons.slice(0, -1)) expect(reason).toMatch(/^no readable commit marker follows \(a damaged record after it may have been its marker/)
+  })
+
   it('a bad record in the middle: open keeps every record before it and changes nothing; repair keeps them, salvage also the later group commits', async () => {
     const store = new MemoryStore()
     const ws = await Workspace.open({ store, autoCheckpoint: false })

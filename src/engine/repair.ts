@@ -186,15 +186,17 @@ function positionalPlan(records: readonly string[]): { candidates: Candidate[]; 
  * With salvage: every intact record by its number, so duplicated and reordered lines fall back
  * into place. A number no intact record has loses the group commit around it (the missing record
  * may have been any of it, its commit marker included); records after the last commit marker
- * were never acknowledged.
+ * were never acknowledged, unless a record after them could not be read (their marker, maybe).
  */
 function numberedPlan(records: readonly string[]): { candidates: Candidate[]; lost: LostRecords[] } {
   const lost: LostRecords[] = []
   const byNumber = new Map<number, { line: number; text: string; body: RecordBody }>()
+  const unreadable: number[] = []
   const one = (line: number, reason: string) => lost.push({ first: line, last: line, offset: journalOffset(records, line), reason })
   for (let line = 0; line < records.length; line++) {
     const verdict = decodeLine(records[line], 'schema')
     if (!verdict.ok) {
+      unreadable.push(line)
       one(line, verdict.reason)
       continue
     }
@@ -229,7 +231,10 @@ function numberedPlan(records: readonly string[]): { candidates: Candidate[]; lo
     gap = undefined
     from = n + 1
   }
-  for (const line of lines) one(line, 'never acknowledged (no commit marker follows)')
+  // After them, a record that could not be read may have been their commit marker: then they were
+  // acknowledged, and only the damage says why they are lost.
+  const tail = lines.length > 0 && unreadable.some((line) => line > lines[0]) ? 'no readable commit marker follows (a damaged record after it may have been its marker: acknowledged, then)' : 'never acknowledged (no commit marker follows)'
+  for (const line of lines) one(line, tail)
   return { candidates, lost }
 }
 
