@@ -572,7 +572,7 @@ describe('a snapshot whose history opens lazily (format 2)', () => {
     const ws = await Workspace.open({ store, ...options })
     expect(ws.status.warnings).toEqual([])
     expect(files(ws)).toEqual(held.get('r11'))
-    await expect(ws.restore('r0')).rejects.toMatchObject({ code: 'EIO' })
+    await expect(ws.restore('r0')).rejects.toMatchObject({ code: 'EIO', message: expect.stringMatching(/checksum/) })
     expect(files(ws)).toEqual(held.get('r11'))
     const blobs = ws.storage.durable.blobs
     await ws.compact()
@@ -581,6 +581,25 @@ describe('a snapshot whose history opens lazily (format 2)', () => {
     const report = await ws.verify()
     expect(report.corrupt.sort()).toEqual(parts.map((part) => part.id).sort())
     await ws.close()
+  })
+
+  it('a damaged part in a store without synchronous reads (loaded at open) is said to be damaged, not "not JSON"', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ store, ...options })
+    ws.fs.mkdirSync('/d')
+    for (let round = 0; round < 3; round++) {
+      for (let file = 0; file < 5; file++) ws.fs.writeFileSync(`/d/f${file}.txt`, content(round, file))
+      await ws.checkpoint({ name: `r${round}` })
+    }
+    await ws.compact()
+    await ws.close()
+    const image = store.image()
+    const parts = image.blobs.filter(([, bytes]) => Buffer.from(bytes.subarray(0, 24)).toString('utf8') === '{"rewindfs":"history-par')
+    expect(parts.length).toBeGreaterThan(0)
+    for (const [, bytes] of parts) bytes[40] ^= 0x01
+    const reopened = await Workspace.open({ store: MemoryStore.from(image), ...options })
+    await expect(reopened.restore('r0')).rejects.toMatchObject({ code: 'EIO', message: expect.stringMatching(/checksum/) })
+    await reopened.close()
   })
 
   it('a store compacted in format 1 (every tree in one record) opens as the rewindfs that wrote it saw it, and compacts to format 2', async () => {

@@ -261,11 +261,17 @@ export class LazyHistory {
     if (cached) return cached
     const info = this.parts.get(p)
     if (!info) throw partError(p, undefined, 'the snapshot does not list it')
+    let bytes: Uint8Array
+    try {
+      bytes = this.read(info.id)
+    } catch (error) {
+      // The store's own word (a record failing its checksum, a missing blob), whatever class it throws.
+      throw partError(p, info.id, (error as Error | undefined)?.message ?? String(error))
+    }
     let part: HistoryPart
     try {
-      part = JSON.parse(decoder.decode(this.read(info.id))) as HistoryPart
-    } catch (error) {
-      if (error instanceof FsError) throw partError(p, info.id, error.message)
+      part = JSON.parse(decoder.decode(bytes)) as HistoryPart
+    } catch {
       throw partError(p, info.id, 'it is not JSON')
     }
     if (part?.rewindfs !== 'history-part' || part.n !== p || !Array.isArray(part.dirs) || !Array.isArray(part.ops)) throw partError(p, info.id, 'it is not the part the snapshot names')
