@@ -220,6 +220,27 @@ describe('symlink targets', () => {
   })
 })
 
+describe('absolute links the project holds', () => {
+  it('one into the project reads as the workspace path it names, so the workspace follows it where a command does; one out of it stays as it is; a flush leaves them alone', async () => {
+    const real = fs.realpathSync(project)
+    fs.symlinkSync(path.join(real, 'app/config.json'), path.join(project, 'config-link'))
+    fs.symlinkSync(real, path.join(project, 'root-link'))
+    fs.symlinkSync('/usr/bin/env', path.join(project, 'env'))
+    const ws = await Workspace.open({ lower: directory(project) })
+    expect(ws.fs.readlinkSync('/config-link')).toBe('/app/config.json')
+    expect(ws.fs.readFileSync('/config-link', 'utf8')).toBe('{ "port": 8080 }\n')
+    expect(ws.fs.readlinkSync('/root-link')).toBe('/')
+    expect(ws.fs.readdirSync('/root-link/app')).toContain('config.json')
+    expect(ws.fs.readlinkSync('/env')).toBe('/usr/bin/env')
+    expect(ws.changes()).toEqual([])
+    ws.fs.writeFileSync('/app/config.json', '{ "port": 9090 }\n')
+    expect(ws.fs.readFileSync('/config-link', 'utf8')).toBe('{ "port": 9090 }\n')
+    await ws.flush(undefined)
+    expect(fs.readlinkSync(path.join(project, 'config-link'))).toBe(path.join(real, 'app/config.json'))
+    await ws.close()
+  })
+})
+
 describe('flush with a durable store', () => {
   it('reopens clean after a flush, and a pre-flush checkpoint still restores the old content', async () => {
     const storeDir = path.join(tmp, 'store')

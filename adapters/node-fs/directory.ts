@@ -8,6 +8,7 @@ import { hostFs as fs } from './host-fs.js'
 import type { ExecRunner } from 'rewindfs'
 import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type LowerSource, type LowerStat, flushEngine, lowerStatOf, lowerVersionOf, normalize } from 'rewindfs/adapter-kit'
 import { LockFile } from 'rewindfs/adapter-kit/node'
+import { workspaceTarget } from './exec-tree.js'
 import { Confinement, RESERVED_PREFIX, checkPath, isReserved, lstatOrUndefined } from './confine.js'
 import { hostShell } from './exec.js'
 import { clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
@@ -108,8 +109,13 @@ export class DirectorySource implements LowerSource, FlushTarget {
     }
   }
 
+  /**
+   * An absolute target inside the directory reads as the workspace path it names (the workspace
+   * resolves absolute targets from its own root), as a command's link is read back: so the agent's
+   * tools follow a link the project committed as `/home/me/app/config/app.ini` where its commands do.
+   */
   readlink(path: string): string {
-    return fs.readlinkSync(this.confinement.resolve(this.visible(path, 'readlink'), 'readlink', false), 'utf8')
+    return workspaceTarget(fs.readlinkSync(this.confinement.resolve(this.visible(path, 'readlink'), 'readlink', false), 'utf8'), this.root)
   }
 
   /** The normalised path; the staging area is not there for readers (ENOENT, as stat says). */

@@ -11,6 +11,7 @@
 import fs from 'node:fs'
 import type { EntryType, LowerWalker, WalkerEntry } from 'rewindfs/adapter-kit'
 import { type Confinement, isReserved } from './confine.js'
+import { workspaceTarget } from './exec-tree.js'
 import { onHostNow } from './host-fs.js'
 
 const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
@@ -37,7 +38,7 @@ export class DirectoryWalker implements LowerWalker {
   }
 
   readlink(path: string): string {
-    return onHostNow(() => fs.readlinkSync(this.confinement.lexical(path), 'utf8'))
+    return onHostNow(() => workspaceTarget(fs.readlinkSync(this.confinement.lexical(path), 'utf8'), this.confinement.root))
   }
 
   private listNow(path: string): WalkerEntry[] {
