@@ -241,7 +241,8 @@ export class PackLog {
    * The number the next segment takes when appends must not go on in the last one: it was cut
    * short, or segments after it are missing while their index files remain (damage: its bytes are
    * kept, never appended over, and a lost segment's number is not used again, so its index file
-   * never describes a segment it was not written for). Undefined: appends go on in the last segment.
+   * never describes a segment it was not written for); or it was sealed and the next one failed to
+   * start. Undefined: appends go on in the last segment.
    */
   private nextSegment: number | undefined
   /** The records of the active segment (or the last one, before it is opened for appends), for its index file. */
@@ -1000,9 +1001,8 @@ export class PackLog {
     return this.active!
   }
 
-  /** Writes the index file of the active segment, sealed; the next segment starts a new list. */
-  private indexActive(): void {
-    const segment = this.active!.segment
+  /** Writes the index file of the segment appends went to, sealed; the next segment starts a new list. */
+  private indexSealed(segment: number): void {
     const entries = this.activeDamaged ? undefined : this.activeList(segment)
     if (entries) this.writeIndex(segment, this.segments.get(segment)!, entries)
     this.activeEntries = []
@@ -1064,14 +1064,25 @@ export class PackLog {
     const { segment, fd } = this.active!
     this.trimActive()
     if (this.dirty) {
-      fs.fdatasyncSync(fd)
+      try {
+        fs.fdatasyncSync(fd)
+      } catch (error) {
+        // As in sync(): what the kernel failed to write may be gone from its cache too, and a retry's fdatasync would not say so.
+        this.failure = error as Error
+        throw error
+      }
       this.counters.fdatasyncs++
     }
     this.dirty = false
     this.unsynced = 0
+    // Let go of before it is closed, the next segment's number kept: one that fails to start
+    // (EACCES, ENOSPC, EMFILE) leaves no descriptor for a retry or close() to close again (by then
+    // its number may be another file's), and the next append starts it.
+    this.active = undefined
+    this.nextSegment = segment + 1
     fs.closeSync(fd)
-    this.indexActive()
-    this.startSegment(segment + 1)
+    this.indexSealed(segment)
+    this.startNext(segment)
     return this.active!
   }
 
@@ -1085,21 +1096,23 @@ export class PackLog {
       fs.writeSync(fd, segmentHeader(segment, this.options.salt))
       fs.fsyncSync(fd)
       fs.renameSync(temp, file)
+      syncDirectory(this.directory)
     } catch (error) {
+      // Not kept open: the store holds only the descriptors it goes on using. One renamed into
+      // place is made again, over it, by the next try (it holds no record yet).
       fs.closeSync(fd)
       fs.rmSync(temp, { force: true })
       throw error
     }
-    syncDirectory(this.directory)
     this.segments.set(segment, SEGMENT_HEADER_BYTES)
     this.active = { segment, fd, allocated: SEGMENT_HEADER_BYTES }
   }
 
   /**
    * Appends start a new segment, numbered `nextSegment`, rather than going on in the last one
-   * (`last`): it was cut short (its bytes are damage, kept as they are), or segments after it are
-   * lost. Its last record whole but for its end byte gets the byte first, durably, as a sealed
-   * segment is durable before the next one is made.
+   * (`last`): it was sealed, or cut short (its bytes are damage, kept as they are), or segments
+   * after it are lost. Its last record whole but for its end byte gets the byte first, durably, as
+   * a sealed segment is durable before the next one is made.
    */
   private startNext(last: number): void {
     if (this.unterminated !== undefined) {
@@ -1685,9 +1698,13 @@ export class PackLog {
         this.saveState()
       }
     } finally {
-      if (this.active !== undefined) fs.closeSync(this.active.fd)
+      const active = this.active
       this.active = undefined
-      this.closeReads()
+      try {
+        if (active !== undefined) fs.closeSync(active.fd)
+      } finally {
+        this.closeReads()
+      }
     }
   }
 

@@ -446,9 +446,13 @@ export class DirectoryStore implements Store {
     if (this.closed) return
     this.closed = true
     this.packs?.stop()
-    await this.queue
-    await this.packs?.close()
-    this.lock?.release()
+    try {
+      await this.queue
+      await this.packs?.close()
+    } finally {
+      // Released even when the pack's close failed: the store is closed either way, and a lock kept would refuse every later open in this process (EBUSY).
+      this.lock?.release()
+    }
   }
 }
 

@@ -19,6 +19,7 @@ import { verifyStore } from '../../src/engine/verify-store.js'
 import { Workspace } from '../../src/index.js'
 import type { WorkspaceOptions } from '../../src/index.js'
 import * as pack from '../support/pack-raw.js'
+import { capability } from '../support/require.js'
 
 // Thousands of opens: on tmpfs where there is one (the logic is what is tested here; the crash tests use a real disk).
 const scratch = fs.mkdtempSync(`${fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir()}/rewindfs-pack-`)
@@ -529,6 +530,199 @@ describe('pack segments: a failed fdatasync', () => {
     await ws.close()
     const again = await open(path)
     expect(files(again)['/kept.txt']).toBe('kept')
+    await again.close()
+  })
+})
+
+/**
+ * A child that fills a segment, makes the next one impossible to start — the packs directory
+ * unwritable (EACCES, as an unprivileged user: chmod does not bind root), or every descriptor of
+ * the process taken (EMFILE) — commits, opens a file of its own while the workspace retries, then
+ * removes the cause; prints one JSON line of what it saw. Every commit of it starts a segment (its
+ * contents are larger than one).
+ */
+const SEAL_CHILD = `
+import fs from 'node:fs'
+import { directoryStore } from '../../adapters/node-fs/index.js'
+import { Workspace } from '../../src/index.js'
+
+const [root, mode] = process.argv.slice(2)
+const store = root + '/store'
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const content = (c) => c.repeat(5000)
+const ws = await Workspace.open({ store: directoryStore(store, { segmentBytes: 4096 }), autoCheckpoint: false })
+ws.fs.writeFileSync('/a', content('a'))
+await ws.sync()
+const hogs = []
+if (mode === 'eacces') fs.chmodSync(store + '/packs', 0o555)
+else {
+  try {
+    for (;;) hogs.push(fs.openSync('/dev/null', 'r'))
+  } catch (error) {
+    if (error.code !== 'EMFILE') throw error
+  }
+}
+ws.fs.writeFileSync('/b', content('b'))
+let failure = ''
+try {
+  await ws.sync()
+} catch (error) {
+  failure = error.code + ': ' + error.message
+}
+// The application opens a file of its own: a descriptor the store closed may have its number now.
+if (hogs.length > 0) fs.closeSync(hogs.pop())
+const app = fs.openSync(root + '/app.log', 'w')
+const started = Date.now()
+while ((ws.status.reconnect?.attempts ?? 0) < 2 && ws.status.reconnect?.state !== 'refused' && Date.now() - started < 10000) await pause(20)
+const blocked = { state: ws.status.reconnect?.state ?? null, attempts: ws.status.reconnect?.attempts ?? 0, error: ws.status.reconnect?.error ?? null }
+let appFile = 'usable'
+try {
+  fs.writeSync(app, 'app data\\n')
+} catch (error) {
+  appFile = error.code
+}
+// The cause removed: a retry starts the segment and sends what was kept back.
+if (mode === 'eacces') fs.chmodSync(store + '/packs', 0o755)
+for (const fd of hogs.splice(0)) fs.closeSync(fd)
+while (ws.status.reconnect?.state !== 'reconnected' && ws.status.reconnect?.state !== 'refused' && Date.now() - started < 30000) await pause(20)
+const reconnect = ws.status.reconnect?.state ?? null
+ws.fs.writeFileSync('/c', content('c'))
+let after = 'committed'
+try {
+  await ws.sync()
+} catch (error) {
+  after = error.code + ': ' + error.message
+}
+let closed = 'closed'
+try {
+  await ws.close()
+} catch (error) {
+  closed = error.code + ': ' + error.message
+}
+// Opened again in this process: the lock was released.
+let reopened
+try {
+  const again = await Workspace.open({ store: directoryStore(store) })
+  reopened = { files: again.fs.readdirSync('/').sort(), intact: ['a', 'b', 'c'].every((c) => again.fs.existsSync('/' + c) && again.fs.readFileSync('/' + c, 'utf8') === content(c)), corrupt: again.status.corrupt ?? null }
+  await again.close()
+} catch (error) {
+  reopened = error.code + ': ' + error.message
+}
+try {
+  fs.closeSync(app)
+} catch (error) {
+  appFile = appFile === 'usable' ? 'closed by another: ' + error.code : appFile
+}
+// Every workspace closed: no descriptor is left on the store's files (a segment that failed to start included).
+const held = fs.readdirSync('/proc/self/fd').flatMap((fd) => {
+  try {
+    const target = fs.readlinkSync('/proc/self/fd/' + fd)
+    return target.startsWith(store + '/') ? [target] : []
+  } catch {
+    return []
+  }
+})
+console.log(JSON.stringify({ failure, blocked, appFile, reconnect, after, closed, reopened, held }))
+`
+
+describe('pack segments: a next segment that fails to start', () => {
+  const root = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-pack-seal-`)
+  const child = `${root}/child.mjs`
+  afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
+  /** As root, the unprivileged test user runs the EACCES case (chmod does not bind root); anyone else runs it as themselves. */
+  const asRoot = process.getuid?.() === 0
+  const user = asRoot ? spawnSync('id', ['-u', 'rewindfs-exec'], { encoding: 'utf8' }) : undefined
+  const eacces = !asRoot || capability('exec-user', user?.status === 0 ? undefined : 'the user rewindfs-exec does not exist (run scripts/provision-exec-user.sh as root)')
+
+  const run = async (mode: 'eacces' | 'emfile') => {
+    if (!fs.existsSync(child)) {
+      await build({ stdin: { contents: SEAL_CHILD, resolveDir: new URL('.', import.meta.url).pathname, loader: 'js' }, bundle: true, platform: 'node', format: 'esm', target: 'node20', outfile: child, logLevel: 'error' })
+      fs.chmodSync(root, 0o755)
+    }
+    const dir = fs.mkdtempSync(`${root}/${mode}-`)
+    fs.chmodSync(dir, 0o755)
+    if (mode === 'eacces' && asRoot) fs.chownSync(dir, Number(user!.stdout.trim()), Number(user!.stdout.trim()))
+    // EMFILE: few descriptors, so the child can take every one.
+    const command = mode === 'emfile' ? ['sh', '-c', 'ulimit -n 256 && exec "$0" "$@"', process.execPath, child, dir, mode] : asRoot ? ['runuser', '-u', 'rewindfs-exec', '--', process.execPath, child, dir, mode] : [process.execPath, child, dir, mode]
+    const result = spawnSync(command[0], command.slice(1), { encoding: 'utf8', timeout: 60_000 })
+    expect(result.status, result.stderr).toBe(0)
+    return JSON.parse(result.stdout.trim().split('\n').at(-1)!) as { failure: string; blocked: { state: string; attempts: number; error: string }; appFile: string; reconnect: string; after: string; closed: string; reopened: { files: string[]; intact: boolean; corrupt: unknown } | string; held: string[] }
+  }
+
+  for (const mode of ['eacces', 'emfile'] as const) {
+    it.skipIf(mode === 'eacces' && !eacces)(`${mode === 'eacces' ? 'EACCES (the packs directory unwritable)' : 'EMFILE (every descriptor taken)'}: no descriptor it does not hold is closed, a retry starts the segment once the cause is gone, close releases the lock`, async () => {
+      const seen = await run(mode)
+      expect(seen.failure).toMatch(new RegExp(`^EDEGRADED: .*${mode.toUpperCase()}`))
+      // Retried for the cause, never a closed descriptor's EBADF (which ends the retries).
+      expect(seen.blocked.attempts).toBeGreaterThanOrEqual(2)
+      expect(seen.blocked.state).toBe('reconnecting')
+      expect(seen.blocked.error).toMatch(mode.toUpperCase())
+      expect(seen.appFile).toBe('usable')
+      expect(seen.reconnect).toBe('reconnected')
+      expect(seen.after).toBe('committed')
+      expect(seen.closed).toBe('closed')
+      expect(seen.reopened).toEqual({ files: ['a', 'b', 'c'], intact: true, corrupt: null })
+      expect(seen.held).toEqual([])
+    }, 90_000)
+  }
+
+  it('the same, injected in this process (EACCES making the next segment): the descriptor the store closed is never closed again, whoever holds its number now', async () => {
+    const path = fresh()
+    const ws = await open(path, { segmentBytes: 4096 })
+    ws.fs.writeFileSync('/a', 'a'.repeat(5000))
+    await ws.sync()
+    const openSync = fs.openSync
+    let refuse = true
+    const making = vi.spyOn(fs, 'openSync').mockImplementation((file, ...rest) => {
+      if (refuse && String(file).includes('.pack.tmp')) throw Object.assign(new Error(`EACCES: permission denied, open '${String(file)}'`), { code: 'EACCES', syscall: 'open', path: String(file) })
+      return openSync(file, ...rest)
+    })
+    let app: number | undefined
+    try {
+      ws.fs.writeFileSync('/b', 'b'.repeat(5000))
+      await expect(ws.sync()).rejects.toMatchObject({ code: 'EDEGRADED' })
+      // The lowest free number: the one the sealed segment's descriptor had, most likely.
+      app = openSync(`${path}.app.log`, 'w')
+      const started = Date.now()
+      while ((ws.status.reconnect?.attempts ?? 0) < 2 && ws.status.reconnect?.state !== 'refused' && Date.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(ws.status.reconnect).toMatchObject({ state: 'reconnecting', error: expect.stringContaining('EACCES') })
+      expect(fs.writeSync(app, 'app data\n')).toBe(9)
+    } finally {
+      refuse = false
+      making.mockRestore()
+    }
+    const started = Date.now()
+    while (ws.status.reconnect?.state !== 'reconnected' && ws.status.reconnect?.state !== 'refused' && Date.now() - started < 30_000) await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(ws.status.reconnect?.state).toBe('reconnected')
+    await ws.close()
+    fs.closeSync(app)
+    const again = await open(path)
+    expect(files(again)).toEqual({ '/a': 'a'.repeat(5000), '/b': 'b'.repeat(5000) })
+    await again.close()
+  }, 60_000)
+
+  it('a failed fdatasync of the segment being sealed is final too (a retry would fdatasync what may be gone from the cache)', async () => {
+    const path = fresh()
+    const ws = await open(path, { segmentBytes: 4096 })
+    ws.fs.writeFileSync('/kept.txt', 'k'.repeat(5000))
+    await ws.sync()
+    // Its content is larger than a segment: its blob goes to the active segment, then that segment is sealed (fdatasynced) before the journal record.
+    const sync = vi.spyOn(fs, 'fdatasyncSync').mockImplementationOnce(() => {
+      throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })
+    })
+    try {
+      ws.fs.writeFileSync('/lost.txt', 'l'.repeat(5000))
+      await expect(ws.sync()).rejects.toMatchObject({ code: 'EDEGRADED' })
+      expect(sync).toHaveBeenCalled()
+    } finally {
+      sync.mockRestore()
+    }
+    const started = Date.now()
+    while (ws.status.reconnect?.state !== 'refused' && ws.status.reconnect?.state !== 'reconnected' && Date.now() - started < 5000) await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(ws.status.reconnect).toMatchObject({ state: 'refused', error: expect.stringContaining('an earlier fdatasync of the pack failed') })
+    await ws.close()
+    const again = await open(path)
+    expect(files(again)['/kept.txt']).toBe('k'.repeat(5000))
     await again.close()
   })
 })
