@@ -122,6 +122,27 @@ describe('less common paths match node:fs on a real directory', () => {
     })
   })
 
+  it('chown drops set-user-ID (and set-group-ID with group execute) of anything but a directory, as Linux does for root too', async () => {
+    const modes = (fs: Fs, at: At, path: string, mode: number) => {
+      fs.chmodSync(at(path), mode)
+      return mode.toString(8)
+    }
+    for (const mode of [0o6755, 0o6745, 0o4700, 0o2710, 0o2700, 0o1755]) {
+      await same((fs, at) => {
+        modes(fs, at, '/f', mode)
+        fs.chownSync(at('/f'), 0, 0)
+        const file = fs.statSync(at('/f')).mode.toString(8)
+        modes(fs, at, '/e', mode)
+        fs.chownSync(at('/e'), -1, -1)
+        const fd = fs.openSync(at('/d/g'), 'r')
+        modes(fs, at, '/d/g', mode)
+        fs.fchownSync(fd, -1, 0)
+        fs.closeSync(fd)
+        return [file, fs.statSync(at('/e')).mode.toString(8), fs.statSync(at('/d/g')).mode.toString(8)]
+      })
+    }
+  })
+
   it('readFile and writeFile open with their flag, then read or write: a descriptor not open for that is EBADF', async () => {
     expect(await same((fs, at) => fs.writeFileSync(at('/f'), 'x', { flag: 'r' }))).toMatchObject({ code: 'EBADF', syscall: 'write' })
     await same((fs, at) => fs.promises.writeFile(at('/f'), 'x', { flag: 'rs' }))

@@ -939,7 +939,7 @@ export class FsOperations {
     const u = validateInteger(uid, 'uid', -1, 4294967295)
     const g = validateInteger(gid, 'gid', -1, 4294967295)
     const entry = this.overlay.resolve(path, follow ? 'chown' : 'lchown', follow, given)
-    this.changeMeta(entry, owner(this.overlay.meta(entry), u, g, this.overlay.now()))
+    this.changeMeta(entry, owner(this.overlay.meta(entry), u, g, this.overlay.now(), entry.type === 'dir'))
   }
 
   lchown(file: unknown, uid: unknown, gid: unknown): void {
@@ -1117,10 +1117,10 @@ export class FsOperations {
     const u = validateInteger(uid, 'uid', -1, 4294967295)
     const g = validateInteger(gid, 'gid', -1, 4294967295)
     this.settle()
-    if (open.orphan) return this.changeOrphan(open.orphan, owner(open.orphan.meta, u, g, this.overlay.now()))
+    if (open.orphan) return this.changeOrphan(open.orphan, owner(open.orphan.meta, u, g, this.overlay.now(), false))
     if (open.dirty) this.flushDescriptor(open)
     const entry = this.descriptorEntry(open, 'fchown')
-    this.changeMeta(entry, owner(this.overlay.meta(entry), u, g, this.overlay.now()))
+    this.changeMeta(entry, owner(this.overlay.meta(entry), u, g, this.overlay.now(), entry.type === 'dir'))
   }
 
   /**
@@ -1427,8 +1427,17 @@ function objectOptions(options: unknown): Options {
 }
 
 /** chown's change: -1 keeps an id. */
-function owner(meta: Meta, uid: number, gid: number, now: number): Partial<Meta> {
-  return { uid: uid === -1 ? meta.uid : uid, gid: gid === -1 ? meta.gid : gid, ctimeMs: now }
+/**
+ * chown's change, as Linux makes it (chown_common): on anything but a directory it also drops
+ * set-user-ID, and set-group-ID where group execute is set (without it, the bit marks mandatory
+ * locking, which stays), whoever asks, root included, and whatever ids are given.
+ */
+function owner(meta: Meta, uid: number, gid: number, now: number, directory: boolean): Partial<Meta> {
+  const change: Partial<Meta> = { uid: uid === -1 ? meta.uid : uid, gid: gid === -1 ? meta.gid : gid, ctimeMs: now }
+  if (directory) return change
+  let mode = meta.mode & ~0o4000
+  if ((mode & 0o2010) === 0o2010) mode &= ~0o2000
+  return mode === meta.mode ? change : { ...change, mode }
 }
 
 /** cp refuses a directory over a non-directory and the reverse (`src` and `dest` as Node names them). */
