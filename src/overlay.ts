@@ -800,7 +800,7 @@ export class Overlay {
 
   newMeta(mode: number): Meta {
     const now = this.now()
-    return { mode, uid: 0, gid: 0, atimeMs: now, mtimeMs: now, ctimeMs: now, birthtimeMs: now, ino: this.newIno() }
+    return { mode, uid: PROCESS_OWNER.uid, gid: PROCESS_OWNER.gid, atimeMs: now, mtimeMs: now, ctimeMs: now, birthtimeMs: now, ino: this.newIno() }
   }
 
   private touch(dir: DirNode): void {
@@ -851,17 +851,28 @@ export function entryFromNode(path: string, node: EntryNode, inodes?: DirNode): 
   return { path, type: node.type, node, lowerPath: node.type === 'dir' ? node.lower : null, lowerStat: undefined, link: undefined, inodes }
 }
 
+/**
+ * Who makes what the workspace makes, as the kernel gives a new file its process's ids: on Node the
+ * process's own (a program on the workspace compares `stat.uid` with `process.getuid()`, as `which`
+ * does for execute bits), 0 where there is no process (a browser).
+ */
+const PROCESS_OWNER: { readonly uid: number; readonly gid: number } = (() => {
+  const host = (globalThis as { process?: { getuid?: () => number; getgid?: () => number } }).process
+  return { uid: host?.getuid?.() ?? 0, gid: host?.getgid?.() ?? 0 }
+})()
+
 /** A directory's metadata where the lower source lost it: as mkdir makes one (0755), its times set again by the operation replayed. */
 function vanishedMeta(lowerPath: string): Meta {
   const now = Date.now()
-  return { mode: 0o755, uid: 0, gid: 0, atimeMs: now, mtimeMs: now, ctimeMs: now, birthtimeMs: now, ino: 2 ** 32 + hashString(lowerPath) }
+  return { mode: 0o755, uid: PROCESS_OWNER.uid, gid: PROCESS_OWNER.gid, atimeMs: now, mtimeMs: now, ctimeMs: now, birthtimeMs: now, ino: 2 ** 32 + hashString(lowerPath) }
 }
 
 export function metaFromLower(stat: LowerStat, lowerPath: string): Meta {
   return {
     mode: stat.mode & 0o7777,
-    uid: 0,
-    gid: 0,
+    // A source that keeps no owners (a fixture, IndexedDB) gives its entries to whoever runs the workspace.
+    uid: stat.uid ?? PROCESS_OWNER.uid,
+    gid: stat.gid ?? PROCESS_OWNER.gid,
     atimeMs: stat.atimeMs ?? stat.mtimeMs,
     mtimeMs: stat.mtimeMs,
     ctimeMs: stat.ctimeMs ?? stat.mtimeMs,

@@ -21,6 +21,8 @@ const statSchema = z.object({
   atimeMs: z.optional(z.number()),
   birthtimeMs: z.optional(z.number()),
   ino: z.optional(z.number()),
+  uid: z.optional(z.number()),
+  gid: z.optional(z.number()),
 })
 
 const stateSchema = z.object({

@@ -18,6 +18,9 @@ export interface LowerStat {
   readonly atimeMs?: number
   readonly birthtimeMs?: number
   readonly ino?: number
+  /** Owner and group as the source holds them (a directory on disk); 0 when absent. */
+  readonly uid?: number
+  readonly gid?: number
   /** Names the entry has in the source (hard links on disk); 1 when absent. */
   readonly nlink?: number
   /**

@@ -13,6 +13,8 @@ export interface SyncStats {
   readonly size: number
   readonly mtimeMs: number
   readonly ino: number
+  readonly uid?: number
+  readonly gid?: number
   readonly nlink?: number
   readonly ctimeMs?: number
   readonly atimeMs?: number
@@ -63,6 +65,8 @@ export function lowerStatOf(stats: SyncStats): LowerStat | undefined {
     atimeMs: stats.atimeMs,
     birthtimeMs: stats.birthtimeMs,
     ino: stats.ino,
+    ...(stats.uid !== undefined ? { uid: stats.uid } : {}),
+    ...(stats.gid !== undefined ? { gid: stats.gid } : {}),
     nlink: type === 'dir' ? undefined : stats.nlink,
     version: lowerVersionOf(stats),
   }
