@@ -328,6 +328,11 @@ export class Overlay {
         if (target === '') return this.fail('ENOENT', true)
         if (target.startsWith('/')) stack.length = 1
         const parts = components(target)
+        // A target ending in '/' names a directory, as a path with the slash does: '.' after it checks that.
+        if (target.endsWith('/') && parts.length > 0) {
+          queue.push('.')
+          fromLink++
+        }
         for (let i = parts.length - 1; i >= 0; i--) queue.push(parts[i])
         fromLink += parts.length
         continue

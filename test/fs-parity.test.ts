@@ -143,6 +143,19 @@ describe('less common paths match node:fs on a real directory', () => {
     }
   })
 
+  it('a symlink whose target ends in "/" names a directory: followed to a file it is ENOTDIR', async () => {
+    const link = (fs: Fs, at: At, target: string) => fs.symlinkSync(target, at('/slash'))
+    expect(await same((fs, at) => (link(fs, at, 'f/'), fs.statSync(at('/slash'))))).toMatchObject({ code: 'ENOTDIR' })
+    await same((fs, at) => (link(fs, at, 'f/'), fs.readFileSync(at('/slash'), 'utf8')))
+    await same((fs, at) => (link(fs, at, 'f/'), fs.existsSync(at('/slash'))))
+    await same((fs, at) => (link(fs, at, 'f/'), fs.realpathSync.native(at('/slash'))))
+    await same((fs, at) => (link(fs, at, 'f/'), fs.accessSync(at('/slash'))))
+    await same((fs, at) => (link(fs, at, 'lf/'), fs.statSync(at('/slash')).isFile()))
+    await same((fs, at) => (link(fs, at, 'd/'), fs.readdirSync(at('/slash'))))
+    await same((fs, at) => (link(fs, at, 'ld/'), fs.readdirSync(at('/slash/sub/..'))))
+    await same((fs, at) => (link(fs, at, 'f/'), fs.lstatSync(at('/slash')).isSymbolicLink()))
+  })
+
   it('readFile and writeFile open with their flag, then read or write: a descriptor not open for that is EBADF', async () => {
     expect(await same((fs, at) => fs.writeFileSync(at('/f'), 'x', { flag: 'r' }))).toMatchObject({ code: 'EBADF', syscall: 'write' })
     await same((fs, at) => fs.promises.writeFile(at('/f'), 'x', { flag: 'rs' }))
