@@ -156,6 +156,20 @@ describe('less common paths match node:fs on a real directory', () => {
     await same((fs, at) => (link(fs, at, 'f/'), fs.lstatSync(at('/slash')).isSymbolicLink()))
   })
 
+  it('cp of a directory onto "link/" (a link to a directory) copies into the directory it names, as lstat of "link/" follows it', async () => {
+    await same((fs, at) => {
+      fs.symlinkSync('e', at('/le'))
+      fs.cpSync(at('/d'), at('/le/'), { recursive: true })
+      return [fs.readdirSync(at('/e')), fs.lstatSync(at('/le')).isSymbolicLink()]
+    })
+    await same(async (fs, at) => {
+      fs.symlinkSync('e', at('/le'))
+      await fs.promises.cp(at('/d'), at('/le/'), { recursive: true })
+      return fs.readdirSync(at('/e'))
+    })
+    await same((fs, at) => fs.cpSync(at('/d'), at('/lf/'), { recursive: true }))
+  })
+
   it('readFile and writeFile open with their flag, then read or write: a descriptor not open for that is EBADF', async () => {
     expect(await same((fs, at) => fs.writeFileSync(at('/f'), 'x', { flag: 'r' }))).toMatchObject({ code: 'EBADF', syscall: 'write' })
     await same((fs, at) => fs.promises.writeFile(at('/f'), 'x', { flag: 'rs' }))

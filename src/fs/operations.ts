@@ -831,7 +831,8 @@ export class FsOperations {
     // Only the caller's own path can carry a trailing slash.
     const trailingSlash = top && dest.endsWith('/')
     if (trailingSlash && source.type !== 'dir') destPath = destPath.replace(/\/+$/, '')
-    const existing = this.resolveIfThere(destPath, 'lstat', false, dest)
+    // Node lstat()s the destination as given: 'link/' follows the link to the directory it names.
+    const existing = this.resolveIfThere(trailingSlash && source.type === 'dir' ? `${destPath}/` : destPath, 'lstat', false, dest)
     checkKinds(source, existing, src, dest)
     const parent = this.overlay.resolve(dirname(destPath), 'cp', true, dest)
     const name = basename(destPath)
