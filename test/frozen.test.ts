@@ -100,7 +100,7 @@ describe('a frozen workspace', () => {
     await first.close()
     store.writer = false
     const follower = await Workspace.open({ store })
-    expect(follower.frozen).toContain('open read-only (readOnly: true')
+    expect(follower.frozen).toContain('open read-only (opened with readOnly: true, or another writer holds it')
     expect(() => follower.unfreeze()).toThrow(expect.objectContaining({ code: 'EROFS', syscall: 'unfreeze' }))
     // The writer that went away committed more before the follower heard of it; then the follower's store is promoted.
     store.writer = true

@@ -395,6 +395,8 @@ export function opfsStore(name: string, options: OpfsStoreOptions = {}): OpfsSto
   if (typeof name !== 'string' || name === '') {
     throw Object.assign(new TypeError(`rewindfs: opfsStore needs a store name (a non-empty string); got ${String(name)}`), { code: 'ERR_INVALID_ARG_VALUE' })
   }
+  // The name becomes a directory's (encodeURIComponent): a lone surrogate has no UTF-8 to encode.
+  if (/\p{Surrogate}/u.test(name)) throw Object.assign(new TypeError(`rewindfs: an opfsStore name must be well-formed Unicode; got ${JSON.stringify(name)}`), { code: 'ERR_INVALID_ARG_VALUE' })
   if (typeof options !== 'object' || options === null) throw Object.assign(new TypeError('rewindfs: opfsStore options must be an object'), { code: 'ERR_INVALID_ARG_TYPE' })
   const segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES
   if (!Number.isSafeInteger(segmentBytes) || segmentBytes < 1) {

@@ -74,7 +74,7 @@ export class SessionStore {
     }
     if (typeof store.session !== 'string') checkSessionHeld(this.context.session, sessionsNamed(journal.records), String(store.kind))
     this.context.durability = durability
-    if (store.readOnly) ops.frozenReason = `the ${store.kind} store is open read-only (readOnly: true; a writer opens it without)`
+    if (store.readOnly) ops.frozenReason = `the ${store.kind} store is open read-only (opened with readOnly: true, or another writer holds it: a tab that follows)`
     // From now on, first sightings of lower paths are journaled: conflict checks survive a reopen.
     if (lower.id !== undefined) overlay.unrecorded = []
     // Blob checksums are verified in the background (verify() waits for the verdict); damage found, by it or a read, is said once.
