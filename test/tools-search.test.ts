@@ -3,7 +3,9 @@
  * directory holding what the workspace view holds (the lower directory with the agent's changes
  * applied to a copy with node:fs), and `git check-ignore` in a real git repository for .gitignore.
  * Both ways of reading the view are covered: a directory lower (untouched trees read from disk) and
- * a fixture lower (everything through the overlay).
+ * a fixture lower (everything through the overlay). Regular expressions run in linear time: patterns
+ * that backtrack catastrophically in RegExp against grep -E within a work bound (steps counted, no
+ * clock), generated ones against RegExp line by line, and what needs backtracking refused.
  */
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -367,5 +369,139 @@ describe('the line matcher', () => {
       }),
       { numRuns: 500 },
     )
+  })
+})
+
+describe('regular expressions in time linear in the text', () => {
+  // Patterns on which JavaScript's backtracking RegExp runs for minutes or more (r-regex-redos.mjs:
+  // (a+)+$ over 32 'a's and a '!' froze the MCP server), each with its spelling for grep -E.
+  const HOSTILE: [pattern: string, grep: string][] = [
+    ['(a+)+$', '(a+)+$'],
+    ['(a|aa)+$', '(a|aa)+$'],
+    ['(a|a)*b', '(a|a)*b'],
+    ['a+b', 'a+b'],
+    ['\\s+$', '[[:space:]]+$'],
+    ['(\\w+\\s?)+$', '([[:alnum:]_]+[[:space:]]?)+$'],
+    ['(x+x+)+y', '(x+x+)+y'],
+    ['^(([a-z])+.)+[A-Z]([a-z])+$', '^(([a-z])+.)+[A-Z]([a-z])+$'],
+    ['(?:a|b)*a(?:a|b){12}c', '(a|b)*a(a|b){12}c'],
+  ]
+  const FILES: Record<string, string> = {
+    'runs.txt': 'a'.repeat(32) + '!\n' + 'a'.repeat(5000) + 'b\n' + 'aaa\n',
+    'spaces.txt': ' '.repeat(20_000) + 'x\ntrailing   \n',
+    'words.txt': ('word '.repeat(30) + '!\n').repeat(100) + 'ends with words\n',
+    'xs.txt': 'x'.repeat(40) + '\n' + 'x'.repeat(5000) + 'y\n',
+    'names.txt': 'abcdefghijklmnopqrstuvwxyzabcdefgh!\nhello World\n',
+    'ab.txt': Array.from({ length: 2000 }, (_, i) => ((i * 7919) % 13 < 6 ? 'a' : 'b')).join('') + 'c\n',
+  }
+  const bytes = Object.values(FILES).reduce((sum, text) => sum + text.length, 0)
+
+  it('answers patterns that backtrack catastrophically, as grep -E does, in steps linear in the text', async () => {
+    const { grepCounters } = await import('../tools/grep.js')
+    const root = path.join(tmp, 'hostile')
+    write(root, FILES)
+    const ws = await Workspace.open({ lower: directory(root) })
+    const tools = createAgentTools(ws)
+    for (const [pattern, spelling] of HOSTILE) {
+      const before = grepCounters.steps
+      const found = await search(tools, { pattern, regex: true })
+      // Every character scanned a few times at most (the automaton, its prefilter), plus building its states.
+      expect([pattern, grepCounters.steps - before <= 2 * bytes + 20_000]).toEqual([pattern, true])
+      // Lines compared by path and number (a line over 400 characters is shown around its match).
+      const where = (lines: string[]) => lines.map((line) => line.split(':', 2).join(':'))
+      expect([pattern, where(found)]).toEqual([pattern, where(grep(root, ['-E'], spelling))])
+    }
+    await ws.close()
+  })
+
+  it('refuses backreferences and look-around, as ripgrep does without -P, saying why and what to use instead', async () => {
+    const ws = await Workspace.open({ lower: directory(path.join(tmp, 'hostile')) })
+    const tools = createAgentTools(ws)
+    for (const pattern of ['(a)\\1', '(?<w>a)\\k<w>', 'foo(?=bar)', 'foo(?!bar)', '(?<=a)b', '(?<!a)b']) {
+      const outcome = await callTool(tools, 'search_files', { pattern, regex: true })
+      expect(outcome).toMatchObject({ isError: true, error: { code: 'EINVALIDINPUT', message: expect.stringMatching(/^pattern: (backreferences are|look-around is) not supported/) } })
+      if (outcome.isError) expect(outcome.error.message).toMatch(/linear in the text, as ripgrep does without -P.*exponential time\. (Spell|Match)/)
+    }
+    // Outside Unicode mode '\2' with one group and '\8' are escapes of characters, not references.
+    expect(await callTool(tools, 'search_files', { pattern: '(a)\\2|\\8', regex: true })).toMatchObject({ isError: false })
+    const large = await callTool(tools, 'search_files', { pattern: '(?:a{1000}){1000}', regex: true })
+    expect(large).toMatchObject({ isError: true, error: { code: 'EINVALIDINPUT', message: expect.stringContaining('too large') } })
+    // Nothing is lost: the next search answers as before.
+    expect(await search(tools, { pattern: 'hello' })).toEqual(['/names.txt:2:hello World'])
+    await ws.close()
+  })
+
+  it('stops a pattern whose automaton changes state at every character with an error, at its work limit', async () => {
+    const { grepCounters } = await import('../tools/grep.js')
+    const root = path.join(tmp, 'costly')
+    // Random a and b, and a 'c' with a 'b' 21 characters before it: no match, and a state per character.
+    let seed = 7
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648
+    const line = Array.from({ length: 3_000_000 }, () => (random() < 0.5 ? 'a' : 'b')).join('') + 'b' + 'a'.repeat(20) + 'c\n'
+    write(root, { 'ab.txt': line })
+    const ws = await Workspace.open({ lower: directory(root) })
+    const tools = createAgentTools(ws)
+    const before = grepCounters.steps
+    const outcome = await callTool(tools, 'search_files', { pattern: '(?:a|b)*a(?:a|b){20}c', regex: true })
+    expect(outcome).toMatchObject({ isError: true, error: { code: 'EINVALIDINPUT', message: expect.stringContaining('too costly for this text') } })
+    expect(grepCounters.steps - before).toBeLessThan(100_000_000 + 2 * line.length)
+    await ws.close()
+  })
+
+  it('finds the lines RegExp finds, line by line, for generated patterns in both syntaxes, with and without case', async () => {
+    const fc = await import('fast-check')
+    const { LineMatcher, UnsupportedPattern, loadGrep } = await import('../tools/grep.js')
+    await loadGrep()
+    // Atoms meant for Unicode mode, Annex B's legacy syntax (\8, octal escapes, a literal '{'), and case folding (K, ſ).
+    const atoms = ['a', 'b', 'A', 'é', '😀', 'k', 'K', 'ſ', '\\r', ' ', '\\.', '.', '[ab]', '[^a]', '[a-z]', '[\\s\\S]', '[]', '[^]', '\\d', '\\w', '\\s', '\\W', '\\S', '\\x61', '\\u0062', '\\u{1F600}', '\\p{L}', '\\0', '\\cJ', '[😀-😂]', '\\uD83D\\uDE00', '\\8', '\\101', '\\400', '\\c1', 'a{,2}', '\\u{41}', ']', '{', '\\-']
+    const quantifiers = ['', '*', '+', '?', '{2}', '{1,}', '{0,2}', '*?', '{1,3}?']
+    const pattern = fc.letrec((tie) => ({
+      node: fc.oneof({ depthSize: 'small' }, tie('atom'), tie('seq'), tie('alt')),
+      atom: fc.oneof(
+        fc.tuple(fc.constantFrom(...atoms), fc.constantFrom(...quantifiers)).map(([atom, quantifier]) => atom + quantifier),
+        fc.constantFrom('^', '$', '\\b', '\\B'),
+        fc.tuple(tie('node'), fc.constantFrom('(', '(?:', '(?<n>'), fc.constantFrom(...quantifiers)).map(([node, open, quantifier]) => `${open}${node})${quantifier}`),
+      ),
+      seq: fc.array(tie('node'), { maxLength: 4 }).map((nodes) => nodes.join('')),
+      alt: fc.array(tie('node'), { minLength: 2, maxLength: 3 }).map((nodes) => nodes.join('|')),
+    })).node as import('fast-check').Arbitrary<string>
+    const chars = ['a', 'b', 'A', 'é', 'É', '😀', '😁', 'k', 'K', 's', 'S', 'ſ', '\r', '\n', ' ', '.', '-', '1', '8', '\t', '\0', '\u2028', '_', '{', ']', '\\', 'A', '\x01']
+    const text = fc.array(fc.constantFrom(...chars), { maxLength: 40 }).map((list) => list.join(''))
+    fc.assert(
+      fc.property(pattern, text, fc.boolean(), (source, body, caseSensitive) => {
+        let matcher: InstanceType<typeof LineMatcher>
+        try {
+          matcher = new LineMatcher({ pattern: source, regex: true, caseSensitive })
+        } catch (error) {
+          if (error instanceof SyntaxError) return // RegExp refuses it too
+          throw error
+        }
+        let unicode = true
+        try {
+          new RegExp(source, 'u')
+        } catch {
+          unicode = false
+        }
+        // RegExp's m flag, tried at every character's start (V8 also tries empty matches inside a
+        // surrogate pair, where /\B/u matches 'a😀a'; the standard does not).
+        const sticky = new RegExp(source, (caseSensitive ? '' : 'i') + (unicode ? 'muy' : 'my'))
+        const matches = (line: string) => {
+          for (let at = 0; at <= line.length; at++) {
+            const inside = unicode && at > 0 && /[\uD800-\uDBFF]/.test(line[at - 1]) && /[\uDC00-\uDFFF]/.test(line[at] ?? '')
+            sticky.lastIndex = at
+            if (!inside && sticky.test(line)) return true
+          }
+          return false
+        }
+        const lines = body.split('\n')
+        if (lines[lines.length - 1] === '') lines.pop()
+        const found: number[] = []
+        matcher.search(new TextEncoder().encode(body), 0, (match) => (found.push(match.line_number), true))
+        expect([source, found]).toEqual([source, lines.flatMap((line, i) => (matches(line) ? [i + 1] : []))])
+      }),
+      { numRuns: 4000 },
+    )
+    // What it refuses has a backreference in it.
+    expect(() => new LineMatcher({ pattern: '(a)(b)\\2', regex: true, caseSensitive: true })).toThrow(UnsupportedPattern)
   })
 })

@@ -68,7 +68,7 @@ export const listDirectoryInput = z.strictObject({
 export const searchFilesInput = z.strictObject({
   pattern: z.string().min(1).describe('Text to find in a line; a JavaScript regular expression when regex is true'),
   path: z.string().min(1).optional().describe('Directory or file to search (default: the working directory)'),
-  regex: z.boolean().default(false).describe('pattern is a regular expression (JavaScript syntax)'),
+  regex: z.boolean().default(false).describe('pattern is a regular expression (JavaScript syntax, run in linear time: no backreferences or look-around)'),
   case_sensitive: z.boolean().default(true),
   include: paths.optional().describe('Globs of the files to search, e.g. "*.ts", "src/**/*.json"; a bare name matches anywhere'),
   exclude: paths.optional().describe('Globs of files and directories to skip'),

@@ -2,12 +2,13 @@
  * search_files: grep over the workspace view (what the agent wrote and the lower files it left alone
  * alike). Files are walked in path order, binary files skipped, .gitignore honoured unless asked
  * otherwise, and the walk stops at the first match past max_results or the result budget, so a
- * search with a common pattern on a large tree costs what it returns.
+ * search with a common pattern on a large tree costs what it returns. Patterns run in time linear in
+ * the text (grep.ts): one that needs backtracking is refused as invalid input, never left to hang.
  */
 import { compileGlob } from '../src/glob.js'
 import type { Workspace } from '../src/workspace.js'
 import { type Budget, Room } from './budget.js'
-import { type LineMatch, LineMatcher, isBinary, loadGrep } from './grep.js'
+import { type LineMatch, LineMatcher, UnsupportedPattern, isBinary, loadGrep } from './grep.js'
 import { resolvePath } from './operations.js'
 import { ToolFailure } from './result.js'
 import { searchFilesInput } from './schemas.js'
@@ -30,14 +31,30 @@ function matcherOf(input: { pattern: string; regex: boolean; case_sensitive: boo
   try {
     return new LineMatcher({ pattern: input.pattern, regex: input.regex, caseSensitive: input.case_sensitive })
   } catch (error) {
+    if (error instanceof UnsupportedPattern) throw refused(error)
     throw new ToolFailure('EINVALIDINPUT', `pattern: not a valid regular expression: ${(error as Error).message}`)
+  }
+}
+
+/** A valid pattern the linear-time engine will not run (backreferences, look-around, too large or costly). */
+function refused(error: UnsupportedPattern): ToolFailure {
+  return new ToolFailure('EINVALIDINPUT', `pattern: ${error.message}`)
+}
+
+/** Runs a search, an automaton too costly to build for the text refused as the pattern's fault. */
+function searching(run: () => boolean): boolean {
+  try {
+    return run()
+  } catch (error) {
+    throw error instanceof UnsupportedPattern ? refused(error) : error
   }
 }
 
 export function searchTool(ws: Workspace, budget: Budget): AgentTool {
   return defineTool(
     'search_files',
-    'Search file contents for a pattern (literal text, or a JavaScript regular expression with regex: true), ' +
+    'Search file contents for a pattern (literal text, or a JavaScript regular expression with regex: true, run in time ' +
+      'linear in the text as ripgrep runs it: backreferences and look-around are refused), ' +
       'like grep -rn: each matching line with its path, line number and context_lines around it. Searches the ' +
       'workspace as it is now, under path (default the working directory), skipping binary files and, unless ' +
       'include_ignored, what .gitignore files exclude; include/exclude globs narrow it. Returns at most ' +
@@ -72,23 +89,25 @@ export function searchTool(ws: Workspace, budget: Budget): AgentTool {
           binary++
           continue
         }
-        const going = matcher.search(bytes, input.context_lines, (match) => {
-          if (skip > 0) {
-            skip--
+        const going = searching(() =>
+          matcher.search(bytes, input.context_lines, (match) => {
+            if (skip > 0) {
+              skip--
+              return true
+            }
+            if (matches.length === input.max_results) {
+              stopped = 'max_results'
+              return false
+            }
+            const found = { path: entry.path, ...match }
+            if (!room.take(found)) {
+              stopped = 'budget'
+              return false
+            }
+            matches.push(found)
             return true
-          }
-          if (matches.length === input.max_results) {
-            stopped = 'max_results'
-            return false
-          }
-          const found = { path: entry.path, ...match }
-          if (!room.take(found)) {
-            stopped = 'budget'
-            return false
-          }
-          matches.push(found)
-          return true
-        })
+          }),
+        )
         if (!going) break
       }
       const next = input.offset + matches.length
