@@ -6,7 +6,6 @@
  * the store proves, nothing on disk changed), never a torn tail dropped in silence; `ws.repair()`
  * ends it. A crash's torn tail (bytes no index file lists) is still dropped as before.
  */
-import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -27,21 +26,6 @@ function view(ws: Workspace): string {
   const files: Record<string, string> = {}
   for (const name of (ws.fs.readdirSync('/') as string[]).sort()) files[name] = ws.fs.readFileSync(`/${name}`, 'utf8') as string
   return JSON.stringify({ files, history: ws.history().length })
-}
-
-/** A hash of every file of the store but its lock. */
-function fingerprint(root: string): string {
-  const hash = createHash('sha1')
-  const walk = (dir: string) => {
-    for (const name of fs.readdirSync(dir).sort()) {
-      const file = `${dir}/${name}`
-      if (name === 'lock') continue
-      if (fs.statSync(file).isDirectory()) walk(file)
-      else hash.update(`${file}\0`).update(fs.readFileSync(file))
-    }
-  }
-  walk(root)
-  return hash.digest('hex')
 }
 
 /**
@@ -68,7 +52,7 @@ function held(records: readonly pack.RawRecord[], last: number, end: number): nu
 
 /** Opens a store that lost acknowledged records: frozen at `state`, the loss reported (status, warning, verify), writes refused, nothing on disk changed. */
 async function expectDamage(path: string, state: string, said: RegExp, context: string): Promise<void> {
-  const before = fingerprint(path)
+  const before = pack.fingerprint(path)
   const ws = await open(path)
   try {
     expect(ws.status.corrupt, context).toMatchObject({ part: 'journal' })
@@ -80,7 +64,7 @@ async function expectDamage(path: string, state: string, said: RegExp, context: 
   } finally {
     await ws.close()
   }
-  expect(fingerprint(path), context).toBe(before)
+  expect(pack.fingerprint(path), context).toBe(before)
 }
 
 /** Repairs a damaged store, then: open clean and writable at `state`, and a write after it survives a reopen. */

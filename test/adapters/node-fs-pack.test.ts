@@ -7,7 +7,6 @@
  * test/adapters/node-fs-pack-gc-crash.test.ts.
  */
 import { spawnSync } from 'node:child_process'
-import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import { build } from 'esbuild'
@@ -53,21 +52,6 @@ function files(ws: Workspace): Record<string, string> {
 }
 
 const view = (ws: Workspace) => JSON.stringify({ files: files(ws), checkpoints: ws.checkpoints().map((c) => c.name), history: ws.history().length })
-
-/** A hash of every file of the store but its lock. */
-function fingerprint(root: string): string {
-  const hash = createHash('sha1')
-  const walk = (dir: string) => {
-    for (const name of fs.readdirSync(dir).sort()) {
-      const file = `${dir}/${name}`
-      if (name === 'lock') continue
-      if (fs.statSync(file).isDirectory()) walk(file)
-      else hash.update(`${file}\0`).update(fs.readFileSync(file))
-    }
-  }
-  walk(root)
-  return hash.digest('hex')
-}
 
 const keptNames = (root: string) => fs.readdirSync(root).filter((name) => /^(journal|blob|meta|pack)\./.test(name)).sort()
 
@@ -294,7 +278,7 @@ describe('pack segments: damage', () => {
         damaged[at] ^= 0x10
         fs.writeFileSync(file, damaged)
         const context = `byte ${at} of ${original.length} flipped`
-        const before = fingerprint(path)
+        const before = pack.fingerprint(path)
         ws = await open(path)
         const seen = files(ws)
         const report = await ws.verify()
@@ -311,7 +295,7 @@ describe('pack segments: damage', () => {
           expect(JSON.stringify(seen), context).toBe(final)
         } else expect(reported, `${context}: not reported`).toBe(true)
         await ws.close()
-        expect(fingerprint(path), context).toBe(before)
+        expect(pack.fingerprint(path), context).toBe(before)
       }
       fs.writeFileSync(file, original)
     }, 600_000)
@@ -413,12 +397,12 @@ describe('pack segments: damage', () => {
     expect(segments.length).toBeGreaterThan(3)
     const { file } = segments[1]
     fs.truncateSync(file, fs.statSync(file).size - 5)
-    const before = fingerprint(path)
+    const before = pack.fingerprint(path)
     ws = await open(path)
     expect(ws.status.corrupt).toMatchObject({ part: 'journal' })
     expect(ws.frozen).toMatch(/damaged/)
     await ws.close()
-    expect(fingerprint(path)).toBe(before)
+    expect(pack.fingerprint(path)).toBe(before)
   })
 
   it('the last segment cut below what its index file (written at a clean close) lists is damage, not a torn tail: acknowledged commits were lost', async () => {
@@ -441,7 +425,7 @@ describe('pack segments: damage', () => {
     const cuts = [appends[3].offset + appends[3].bytes.length, fifth.offset + RECORD_HEADER_BYTES + 10, appends[4].offset + appends[4].bytes.length + 30]
     for (const cut of cuts) {
       fs.writeFileSync(file, whole.subarray(0, cut))
-      const before = fingerprint(path)
+      const before = pack.fingerprint(path)
       ws = await open(path)
       const context = `cut at byte ${cut} of ${whole.length}`
       expect(ws.status.corrupt, context).toMatchObject({ part: 'journal' })
@@ -452,7 +436,7 @@ describe('pack segments: damage', () => {
       expect(view(ws), context).toBe(states[held - 1])
       expect(() => ws.fs.writeFileSync('/refused', 'x'), context).toThrow(expect.objectContaining({ code: 'EROFS' }))
       await ws.close()
-      expect(fingerprint(path), context).toBe(before)
+      expect(pack.fingerprint(path), context).toBe(before)
     }
     // Without the index file (a crash, which writes none) the same cut is a torn tail, as ever.
     for (const name of index) fs.rmSync(name)
@@ -1000,7 +984,7 @@ describe('pack segments: index files and synchronous reads', () => {
     flip(forget.file, forget.payloadAt + 1)
     // Damage where a record was forgotten is passed over, as open passes it over: nothing needs it.
     flip(forgotten.file, forgotten.offset + 2)
-    const before = fingerprint(path)
+    const before = pack.fingerprint(path)
     const store = directoryStore(path, { readOnly: true })
     // Open reads index files (the last segment's too, written at close): it sees none of it, and every live blob and the journal read back.
     expect(store.packStats!.indexedSegments).toBe(segments.length)
@@ -1019,7 +1003,7 @@ describe('pack segments: index files and synchronous reads', () => {
     expect(report.scrub).toEqual({ scrubbed: true, damaged: found })
     for (const finding of found) expect(report.problems).toContain(finding.reason)
     await store.close()
-    expect(fingerprint(path)).toBe(before)
+    expect(pack.fingerprint(path)).toBe(before)
   })
 
   it('ws.verify() scrubs: a flipped header of a journal record before the last compaction, in a sealed segment, is reported (corrupt, a warning, an alert); the workspace opens at its last state, nothing changed', async () => {
@@ -1046,7 +1030,7 @@ describe('pack segments: index files and synchronous reads', () => {
     const bytes = fs.readFileSync(dead.file)
     bytes[dead.offset + 17] ^= 0x01 // its checksum
     fs.writeFileSync(dead.file, bytes)
-    const before = fingerprint(path)
+    const before = pack.fingerprint(path)
     const alerts: string[] = []
     ws = await open(path, { onAlert: (alert) => alerts.push(alert.kind) })
     expect(ws.status.corrupt).toBeUndefined()
@@ -1060,7 +1044,7 @@ describe('pack segments: index files and synchronous reads', () => {
     expect((await ws.verify()).corrupt).toEqual(report.corrupt)
     expect(ws.status.warnings).toHaveLength(1)
     await ws.close()
-    expect(fingerprint(path)).toBe(before)
+    expect(pack.fingerprint(path)).toBe(before)
 
     // Repair sets the damaged bytes aside (nothing needs them, nothing is rebuilt): the store then
     // verifies clean, and the kept copy holds exactly those bytes.
@@ -1168,11 +1152,11 @@ describe('the first layout (one file per blob)', () => {
   it('opens read-only as it is, changing nothing', async () => {
     const path = fresh()
     const expected = await firstLayout(path)
-    const before = fingerprint(path)
+    const before = pack.fingerprint(path)
     const ws = await Workspace.open({ store: directoryStore(path, { readOnly: true }), autoCheckpoint: false })
     expect(view(ws)).toBe(expected)
     await ws.close()
-    expect(fingerprint(path)).toBe(before)
+    expect(pack.fingerprint(path)).toBe(before)
   })
 
   it('is migrated when opened for writing: the packs hold it all, the old files are gone, what was kept aside stays', async () => {
@@ -1286,11 +1270,11 @@ describe('the first layout (one file per blob)', () => {
     }
     fs.copyFileSync(`${b}/packs/00000001.pack`, `${a}/packs/00000002.pack`)
     fs.writeFileSync(`${a}/format`, '{"store":"rewindfs-dire')
-    const before = fingerprint(a)
+    const before = pack.fingerprint(a)
     for (const readOnly of [false, true]) expect(() => directoryStore(a, { readOnly })).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_STORE_FORMAT', message: expect.stringMatching(/does not name a directory store layout/) }))
     fs.writeFileSync(`${a}/format`, '{"store":"rewindfs-directory","layout":2,"salt":7}')
     for (const readOnly of [false, true]) expect(() => directoryStore(a, { readOnly })).toThrow(expect.objectContaining({ code: 'ERR_REWINDFS_STORE_FORMAT', message: expect.stringMatching(/names salt 7, which no pack segment's header names/) }))
     fs.writeFileSync(`${a}/format`, '{"store":"rewindfs-dire')
-    expect(fingerprint(a)).toBe(before)
+    expect(pack.fingerprint(a)).toBe(before)
   })
 })

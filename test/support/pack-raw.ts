@@ -4,6 +4,7 @@
  * checked against an independent reading: the records of every segment, the journal they hold, and
  * rewrites a crash or disk rot would make (a torn append, a blob whose bytes changed).
  */
+import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import { Kind, RECORD_END, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES, crc32, decodePlaces, placeKey, readRecordHeader, recordChecksum, recordHead, segmentHeader } from '../../adapters/node-fs/pack-format.js'
 import type { JournalRead } from '../../src/engine/store.js'
@@ -211,4 +212,19 @@ export function blobCopies(root: string): Map<string, number> {
   const copies = new Map<string, number>()
   for (const record of all) if (record.kind === Kind.Blob && !record.torn && !gone.has(placeKey(record))) copies.set(record.id, (copies.get(record.id) ?? 0) + 1)
   return copies
+}
+
+/** A hash of every file of the store but its lock. */
+export function fingerprint(root: string): string {
+  const hash = createHash('sha1')
+  const walk = (dir: string) => {
+    for (const name of fs.readdirSync(dir).sort()) {
+      const file = `${dir}/${name}`
+      if (name === 'lock') continue
+      if (fs.statSync(file).isDirectory()) walk(file)
+      else hash.update(`${file}\0`).update(fs.readFileSync(file))
+    }
+  }
+  walk(root)
+  return hash.digest('hex')
 }
