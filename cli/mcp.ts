@@ -20,7 +20,7 @@ import type { ToolError, ToolResult } from '../tools/result.js'
 import type { Options } from './arguments.js'
 import { DEFAULT_LIMITS, LimitedStdioTransport } from './mcp-transport.js'
 import { projectDirectory } from './project.js'
-import { openStore, storeLabel } from './store-option.js'
+import { checkDirectorySession, openStore, storeLabel } from './store-option.js'
 import { packageVersion } from './version.js'
 
 /**
@@ -75,6 +75,7 @@ export async function serveMcp(options: Options): Promise<number> {
     await store?.close?.() // gives the lock back at once
     throw error
   })
+  if (options.store !== undefined) await checkDirectorySession(options.store, ws)
   if (ws.status.degraded !== undefined) {
     // Serving would hand the agent a partial session that commit_changes could write to disk.
     await ws.close()

@@ -2,7 +2,7 @@
 import { type DirectorySource, directory } from '../adapters/node-fs/directory.js'
 import { type Store, Workspace } from '../src/index.js'
 import type { Options } from './arguments.js'
-import { openStore, storeLabel } from './store-option.js'
+import { checkDirectorySession, openStore, storeLabel } from './store-option.js'
 import { UsageError } from './usage.js'
 
 export interface Project {
@@ -41,6 +41,7 @@ export async function openProject(command: string, options: Options, access: 're
     await store.close?.()
     throw error
   }
+  await checkDirectorySession(options.store, ws)
   // A store that failed to load leaves a workspace in memory that may hold part of the session:
   // only status (which reports it) may look at that; nothing may restore or flush from it.
   if (ws.status.degraded !== undefined && command !== 'status') {

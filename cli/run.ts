@@ -12,7 +12,7 @@ import type { ExecOptions, ExecResult } from '../src/index.js'
 import type { Options } from './arguments.js'
 import { changeLines } from './inspect.js'
 import { pathsText } from './outcome.js'
-import { openStore, storeLabel } from './store-option.js'
+import { checkDirectorySession, openStore, storeLabel } from './store-option.js'
 import { colourful, palette } from './terminal.js'
 import { UsageError } from './usage.js'
 
@@ -25,6 +25,7 @@ export async function openForExec(command: string, options: Options): Promise<Wo
     await store?.close?.()
     throw error
   })
+  if (options.store !== undefined) await checkDirectorySession(options.store, ws)
   if (ws.status.degraded !== undefined) {
     await ws.close()
     throw Object.assign(new Error(`${ws.status.degraded}; nothing was run (rewindfs status shows the store's health)`), { code: 'ESTOREUNAVAILABLE' })

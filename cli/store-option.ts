@@ -9,7 +9,7 @@ import { directoryStore } from '../adapters/node-fs/store.js'
 import { type Fleet, type PostgresStore, pgliteFleet, pgliteStore, postgresFleet, postgresStore } from '../adapters/postgres/index.js'
 import { redact } from '../adapters/postgres/errors.js'
 import { FsError } from '../src/errors.js'
-import type { Store } from '../src/index.js'
+import type { Store, Workspace } from '../src/index.js'
 import { UsageError } from './usage.js'
 
 export type StoreLocation =
@@ -84,6 +84,26 @@ export async function openStore(value: string, options: { session?: string; read
       return store
     }
   }
+}
+
+/**
+ * A directory store holds one session: the one its history was written under. --session names
+ * another (or, not given, 'main' does) and the workspace would print that name over the history
+ * it holds and add its operations to it, an undo taking back the other's: EINVAL naming the one it
+ * holds, unless its history is empty or names the session asked. The workspace is closed then.
+ * (A store of sessions, postgres or PGlite, holds every one apart; a fork there starts from its
+ * source's history, recorded under the source's name.)
+ */
+export async function checkDirectorySession(value: string, ws: Workspace): Promise<void> {
+  if (storeLocation(value).kind !== 'directory') return
+  let newest: string | undefined
+  for (const operation of ws.history()) {
+    if (operation.session === ws.session) return
+    newest ??= operation.session
+  }
+  if (newest === undefined) return
+  await ws.close()
+  throw new FsError('EINVAL', 'open', undefined, undefined, `the directory store holds session '${newest}' (its history), not '${ws.session}': it holds one session; open it with --session ${newest}, or use a store that holds many (postgres://…, pglite:<dir>)`)
 }
 
 /** The fleet in a postgres or PGlite store; a directory holds one session, so it has none. */

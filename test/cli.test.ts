@@ -188,7 +188,7 @@ describe('sessions of a directory store', () => {
     expect(log.code).toBe(0)
     expect(log.body.operations).toEqual([expect.objectContaining({ session: 'agent-1', paths: ['/app/notes.md'] })])
     expect(json(['status', ...project$(), '--session', 'agent-1']).body).toMatchObject({ session: 'agent-1', changes: [expect.objectContaining({ path: '/app/notes.md' })] })
-    expect(json(['status', ...project$()]).body.error).toMatchObject({ code: 'EINVAL', message: expect.stringContaining("with session 'agent-1'") })
+    expect(json(['status', ...project$()]).body.error).toMatchObject({ code: 'EINVAL', message: expect.stringContaining('open it with --session agent-1') })
   })
 })
 

@@ -703,30 +703,6 @@ describe('line and paragraph separators (U+2028, U+2029) in what a record holds'
   })
 })
 
-describe('the session a store without sessions holds', () => {
-  it('is the one its history names: another is refused with EINVAL, nothing changed, and the store opens under its own', async () => {
-    const store = new MemoryStore()
-    const first = await Workspace.open({ store, session: 'agent-1' })
-    first.fs.writeFileSync('/a', '1')
-    await first.close()
-    const journal = store.image().journal
-    await expect(Workspace.open({ store, session: 'other' })).rejects.toMatchObject({ code: 'EINVAL', message: expect.stringContaining("holds session 'agent-1'") })
-    // None asked is 'main', as in memory: refused too, naming the one to ask for.
-    await expect(Workspace.open({ store })).rejects.toMatchObject({ code: 'EINVAL', message: expect.stringContaining("with session 'agent-1'") })
-    expect(store.image().journal).toBe(journal)
-    const again = await Workspace.open({ store, session: 'agent-1' })
-    again.fs.writeFileSync('/b', '2')
-    expect(again.history().map((op) => op.session)).toEqual(['agent-1', 'agent-1'])
-    await again.close()
-    // An empty history holds no name yet: any is taken.
-    const fresh = new MemoryStore()
-    await (await Workspace.open({ store: fresh, session: 'x' })).close()
-    const y = await Workspace.open({ store: fresh, session: 'y' })
-    expect(y.session).toBe('y')
-    await y.close()
-  })
-})
-
 describe('sync during a hold', () => {
   it('a sync that lands during an automatic compaction waits for it and is then durable', async () => {
     // A store slow enough that compactions overlap the syncs, as a disk is.

@@ -13,11 +13,10 @@ import type { EngineContext } from './context.js'
 import type { Durability, IntegrityReport, LoadReport, StoreDamage } from './durability.js'
 import type { StoreEvent } from './events.js'
 import type { Flushes } from './flushes.js'
-import type { OperationRecord } from './journal.js'
 import type { ReconnectStatus } from './reconnect.js'
 import type { RepairOptions, RepairReport } from './repair.js'
 import type { SideEffects } from './side-effects.js'
-import { type DurabilityEngine, type Store, checkSessionHeld } from './store.js'
+import type { DurabilityEngine, Store } from './store.js'
 import { cacheBytesOf } from './storage.js'
 
 export interface StoreStatus {
@@ -72,7 +71,6 @@ export class SessionStore {
       this.context.alert({ kind: 'safe-stop', message: this.status.degraded })
       return
     }
-    if (typeof store.session !== 'string') checkSessionHeld(this.context.session, sessionsNamed(journal.records), String(store.kind))
     this.context.durability = durability
     if (store.readOnly) ops.frozenReason = `the ${store.kind} store is open read-only (opened with readOnly: true, or another writer holds it: a tab that follows)`
     // From now on, first sightings of lower paths are journaled: conflict checks survive a reopen.
@@ -151,11 +149,4 @@ export class SessionStore {
       throw error
     }
   }
-}
-
-/** The sessions kept operations name, newest first (a checkpoint is stored without one). */
-function sessionsNamed(records: readonly OperationRecord[]): string[] {
-  const named: string[] = []
-  for (let i = records.length - 1; i >= 0; i--) named.push(records[i].session)
-  return named
 }

@@ -187,24 +187,6 @@ export function sessionOver(store: Store | undefined, asked: string | undefined)
   throw new FsError('EINVAL', 'open', undefined, undefined, `the workspace's session '${asked}' is not the session '${own}' the ${String(store!.kind)} store was opened for; open the store with session '${asked}', or the workspace with session '${own}' (or none)`)
 }
 
-/**
- * Checks the session a workspace opens a store without sessions of its own under (a directory,
- * IndexedDB, OPFS, memory) against the ones its kept operations name (`named`, newest first). Such a
- * store keeps one history and one set of checkpoint names, so opening it under another name would
- * mix two sessions' operations in one history (an undo taking back the other's) while every
- * listing showed the name asked: EINVAL naming the one it holds, unless the history is empty or
- * names the session asked (by default 'main').
- */
-export function checkSessionHeld(asked: string, named: readonly (string | undefined)[], kind: string): void {
-  let newest: string | undefined
-  for (const session of named) {
-    if (session === asked) return
-    newest ??= session
-  }
-  if (newest === undefined) return
-  throw new FsError('EINVAL', 'open', undefined, undefined, `the ${kind} store holds session '${newest}' (its history), not '${asked}': it holds one session; open it with session '${newest}', or use a store that holds many (postgres, pglite)`)
-}
-
 /** The durable journal over a store, and its repair (engine/durable-journal.ts). */
 export interface DurabilityEngine {
   /** `options.cacheBytes`: durable contents kept in memory when the store reads synchronously (contents on demand). */
