@@ -14,13 +14,12 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { type CallToolResult, ErrorCode, type JSONRPCRequest, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js'
-import { Workspace } from '../src/index.js'
 import { type AgentTool, callTool, createAgentTools } from '../tools/index.js'
 import type { ToolError, ToolResult } from '../tools/result.js'
 import type { Options } from './arguments.js'
 import { DEFAULT_LIMITS, LimitedStdioTransport } from './mcp-transport.js'
-import { projectDirectory } from './project.js'
-import { checkDirectorySession, openStore, storeLabel } from './store-option.js'
+import { openWorkspace, projectDirectory } from './project.js'
+import { storeLabel } from './store-option.js'
 import { packageVersion } from './version.js'
 
 /**
@@ -70,12 +69,7 @@ function toolCall(request: JSONRPCRequest): { name: string; input: unknown } | T
 /** Serves until stdin ends or a signal arrives, then closes the workspace (its store made durable). */
 export async function serveMcp(options: Options): Promise<number> {
   const lower = projectDirectory('mcp', options.dir, options.allowLinksOutside)
-  const store = options.store !== undefined ? await openStore(options.store, { session: options.session, project: lower.root }) : undefined
-  const ws = await Workspace.open({ lower, ...(store ? { store } : {}), ...(options.session !== undefined ? { session: options.session } : {}) }).catch(async (error: unknown) => {
-    await store?.close?.() // gives the lock back at once
-    throw error
-  })
-  if (options.store !== undefined) await checkDirectorySession(options.store, ws)
+  const { ws } = await openWorkspace(lower, options)
   if (ws.status.degraded !== undefined) {
     // Serving would hand the agent a partial session that commit_changes could write to disk.
     await ws.close()

@@ -7,12 +7,12 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import { directory } from '../adapters/node-fs/directory.js'
-import { Workspace } from '../src/index.js'
-import type { ExecOptions, ExecResult } from '../src/index.js'
+import type { ExecOptions, ExecResult, Workspace } from '../src/index.js'
 import type { Options } from './arguments.js'
 import { changeLines } from './inspect.js'
 import { pathsText } from './outcome.js'
-import { checkDirectorySession, openStore, storeLabel } from './store-option.js'
+import { openWorkspace } from './project.js'
+import { storeLabel } from './store-option.js'
 import { colourful, palette } from './terminal.js'
 import { UsageError } from './usage.js'
 
@@ -20,12 +20,7 @@ import { UsageError } from './usage.js'
 export async function openForExec(command: string, options: Options): Promise<Workspace> {
   if (options.dir === undefined) throw new UsageError(`${command} needs --dir <project>`)
   const lower = directory(options.dir)
-  const store = options.store !== undefined ? await openStore(options.store, { session: options.session, project: lower.root }) : undefined
-  const ws = await Workspace.open({ lower, ...(store ? { store } : {}), ...(options.session !== undefined ? { session: options.session } : {}) }).catch(async (error: unknown) => {
-    await store?.close?.()
-    throw error
-  })
-  if (options.store !== undefined) await checkDirectorySession(options.store, ws)
+  const { ws } = await openWorkspace(lower, options)
   if (ws.status.degraded !== undefined) {
     await ws.close()
     throw Object.assign(new Error(`${ws.status.degraded}; nothing was run (rewindfs status shows the store's health)`), { code: 'ESTOREUNAVAILABLE' })
