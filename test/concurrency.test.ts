@@ -182,6 +182,70 @@ describe('reentrancy: code run on behalf of a call may call the engine', () => {
     expect(reopened.history()[0]).toMatchObject({ type: 'side_effect', undone: true })
   })
 
+  it('undo calls made while a compensator runs take the next operations, and each compensation runs once', async () => {
+    const ws = await Workspace.open({ lower: {}, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a', '1')
+    let refunds = 0
+    await ws.recordSideEffect({
+      description: 'charge card',
+      compensate: async () => {
+        refunds++
+        await sleep(30)
+      },
+    })
+    const ids = ws.history().map((operation) => operation.id)
+    // The first undo lends its turn while the compensator awaits: the second runs then.
+    const [first, second] = await Promise.all([ws.undo(), ws.undo()])
+    expect(refunds).toBe(1)
+    expect([first.undone.map((o) => o.id), second.undone.map((o) => o.id)].sort()).toEqual([[ids[0]], [ids[1]]].sort())
+    expect([...first.compensated, ...second.compensated]).toEqual(['charge card'])
+    expect(ws.fs.existsSync('/a')).toBe(false)
+    expect(ws.history().every((operation) => operation.undone)).toBe(true)
+  })
+
+  it('a restore and an undo at once compensate a side effect once', async () => {
+    const ws = await Workspace.open({ lower: {}, autoCheckpoint: false })
+    await ws.checkpoint({ name: 'start' })
+    ws.fs.writeFileSync('/a', '1')
+    let refunds = 0
+    await ws.recordSideEffect({
+      description: 'charge card',
+      compensate: async () => {
+        refunds++
+        await sleep(30)
+      },
+    })
+    const [restored, undone] = await Promise.all([ws.restore('start'), ws.undo()])
+    expect(refunds).toBe(1)
+    expect([...restored.compensated, ...undone.compensated]).toEqual(['charge card'])
+  })
+
+  it('a compensator that calls undo() runs once; its undo takes the operation before', async () => {
+    const ws = await Workspace.open({ lower: {}, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a', '1')
+    let runs = 0
+    await ws.recordSideEffect({
+      description: 'notify',
+      compensate: async () => {
+        runs++
+        await ws.undo()
+      },
+    })
+    const result = await ws.undo()
+    expect(runs).toBe(1)
+    expect(result.compensated).toEqual(['notify'])
+    expect(ws.fs.existsSync('/a')).toBe(false)
+  })
+
+  it('a compensation that returns false is retried once, then reported', async () => {
+    const ws = await Workspace.open({ lower: {}, autoCheckpoint: false })
+    let runs = 0
+    await ws.recordSideEffect({ description: 'refund', compensate: () => (runs++, false) })
+    const result = await ws.undo()
+    expect(runs).toBe(2)
+    expect(result.uncompensated).toEqual([{ description: 'refund', error: 'the compensation returned false' }])
+  })
+
   it('a transaction body that awaits checkpoint(), undo() and restore() does not deadlock', async () => {
     const ws = await Workspace.open({ lower: {} })
     ws.fs.writeFileSync('/a.txt', 'a')

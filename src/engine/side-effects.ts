@@ -35,6 +35,8 @@ export function registerCompensator(name: string, compensate: (args: JsonValue |
 export class SideEffects {
   /** Compensations running (inside a restore's hold): a sync() from one must not wait for the hold. */
   private compensating = 0
+  /** Side effects whose compensation is running now. */
+  private readonly inFlight = new Set<object>()
 
   constructor(
     private readonly context: EngineContext,
@@ -77,7 +79,7 @@ export class SideEffects {
     const uncompensated: { description: string; error: string }[] = []
     for (const record of [...records].sort((a, b) => b.seq - a.seq)) {
       for (const change of record.changes) {
-        if (change.kind !== 'effect' || change.effect.compensated) continue
+        if (change.kind !== 'effect' || change.effect.compensated || this.inFlight.has(change.effect)) continue
         const { effect } = change
         // User code on behalf of the running call: engine calls it makes join that call.
         const run = () =>
@@ -88,20 +90,25 @@ export class SideEffects {
             if (!registered) throw new Error(`no compensator named '${c.name}' is registered`)
             return registered(c.args)
           })
+        // Claimed while it runs: a restore or undo running meanwhile (lent the turn) skips it.
+        this.inFlight.add(effect)
         try {
-          // A failing compensation is retried once before it is reported.
-          let outcome: unknown
-          try {
-            outcome = await run()
-          } catch {
-            outcome = await run()
+          // A failing compensation (a throw, or false) is retried once before it is reported.
+          const attempt = async () => {
+            if ((await run()) === false) throw new Error('the compensation returned false')
           }
-          if (outcome === false) throw new Error('the compensation returned false')
+          try {
+            await attempt()
+          } catch {
+            await attempt()
+          }
           effect.compensated = true
           this.context.durability?.record({ t: 'compensated', id: record.id })
           compensated.push(effect.description)
         } catch (error) {
           uncompensated.push({ description: effect.description, error: (error as Error).message ?? String(error) })
+        } finally {
+          this.inFlight.delete(effect)
         }
       }
     }

@@ -52,6 +52,12 @@ export class UndoHistory {
   /** What the last undo removed, for redo; cleared by the next new operation. */
   private redoable: OperationRecord[] = []
   private redoMark = 0
+  /**
+   * Operations an undo has chosen and not yet taken back: it waits for their compensations, and an
+   * undo that runs meanwhile (one a compensator makes, or one made while it runs: the engine cannot
+   * tell them apart) takes the next ones instead of the same again.
+   */
+  private readonly claimed = new Set<OperationRecord>()
 
   constructor(
     private readonly context: EngineContext,
@@ -68,6 +74,7 @@ export class UndoHistory {
     if (!Number.isInteger(steps) || steps < 1 || steps > 50) throw new RangeError(`rewindfs: undo steps must be an integer from 1 to 50; got ${String(steps)}`)
     const matches = (record: OperationRecord) =>
       !record.undone &&
+      !this.claimed.has(record) &&
       (!options.types || options.types.includes(record.type)) &&
       (!options.group || record.group === options.group) &&
       (!options.paths || record.paths.some((p) => options.paths!.some((q) => p === q || p.startsWith(q.endsWith('/') ? q : q + '/'))))
@@ -77,7 +84,7 @@ export class UndoHistory {
     }
     const chosen = new Set(selected)
     for (const record of selected) {
-      const blockers = journal.dependants(record).filter((other) => !chosen.has(other))
+      const blockers = journal.dependants(record).filter((other) => !chosen.has(other) && !this.claimed.has(other))
       if (blockers.length === 0) continue
       if (!options.cascade) {
         const list = blockers.map((b) => `${b.id} (${b.type} ${b.paths.join(', ')})`).join('; ')
@@ -108,7 +115,12 @@ export class UndoHistory {
     }
     let compensation: Compensation = { compensated: [], uncompensated: [] }
     if (!options.dryRun) {
-      compensation = await this.sideEffects.compensate(ordered.filter((r) => r.type === 'side_effect'))
+      for (const record of ordered) this.claimed.add(record)
+      try {
+        compensation = await this.sideEffects.compensate(ordered.filter((r) => r.type === 'side_effect'))
+      } finally {
+        for (const record of ordered) this.claimed.delete(record)
+      }
       // Newest first; a revert that fails is tried once more, then the undo stops and escalates
       // (a RollbackStack's 'retry-once' policy, uncapped).
       const revert = (record: OperationRecord): { error: unknown } | undefined => {
@@ -137,7 +149,7 @@ export class UndoHistory {
       this.redoMark = journal.records.length
       if (failed) this.escalate(failed.record, failed.error)
     }
-    const next = journal.records.findLast((r) => !r.undone && !chosen.has(r))
+    const next = journal.records.findLast((r) => !r.undone && !chosen.has(r) && !this.claimed.has(r))
     return {
       undone: ordered.map(publicOperation),
       filesAffected: files.size,
