@@ -211,7 +211,14 @@ export class UndoHistory {
     if (node?.type === 'file') return overlay.blobs.get(node.blob)
     if (node !== undefined || recordId(path) !== undefined) return undefined
     const stat = lower.stat(path)
-    return stat?.type === 'file' ? lower.readFile(path) : undefined
+    if (stat?.type !== 'file') return undefined
+    try {
+      return lower.readFile(path)
+    } catch {
+      // Counted for the report only: a lower file this process may not read (mode 000, another
+      // user's 0600) is still brought back, its lines uncounted.
+      return undefined
+    }
   }
 
   /** Operations, newest first. */
