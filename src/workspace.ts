@@ -30,7 +30,7 @@ import type { IntegrityReport } from './engine/durability.js'
 import { WorkspaceEvents, feedEvents } from './engine/events.js'
 import { Flushes } from './engine/flushes.js'
 import { Journal, type Operation, type OperationType } from './engine/journal.js'
-import { type PurgeReport, purge } from './engine/purge.js'
+import { type PurgeHost, type PurgeReport, purge } from './engine/purge.js'
 import type { RepairOptions, RepairReport } from './engine/repair.js'
 import { type RestoreOptions, type RestoreReport, type RestoreTarget, Restores } from './engine/restore.js'
 import { SerialQueue } from './engine/serial.js'
@@ -465,7 +465,7 @@ export class Workspace {
       ops.settle()
       const checkpoints = this.engine.checkpoints.records
       const store = this.context.durability?.store
-      const host = {
+      const host: PurgeHost = {
         overlay,
         lower,
         journal,
@@ -480,7 +480,9 @@ export class Workspace {
             this.purging = false
           }
         },
-        compact: (erase: ReadonlySet<string>) => this.engine.store.compactNow(erase),
+        // What the compaction keeps is asked the same way: the parts it replaces were written
+        // before this purge, and their lists still name the content (a second purge's, say).
+        compact: (erase: ReadonlySet<string>) => this.engine.store.compactNow(erase, host.reachable),
         storeOverwrites: store === undefined ? undefined : typeof store.eraseBlobs === 'function',
       }
       return purge(host, normalize(absolute(path, ops.cwd)))

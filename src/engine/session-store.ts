@@ -122,10 +122,13 @@ export class SessionStore {
     return this.context.serial.run(() => this.compactNow())
   }
 
-  /** Compaction now: for a call that already holds the turn (purge, whose blobs it then erases from the store). */
-  async compactNow(erase?: ReadonlySet<BlobId>): Promise<void> {
+  /**
+   * Compaction now: for a call that already holds the turn (purge, whose blobs it then erases from
+   * the store, with its own `reachable`: the one that leaves out the parts' stale lists).
+   */
+  async compactNow(erase?: ReadonlySet<BlobId>, reachable: () => Set<BlobId> = () => this.context.collector.reachable()): Promise<void> {
     this.context.ops.settle()
-    await this.context.durability?.compact(() => this.context.collector.reachable(), erase)
+    await this.context.durability?.compact(reachable, erase)
   }
 
   /** Every blob checked (on demand, read from the store), then the store's scrub: what is damaged, said once (integrity.ts). */

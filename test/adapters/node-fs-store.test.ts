@@ -218,6 +218,28 @@ describe('directoryStore: purge', () => {
     await ws.close()
     expect(everyFile(path).filter((bytes) => bytes.includes(secret))).toEqual([])
   })
+  it("erases the second of two purges in one process too (the first one's compaction left parts whose lists still named it)", async () => {
+    const path = fresh()
+    const first = `FIRST-${'a'.repeat(24)}`
+    const second = `SECOND-${'b'.repeat(24)}`
+    // Automatic checkpoints on, as by default: each purge scrubs theirs too.
+    const ws = await Workspace.open({ store: directoryStore(path) })
+    ws.fs.writeFileSync('/a.txt', first)
+    ws.fs.writeFileSync('/b.txt', second)
+    await ws.checkpoint({ name: 'both' })
+    ws.fs.writeFileSync('/a.txt', 'clean a')
+    ws.fs.writeFileSync('/b.txt', 'clean b')
+    await ws.sync()
+    expect(await ws.purge('/a.txt')).toMatchObject({ erased: 2, sharedElsewhere: 0, storeOverwrote: true })
+    expect(await ws.purge('/b.txt')).toMatchObject({ erased: 2, sharedElsewhere: 0, storeOverwrote: true })
+    await ws.close()
+    expect(everyFile(path).filter((bytes) => bytes.includes(first) || bytes.includes(second))).toEqual([])
+    const reopened = await Workspace.open({ store: directoryStore(path), autoCheckpoint: false })
+    await reopened.restore('both')
+    expect([reopened.fs.readFileSync('/a.txt', 'utf8'), reopened.fs.readFileSync('/b.txt', 'utf8')]).toEqual(['', ''])
+    expect((await reopened.verify()).corrupt).toEqual([])
+    await reopened.close()
+  })
 })
 
 describe('directoryStore: a torn journal tail and damage under the engine', () => {
