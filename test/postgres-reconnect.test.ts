@@ -228,7 +228,7 @@ describe.skipIf(url === undefined)('a workspace on postgres reconnects in place'
       ws.fs.writeFileSync('/app/during.txt', 'during')
       const failed = await ws.sync().catch((error: unknown) => error as Error)
       expect(failed).toMatchObject({ code: 'EDEGRADED' })
-      expect(ws.status.degraded).toMatch(/EBUSY.*lock_timeout/)
+      expect(ws.status.degraded).toMatch(/EAGAIN.*lock_timeout/)
       await sweeper.query('COMMIT')
     } finally {
       await sweeper.end()

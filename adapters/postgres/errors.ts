@@ -2,8 +2,11 @@
  * PostgreSQL failures as Node-shaped errors, so callers branch on `code` as they would for a disk or
  * a socket: a refused or lost connection is ECONNREFUSED / ECONNRESET (as Node's net errors are),
  * failed authentication or a missing privilege EACCES, a missing database ENOENT, a full disk
- * ENOSPC, a session another writer holds EBUSY, a read-only store EROFS, anything else EIO. The
- * server's own error stays as `cause`, its SQLSTATE as `sqlState`. Messages never show a password.
+ * ENOSPC, a read-only store EROFS, anything else EIO. What passes if tried again is EAGAIN: the
+ * server out of connections or memory, starting up, a lock wait cut short, a serialization failure
+ * or a deadlock. EBUSY is never made here: it means another writer holds the session (store.ts),
+ * which retrying cannot change, and a reconnecting workspace gives up on it for good. The server's
+ * own error stays as `cause`, its SQLSTATE as `sqlState`. Messages never show a password.
  */
 import { type ErrnoCode, FsError } from 'rewindfs/adapter-kit'
 
@@ -76,6 +79,8 @@ export function translate(error: unknown, operation: string, where: string): Err
   if (code === 'ETIMEDOUT' || /timeout expired|timed out/i.test(message)) return connectionError('ETIMEDOUT', operation, where, `PostgreSQL at ${where} did not answer in time (${message})`, error)
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return connectionError('ENOTFOUND', 'connect', where, `the host in ${where} cannot be resolved (${message})`, error)
   if (code === 'EHOSTUNREACH') return connectionError('EHOSTUNREACH', 'connect', where, `the host in ${where} cannot be reached (${message})`, error)
+  // At connect only: not a lost session, a server not ready yet (a restart, a promotion).
+  if (code === '57P03') return storeError('EAGAIN', operation, where, `PostgreSQL accepts no connection yet (${message}): it is starting up, shutting down or recovering`, error, code)
   if (isConnectionLoss(error)) return connectionError('ECONNRESET', operation, where, `the connection to PostgreSQL was lost (${message}); what was acknowledged is in the database`, error)
   // A server error: its SQLSTATE says what it is.
   if (code !== undefined && /^[0-9A-Z]{5}$/.test(code)) {
@@ -83,10 +88,12 @@ export function translate(error: unknown, operation: string, where: string): Err
     if (code === '3D000') return storeError('ENOENT', operation, where, `${message}: create it first (createdb), or name another in the connection string`, error, code)
     if (code === '42501') return storeError('EACCES', operation, where, `PostgreSQL denied a privilege the store needs (${message}); see the README's Postgres section for the grants`, error, code)
     if (code === '53100') return storeError('ENOSPC', operation, where, `PostgreSQL's disk is full (${message}); the last committed state is intact`, error, code)
-    if (code === '53300' || code === '53400') return storeError('EBUSY', operation, where, `PostgreSQL has no connection to spare (${message})`, error, code)
-    if (code === '40001' || code === '40P01') return storeError('EBUSY', operation, where, `a concurrent transaction got in the way (${message}); nothing of this call was written`, error, code)
+    // Class 53 but a full disk: the server is out of something that frees up (connection slots, memory).
+    if (code === '53300' || code === '53400') return storeError('EAGAIN', operation, where, `PostgreSQL has no connection to spare (${message}); try again once one is free`, error, code)
+    if (code === '53000' || code === '53200') return storeError('EAGAIN', operation, where, `PostgreSQL is short of resources (${message}); nothing of this call was written`, error, code)
+    if (code === '40001' || code === '40P01') return storeError('EAGAIN', operation, where, `a concurrent transaction got in the way (${message}); nothing of this call was written`, error, code)
     // The server's limits on waiting (set for the role or database): nothing of the call was written.
-    if (code === '55P03') return storeError('EBUSY', operation, where, `PostgreSQL gave up waiting for a lock (${message}: lock_timeout); nothing of this call was written`, error, code)
+    if (code === '55P03') return storeError('EAGAIN', operation, where, `PostgreSQL gave up waiting for a lock (${message}: lock_timeout); nothing of this call was written`, error, code)
     if (code === '57014' && /timeout/i.test(message)) {
       return connectionError('ETIMEDOUT', operation, where, `PostgreSQL cancelled the statement (${message}: statement_timeout is shorter than the store's statement took); nothing of this call was written`, error, code)
     }

@@ -57,8 +57,12 @@ function serverConnector(options: ServerOptions & { connectTimeoutMs?: number; r
   return () => connectUrl(url, { connectTimeoutMs: options.connectTimeoutMs, replyTimeoutMs })
 }
 
-/** Codes that mean "not there yet, try again": the server is down, starting, or the old writer's lock not yet gone. */
-const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EBUSY'])
+/**
+ * Codes that mean "not there yet, try again" for a reopen: the server is down, starting or short of
+ * connections (EAGAIN), or the old writer's lock not yet gone (EBUSY: a reopen is the writer coming
+ * back, and the server frees a lost connection's lock when it notices; within `timeoutMs`).
+ */
+const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EAGAIN', 'EBUSY'])
 
 /** Opens `open` again and again until it succeeds or `timeoutMs` has passed (a server coming back from a restart). */
 async function retrying<T>(open: () => Promise<T>, timeoutMs: number): Promise<T> {
