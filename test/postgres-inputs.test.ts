@@ -45,6 +45,26 @@ describe.skipIf(url === undefined)('names on a server', () => {
     await fleet.close()
   })
 
+  it('a session name is up to 200 characters, not 200 UTF-16 units: 200 emoji are a session, 201 characters are refused', async () => {
+    const emoji = '😀'.repeat(200)
+    const store = await postgresStore({ connectionString: url!, schema, session: emoji })
+    await store.appendJournal(['one'])
+    await store.close()
+    const fleet = await postgresFleet({ connectionString: url!, schema })
+    try {
+      expect((await fleet.sessions()).map((s) => s.session)).toContain(emoji)
+      expect(await fleet.checkpoints(emoji)).toEqual([])
+      await fleet.drop(emoji)
+    } finally {
+      await fleet.close()
+    }
+    for (const session of ['😀'.repeat(201), 'a'.repeat(201), 'é'.repeat(100) + '😀'.repeat(101)]) {
+      await expect(postgresStore({ connectionString: url!, schema, session })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' })
+    }
+    const ascii = await postgresStore({ connectionString: url!, schema, session: 'a'.repeat(200) })
+    await ascii.close()
+  })
+
   it("the server's statement_timeout cutting a write is ETIMEDOUT (sqlState 57014), lock_timeout EAGAIN (55P03: it passes if tried again, and EBUSY is another writer's); the store goes on after either", async () => {
     const sweeper = await rawClient(url!)
     try {

@@ -92,8 +92,16 @@ const jsonSchema: z.ZodMiniType<JsonValue> = z.union([
 /** A UTF-16 surrogate not in a pair: the server stores it as U+FFFD, so two such names would be one session. */
 const LONE_SURROGATE = /\p{Cs}/u
 
+/** Characters (code points) in `text`: an emoji is one, though two UTF-16 units. A text of more than twice `most` units is over it without counting. */
+function characters(text: string, most: number): number {
+  if (text.length > 2 * most) return text.length
+  let count = 0
+  for (const _ of text) count++
+  return count
+}
+
 export function checkSession(session: unknown): string {
-  if (typeof session !== 'string' || session === '' || session.length > MAX_SESSION || session.includes('\0') || LONE_SURROGATE.test(session)) {
+  if (typeof session !== 'string' || session === '' || characters(session, MAX_SESSION) > MAX_SESSION || session.includes('\0') || LONE_SURROGATE.test(session)) {
     throw Object.assign(new TypeError(`rewindfs: a session name is 1 to ${MAX_SESSION} characters of well-formed Unicode without NUL; got ${JSON.stringify(session)}`), { code: 'ERR_INVALID_ARG_VALUE' })
   }
   return session
