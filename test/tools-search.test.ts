@@ -188,6 +188,30 @@ describe('search_files against grep -rn', () => {
     await ws.close()
   })
 
+  for (const kind of ['directory', 'fixture'] as const) {
+    it(`follows a symlink named as the path, as grep -r and ls do, over a ${kind} lower (it found nothing)`, async () => {
+      const root = path.join(tmp, `named-link-${kind}`)
+      write(root, { 'src/a.txt': 'hello there\n', 'src/deep/b.txt': 'hello below\n' })
+      fs.symlinkSync('src', path.join(root, 'linkdir'))
+      fs.symlinkSync('.', path.join(root, 'selfloop'))
+      const ws = await Workspace.open({ lower: kind === 'directory' ? directory(root) : fixtureOf(root), autoCheckpoint: false })
+      if (kind === 'fixture') {
+        ws.fs.symlinkSync('src', '/linkdir')
+        ws.fs.symlinkSync('.', '/selfloop')
+      }
+      const tools = createAgentTools(ws)
+      // grep prints the path as named: linkdir/a.txt.
+      const expected = grep(path.join(root, 'linkdir') + '/', [], 'hello').map((line) => '/linkdir/' + line.slice(1))
+      expect(expected).toHaveLength(2)
+      expect(await search(tools, { pattern: 'hello', path: '/linkdir' })).toEqual(expected)
+      expect((await ok(tools, 'list_directory', { path: '/linkdir' })).entries.map((entry: Json) => entry.path)).toEqual(['a.txt', 'deep/'])
+      // A link to the root is followed once, as ls -R follows it: the links below it are listed, not entered.
+      const listed = (await ok(tools, 'list_directory', { path: '/selfloop', recursive: true })).entries.map((entry: Json) => entry.path)
+      expect(listed).toEqual(['linkdir', 'selfloop', 'src/', 'src/a.txt', 'src/deep/', 'src/deep/b.txt'])
+      await ws.close()
+    })
+  }
+
   it('searches running at the same time each read their own files (no read buffer shared between walks)', async () => {
     const root = path.join(tmp, 'concurrent')
     write(root, Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`d${i % 3}/f${i}.txt`, `${i % 2 === 0 ? 'even' : 'odd'} ${i}\n`])))

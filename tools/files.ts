@@ -239,7 +239,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
       async (input) => {
         const root = resolvePath(ws, input.path)
         const reader = await ViewReader.open(ws)
-        const top = await reader.entry(root)
+        const top = await reader.root(root)
         if (top.type !== 'dir') throw Object.assign(new Error(`ENOTDIR: not a directory, scandir '${root}'`), { code: 'ENOTDIR' })
         const prefix = root === '/' ? 1 : root.length + 1
         const room = new Room(budget.chars - 300)

@@ -73,6 +73,20 @@ export class ViewReader {
     return { path, type, real, untouched: !this.direct.dirty.has(real) }
   }
 
+  /**
+   * A path given by name, where a walk starts: a final symlink is followed, as rg, grep -r and ls
+   * follow the ones named on their command line, the path kept as given (ELOOP, ENOENT for a
+   * broken one, as ws.fs throws them). Links below it are not followed.
+   */
+  async root(path: string): Promise<WalkEntry> {
+    const entry = await this.entry(path)
+    if (entry.type !== 'symlink') return entry
+    const type: EntryType = (await this.ws.fs.promises.stat(path)).isDirectory() ? 'dir' : 'file'
+    if (this.direct === undefined) return { path, type }
+    const real = String(await this.ws.fs.promises.realpath(path))
+    return { path, type, real, untouched: !this.direct.dirty.has(real) }
+  }
+
   /** An entry of a listed directory: untouched when the directory is (the dirty set holds every ancestor of a change). */
   private child(dir: WalkEntry, name: string, type: EntryType): WalkEntry {
     const path = join(dir.path, name)
@@ -189,10 +203,10 @@ async function ancestorRules(reader: ViewReader, root: string): Promise<Rules[]>
 
 /**
  * Every entry under `root` (not `root` itself), depth first in name order. A root that is not a
- * directory yields itself.
+ * directory yields itself; a root that is a symlink is followed.
  */
 export async function* walk(reader: ViewReader, root: string, options: WalkOptions): AsyncGenerator<WalkEntry, void, undefined> {
-  const start = await reader.entry(root)
+  const start = await reader.root(root)
   if (start.type !== 'dir') {
     if (!options.skip?.(start)) yield start
     return
