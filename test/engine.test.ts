@@ -73,18 +73,47 @@ describe('transactions (stage → validate → commit)', () => {
     expect(ws.history()).toEqual([])
   })
 
-  it('commits a whole transaction as one undo step, flattening nested transactions', async () => {
+  it('commits a transaction started inside another as its own operation; what the outer staged, before it or after, commits with the outer', async () => {
     const ws = await Workspace.open({ lower: { '/a.txt': 'a' } })
-    await ws.transaction(async (fs) => {
-      fs.writeFileSync('/a.txt', 'b')
-      await ws.transaction((inner) => inner.writeFileSync('/c.txt', 'c'))
-      fs.rmSync('/a.txt')
-    })
-    expect(tree(ws)).toEqual({ '/c.txt': 'c' })
-    const history = ws.history()
-    expect(history.map((op) => op.type)).toEqual(['transaction'])
+    await ws.transaction(
+      async (fs) => {
+        fs.writeFileSync('/a.txt', 'b')
+        // The inner stages over the live tree, not over the outer's staged files.
+        const seen = await ws.transaction(
+          (inner) => {
+            inner.writeFileSync('/c.txt', 'c')
+            return inner.readFileSync('/a.txt', 'utf8')
+          },
+          { group: 'inner' },
+        )
+        expect(seen).toBe('a')
+        // Committed already: the live tree has it, the outer's staging (taken before) does not.
+        expect(tree(ws)).toEqual({ '/a.txt': 'a', '/c.txt': 'c' })
+        expect(fs.existsSync('/c.txt')).toBe(false)
+        fs.rmSync('/a.txt')
+        fs.writeFileSync('/d.txt', 'd')
+      },
+      { group: 'outer' },
+    )
+    expect(tree(ws)).toEqual({ '/c.txt': 'c', '/d.txt': 'd' })
+    expect(ws.history().map((op) => `${op.type} ${op.group} ${op.paths.join(',')}`)).toEqual(['transaction outer /a.txt,/d.txt', 'transaction inner /c.txt'])
+    await ws.undo()
+    expect(tree(ws)).toEqual({ '/a.txt': 'a', '/c.txt': 'c' })
     await ws.undo()
     expect(tree(ws)).toEqual({ '/a.txt': 'a' })
+  })
+
+  it('refuses the outer commit (ConflictError) when a transaction started inside it changed a path it staged; the inner commit stays', async () => {
+    const ws = await Workspace.open({ lower: { '/a.txt': 'a' } })
+    await expect(
+      ws.transaction(async (fs) => {
+        fs.writeFileSync('/a.txt', 'outer')
+        await ws.transaction((inner) => inner.writeFileSync('/a.txt', 'inner'), { group: 'inner' })
+        fs.writeFileSync('/b.txt', 'outer')
+      }),
+    ).rejects.toMatchObject({ name: 'ConflictError', code: 'ECONFLICT', paths: ['/a.txt'] })
+    expect(tree(ws)).toEqual({ '/a.txt': 'inner' })
+    expect(ws.history().map((op) => `${op.type} ${op.group} ${op.paths.join(',')}`)).toEqual(['transaction inner /a.txt'])
   })
 
   it('refuses to commit over paths changed outside the transaction meanwhile (ConflictError)', async () => {

@@ -3,7 +3,7 @@
  * tree, so starting one is O(1)) that `ws.fs` cannot see; validators run on the staged files; only
  * if all pass, and nothing staged was changed meanwhile, does the change set land as one operation.
  * A throw, a failed validator, a refused approval or a conflict leaves the workspace untouched.
- * `Transactions` is how a workspace runs them: one at a time, in the engine's turn to commit.
+ * `Transactions` is how a workspace runs them: each on its own, committing in the engine's turn.
  */
 import type { Change } from '../diff.js'
 import { diffTrees, upperSlotDiff } from '../diff.js'
@@ -190,13 +190,16 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
 }
 
 /**
- * A workspace's transactions: a nested one joins the staging fs of the one running, automatic
- * checkpoints wait while one runs (its commit is one operation), only the commit takes the engine's
- * turn, and the result is returned once durable.
+ * A workspace's transactions. Each one stages on its own (over the live tree as it is when it
+ * starts), runs its own validators and approval, and commits, conflicts or fails on its own: the
+ * engine cannot tell a transaction started inside another's body from one started beside it
+ * (Promise.all) without async context tracking, so a nested one is independent too, never merged.
+ * No automatic checkpoint is made while any runs (each commit is one operation), only the commit
+ * takes the engine's turn, and the result is returned once durable.
  */
 export class Transactions {
-  private depth = 0
-  private staged: StagedFs | undefined
+  /** Transactions started and not yet settled. */
+  private count = 0
 
   constructor(
     private readonly context: EngineContext,
@@ -204,17 +207,16 @@ export class Transactions {
   ) {}
 
   get running(): boolean {
-    return this.depth > 0
+    return this.count > 0
   }
 
   async run<T>(body: (fs: StagedFs) => T | Promise<T>, options: TransactionOptions): Promise<T> {
     const { ops, overlay, journal, serial, options: defaults } = this.context
     this.context.assertOpen()
     if (typeof body !== 'function') throw new TypeError('rewindfs: transaction(body) needs a function')
-    if (this.staged) return body(this.staged)
     this.context.assertWritable('transaction')
     ops.settle()
-    this.depth++
+    this.count++
     let result: T
     try {
       result = await runTransaction(
@@ -233,18 +235,11 @@ export class Transactions {
               return commit()
             }),
         },
-        async (fs) => {
-          this.staged = fs
-          try {
-            return await body(fs)
-          } finally {
-            this.staged = undefined
-          }
-        },
+        body,
         options,
       )
     } finally {
-      this.depth--
+      this.count--
     }
     await this.acknowledge()
     return result
