@@ -49,7 +49,10 @@ export function storeLabel(value: string): string {
 
 /**
  * Opens the store --store names for `session`. `existing`: the store must hold something already
- * (readers, restore, flush: a new one would hold nothing to act on), ENOENT otherwise.
+ * (readers, restore, flush: a new one would hold nothing to act on), ENOENT otherwise, and nothing
+ * is made to find that out: a store of sessions looks for the schema and the session read-only
+ * before it takes the writer's lock (a misspelt --session or ?schema= made an empty session row,
+ * or a whole schema of tables, on the way to its ENOENT).
  */
 export async function openStore(value: string, options: { session?: string; readOnly?: boolean; existing?: boolean; project?: string }): Promise<Store> {
   const location = storeLocation(value)
@@ -70,12 +73,15 @@ export async function openStore(value: string, options: { session?: string; read
     case 'postgres':
     case 'pglite': {
       let store: PostgresStore
-      if (location.kind === 'postgres') store = await postgresStore({ connectionString: location.url, session, readOnly: options.readOnly === true, ...(location.schema ? { schema: location.schema } : {}) })
-      else {
-        if (options.existing && !isDirectory(location.dataDir)) {
+      const create = options.existing !== true
+      if (location.kind === 'postgres') {
+        store = await postgresStore({ connectionString: location.url, session, readOnly: options.readOnly === true, create, ...(location.schema ? { schema: location.schema } : {}) })
+      } else {
+        // A directory without a database in it would become one.
+        if (options.existing && !fs.existsSync(path.join(location.dataDir, 'PG_VERSION'))) {
           throw new FsError('ENOENT', 'open', location.dataDir, undefined, 'no PGlite database in this directory (rewindfs mcp --store pglite:<dir> creates one)')
         }
-        store = await pgliteStore({ dataDir: location.dataDir, session, readOnly: options.readOnly === true })
+        store = await pgliteStore({ dataDir: location.dataDir, session, readOnly: options.readOnly === true, create })
       }
       if (options.existing && !options.readOnly && (await store.readJournal()).records.length === 0) {
         await store.close()

@@ -11,7 +11,7 @@ import { directory } from '../adapters/node-fs/index.js'
 import { pgliteStore, postgresStore } from '../adapters/postgres/index.js'
 import { Workspace } from '../src/index.js'
 import { buildCli, removeCli, runCli } from './cli-process.js'
-import { dropSchema, scratchSchema, serverUrl } from './postgres-server.js'
+import { dropSchema, rawClient, scratchSchema, serverUrl } from './postgres-server.js'
 
 const url = await serverUrl()
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-pg-cli-'))
@@ -107,6 +107,27 @@ describe.skipIf(url === undefined)('the CLI with --store postgres://…', () => 
     expect(listed).toMatchObject({ writing: false })
   })
 
+  it('a command refused for a missing session or schema makes nothing: no session row, no schema of tables', async () => {
+    const typo = `${schema}_typo`
+    try {
+      for (const command of [['restore', 'start'], ['undo'], ['checkpoint', 'c1'], ['flush']]) {
+        const refused = json([...command, '--dir', project, '--store', store(), '--session', 'typo'])
+        expect(refused.code, command[0]).toBe(4)
+        expect(refused.body.error).toMatchObject({ code: 'ENOENT', message: expect.stringContaining("no session 'typo'") })
+        expect(json([...command, '--dir', project, '--store', `${url!}&schema=${typo}`]).code, command[0]).toBe(4)
+      }
+      const client = await rawClient(url!)
+      try {
+        expect((await client.query(`SELECT id FROM "${schema}".sessions WHERE id = 'typo'`)).rows).toEqual([])
+        expect((await client.query(`SELECT 1 FROM information_schema.schemata WHERE schema_name = $1`, [typo])).rows).toEqual([])
+      } finally {
+        await client.end()
+      }
+    } finally {
+      await dropSchema(url!, typo)
+    }
+  })
+
   it('refusals: a missing session is exit 4, a refused connection exit 1 without the password, sessions on a directory store a usage error', () => {
     expect(json(['status', '--dir', project, '--store', store(), '--session', 'never-written']).code).toBe(4)
     const nowhere = path.join(tmp, 'no-server')
@@ -120,6 +141,13 @@ describe.skipIf(url === undefined)('the CLI with --store postgres://…', () => 
 })
 
 describe('the CLI with --store pglite:<dir>', () => {
+  it('a command that needs a session refuses a directory without a database, and makes none in it', () => {
+    const empty = path.join(tmp, 'empty-pglite')
+    fs.mkdirSync(empty)
+    expect(json(['undo', '--dir', project, '--store', `pglite:${empty}`]).code).toBe(4)
+    expect(fs.readdirSync(empty)).toEqual([])
+  })
+
   it('reads a PGlite session and lists the sessions in it', async () => {
     const dataDir = path.join(tmp, 'pglite')
     const store = await pgliteStore({ dataDir, session: 'lite' })

@@ -45,6 +45,32 @@ describe.skipIf(url === undefined)('names on a server', () => {
     await fleet.close()
   })
 
+  it('create: false opens only a session that is there, and makes nothing when it is not (no schema, no session row)', async () => {
+    const absent = scratchSchema('absent')
+    try {
+      await expect(postgresStore({ connectionString: url!, schema: absent, session: 's', create: false })).rejects.toMatchObject({ code: 'ENOENT', syscall: 'open', message: expect.stringMatching(/no session 's'.*nothing was made/) })
+      const client = await rawClient(url!)
+      try {
+        expect((await client.query(`SELECT 1 FROM information_schema.schemata WHERE schema_name = $1`, [absent])).rows).toEqual([])
+        const made = await postgresStore({ connectionString: url!, schema, session: 'there' })
+        await made.appendJournal(['one'])
+        await made.close()
+        await expect(postgresStore({ connectionString: url!, schema, session: 'not-there', create: false })).rejects.toMatchObject({ code: 'ENOENT' })
+        expect((await client.query(`SELECT id FROM "${schema}".sessions WHERE id = 'not-there'`)).rows).toEqual([])
+        // One that is there is its writer's, as ever: the lock taken, a second writer EBUSY.
+        const there = await postgresStore({ connectionString: url!, schema, session: 'there', create: false })
+        expect((await there.readJournal()).records).toEqual(['one'])
+        await expect(postgresStore({ connectionString: url!, schema, session: 'there', create: false })).rejects.toMatchObject({ code: 'EBUSY' })
+        await there.appendJournal(['two'])
+        await there.close()
+      } finally {
+        await client.end()
+      }
+    } finally {
+      await dropSchema(url!, absent)
+    }
+  })
+
   it('a session name is up to 200 characters, not 200 UTF-16 units: 200 emoji are a session, 201 characters are refused', async () => {
     const emoji = '😀'.repeat(200)
     const store = await postgresStore({ connectionString: url!, schema, session: emoji })

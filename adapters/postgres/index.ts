@@ -80,8 +80,8 @@ async function retrying<T>(open: () => Promise<T>, timeoutMs: number): Promise<T
 
 /**
  * The durable store of one session on a PostgreSQL server. Resolves once connected, with the
- * tables made if needed and, unless `readOnly`, the session's writer lock taken (EBUSY when another
- * connection writes it). A bad connection string is a TypeError before anything is tried; a server
+ * tables made if needed (unless `create: false`: then ENOENT, nothing made, when the session is not
+ * there) and, unless `readOnly`, the session's writer lock taken (EBUSY when another connection writes it). A bad connection string is a TypeError before anything is tried; a server
  * that refuses is ECONNREFUSED, a refused login or a missing privilege EACCES, a missing database ENOENT.
  */
 export async function postgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
@@ -97,7 +97,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       connect,
       tables: t,
       schemaName: schema,
-      options: { session, schema, readOnly: options.readOnly },
+      options: { session, schema, readOnly: options.readOnly, create: options.create },
       again: (timeoutMs) => retrying(open, timeoutMs),
     })
   return open()
@@ -121,7 +121,7 @@ export async function pgliteStore(options: PgliteStoreOptions): Promise<Postgres
       connect: () => connectPGlite({ db: options.db, dataDir: options.dataDir }),
       tables: t,
       schemaName: schema,
-      options: { session, schema, readOnly: options.readOnly },
+      options: { session, schema, readOnly: options.readOnly, create: options.create },
       again: (timeoutMs) => retrying(open, timeoutMs),
     })
   return open()

@@ -39,6 +39,12 @@ export interface SessionStoreOptions {
    * session's writer, or EBUSY when another connection holds it.
    */
   readonly readOnly?: boolean
+  /**
+   * false: the session must be there already (a command that acts on what it holds). It is looked
+   * for first, read-only, and when it or the schema is missing the open fails with ENOENT having
+   * made nothing: no schema, no tables, no session row. Default true: whatever is missing is made.
+   */
+  readonly create?: boolean
 }
 
 export interface PostgresStore extends Store {
@@ -191,6 +197,8 @@ export class SessionStore implements PostgresStore {
   private recovering = false
   private readonly lostListeners = new Set<(error: Error) => void>()
   private readonly again: OpenContext['again']
+  /** false: the session must be there already; nothing is made (SessionStoreOptions.create). */
+  private readonly create: boolean
 
   private constructor(context: OpenContext) {
     this.connection = context.connection
@@ -201,6 +209,7 @@ export class SessionStore implements PostgresStore {
     this.session = context.options.session
     this.readOnly = context.options.readOnly === true
     this.again = context.again
+    this.create = context.options.create !== false
     this.watch(this.connection)
   }
 
@@ -263,15 +272,14 @@ export class SessionStore implements PostgresStore {
     this.lockKey = names.lock
     this.channel = names.channel
     this.followersKey = names.followers
-    if (this.readOnly) {
+    if (this.readOnly || !this.create) {
       // A newer layout is refused as a writer refuses it: its rows may mean something else now.
       await checkLayout(connection, t, connection.where)
       const [exists] = await connection.query<{ table: string | null }>(`SELECT to_regclass($1)::text AS table`, [t.sessions])
       const found = exists?.table != null && (await connection.query(`SELECT 1 FROM ${t.sessions} WHERE id = $1`, [this.session])).length > 0
-      if (!found) throw storeError('ENOENT', 'open', this.where, `there is no session '${this.session}' in ${connection.where} (schema ${this.schema}) to read`)
-      return
-    }
-    await ensureSchema(connection, t, connection.where)
+      if (!found) throw this.missing()
+      if (this.readOnly) return
+    } else await ensureSchema(connection, t, connection.where)
     if (connection.backend === 'pglite') this.claimInProcess(key)
     const [lock] = await connection.query<{ taken: boolean }>(`SELECT pg_try_advisory_lock($1::bigint) AS taken`, [this.lockKey])
     if (!lock.taken) {
@@ -279,14 +287,26 @@ export class SessionStore implements PostgresStore {
     }
     try {
       this.token = globalThis.crypto.randomUUID()
-      await connection.query(
-        `INSERT INTO ${t.sessions} (id, writer) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET writer = EXCLUDED.writer`,
-        [this.session, this.token],
-      )
+      if (this.create) {
+        await connection.query(
+          `INSERT INTO ${t.sessions} (id, writer) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET writer = EXCLUDED.writer`,
+          [this.session, this.token],
+        )
+      } else {
+        // Dropped since it was found: still nothing made.
+        const stamped = await connection.query(`UPDATE ${t.sessions} SET writer = $2 WHERE id = $1 RETURNING 1`, [this.session, this.token])
+        if (stamped.length === 0) throw this.missing()
+      }
     } catch (error) {
       await this.releaseLock()
       throw error
     }
+  }
+
+  /** The session is not there to read, or (create: false) to write: nothing was made. */
+  private missing(): FsError {
+    const what = this.readOnly ? 'to read' : 'to write; nothing was made'
+    return storeError('ENOENT', 'open', this.where, `there is no session '${this.session}' in ${this.connection.where} (schema ${this.schema}) ${what}`)
   }
 
   /** PGlite: one backend for every store on the instance, so the lock's holder is tracked here too. */
