@@ -17,6 +17,18 @@ import { treeSize } from './reports.js'
 import { retained } from './retention.js'
 import type { JsonValue } from './state.js'
 
+// Declared beside the code that sets and reads it (undo, redo and their replay; restore's point).
+declare module './durability.js' {
+  interface CheckpointRecord {
+    /**
+     * false once an operation at or before it was undone or redone after it was made: its tree
+     * holds an undone state that no longer is, so restore's replay no longer starts from it
+     * (restoring the checkpoint itself still brings its own tree back). Never set back.
+     */
+    replayBase?: false
+  }
+}
+
 export type CheckpointKind = 'manual' | 'auto' | 'turn' | 'compact' | 'guard'
 
 export interface Checkpoint {
@@ -184,6 +196,16 @@ export class Checkpoints {
     return this.records.findLast((r) => r.opSeq <= opSeq)
   }
 
+  /** The newest checkpoint made at or before operation `opSeq` whose tree the history still reads as its state there. */
+  replayBaseAt(opSeq: number): CheckpointRecord | undefined {
+    return this.records.findLast((r) => r.opSeq <= opSeq && r.replayBase !== false)
+  }
+
+  /** Operations from `fromSeq` on were undone or redone: see markHistoryRewritten. */
+  historyRewritten(fromSeq: number): void {
+    markHistoryRewritten(this.records, fromSeq)
+  }
+
   /** The newest checkpoint an escalation can go back to. */
   nearest(): CheckpointRecord | undefined {
     return this.records.findLast((r) => r.seq > 0)
@@ -273,6 +295,16 @@ export class Checkpoints {
   *roots(): Iterable<DirNode> {
     for (const record of this.records) if (!rootPending(record)) yield record.root
   }
+}
+
+/**
+ * An undo or redo flipped operations from `fromSeq` on: a checkpoint made after any of them
+ * (opSeq >= fromSeq) holds the tree of when they were (or were not) undone, which is no state of
+ * the history any more, so it stops being a replay base. The live engine and the journal's
+ * replay both mark here, in the order of the records, so a reopened session agrees.
+ */
+export function markHistoryRewritten(records: readonly CheckpointRecord[], fromSeq: number): void {
+  for (const record of records) if (record.opSeq >= fromSeq) record.replayBase = false
 }
 
 /** Most characters a checkpoint name may have (as a session name). */

@@ -367,6 +367,7 @@ export class LazyHistory {
           root,
           state: [...mapEntries(record.state)],
           opSeq: record.opSeq,
+          ...(record.replayBase === false ? { replayBase: false } : {}),
         }),
       )
     }
@@ -450,7 +451,11 @@ export interface SnapshotInput {
   readonly resume: JsonValue | undefined
   readonly seen: [string, string][]
   readonly ino: number
-  /** Each checkpoint, with its name and superseded flag as they were then (the rest never changes). */
+  /**
+   * Each checkpoint, with its name and superseded flag as they were then (the rest never changes,
+   * but replayBase, read when encoded: it only ever turns false, for an undo or redo the journal
+   * after the snapshot holds and marks again on replay).
+   */
   readonly checkpoints: readonly {
     readonly record: {
       readonly id: string
@@ -461,6 +466,7 @@ export interface SnapshotInput {
       readonly root: DirNode
       readonly state: MapRoot<JsonValue>
       readonly opSeq: number
+      readonly replayBase?: false
     }
     readonly name: string
     readonly superseded: boolean

@@ -202,6 +202,8 @@ export interface SnapshotData {
     root: number
     state: [string, JsonValue][]
     opSeq: number
+    /** As LazySnapshotData's (this format is read, no longer written). */
+    replayBase?: false
   }[]
   operations: {
     id: string
@@ -251,6 +253,12 @@ export interface LazySnapshotData {
     root: DirRef
     state: [string, JsonValue][]
     opSeq: number
+    /**
+     * false: an operation at or before it was undone or redone after it was made, so restore's
+     * replay does not start from its tree (CheckpointRecord.replayBase). Absent: a base (snapshots
+     * written before it lack it; older readers ignore it).
+     */
+    replayBase?: false
   }[]
   operations: {
     id: string

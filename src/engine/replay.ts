@@ -9,6 +9,7 @@ import { WHITEOUT } from '../layer/nodes.js'
 import { type MapRoot, mapGet } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
+import { markHistoryRewritten } from './checkpoints.js'
 import type { CheckpointRecord, DurableHost } from './durability.js'
 import type { Change, Operation, OperationType, SideEffect, UndoStrategy } from './journal.js'
 import { type LazyHistory, decodeChange, lostCompensation } from './lazy-history.js'
@@ -88,7 +89,8 @@ export class Replay {
         for (const [path, version] of body.entries) if (!overlay.observed.has(path)) overlay.observed.set(path, version)
         break
       case 'undo':
-      case 'redo':
+      case 'redo': {
+        let fromSeq = Infinity
         // At the time the undo or redo touched directories (a record written before it was kept: now).
         overlay.atOneTime(body.time, () => {
           for (const id of body.ids) {
@@ -97,9 +99,13 @@ export class Replay {
             if (body.t === 'undo') journal.revert(record)
             else journal.reapply(record)
             record.undone = body.t === 'undo'
+            fromSeq = Math.min(fromSeq, record.seq)
           }
         })
+        // The checkpoints recorded before it, as the live undo or redo marked them.
+        markHistoryRewritten(checkpoints, fromSeq)
         break
+      }
       case 'compensated': {
         const record = journal.find(body.id)
         for (const change of record?.changes ?? []) if (change.kind === 'effect') change.effect.compensated = true
@@ -257,8 +263,10 @@ function operationOf(stored: Omit<Extract<RecordBody, { t: 'op' }>, 't' | 'chang
   }
 }
 
-/** A checkpoint's identity as a record or a snapshot stores it: its tree, state and flags are the caller's. */
-function checkpointOf(stored: Omit<Extract<RecordBody, { t: 'checkpoint' }>, 't'>): Pick<CheckpointRecord, 'id' | 'name' | 'kind' | 'seq' | 'createdAt' | 'description' | 'opSeq'> {
+/** A checkpoint's identity as a record or a snapshot stores it, and a snapshot's replayBase: its tree, state and superseded flag are the caller's. */
+function checkpointOf(
+  stored: Omit<Extract<RecordBody, { t: 'checkpoint' }>, 't'> & { replayBase?: false },
+): Pick<CheckpointRecord, 'id' | 'name' | 'kind' | 'seq' | 'createdAt' | 'description' | 'opSeq' | 'replayBase'> {
   return {
     id: stored.id,
     name: stored.name,
@@ -267,5 +275,7 @@ function checkpointOf(stored: Omit<Extract<RecordBody, { t: 'checkpoint' }>, 't'
     createdAt: stored.createdAt,
     ...(stored.description !== undefined ? { description: stored.description } : {}),
     opSeq: stored.opSeq,
+    // Only a snapshot's entry says it (a 'checkpoint' record is of a checkpoint just made, a base).
+    ...(stored.replayBase === false ? { replayBase: false as const } : {}),
   }
 }

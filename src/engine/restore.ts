@@ -114,6 +114,8 @@ export class Restores {
       const record = this.undoneRestore
       const time = this.context.overlay.atOneTime(undefined, () => journal.reapply(record))
       record.undone = false
+      // Checkpoints made while it was undone lack it: no longer a base for restore's replay.
+      this.checkpoints.historyRewritten(record.seq)
       this.context.durability?.record({ t: 'redo', ids: [record.id], ...(time !== undefined ? { time } : {}) })
       this.undoneRestore = undefined
       return { redone: publicOperation(record) }
@@ -154,10 +156,12 @@ export class Restores {
     // point, replaying the operations since it (O(operations since it)), when none of those was
     // dropped; else back from the live tree, taking back the operations after the point (O(operations
     // after it), all kept). A point before the kept operations is no longer restorable: its
-    // operations are gone, as a pruned reflog's.
-    const base = this.checkpoints.latestAt(untilSeq)
+    // operations are gone, as a pruned reflog's. A checkpoint made after an operation undone or
+    // redone since holds a state the history no longer has: it is no base (replayBaseAt).
+    const base = this.checkpoints.replayBaseAt(untilSeq)
     const dropped = journal.records.length > 0 ? journal.records[0].seq - 1 : journal.lastSeq
-    const seq = base?.seq ?? 0
+    // The checkpoints after the point are those made after the newest one at or before it, base or not (supersedeAfter).
+    const seq = this.checkpoints.latestAt(untilSeq)?.seq ?? 0
     if ((base?.opSeq ?? 0) >= dropped) {
       const scratch = new Overlay(lower, overlay.blobs, overlay.inodes, base ? base.root : Overlay.emptyRoot(lower))
       const state = new SessionState()

@@ -144,7 +144,11 @@ export class UndoHistory {
         }
       })
       const undone = ordered.filter((r) => r.undone)
-      if (undone.length > 0) this.context.durability?.record({ t: 'undo', ids: undone.map((r) => r.id), ...(time !== undefined ? { time } : {}) })
+      if (undone.length > 0) {
+        // Checkpoints made after them hold them done: no longer a base for restore's replay.
+        this.checkpoints.historyRewritten(Math.min(...undone.map((r) => r.seq)))
+        this.context.durability?.record({ t: 'undo', ids: undone.map((r) => r.id), ...(time !== undefined ? { time } : {}) })
+      }
       this.redoable = undone
       this.redoMark = journal.records.length
       if (failed) this.escalate(failed.record, failed.error)
@@ -200,6 +204,8 @@ export class UndoHistory {
         record.undone = false
       }
     })
+    // Checkpoints made while they were undone lack them: no longer a base for restore's replay.
+    this.checkpoints.historyRewritten(records[0].seq)
     this.context.durability?.record({ t: 'redo', ids: records.map((r) => r.id), ...(time !== undefined ? { time } : {}) })
     this.redoable = []
     return { redone: records.map(publicOperation) }
