@@ -17,6 +17,7 @@ import type { FlushTarget } from './flush/target.js'
 import { FsOperations, MAX_FILE_SIZE } from './fs/operations.js'
 import { createFs } from './fs/surface.js'
 import type { DirNode } from './layer/nodes.js'
+import { FIRST_UPPER_INO } from './layer/inodes.js'
 import { type MapRoot, emptyMap } from './layer/persistent-map.js'
 import { toLowerSource } from './lower/index.js'
 import type { LowerSource } from './lower/source.js'
@@ -113,7 +114,7 @@ export class Workspace {
   private constructor(
     lower: LowerSource,
     options: WorkspaceOptions,
-    private readonly shared: Shared = { blobs: new BlobStore(), inodes: { next: 1 }, sessions: new Set(), collector: undefined, book: new FlushBook() },
+    private readonly shared: Shared = { blobs: new BlobStore(), inodes: { next: FIRST_UPPER_INO }, sessions: new Set(), collector: undefined, book: new FlushBook() },
     from?: { root: DirNode; state: MapRoot<JsonValue>; cwd: string },
   ) {
     this.lower = shared.lower ??= new PinnedLower(lower, shared.blobs)

@@ -14,6 +14,8 @@ import {
   toLowerSource,
 } from '../src/lower/index.js'
 import { syncFsSource } from '../src/lower/sync-fs.js'
+import { Workspace } from '../src/index.js'
+import { directory } from '../adapters/node-fs/index.js'
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
 const sorted = (names: string[]) => [...names].sort()
@@ -368,5 +370,36 @@ describe('toLowerSource', () => {
     // A recognised format still validates in full.
     expect(bad({ app: { directory: { x: { file: {} } } } })).toThrow(/'\/app\/x'/)
     expect(bad({ '../x': 'y' })).toThrow(/escapes the root/)
+  })
+})
+
+describe('inode numbers', () => {
+  /** Every entry's [path, ino], the root included. */
+  const inodes = (ws: Workspace): [string, number][] => {
+    const out: [string, number][] = [['/', Number(ws.fs.lstatSync('/').ino)]]
+    for (const name of ws.fs.readdirSync('/', { recursive: true }) as string[]) out.push(['/' + name, Number(ws.fs.lstatSync('/' + name).ino)])
+    return out
+  }
+  const distinct = (entries: [string, number][]) => new Set(entries.map(([, ino]) => ino)).size
+
+  it("a new entry never takes a lower entry's number (a fixture's are 1 to n; a young disk's are small too)", async () => {
+    const root = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-inodes-'))
+    try {
+      nodeFs.mkdirSync(join(root, 'l'))
+      nodeFs.writeFileSync(join(root, 'l', 'one'), 'L1')
+      nodeFs.writeFileSync(join(root, 'a'), 'lower a')
+      for (const lower of [{ '/l/one': 'L1', '/a': 'lower a' }, directory(root)]) {
+        const ws = await Workspace.open({ lower, autoCheckpoint: false })
+        for (let i = 0; i < 8; i++) ws.fs.writeFileSync(`/new${i}`, String(i))
+        ws.fs.mkdirSync('/newdir')
+        ws.fs.symlinkSync('a', '/newlink')
+        const entries = inodes(ws)
+        expect(entries).toHaveLength(14)
+        expect(distinct(entries)).toBe(entries.length)
+        await ws.close()
+      }
+    } finally {
+      nodeFs.rmSync(root, { recursive: true, force: true })
+    }
   })
 })

@@ -27,6 +27,7 @@ import {
   validateObject,
 } from './arguments.js'
 import { type Meta, dirNode } from '../layer/nodes.js'
+import { FIRST_UPPER_INO } from '../layer/inodes.js'
 import { ChangeFeed, type NotificationKind } from '../engine/change-feed.js'
 import type { Journal, OperationType } from '../engine/journal.js'
 import { type OpenFile, type Orphan, DescriptorTable } from './descriptors.js'
@@ -438,7 +439,9 @@ export class FsOperations {
     const opts = objectOptions(options)
     this.overlay.resolve(path, 'statfs', true, given)
     const used = Math.ceil(this.overlay.blobs.bytes / STATFS_BLOCK)
-    const files = this.overlay.inodes.next
+    // Inode numbers given so far (a store from before FIRST_UPPER_INO gave them from 1).
+    const next = this.overlay.inodes.next
+    const files = next >= FIRST_UPPER_INO ? next - FIRST_UPPER_INO : next
     return new StatFs(
       [STATFS_TYPE, STATFS_BLOCK, STATFS_BLOCKS, STATFS_BLOCKS - used, STATFS_BLOCKS - used, STATFS_FILES, STATFS_FILES - files],
       opts.bigint === true,

@@ -26,6 +26,15 @@
 import type { DirNode, FileNode, SymlinkNode, UpperNode } from './nodes.js'
 import { mapEntries, mapGet } from './persistent-map.js'
 
+/**
+ * The first inode number the upper layer gives. Lower entries keep theirs: a directory's from the
+ * disk (small on a young file system), a fixture's 1 to n, a source without them 2^32 plus a hash
+ * of the path (below 2^33). Numbering new entries from 1 gave a new file the number of a lower one,
+ * and code that tells files apart by (dev, ino) took the two for one (fs-extra's "Source and
+ * destination must not be the same").
+ */
+export const FIRST_UPPER_INO = 2 ** 36
+
 /** The name of the inode table under the root. */
 export const INODES = '\u0000inodes'
 /** The table's own path, for the slots of its records. */
