@@ -4,7 +4,8 @@
  * were made meanwhile. The trap: a checkpoint's tree holds the operations undone or not as they
  * were when it was made, so replaying forward from it after a later undo or redo of an operation
  * before it brought an undone write back (or left a redone one out), live, after a reopen and
- * after a compaction.
+ * after a compaction. And undoRestore's re-apply stops, as redo does, once a new operation is
+ * recorded: it overwrote the later write silently.
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -208,6 +209,63 @@ describe('bisect over a history with an operation undone after a checkpoint', ()
       if (probe.state.kind !== 'operation') continue
       expect(probe.verdict, probe.state.label).toBe(probe.state.operation!.id === breaking ? 'bad' : 'good')
     }
+    await ws.close()
+  })
+})
+
+describe("undoRestore's re-apply", () => {
+  /** /a = v1, checkpoint c1, /a = v2, restore c1, undoRestore (/a = v2), then the user's /a = v3-important. */
+  async function laterWrite(ws: Workspace): Promise<string> {
+    ws.fs.writeFileSync('/a', 'v1')
+    await ws.checkpoint({ name: 'c1' })
+    ws.fs.writeFileSync('/a', 'v2')
+    await ws.restore('c1')
+    expect(read(ws, '/a')).toBe('v1')
+    expect(await ws.undoRestore()).toHaveProperty('undone')
+    expect(read(ws, '/a')).toBe('v2')
+    ws.fs.writeFileSync('/a', 'v3-important')
+    return ws.history()[0].id
+  }
+
+  it('is refused once an operation was recorded after the undo (EDEPENDENT), and overwrites nothing', async () => {
+    const store = new MemoryStore()
+    const ws = await Workspace.open({ lower: {}, store, autoCheckpoint: false })
+    const later = await laterWrite(ws)
+    await expect(ws.undoRestore()).rejects.toMatchObject({
+      code: 'EDEPENDENT',
+      message: expect.stringMatching(/cannot re-apply .*restore c1.*operations were recorded after undoRestore took it back/),
+      blocking: [expect.objectContaining({ id: later })],
+    })
+    expect(read(ws, '/a')).toBe('v3-important')
+    expect(ws.history().find((op) => op.type === 'restore')?.undone).toBe(true)
+    // Asked again, the same answer: the last restore stays taken back.
+    await expect(ws.undoRestore()).rejects.toMatchObject({ code: 'EDEPENDENT' })
+    await ws.sync()
+    const again = await reopened(store)
+    expect(read(again, '/a')).toBe('v3-important')
+    expect(again.history().map((op) => [op.type, op.undone ?? false])).toEqual([
+      ['file_edit', false],
+      ['restore', true],
+      ['file_edit', false],
+      ['file_create', false],
+    ])
+    await again.close()
+    // The way back to it: restore its target again.
+    await ws.restore('c1')
+    expect(read(ws, '/a')).toBe('v1')
+    await ws.close()
+  })
+
+  it('still re-applies when nothing was recorded since (a checkpoint is no operation)', async () => {
+    const ws = await Workspace.open({ lower: {}, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a', 'v1')
+    await ws.checkpoint({ name: 'c1' })
+    ws.fs.writeFileSync('/a', 'v2')
+    await ws.restore('c1')
+    await ws.undoRestore()
+    await ws.checkpoint({ name: 'between' })
+    expect(await ws.undoRestore()).toHaveProperty('redone')
+    expect(read(ws, '/a')).toBe('v1')
     await ws.close()
   })
 })

@@ -2,7 +2,8 @@
  * Restore: the files and session state brought back to a checkpoint, a time, or just after an
  * operation, as a pointer move (or path by path when filtered), after a guard checkpoint, with the
  * later side effects compensated and conflicts with the lower source refused; undoRestore takes
- * the last one back and, called again, re-applies it. Reset, the restore to the lower layer, too.
+ * the last one back and, called again before anything else is recorded, re-applies it. Reset, the
+ * restore to the lower layer, too.
  */
 import { type Change, type ChangeRecord, diffTrees } from '../diff.js'
 import { FsError } from '../errors.js'
@@ -46,8 +47,11 @@ export interface RestoreReport {
 }
 
 export class Restores {
-  /** The restore record the last undoRestore() reverted, so a second call re-applies it. */
-  private undoneRestore: OperationRecord | undefined
+  /**
+   * The restore record the last undoRestore() reverted, so a second call re-applies it, and the
+   * journal's last operation then: as redo, it is re-applied only while no operation followed.
+   */
+  private undoneRestore: { record: OperationRecord; lastSeq: number } | undefined
 
   constructor(
     private readonly context: EngineContext,
@@ -110,8 +114,18 @@ export class Restores {
     const { ops, journal } = this.context
     this.context.assertOpen()
     ops.settle()
-    if (this.undoneRestore && this.undoneRestore.undone) {
-      const record = this.undoneRestore
+    const undone = this.undoneRestore
+    if (undone && undone.record.undone) {
+      const { record } = undone
+      if (journal.lastSeq !== undone.lastSeq) {
+        // Its slots would silently overwrite what was written since (redo stops there too).
+        const later = journal.records.filter((r) => r.seq > undone.lastSeq)
+        const list = later.map((r) => `${r.id} (${r.type} ${r.paths.join(', ')})`).join('; ')
+        throw Object.assign(
+          new Error(`rewindfs: cannot re-apply ${record.id} (${record.description ?? 'restore'}): operations were recorded after undoRestore took it back: ${list}. Restore its target again to bring it back.`),
+          { code: 'EDEPENDENT', blocking: later.map(publicOperation) },
+        )
+      }
       const time = this.context.overlay.atOneTime(undefined, () => journal.reapply(record))
       record.undone = false
       // Checkpoints made while it was undone lack it: no longer a base for restore's replay.
@@ -123,7 +137,7 @@ export class Restores {
     const record = journal.records.findLast((r) => r.type === 'restore' && !r.undone)
     if (!record) throw Object.assign(new Error('rewindfs: there is no restore to undo'), { code: 'ENOENT' })
     const result = await this.context.atomically(() => this.undo.undo({ types: ['restore'] }))
-    this.undoneRestore = record
+    this.undoneRestore = { record, lastSeq: journal.lastSeq }
     return { undone: result.undone[0] }
   }
 
