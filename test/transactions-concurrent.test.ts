@@ -174,3 +174,25 @@ describe('concurrent transactions', () => {
     await ws.close()
   })
 })
+
+describe('undoing one transaction of several in a directory', () => {
+  it('takes back the older one alone: the directory times a transaction records are not a dependency of what is written beside them', async () => {
+    const ws = await Workspace.open({ lower: {}, autoCheckpoint: false })
+    await ws.transaction((fs) => fs.writeFileSync('/first.txt', 'one'), { group: 'g1' })
+    await ws.transaction((fs) => fs.writeFileSync('/second.txt', 'two'), { group: 'g2' })
+    const undone = await ws.undo({ group: 'g1' })
+    expect(undone.undone.map((op) => op.group)).toEqual(['g1'])
+    expect(ws.fs.readdirSync('/')).toEqual(['second.txt'])
+  })
+
+  it('still refuses when a later one wrote inside a directory the older one made, or changed that directory', async () => {
+    const ws = await Workspace.open({ lower: {}, autoCheckpoint: false })
+    await ws.transaction((fs) => fs.mkdirSync('/made'), { group: 'made' })
+    await ws.transaction((fs) => fs.writeFileSync('/made/inside.txt', 'x'), { group: 'inside' })
+    await expect(ws.undo({ group: 'made' })).rejects.toMatchObject({ code: 'EDEPENDENT' })
+    const other = await Workspace.open({ lower: {}, autoCheckpoint: false })
+    await other.transaction((fs) => fs.mkdirSync('/made'), { group: 'made' })
+    await other.transaction((fs) => fs.chmodSync('/made', 0o700), { group: 'mode' })
+    await expect(other.undo({ group: 'made' })).rejects.toMatchObject({ code: 'EDEPENDENT' })
+  })
+})

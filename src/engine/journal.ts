@@ -378,15 +378,23 @@ export class Journal implements Recorder, StateRecorder {
     }
   }
 
-  /** Later live operations whose paths overlap (same path, ancestor or descendant) with `record`. */
+  /**
+   * Later live operations whose paths overlap with `record`'s: the same path, an ancestor or a
+   * descendant. A directory's metadata is that directory alone: it overlaps its own path and an
+   * entry that replaced the directory or one above, not everything below it. Its times alone (what
+   * a transaction records for each directory it wrote in) are no dependency: two transactions
+   * writing files side by side in one directory undo apart, as two writes do.
+   */
   dependants(record: OperationRecord): OperationRecord[] {
-    const mine = this.slots(record).map((c) => c.path)
-    return this.records.filter(
-      (other) =>
-        other.seq > record.seq &&
-        !other.undone &&
-        this.slots(other).some((c) => mine.some((path) => isWithin(c.path, path) || isWithin(path, c.path))),
-    )
+    const mine = this.slots(record).filter((change) => !timesOnly(change))
+    const overlap = (a: SlotChange | StateChange, b: SlotChange | StateChange) => {
+      if (timesOnly(b)) return false
+      if (a.kind === 'meta' && b.kind === 'meta') return a.path === b.path
+      if (a.kind === 'meta') return isWithin(a.path, b.path)
+      if (b.kind === 'meta') return isWithin(b.path, a.path)
+      return isWithin(a.path, b.path) || isWithin(b.path, a.path)
+    }
+    return this.records.filter((other) => other.seq > record.seq && !other.undone && this.slots(other).some((c) => mine.some((m) => overlap(m, c))))
   }
 
   find(id: string): OperationRecord | undefined {
@@ -422,4 +430,11 @@ function sameFile(a: UpperNode | undefined, b: UpperNode | undefined, time: numb
     (b.meta.mtimeMs === a.meta.mtimeMs || b.meta.mtimeMs === time) &&
     (b.meta.atimeMs === a.meta.atimeMs || b.meta.atimeMs === time)
   )
+}
+
+/** A directory metadata change of its times alone. */
+function timesOnly(change: SlotChange | StateChange): boolean {
+  if (change.kind !== 'meta') return false
+  const { before, after } = change
+  return before.mode === after.mode && before.uid === after.uid && before.gid === after.gid
 }
