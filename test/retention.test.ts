@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { Workspace } from '../src/index.js'
 import { retained } from '../src/engine/retention.js'
+import { callTool, createAgentTools } from '../tools/index.js'
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
@@ -53,6 +54,24 @@ describe('tiered retention', () => {
     expect(turns.length).toBeLessThanOrEqual(2 + 3 + 2)
     expect(turns.every((c) => now - c.createdAt < 2 * DAY)).toBe(true)
     expect(turns.at(-1)!.createdAt).toBe(now)
+    await ws.close()
+  })
+
+  it("keeps the last N automatic and the last N turn checkpoints apart: a tool's automatic ones never push out an agent's turns", async () => {
+    const ws = await Workspace.open({ lower: {}, autoCheckpoint: false, retention: { checkpoints: 3 } })
+    const tools = createAgentTools(ws)
+    for (let turn = 1; turn <= 4; turn++) {
+      await ws.beginTurn(turn)
+      for (let i = 0; i < 3; i++) ws.fs.writeFileSync(`/t${turn}-${i}`, 'x')
+    }
+    // Each undo_operation call keeps an automatic checkpoint first (its guard).
+    for (let i = 0; i < 6; i++) {
+      const outcome = await callTool(tools, 'undo_operation', {})
+      expect(outcome.isError).toBe(false)
+    }
+    const kinds = (kind: string) => ws.checkpoints().filter((c) => c.kind === kind).map((c) => c.name)
+    expect(kinds('turn')).toEqual(['turn-2', 'turn-3', 'turn-4'])
+    expect(kinds('auto')).toHaveLength(3)
     await ws.close()
   })
 })

@@ -144,11 +144,20 @@ export class Checkpoints {
     if (this.records.some((record) => record.id === name)) throw new FsError('EEXIST', 'checkpoint', name, undefined, "another checkpoint's id is this name")
   }
 
-  /** Retention: the last N automatic and turn checkpoints; manual, compact and guard ones stay. */
+  /**
+   * Retention: the last N automatic checkpoints and, counted apart, the last N turn checkpoints
+   * (the automatic ones a tool makes, one per undo_operation call, never push out an agent's
+   * turns); manual, compact and guard ones stay.
+   */
   prune(): void {
-    const rolling = this.records.filter((r) => r.kind === 'auto' || r.kind === 'turn')
-    const keep = retained(rolling, this.context.options.retention?.checkpoints ?? 10, Date.now())
-    const drop = new Set(rolling.filter((r) => !keep.has(r)))
+    const policy = this.context.options.retention?.checkpoints ?? 10
+    const now = Date.now()
+    const drop = new Set<CheckpointRecord>()
+    for (const kind of ['auto', 'turn']) {
+      const rolling = this.records.filter((r) => r.kind === kind)
+      const keep = retained(rolling, policy, now)
+      for (const record of rolling) if (!keep.has(record)) drop.add(record)
+    }
     if (drop.size === 0) return
     for (let i = this.records.length - 1; i >= 0; i--) {
       if (!drop.has(this.records[i])) continue
