@@ -287,7 +287,7 @@ export class Workspace {
     return this.recording('restore', () => this.context.atomically(() => this.engine.restore.restore(target, options)), options.dryRun === true)
   }
 
-  /** Undoes the last restore; called again, re-applies it. */
+  /** Undoes the last restore; called again before a new operation is recorded, re-applies it (EDEPENDENT after one). */
   async undoRestore(): Promise<{ undone?: Operation; redone?: Operation }> {
     return this.recording('undoRestore', () => this.engine.restore.undoRestore())
   }
@@ -336,7 +336,8 @@ export class Workspace {
 
   /**
    * Runs `body` against a staging fs: its writes are invisible to `ws.fs` until validators pass
-   * and the whole change set commits as one operation. Nested transactions join the outer one.
+   * and the whole change set commits as one operation. Each transaction, one started inside another's
+   * body included, stages and commits on its own (the engine cannot tell nested from concurrent).
    */
   async transaction<T>(body: (fs: NodeFs) => T | Promise<T>, options: TransactionOptions = {}): Promise<T> {
     return this.engine.transactions.run(body as unknown as (fs: StagedFs) => T | Promise<T>, options)

@@ -74,4 +74,17 @@ describe('tiered retention', () => {
     expect(kinds('auto')).toHaveLength(3)
     await ws.close()
   })
+
+  it('redo stops once a new operation is recorded, also when retention has since dropped as many old ones', async () => {
+    const ws = await Workspace.open({ lower: {}, autoCheckpoint: false, retention: { operations: 3 } })
+    for (let i = 0; i < 20; i++) ws.fs.writeFileSync('/f', String(i))
+    await ws.undo()
+    // Seventeen new operations: the kept history is trimmed back to three, the count it had at the undo.
+    for (let i = 0; i < 17; i++) ws.fs.writeFileSync(`/g${i}`, 'x')
+    expect(ws.history()).toHaveLength(3)
+    expect((await ws.redo()).redone).toEqual([])
+    expect(ws.fs.readFileSync('/f', 'utf8')).toBe('18')
+    await ws.close()
+  })
 })
+

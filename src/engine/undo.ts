@@ -150,7 +150,7 @@ export class UndoHistory {
         this.context.durability?.record({ t: 'undo', ids: undone.map((r) => r.id), ...(time !== undefined ? { time } : {}) })
       }
       this.redoable = undone
-      this.redoMark = journal.records.length
+      this.redoMark = journal.lastSeq
       if (failed) this.escalate(failed.record, failed.error)
     }
     const next = journal.records.findLast((r) => !r.undone && !chosen.has(r) && !this.claimed.has(r))
@@ -194,7 +194,8 @@ export class UndoHistory {
     const { ops, journal } = this.context
     this.context.assertOpen()
     ops.settle()
-    if (journal.records.length !== this.redoMark || this.redoable.length === 0) return { redone: [] }
+    // The last operation's number, not the count: retention drops old records as new ones come.
+    if (journal.lastSeq !== this.redoMark || this.redoable.length === 0) return { redone: [] }
     const records = [...this.redoable].sort((a, b) => a.seq - b.seq)
     const effect = records.find((r) => r.type === 'side_effect')
     if (effect) throw Object.assign(new Error(`rewindfs: redo refuses to re-run the side effect '${effect.description}'`), { code: 'EEFFECT' })
