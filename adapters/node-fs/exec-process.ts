@@ -1,7 +1,8 @@
 /**
  * Starting a command and waiting for it: output collected up to a cap per stream, a timeout that
  * kills everything the command started, and (for the namespace helper) a status pipe on fd 3 that
- * says whether the set-up before the command worked.
+ * says whether the set-up before the command worked. What runs dies with this process too, however
+ * it ends: a watcher outside it kills what is still listed when this process's end of a pipe closes.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 
@@ -39,6 +40,71 @@ export interface ProcessOutcome {
   status: string
 }
 
+/**
+ * The watcher: `sh` reading lines on stdin, `+g<pgid>`/`+p<pid>` when a process group (or a process,
+ * one sharing this terminal's group) starts and `-…` when it is gone. At the end of its stdin (this
+ * process exited, a SIGKILL included, or closed the pipe) it kills what is still listed. It leads a
+ * session of its own, so a terminal's Ctrl-C or hang-up does not end it before it is needed.
+ */
+const WATCHER_SCRIPT = String.raw`
+live=' '
+while IFS= read -r line; do
+  case $line in
+    +*) live="$live%{line#+} " ;;
+    -*) id=%{line#-}
+        case $live in *" $id "*) live="%{live%%" $id "*} %{live#*" $id "}" ;; esac ;;
+  esac
+done
+for id in $live; do
+  case $id in
+    g*) kill -s KILL -- "-%{id#g}" 2>/dev/null ;;
+    p*) kill -s KILL -- "%{id#p}" 2>/dev/null ;;
+  esac
+done
+`.replaceAll('%{', '${')
+
+/** This thread's watcher (a worker's commands die with the worker), and what it must kill. */
+let watcher: ChildProcess | undefined
+let watcherFailed = false
+const listed = new Set<string>()
+
+function tellWatcher(line: string): void {
+  if (watcherFailed) return
+  if (watcher === undefined) {
+    // Spawned from this thread: its pipe is this thread's, as the processes it guards are.
+    const started = spawn('/bin/sh', ['-c', WATCHER_SCRIPT, 'rewindfs-exec-watcher'], { cwd: '/', env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' }, stdio: ['pipe', 'ignore', 'ignore'], detached: true })
+    started.on('error', () => {
+      // No /bin/sh to watch with: commands still die at their end and timeout, not with this process.
+      watcherFailed = true
+      if (watcher === started) watcher = undefined
+    })
+    started.on('exit', () => {
+      // Killed from outside: the next command starts another, told everything still running.
+      if (watcher === started) watcher = undefined
+    })
+    started.stdin!.on('error', () => undefined)
+    // It keeps nothing alive: this process may exit, which is what it waits for.
+    started.unref()
+    ;(started.stdin as { unref?: () => void }).unref?.()
+    watcher = started
+    if (listed.size > 0) started.stdin!.write([...listed].map((id) => `+${id}\n`).join(''))
+  }
+  watcher.stdin!.write(line)
+}
+
+/** Lists a started process with the watcher until it exits: its group when it leads one, else itself. */
+function guard(child: ChildProcess, group: boolean): void {
+  if (child.pid === undefined) return
+  const id = `${group ? 'g' : 'p'}${child.pid}`
+  // Told before it is listed: a watcher started now is told the list, and must not get it twice.
+  tellWatcher(`+${id}\n`)
+  listed.add(id)
+  child.once('exit', () => {
+    listed.delete(id)
+    tellWatcher(`-${id}\n`)
+  })
+}
+
 /** Kills the whole process group (the child was made its leader), so nothing it started keeps writing. */
 function killGroup(pid: number | undefined): void {
   if (pid === undefined) return
@@ -67,6 +133,8 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
     // interactive one must stay in this terminal's session (job control); its PID namespace ends it.
     const child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: piped })
     watch(child, spec, () => spec.timeout, resolve, reject)
+    // After watch: at the exit its group is killed first, then struck off the list.
+    guard(child, piped)
   })
 }
 
@@ -92,6 +160,7 @@ export class SpareProcess {
     // A spare that died before its request reports it in its outcome; a write to it must not throw.
     this.child.stdin!.on('error', () => undefined)
     this.outcome = new Promise((resolve, reject) => watch(this.child, { stdio: 'pipe', status: true, started: () => this.started?.() }, () => this.timeout, resolve, reject))
+    guard(this.child, true)
     this.outcome.then(
       () => (this.ended = true),
       () => (this.ended = true),

@@ -1,0 +1,120 @@
+/**
+ * How long a command lives: no longer than the process that runs it, however that process ends
+ * (a SIGKILL included). Real processes and real kills: a Node process runs ws.exec, the test kills
+ * it and then looks in /proc for the command's processes (marked through their environment) and
+ * on disk for what they would write.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import { afterAll, describe, expect, it } from 'vitest'
+import { support } from '../adapters/node-fs/exec-support.js'
+import type { ExecMode } from '../src/index.js'
+import { withMarker } from './support/processes.js'
+import { capability } from './support/require.js'
+
+const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-exec-lifetime-`)
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
+
+const host = await support()
+const modes: ExecMode[] = capability('exec-overlay', host.overlay) ? ['overlay', 'copy'] : ['copy']
+const EXEC = new URL('../adapters/node-fs/index.ts', import.meta.url).pathname
+const PROCESS = new URL('../adapters/node-fs/exec-process.ts', import.meta.url).pathname
+const SOURCE = new URL('../src/index.ts', import.meta.url).pathname
+
+let serial = 0
+function project(): string {
+  const root = `${scratch}/p${serial++}`
+  fs.mkdirSync(root)
+  fs.writeFileSync(`${root}/a.txt`, 'a\n')
+  return root
+}
+
+/** A marker for the environment of one test's command: NAME=value, and its processes. */
+function marker(): { entry: string; name: string; value: string; processes: () => number[] } {
+  const name = 'REWINDFS_LIFETIME_TEST'
+  const value = `${process.pid}-${serial++}-${Date.now()}`
+  const entry = `${name}=${value}`
+  return { entry, name, value, processes: () => withMarker(entry) }
+}
+
+async function until(check: () => boolean, ms: number): Promise<boolean> {
+  const started = Date.now()
+  while (!check()) {
+    if (Date.now() - started > ms) return false
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return true
+}
+
+/** A Node process running `script` (an ES module, with the sources through tsx). */
+function node(script: string, env: NodeJS.ProcessEnv = process.env): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  return { child, output: () => output }
+}
+
+const exited = (child: ChildProcess) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())))
+
+describe.each(modes)('a command (%s mode) dies with the process that runs it', (mode) => {
+  it('when that process is killed with SIGKILL: its processes are gone within seconds and what it would write next never appears', async () => {
+    const mark = marker()
+    const late = `${scratch}/late-${serial++}`
+    const temps = `${scratch}/tmp-${serial++}`
+    fs.mkdirSync(temps)
+    const { child, output } = node(`
+      const { directory } = await import(${JSON.stringify(EXEC)})
+      const { Workspace } = await import(${JSON.stringify(SOURCE)})
+      const ws = await Workspace.open({ lower: directory(${JSON.stringify(project())}) })
+      await ws.exec(${JSON.stringify(`(sleep 2; touch ${late}) & sleep 2; touch ${late}`)}, { mode: ${JSON.stringify(mode)}, tmpdir: ${JSON.stringify(temps)}, env: { ${mark.name}: ${JSON.stringify(mark.value)} } })
+      console.log('the command ended')
+    `)
+    // The shell, both sleeps (and in namespaces unshare and the helper) carry the marker.
+    expect(await until(() => mark.processes().length >= 3, 30_000), output()).toBe(true)
+    const started = Date.now()
+    child.kill('SIGKILL')
+    await exited(child)
+    expect(await until(() => mark.processes().length === 0, 5000), `left running: ${mark.processes().join(' ')}`).toBe(true)
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 2500 - (Date.now() - started))))
+    expect(fs.existsSync(late)).toBe(false)
+    expect(output()).not.toContain('the command ended')
+  })
+})
+
+describe('a command without namespaces (the shell leads its own process group)', () => {
+  it('dies with the process that ran it, background processes of its group included', async () => {
+    const mark = marker()
+    const late = `${scratch}/late-${serial++}`
+    const { child, output } = node(`
+      const { runProcess } = await import(${JSON.stringify(PROCESS)})
+      const running = runProcess({ file: '/bin/sh', args: ['-c', ${JSON.stringify(`(sleep 2; touch ${late}) & sleep 30`)}], cwd: '/', env: { ...process.env, ${mark.name}: ${JSON.stringify(mark.value)} }, timeout: undefined, stdio: 'pipe', status: false })
+      console.log('started')
+      await running
+      console.log('the command ended')
+    `)
+    // 'started': runProcess has returned, the process is started and listed (a kill before that is a race no code can win).
+    expect(await until(() => output().includes('started') && mark.processes().length >= 3, 30_000), output()).toBe(true)
+    const started = Date.now()
+    child.kill('SIGKILL')
+    await exited(child)
+    expect(await until(() => mark.processes().length === 0, 5000), `left running: ${mark.processes().join(' ')}`).toBe(true)
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 2500 - (Date.now() - started))))
+    expect(fs.existsSync(late)).toBe(false)
+  })
+
+  it('an interactive one (the terminal shared, no group of its own) dies with it too', async () => {
+    const mark = marker()
+    const { child, output } = node(`
+      const { runProcess } = await import(${JSON.stringify(PROCESS)})
+      const running = runProcess({ file: '/bin/sh', args: ['-c', 'exec sleep 30'], cwd: '/', env: { ...process.env, ${mark.name}: ${JSON.stringify(mark.value)} }, timeout: undefined, stdio: 'inherit', status: false })
+      console.log('started')
+      await running
+    `)
+    expect(await until(() => output().includes('started') && mark.processes().length >= 1, 30_000), output()).toBe(true)
+    child.kill('SIGKILL')
+    await exited(child)
+    expect(await until(() => mark.processes().length === 0, 5000), `left running: ${mark.processes().join(' ')}`).toBe(true)
+  })
+})
