@@ -24,6 +24,27 @@ export function shownPath(path: string): string {
   return /[\u0000-\u001f\u007f-\u009f]/.test(path) ? JSON.stringify(path) : path
 }
 
+/** One word for a POSIX shell: as it is when plain, else single-quoted (a ' in it as '\''). */
+export function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`
+}
+
+/**
+ * A command people are told to run next, to paste into a POSIX shell as it is printed: every word
+ * quoted as it needs (a URL's '&' would end the command there, a '?' match files), an option's value
+ * that starts with '-' joined to it (--dir=-x: parsed as an option otherwise), and positionals after
+ * the options and a '--' when one of them starts with '-'. Several commands are alternatives taking
+ * the same words, shown as `rewindfs diff / undo / flush --dir …`: one of them is run.
+ */
+export function suggestedCommand(command: string | readonly string[], positionals: readonly string[], options: readonly (readonly [name: string, value: string])[]): string {
+  const words: string[] = []
+  const flags = options.flatMap(([name, value]) => (value.startsWith('-') ? [`--${name}=${value}`] : [`--${name}`, value]))
+  if (positionals.some((word) => word.startsWith('-'))) words.push(...flags, '--', ...positionals)
+  else words.push(...positionals, ...flags)
+  const commands = typeof command === 'string' ? [command] : command
+  return ['rewindfs', commands.map(shellWord).join(' / '), ...words.map(shellWord)].join(' ')
+}
+
 export function pathsText(paths: readonly string[]): string {
   const shown = paths.slice(0, PATHS_SHOWN).map(shownPath).join(', ')
   return paths.length > PATHS_SHOWN ? `${shown} … and ${paths.length - PATHS_SHOWN} more` : shown

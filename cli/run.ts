@@ -10,9 +10,9 @@ import { directory } from '../adapters/node-fs/directory.js'
 import type { ExecOptions, ExecResult, Workspace } from '../src/index.js'
 import type { Options } from './arguments.js'
 import { changeLines } from './inspect.js'
-import { pathsText } from './outcome.js'
+import { pathsText, suggestedCommand } from './outcome.js'
 import { openWorkspace } from './project.js'
-import { storeLabel } from './store-option.js'
+import { storeLabel, storeOptions } from './store-option.js'
 import { colourful, palette } from './terminal.js'
 import { UsageError } from './usage.js'
 
@@ -90,6 +90,13 @@ export function summaryLines(result: ExecResult, recorded: string): string[] {
   ]
 }
 
+/** Where the command's operation was recorded, and the commands that show it, take it back or flush it, for the same session. */
+function recordedIn(store: string, options: Options): string {
+  const { options: named, note } = storeOptions(store, options.session)
+  const next = suggestedCommand(['diff', 'undo', 'flush'], [], [['dir', options.dir!], ...named])
+  return `recorded as one operation in ${storeLabel(store)} (${next}${note ? `; ${note}` : ''})`
+}
+
 /** The exit code a shell would give: the command's, or 128 + the signal's number. */
 export function exitCodeOf(result: ExecResult): number {
   if (result.exitCode !== null) return result.exitCode
@@ -114,11 +121,8 @@ export async function runInWorkspace(options: Options, command: string, json: bo
       throw error
     })
     await ws.sync()
-    // A PostgreSQL URL's password never reaches the output.
-    const store = options.store === undefined ? undefined : storeLabel(options.store)
-    const recorded = store
-      ? `recorded as one operation in ${store} (rewindfs diff / undo / flush --dir ${options.dir} --store ${store})`
-      : 'in memory only: pass --store <dir> to keep it'
+    // A PostgreSQL URL's password never reaches the output; the command shown is pasteable as it is.
+    const recorded = options.store === undefined ? 'in memory only: pass --store <dir> to keep it' : recordedIn(options.store, options)
     return { result, lines: summaryLines(result, recorded) }
   } finally {
     process.off('SIGINT', ignore)

@@ -48,6 +48,38 @@ export function storeLabel(value: string): string {
 }
 
 /**
+ * --store and --session as a command suggested next gives them, to act on the same session of the
+ * same store: the store as given, but never its password (it would stay in the terminal and the
+ * shell's history); a command without one reads it from PGPASSWORD, as pg does, and `note` says
+ * so when one was left out. Directory and pglite: stores are as given.
+ */
+export function storeOptions(value: string, session: string | undefined): { readonly options: [name: string, value: string][]; readonly note?: string } {
+  const location = storeLocation(value)
+  const { text, passwordLeftOut } = location.kind === 'postgres' ? withoutPassword(value) : { text: value, passwordLeftOut: false }
+  return {
+    options: [['store', text], ...(session !== undefined ? [['session', session] as [string, string]] : [])],
+    ...(passwordLeftOut ? { note: "the store's password is left out: the command reads it from PGPASSWORD" } : {}),
+  }
+}
+
+/** A postgres URL without its password, in the user information or the query (?password=). */
+function withoutPassword(value: string): { text: string; passwordLeftOut: boolean } {
+  let text: string
+  let passwordLeftOut = false
+  try {
+    const url = new URL(value)
+    passwordLeftOut = url.password !== ''
+    url.password = ''
+    text = url.href
+  } catch {
+    // Not a URL (it would not have opened): shown as messages show it.
+    return { text: redact(value), passwordLeftOut: true }
+  }
+  const query = text.replace(/([?&])password=[^&#]*(&|(?=#)|$)/gi, '$1').replace(/[?&](?=#|$)/, '')
+  return { text: query, passwordLeftOut: passwordLeftOut || query !== text }
+}
+
+/**
  * Opens the store --store names for `session`. `existing`: the store must hold something already
  * (readers, restore, flush: a new one would hold nothing to act on), ENOENT otherwise, and nothing
  * is made to find that out: a store of sessions looks for the schema and the session read-only
