@@ -149,6 +149,7 @@ export class Workspace {
       collector: this.collector,
       serial: new SerialQueue(() => this.sync()),
       options,
+      origin: from ? { root: from.root, state: from.state } : { root: Overlay.emptyRoot(this.lower), state: emptyMap<JsonValue>() },
     })
     const context = this.context
     const checkpoints = new Checkpoints(context, this.idPrefix)
@@ -387,7 +388,7 @@ export class Workspace {
     if (!bisector) throw Object.assign(new Error('rewindfs: ws.bisect needs an exec runner that carries the search (runner.bisector: bisectEngine from rewindfs/adapter-kit)'), { code: 'ENOSYS' })
     this.ops.settle()
     const point = (target: ProbeTarget) =>
-      target === 'now' ? { root: this.overlay.freeze(), state: this.state.freeze() } : target === 'origin' ? { root: Overlay.emptyRoot(this.lower), state: emptyMap<JsonValue>() } : this.engine.restore.point('checkpoint' in target ? target.checkpoint : target)
+      target === 'now' ? { root: this.overlay.freeze(), state: this.state.freeze() } : target === 'origin' ? this.context.origin : this.engine.restore.point('checkpoint' in target ? target.checkpoint : target)
     const shared = { ...this.shared, inodes: { next: this.shared.inodes.next } } // a probe's writes take no inode numbers from this session
     const { exec } = this.context.options
     const probeOptions = { autoCheckpoint: false, umask: this.ops.umask, maxFileSize: this.ops.maxFileSize, ...(exec ? { exec } : {}) } as const

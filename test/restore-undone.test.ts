@@ -269,3 +269,20 @@ describe("undoRestore's re-apply", () => {
     await ws.close()
   })
 })
+
+describe("a fork's history starts from its source's state", () => {
+  it('restore({ operation }) with no checkpoint replays onto the tree and state the fork began with', async () => {
+    const ws = await Workspace.open({ lower: { '/lower.txt': 'l' }, autoCheckpoint: false })
+    ws.fs.writeFileSync('/inherited.txt', 'from the source')
+    await ws.state.set('phase', 'planning')
+    const fork = await ws.fork('try')
+    fork.fs.writeFileSync('/a.txt', 'a')
+    fork.fs.writeFileSync('/b.txt', 'b')
+    const [first] = fork.history({ path: '/a.txt' })
+    await fork.restore({ operation: first.id })
+    expect(fork.fs.readdirSync('/').sort()).toEqual(['a.txt', 'inherited.txt', 'lower.txt'])
+    expect(await fork.state.get('phase')).toBe('planning')
+    await fork.close()
+    await ws.close()
+  })
+})

@@ -13,13 +13,15 @@ import type { FlushBook } from '../flush/book.js'
 import type { PinnedLower } from '../flush/pinned-lower.js'
 import type { FsOperations } from '../fs/operations.js'
 import type { LowerInput } from '../lower/index.js'
+import type { DirNode } from '../layer/nodes.js'
+import type { MapRoot } from '../layer/persistent-map.js'
 import type { Overlay } from '../overlay.js'
 import type { AutoCheckpointOptions } from './auto-checkpoint.js'
 import type { Durability } from './durability.js'
 import type { Journal } from './journal.js'
 import type { TieredRetention } from './retention.js'
 import type { SerialQueue } from './serial.js'
-import type { SessionState } from './state.js'
+import type { JsonValue, SessionState } from './state.js'
 import type { Store } from './store.js'
 import type { ApprovalHook } from './transaction.js'
 import type { Validator } from './validator.js'
@@ -89,6 +91,11 @@ export interface EngineParts {
   readonly serial: SerialQueue
   /** Read when used (retention, validators, compactEvery…), as given to Workspace.open. */
   readonly options: WorkspaceOptions
+  /**
+   * The state the session's history starts from, before its first operation: the lower tree (an
+   * empty upper) for a session opened, its source's tree and state at that moment for a fork.
+   */
+  readonly origin: { readonly root: DirNode; readonly state: MapRoot<JsonValue> }
 }
 
 export interface EngineContext extends EngineParts {

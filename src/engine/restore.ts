@@ -177,9 +177,11 @@ export class Restores {
     // The checkpoints after the point are those made after the newest one at or before it, base or not (supersedeAfter).
     const seq = this.checkpoints.latestAt(untilSeq)?.seq ?? 0
     if ((base?.opSeq ?? 0) >= dropped) {
-      const scratch = new Overlay(lower, overlay.blobs, overlay.inodes, base ? base.root : Overlay.emptyRoot(lower))
+      // Without a checkpoint, from where the session's history starts (a fork's: its source's tree).
+      const { origin } = this.context
+      const scratch = new Overlay(lower, overlay.blobs, overlay.inodes, base ? base.root : origin.root)
       const state = new SessionState()
-      state.setRoot(base ? base.state : state.root)
+      state.setRoot(base ? base.state : origin.state)
       const fromSeq = base?.opSeq ?? 0
       for (const record of journal.records) {
         if (record.seq <= fromSeq || record.seq > untilSeq || record.undone) continue
