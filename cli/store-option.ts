@@ -144,13 +144,16 @@ export async function checkDirectorySession(value: string, ws: Workspace): Promi
   throw new FsError('EINVAL', 'open', undefined, undefined, `the directory store holds session '${newest}' (its history), not '${ws.session}': it holds one session; open it with --session ${newest}, or use a store that holds many (postgres://…, pglite:<dir>)`)
 }
 
-/** The fleet in a postgres or PGlite store; a directory holds one session, so it has none. */
+/**
+ * The fleet in a postgres or PGlite store; a directory holds one session, so it has none. Listing
+ * makes nothing: a misspelt ?schema= or directory is ENOENT, not a new schema or database there.
+ */
 export async function openFleet(value: string): Promise<Fleet> {
   const location = storeLocation(value)
-  if (location.kind === 'postgres') return postgresFleet({ connectionString: location.url, ...(location.schema ? { schema: location.schema } : {}) })
+  if (location.kind === 'postgres') return postgresFleet({ connectionString: location.url, create: false, ...(location.schema ? { schema: location.schema } : {}) })
   if (location.kind === 'pglite') {
-    if (!isDirectory(location.dataDir)) throw new FsError('ENOENT', 'open', location.dataDir, undefined, 'no PGlite database in this directory')
-    return pgliteFleet({ dataDir: location.dataDir })
+    if (!fs.existsSync(path.join(location.dataDir, 'PG_VERSION'))) throw new FsError('ENOENT', 'open', location.dataDir, undefined, 'no PGlite database in this directory')
+    return pgliteFleet({ dataDir: location.dataDir, create: false })
   }
   throw new UsageError(`sessions needs a store that holds sessions: --store postgres://… or --store pglite:<dir> (a directory store holds one)`)
 }

@@ -107,7 +107,7 @@ describe.skipIf(url === undefined)('the CLI with --store postgres://…', () => 
     expect(listed).toMatchObject({ writing: false })
   })
 
-  it('a command refused for a missing session or schema makes nothing: no session row, no schema of tables', async () => {
+  it('a command refused for a missing session or schema makes nothing: no session row, no schema of tables (sessions neither)', async () => {
     const typo = `${schema}_typo`
     try {
       for (const command of [['restore', 'start'], ['undo'], ['checkpoint', 'c1'], ['flush']]) {
@@ -116,6 +116,10 @@ describe.skipIf(url === undefined)('the CLI with --store postgres://…', () => 
         expect(refused.body.error).toMatchObject({ code: 'ENOENT', message: expect.stringContaining("no session 'typo'") })
         expect(json([...command, '--dir', project, '--store', `${url!}&schema=${typo}`]).code, command[0]).toBe(4)
       }
+      // Listing a schema that is not there makes none either.
+      const listed = json(['sessions', '--store', `${url!}&schema=${typo}`])
+      expect(listed.code).toBe(4)
+      expect(listed.body.error).toMatchObject({ code: 'ENOENT', message: expect.stringContaining('no rewindfs tables') })
       const client = await rawClient(url!)
       try {
         expect((await client.query(`SELECT id FROM "${schema}".sessions WHERE id = 'typo'`)).rows).toEqual([])
@@ -141,10 +145,11 @@ describe.skipIf(url === undefined)('the CLI with --store postgres://…', () => 
 })
 
 describe('the CLI with --store pglite:<dir>', () => {
-  it('a command that needs a session refuses a directory without a database, and makes none in it', () => {
+  it('a command that needs a session, or lists them, refuses a directory without a database, and makes none in it', () => {
     const empty = path.join(tmp, 'empty-pglite')
     fs.mkdirSync(empty)
     expect(json(['undo', '--dir', project, '--store', `pglite:${empty}`]).code).toBe(4)
+    expect(json(['sessions', '--store', `pglite:${empty}`]).code).toBe(4)
     expect(fs.readdirSync(empty)).toEqual([])
   })
 

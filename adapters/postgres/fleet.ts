@@ -8,7 +8,7 @@
 import { type Connection, serialized } from './connection.js'
 import { storeError } from './errors.js'
 import { GC_LOCK, type CollectOptions, type CollectReport, collect, sweep } from './gc.js'
-import { ensureSchema, type Tables } from './schema.js'
+import { checkLayout, ensureSchema, type Tables } from './schema.js'
 import { checkSession, pgliteWriting, sessionLock } from './store.js'
 
 export interface SessionInfo {
@@ -100,9 +100,13 @@ export class FleetView implements Fleet {
     private readonly schemaName: string,
   ) {}
 
-  static async open(connection: Connection, t: Tables, schemaName: string): Promise<FleetView> {
+  /** `create: false`: the tables must be there already (ENOENT, nothing made, when they are not). */
+  static async open(connection: Connection, t: Tables, schemaName: string, create = true): Promise<FleetView> {
     try {
-      await ensureSchema(connection, t, connection.where)
+      if (create) await ensureSchema(connection, t, connection.where)
+      else if ((await checkLayout(connection, t, connection.where)) === undefined) {
+        throw storeError('ENOENT', 'open', connection.where, `there are no rewindfs tables in ${connection.where} (schema ${schemaName}): nothing was stored there yet, and nothing was made`)
+      }
     } catch (error) {
       await connection.close()
       throw error

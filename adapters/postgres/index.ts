@@ -127,17 +127,20 @@ export async function pgliteStore(options: PgliteStoreOptions): Promise<Postgres
   return open()
 }
 
-/** Every session of a schema on a server: list, fork, drop, collect garbage, read the flush ledgers. */
-export async function postgresFleet(options: ServerOptions & { schema?: string; connectTimeoutMs?: number }): Promise<Fleet> {
+/**
+ * Every session of a schema on a server: list, fork, drop, collect garbage, read the flush ledgers.
+ * The tables are made if needed, unless `create: false` (then ENOENT, nothing made, when they are not there).
+ */
+export async function postgresFleet(options: ServerOptions & { schema?: string; connectTimeoutMs?: number; create?: boolean }): Promise<Fleet> {
   checkOptions(options, 'postgresFleet')
   const schema = options.schema ?? DEFAULT_SCHEMA
   const t = tables(schema)
-  return FleetView.open(await serverConnector(options, 'postgresFleet')(), t, schema)
+  return FleetView.open(await serverConnector(options, 'postgresFleet')(), t, schema, options.create !== false)
 }
 
 /** Every session of a schema in PGlite. */
-export async function pgliteFleet(options: { db?: PGliteLike; dataDir?: string; schema?: string } = {}): Promise<Fleet> {
+export async function pgliteFleet(options: { db?: PGliteLike; dataDir?: string; schema?: string; create?: boolean } = {}): Promise<Fleet> {
   checkOptions(options, 'pgliteFleet')
   const schema = options.schema ?? DEFAULT_SCHEMA
-  return FleetView.open(await connectPGlite({ db: options.db, dataDir: options.dataDir }), tables(schema), schema)
+  return FleetView.open(await connectPGlite({ db: options.db, dataDir: options.dataDir }), tables(schema), schema, options.create !== false)
 }

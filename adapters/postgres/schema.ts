@@ -189,12 +189,13 @@ async function makeTables(sql: Sql, t: Tables, where: string): Promise<void> {
   })
 }
 
-/** A reader's check: the tables, if there, are of a layout this rewindfs reads (it makes nothing). */
-export async function checkLayout(sql: Sql, t: Tables, where: string): Promise<void> {
+/** A reader's check: the tables, if there, are of a layout this rewindfs reads (it makes nothing). Resolves with the layout, undefined when there are none. */
+export async function checkLayout(sql: Sql, t: Tables, where: string): Promise<number | undefined> {
   const version = await readVersion(sql, t)
   if (version !== undefined && version > SCHEMA_VERSION) {
     throw storeError('EIO', 'open', where, `the schema ${t.schema} was made by a newer rewindfs (layout ${version}; this one reads ${SCHEMA_VERSION}): upgrade rewindfs`)
   }
+  return version
 }
 
 async function readVersion(sql: Sql, t: Tables): Promise<number | undefined> {
