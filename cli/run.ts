@@ -10,7 +10,7 @@ import { directory } from '../adapters/node-fs/directory.js'
 import type { ExecOptions, ExecResult, Workspace } from '../src/index.js'
 import type { Options } from './arguments.js'
 import { changeLines } from './inspect.js'
-import { pathsText, suggestedCommand } from './outcome.js'
+import { pathsText, shellWord, suggestedCommand } from './outcome.js'
 import { openWorkspace } from './project.js'
 import { storeLabel, storeOptions } from './store-option.js'
 import { colourful, palette } from './terminal.js'
@@ -60,14 +60,9 @@ export function execOptions(options: Options, stdio: 'pipe' | 'inherit', label?:
   }
 }
 
-/** One shell word: as is when plain, else single-quoted. */
-function quote(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`
-}
-
 /** The words after `--`: one is a shell command line as written; several are quoted into one. */
 export function commandLine(words: readonly string[]): string {
-  return words.length === 1 ? words[0] : words.map(quote).join(' ')
+  return words.length === 1 ? words[0] : words.map(shellWord).join(' ')
 }
 
 /** The summary people see on stderr after the command (stdout stays the command's). */
