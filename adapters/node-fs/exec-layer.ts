@@ -14,6 +14,8 @@
  * project on disk has the new one) are written out explicitly. The names of one inode (hard links)
  * are hard links in the layer too, so a command sees them linked (overlayfs shows a lower file's
  * links; a command's write copies up the name it wrote, as overlayfs does without index=on).
+ * As root every entry carries the view's owner and group, so the command sees them and its read-back
+ * can tell a chown; a normal user's layer is the user's own (it can give nothing away).
  */
 import { hostFs as fs } from './host-fs.js'
 import type { ExecHost } from 'rewindfs'
@@ -301,7 +303,10 @@ export class ExecLayer {
     const stats = fs.lstatSync(host, { throwIfNoEntry: false })
     if (stats?.isFile() && stats.nlink === 1 && (this.privileged || (stats.mode & 0o200) !== 0)) {
       fs.writeFileSync(host, bytes)
-      if ((stats.mode & 0o7777) !== (meta.mode & 0o7777)) fs.chmodSync(host, meta.mode & 0o7777)
+      // chown drops set-user-ID: the mode is set again after it.
+      const chowned = this.privileged && (stats.uid !== meta.uid || stats.gid !== meta.gid)
+      if (chowned) fs.chownSync(host, meta.uid, meta.gid)
+      if (chowned || (stats.mode & 0o7777) !== (meta.mode & 0o7777)) fs.chmodSync(host, meta.mode & 0o7777)
       fs.utimesSync(host, meta.atimeMs / 1000, meta.mtimeMs / 1000)
       this.writes++
       return
@@ -323,6 +328,7 @@ export class ExecLayer {
   private writeLink(path: string, target: string, meta: Meta): void {
     const host = this.host(path)
     fs.symlinkSync(hostTarget(target, this.project, (at) => this.reader.lookup(at, true) !== undefined), host)
+    if (this.privileged) fs.lchownSync(host, meta.uid, meta.gid)
     fs.lutimesSync(host, meta.atimeMs / 1000, meta.mtimeMs / 1000)
     this.writes++
   }
@@ -398,8 +404,9 @@ export class ExecLayer {
     if ((mode & 0o700) !== 0o700) fs.chmodSync(host, mode | 0o700)
   }
 
-  /** Mode and times (to the microsecond: seconds as a float). Owners stay this process's: the workspace keeps none. */
+  /** Owner (root only; before the mode, as chown drops set-user-ID), mode and times (to the microsecond: seconds as a float). */
   private setMeta(host: string, meta: Meta): void {
+    if (this.privileged) fs.chownSync(host, meta.uid, meta.gid)
     fs.chmodSync(host, meta.mode & 0o7777)
     fs.utimesSync(host, meta.atimeMs / 1000, meta.mtimeMs / 1000)
   }

@@ -158,6 +158,8 @@ export class OverlaySession {
     try {
       const view = this.host.view(before)
       const rootMeta = view.meta(view.rootEntry())
+      // Root gives it the view's owner and group too (before the mode: chown drops set-user-ID).
+      if (privileged) fs.chownSync(upper, rootMeta.uid, rootMeta.gid)
       fs.chmodSync(upper, rootMeta.mode & 0o7777)
       fs.utimesSync(upper, rootMeta.atimeMs / 1000, rootMeta.mtimeMs / 1000)
       const helper: HelperArguments = {
@@ -193,7 +195,16 @@ export class OverlaySession {
       }
       const { scan, entries } = launch.discard
         ? { scan: emptyScan(), entries: 0 }
-        : await readBack({ upper, before: view, project: this.project, xattr: xattrPrefix(privileged), getfattr: tools.getfattr, redirects: privileged, maxFileSize: launch.maxFileSize })
+        : await readBack({
+            upper,
+            before: view,
+            project: this.project,
+            xattr: xattrPrefix(privileged),
+            getfattr: tools.getfattr,
+            redirects: privileged,
+            owners: privileged,
+            maxFileSize: launch.maxFileSize,
+          })
       return { outcome, scan, before, work: { layerWrites: writes, upperEntries: entries, lookups: lookups + view.counters.lookups } }
     } finally {
       this.leftovers.push(upper, work, stash)

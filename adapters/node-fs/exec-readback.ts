@@ -15,7 +15,7 @@ import type { Entry, Overlay } from 'rewindfs/adapter-kit'
 import { isReserved } from './confine.js'
 import { batches, openPrivateDirectory, readNames, readPrivateFile } from './exec-files.js'
 import { run } from './exec-support.js'
-import { type Edit, LinkGroups, type Scan, workspaceTarget } from './exec-tree.js'
+import { type Edit, LinkGroups, type Owner, type Scan, workspaceTarget } from './exec-tree.js'
 
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => Buffer.compare(a, b) === 0
 
@@ -46,6 +46,11 @@ export interface ReadbackOptions {
   readonly getfattr: string
   /** Whether renamed directories can carry a redirect (root, redirect_dir=on). */
   readonly redirects: boolean
+  /**
+   * Whether owners are read back (root: the layer carries the view's, so one that differs is the
+   * command's chown). In a user namespace only the user's own ids exist: a command cannot change them.
+   */
+  readonly owners: boolean
   /** Files larger than this are skipped, not read: the workspace keeps what it had there. */
   readonly maxFileSize: number
 }
@@ -62,6 +67,7 @@ function kindOf(stats: BigIntStats): Kind {
 const mtimeOf = (stats: BigIntStats) => Number(stats.mtimeNs / 1_000_000n)
 /** Times closer than this are the same: the layer writes them from float milliseconds. */
 const sameTime = (a: number, b: number) => Math.abs(a - b) < 1
+const ownerOf = (stats: BigIntStats): Owner => ({ uid: Number(stats.uid), gid: Number(stats.gid) })
 
 export async function readBack(options: ReadbackOptions): Promise<{ scan: Scan; entries: number }> {
   const reader = new Readback(options)
@@ -144,11 +150,20 @@ class Readback {
   walkRoot(root: UpperEntry): void {
     const old = this.before.lookup('/', false)!
     const mode = Number(root.stats.mode & 0o7777n)
-    if (mode !== this.before.meta(old).mode) {
-      this.edits.push({ op: 'chmod', path: '/', mode })
+    const owner = this.ownerChange(root, old)
+    if (mode !== this.before.meta(old).mode || owner) {
+      this.edits.push({ op: 'meta', path: '/', mode, owner })
       this.modified.add('/')
     }
     this.walkDir(root, old, old)
+  }
+
+  /** The upper entry's owner where it is read back and differs from the view entry's (a chown). */
+  private ownerChange(entry: UpperEntry, was: Entry | undefined): Owner | undefined {
+    if (!this.options.owners) return undefined
+    if (was === undefined) return ownerOf(entry.stats)
+    const meta = this.before.meta(was)
+    return BigInt(meta.uid) === entry.stats.uid && BigInt(meta.gid) === entry.stats.gid ? undefined : ownerOf(entry.stats)
   }
 
   /**
@@ -196,16 +211,16 @@ class Readback {
       let bytes: Uint8Array | undefined
       const content = () => (bytes ??= readPrivateFile(entry.host))
       const differs = (was: Entry) => this.fileDiffers(entry, content, was)
-      if (entry.stats.nlink > 1n) this.links.add(entry.stats.ino, path, base?.link)
       // A name of a shared inode held with one link: not the shared inode any more.
       const detached = base?.link !== undefined && entry.stats.nlink === 1n
       const change = base?.type === 'file' && !detached ? differs(base) : undefined
       if (base?.type === 'file' && !detached) {
-        if (change!.content || change!.meta) this.edits.push({ op: 'file', path, content: change!.content ? content() : undefined, mode, mtimeMs: mtimeOf(entry.stats) })
+        if (change!.content || change!.meta) this.edits.push({ op: 'file', path, content: change!.content ? content() : undefined, mode, mtimeMs: mtimeOf(entry.stats), owner: this.ownerChange(entry, base) })
       } else {
         if (base) this.edits.push({ op: 'remove', path })
-        this.edits.push({ op: 'file', path, content: content(), mode, mtimeMs: mtimeOf(entry.stats) })
+        this.edits.push({ op: 'file', path, content: content(), mode, mtimeMs: mtimeOf(entry.stats), owner: this.ownerChange(entry, undefined) })
       }
+      if (entry.stats.nlink > 1n) this.links.add(entry.stats.ino, path, base?.link)
       if (!old) this.added.add(path)
       else if (old.type !== 'file') this.replaced(path, old)
       else if (detached && old === base) this.modified.add(path)
@@ -219,11 +234,14 @@ class Readback {
       const target = workspaceTarget(fs.readlinkSync(entry.host, 'utf8'), this.options.project)
       if (!(base?.type === 'symlink' && this.before.readLink(base) === target)) {
         if (base) this.edits.push({ op: 'remove', path })
-        this.edits.push({ op: 'symlink', path, target })
+        this.edits.push({ op: 'symlink', path, target, owner: this.ownerChange(entry, undefined) })
+      } else {
+        const owner = this.ownerChange(entry, base)
+        if (owner) this.edits.push({ op: 'meta', path, owner })
       }
       if (!old) this.added.add(path)
       else if (old.type !== 'symlink') this.replaced(path, old)
-      else if (this.before.readLink(old) !== target) this.modified.add(path)
+      else if (this.before.readLink(old) !== target || this.ownerChange(entry, old)) this.modified.add(path)
       return
     }
     // A directory.
@@ -234,25 +252,32 @@ class Readback {
       through = this.before.lookup(source, false)
       if (through?.type !== 'dir') throw new Error(`rewindfs: exec: '${path}' was renamed from '${source}', which the view it started from does not have as a directory`)
       this.edits.push({ op: 'place', path, source: this.stash.push(source) - 1 })
-      if (this.before.meta(through).mode !== mode) this.edits.push({ op: 'chmod', path, mode })
+      this.metaEdit(entry, through, mode)
     } else if (entry.opaque || base?.type !== 'dir') {
       if (base) this.edits.push({ op: 'remove', path })
-      this.edits.push({ op: 'dir', path, mode })
+      this.edits.push({ op: 'dir', path, mode, owner: this.ownerChange(entry, undefined) })
       through = undefined
     } else {
-      if (this.before.meta(base).mode !== mode) this.edits.push({ op: 'chmod', path, mode })
+      this.metaEdit(entry, base, mode)
       through = base
     }
     if (!old) this.added.add(path)
     else if (old.type !== 'dir') this.replaced(path, old)
-    else if (this.before.meta(old).mode !== mode) this.modified.add(path)
+    else if (this.before.meta(old).mode !== mode || this.ownerChange(entry, old)) this.modified.add(path)
     this.walkDir(entry, old?.type === 'dir' ? old : undefined, through)
+  }
+
+  /** A directory's new mode or owner against the view's directory it shows (`was`). */
+  private metaEdit(entry: UpperEntry, was: Entry, mode: number): void {
+    const owner = this.ownerChange(entry, was)
+    const modeChanged = this.before.meta(was).mode !== mode
+    if (modeChanged || owner) this.edits.push({ op: 'meta', path: entry.path, mode: modeChanged ? mode : undefined, owner })
   }
 
   /** Content and metadata differences of an upper file against a view entry. */
   private fileDiffers(entry: UpperEntry, content: () => Uint8Array, was: Entry): { content: boolean; meta: boolean } {
     const meta = this.before.meta(was)
-    const changedMeta = Number(entry.stats.mode & 0o7777n) !== meta.mode || !sameTime(Number(entry.stats.mtimeNs) / 1e6, meta.mtimeMs)
+    const changedMeta = Number(entry.stats.mode & 0o7777n) !== meta.mode || !sameTime(Number(entry.stats.mtimeNs) / 1e6, meta.mtimeMs) || this.ownerChange(entry, was) !== undefined
     if (BigInt(this.before.size(was)) !== entry.stats.size) return { content: true, meta: changedMeta }
     let same: boolean
     try {

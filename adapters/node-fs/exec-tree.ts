@@ -4,6 +4,10 @@
  * a content hash or the lower file it cloned); `scan` walks the directory after the command and
  * turns what differs into edits for one transaction. `apply` lands a Scan (copy mode's or overlay
  * mode's, see exec-readback.ts) in a transaction's staging fs.
+ *
+ * Owners: as root the copy carries the view's owners and groups, so a command sees them and its
+ * chown comes back; a normal user cannot give its files away, so the copy is the user's and only
+ * what the command itself changed there is read back (the workspace keeps the owners it had).
  */
 import crypto from 'node:crypto'
 import type { BigIntStats, Stats } from 'node:fs'
@@ -12,6 +16,15 @@ import { openPrivateDirectory, readNames, readPrivateFile } from './exec-files.j
 import type { NodeFs } from 'rewindfs'
 
 type Kind = 'file' | 'dir' | 'symlink'
+
+/** An owner and group, as a command left them. */
+export interface Owner {
+  readonly uid: number
+  readonly gid: number
+}
+
+const ownerOf = (stats: BigIntStats): Owner => ({ uid: Number(stats.uid), gid: Number(stats.gid) })
+const sameOwner = (a: BigIntStats, b: BigIntStats) => a.uid === b.uid && a.gid === b.gid
 
 /** A path as materialised: how it looked on the host right after, so any later change shows. */
 interface Written {
@@ -55,16 +68,18 @@ export interface CloneSource {
   readonly changed: ReadonlySet<string>
 }
 
+/** `owner`: the owner and group the command left, where they are read back (else the workspace's stay). */
 export type Edit =
-  | { readonly op: 'dir'; readonly path: string; readonly mode: number }
+  | { readonly op: 'dir'; readonly path: string; readonly mode: number; readonly owner?: Owner }
   /** Removes a subtree at this point of the order (overlay mode: a delete under a renamed directory). */
   | { readonly op: 'remove'; readonly path: string }
   /** Puts the directory stashed as `stash[source]` at `path`, replacing what is there (a renamed directory). */
   | { readonly op: 'place'; readonly path: string; readonly source: number }
-  | { readonly op: 'chmod'; readonly path: string; readonly mode: number }
-  | { readonly op: 'symlink'; readonly path: string; readonly target: string }
-  /** A file made or changed: `content` undefined when only its mode or times changed. */
-  | { readonly op: 'file'; readonly path: string; readonly content: Uint8Array | undefined; readonly mode: number; readonly mtimeMs: number }
+  /** A directory's new mode or owner, or a symlink's new owner (`mode` undefined: it stays). */
+  | { readonly op: 'meta'; readonly path: string; readonly mode?: number; readonly owner?: Owner }
+  | { readonly op: 'symlink'; readonly path: string; readonly target: string; readonly owner?: Owner }
+  /** A file made or changed: `content` undefined when only its mode, times or owner changed. */
+  | { readonly op: 'file'; readonly path: string; readonly content: Uint8Array | undefined; readonly mode: number; readonly mtimeMs: number; readonly owner?: Owner }
   /** A hard link the command made: `path` (replaced if there) becomes another name of `existing`'s inode. */
   | { readonly op: 'link'; readonly path: string; readonly existing: string }
 
@@ -154,6 +169,12 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
   /** The first name written of each workspace inode; the others are linked to it. */
   const firstName = new Map<number, { host: string; origin: { sha1: string } }>()
   const linkedPaths: string[] = []
+  const uid = process.getuid?.()
+  const gid = process.getgid?.()
+  // Root gives the copy the view's owners (chown before chmod: it drops set-user-ID); a normal user cannot.
+  const own = (host: string, stats: Stats) => {
+    if (uid === 0 && (stats.uid !== uid || stats.gid !== gid)) fs.lchownSync(host, stats.uid, stats.gid)
+  }
   const visit = (path: string) => {
     const stats = view.lstatSync(path)
     const host = root + (path === '/' ? '' : path)
@@ -176,6 +197,7 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
     } else if (stats.isSymbolicLink()) {
       const target = hostTarget(view.readlinkSync(path), root, (at) => view.existsSync(at))
       fs.symlinkSync(target, host)
+      own(host, stats)
       written.set(path, { kind: 'symlink', mode, target, stats: fs.lstatSync(host, { bigint: true }) })
     } else {
       const link = linkOf?.(path)
@@ -205,6 +227,7 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
         written.set(path, { kind: 'file', mode: 0, standIn: true, stats: fs.lstatSync(host, { bigint: true }) })
         return
       }
+      own(host, stats)
       fs.chmodSync(host, mode)
       fs.utimesSync(host, stats.atime, stats.mtime)
       written.set(path, { kind: 'file', mode, ...origin, ...(link !== undefined ? { link } : {}), stats: fs.lstatSync(host, { bigint: true }) })
@@ -218,6 +241,7 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
   // in it, and while its parent can still be searched (even if its own mode forbids that).
   for (const { path, stats, mode } of dirs.reverse()) {
     const host = root + (path === '/' ? '' : path)
+    own(host, stats)
     fs.chmodSync(host, mode ?? stats.mode & 0o7777)
     fs.utimesSync(host, stats.atime, stats.mtime)
     written.get(path)!.stats = fs.lstatSync(host, { bigint: true })
@@ -240,7 +264,8 @@ function sameContent(host: string, before: Written): boolean {
 /**
  * Walks `manifest.root` and says what the command changed. A file whose inode, size, mtime and
  * ctime are as written (and whose ctime is older than the clock, so a write in the same clock tick
- * cannot hide) is unchanged without being read; otherwise same-size contents are compared.
+ * cannot hide) is unchanged without being read; otherwise same-size contents are compared. An
+ * owner or group other than the one written is read back: the command changed it.
  */
 export function scan(manifest: Manifest, maxFileSize: number): Scan {
   const { root, written } = manifest
@@ -249,9 +274,10 @@ export function scan(manifest: Manifest, maxFileSize: number): Scan {
   const links = new LinkGroups()
   const create = (path: string, host: string, kind: Kind, stats: BigIntStats) => {
     const mode = Number(stats.mode) & 0o7777
-    if (kind === 'dir') out.edits.push({ op: 'dir', path, mode })
-    else if (kind === 'symlink') out.edits.push({ op: 'symlink', path, target: workspaceTarget(fs.readlinkSync(host), root) })
-    else out.edits.push({ op: 'file', path, content: readPrivateFile(host), mode, mtimeMs: Number(stats.mtimeNs / 1_000_000n) })
+    const owner = ownerOf(stats)
+    if (kind === 'dir') out.edits.push({ op: 'dir', path, mode, owner })
+    else if (kind === 'symlink') out.edits.push({ op: 'symlink', path, target: workspaceTarget(fs.readlinkSync(host), root), owner })
+    else out.edits.push({ op: 'file', path, content: readPrivateFile(host), mode, mtimeMs: Number(stats.mtimeNs / 1_000_000n), owner })
   }
   const visit = (path: string) => {
     const host = root + (path === '/' ? '' : path)
@@ -279,22 +305,27 @@ export function scan(manifest: Manifest, maxFileSize: number): Scan {
       (kind === 'symlink' && fs.readlinkSync(host) !== before.target) ||
       ((before.link !== undefined || before.standIn) && stats.ino !== before.stats!.ino)
     ) {
-      // Replaced by another type, another link, or (a name of a shared inode) by a file of its own.
-      // Replaced by another type or another link: remove, then make anew.
+      // Replaced by another type, another link, or (a name of a shared inode) by a file of its own:
+      // remove, then make anew.
       out.modified.push(path)
       out.removals.push(path)
       create(path, host, kind, stats)
-    } else if (kind === 'dir' && mode !== before.mode) {
-      out.modified.push(path)
-      out.edits.push({ op: 'chmod', path, mode })
-    } else if (kind === 'file' && !before.standIn) {
+    } else {
       const old = before.stats!
-      const untouched = stats.ino === old.ino && stats.size === old.size && stats.mtimeNs === old.mtimeNs && stats.ctimeNs === old.ctimeNs && old.ctimeNs < manifest.since
-      if (!untouched) {
-        const contentChanged = stats.size !== old.size || !sameContent(host, before)
-        if (contentChanged || mode !== before.mode || stats.mtimeNs !== old.mtimeNs) {
+      const owner = sameOwner(stats, old) ? undefined : ownerOf(stats)
+      if (kind !== 'file') {
+        if (mode !== before.mode || owner) {
           out.modified.push(path)
-          out.edits.push({ op: 'file', path, content: contentChanged ? readPrivateFile(host) : undefined, mode, mtimeMs: Number(stats.mtimeNs / 1_000_000n) })
+          out.edits.push({ op: 'meta', path, mode: kind === 'dir' && mode !== before.mode ? mode : undefined, owner })
+        }
+      } else if (!before.standIn) {
+        const untouched = stats.ino === old.ino && stats.size === old.size && stats.mtimeNs === old.mtimeNs && stats.ctimeNs === old.ctimeNs && old.ctimeNs < manifest.since
+        if (!untouched) {
+          const contentChanged = stats.size !== old.size || !sameContent(host, before)
+          if (contentChanged || mode !== before.mode || stats.mtimeNs !== old.mtimeNs || owner) {
+            out.modified.push(path)
+            out.edits.push({ op: 'file', path, content: contentChanged ? readPrivateFile(host) : undefined, mode, mtimeMs: Number(stats.mtimeNs / 1_000_000n), owner })
+          }
         }
       }
     }
@@ -358,6 +389,16 @@ export class LinkGroups {
   }
 }
 
+/**
+ * The owner and group a command left, where they differ from the staging fs's (a file it made
+ * belongs to the process already). Set before the mode: chown drops set-user-ID, as Linux's does.
+ */
+function setOwner(target: NodeFs, path: string, owner: Owner | undefined): void {
+  if (owner === undefined) return
+  const now = target.lstatSync(path)
+  if (now.uid !== owner.uid || now.gid !== owner.gid) target.lchownSync(path, owner.uid, owner.gid)
+}
+
 /** Applies a scan's edits to a staging fs (a transaction's). */
 export function apply(target: NodeFs, result: Scan): void {
   // Renamed directories' sources move aside first (deepest first, so a source inside another one
@@ -380,15 +421,20 @@ export function apply(target: NodeFs, result: Scan): void {
       target.renameSync(temps[edit.source], edit.path)
     } else if (edit.op === 'dir') {
       target.mkdirSync(edit.path)
+      setOwner(target, edit.path, edit.owner)
       target.chmodSync(edit.path, edit.mode)
-    } else if (edit.op === 'chmod') target.chmodSync(edit.path, edit.mode)
-    else if (edit.op === 'symlink') target.symlinkSync(edit.target, edit.path)
-    else if (edit.op === 'link') {
+    } else if (edit.op === 'meta') {
+      setOwner(target, edit.path, edit.owner)
+      if (edit.mode !== undefined) target.chmodSync(edit.path, edit.mode)
+    } else if (edit.op === 'symlink') {
+      target.symlinkSync(edit.target, edit.path)
+      setOwner(target, edit.path, edit.owner)
+    } else if (edit.op === 'link') {
       target.rmSync(edit.path, { recursive: true, force: true })
       target.linkSync(edit.existing, edit.path)
-    }
-    else {
+    } else {
       if (edit.content) target.writeFileSync(edit.path, edit.content)
+      setOwner(target, edit.path, edit.owner)
       target.chmodSync(edit.path, edit.mode)
       // The command's times, so make and friends see what they left.
       const mtime = new Date(edit.mtimeMs)
