@@ -47,6 +47,13 @@ export interface ExecOptions {
    * empty (ws.bisect's probes; a run whose output is all that matters). Default false.
    */
   discard?: boolean
+  /**
+   * Withdraws the call: aborted, the command and everything it started are killed as at the
+   * timeout (its set-up included), nothing of it is recorded, and the promise rejects with Node's
+   * AbortError (name 'AbortError', code 'ABORT_ERR', the signal's reason as `cause`); aborted
+   * already, nothing runs. Once the command's changes are being recorded, an abort changes nothing.
+   */
+  signal?: AbortSignal
 }
 
 export type ExecMode = 'overlay' | 'copy'

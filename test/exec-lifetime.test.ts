@@ -1,14 +1,16 @@
 /**
  * How long a command lives: no longer than the process that runs it, however that process ends
- * (a SIGKILL included). Real processes and real kills: a Node process runs ws.exec, the test kills
- * it and then looks in /proc for the command's processes (marked through their environment) and
- * on disk for what they would write.
+ * (a SIGKILL included), and no longer than its caller wants (ws.exec's `signal`). Real processes
+ * and real kills: a Node process runs ws.exec, the test kills it and then looks in /proc for the
+ * command's processes (marked through their environment) and on disk for what they would write.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import { afterAll, describe, expect, it } from 'vitest'
+import { directory, hostShell } from '../adapters/node-fs/index.js'
 import { support } from '../adapters/node-fs/exec-support.js'
+import { Workspace } from '../src/index.js'
 import type { ExecMode } from '../src/index.js'
 import { withMarker } from './support/processes.js'
 import { capability } from './support/require.js'
@@ -116,5 +118,80 @@ describe('a command without namespaces (the shell leads its own process group)',
     child.kill('SIGKILL')
     await exited(child)
     expect(await until(() => mark.processes().length === 0, 5000), `left running: ${mark.processes().join(' ')}`).toBe(true)
+  })
+})
+
+describe.each(modes)("ws.exec's signal (%s mode)", (mode) => {
+  it('kills the command and all it started, records nothing of it, rejects with AbortError, and frees the workspace for the next command', async () => {
+    const temps = `${scratch}/tmp-${serial++}`
+    fs.mkdirSync(temps)
+    const ws = await Workspace.open({ lower: directory(project()), exec: hostShell({ mode, tmpdir: temps }) })
+    const mark = marker()
+    const late = `${scratch}/late-${serial++}`
+    const controller = new AbortController()
+    const running = ws.exec(`echo early > early.txt; (sleep 2; touch ${late}) & sleep 30; echo late > late.txt`, { env: { [mark.name]: mark.value }, signal: controller.signal })
+    expect(await until(() => mark.processes().length >= 3, 30_000)).toBe(true)
+    const reason = new Error('the caller went away')
+    const aborted = Date.now()
+    controller.abort(reason)
+    const error = await running.then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    )
+    expect(error).toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', message: 'The operation was aborted', cause: reason })
+    expect(Date.now() - aborted).toBeLessThan(5000)
+    expect(await until(() => mark.processes().length === 0, 5000), `left running: ${mark.processes().join(' ')}`).toBe(true)
+    // Nothing of it landed, not even what it wrote before the abort.
+    expect(ws.history()).toEqual([])
+    expect(ws.fs.existsSync('/early.txt')).toBe(false)
+    // The next command runs at once, in the same mode (an abort during set-up is no reason to leave overlay mode).
+    const next = await ws.exec('cat a.txt; echo next > next.txt')
+    expect(next).toMatchObject({ exitCode: 0, stdout: 'a\n', mode, changes: { added: ['/next.txt'] } })
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 2500 - (Date.now() - aborted))))
+    expect(fs.existsSync(late)).toBe(false)
+    await ws.close()
+    expect(fs.readdirSync(temps)).toEqual([])
+  })
+
+  it('aborted while the command is being set up, or already: nothing runs and nothing is left', async () => {
+    const temps = `${scratch}/tmp-${serial++}`
+    fs.mkdirSync(temps)
+    // Overlay mode as chosen by itself: a helper killed while setting up must not send later commands to copy mode.
+    const ws = await Workspace.open({ lower: directory(project()), exec: hostShell({ ...(mode === 'copy' ? { mode } : {}), tmpdir: temps }) })
+    const ran = `${scratch}/ran-${serial++}`
+    // Already aborted: rejected before anything starts.
+    await expect(ws.exec(`touch ${ran}`, { signal: AbortSignal.abort('gone') })).rejects.toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', cause: 'gone' })
+    // Aborted as soon as the call is made, and a moment later (the helper starting, the namespaces being made).
+    for (const delay of [0, 5, 20, 60]) {
+      const controller = new AbortController()
+      const running = ws.exec(`touch ${ran}; sleep 30`, { signal: controller.signal })
+      await new Promise((resolve) => setTimeout(resolve, delay))
+      controller.abort()
+      await expect(running).rejects.toMatchObject({ name: 'AbortError', code: 'ABORT_ERR' })
+    }
+    fs.rmSync(ran, { force: true })
+    expect(ws.history()).toEqual([])
+    expect(await ws.exec('echo ok')).toMatchObject({ stdout: 'ok\n', mode })
+    await ws.close()
+    expect(fs.readdirSync(temps)).toEqual([])
+  })
+
+  it('leaves a command that ended before the abort as it was: its changes recorded, the listener gone', async () => {
+    const ws = await Workspace.open({ lower: directory(project()), exec: hostShell({ mode }) })
+    const controller = new AbortController()
+    const result = await ws.exec('echo made > made.txt', { signal: controller.signal })
+    controller.abort()
+    expect(result).toMatchObject({ exitCode: 0, changes: { added: ['/made.txt'] } })
+    expect(ws.fs.readFileSync('/made.txt', 'utf8')).toBe('made\n')
+    await ws.close()
+  })
+})
+
+describe('ws.exec refuses a bad signal', () => {
+  it('a signal that is not an AbortSignal, and one among a runner\'s defaults (a signal is one call\'s)', async () => {
+    const ws = await Workspace.open({ lower: directory(project()) })
+    await expect(ws.exec('true', { signal: {} as AbortSignal })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE', message: expect.stringContaining('signal must be an AbortSignal') })
+    expect(() => hostShell({ signal: new AbortController().signal } as Parameters<typeof hostShell>[0])).toThrow(/cannot hold a signal/)
+    await ws.close()
   })
 })

@@ -1,9 +1,11 @@
 /**
- * Starting a command and waiting for it: output collected up to a cap per stream, a timeout that
- * kills everything the command started, and (for the namespace helper) a status pipe on fd 3 that
- * says whether the set-up before the command worked. What runs dies with this process too, however
- * it ends: a watcher outside it kills what is still listed when this process's end of a pipe closes.
+ * Starting a command and waiting for it: output collected up to a cap per stream, a timeout (or an
+ * aborted signal) that kills everything the command started, and (for the namespace helper) a
+ * status pipe on fd 3 that says whether the set-up before the command worked. What runs dies with
+ * this process too, however it ends: a watcher outside it kills what is still listed when this
+ * process's end of a pipe closes.
  */
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { type ChildProcess, spawn } from 'node:child_process'
 
 /** Per stream: an agent needs the gist, and a runaway command must not exhaust memory. */
@@ -27,6 +29,8 @@ export interface ProcessSpec {
   readonly status: boolean
   /** Told when the status pipe first speaks: the command starts (or the set-up failed). */
   readonly started?: () => void
+  /** Aborted: the process is killed as at the timeout. Default: the signal of the ws.exec call this runs for (withSignal). */
+  readonly signal?: AbortSignal
 }
 
 export interface ProcessOutcome {
@@ -38,6 +42,22 @@ export interface ProcessOutcome {
   truncated: boolean
   /** What the process wrote on fd 3. */
   status: string
+}
+
+/** Node's AbortError: name 'AbortError', code 'ABORT_ERR', the signal's reason as its cause. */
+export function abortError(signal: AbortSignal): Error {
+  return Object.assign(new Error('The operation was aborted', { cause: signal.reason }), { name: 'AbortError', code: 'ABORT_ERR' })
+}
+
+/**
+ * The signal of the ws.exec call a process starts for. The runners between exec.ts and here
+ * (overlay and copy mode) pass options through as they are; the call's async context carries it.
+ */
+const callSignal = new AsyncLocalStorage<AbortSignal | undefined>()
+
+/** Runs `body` (and what it starts) with `signal` as the signal of every process it starts. */
+export function withSignal<T>(signal: AbortSignal | undefined, body: () => T): T {
+  return callSignal.run(signal, body)
 }
 
 /**
@@ -125,17 +145,32 @@ function killProcess(pid: number | undefined): void {
 }
 
 export function runProcess(spec: ProcessSpec): Promise<ProcessOutcome> {
-  return new Promise((resolve, reject) => {
+  const signal = spec.signal ?? callSignal.getStore()
+  if (signal?.aborted) return Promise.reject(abortError(signal))
+  // Set by the executor, which runs at once (a spawn that throws leaves nothing to kill).
+  let kill: () => void = () => undefined
+  const outcome = new Promise<ProcessOutcome>((resolve, reject) => {
     const piped = spec.stdio === 'pipe'
     const stdio: ('ignore' | 'pipe' | 'inherit')[] = piped ? ['ignore', 'pipe', 'pipe'] : ['inherit', 'inherit', 'inherit']
     if (spec.status) stdio.push('pipe')
     // A piped command leads its own session and process group, so the group can be killed. An
     // interactive one must stay in this terminal's session (job control); its PID namespace ends it.
     const child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: piped })
-    watch(child, spec, () => spec.timeout, resolve, reject)
+    kill = watch(child, spec, () => spec.timeout, resolve, reject)
     // After watch: at the exit its group is killed first, then struck off the list.
     guard(child, piped)
   })
+  killOnAbort(signal, kill, outcome)
+  return outcome
+}
+
+/** Kills when `signal` aborts, until `settled` settles (a long-lived signal keeps no listener of a finished process). */
+function killOnAbort(signal: AbortSignal | undefined, kill: () => void, settled: Promise<unknown>): void {
+  if (signal === undefined) return
+  if (signal.aborted) return kill()
+  signal.addEventListener('abort', kill, { once: true })
+  const off = () => signal.removeEventListener('abort', kill)
+  settled.then(off, off)
 }
 
 /** What a spare is started with: its program, arguments and environment are fixed then. */
@@ -150,6 +185,7 @@ export type SpareSpec = Pick<ProcessSpec, 'file' | 'args' | 'cwd' | 'env'>
 export class SpareProcess {
   private readonly child: ChildProcess
   private readonly outcome: Promise<ProcessOutcome>
+  private readonly kill: () => void
   private timeout: number | undefined
   private started: (() => void) | undefined
   private ended = false
@@ -159,7 +195,9 @@ export class SpareProcess {
     this.child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true })
     // A spare that died before its request reports it in its outcome; a write to it must not throw.
     this.child.stdin!.on('error', () => undefined)
-    this.outcome = new Promise((resolve, reject) => watch(this.child, { stdio: 'pipe', status: true, started: () => this.started?.() }, () => this.timeout, resolve, reject))
+    let kill: () => void = () => undefined
+    this.outcome = new Promise((resolve, reject) => (kill = watch(this.child, { stdio: 'pipe', status: true, started: () => this.started?.() }, () => this.timeout, resolve, reject)))
+    this.kill = kill
     guard(this.child, true)
     this.outcome.then(
       () => (this.ended = true),
@@ -173,14 +211,22 @@ export class SpareProcess {
     return !this.ended && !this.taken && this.child.exitCode === null && this.child.signalCode === null
   }
 
-  /** Sends the request (the end of stdin ends it) and waits as runProcess does; the timeout starts when the status says so. */
-  run(request: string, timeout: number | undefined, started?: () => void): Promise<ProcessOutcome> {
+  /**
+   * Sends the request (the end of stdin ends it) and waits as runProcess does; the timeout starts
+   * when the status says so. `signal` (default: the ws.exec call's) kills it when aborted.
+   */
+  run(request: string, timeout: number | undefined, started?: () => void, signal: AbortSignal | undefined = callSignal.getStore()): Promise<ProcessOutcome> {
     if (this.taken) throw new Error('rewindfs: exec: a spare process runs one request')
+    if (signal?.aborted) {
+      this.discard()
+      return Promise.reject(abortError(signal))
+    }
     this.taken = true
     this.timeout = timeout
     this.started = started
     this.setRef(true)
     this.child.stdin!.end(request)
+    killOnAbort(signal, this.kill, this.outcome)
     return this.outcome
   }
 
@@ -207,6 +253,7 @@ export class SpareProcess {
  * Collects a started process's output, kills it (and all it started) when its timeout runs out,
  * and settles when it has exited and its pipes are drained. `timeout` is read when the timer
  * starts: at the first status output (when `started` is told too), or at once without a status pipe.
+ * Returns the kill, for an aborted signal (any time, the set-up included).
  */
 function watch(
   child: ChildProcess,
@@ -214,7 +261,7 @@ function watch(
   timeout: () => number | undefined,
   resolve: (outcome: ProcessOutcome) => void,
   reject: (error: Error) => void,
-): void {
+): () => void {
   const piped = spec.stdio === 'pipe'
   let truncated = false
   const collect = (stream: NodeJS.ReadableStream | null | undefined, cap: number) => {
@@ -274,4 +321,5 @@ function watch(
       finish()
     })
   })
+  return kill
 }

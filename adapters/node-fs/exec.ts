@@ -7,6 +7,8 @@
  *
  * Overlay mode (Linux, a directory lower) runs the command on kernel overlayfs at the project's own
  * path; copy mode (everything else) in a temporary copy of the view. Both yield the same changes.
+ * An aborted `signal` kills the command as the timeout does, and nothing of it is recorded: the
+ * caller has withdrawn the call, so no one would learn of the operation.
  */
 import os from 'node:os'
 import { hostFs as fs, onHost } from './host-fs.js'
@@ -15,6 +17,7 @@ import { type BisectEngine, type DirNode, FsError, bisectEngine } from 'rewindfs
 import { DirectorySource } from './directory.js'
 import { runCopy } from './exec-copy.js'
 import { type Launch, OverlaySession, type Ran, SetupError } from './exec-overlay.js'
+import { abortError, withSignal } from './exec-process.js'
 import { type Support, support } from './exec-support.js'
 import { type Scan, apply } from './exec-tree.js'
 
@@ -38,9 +41,13 @@ function unsupported(message: string): Error {
 
 function checkOptions(options: unknown, what = 'options'): asserts options is ExecOptions {
   if (typeof options !== 'object' || options === null) throw invalid(`${what} must be an object`)
-  const { cwd, env, timeout, tmpdir, mode, sandbox, stdio, label, discard } = options as ExecOptions
+  const { cwd, env, timeout, tmpdir, mode, sandbox, stdio, label, discard, signal } = options as ExecOptions
   if (cwd !== undefined && typeof cwd !== 'string') throw invalid('cwd must be a string')
   if (tmpdir !== undefined && typeof tmpdir !== 'string') throw invalid('tmpdir must be a string')
+  // As Node's validateAbortSignal: anything with a boolean `aborted` (another realm's AbortSignal too).
+  if (signal !== undefined && (typeof signal !== 'object' || signal === null || typeof (signal as { aborted?: unknown }).aborted !== 'boolean' || typeof signal.addEventListener !== 'function')) {
+    throw invalid('signal must be an AbortSignal')
+  }
   if (label !== undefined && (typeof label !== 'string' || label.trim() === '')) throw invalid('label must be a non-empty string')
   if (discard !== undefined && typeof discard !== 'boolean') throw invalid('discard must be a boolean')
   if (timeout !== undefined && !(typeof timeout === 'number' && timeout > 0 && Number.isFinite(timeout))) throw invalid('timeout must be a positive number of milliseconds')
@@ -84,6 +91,8 @@ function writablePaths(list: readonly string[]): string[] {
 /** A runner for commands on this host (Node), carrying ws.bisect's search. `defaults` apply to every command it runs. */
 export function hostShell(defaults: ExecDefaults = {}): ExecRunner {
   checkOptions(defaults, 'hostShell defaults')
+  // A signal is one call's: a runner's commands are not all withdrawn at once.
+  if ((defaults as ExecOptions).signal !== undefined) throw invalid('hostShell defaults cannot hold a signal (pass it to each ws.exec)')
   // The search's throwaway views run their probes back to back: their sessions keep the next helper
   // started. What the host supports is found out while the search picks its first state.
   const probeViews = new WeakSet<Workspace>()
@@ -126,6 +135,13 @@ class HostShellSession implements ExecSession {
   private async execute(command: string, given: ExecOptions): Promise<ExecResult> {
     if (typeof command !== 'string' || command.trim() === '') throw invalid('the command must be a non-empty string')
     checkOptions(given)
+    const { signal } = given
+    if (signal?.aborted) throw abortError(signal)
+    // Every process the command's run starts (the helper, a spare taken) is killed when it aborts.
+    return withSignal(signal, () => this.executeWith(command, given, signal))
+  }
+
+  private async executeWith(command: string, given: ExecOptions, signal: AbortSignal | undefined): Promise<ExecResult> {
     const options: ExecOptions = { ...this.defaults, ...given, env: { ...this.defaults.env, ...given.env }, sandbox: { ...this.defaults.sandbox, ...given.sandbox } }
     const ws = this.host.workspace
     const view = ws.fs
@@ -159,17 +175,25 @@ class HostShellSession implements ExecSession {
     const { mode, reason } = this.chooseMode(options, host)
     let ran: Ran | Omit<Ran, 'work'>
     let modeReason = reason
-    if (mode === 'overlay') {
-      const overlay = this.overlay!
-      try {
-        ran = await overlay.run({ ...launch, cwd: overlay.project + (cwd === '/' ? '' : cwd), env: { ...env, PWD: overlay.project + (cwd === '/' ? '' : cwd) } }, options.tmpdir)
-      } catch (error) {
-        if (!(error instanceof SetupError) || options.mode === 'overlay') throw error
-        this.overlayFailed = error.message.replace(/^rewindfs: exec: overlay mode could not be set up: /, '')
-        modeReason = `overlay mode could not be set up: ${this.overlayFailed}`
-        ran = await runCopy(this.host, host, launch, options.tmpdir)
-      }
-    } else ran = await runCopy(this.host, host, launch, options.tmpdir)
+    try {
+      if (mode === 'overlay') {
+        const overlay = this.overlay!
+        try {
+          ran = await overlay.run({ ...launch, cwd: overlay.project + (cwd === '/' ? '' : cwd), env: { ...env, PWD: overlay.project + (cwd === '/' ? '' : cwd) } }, options.tmpdir)
+        } catch (error) {
+          // Killed while its namespaces were being set up: an abort, not a host without overlay mode.
+          if (!(error instanceof SetupError) || options.mode === 'overlay' || signal?.aborted) throw error
+          this.overlayFailed = error.message.replace(/^rewindfs: exec: overlay mode could not be set up: /, '')
+          modeReason = `overlay mode could not be set up: ${this.overlayFailed}`
+          ran = await runCopy(this.host, host, launch, options.tmpdir)
+        }
+      } else ran = await runCopy(this.host, host, launch, options.tmpdir)
+    } catch (error) {
+      if (signal?.aborted) throw abortError(signal)
+      throw error
+    }
+    // Withdrawn before its changes were recorded: none are (once the transaction runs, they land).
+    if (signal?.aborted) throw abortError(signal)
 
     const { status: _status, ...outcome } = ran.outcome
     const found = ran.scan
