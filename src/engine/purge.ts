@@ -8,7 +8,7 @@ import { FsError } from '../errors.js'
 import type { PinnedLower } from '../flush/pinned-lower.js'
 import type { DirNode, FileNode, UpperNode } from '../layer/nodes.js'
 import { recordPath } from '../layer/inodes.js'
-import { mapGet } from '../layer/persistent-map.js'
+import { mapEntries, mapGet } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
 import type { CheckpointRecord } from './durability.js'
@@ -71,14 +71,17 @@ export async function purge(host: PurgeHost, target: string): Promise<PurgeRepor
     return scratch.freeze()
   }
   let checkpoints = 0
+  const scrubbed = new Set<CheckpointRecord>()
   for (const record of host.checkpoints) {
     const root = scrub(record.root)
     if (root !== record.root) {
       ;(record as { root: DirNode }).root = root
+      scrubbed.add(record)
       checkpoints++
     }
   }
   let operations = 0
+  const rewritten = new Set<(typeof journal.records)[number]>()
   for (const record of journal.records) {
     for (const change of record.changes) {
       if (change.kind !== 'slot' || change.path !== target) continue
@@ -106,6 +109,7 @@ export async function purge(host: PurgeHost, target: string): Promise<PurgeRepor
     })
     if (touched) {
       ;(record as { changes: readonly Change[] }).changes = changes
+      rewritten.add(record)
       operations++
     }
   }
@@ -121,6 +125,56 @@ export async function purge(host: PurgeHost, target: string): Promise<PurgeRepor
   // The old lower content a flush pinned is our copy too.
   const pinned = lower.forget(target, overlay.blobs.put(new Uint8Array(0)))
   if (pinned !== undefined) ids.add(pinned)
+  // The same contents under other names in history: the file's names before a rename (of it or a
+  // directory above it), a copy, a hard link's other name. Scrubbed there too, unless the live tree
+  // still holds them somewhere (then nothing of them is erased: sharedElsewhere).
+  const empty = overlay.blobs.put(new Uint8Array(0))
+  const held = holders(new Set([...ids].filter((id) => id !== empty)))
+  const liveHeld = new Set(held(overlay.freeze()).map((found) => found.blob))
+  const elsewhere = new Set([...ids].filter((id) => id !== empty && !liveHeld.has(id)))
+  if (elsewhere.size > 0) {
+    const everywhere = holders(elsewhere)
+    const scrubAll = (root: DirNode): DirNode => {
+      const found = everywhere(root)
+      if (found.length === 0) return root
+      const scratch = new Overlay(lower, overlay.blobs, overlay.inodes, root)
+      for (const { path, node } of found) scratch.setSlot(path, purgedNode(node))
+      return scratch.freeze()
+    }
+    for (const record of host.checkpoints) {
+      const root = scrubAll(record.root)
+      if (root !== record.root) {
+        if (!scrubbed.has(record)) checkpoints++
+        ;(record as { root: DirNode }).root = root
+      }
+    }
+    for (const record of journal.records) {
+      let touched = false
+      // A slot's file, or a directory's subtree (a directory renamed, removed or made whole).
+      const fix = (node: UpperNode | undefined): UpperNode | undefined => {
+        const fixed = node?.type === 'file' && elsewhere.has(node.blob) ? purgedNode(node) : node?.type === 'dir' ? scrubAll(node) : node
+        if (fixed !== node) touched = true
+        return fixed
+      }
+      const changes = record.changes.map((change): Change => {
+        if (change.kind === 'slot') {
+          const before = fix(change.before)
+          const after = fix(change.after)
+          return before === change.before && after === change.after ? change : { ...change, before, after }
+        }
+        if (change.kind !== 'root') return change
+        const before = scrubAll(change.before)
+        const after = scrubAll(change.after)
+        if (before === change.before && after === change.after) return change
+        touched = true
+        return { ...change, before, after }
+      })
+      if (touched) {
+        ;(record as { changes: readonly Change[] }).changes = changes
+        if (!rewritten.has(record)) operations++
+      }
+    }
+  }
   // Re-reference what the live tree now holds, then erase every purged blob nothing reaches.
   const reachable = host.reachable()
   let erased = 0
@@ -143,4 +197,25 @@ export async function purge(host: PurgeHost, target: string): Promise<PurgeRepor
     sharedElsewhere,
     ...(host.storeOverwrites !== undefined ? { storeOverwrote: host.storeOverwrites } : {}),
   }
+}
+
+/**
+ * The files under a tree (upper nodes only: the lower's content is not the workspace's) whose
+ * content is one of `blobs`, by path. Trees share subtrees (checkpoints, undo records): each
+ * directory node is walked once across every tree asked about.
+ */
+function holders(blobs: ReadonlySet<BlobId>): (root: DirNode) => { path: string; node: FileNode; blob: BlobId }[] {
+  const below = new Map<DirNode, { path: string; node: FileNode; blob: BlobId }[]>()
+  const walk = (dir: DirNode): { path: string; node: FileNode; blob: BlobId }[] => {
+    let found = below.get(dir)
+    if (found !== undefined) return found
+    found = []
+    for (const [name, node] of mapEntries(dir.children)) {
+      if (node.type === 'file' && blobs.has(node.blob)) found.push({ path: '/' + name, node, blob: node.blob })
+      else if (node.type === 'dir') for (const inner of walk(node)) found.push({ ...inner, path: '/' + name + inner.path })
+    }
+    below.set(dir, found)
+    return found
+  }
+  return walk
 }
