@@ -2,8 +2,9 @@
  * Owners, groups and modes through ws.exec, in both modes, against what the same command does on
  * disk. As root: a command sees the workspace's owners (the project's, and those the workspace set)
  * and its chown comes back, is undone, and reaches the next command. As the unprivileged test user
- * (a user namespace maps only the user's own ids; copy mode's files are the user's): the workspace
- * keeps the owners it had.
+ * (a user namespace maps only the user's own ids): the workspace keeps the owners it had, and a
+ * file of the user's own that its mode keeps from the user comes back the same from both modes
+ * when the command changes its mode.
  */
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -90,6 +91,18 @@ if (scenario === 'kept') {
     })
   }
 }
+if (scenario === 'unreadable') {
+  // A file of the user's own that its mode keeps from the user: both modes alike.
+  for (const mode of ['overlay', 'copy']) {
+    out[mode] = await open(projects[0], async (ws) => {
+      const run = brief(await ws.exec('cat s; chmod 600 s && cat s', { mode }))
+      const after = { mode: (ws.fs.statSync('/s').mode & 0o777).toString(8), content: ws.fs.readFileSync('/s', 'utf8') }
+      const next = brief(await ws.exec('cat s', { mode }))
+      await ws.undo()
+      return { run, after, next: next.stdout, undone: (ws.fs.statSync('/s').mode & 0o777).toString(8) }
+    })
+  }
+}
 console.log(JSON.stringify(out))
 `
 
@@ -125,6 +138,18 @@ describe('owners through exec, as an unprivileged user', () => {
     const seen = await runAs('kept', make('kept', { '/f': 'f\n', '/g': 'g\n' }))
     for (const mode of ['overlay', 'copy']) {
       expect(seen[mode]).toMatchObject({ run: { exitCode: 0, mode, changes: { added: [], modified: ['/f', '/g'], deleted: [] } }, f: '0:0', g: `${uid}:${gid}`, content: 'f\nmore\n' })
+    }
+  }, 120_000)
+
+  it.skipIf(!canRun)("a file of the user's that its mode keeps from the user: refused until a chmod, then read, alike in both modes", async () => {
+    const project = make('unreadable', { '/s': 'secret\n' })
+    fs.chmodSync(path.join(project, 's'), 0)
+    const seen = await runAs('unreadable', project)
+    // The workspace holds its content and mode afterwards; undo puts the mode back.
+    for (const mode of ['overlay', 'copy']) {
+      expect(seen[mode].run).toMatchObject({ exitCode: 0, mode, stdout: 'secret\n', changes: { added: [], modified: ['/s'], deleted: [] } })
+      expect(seen[mode].run.stderr).toMatch(/s: Permission denied/)
+      expect(seen[mode]).toMatchObject({ after: { mode: '600', content: 'secret\n' }, next: 'secret\n', undone: '0' })
     }
   }, 120_000)
 })

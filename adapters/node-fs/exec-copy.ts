@@ -4,6 +4,10 @@
  * (fixtures, IndexedDB, Docker volumes), other hosts, and kernels without overlayfs or user
  * namespaces. Where namespaces are available the command still gets them (a PID namespace, the
  * sandbox); output naming the temp copy is mapped back to the project's (or the workspace's) paths.
+ *
+ * A project file of the user's own that its mode keeps from the user (mode 000) is copied through a
+ * user namespace, where the user's files are root's to read, as overlayfs copies it up: the command
+ * sees it as on disk, refused until it changes the mode. Anyone else's stays an empty stand-in.
  */
 import os from 'node:os'
 import { hostFs as fs } from './host-fs.js'
@@ -14,8 +18,8 @@ import { DirectorySource } from './directory.js'
 import { removeLargeTree } from './exec-files.js'
 import { type Launch, type Ran, SetupError } from './exec-overlay.js'
 import { runProcess } from './exec-process.js'
-import { type Support, unshareArguments } from './exec-support.js'
-import { type CloneSource, emptyScan, materialise, scan } from './exec-tree.js'
+import { type Support, run, unshareArguments } from './exec-support.js'
+import { type CloneSource, type Refused, emptyScan, fillRefused, materialise, scan } from './exec-tree.js'
 
 /** `cwd` is a workspace path here (the copy's location is known only once it is made). */
 export async function runCopy(host: ExecHost, support: Support, launch: Launch, tmpdir: string | undefined): Promise<Omit<Ran, 'work'>> {
@@ -36,6 +40,7 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
     const view = host.view(before)
     // Names of one workspace inode are hard links in the copy too.
     const manifest = materialise(ws.fs, `${temp}/root`, `${temp}/clock`, lower, (path) => view.lookup(path, false)?.link)
+    await fillRefused(manifest, (files) => readAsOwner(support, files))
     const cwd = manifest.root + (launch.cwd === '/' ? '' : launch.cwd)
     const env = { ...launch.env, PWD: cwd }
     const namespaces = support.namespaces === undefined
@@ -81,6 +86,26 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
   } finally {
     await removeLargeTree(temp)
   }
+}
+
+/** A shell loop over (file, stand-in) pairs: 'y' for each it copied, 'n' for each it could not. */
+const COPY_PAIRS = 'while [ $# -gt 1 ]; do if cat -- "$1" > "$2" 2>/dev/null; then echo y; else echo n; fi; shift 2; done'
+
+/**
+ * Copies the user's own unreadable files into their stand-ins in a user namespace mapping the user
+ * to root (its ids are mapped there, so root's read override applies to them); says which it could.
+ * Where no user namespace can be made, none.
+ */
+async function readAsOwner(support: Support, files: readonly Refused[]): Promise<boolean[]> {
+  if (support.privileged || support.namespaces !== undefined) return files.map(() => false)
+  const copied: boolean[] = []
+  for (let start = 0; start < files.length; start += 200) {
+    const batch = files.slice(start, start + 200)
+    const result = await run(support.tools.unshare, ['--user', '--map-root-user', '/bin/sh', '-c', COPY_PAIRS, 'sh', ...batch.flatMap((file) => [file.from, file.host])])
+    const answers = result.stdout.split('\n')
+    batch.forEach((_, index) => copied.push(answers[index] === 'y'))
+  }
+  return copied
 }
 
 /** The files of the current view (for a lazily loading source to fetch before materialising). */

@@ -45,10 +45,26 @@ interface Written {
    * back only if the command put something else in its place.
    */
   readonly standIn?: true
+  /**
+   * A lower file of the user's own that its mode keeps from the user (mode 000), copied through a
+   * user namespace (`Manifest.refused`): the workspace cannot read it either, so a change of its
+   * mode or times comes back with its content.
+   */
+  readonly unreadable?: true
+}
+
+/** A stand-in for a file of the user's own that a user namespace may read (its ids map there). */
+export interface Refused {
+  readonly path: string
+  /** The stand-in in the copy. */
+  readonly host: string
+  /** The file in the lower directory. */
+  readonly from: string
+  readonly stats: Stats
 }
 
 /** Whether `error` is a permission refusal (what an unprivileged copy meets at a file it may not read). */
-function refused(error: unknown): boolean {
+function isRefusal(error: unknown): boolean {
   return (error as NodeJS.ErrnoException)?.code === 'EACCES'
 }
 
@@ -58,6 +74,8 @@ export interface Manifest {
   readonly written: Map<string, Written>
   /** The host clock (ctime of a file made after materialising): a path whose ctime is not older is compared by content. */
   readonly since: bigint
+  /** Stand-ins that `fillRefused` may replace with the file's content. */
+  readonly refused: Refused[]
 }
 
 /** Where a lower directory's unchanged files can be cloned from instead of copied out of memory. */
@@ -175,6 +193,7 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
   const own = (host: string, stats: Stats) => {
     if (uid === 0 && (stats.uid !== uid || stats.gid !== gid)) fs.lchownSync(host, stats.uid, stats.gid)
   }
+  const refused: Refused[] = []
   const visit = (path: string) => {
     const stats = view.lstatSync(path)
     const host = root + (path === '/' ? '' : path)
@@ -186,7 +205,7 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
       try {
         names = view.readdirSync(path)
       } catch (error) {
-        if (!refused(error)) throw error
+        if (!isRefusal(error)) throw error
         written.set(path, { kind: 'dir', mode: 0, standIn: true })
         dirs.push({ path, stats, mode: 0 })
         return
@@ -220,11 +239,12 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
           origin = { sha1: sha1(data) }
         }
       } catch (error) {
-        if (!refused(error)) throw error
+        if (!isRefusal(error)) throw error
         fs.rmSync(host, { force: true })
         fs.writeFileSync(host, '', { mode: 0 })
         fs.utimesSync(host, stats.atime, stats.mtime)
         written.set(path, { kind: 'file', mode: 0, standIn: true, stats: fs.lstatSync(host, { bigint: true }) })
+        if (lower && stats.uid === uid && stats.gid === gid) refused.push({ path, host, from: lower.root + path, stats })
         return
       }
       own(host, stats)
@@ -247,7 +267,25 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
     written.get(path)!.stats = fs.lstatSync(host, { bigint: true })
   }
   fs.writeFileSync(clock, '')
-  return { root, written, since: fs.lstatSync(clock, { bigint: true }).ctimeNs }
+  return { root, written, since: fs.lstatSync(clock, { bigint: true }).ctimeNs, refused }
+}
+
+/**
+ * Stand-ins of the user's own unreadable files become the files: `copy` wrote their contents into
+ * the stand-ins (through a user namespace, where the user's files are root's to read) and says
+ * which it could; those get the file's mode and times back. The command then sees them as on disk
+ * (and as overlayfs shows them): refused until it changes their mode.
+ */
+export async function fillRefused(manifest: Manifest, copy: (pairs: readonly Refused[]) => Promise<boolean[]>): Promise<void> {
+  if (manifest.refused.length === 0) return
+  const copied = await copy(manifest.refused)
+  manifest.refused.forEach((file, index) => {
+    if (!copied[index]) return
+    const data = readPrivateFile(file.host)
+    fs.chmodSync(file.host, file.stats.mode & 0o7777)
+    fs.utimesSync(file.host, file.stats.atime, file.stats.mtime)
+    manifest.written.set(file.path, { kind: 'file', mode: file.stats.mode & 0o7777, sha1: sha1(data), unreadable: true, stats: fs.lstatSync(file.host, { bigint: true }) })
+  })
 }
 
 /** Whether the file at `host` holds what was written there (asked only when its stats changed). */
@@ -324,7 +362,8 @@ export function scan(manifest: Manifest, maxFileSize: number): Scan {
           const contentChanged = stats.size !== old.size || !sameContent(host, before)
           if (contentChanged || mode !== before.mode || stats.mtimeNs !== old.mtimeNs || owner) {
             out.modified.push(path)
-            out.edits.push({ op: 'file', path, content: contentChanged ? readPrivateFile(host) : undefined, mode, mtimeMs: Number(stats.mtimeNs / 1_000_000n), owner })
+            // The workspace cannot copy up a file it may not read: a change of its mode comes with its content.
+            out.edits.push({ op: 'file', path, content: contentChanged || before.unreadable ? readPrivateFile(host) : undefined, mode, mtimeMs: Number(stats.mtimeNs / 1_000_000n), owner })
           }
         }
       }
