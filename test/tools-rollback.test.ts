@@ -301,6 +301,9 @@ describe('manage_checkpoint', () => {
     expect(await fails(tools, 'manage_checkpoint', { action: 'create', checkpoint_name: made.checkpoint.checkpoint_id })).toMatchObject({ code: 'EEXIST' })
     expect(ws.checkpoints().map((c) => c.name)).toEqual(['first'])
     await ok(tools, 'manage_checkpoint', { action: 'create', checkpoint_name: 'é 名前 🙂'.padEnd(200, '.') })
+    // Characters are code points: 200 emoji are 400 UTF-16 units, and a name.
+    await ok(tools, 'manage_checkpoint', { action: 'create', checkpoint_name: '🙂'.repeat(200) })
+    expect(await fails(tools, 'manage_checkpoint', { action: 'create', checkpoint_name: '🙂'.repeat(201) })).toMatchObject({ code: 'EINVAL' })
   })
 })
 

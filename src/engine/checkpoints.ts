@@ -325,7 +325,9 @@ const NAME_MAX_CHARS = 200
  */
 function checkName(name: unknown, syscall: string): string {
   if (typeof name !== 'string' || name === '') throw new TypeError('rewindfs: a checkpoint name must be a non-empty string')
-  if (name.length > NAME_MAX_CHARS) throw new FsError('EINVAL', syscall, undefined, undefined, `a checkpoint name is 1 to ${NAME_MAX_CHARS} characters, this one ${name.length}`)
+  // Characters are code points: an emoji is one, two UTF-16 units.
+  const characters = name.length > NAME_MAX_CHARS ? [...name].length : name.length
+  if (characters > NAME_MAX_CHARS) throw new FsError('EINVAL', syscall, undefined, undefined, `a checkpoint name is 1 to ${NAME_MAX_CHARS} characters, this one ${characters}`)
   if (/[\u0000-\u001f\u007f]|\p{Surrogate}/u.test(name)) {
     throw new FsError('EINVAL', syscall, JSON.stringify(name), undefined, 'a checkpoint name must not hold control characters (a newline, a tab, NUL) or lone surrogates')
   }
