@@ -181,6 +181,19 @@ describe('undo, redo and history', () => {
     await expect(ws.undo({ steps: 51 })).rejects.toThrow(RangeError)
   })
 
+  it('counts files in filesAffected: not state keys, nor a directory whose times a restore moved', async () => {
+    const ws = await Workspace.open({ lower: {}, autoCheckpoint: false })
+    ws.fs.writeFileSync('/x', '1')
+    await ws.state.set('plan', 1)
+    expect((await ws.undo({ steps: 2, dryRun: true })).filesAffected).toBe(1)
+    ws.fs.writeFileSync('/f1', '1')
+    await ws.checkpoint({ name: 'c' })
+    ws.fs.writeFileSync('/f2', '2')
+    await ws.restore('c')
+    expect((await ws.undo({ dryRun: true })).filesAffected).toBe(1)
+    await ws.close()
+  })
+
   for (const seed of seeds()) {
     it(`n undos after n operations give the start, and redo gives the end (seed ${seed})`, async () => {
       const names = ['a', 'b', 'c', 'd/e', 'd/f']

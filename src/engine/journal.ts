@@ -433,7 +433,7 @@ function sameFile(a: UpperNode | undefined, b: UpperNode | undefined, time: numb
 }
 
 /** A directory metadata change of its times alone. */
-function timesOnly(change: SlotChange | StateChange): boolean {
+export function timesOnly(change: SlotChange | StateChange): boolean {
   if (change.kind !== 'meta') return false
   const { before, after } = change
   return before.mode === after.mode && before.uid === after.uid && before.gid === after.gid

@@ -8,7 +8,7 @@ import type { DirNode, UpperNode } from '../layer/nodes.js'
 import { recordId, shownAt } from '../layer/inodes.js'
 import type { Checkpoints } from './checkpoints.js'
 import type { EngineContext } from './context.js'
-import { type Operation, type OperationRecord, type OperationType, publicOperation } from './journal.js'
+import { type Operation, type OperationRecord, type OperationType, publicOperation, timesOnly } from './journal.js'
 import { changesPending } from './pending-history.js'
 import { lineCounts } from './reports.js'
 import type { Compensation, SideEffects } from './side-effects.js'
@@ -100,6 +100,8 @@ export class UndoHistory {
     const files = new Set<string>()
     for (const record of ordered) {
       for (const change of journal.slots(record)) {
+        // Files: a state key is none, nor a directory whose times alone moved (with what it holds).
+        if (change.kind === 'state' || timesOnly(change)) continue
         const path = change.kind === 'slot' ? shownAt(change.path, change.before, change.after, record.paths) : change.path
         if (path === undefined) continue
         files.add(path)
