@@ -204,6 +204,7 @@ export class OverlaySession {
             redirects: privileged,
             owners: privileged,
             maxFileSize: launch.maxFileSize,
+            ...(privileged ? { index: `${work}/index` } : {}),
           })
       return { outcome, scan, before, work: { layerWrites: writes, upperEntries: entries, lookups: lookups + view.counters.lookups } }
     } finally {

@@ -12,7 +12,7 @@
 import type { BigIntStats } from 'node:fs'
 import { hostFs as fs } from './host-fs.js'
 import type { Entry, Overlay } from 'rewindfs/adapter-kit'
-import { isReserved } from './confine.js'
+import { RESERVED_PREFIX, isReserved } from './confine.js'
 import { batches, openPrivateDirectory, readNames, readPrivateFile } from './exec-files.js'
 import { run } from './exec-support.js'
 import { type Edit, LinkGroups, type Owner, type Scan, workspaceTarget } from './exec-tree.js'
@@ -53,6 +53,11 @@ export interface ReadbackOptions {
   readonly owners: boolean
   /** Files larger than this are skipped, not read: the workspace keeps what it had there. */
   readonly maxFileSize: number
+  /**
+   * overlayfs's index directory (root, index=on): a file copied up through it was every name of its
+   * lower file for the command, so the project's other names of that file changed with it.
+   */
+  readonly index?: string
 }
 
 function kindOf(stats: BigIntStats): Kind {
@@ -74,7 +79,30 @@ export async function readBack(options: ReadbackOptions): Promise<{ scan: Scan; 
   const root = reader.load()
   await reader.readXattrs()
   reader.walkRoot(root)
+  await reader.linkLowerNames(root)
   return { scan: reader.result(), entries: reader.entries }
+}
+
+/**
+ * The project's names of the given inodes, as workspace paths: one `find` over the project, run
+ * only when a command changed a lower file through the index. On its own file system only
+ * (overlayfs shows no mount below its lower directory), the flush's staging area left out; a
+ * directory it may not read ends it with status 1, not the rest.
+ */
+async function projectNames(project: string, inodes: readonly number[]): Promise<Map<number, string[]>> {
+  const found = new Map<number, string[]>()
+  const tests = inodes.flatMap((ino, i) => [...(i > 0 ? ['-o'] : []), '-inum', String(ino)])
+  const result = await run('find', [project, '-xdev', '(', '-name', RESERVED_PREFIX, '-o', '-name', `${RESERVED_PREFIX}.*`, ')', '-prune', '-o', '-type', 'f', '(', ...tests, ')', '-print0'])
+  for (const host of result.stdout.split('\0')) {
+    if (!host.startsWith(project + '/')) continue
+    const ino = fs.lstatSync(host, { throwIfNoEntry: false })?.ino
+    if (ino === undefined) continue
+    const names = found.get(ino)
+    const path = host.slice(project.length)
+    if (names) names.push(path)
+    else found.set(ino, [path])
+  }
+  return found
 }
 
 class Readback {
@@ -89,9 +117,18 @@ class Readback {
   private readonly stash: string[] = []
   private readonly links = new LinkGroups()
   private readonly before: Overlay
+  /** Inodes of the upper directory that overlayfs's index holds (lower files with other names, copied up once). */
+  private readonly indexed = new Set<bigint>()
+  /** Upper files that changed a lower file through the index: their lower inode. */
+  private readonly lowerWrites: { path: string; ino: number }[] = []
+  /** Names of those lower files the command saw change with them, linked after the rest. */
+  private readonly lowerLinks: Edit[] = []
 
   constructor(private readonly options: ReadbackOptions) {
     this.before = options.before
+    if (options.index !== undefined && fs.existsSync(options.index)) {
+      for (const name of fs.readdirSync(options.index)) this.indexed.add(fs.lstatSync(`${options.index}/${name}`, { bigint: true }).ino)
+    }
   }
 
   // ---- the upper directory ------------------------------------------------------------------------
@@ -214,13 +251,19 @@ class Readback {
       // A name of a shared inode held with one link: not the shared inode any more.
       const detached = base?.link !== undefined && entry.stats.nlink === 1n
       const change = base?.type === 'file' && !detached ? differs(base) : undefined
+      const edits = this.edits.length
       if (base?.type === 'file' && !detached) {
         if (change!.content || change!.meta) this.edits.push({ op: 'file', path, content: change!.content ? content() : undefined, mode, mtimeMs: mtimeOf(entry.stats), owner: this.ownerChange(entry, base) })
       } else {
         if (base) this.edits.push({ op: 'remove', path })
         this.edits.push({ op: 'file', path, content: content(), mode, mtimeMs: mtimeOf(entry.stats), owner: this.ownerChange(entry, undefined) })
       }
-      if (entry.stats.nlink > 1n) this.links.add(entry.stats.ino, path, base?.link)
+      const edited = this.edits.length > edits
+      // The view showed the project's own file here, one with other names on disk.
+      const lowerLinked = base?.type === 'file' && base.node === undefined && base.link === undefined && (base.lowerStat?.nlink ?? 1) > 1
+      if (entry.stats.nlink > 1n) this.links.add(entry.stats.ino, path, base?.link, lowerLinked && !edited)
+      // Changed through the index (root): every name of the lower file showed the change.
+      if (lowerLinked && edited && this.indexed.has(entry.stats.ino) && base.lowerStat?.ino !== undefined) this.lowerWrites.push({ path, ino: base.lowerStat.ino })
       if (!old) this.added.add(path)
       else if (old.type !== 'file') this.replaced(path, old)
       else if (detached && old === base) this.modified.add(path)
@@ -265,6 +308,38 @@ class Readback {
     else if (old.type !== 'dir') this.replaced(path, old)
     else if (this.before.meta(old).mode !== mode || this.ownerChange(entry, old)) this.modified.add(path)
     this.walkDir(entry, old?.type === 'dir' ? old : undefined, through)
+  }
+
+  /**
+   * The project's other names of lower files the command changed through the index: the command
+   * saw them change too (one inode), so they become names of the file the upper directory holds.
+   * Only names the view showed as that same lower file and the command left where they were.
+   */
+  async linkLowerNames(root: UpperEntry): Promise<void> {
+    if (this.lowerWrites.length === 0) return
+    const names = await projectNames(this.options.project, [...new Set(this.lowerWrites.map((write) => write.ino))])
+    for (const { path, ino } of this.lowerWrites) {
+      for (const name of names.get(ino) ?? []) {
+        if (name === path || this.modified.has(name) || !this.untouched(root, name)) continue
+        const entry = this.before.lookup(name, false)
+        if (entry?.type !== 'file' || entry.node !== undefined || entry.link !== undefined || entry.lowerPath !== name || entry.lowerStat?.ino !== ino) continue
+        this.lowerLinks.push({ op: 'link', path: name, existing: path })
+        this.modified.add(name)
+      }
+    }
+  }
+
+  /** Whether the upper directory holds nothing at `path` and only merged directories above it. */
+  private untouched(root: UpperEntry, path: string): boolean {
+    let dir: UpperEntry | undefined = root
+    for (const name of path.slice(1).split('/')) {
+      if (dir.opaque || dir.redirect !== undefined) return false
+      const child: UpperEntry | undefined = dir.children?.get(name)
+      if (child === undefined) return true
+      if (child.kind !== 'dir') return false
+      dir = child
+    }
+    return false
   }
 
   /** A directory's new mode or owner against the view's directory it shows (`was`). */
@@ -341,6 +416,7 @@ class Readback {
       ...(this.stash.length > 0 ? { stash: this.stash } : {}),
     }
     this.links.apply(scan, (path) => this.before.lookup(path, false) !== undefined)
+    scan.edits.push(...this.lowerLinks)
     scan.modified.sort()
     return scan
   }

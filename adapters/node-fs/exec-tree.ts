@@ -40,6 +40,11 @@ interface Written {
   /** Names of one workspace inode (hard links): its id; they were written as hard links of one file. */
   readonly link?: number
   /**
+   * Names of one lower file (hard links in the project the workspace shows unchanged): its inode
+   * number on disk; they were written as hard links of one file, as the command sees them on disk.
+   */
+  readonly lowerLink?: number
+  /**
    * A lower file or directory this user cannot read (a root-owned 0600 file, a 0700 directory):
    * written as an empty stand-in with no permissions, which the command cannot read either. Read
    * back only if the command put something else in its place.
@@ -177,15 +182,17 @@ function cloneable(source: CloneSource, path: string, view: Stats, realDirs: Map
  * reaches the lower directory. Hard links would share the inode: `echo >> file` would write
  * straight into the lower layer, and read-only modes do not stop root. Names of one workspace inode
  * (`linkOf` gives its id) are written as hard links of one file in the copy, so the command sees
- * them linked.
+ * them linked; so are the names of one lower file the view shows unchanged (hard links in the
+ * project), as the command would see them on disk: a clone of the first, the others linked to it.
  */
 export function materialise(view: NodeFs, root: string, clock: string, lower: CloneSource | undefined, linkOf?: (path: string) => number | undefined): Manifest {
   const written = new Map<string, Written>()
   /** `mode`: a stand-in's, instead of the directory's own. */
   const dirs: { path: string; stats: Stats; mode?: number }[] = []
   const realDirs = new Map<string, boolean>()
-  /** The first name written of each workspace inode; the others are linked to it. */
+  /** The first name written of each workspace inode (by id) or lower file (by inode number); the others are linked to it. */
   const firstName = new Map<number, { host: string; origin: { sha1: string } }>()
+  const firstLowerName = new Map<number, { host: string }>()
   const linkedPaths: string[] = []
   const uid = process.getuid?.()
   const gid = process.getgid?.()
@@ -228,6 +235,15 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
         return
       }
       const clone = link === undefined && lower ? cloneable(lower, path, stats, realDirs) : undefined
+      // A lower file with other names: the names the view shows unchanged are one file in the copy.
+      const lowerLink = clone !== undefined && stats.nlink > 1 ? stats.ino : undefined
+      const firstLower = lowerLink === undefined ? undefined : firstLowerName.get(lowerLink)
+      if (firstLower !== undefined) {
+        fs.linkSync(firstLower.host, host)
+        written.set(path, { kind: 'file', mode, clonedFrom: clone, lowerLink })
+        linkedPaths.push(path)
+        return
+      }
       let origin: { clonedFrom: string } | { sha1: string }
       try {
         if (clone) {
@@ -250,8 +266,12 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
       own(host, stats)
       fs.chmodSync(host, mode)
       fs.utimesSync(host, stats.atime, stats.mtime)
-      written.set(path, { kind: 'file', mode, ...origin, ...(link !== undefined ? { link } : {}), stats: fs.lstatSync(host, { bigint: true }) })
+      written.set(path, { kind: 'file', mode, ...origin, ...(link !== undefined ? { link } : {}), ...(lowerLink !== undefined ? { lowerLink } : {}), stats: fs.lstatSync(host, { bigint: true }) })
       if (link !== undefined) firstName.set(link, { host, origin: origin as { sha1: string } })
+      if (lowerLink !== undefined) {
+        firstLowerName.set(lowerLink, { host })
+        linkedPaths.push(path)
+      }
     }
   }
   visit('/')
@@ -334,14 +354,14 @@ export function scan(manifest: Manifest, maxFileSize: number): Scan {
     }
     seen.add(path)
     const mode = Number(stats.mode) & 0o7777
-    if (kind === 'file' && stats.nlink > 1n) links.add(stats.ino, path, before?.link)
+    const edits = out.edits.length
     if (!before) {
       out.added.push(path)
       create(path, host, kind, stats)
     } else if (
       before.kind !== kind ||
       (kind === 'symlink' && fs.readlinkSync(host) !== before.target) ||
-      ((before.link !== undefined || before.standIn) && stats.ino !== before.stats!.ino)
+      ((before.link !== undefined || before.lowerLink !== undefined || before.standIn) && stats.ino !== before.stats!.ino)
     ) {
       // Replaced by another type, another link, or (a name of a shared inode) by a file of its own:
       // remove, then make anew.
@@ -368,6 +388,9 @@ export function scan(manifest: Manifest, maxFileSize: number): Scan {
         }
       }
     }
+    // A name of a lower file the command left unchanged is that lower file still (quiet): it anchors
+    // names linked to it, but is not made a workspace inode itself.
+    if (kind === 'file' && stats.nlink > 1n) links.add(stats.ino, path, before?.link, before?.lowerLink !== undefined && out.edits.length === edits)
     if (kind === 'dir') {
       openPrivateDirectory(host, mode)
       const { names, undecodable } = readNames(host)
@@ -393,18 +416,20 @@ export function scan(manifest: Manifest, maxFileSize: number): Scan {
 
 /**
  * Hard links a command left (files sharing an inode, by the inode number it found): each group
- * becomes names of one workspace inode. The anchor is a name that already is one of a workspace
- * inode's (else the first); every other name not already of that inode drops its file edits and is
- * linked to the anchor, after everything else is made.
+ * becomes names of one workspace inode. The anchor is a name of a lower file the command left
+ * unchanged (quiet: it stays that lower file, and is never relinked), else one that already is one
+ * of a workspace inode's, else the first; every other name not already of that inode drops its
+ * file edits and is linked to the anchor, after everything else is made. A group of quiet names
+ * only (a lower file's names, unchanged) stays as it is.
  */
 export class LinkGroups {
-  private readonly groups = new Map<bigint, { path: string; link: number | undefined }[]>()
+  private readonly groups = new Map<bigint, { path: string; link: number | undefined; quiet: boolean }[]>()
 
   /** A file with more than one name; `link`: the workspace inode its name was before the command. */
-  add(ino: bigint, path: string, link: number | undefined): void {
+  add(ino: bigint, path: string, link: number | undefined, quiet = false): void {
     const group = this.groups.get(ino)
-    if (group) group.push({ path, link })
-    else this.groups.set(ino, [{ path, link }])
+    if (group) group.push({ path, link, quiet })
+    else this.groups.set(ino, [{ path, link, quiet }])
   }
 
   /** Rewrites the scan's edits; `existed`: whether the workspace had the path before. */
@@ -412,11 +437,11 @@ export class LinkGroups {
     const linked: Edit[] = []
     const relinked = new Set<string>()
     for (const group of this.groups.values()) {
-      if (group.length < 2) continue
+      if (group.length < 2 || group.every((member) => member.quiet)) continue
       group.sort((a, b) => (a.path < b.path ? -1 : 1))
-      const anchor = group.find((member) => member.link !== undefined) ?? group[0]
+      const anchor = group.find((member) => member.quiet) ?? group.find((member) => member.link !== undefined) ?? group[0]
       for (const member of group) {
-        if (member === anchor || (member.link !== undefined && member.link === anchor.link)) continue
+        if (member === anchor || member.quiet || (member.link !== undefined && member.link === anchor.link)) continue
         relinked.add(member.path)
         linked.push({ op: 'link', path: member.path, existing: anchor.path })
         if (existed(member.path) && !scan.modified.includes(member.path)) scan.modified.push(member.path)
