@@ -232,6 +232,10 @@ describe('rollback_to_checkpoint', () => {
       code: 'EINVALIDINPUT',
       message: 'scope "files" needs include_files (globs of the paths to roll back)',
     })
+    // A time past what a Date holds names the field, as a malformed one does.
+    for (const timestamp of [Number.MAX_SAFE_INTEGER, 8.64e15 + 1]) {
+      expect(await fails(tools, 'rollback_to_checkpoint', { target: { timestamp } })).toMatchObject({ code: 'EINVALIDINPUT', message: expect.stringContaining('target.timestamp') })
+    }
     await ok(tools, 'rollback_to_checkpoint', { target: { checkpoint_id: 'good' }, scope: 'files', include_files: ['/app/logs'], preview_changes: false })
     expect(ws.fs.readFileSync('/app/logs/today.log', 'utf8')).toBe('started\n')
     expect(ws.fs.readFileSync('/app/src/main.ts', 'utf8')).toBe('run()\n')
