@@ -286,3 +286,15 @@ describe("a fork's history starts from its source's state", () => {
     await ws.close()
   })
 })
+
+describe('restore({ time }) arguments', () => {
+  it('refuses a time that is no Date (NaN, infinite, past ±8.64e15 ms) with EINVAL, and changes nothing', async () => {
+    const ws = await Workspace.open({ lower: {}, autoCheckpoint: false })
+    ws.fs.writeFileSync('/a', '1')
+    for (const time of [Number.NaN, Number.POSITIVE_INFINITY, 9e15, -9e15]) await expect(ws.restore({ time })).rejects.toMatchObject({ code: 'EINVAL', syscall: 'restore' })
+    expect(ws.history()).toHaveLength(1)
+    expect(ws.checkpoints()).toEqual([])
+    await ws.close()
+  })
+})
+
