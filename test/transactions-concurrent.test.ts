@@ -111,7 +111,7 @@ describe('concurrent transactions', () => {
     )
     const [one, two] = await Promise.allSettled([first, second])
     expect(one).toEqual({ status: 'fulfilled', value: 'first done' })
-    expect(two).toMatchObject({ status: 'rejected', reason: { name: 'ValidationError', failures: [{ path: '/second.txt', validator: 'no-second', message: 'second refused' }] } })
+    expect(two).toMatchObject({ status: 'rejected', reason: { name: 'ValidationError', code: 'EVALIDATION', failures: [{ path: '/second.txt', validator: 'no-second', message: 'second refused' }] } })
     // The second's validators saw only its own staged files, and the first's none of them.
     expect(seen).toEqual(['/second.txt'])
     expect([ws.fs.existsSync('/first.txt'), ws.fs.existsSync('/second.txt')]).toEqual([true, false])

@@ -51,6 +51,8 @@ export interface ValidatedFile {
 
 /** Thrown when a commit is refused; `failures` holds everything that failed, not only the first. */
 export class ValidationError extends Error {
+  /** As the agent tools already report it: callers branch on codes, as on ConflictError's ECONFLICT. */
+  readonly code = 'EVALIDATION'
   readonly failures: ValidationFailure[]
 
   constructor(failures: readonly ValidationFailure[]) {
