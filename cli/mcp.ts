@@ -7,11 +7,13 @@
  * (never the project's host path). Messages arrive through a transport with stated limits
  * (mcp-transport.ts): an oversized or malformed one is answered with an error, and the server
  * keeps serving. A result that changed something is returned once it is durable (the tool runner).
+ * A call the client cancels (notifications/cancelled) kills its command; so does the shutdown.
  *
  * tools/call is answered by the fallback handler rather than one registered with
  * CallToolRequestSchema: the SDK checks that schema first and turns `arguments` that are not an
  * object into a JSON-RPC internal error, where the model should get a tool error it can read.
  */
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { type CallToolResult, ErrorCode, type JSONRPCRequest, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js'
 import { type AgentTool, callTool, createAgentTools } from '../tools/index.js'
@@ -75,8 +77,13 @@ export async function serveMcp(options: Options): Promise<number> {
     await ws.close()
     throw Object.assign(new Error(`${ws.status.degraded}; not serving (rewindfs status shows the store's health)`), { code: 'ESTOREUNAVAILABLE' })
   }
+  // Aborted at shutdown: a command still running is killed (its result could not be answered), so
+  // the server exits at once and leaves no process behind.
+  const shutdown = new AbortController()
+  // run_command asks for its call's signal (the client's cancellation or the shutdown) here.
+  const callSignal = new AsyncLocalStorage<AbortSignal>()
   // ws.exec's runner is the project directory's own (directory() carries it): nothing to install.
-  const tools = createAgentTools(ws, { flushTarget: lower, commands: options.allowCommands })
+  const tools = createAgentTools(ws, { flushTarget: lower, commands: options.allowCommands ? { signal: () => callSignal.getStore() } : false })
   const server = new Server(
     { name: 'rewindfs', version: packageVersion() },
     {
@@ -90,10 +97,13 @@ export async function serveMcp(options: Options): Promise<number> {
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing(tools) }))
   // Calls still running at shutdown finish before the workspace closes (a commit_changes mid-flush).
   const running = new Set<Promise<unknown>>()
-  server.fallbackRequestHandler = async (request) => {
+  server.fallbackRequestHandler = async (request, extra) => {
     const named = toolCall(request)
     if ('isError' in named) return toCallToolResult(named)
-    const call = callTool(tools, named.name, named.input)
+    // Only commands take the signal: other calls are short, and a cancelled write is either made or not.
+    const call = options.allowCommands
+      ? callSignal.run(AbortSignal.any([extra.signal, shutdown.signal]), () => callTool(tools, named.name, named.input))
+      : callTool(tools, named.name, named.input)
     running.add(call)
     try {
       return toCallToolResult(inWorkspaceTerms(await call, lower.root))
@@ -114,6 +124,7 @@ export async function serveMcp(options: Options): Promise<number> {
   await server.connect(new LimitedStdioTransport())
   process.stderr.write(`rewindfs MCP server: ${tools.length} tools over ${lower.root} (${options.store !== undefined ? `store ${storeLabel(options.store)}` : 'in memory'}, session ${ws.session})\n`)
   await done
+  shutdown.abort()
   await Promise.allSettled(running)
   await server.close().catch(() => undefined)
   await ws.close()

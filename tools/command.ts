@@ -3,7 +3,8 @@
  * changes in the workspace lands as one operation, which undo_operation takes back; its output is cut
  * in the middle to the result budget (the start and the end of a build log are what matter). Only
  * offered when the host enables it, since the command runs on the host and can reach anything there
- * the sandbox (when there is one) leaves open.
+ * the sandbox (when there is one) leaves open. A host can withdraw a call (an MCP client's
+ * cancellation): the command is killed and nothing of it lands.
  */
 import type { ExecOptions, ExecResult, Workspace } from '../src/workspace.js'
 import { type Budget, cutMiddle, fitPathGroups, jsonSize } from './budget.js'
@@ -18,6 +19,13 @@ export type CommandSandbox = ExecOptions extends { sandbox?: infer S } ? S : nev
 export interface CommandOptions {
   /** Passed to every ws.exec (network, host access): see ws.exec. */
   sandbox?: CommandSandbox
+  /**
+   * Asked as each run_command call starts: the host's signal for that call (an MCP request's
+   * cancellation, the server's shutdown), or undefined. A tool's `run` takes the input alone, so
+   * the host answers from its own context of the call (an AsyncLocalStorage). Aborted, the command
+   * and everything it started are killed, nothing of it lands, and the call fails with ABORT_ERR.
+   */
+  signal?: () => AbortSignal | undefined
 }
 
 /** Both streams within `chars`: each gets half, and what one does not need goes to the other. */
@@ -41,16 +49,21 @@ export function commandTool(ws: Workspace, budget: Budget, options: CommandOptio
     runCommandInput,
     async (input) => {
       const mark = lastSeq(ws)
+      const signal = options.signal?.()
       const exec = {
         cwd: resolvePath(ws, input.cwd ?? '.'),
         timeout: input.timeout_ms,
         ...(input.env ? { env: input.env } : {}),
         ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
+        ...(signal !== undefined ? { signal } : {}),
       } as ExecOptions
       let result: ExecResult
       try {
         result = await ws.exec(input.command, exec)
       } catch (error) {
+        if (signal?.aborted && (error as { code?: unknown }).code === 'ABORT_ERR') {
+          throw new ToolFailure('ABORT_ERR', 'the call was cancelled: the command was killed with everything it started, and nothing it did was kept')
+        }
         const ran = (error as { result?: ExecResult }).result
         if (ran === undefined) throw error
         // It ran, but a validator refused its changes or the workspace changed under it: nothing landed.
