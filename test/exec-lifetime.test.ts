@@ -187,6 +187,21 @@ describe.each(modes)("ws.exec's signal (%s mode)", (mode) => {
   })
 })
 
+describe('ws.exec refuses what cannot reach a process', () => {
+  it('a NUL byte in the command, cwd, tmpdir, an environment name or value, or a writable path, naming which', async () => {
+    const ws = await Workspace.open({ lower: directory(project()) })
+    const refused = (field: RegExp) => ({ code: 'ERR_INVALID_ARG_VALUE', message: expect.stringMatching(field) })
+    await expect(ws.exec('echo x > f\0y')).rejects.toMatchObject(refused(/the command must be a string without null bytes/))
+    await expect(ws.exec('pwd', { cwd: '/a\0b' })).rejects.toMatchObject(refused(/cwd must be a string without null bytes/))
+    await expect(ws.exec('pwd', { tmpdir: '/tmp\0x' })).rejects.toMatchObject(refused(/tmpdir must be a string without null bytes/))
+    await expect(ws.exec('pwd', { env: { X: 'a\0b' } })).rejects.toMatchObject(refused(/env\.X must be a string without null bytes/))
+    await expect(ws.exec('pwd', { env: { 'X\0Y': 'a' } })).rejects.toMatchObject(refused(/env names .* must be a string without null bytes/))
+    await expect(ws.exec('pwd', { sandbox: { host: 'read-only', writable: ['/tmp/a\0b'] } })).rejects.toMatchObject(refused(/sandbox\.writable entries must be a string without null bytes/))
+    expect(ws.history()).toEqual([])
+    await ws.close()
+  })
+})
+
 describe('ws.exec refuses a bad signal', () => {
   it('a signal that is not an AbortSignal, and one among a runner\'s defaults (a signal is one call\'s)', async () => {
     const ws = await Workspace.open({ lower: directory(project()) })

@@ -4,7 +4,7 @@
  * with everything it started, nothing of it lands and the next call is answered at once; the
  * server's end (stdin closed, SIGTERM) kills a command still running and leaves no temp directory;
  * a SIGKILL of the server leaves no process running. Real server, real commands: their processes
- * are found in /proc by a marker in their environment.
+ * are found in /proc by a marker in their environment. A NUL byte is an input error naming its field.
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -170,5 +170,20 @@ describe('a run_command still running when the server ends', () => {
     expect(await until(() => mark.processes().length === 0, 5000), `left running: ${mark.processes().join(' ')}`).toBe(true)
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, killed + 2500 - Date.now())))
     expect(fs.existsSync(late)).toBe(false)
+  })
+})
+
+describe('run_command input', () => {
+  it('refuses a NUL byte in the command, cwd or an environment variable as an input error naming the field', async () => {
+    const { client } = await connect()
+    const refused = async (args: Record<string, unknown>, field: string) => {
+      const outcome = await call(client, 'run_command', args)
+      expect(outcome).toMatchObject({ isError: true, body: { error: { code: 'EINVALIDINPUT', issues: [{ path: field, message: expect.stringContaining('NUL byte') }] } } })
+      expect(outcome.body.error.message).not.toContain('args[')
+    }
+    await refused({ command: 'echo x > f\0y' }, 'command')
+    await refused({ command: 'pwd', cwd: 'a\0b' }, 'cwd')
+    await refused({ command: 'pwd', env: { X: 'a\0b' } }, 'env.X')
+    expect(JSON.stringify((await call(client, 'operation_history', {})).body)).not.toContain('exec:')
   })
 })

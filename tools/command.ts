@@ -28,6 +28,19 @@ export interface CommandOptions {
   signal?: () => AbortSignal | undefined
 }
 
+/**
+ * The input as the schema reads it, refusing a NUL byte where it would reach the process (a command
+ * line, an environment cannot carry one), with the field named as for any other input problem.
+ */
+const commandInput = runCommandInput.superRefine((input, context) => {
+  const nul = 'must not contain a NUL byte (a command line and an environment cannot carry one)'
+  if (input.command.includes('\0')) context.addIssue({ code: 'custom', path: ['command'], message: nul })
+  if (input.cwd?.includes('\0')) context.addIssue({ code: 'custom', path: ['cwd'], message: nul })
+  for (const [name, value] of Object.entries(input.env ?? {})) {
+    if (name.includes('\0') || value.includes('\0')) context.addIssue({ code: 'custom', path: ['env', name], message: nul })
+  }
+})
+
 /** Both streams within `chars`: each gets half, and what one does not need goes to the other. */
 function outputs(stdout: string, stderr: string, chars: number): { stdout: string; stderr: string; cut: boolean } {
   const half = Math.floor(chars / 2)
@@ -46,7 +59,7 @@ export function commandTool(ws: Workspace, budget: Budget, options: CommandOptio
       'timed_out, stdout, stderr and the paths changed; output is cut in the middle with a marker to fit the ' +
       `result budget (${budget.chars} characters). timeout_ms (default 2 minutes) kills the command and ` +
       'everything it started. The command runs on the host as this user: outside the workspace it can do what the user can.',
-    runCommandInput,
+    commandInput,
     async (input) => {
       const mark = lastSeq(ws)
       const signal = options.signal?.()

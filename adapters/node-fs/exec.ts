@@ -39,11 +39,18 @@ function unsupported(message: string): Error {
   return Object.assign(new Error(`ENOTSUP: ${message}, exec`), { errno: -95, code: 'ENOTSUP', syscall: 'exec' })
 }
 
+/** Text that reaches a process's arguments or environment: spawn refuses a NUL byte there, naming only its own argument's index. */
+function checkNoNul(text: string, what: string): void {
+  if (text.includes('\0')) throw invalid(`${what} must be a string without null bytes (a command line, path or environment cannot carry one)`)
+}
+
 function checkOptions(options: unknown, what = 'options'): asserts options is ExecOptions {
   if (typeof options !== 'object' || options === null) throw invalid(`${what} must be an object`)
   const { cwd, env, timeout, tmpdir, mode, sandbox, stdio, label, discard, signal } = options as ExecOptions
   if (cwd !== undefined && typeof cwd !== 'string') throw invalid('cwd must be a string')
+  if (cwd !== undefined) checkNoNul(cwd, 'cwd')
   if (tmpdir !== undefined && typeof tmpdir !== 'string') throw invalid('tmpdir must be a string')
+  if (tmpdir !== undefined) checkNoNul(tmpdir, 'tmpdir')
   // As Node's validateAbortSignal: anything with a boolean `aborted` (another realm's AbortSignal too).
   if (signal !== undefined && (typeof signal !== 'object' || signal === null || typeof (signal as { aborted?: unknown }).aborted !== 'boolean' || typeof signal.addEventListener !== 'function')) {
     throw invalid('signal must be an AbortSignal')
@@ -55,7 +62,11 @@ function checkOptions(options: unknown, what = 'options'): asserts options is Ex
   if (stdio !== undefined && stdio !== 'pipe' && stdio !== 'inherit') throw invalid(`stdio must be 'pipe' or 'inherit', not ${JSON.stringify(stdio)}`)
   if (env !== undefined) {
     if (typeof env !== 'object' || env === null) throw invalid('env must be an object of strings')
-    for (const [name, value] of Object.entries(env)) if (value !== undefined && typeof value !== 'string') throw invalid(`env.${name} must be a string or undefined`)
+    for (const [name, value] of Object.entries(env)) {
+      if (value !== undefined && typeof value !== 'string') throw invalid(`env.${name} must be a string or undefined`)
+      checkNoNul(name, `env names (${JSON.stringify(name)})`)
+      if (value !== undefined) checkNoNul(value, `env.${name}`)
+    }
   }
   if (sandbox !== undefined) {
     if (typeof sandbox !== 'object' || sandbox === null) throw invalid('sandbox must be an object ({ network?, host?, writable? })')
@@ -67,6 +78,7 @@ function checkOptions(options: unknown, what = 'options'): asserts options is Ex
       for (const path of writable) {
         if (typeof path !== 'string' || !(path.startsWith('/') || path === '~' || path.startsWith('~/'))) throw invalid(`sandbox.writable entries must be absolute paths (or start with ~/), not ${JSON.stringify(path)}`)
         if (path.includes('\n')) throw invalid('sandbox.writable entries cannot contain a newline')
+        checkNoNul(path, 'sandbox.writable entries')
       }
     }
   }
@@ -134,6 +146,7 @@ class HostShellSession implements ExecSession {
 
   private async execute(command: string, given: ExecOptions): Promise<ExecResult> {
     if (typeof command !== 'string' || command.trim() === '') throw invalid('the command must be a non-empty string')
+    checkNoNul(command, 'the command')
     checkOptions(given)
     const { signal } = given
     if (signal?.aborted) throw abortError(signal)
