@@ -3,7 +3,7 @@
  * (checked against node:fs in test/arguments.test.ts), so callers' error handling keeps working.
  */
 import { type Encoding, encode, isEncoding } from '../bytes.js'
-import { rangeError, typeError } from '../errors.js'
+import { FsError, rangeError, typeError } from '../errors.js'
 
 /** Linux values, identical to Node's `fs.constants` there. */
 export const constants = Object.freeze({
@@ -88,19 +88,41 @@ function invalidType(name: string, expected: string, value: unknown): Error {
   return typeError('ERR_INVALID_ARG_TYPE', `The ${what} must be ${expected}.${describeReceived(value)}`)
 }
 
-const decoder = new TextDecoder()
+// A leading BOM is part of the name, not a marker to drop.
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+/** The bytes as Node shows them in messages: U+FFFD where they do not decode. */
+const display = new TextDecoder('utf-8', { ignoreBOM: true })
 
-/** A path as Node accepts it: string, Buffer/Uint8Array or file: URL; no NUL bytes. */
-export function pathArgument(value: unknown, name = 'path'): string {
+/**
+ * A path as Node accepts it: string, Buffer/Uint8Array or file: URL; no NUL bytes. Bytes that are
+ * not UTF-8 are refused with EINVAL naming `syscall` (the watch members, ./watch.ts, leave it to
+ * 'watch'), before anything happens: a workspace name is a string, and decoded with U+FFFD, distinct
+ * names ('a\xff', 'a\xfe') would be one file. A file: URL whose escapes are not UTF-8 throws
+ * Node's own URIError.
+ */
+export function pathArgument(value: unknown, name = 'path', syscall = 'watch'): string {
   let path: string
+  let bytes: Uint8Array | undefined
   if (typeof value === 'string') path = value
-  else if (value instanceof Uint8Array) path = decoder.decode(value)
+  else if (value instanceof Uint8Array) path = display.decode((bytes = value))
   else if (isUrl(value)) path = fileUrlToPath(value)
   else throw invalidType(name, 'of type string or an instance of Buffer or URL', value)
   if (path.includes('\0')) {
     throw typeError('ERR_INVALID_ARG_VALUE', `The argument '${name}' must be a string, Uint8Array, or URL without null bytes. Received ${quote(path)}`)
   }
+  if (bytes !== undefined && path.includes('\uFFFD') && !isUtf8(bytes)) {
+    throw new FsError('EINVAL', syscall, path, undefined, 'invalid argument: a workspace name must be UTF-8')
+  }
   return path
+}
+
+function isUtf8(bytes: Uint8Array): boolean {
+  try {
+    decoder.decode(bytes)
+    return true
+  } catch {
+    return false
+  }
 }
 
 function isUrl(value: unknown): value is URL {

@@ -214,9 +214,12 @@ export class FsOperations {
     this.overlay.refuseReserved(normalize(absolute(given, this.cwd)), syscall, given)
   }
 
-  /** The caller's path as given (for errors) and as an absolute path; '' stays '' (the kernel's ENOENT). */
-  private path(value: unknown, name = 'path'): { given: string; path: string } {
-    const given = pathArgument(value, name)
+  /**
+   * The caller's path as given (for errors) and as an absolute path; '' stays '' (the kernel's
+   * ENOENT). `syscall`: what a path refused as such (bytes that are not UTF-8) is reported as.
+   */
+  private path(value: unknown, syscall: string, name = 'path'): { given: string; path: string } {
+    const given = pathArgument(value, name, syscall)
     this.settle()
     return { given, path: given === '' ? '' : absolute(given, this.cwd) }
   }
@@ -273,7 +276,7 @@ export class FsOperations {
       open.position += bytes.byteLength
       return encoding && encoding !== 'buffer' ? decode(bytes, encoding) : toCallerBytes(bytes)
     }
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, 'open')
     const flags = flagsArgument(flag, 'r')
     const entry = flags === constants.O_RDONLY ? this.overlay.resolve(path, 'open', true, given) : this.openEntry(path, given, flags, 0o666)
     if (entry.type === 'dir') throw new FsError('EISDIR', 'read')
@@ -292,7 +295,7 @@ export class FsOperations {
    * at the top, path.join of it below.
    */
   readdir(dirPath: unknown, options?: unknown, stack = false): (string | Uint8Array | Dirent<string | Uint8Array>)[] {
-    const { given, path } = this.path(dirPath)
+    const { given, path } = this.path(dirPath, 'scandir')
     const encoding = encodingOption(options, 'utf8')
     const opts = objectOptions(options)
     if (opts.recursive !== undefined && opts.recursive !== null) validateBoolean(opts.recursive, 'options.recursive')
@@ -334,7 +337,7 @@ export class FsOperations {
   }
 
   opendir(dirPath: unknown, options?: unknown): Dir {
-    const { given, path } = this.path(dirPath)
+    const { given, path } = this.path(dirPath, 'opendir')
     const encoding = encodingOption(options, 'utf8')
     const opts = objectOptions(options)
     const entry = this.overlay.resolve(path, 'opendir', true, given)
@@ -354,7 +357,7 @@ export class FsOperations {
   }
 
   private statWith(file: unknown, options: unknown, follow: boolean, syscall: string) {
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, syscall)
     const opts = objectOptions(options)
     try {
       const entry = this.overlay.resolve(path, syscall, follow, given)
@@ -367,14 +370,14 @@ export class FsOperations {
 
   exists(file: unknown): boolean {
     try {
-      return this.overlay.lookup(this.path(file).path, true) !== undefined
+      return this.overlay.lookup(this.path(file, 'access').path, true) !== undefined
     } catch {
       return false // invalid arguments: Node's existsSync returns false rather than throwing
     }
   }
 
   access(file: unknown, mode?: unknown): void {
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, 'access')
     const bits = accessModeArgument(mode, constants.F_OK)
     const entry = this.overlay.resolve(path, 'access', true, given)
     // Root may read and write anything, but may execute only what has an execute bit.
@@ -384,7 +387,7 @@ export class FsOperations {
   }
 
   readlink(file: unknown, options?: unknown): string | Uint8Array {
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, 'readlink')
     const encoding = encodingOption(options, 'utf8')
     const entry = this.overlay.resolve(path, 'readlink', false, given)
     if (entry.type !== 'symlink') throw new FsError('EINVAL', 'readlink', given)
@@ -398,7 +401,7 @@ export class FsOperations {
    * name the path as given); 'lstat' is Node's JS realpath, reproduced step for step.
    */
   realpath(file: unknown, options?: unknown, syscall = 'lstat'): string | Uint8Array {
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, syscall)
     const encoding = encodingOption(options, 'utf8')
     const resolved = syscall === 'lstat' ? this.realpathLexical(given) : this.overlay.resolve(path, syscall, true, given).path
     return encodedName(resolved, encoding)
@@ -435,7 +438,7 @@ export class FsOperations {
    * nominal (4 KiB blocks; 'used' is the content the blob store holds): memory is the real limit.
    */
   statfs(file: unknown, options?: unknown): StatFs {
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, 'statfs')
     const opts = objectOptions(options)
     this.overlay.resolve(path, 'statfs', true, given)
     const used = Math.ceil(this.overlay.blobs.bytes / STATFS_BLOCK)
@@ -456,7 +459,7 @@ export class FsOperations {
     }
     const type = (opts as Options).type || ''
     if (typeof type !== 'string') throw typeError('ERR_INVALID_ARG_TYPE', `The "options.type" property must be of type string.${describeReceived(type)}`)
-    const { path } = this.path(file)
+    const { path } = this.path(file, 'open')
     const entry = this.overlay.lookup(path, true)
     if (!entry) throw typeError('ERR_INVALID_ARG_VALUE', 'Unable to open file as blob')
     if (entry.type === 'dir') return Promise.reject(new FsError('EISDIR', 'read'))
@@ -477,7 +480,7 @@ export class FsOperations {
       this.writeDescriptor(open, bytes, 0, bytes.byteLength, null)
       return
     }
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, 'open')
     const flags = flagsArgument(opts.flag, defaultFlag)
     const mode = modeArgument(opts.mode, 'mode', 0o666)
     this.checkSize(bytes.byteLength, 'write', given)
@@ -510,7 +513,7 @@ export class FsOperations {
   }
 
   mkdir(dirPath: unknown, options?: unknown): string | undefined {
-    const { given, path } = this.path(dirPath)
+    const { given, path } = this.path(dirPath, 'mkdir')
     const opts = objectOptions(options)
     if (opts.recursive !== undefined) validateBoolean(opts.recursive, 'options.recursive')
     const mode = modeArgument(typeof options === 'number' || typeof options === 'string' ? options : opts.mode, 'mode', 0o777)
@@ -576,7 +579,7 @@ export class FsOperations {
 
 
   mkdtemp(prefix: unknown, options?: unknown): string | Uint8Array {
-    const given = pathArgument(prefix, 'prefix')
+    const given = pathArgument(prefix, 'prefix', 'mkdtemp')
     const encoding = encodingOption(options, 'utf8')
     const alphabet = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
     for (;;) {
@@ -597,7 +600,7 @@ export class FsOperations {
     // Node's validateRmdirOptions: rm's checks but for `force`, which rmdir does not take.
     const opts = rmOptions(typeof options === 'object' && options !== null ? { ...options, force: false } : options)
     if (opts.recursive) return this.rm(dirPath, { recursive: true })
-    const { given, path } = this.path(dirPath)
+    const { given, path } = this.path(dirPath, 'rmdir')
     const { parent, name, existing } = this.overlay.resolveParent(path, 'rmdir', given)
     if (!parent) throw new FsError('EBUSY', 'rmdir', given)
     if (name === '.') throw new FsError('EINVAL', 'rmdir', given)
@@ -609,7 +612,7 @@ export class FsOperations {
   }
 
   unlink(file: unknown): void {
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, 'unlink')
     const { parent, name, existing, trailingSlash } = this.overlay.resolveParent(path, 'unlink', given)
     if (!parent || name === '.' || name === '..') throw new FsError('EISDIR', 'unlink', given)
     if (!existing) throw new FsError('ENOENT', 'unlink', given)
@@ -623,7 +626,7 @@ export class FsOperations {
    * rmSync's in two places, marked below.
    */
   rm(file: unknown, options?: unknown, asynchronous = false): void {
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, 'lstat')
     const opts = rmOptions(options)
     let entry: Entry
     try {
@@ -655,8 +658,8 @@ export class FsOperations {
   }
 
   rename(oldPath: unknown, newPath: unknown): void {
-    const from = this.path(oldPath, 'oldPath')
-    const to = this.path(newPath, 'newPath')
+    const from = this.path(oldPath, 'rename', 'oldPath')
+    const to = this.path(newPath, 'rename', 'newPath')
     const source = this.overlay.resolveParent(from.path, 'rename', from.given, to.given)
     const target = this.overlay.resolveParent(to.path, 'rename', from.given, to.given)
     const fail = (code: 'ENOENT' | 'ENOTDIR' | 'EISDIR' | 'ENOTEMPTY' | 'EINVAL' | 'EBUSY') => new FsError(code, 'rename', from.given, to.given)
@@ -692,8 +695,8 @@ export class FsOperations {
   }
 
   copyFile(src: unknown, dest: unknown, mode?: unknown): void {
-    const from = this.path(src, 'src')
-    const to = this.path(dest, 'dest')
+    const from = this.path(src, 'copyfile', 'src')
+    const to = this.path(dest, 'copyfile', 'dest')
     const flags = accessModeArgument(mode, 0)
     const source = this.overlay.resolve(from.path, 'copyfile', true, from.given, to.given)
     // The kernel opens the destination before it finds the source is a directory.
@@ -775,8 +778,9 @@ export class FsOperations {
 
   cp(src: unknown, dest: unknown, options?: unknown): void {
     const opts = cpOptions(options)
-    const from = this.path(src, 'src')
-    const to = this.path(dest, 'dest')
+    const stat = opts.dereference === true ? 'stat' : 'lstat'
+    const from = this.path(src, stat, 'src')
+    const to = this.path(dest, stat, 'dest')
     // Node asks the filter before it looks at either path.
     if (opts.filter && !filterAnswer(opts.filter, from.given, to.given)) return
     // Node resolves both paths lexically first, then checks them in this order.
@@ -893,8 +897,8 @@ export class FsOperations {
   }
 
   symlink(target: unknown, file: unknown, type?: unknown): void {
-    const linkTarget = pathArgument(target, 'target')
-    const { given, path } = this.path(file)
+    const linkTarget = pathArgument(target, 'target', 'symlink')
+    const { given, path } = this.path(file, 'symlink')
     // Node reads a string type ('dir', 'file', 'junction': all one on Linux) and ignores any other value.
     if (typeof type === 'string' && type !== 'dir' && type !== 'file' && type !== 'junction') {
       throw codedTypeError('ERR_FS_INVALID_SYMLINK_TYPE', `Symlink type must be one of "dir", "file", or "junction". Received "${type}"`, Error)
@@ -914,8 +918,8 @@ export class FsOperations {
    * slash: ENOENT), then a directory to link: EPERM.
    */
   link(existingPath: unknown, newPath: unknown): void {
-    const from = this.path(existingPath, 'existingPath')
-    const to = this.path(newPath, 'newPath')
+    const from = this.path(existingPath, 'link', 'existingPath')
+    const to = this.path(newPath, 'link', 'newPath')
     // Names in one directory (the usual link) resolve it once.
     const pair = this.overlay.resolvePair(from.path, to.path, 'link', from.given, to.given)
     if (pair && !pair.source) throw new FsError('ENOENT', 'link', from.given, to.given)
@@ -932,14 +936,14 @@ export class FsOperations {
   }
 
   chmod(file: unknown, mode: unknown): void {
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, 'chmod')
     const bits = modeArgument(mode, 'mode')
     const entry = this.overlay.resolve(path, 'chmod', true, given)
     this.changeMeta(entry, { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
   }
 
   chown(file: unknown, uid: unknown, gid: unknown, follow = true): void {
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, follow ? 'chown' : 'lchown')
     const u = validateInteger(uid, 'uid', -1, 4294967295)
     const g = validateInteger(gid, 'gid', -1, 4294967295)
     const entry = this.overlay.resolve(path, follow ? 'chown' : 'lchown', follow, given)
@@ -951,7 +955,7 @@ export class FsOperations {
   }
 
   utimes(file: unknown, atime: unknown, mtime: unknown, follow = true): void {
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, follow ? 'utime' : 'lutime')
     const atimeMs = timeArgument(atime, 'atime')
     const mtimeMs = timeArgument(mtime, 'mtime')
     const entry = this.overlay.resolve(path, follow ? 'utime' : 'lutime', follow, given)
@@ -964,7 +968,7 @@ export class FsOperations {
 
   truncate(file: unknown, len?: unknown): void {
     if (typeof file === 'number') return this.ftruncate(file, len)
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, 'open')
     const length = truncateLength(len)
     const entry = this.overlay.resolve(path, 'open', true, given)
     if (entry.type === 'dir') throw new FsError('EISDIR', 'open', given)
@@ -975,7 +979,7 @@ export class FsOperations {
   // ---- descriptors -------------------------------------------------------------------------------
 
   open(file: unknown, flags?: unknown, mode?: unknown): number {
-    const { given, path } = this.path(file)
+    const { given, path } = this.path(file, 'open')
     const bits = flagsArgument(flags, 'r')
     const perm = modeArgument(mode, 'mode', 0o666)
     const entry = this.openEntry(path, given, bits, perm)
@@ -1422,7 +1426,9 @@ function filterAnswer(filter: NonNullable<CpOptions['filter']>, source: string, 
 export function cpFilterArguments(args: unknown[]): { opts: CpOptions; src: string; dest: string } | undefined {
   const options = args[2]
   if (typeof options !== 'object' || options === null || typeof (options as CpOptions).filter !== 'function') return undefined
-  return { opts: cpOptions(options), src: pathArgument(args[0], 'src'), dest: pathArgument(args[1], 'dest') }
+  const opts = cpOptions(options)
+  const stat = opts.dereference === true ? 'stat' : 'lstat'
+  return { opts, src: pathArgument(args[0], 'src', stat), dest: pathArgument(args[1], 'dest', stat) }
 }
 
 /** Options given as an object, else none. */

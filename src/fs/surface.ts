@@ -119,7 +119,7 @@ function awaitedFilter(ops: FsOperations, args: unknown[]): Promise<unknown[]> |
 
 /** rm as its callback and promise forms run it; argument errors are thrown at once, as Node's are. */
 function asynchronousRm(_ops: FsOperations, args: unknown[]): Promise<unknown[]> {
-  pathArgument(args[0])
+  pathArgument(args[0], 'path', 'lstat')
   rmOptions(args[1])
   return Promise.resolve([args[0], args[1], true])
 }
@@ -156,6 +156,8 @@ const later: (fn: () => void) => void =
 /** Argument errors are thrown synchronously by Node's callback API; system errors go to the callback. */
 function isArgumentError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code
+  // A file: URL whose escapes are not UTF-8: decodeURIComponent's URIError, thrown as Node's is.
+  if (error instanceof URIError) return true
   return typeof code === 'string' && (code.startsWith('ERR_INVALID_ARG') || code === 'ERR_OUT_OF_RANGE' || code.startsWith('ERR_INVALID_URL'))
 }
 
@@ -285,7 +287,7 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
     fs[name + 'Sync'] = run
     fs[name] = callbackForm(name, arity, run, options.load, undefined, waitFor && ((args) => waitFor.callback(ops, args, run)))
     // The promise API takes FileHandles, never numeric descriptors: a number is a bad path there.
-    const promised: Operation = byPath.has(name) ? (file, ...rest) => run(isFileHandle(file) ? file.fd : pathArgument(file), ...rest) : run
+    const promised: Operation = byPath.has(name) ? (file, ...rest) => run(isFileHandle(file) ? file.fd : pathArgument(file, 'path', 'open'), ...rest) : run
     promises[name] = promiseForm(promised, options.load, waitFor && ((args) => waitFor.promise(ops, args, promised)))
   }
   for (const [name, arity] of Object.entries(descriptorCalls)) {

@@ -1,0 +1,209 @@
+/**
+ * More fs paths run on a real Linux directory with node:fs and on a workspace, beside
+ * fs-parity.test.ts: the outcome (result, or the error's class, code, errno, syscall, path, dest
+ * and message, the real directory's name taken out) must be the same. Each case was a divergence a
+ * probe found. Where the workspace differs by design (names that are not UTF-8), the test shows
+ * what Linux does and what the workspace does instead.
+ */
+import * as nodeFs from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { inspect } from 'node:util'
+import { afterAll, describe, expect, it } from 'vitest'
+import { Workspace } from '../src/index.js'
+import { watching } from '../src/watch.js'
+
+process.umask(0o022)
+const base = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-parity-2-'))
+afterAll(() => nodeFs.rmSync(base, { recursive: true, force: true }))
+let count = 0
+
+type Fs = typeof nodeFs
+/** A path on one side: absolute ones under that side's root. */
+type At = (path: string) => string
+
+/** The same small tree on both sides: files, a directory, links. */
+function seed(fs: Fs, at: At): void {
+  fs.mkdirSync(at('/d/sub'), { recursive: true })
+  fs.writeFileSync(at('/f'), 'abcdefghij')
+  fs.writeFileSync(at('/d/g'), 'gee')
+  fs.symlinkSync('f', at('/lf'))
+  fs.symlinkSync('d', at('/ld'))
+}
+
+/** What a call gave, comparable across the sides: errors by their Node fields, bytes as text. */
+function outcome(value: unknown, root: string): unknown {
+  const strip = (text: string) => (root === '' ? text : text.split(root).join(''))
+  if (value instanceof Error) {
+    const error = value as Error & Record<string, unknown>
+    const fields: Record<string, unknown> = { name: error.name, message: strip(error.message), code: error.code, errno: error.errno, syscall: error.syscall }
+    if (error.path !== undefined) fields.path = typeof error.path === 'string' ? strip(error.path) : error.path
+    if (error.dest !== undefined) fields.dest = typeof error.dest === 'string' ? strip(error.dest) : error.dest
+    return fields
+  }
+  if (typeof value === 'string') return strip(value)
+  if (value instanceof Uint8Array) return { bytes: Buffer.from(value).toString('latin1'), buffer: Buffer.isBuffer(value) }
+  if (Array.isArray(value)) return value.map((item) => outcome(item, root))
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, outcome(item, root)]))
+  return value
+}
+
+/** Runs `call` on a fresh seeded real directory (its cwd) and a fresh seeded workspace (cwd '/'). */
+async function onBoth(call: (fs: Fs, at: At) => unknown): Promise<{ node: unknown; workspace: unknown }> {
+  const real = join(base, String(count++))
+  nodeFs.mkdirSync(real)
+  const ws = await Workspace.open({ watch: watching })
+  const fs = ws.fs as unknown as Fs
+  const onReal: At = (path) => (path.startsWith('/') ? real + path : path)
+  const onWorkspace: At = (path) => path
+  seed(nodeFs, onReal)
+  seed(fs, onWorkspace)
+  const settle = async (run: () => unknown) => {
+    try {
+      return await run()
+    } catch (error) {
+      return error
+    }
+  }
+  const cwd = process.cwd()
+  process.chdir(real)
+  let node: unknown
+  try {
+    node = outcome(await settle(() => call(nodeFs, onReal)), real)
+  } finally {
+    process.chdir(cwd)
+  }
+  const workspace = outcome(await settle(() => call(fs, onWorkspace)), '')
+  await ws.close()
+  return { node, workspace }
+}
+
+/** Asserts both sides agree, showing the call's outcome on failure. */
+async function same(call: (fs: Fs, at: At) => unknown): Promise<unknown> {
+  const { node, workspace } = await onBoth(call)
+  expect(inspect(workspace, { depth: 8 })).toBe(inspect(node, { depth: 8 }))
+  return node
+}
+
+/** A callback-form call's outcome: what it threw at once, or what it called back with. */
+function called(run: (callback: (error: Error | null, ...results: unknown[]) => void) => void): Promise<unknown> {
+  return new Promise((resolve) => {
+    try {
+      run((error, ...results) => resolve(error ?? ['called back', ...results]))
+    } catch (error) {
+      resolve(['thrown', error])
+    }
+  })
+}
+
+/** A path of bytes under `root`: the bytes given are its last name. */
+const bytesPath = (root: string, name: number[]) => Buffer.concat([Buffer.from(root + '/'), Buffer.from(name)])
+
+describe('names that are not UTF-8 (a workspace name is a string)', () => {
+  it('two Buffer paths that differ in bytes that are not UTF-8 are two files on Linux; the workspace refuses both (EINVAL) rather than make them one', async () => {
+    const real = join(base, String(count++))
+    nodeFs.mkdirSync(real)
+    nodeFs.writeFileSync(bytesPath(real, [0x61, 0xff]), 'first')
+    nodeFs.writeFileSync(bytesPath(real, [0x61, 0xfe]), 'second')
+    expect(nodeFs.readdirSync(real, 'buffer').map((name) => name.toString('hex')).sort()).toEqual(['61fe', '61ff'])
+    expect(nodeFs.readFileSync(bytesPath(real, [0x61, 0xff]), 'utf8')).toBe('first')
+    expect(nodeFs.existsSync(bytesPath(real, [0x61, 0xfd]))).toBe(false)
+
+    const ws = await Workspace.open()
+    ws.fs.mkdirSync('/d')
+    // It was: one entry 'a\uFFFD', reading 'a\xff' gave "second", and 'a\xfd' existed.
+    expect(() => ws.fs.writeFileSync(bytesPath('/d', [0x61, 0xff]), 'first')).toThrow(
+      expect.objectContaining({ code: 'EINVAL', errno: -22, syscall: 'open', path: '/d/a\uFFFD', message: "EINVAL: invalid argument: a workspace name must be UTF-8, open '/d/a\uFFFD'" }),
+    )
+    expect(() => ws.fs.writeFileSync(bytesPath('/d', [0x61, 0xfe]), 'second')).toThrow(expect.objectContaining({ code: 'EINVAL' }))
+    expect(ws.fs.readdirSync('/d')).toEqual([])
+    expect(() => ws.fs.readFileSync(bytesPath('/d', [0x61, 0xff]))).toThrow(expect.objectContaining({ code: 'EINVAL', syscall: 'open' }))
+    expect(ws.fs.existsSync(bytesPath('/d', [0x61, 0xfd]))).toBe(false)
+    // UTF-8 bytes are a name as ever, a real U+FFFD and a leading BOM included.
+    ws.fs.writeFileSync(Buffer.from('/d/a\uFFFD'), 'replacement character')
+    ws.fs.writeFileSync(Buffer.from('\uFEFFbom'), 'bom') // relative to '/': the BOM is part of the name
+    expect(ws.fs.readFileSync('/d/a\uFFFD', 'utf8')).toBe('replacement character')
+    expect(ws.fs.readdirSync('/')).toContain('\uFEFFbom')
+    await ws.close()
+  })
+
+  it('every call that takes a path refuses bytes that are not UTF-8 before anything happens, naming its syscall; callback forms call back, promises reject', async () => {
+    const ws = await Workspace.open({ watch: watching })
+    const fs = ws.fs as unknown as Fs
+    fs.mkdirSync('/d')
+    fs.writeFileSync('/f', 'x')
+    const bad = bytesPath('', [0x62, 0xff]) // '/b\xff'
+    const before = JSON.stringify(fs.readdirSync('/', { recursive: true }))
+    const history = ws.history().length
+    const sync: [string, () => unknown, string][] = [
+      ['readFileSync', () => fs.readFileSync(bad), 'open'],
+      ['writeFileSync', () => fs.writeFileSync(bad, 'x'), 'open'],
+      ['appendFileSync', () => fs.appendFileSync(bad, 'x'), 'open'],
+      ['readdirSync', () => fs.readdirSync(bad), 'scandir'],
+      ['opendirSync', () => fs.opendirSync(bad), 'opendir'],
+      ['mkdirSync', () => fs.mkdirSync(bad), 'mkdir'],
+      ['mkdirSync recursive', () => fs.mkdirSync(Buffer.concat([bad, Buffer.from('/x')]), { recursive: true }), 'mkdir'],
+      ['mkdtempSync', () => fs.mkdtempSync(bad as never), 'mkdtemp'],
+      ['rmSync', () => fs.rmSync(bad, { force: true }), 'lstat'],
+      ['rmdirSync', () => fs.rmdirSync(bad), 'rmdir'],
+      ['unlinkSync', () => fs.unlinkSync(bad), 'unlink'],
+      ['renameSync from', () => fs.renameSync(bad, '/g'), 'rename'],
+      ['renameSync to', () => fs.renameSync('/f', bad), 'rename'],
+      ['copyFileSync', () => fs.copyFileSync('/f', bad), 'copyfile'],
+      ['cpSync', () => fs.cpSync('/d', bad as never, { recursive: true }), 'lstat'],
+      ['cpSync dereference', () => fs.cpSync('/f', bad as never, { dereference: true }), 'stat'],
+      ['symlinkSync target', () => fs.symlinkSync(bad as never, '/s'), 'symlink'],
+      ['symlinkSync path', () => fs.symlinkSync('f', bad as never), 'symlink'],
+      ['linkSync', () => fs.linkSync('/f', bad), 'link'],
+      ['readlinkSync', () => fs.readlinkSync(bad), 'readlink'],
+      ['realpathSync', () => fs.realpathSync(bad), 'lstat'],
+      ['realpathSync.native', () => fs.realpathSync.native(bad), 'realpath'],
+      ['statSync', () => fs.statSync(bad, { throwIfNoEntry: false }), 'stat'],
+      ['lstatSync', () => fs.lstatSync(bad), 'lstat'],
+      ['statfsSync', () => fs.statfsSync(bad), 'statfs'],
+      ['accessSync', () => fs.accessSync(bad), 'access'],
+      ['chmodSync', () => fs.chmodSync(bad, 0o644), 'chmod'],
+      ['chownSync', () => fs.chownSync(bad, 0, 0), 'chown'],
+      ['lchownSync', () => fs.lchownSync(bad, 0, 0), 'lchown'],
+      ['utimesSync', () => fs.utimesSync(bad, 1, 1), 'utime'],
+      ['lutimesSync', () => fs.lutimesSync(bad, 1, 1), 'lutime'],
+      ['truncateSync', () => fs.truncateSync(bad), 'open'],
+      ['openSync', () => fs.openSync(bad, 'w'), 'open'],
+      ['openAsBlob', () => fs.openAsBlob(bad), 'open'],
+      ['watch', () => fs.watch(bad), 'watch'],
+    ]
+    for (const [name, call, syscall] of sync) {
+      expect(() => call(), name).toThrow(expect.objectContaining({ code: 'EINVAL', syscall, message: expect.stringContaining('a workspace name must be UTF-8') }))
+    }
+    expect(fs.existsSync(bad)).toBe(false)
+    expect(await called((cb) => fs.stat(bad, cb))).toMatchObject({ code: 'EINVAL', syscall: 'stat' })
+    expect(await called((cb) => fs.writeFile(bad, 'x', cb))).toMatchObject({ code: 'EINVAL', syscall: 'open' })
+    expect(await called((cb) => fs.rm(bad, cb))).toMatchObject({ code: 'EINVAL', syscall: 'lstat' })
+    expect(await called((cb) => fs.cp('/f', bad as never, { filter: () => true }, cb))).toMatchObject({ code: 'EINVAL', syscall: 'lstat' })
+    for (const call of [
+      () => fs.promises.readFile(bad),
+      () => fs.promises.writeFile(bad, 'x'),
+      () => fs.promises.truncate(bad),
+      () => fs.promises.open(bad, 'w'),
+      () => fs.promises.mkdir(bad),
+      () => fs.promises.rm(bad, { force: true }),
+    ]) {
+      await expect(call()).rejects.toMatchObject({ code: 'EINVAL' })
+    }
+    await expect(fs.promises.watch(bad as never)[Symbol.asyncIterator]().next()).rejects.toMatchObject({ code: 'EINVAL', syscall: 'watch' })
+    const stream = fs.createWriteStream(bad)
+    expect(await new Promise((resolve) => stream.on('error', resolve))).toMatchObject({ code: 'EINVAL', syscall: 'open' })
+    expect(JSON.stringify(fs.readdirSync('/', { recursive: true }))).toBe(before)
+    expect(ws.history().length).toBe(history)
+    await ws.close()
+  })
+
+  it('a file: URL whose escapes are not UTF-8 throws URIError as Node does, at once in the callback forms', async () => {
+    const url = (at: At) => new URL('file://' + at('/a%FF'))
+    await same((fs, at) => fs.statSync(url(at)))
+    await same((fs, at) => fs.writeFileSync(url(at), 'x'))
+    await same((fs, at) => called((cb) => fs.stat(url(at), cb)))
+    await same((fs, at) => fs.promises.stat(url(at)))
+    await same((fs, at) => fs.existsSync(url(at)))
+  })
+})
