@@ -2,9 +2,10 @@
  * Owners, groups and modes through ws.exec, in both modes, against what the same command does on
  * disk. As root: a command sees the workspace's owners (the project's, and those the workspace set)
  * and its chown comes back, is undone, and reaches the next command. As the unprivileged test user
- * (a user namespace maps only the user's own ids): the workspace keeps the owners it had, and a
- * file of the user's own that its mode keeps from the user comes back the same from both modes
- * when the command changes its mode.
+ * (a user namespace maps only the user's own ids, so overlayfs cannot copy up another group's
+ * file): a project holding such files runs in copy mode and says why, the workspace keeps the
+ * owners it had, and a file of the user's own that its mode keeps from the user comes back the same
+ * from both modes when the command changes its mode.
  */
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -103,6 +104,25 @@ if (scenario === 'unreadable') {
     })
   }
 }
+if (scenario === 'unmapped') {
+  const [group, sudoed, clean] = projects
+  // A file of the user's with another group ('users'), as in a team's shared directory.
+  out.group = await open(group, async (ws) => {
+    const auto = brief(await ws.exec('echo 2 >> src/f && rm g && echo ok'))
+    return { auto, content: ws.fs.readFileSync('/src/f', 'utf8'), again: brief(await ws.exec('true')) }
+  })
+  out.forced = await open(group, async (ws) => {
+    try { await ws.exec('true', { mode: 'overlay' }); return 'ran' } catch (error) { return error.code + ' ' + error.message }
+  })
+  // What the workspace deleted no longer shows from the project: overlay mode runs.
+  out.hidden = await open(group, async (ws) => {
+    ws.fs.rmSync('/src/f')
+    return brief(await ws.exec('echo 3 > src/f && cat src/f'))
+  })
+  // After 'sudo chown -R user' a directory keeps root's group: a delete in it copies it up.
+  out.sudoed = await open(sudoed, async (ws) => brief(await ws.exec('rm lib/x && mv lib/y lib/z && echo ok')))
+  out.clean = await open(clean, async (ws) => brief(await ws.exec('echo more >> f')))
+}
 console.log(JSON.stringify(out))
 `
 
@@ -151,5 +171,24 @@ describe('owners through exec, as an unprivileged user', () => {
       expect(seen[mode].run.stderr).toMatch(/s: Permission denied/)
       expect(seen[mode]).toMatchObject({ after: { mode: '600', content: 'secret\n' }, next: 'secret\n', undone: '0' })
     }
+  }, 120_000)
+
+  it.skipIf(!canRun)("a project holding another group's files runs in copy mode, as on disk, and says why", async () => {
+    const group = make('group', { '/src/f': '1\n', '/g': 'g\n' })
+    fs.chownSync(path.join(group, 'src/f'), uid, 100)
+    const sudoed = make('sudoed', { '/lib/x': 'x\n', '/lib/y': 'y\n' })
+    fs.chownSync(path.join(sudoed, 'lib'), uid, 0)
+    const seen = await runAs('unmapped', group, sudoed, make('clean', { '/f': 'f\n' }))
+    // As on disk: the write and the delete work.
+    expect(seen.group.auto).toMatchObject({ exitCode: 0, mode: 'copy', stdout: 'ok\n', stderr: '', changes: { added: [], modified: ['/src/f'], deleted: ['/g'] } })
+    expect(seen.group.auto.modeReason).toMatch(new RegExp(`^overlay mode could not be set up: '/src/f' in the project belongs to uid ${uid}, gid 100, and a user namespace maps only this user's ${uid}:${gid}: overlayfs could not copy it up \\(EOVERFLOW\\)`))
+    expect(seen.group.content).toBe('1\n2\n')
+    expect(seen.group.again.mode).toBe('copy')
+    expect(seen.group.again.modeReason).toMatch(/^overlay mode could not be set up earlier in this workspace: '\/src\/f' in the project/)
+    expect(seen.forced).toMatch(/^ENOTSUP rewindfs: exec: overlay mode could not be set up: '\/src\/f' in the project belongs to/)
+    expect(seen.hidden).toMatchObject({ exitCode: 0, mode: 'overlay', stdout: '3\n', changes: { added: ['/src/f'], modified: [], deleted: [] } })
+    expect(seen.sudoed).toMatchObject({ exitCode: 0, mode: 'copy', stdout: 'ok\n', stderr: '', changes: { added: ['/lib/z'], modified: [], deleted: ['/lib/x', '/lib/y'] } })
+    expect(seen.sudoed.modeReason).toMatch(/'\/lib' in the project belongs to uid \d+, gid 0,/)
+    expect(seen.clean).toMatchObject({ exitCode: 0, mode: 'overlay', changes: { modified: ['/f'] } })
   }, 120_000)
 })

@@ -10,11 +10,20 @@
  * commands come back to back (ws.bisect's probes) keeps the next command's helper started while
  * the current one runs (a spare), and removes a command's upper and work directories while the
  * next one runs: between two commands only the layer's update and the mount remain.
+ *
+ * A user namespace maps only the user's own uid and gid, and overlayfs cannot copy up a file or
+ * directory whose owner or group it cannot map (EOVERFLOW): a write, a rename or a new entry there
+ * fails where it would work on disk (a file of the user's with the group 'users', a tree after
+ * `sudo chown -R me`). So an unprivileged session looks for such entries in the project once per
+ * lower source (one `find`) and, where the view still shows one from the project, refuses to set up
+ * (SetupError: the command runs in copy mode, which has no such limit, and says why).
  */
+import { spawn } from 'node:child_process'
 import os from 'node:os'
 import { hostFs as fs } from './host-fs.js'
 import type { ExecHost } from 'rewindfs'
-import type { DirNode } from 'rewindfs/adapter-kit'
+import type { DirNode, Overlay } from 'rewindfs/adapter-kit'
+import { RESERVED_PREFIX } from './confine.js'
 import { HELPER_SCRIPT, type HelperArguments, helperArguments, helperRequest } from './exec-helper.js'
 import { removeLargeTree, removeTree } from './exec-files.js'
 import { ExecLayer } from './exec-layer.js'
@@ -74,6 +83,73 @@ function track(dir: string): void {
       }
     }
   })
+}
+
+/** Entries of a project whose owner or group is not this user's, up to a bound ('more': there were others). */
+interface Unmapped {
+  readonly paths: readonly string[]
+  readonly more: boolean
+  /** Why they could not be looked for (the search did not run). */
+  readonly problem?: string
+}
+
+/** Listed up to this many: past it, the project is taken to have them wherever a command looks. */
+const UNMAPPED_LIST = 1000
+
+/** One search per lower source (a project's workspaces and ws.bisect's views share it). */
+const unmappedBySource = new WeakMap<object, Promise<Unmapped>>()
+
+/**
+ * The project's entries below its root (the mount's root is the upper directory, never copied up)
+ * whose owner or group is not this user's: one `find`, on the project's own file system (overlayfs
+ * shows no mount below its lower directory), the flush's staging area left out.
+ */
+function findUnmapped(project: string, uid: number, gid: number): Promise<Unmapped> {
+  const args = [project, '-xdev', '-mindepth', '1', '(', '-name', RESERVED_PREFIX, '-o', '-name', `${RESERVED_PREFIX}.*`, ')', '-prune', '-o', '(', '!', '-user', String(uid), '-o', '!', '-group', String(gid), ')', '-print0']
+  return new Promise((resolve) => {
+    const child = spawn('find', args, { cwd: '/', stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, LC_ALL: 'C' } })
+    const paths: string[] = []
+    let rest = Buffer.alloc(0)
+    let more = false
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (more) return
+      rest = Buffer.concat([rest, chunk])
+      for (let end = rest.indexOf(0); end >= 0; end = rest.indexOf(0)) {
+        const path = rest.subarray(0, end).toString('utf8')
+        rest = rest.subarray(end + 1)
+        if (paths.length === UNMAPPED_LIST) {
+          more = true
+          child.kill()
+          return
+        }
+        if (path.startsWith(project + '/')) paths.push(path.slice(project.length))
+      }
+    })
+    child.on('error', (error) => resolve({ paths: [], more: false, problem: `the project's owners cannot be checked (find: ${error.message})` }))
+    // Status 1 when a directory could not be read: what the command cannot read either; the rest was listed.
+    child.on('close', (code, signal) => resolve(code === null && !more ? { paths: [], more: false, problem: `the project's owners cannot be checked (find ended with ${signal})` } : { paths, more }))
+  })
+}
+
+/**
+ * Why this user namespace cannot run commands over the view (undefined: it can): an entry of the
+ * project it cannot map that the view still shows from the project (not deleted, replaced or
+ * written by the workspace, whose own copy in the exec layer is the user's).
+ */
+function unmappedProblem(found: Unmapped, view: Overlay, project: string, uid: number, gid: number): string | undefined {
+  if (found.problem !== undefined) return found.problem
+  const shown = found.paths.filter((path) => {
+    // A name that is not UTF-8 has no workspace path: the view cannot hide it.
+    if (path.includes('\uFFFD')) return true
+    const entry = view.lookup(path, false)
+    return entry !== undefined && entry.node === undefined && entry.link === undefined && entry.lowerPath === path
+  })
+  if (shown.length === 0 && !found.more) return undefined
+  const first = shown[0] ?? found.paths[0]
+  const stats = fs.lstatSync(project + first, { throwIfNoEntry: false })
+  const ids = stats ? `uid ${stats.uid}, gid ${stats.gid}` : 'another owner'
+  const others = found.more ? ` and over ${UNMAPPED_LIST} more` : shown.length > 1 ? ` and ${shown.length - 1} more` : ''
+  return `'${first}'${others} in the project belongs to ${ids}, and a user namespace maps only this user's ${uid}:${gid}: overlayfs could not copy it up (EOVERFLOW) for a command that writes, renames or creates in it`
 }
 
 function sameSpec(a: SpareSpec, b: SpareSpec): boolean {
@@ -146,7 +222,12 @@ export class OverlaySession {
       fs.mkdirSync(`${dir}/templates`)
       this.layer = new ExecLayer(`${dir}/layer`, this.project, `${dir}/templates`, tools, privileged, xattrPrefix(privileged) + 'opaque')
     }
+    const unmapped = privileged ? undefined : await this.unmapped()
     const { root: before, writes, lookups } = await this.layer.sync(this.host, this.host.workspace.lower)
+    if (unmapped !== undefined) {
+      const problem = unmappedProblem(unmapped, this.host.view(before), this.project, process.getuid!(), process.getgid!())
+      if (problem !== undefined) throw new SetupError(`rewindfs: exec: overlay mode could not be set up: ${problem}`)
+    }
     const id = ++this.serial
     const upper = `${dir}/upper-${id}`
     const work = `${dir}/work-${id}`
@@ -211,6 +292,17 @@ export class OverlaySession {
       this.leftovers.push(upper, work, stash)
       if (!this.backToBack) this.removeLeftovers()
     }
+  }
+
+  /** The project's entries a user namespace cannot map, searched for once per lower source. */
+  private unmapped(): Promise<Unmapped> {
+    const source = this.host.workspace.lower.source
+    let found = unmappedBySource.get(source)
+    if (found === undefined) {
+      found = findUnmapped(this.project, process.getuid!(), process.getgid!())
+      unmappedBySource.set(source, found)
+    }
+    return found
   }
 
   /** The spare, if it was started for a command like this one (same program, arguments, environment) and still waits. */
