@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { inspect } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
+import { directory } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
 import { watching } from '../src/watch.js'
 
@@ -205,5 +206,42 @@ describe('names that are not UTF-8 (a workspace name is a string)', () => {
     await same((fs, at) => called((cb) => fs.stat(url(at), cb)))
     await same((fs, at) => fs.promises.stat(url(at)))
     await same((fs, at) => fs.existsSync(url(at)))
+  })
+
+  it('a lower directory\'s names that are not UTF-8 are left out of its listings, so nothing reads, shows or flushes a garbled name', async () => {
+    const real = join(base, String(count++))
+    nodeFs.mkdirSync(real)
+    nodeFs.writeFileSync(bytesPath(real, [0x61, 0xff]), 'lower-ff')
+    nodeFs.writeFileSync(bytesPath(real, [0x61, 0xfe]), 'lower-fe')
+    nodeFs.mkdirSync(bytesPath(real, [0x64, 0xff]))
+    nodeFs.writeFileSync(Buffer.concat([bytesPath(real, [0x64, 0xff]), Buffer.from('/inside')]), 'inside')
+    nodeFs.writeFileSync(join(real, 'b\uFFFD'), 'a real U+FFFD')
+    nodeFs.writeFileSync(join(real, 'ok'), 'ok')
+    const onDisk = () =>
+      nodeFs
+        .readdirSync(real, 'buffer')
+        .filter((name) => !name.toString().startsWith('.rewindfs-flush'))
+        .map((name) => name.toString('hex'))
+        .sort()
+    const disk = onDisk()
+
+    const lower = directory(real)
+    const ws = await Workspace.open({ lower })
+    // It was: one entry 'a\uFFFD' for both files, whose read was ENOENT.
+    expect(ws.fs.readdirSync('/').sort()).toEqual(['b\uFFFD', 'ok'])
+    expect(ws.fs.readdirSync('/', 'buffer').map((name) => Buffer.from(name).toString('hex')).sort()).toEqual([Buffer.from('b\uFFFD').toString('hex'), Buffer.from('ok').toString('hex')])
+    expect(ws.fs.readdirSync('/', { withFileTypes: true, recursive: true }).map((entry) => entry.name).sort()).toEqual(['b\uFFFD', 'ok'])
+    expect(ws.fs.readFileSync('/b\uFFFD', 'utf8')).toBe('a real U+FFFD')
+    expect(ws.fs.existsSync('/a\uFFFD')).toBe(false)
+    expect(lower.walker().list('/').map((entry) => entry.name).sort()).toEqual(['b\uFFFD', 'ok'])
+    // A write through the bytes is refused; the flush writes what the workspace changed, nothing else.
+    expect(() => ws.fs.writeFileSync(bytesPath('', [0x61, 0xff]), 'ws-wrote-ff')).toThrow(expect.objectContaining({ code: 'EINVAL' }))
+    ws.fs.writeFileSync('/ok', 'changed')
+    await ws.flush()
+    expect(onDisk()).toEqual(disk)
+    expect(nodeFs.readFileSync(bytesPath(real, [0x61, 0xff]), 'utf8')).toBe('lower-ff')
+    expect(nodeFs.readFileSync(bytesPath(real, [0x61, 0xfe]), 'utf8')).toBe('lower-fe')
+    expect(nodeFs.readFileSync(join(real, 'ok'), 'utf8')).toBe('changed')
+    await ws.close()
   })
 })

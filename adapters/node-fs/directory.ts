@@ -1,7 +1,8 @@
 /**
  * A real directory as the workspace's lower layer and as a flush target. Reads are lazy and
  * synchronous (nothing is scanned on open; every call asks the disk, so a change underneath shows
- * in `version`), confined to the root (see confine.ts), and never show the flush's staging area.
+ * in `version`), confined to the root (see confine.ts), and never show the flush's staging area
+ * or names that are not UTF-8 (a workspace name is a string: see walker.ts's utf8Entries).
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { hostFs as fs } from './host-fs.js'
@@ -13,7 +14,7 @@ import { Confinement, RESERVED_PREFIX, checkPath, isReserved, lstatOrUndefined }
 import { hostShell } from './exec.js'
 import { clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
 import { syncDirectory } from './files.js'
-import { DirectoryWalker } from './walker.js'
+import { DirectoryWalker, utf8Entries } from './walker.js'
 
 const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
 
@@ -86,8 +87,9 @@ export class DirectorySource implements LowerSource, FlushTarget {
     const normal = this.visible(path, 'scandir')
     const host = this.confinement.resolve(normal, 'scandir', true)
     const names: string[] = []
-    for (const entry of fs.readdirSync(host, { withFileTypes: true })) {
-      if ((entry.isFile() || entry.isDirectory() || entry.isSymbolicLink()) && !isReserved(entry.name)) names.push(entry.name)
+    // Names that are not UTF-8 are left out (see utf8Entries): a workspace name is a string.
+    for (const { name, entry } of utf8Entries(fs, host)) {
+      if ((entry.isFile() || entry.isDirectory() || entry.isSymbolicLink()) && !isReserved(name)) names.push(name)
     }
     // A component swapped for a link while listing: the names may come from elsewhere.
     if (fs.realpathSync.native(host) !== host) {

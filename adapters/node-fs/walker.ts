@@ -6,7 +6,8 @@
  * either. A directory swapped for a link in the middle of a walk is not caught here (DirectorySource's
  * own calls catch it): the walk reads what it listed a moment before. A file's bytes go into one
  * buffer the walker reuses, so a walk over many small files allocates nothing per file. Each call
- * runs as host access (host-fs.ts) once, not once per fs call.
+ * runs as host access (host-fs.ts) once, not once per fs call. Names that are not UTF-8 are left
+ * out, as DirectorySource leaves them out (see utf8Entries).
  */
 import fs from 'node:fs'
 import type { EntryType, LowerWalker, WalkerEntry } from 'rewindfs/adapter-kit'
@@ -43,9 +44,9 @@ export class DirectoryWalker implements LowerWalker {
 
   private listNow(path: string): WalkerEntry[] {
     const out: WalkerEntry[] = []
-    for (const entry of fs.readdirSync(this.confinement.lexical(path), { withFileTypes: true })) {
+    for (const { name, entry } of utf8Entries(fs, this.confinement.lexical(path))) {
       const type: EntryType | undefined = entry.isFile() ? 'file' : entry.isDirectory() ? 'dir' : entry.isSymbolicLink() ? 'symlink' : undefined
-      if (type !== undefined && !isReserved(entry.name)) out.push({ name: entry.name, type })
+      if (type !== undefined && !isReserved(name)) out.push({ name, type })
     }
     return out
   }
@@ -75,4 +76,27 @@ export class DirectoryWalker implements LowerWalker {
       fs.closeSync(fd)
     }
   }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+/**
+ * A directory's entries whose names are UTF-8, with those names. A workspace name is a string, so
+ * the others are left out, as a command's read-back skips them: decoded with U+FFFD, 'a\xff' and
+ * 'a\xfe' would show as one 'a\uFFFD' that nothing on disk is named (its read ENOENT), and a write
+ * to it would flush a third file. Listed as strings (the usual case, fast); only a listing with a
+ * U+FFFD in it is read again as bytes, to tell a real U+FFFD from bytes that did not decode.
+ */
+export function utf8Entries(host: Pick<typeof fs, 'readdirSync'>, path: string): { name: string; entry: fs.Dirent<string | Buffer> }[] {
+  const listed = host.readdirSync(path, { withFileTypes: true })
+  if (!listed.some((entry) => entry.name.includes('\uFFFD'))) return listed.map((entry) => ({ name: entry.name, entry }))
+  const out: { name: string; entry: fs.Dirent<Buffer> }[] = []
+  for (const entry of host.readdirSync(path, { withFileTypes: true, encoding: 'buffer' })) {
+    try {
+      out.push({ name: utf8.decode(entry.name), entry })
+    } catch {
+      // not UTF-8: left out
+    }
+  }
+  return out
 }
