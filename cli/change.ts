@@ -3,8 +3,9 @@ import type { Change } from '../src/diff.js'
 import { normalize } from '../src/path.js'
 import type { Options } from './arguments.js'
 import { changeLines, patchLines } from './inspect.js'
-import { type Json, type Outcome, changeJson, checkpointJson } from './outcome.js'
+import { type Json, type Outcome, changeJson, checkpointJson, suggestedCommand } from './outcome.js'
 import { openProject } from './project.js'
+import { storeOptions } from './store-option.js'
 import { type Palette, type ProgressBar, progressBar, stdoutPalette } from './terminal.js'
 import { UsageError } from './usage.js'
 
@@ -44,7 +45,7 @@ function restoreLines(changes: readonly Change[], patches: Map<Change, { text: s
 export async function restore(options: Options, checkpoint: string): Promise<Outcome> {
   if (options.path !== undefined && !options.dryRun) throw new UsageError('restore: --path narrows what a dry run shows (with --dry-run); a restore brings back every path')
   if (options.limit !== undefined && !options.patch) throw new UsageError('restore: --limit sets how many diff lines --patch shows; add --patch')
-  const { ws } = await openProject('restore', options, options.dryRun ? 'read' : 'write')
+  const { ws, dir } = await openProject('restore', options, options.dryRun ? 'read' : 'write')
   try {
     const target = ws.checkpoints().find((c) => c.id === checkpoint) ?? ws.checkpoints().find((c) => c.name === checkpoint)
     const report = await ws.restore(checkpoint, { dryRun: options.dryRun, force: options.force })
@@ -65,7 +66,7 @@ export async function restore(options: Options, checkpoint: string): Promise<Out
       ...(cut > 0
         ? [paint.dim(`${cut} diff line(s) not shown (at most ${options.limit ?? PATCH_LINES}): --limit <lines> shows more, --path <path> only what is under a path`)]
         : []),
-      ...(report.guard ? [paint.dim(`guard checkpoint ${report.guard.id}: rewindfs restore ${report.guard.id} takes this back`)] : []),
+      ...(report.guard ? [paint.dim(`guard checkpoint ${report.guard.id}: ${takeBack(report.guard.id, dir, options)} takes this back`)] : []),
       ...(report.conflicts.length > 0 ? [paint.yellow(`forced over paths changed in the project since they were read: ${report.conflicts.join(', ')}`)] : []),
       ...(!options.dryRun ? [paint.dim('the project on disk is unchanged; rewindfs flush writes the workspace into it')] : []),
     ]
@@ -112,4 +113,10 @@ export async function flush(options: Options): Promise<Outcome> {
     bar.finish() // before anything else is printed
     await ws.close()
   }
+}
+
+/** `rewindfs restore <checkpoint>` for the same project, store and session, pasteable as printed (the store's password left out). */
+export function takeBack(checkpoint: string, dir: string, options: Options): string {
+  const { options: named, note } = storeOptions(options.store!, options.session)
+  return suggestedCommand('restore', [checkpoint], [['dir', dir], ...named]) + (note ? ` (${note})` : '')
 }

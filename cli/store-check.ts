@@ -6,9 +6,9 @@
 import { type StoreVerification, verifyStore } from '../src/engine/verify-store.js'
 import type { StoreDamage } from '../src/engine/durability.js'
 import type { Options } from './arguments.js'
-import type { Outcome } from './outcome.js'
+import { type Outcome, shellWord, suggestedCommand } from './outcome.js'
 import { openProject } from './project.js'
-import { openStore, storeLabel } from './store-option.js'
+import { openStore, storeLabel, storeOptions } from './store-option.js'
 import { stdoutPalette } from './terminal.js'
 import { EXIT, UsageError } from './usage.js'
 
@@ -22,8 +22,12 @@ function storeOption(command: string, options: Options): string {
  * bytes nothing reads aside; damaged contents something needs it keeps as they are: the user
  * writes the paths that hold them again (the same content replaces a damaged copy) or deletes them.
  */
-function advice(report: StoreVerification, label: string): string {
-  const repair = `rewindfs repair --store ${label} --dir <project>`
+function advice(report: StoreVerification, options: Options): string {
+  // Pasteable as printed: the same store and session, quoted, the password left out (PGPASSWORD).
+  const { options: named, note } = storeOptions(options.store!, options.session)
+  const suggest = (command: string) =>
+    `${suggestedCommand(command, [], named)} --dir ${options.dir !== undefined ? shellWord(options.dir) : '<project>'}${note ? ` (${note})` : ''}`
+  const repair = suggest('repair')
   if (report.journal.damagedCount > 0 || report.meta.length > 0) return `nothing was changed; ${repair} keeps what can be kept`
   const { blobs } = report
   if (blobs.corrupt.length + blobs.unreadable.length + blobs.missing.length === 0) {
@@ -31,7 +35,7 @@ function advice(report: StoreVerification, label: string): string {
   }
   return (
     `nothing was changed; the damaged contents are lost (repair rebuilds journals and metadata, not contents): ` +
-    `rewindfs status --store ${label} --dir <project> names the paths that read as EIO; one written again after such a read gets its content stored anew`
+    `${suggest('status')} names the paths that read as EIO; one written again after such a read gets its content stored anew`
   )
 }
 
@@ -51,7 +55,7 @@ export async function verify(options: Options): Promise<Outcome> {
       `${paint.bold('health')}      ${report.ok ? paint.green('ok') : paint.red('damaged')}`,
       ...report.problems.map((problem) => '  ' + paint.red(problem)),
       ...report.notes.map((note) => '  ' + paint.yellow(note)),
-      ...(report.ok ? [] : [paint.dim(advice(report, label))]),
+      ...(report.ok ? [] : [paint.dim(advice(report, options))]),
     ]
     return { data: { store: label, ...report }, lines, exitCode: report.ok ? EXIT.ok : EXIT.failure }
   } finally {

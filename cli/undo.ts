@@ -10,6 +10,7 @@ import type { Operation } from '../src/index.js'
 import type { Options } from './arguments.js'
 import { type Json, type Outcome, checkpointJson, iso, pathsText } from './outcome.js'
 import { openProject } from './project.js'
+import { takeBack } from './change.js'
 import { stdoutPalette } from './terminal.js'
 
 function operationJson(op: Operation): { [key: string]: Json | undefined } {
@@ -17,7 +18,7 @@ function operationJson(op: Operation): { [key: string]: Json | undefined } {
 }
 
 export async function undo(options: Options): Promise<Outcome> {
-  const { ws } = await openProject('undo', options, options.dryRun ? 'read' : 'write')
+  const { ws, dir } = await openProject('undo', options, options.dryRun ? 'read' : 'write')
   try {
     const steps = options.steps ?? 1
     // What it would undo first: a refusal (EDEPENDENT) or nothing to undo makes no checkpoint.
@@ -35,7 +36,7 @@ export async function undo(options: Options): Promise<Outcome> {
             `${paint.bold(what)} ${report.undone.length} operation(s):`,
             ...report.undone.map((op) => `  ${paint.bold(op.id)} ${op.type.padEnd(12)} ${pathsText(op.paths)}${op.description ? paint.dim(` (${op.description})`) : ''}`),
             ...(report.next ? [paint.dim(`next: ${report.next.id} ${report.next.type} ${pathsText(report.next.paths)}${report.next.description ? ` (${report.next.description})` : ''}`)] : []),
-            ...(guard ? [paint.dim(`checkpoint ${guard.id} holds the workspace as it was: rewindfs restore ${guard.id} takes this undo back`)] : []),
+            ...(guard ? [paint.dim(`checkpoint ${guard.id} holds the workspace as it was: ${takeBack(guard.id, dir, options)} takes this undo back`)] : []),
             ...(!options.dryRun ? [paint.dim('the project on disk is unchanged; rewindfs flush writes the workspace into it')] : []),
           ]
     return {

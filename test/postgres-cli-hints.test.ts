@@ -12,6 +12,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CLI, buildCli, removeCli, runCli } from './cli-process.js'
 import { dropSchema, scratchSchema, serverUrl } from './postgres-server.js'
+import * as pack from './support/pack-raw.js'
 
 const url = await serverUrl()
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs pg hints '))
@@ -106,4 +107,35 @@ describe('suggested commands on a directory store', () => {
     expect(restored.code, restored.stderr).toBe(0)
     expect(JSON.parse(restored.stdout)).toMatchObject({ applied: true, checkpoint: { name: '-v1' } })
   })
+  it("undo's and restore's guard checkpoints are suggested with the project and the store, and work pasted", () => {
+    const dir = project('guarded')
+    const store = path.join(tmp, 'guarded store')
+    expect(runCli(['run', '--dir', dir, '--store', store, '--', 'sh', '-c', 'echo edited > a.txt']).code).toBe(0)
+    const undone = runCli(['undo', '--dir', dir, '--store', store])
+    expect(undone.code, undone.stderr).toBe(0)
+    const takeBack = undone.stdout.match(/holds the workspace as it was: (rewindfs restore .*) takes this undo back$/m)
+    expect(takeBack?.[1], undone.stdout).toContain(`--store '${store}'`)
+    const restored = paste(takeBack![1])
+    expect(restored.code, restored.stderr).toBe(0)
+    const shown = runCli(['diff', '--dir', dir, '--store', store, '--json'])
+    expect(JSON.parse(shown.stdout).changes.map((change: { path: string }) => change.path)).toEqual(['/a.txt'])
+    const guard = JSON.parse(restored.stdout).guard.id
+    const again = runCli(['restore', guard, '--dir', dir, '--store', store])
+    expect(again.stdout).toMatch(new RegExp(`guard checkpoint \\S+: rewindfs restore \\S+ --dir '?${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}'? --store '${store}' takes this back`))
+  })
+  it("verify's advice names the store quoted, pasteable once the project is filled in", () => {
+    const dir = project('damaged')
+    const store = path.join(tmp, 'damaged store')
+    expect(runCli(['run', '--dir', dir, '--store', store, '--', 'sh', '-c', 'echo notes > notes.md']).code).toBe(0)
+    const [id] = [...pack.blobRecords(store)].find(([, record]) => record.payload.toString('utf8') === 'notes\n')!
+    pack.setBlob(store, id, Buffer.from('Notes\n'))
+    const verified = runCli(['verify', '--store', store])
+    expect(verified.code).toBe(1)
+    const status = verified.stdout.match(/(rewindfs status .*) --dir <project> names the paths/)
+    expect(status?.[1], verified.stdout).toBe(`rewindfs status --store '${store}'`)
+    const pasted = paste(`${status![1]} --dir ${JSON.stringify(dir)}`)
+    expect(pasted.code).toBe(1)
+    expect(JSON.parse(pasted.stdout).health.damagedPaths).toEqual(['/notes.md'])
+  })
 })
+
