@@ -2,7 +2,8 @@
  * `rewindfs run --dir <project> [--store <dir>] -- <command…>`: one command in the workspace over
  * the project (overlay mode where the kernel allows it), its changes printed and, with --store,
  * recorded for diff, undo and flush. The project on disk never changes. The exit code is the
- * command's. shell.ts opens an interactive shell the same way.
+ * command's. shell.ts opens an interactive shell the same way. SIGTERM or SIGHUP (a closed
+ * terminal) kills the command, removes the temp directory and ends this process by that signal.
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -102,14 +103,20 @@ export function exitCodeOf(result: ExecResult): number {
 /**
  * Runs the command with the terminal handed over (stdin, stdout, stderr), or collected for --json.
  * The terminal's Ctrl-C goes to the command; this process waits for it and records what it did.
+ * Told to end (SIGTERM, SIGHUP), it kills the command, records nothing of it, closes the workspace
+ * (its temp directory goes) and then ends by the same signal, as the command would have.
  */
 export async function runInWorkspace(options: Options, command: string, json: boolean, label?: string): Promise<{ result: ExecResult; lines: string[] }> {
   const ws = await openForExec('run', options)
   const ignore = () => undefined
+  const ended = new AbortController()
+  const end = (signal: NodeJS.Signals) => ended.abort(signal)
   process.on('SIGINT', ignore)
   process.on('SIGQUIT', ignore)
+  process.on('SIGTERM', end)
+  process.on('SIGHUP', end)
   try {
-    const result = await ws.exec(command, execOptions(options, json ? 'pipe' : 'inherit', label)).catch((error: unknown) => {
+    const result = await ws.exec(command, { ...execOptions(options, json ? 'pipe' : 'inherit', label), signal: ended.signal }).catch((error: unknown) => {
       // Refused (a validator, a conflict): the command ran; say so with the error.
       const ran = (error as { result?: ExecResult }).result
       if (ran) Object.assign(error as object, { message: `${(error as Error).message} (the command exited with ${exitCodeOf(ran)}; nothing it did was kept)` })
@@ -123,6 +130,10 @@ export async function runInWorkspace(options: Options, command: string, json: bo
     process.off('SIGINT', ignore)
     process.off('SIGQUIT', ignore)
     await ws.close()
+    process.off('SIGTERM', end)
+    process.off('SIGHUP', end)
+    // With no listener left, the signal's default action ends this process (128 + its number to a shell).
+    if (ended.signal.aborted) process.kill(process.pid, ended.signal.reason as NodeJS.Signals)
   }
 }
 

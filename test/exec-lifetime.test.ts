@@ -3,20 +3,26 @@
  * (a SIGKILL included), and no longer than its caller wants (ws.exec's `signal`). Real processes
  * and real kills: a Node process runs ws.exec, the test kills it and then looks in /proc for the
  * command's processes (marked through their environment) and on disk for what they would write.
+ * `rewindfs run` told to end (SIGTERM, SIGHUP) kills its command and leaves no temp directory.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { directory, hostShell } from '../adapters/node-fs/index.js'
 import { support } from '../adapters/node-fs/exec-support.js'
 import { Workspace } from '../src/index.js'
 import type { ExecMode } from '../src/index.js'
+import { CLI, buildCli, removeCli, runCli } from './cli-process.js'
 import { withMarker } from './support/processes.js'
 import { capability } from './support/require.js'
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-exec-lifetime-`)
-afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
+beforeAll(buildCli)
+afterAll(() => {
+  removeCli()
+  fs.rmSync(scratch, { recursive: true, force: true })
+})
 
 const host = await support()
 const modes: ExecMode[] = capability('exec-overlay', host.overlay) ? ['overlay', 'copy'] : ['copy']
@@ -56,6 +62,14 @@ function node(script: string, env: NodeJS.ProcessEnv = process.env): { child: Ch
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
   return { child, output: () => output }
+}
+
+function commandLine(pid: number): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ')
+  } catch {
+    return '' // gone
+  }
 }
 
 const exited = (child: ChildProcess) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())))
@@ -208,5 +222,37 @@ describe('ws.exec refuses a bad signal', () => {
     await expect(ws.exec('true', { signal: {} as AbortSignal })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE', message: expect.stringContaining('signal must be an AbortSignal') })
     expect(() => hostShell({ signal: new AbortController().signal } as Parameters<typeof hostShell>[0])).toThrow(/cannot hold a signal/)
     await ws.close()
+  })
+})
+
+describe('rewindfs run told to end', () => {
+  // SIGTERM with the output collected (--json: the command leads its own process group); SIGHUP, as
+  // a closed terminal sends it, with the terminal handed over (the command in this process's group).
+  it.each([
+    ['SIGTERM', ['--json']],
+    ['SIGHUP', []],
+  ] as const)('by %s kills its command, removes its temp directory, records nothing and ends by that signal', async (signal, flags) => {
+    const root = project()
+    const temps = `${scratch}/tmp-${serial++}`
+    fs.mkdirSync(temps)
+    const mark = marker()
+    const late = `${scratch}/late-${serial++}`
+    const child = spawn(process.execPath, [CLI, 'run', '--dir', root, '--store', `${root}-store`, ...flags, '--', `echo early > early.txt; (sleep 2; touch ${late}) & sleep 30`], {
+      env: { ...process.env, TMPDIR: temps, [mark.name]: mark.value },
+      stdio: 'ignore',
+    })
+    // The CLI carries the marker too, and so does its probe of the host: wait for the command's own sleep.
+    const sleeping = () => mark.processes().some((pid) => commandLine(pid) === 'sleep 30')
+    expect(await until(sleeping, 30_000)).toBe(true)
+    const started = Date.now()
+    child.kill(signal)
+    await exited(child)
+    expect(child.signalCode).toBe(signal)
+    expect(Date.now() - started).toBeLessThan(5000)
+    expect(await until(() => mark.processes().length === 0, 5000), `left running: ${mark.processes().join(' ')}`).toBe(true)
+    expect(fs.readdirSync(temps)).toEqual([])
+    expect(JSON.parse(runCli(['log', '--dir', root, '--store', `${root}-store`, '--json']).stdout).operations).toEqual([])
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 2500 - (Date.now() - started))))
+    expect(fs.existsSync(late)).toBe(false)
   })
 })
