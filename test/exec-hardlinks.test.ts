@@ -9,7 +9,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { directory } from '../adapters/node-fs/index.js'
 import { support } from '../adapters/node-fs/exec-support.js'
 import { Workspace } from '../src/index.js'
@@ -20,6 +20,16 @@ afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
 const asRoot = process.getuid?.() === 0
 const host = await support()
 const overlayHere = capability('exec-overlay', host.overlay)
+/** Closed after each test, passed or failed: a session's temp directory goes with it. */
+const opened: Workspace[] = []
+afterEach(async () => {
+  for (const ws of opened.splice(0)) await ws.close()
+})
+async function open(dir: string): Promise<Workspace> {
+  const ws = await Workspace.open({ lower: directory(dir), autoCheckpoint: false })
+  opened.push(ws)
+  return ws
+}
 
 /** A project where f, g and sub/k are names of one file. */
 function project(name: string): string {
@@ -38,7 +48,7 @@ describe('hard links in the project through exec', () => {
   for (const mode of ['overlay', 'copy'] as const) {
     it.skipIf(mode === 'overlay' && (!overlayHere || !asRoot))(`${mode} mode: a write through one name is every name's, for the command and in the workspace after`, async () => {
       const dir = project(`write-${mode}`)
-      const ws = await Workspace.open({ lower: directory(dir), autoCheckpoint: false })
+      const ws = await open(dir)
       const ino = (p: string) => ws.fs.statSync(p).ino
       const quiet = await ws.exec(SHOW, { mode })
       expect(quiet).toMatchObject({ stdout: 'f 3 1,|g 3 1,|sub/k 3 1,|same\n', changes: { added: [], modified: [], deleted: [] } })
@@ -59,14 +69,13 @@ describe('hard links in the project through exec', () => {
       await ws.undo()
       expect(['/f', '/g', '/sub/k'].map((p) => ws.fs.readFileSync(p, 'utf8'))).toEqual(['1\n', '1\n', '1\n'])
       expect(ws.changes()).toEqual([])
-      await ws.close()
       expect(fs.readFileSync(path.join(dir, 'g'), 'utf8')).toBe('1\n')
       expect(fs.statSync(path.join(dir, 'g')).nlink).toBe(3)
     })
 
     it.skipIf(mode === 'overlay' && (!overlayHere || !asRoot))(`${mode} mode: names the workspace changed stay apart; a new link and a chmod through a name`, async () => {
       const dir = project(`apart-${mode}`)
-      const ws = await Workspace.open({ lower: directory(dir), autoCheckpoint: false })
+      const ws = await open(dir)
       const ino = (p: string) => ws.fs.statSync(p).ino
       // The workspace wrote g: it is a file of its own, for the command too.
       ws.fs.writeFileSync('/g', 'ws\n')
@@ -78,13 +87,11 @@ describe('hard links in the project through exec', () => {
       expect([ino('/f') === ino('/sub/k'), ws.fs.statSync('/f').nlink, ws.fs.statSync('/g').nlink, (ws.fs.statSync('/f').mode & 0o777).toString(8)]).toEqual([true, 2, 1, '600'])
 
       // A new name of a project file the command does not change: linked to it, the others untouched.
-      const fresh = await Workspace.open({ lower: directory(project(`link-${mode}`)), autoCheckpoint: false })
+      const fresh = await open(project(`link-${mode}`))
       const linked = await fresh.exec('ln f n && stat -c %h n', { mode })
       expect(linked).toMatchObject({ exitCode: 0, stdout: '4\n', changes: { added: ['/n'], modified: [], deleted: [] } })
       expect(fresh.fs.statSync('/n').ino).toBe(fresh.fs.statSync('/f').ino)
       expect(fresh.fs.readFileSync('/n', 'utf8')).toBe('1\n')
-      await fresh.close()
-      await ws.close()
     })
   }
 })

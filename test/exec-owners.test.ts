@@ -12,7 +12,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { build } from 'esbuild'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { directory } from '../adapters/node-fs/index.js'
 import { support } from '../adapters/node-fs/exec-support.js'
 import { Workspace } from '../src/index.js'
@@ -25,6 +25,11 @@ const host = await support()
 const overlayHere = capability('exec-overlay', host.overlay)
 
 const ids = (stats: { uid: number; gid: number }) => `${stats.uid}:${stats.gid}`
+/** Closed after each test, passed or failed: a session's temp directory goes with it. */
+const opened: Workspace[] = []
+afterEach(async () => {
+  for (const ws of opened.splice(0)) await ws.close()
+})
 
 describe.skipIf(!asRoot)('owners through exec, as root', () => {
   for (const mode of ['overlay', 'copy'] as const) {
@@ -35,6 +40,7 @@ describe.skipIf(!asRoot)('owners through exec, as root', () => {
       fs.chownSync(path.join(project, 'owned.txt'), 1234, 5678)
       fs.chownSync(project, 4321, 8765)
       const ws = await Workspace.open({ lower: directory(project), autoCheckpoint: false })
+      opened.push(ws)
       ws.fs.writeFileSync('/w', 'w\n')
       ws.fs.chownSync('/w', 77, 88)
       const before = await ws.exec("stat -c '%n %u:%g' . owned.txt w f", { mode })
@@ -61,7 +67,6 @@ describe.skipIf(!asRoot)('owners through exec, as root', () => {
       const rootChown = await ws.exec('chown 5:6 . && echo x > x', { mode })
       expect(rootChown.changes).toEqual({ added: ['/x'], modified: ['/'], deleted: [] })
       expect(ids(ws.fs.statSync('/'))).toBe('5:6')
-      await ws.close()
       // Nothing reached the disk.
       expect(ids(fs.statSync(path.join(project, 'f')))).toBe('0:0')
       expect(ids(fs.statSync(project))).toBe('4321:8765')
