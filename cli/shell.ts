@@ -2,10 +2,11 @@
  * `rewindfs shell --dir <project> [--store <dir>]`: an interactive $SHELL in the workspace over
  * the project, its prompt marked `(rewindfs)`. Everything done in it is recorded as one operation
  * when it exits (diff, undo and flush work on it afterwards); the project on disk is untouched.
+ * Its exit status is the shell's, as `rewindfs run` gives the command's.
  */
 import tty from 'node:tty'
 import type { Options } from './arguments.js'
-import { runInWorkspace } from './run.js'
+import { exitCodeOf, runInWorkspace } from './run.js'
 import { UsageError } from './usage.js'
 
 /**
@@ -28,7 +29,8 @@ export async function shell(options: Options): Promise<number> {
   const program = process.env.SHELL || '/bin/sh'
   process.stderr.write(`rewindfs: a shell in the workspace over ${options.dir}; exit to record what it did\n`)
   // The operation is named after the shell, not the start-up line that marks its prompt.
-  const { lines } = await runInWorkspace(options, shellCommand(program), false, `exec: ${program} (rewindfs shell)`)
+  const { result, lines } = await runInWorkspace(options, shellCommand(program), false, `exec: ${program} (rewindfs shell)`)
   for (const line of lines) process.stderr.write(line + '\n')
-  return 0
+  // `exit 4` in the shell is this command's 4, as ssh and su pass a session's status on.
+  return exitCodeOf(result)
 }

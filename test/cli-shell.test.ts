@@ -201,4 +201,27 @@ describe.skipIf(!terminal)('rewindfs shell in a terminal (tmux)', () => {
     expect(fs.existsSync(`${dir}/made.txt`)).toBe(false)
     expect(fs.readFileSync(`${dir}/a.txt`, 'utf8')).toBe('hello\n')
   })
+
+  it("exits with the shell's exit status, as run exits with the command's", { timeout: 120_000 }, async () => {
+    const { dir, store } = project({ '/a.txt': 'hello\n' })
+    const home = fs.mkdtempSync(`${scratch}/home-`)
+    fs.writeFileSync(`${home}/.bashrc`, "PS1='\\w\\$ '\n")
+    const command = `cd ${dir} && ${process.execPath} ${CLI} shell --dir ${dir} --store ${store}; echo "status was $?"; sleep 600`
+    tmux('new-session', '-d', '-s', 'status', '-x', '160', '-y', '50', '-e', 'SHELL=/bin/bash', '-e', `HOME=${home}`, '-e', 'NO_COLOR=1', command)
+    const shown = () => tmux('capture-pane', '-p', '-J', '-t', 'status', '-S', '-200')
+    const started = Date.now()
+    while (!shown().includes(`(rewindfs) ${dir}# `)) {
+      if (Date.now() - started > 60_000) throw new Error(`no prompt; the terminal shows:\n${shown()}`)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    tmux('send-keys', '-t', 'status', 'echo made > made.txt; exit 4', 'Enter')
+    while (!/status was \d+/.test(shown())) {
+      if (Date.now() - started > 60_000) throw new Error(`the shell never ended; the terminal shows:\n${shown()}`)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    expect(shown()).toContain('status was 4')
+    // What it did is recorded all the same.
+    expect(shown()).toMatch(/added {4}\/made\.txt/)
+    tmux('kill-session', '-t', 'status')
+  })
 })
