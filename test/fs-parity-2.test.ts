@@ -245,3 +245,71 @@ describe('names that are not UTF-8 (a workspace name is a string)', () => {
     await ws.close()
   })
 })
+
+describe('read with a null offset', () => {
+  /** A read on a descriptor of '/f' ('abcdefghij') whose position is 1: its bytes read, and those bytes. */
+  const handleRead = async (fs: Fs, at: At, ...args: unknown[]) => {
+    const handle = await fs.promises.open(at('/f'), 'r')
+    try {
+      await handle.read(Buffer.alloc(1), 0, 1, null)
+      const { bytesRead, buffer } = await (handle.read as (...args: unknown[]) => Promise<{ bytesRead: number; buffer: Buffer }>)(...args)
+      return [bytesRead, Buffer.from(buffer.buffer, buffer.byteOffset, bytesRead).toString('latin1')]
+    } finally {
+      await handle.close()
+    }
+  }
+  const callbackRead = (fs: Fs, at: At, ...args: unknown[]) => {
+    const fd = fs.openSync(at('/f'), 'r')
+    fs.readSync(fd, Buffer.alloc(1), 0, 1, null)
+    const buffer = Buffer.alloc(4)
+    return called((cb) => (fs.read as (...args: unknown[]) => void)(fd, buffer, ...args, cb)).then((result) => [result, buffer.toString('latin1')])
+  }
+
+  it('FileHandle.read takes a null offset as 0 and a null length as the rest of the buffer, and reads at the position given (it read at the file position)', async () => {
+    expect(await same((fs, at) => handleRead(fs, at, Buffer.alloc(4), null, null, 3))).toEqual([4, 'defg'])
+    expect(await same((fs, at) => handleRead(fs, at, Buffer.alloc(4), null, 2, 5))).toEqual([2, 'fg'])
+    for (const args of [
+      [Buffer.alloc(4), undefined, 4, 6],
+      [Buffer.alloc(4), { offset: 1 }, 2, 5], // options: their own length and position
+      [Buffer.alloc(4), { position: 2 }],
+      [Buffer.alloc(4), 0, 4, 2n], // a position not a safe integer: the file position
+      [Buffer.alloc(4), 0, 4, -3],
+      [Buffer.alloc(4), 0, 2, '1'],
+      [Buffer.alloc(4), 1],
+      [{ buffer: Buffer.alloc(4), position: 1 }, 0, 1, 5], // options first: the rest is not read
+      [null],
+      [],
+      [5],
+      ['x'],
+      [[1, 2]],
+      [{ buffer: 5 }],
+      [Buffer.alloc(4), '1'],
+      [Buffer.alloc(4), 0, 5, 0],
+      [Buffer.alloc(4), 0, -1, 0],
+      [Buffer.alloc(0)],
+    ]) {
+      await same((fs, at) => handleRead(fs, at, ...args))
+    }
+  })
+
+  it('the callback read given offset, length and position takes a null offset as 0 (it took null for options); readSync takes null for options, as Node 20 does', async () => {
+    expect(await same((fs, at) => callbackRead(fs, at, null, 4, 6))).toEqual([['called back', 4, { bytes: 'ghij', buffer: true }], 'ghij'])
+    for (const args of [
+      [null, 2, 6],
+      [undefined, 4, 6],
+      [0, null, 6],
+      [0, 4, 6n],
+      [0, 4, -1],
+      [null],
+      [{ offset: 1 }, 2, 6],
+      [0, 4, '3'],
+    ]) {
+      await same((fs, at) => callbackRead(fs, at, ...args))
+    }
+    await same((fs, at) => {
+      const fd = fs.openSync(at('/f'), 'r')
+      const buffer = Buffer.alloc(4)
+      return [(fs.readSync as (...args: unknown[]) => number)(fd, buffer, null, 4, 3), buffer.toString('latin1'), fs.readSync(fd, buffer, 0, null as never, 3)]
+    })
+  })
+})

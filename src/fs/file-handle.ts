@@ -19,6 +19,14 @@ function invalidState(message: string): Error {
   return Object.assign(new Error(`Invalid state: ${message}`), { code: 'ERR_INVALID_STATE' })
 }
 
+/** FileHandle.read's options (unchecked: the descriptor's read checks them as Node does). */
+interface ReadOptions {
+  buffer?: unknown
+  offset?: unknown
+  length?: unknown
+  position?: unknown
+}
+
 /** How many bytes a web stream asks for at a time (Node's autoAllocateChunkSize). */
 const WEB_CHUNK = 16384
 
@@ -48,23 +56,27 @@ export class FileHandle extends EventEmitter {
     return body()
   }
 
-  read(buffer?: unknown, offset?: unknown, length?: unknown, position?: unknown): Promise<{ bytesRead: number; buffer: Uint8Array }> {
+  /**
+   * Node 20's FileHandle.read: (buffer, offset?, length?, position?), (buffer, options) or
+   * (options?), whose buffer is a new one of 16 KiB when it has none. A null offset is 0 and a
+   * null length the rest of the buffer; a position that is not a safe integer from 0 up reads at
+   * (and moves) the file position.
+   */
+  read(bufferOrOptions?: unknown, offset?: unknown, length?: unknown, position?: unknown): Promise<{ bytesRead: number; buffer: Uint8Array }> {
     return this.use('read', () => {
-      let target = buffer
-      let options: unknown = offset
-      if (!ArrayBuffer.isView(buffer) && typeof buffer === 'object' && buffer !== null) {
-        const opts = buffer as { buffer?: Uint8Array; offset?: number; length?: number; position?: number | null }
-        target = opts.buffer ?? new Uint8Array(16384)
-        options = { offset: opts.offset, length: opts.length, position: opts.position }
-      } else if (buffer === undefined) target = new Uint8Array(16384)
-      // A FileHandle's length left out is the rest of the buffer (readSync's is 0).
-      const rest = ArrayBuffer.isView(target) ? target.byteLength - (typeof offset === 'number' ? offset : 0) : undefined
-      const bytesRead =
-        typeof options === 'object' && options !== null
-          ? this.ops.read(this.fd, target, options)
-          : // Node 20's FileHandle reads at the file position for any position not a safe integer from 0 up.
-            this.ops.read(this.fd, target, offset, length ?? rest, kit.fileOffset(position))
-      return { bytesRead, buffer: target as Uint8Array }
+      let buffer = bufferOrOptions
+      if (!ArrayBuffer.isView(buffer)) {
+        if (bufferOrOptions !== undefined && bufferOrOptions !== null && (typeof bufferOrOptions !== 'object' || Array.isArray(bufferOrOptions))) {
+          throw kit.typeError('ERR_INVALID_ARG_TYPE', `The "options" argument must be of type object.${kit.describeReceived(bufferOrOptions)}`)
+        }
+        ;({ buffer = new Uint8Array(16384), offset = 0, length, position = null } = (bufferOrOptions ?? {}) as ReadOptions)
+      }
+      if (offset !== null && typeof offset === 'object') ({ offset = 0, length, position = null } = offset as ReadOptions)
+      offset ??= 0
+      // Not a buffer: the descriptor's read refuses it first.
+      length ??= ArrayBuffer.isView(buffer) ? buffer.byteLength - (offset as number) : 0
+      const bytesRead = this.ops.read(this.fd, buffer, offset, length, kit.fileOffset(position), true)
+      return { bytesRead, buffer: buffer as Uint8Array }
     })
   }
 

@@ -1134,10 +1134,12 @@ export class FsOperations {
   /**
    * read(fd, buffer, offset?, length?, position?) and read(fd, buffer, { offset, length, position }).
    * Returns the number of bytes read; `position` null reads at (and advances) the file position.
+   * `positional`: the offset is never options (null is 0), as in Node's callback read given all
+   * its arguments and FileHandle.read; readSync takes any object there, null too, as options.
    */
-  read(fd: unknown, buffer: unknown, offsetOrOptions?: unknown, length?: unknown, position?: unknown): number {
+  read(fd: unknown, buffer: unknown, offsetOrOptions?: unknown, length?: unknown, position?: unknown, positional = false): number {
     const descriptor = validateFd(fd)
-    const { target, offset, count, at } = readArguments(buffer, offsetOrOptions, length, position)
+    const { target, offset, count, at } = readArguments(buffer, offsetOrOptions, length, position, positional)
     // Node answers a read of nothing itself, before the descriptor is looked at.
     if (count === 0) return 0
     const open = this.descriptors.get(descriptor, 'read')
@@ -1543,12 +1545,13 @@ function groupDigits(digits: string): string {
  * readSync's arguments as Node 20 takes them: (buffer, offset, length, position) or (buffer,
  * options); a length given is cut to an int32 (`length |= 0`, so '2' is 2 and 1.5 is 1), a position
  * is an integer or bigint from -1 up (-1, null and a negative bigint: the file position).
+ * `positional`: (buffer, offset, length, position) only, a null offset 0 (see FsOperations.read).
  */
-function readArguments(buffer: unknown, offsetOrOptions: unknown, length: unknown, position: unknown): ReadWriteArguments {
+function readArguments(buffer: unknown, offsetOrOptions: unknown, length: unknown, position: unknown, positional: boolean): ReadWriteArguments {
   const target = bufferView(buffer, 'buffer')
   let offset: unknown = offsetOrOptions
   // Options (null: the defaults: all of the buffer, at the file position), or the buffer alone.
-  if (typeof offsetOrOptions === 'object' || (length === undefined && position === undefined)) {
+  if (!positional && (typeof offsetOrOptions === 'object' || (length === undefined && position === undefined))) {
     if (offsetOrOptions !== undefined && offsetOrOptions !== null) validateObject(offsetOrOptions, 'options')
     const opts = (offsetOrOptions ?? {}) as Options
     offset = opts.offset === undefined ? 0 : opts.offset

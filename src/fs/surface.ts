@@ -304,11 +304,14 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
   Object.assign(fs.realpath as object, { native: callbackForm('realpath', 2, realpathNative, options.load) })
   promises.realpath = promiseForm(realpathNative, options.load)
 
+  // Node's callback read decides by its argument count: given offset, length and position (with the
+  // callback, more than four arguments), a null offset is 0, not options as readSync takes it.
+  const readByCount: Operation = (...args) => ops.read(args[0], args[1], args[2], args[3], args[4], args.length > 3)
   // read/write report two results to callbacks: (err, bytes, buffer), readv/writev (err, bytes, buffers).
   for (const [name, arity] of [['read', 5], ['write', 5], ['readv', 3], ['writev', 3]] as const) {
     const run = bind(name)
     fs[name + 'Sync'] = run
-    fs[name] = callbackForm(name, arity, run, options.load, bytesAndBuffer)
+    fs[name] = callbackForm(name, arity, name === 'read' ? readByCount : run, options.load, bytesAndBuffer)
     // util.promisify of these resolves to both results, as Node's do ({ bytesRead, buffer }, …).
     const [count, data] = promisifiedNames[name]
     Object.defineProperty(fs[name], PROMISIFY, {
