@@ -75,4 +75,24 @@ describe('owners', () => {
     // A source that keeps no owners (a fixture) gives its files to the process too.
     expect(seen.fixture).toEqual(seen.process)
   }, 60_000)
+
+  it("a transaction's chown of a directory (its own or the project's) or of a symlink alone commits, and undo takes it back", async () => {
+    const ws = await Workspace.open({ lower: { '/project-dir/file.txt': 'x', '/target': 'x' }, autoCheckpoint: false })
+    ws.fs.mkdirSync('/made-dir')
+    ws.fs.symlinkSync('target', '/link')
+    const ids = (path: string) => {
+      const stat = ws.fs.lstatSync(path) as fs.Stats
+      return [stat.uid, stat.gid]
+    }
+    const before = ['/project-dir', '/made-dir', '/link'].map(ids)
+    await ws.transaction((staged) => staged.chownSync('/project-dir', 9, 10))
+    await ws.transaction((staged) => staged.chownSync('/made-dir', 11, 12))
+    await ws.transaction((staged) => staged.lchownSync('/link', 13, 14))
+    expect(['/project-dir', '/made-dir', '/link'].map(ids)).toEqual([[9, 10], [11, 12], [13, 14]])
+    expect(ws.history({ type: 'transaction' }).map((op) => op.paths)).toEqual([['/link'], ['/made-dir'], ['/project-dir']])
+    await ws.undo({ steps: 3 })
+    expect(['/project-dir', '/made-dir', '/link'].map(ids)).toEqual(before)
+    await ws.close()
+  })
 })
+

@@ -96,6 +96,11 @@ function timesMoved(view: Overlay, path: string, meta: Meta): boolean {
   return was.mtimeMs !== meta.mtimeMs || was.atimeMs !== meta.atimeMs || was.mode !== meta.mode || was.uid !== meta.uid || was.gid !== meta.gid
 }
 
+/** Whether a mode or an owner differs (what a chmod or chown of a directory or symlink changes). */
+function modeOrOwnerMoved(before: Meta, after: Meta): boolean {
+  return before.mode !== after.mode || before.uid !== after.uid || before.gid !== after.gid
+}
+
 /** Runs `body` against a staging fs and commits its changes as one 'transaction' operation. */
 export async function runTransaction<T>(host: TransactionHost, body: (fs: StagedFs) => T | Promise<T>, options: TransactionOptions): Promise<T> {
   const { overlay, journal } = host
@@ -123,15 +128,24 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
         if (name !== undefined && !listed.has(name)) paths.push(name)
         return
       }
-      // A lower directory copied up to hold such a file: its upper children are the candidates.
+      // A lower directory copied up to hold such a file: its upper children are the candidates;
+      // itself, when a chmod or chown moved its mode or owner.
       if (before === undefined && after?.type === 'dir' && after.lower !== null) {
+        const was = view.lookup(path, false)
+        if (!listed.has(path) && was?.type === 'dir' && modeOrOwnerMoved(view.meta(was), after.meta)) paths.push(path)
         for (const [name, child] of mapEntries<UpperNode>(after.children)) slot(`${path}/${name}`, undefined, child)
         return
       }
+      // A symlink's owner (lchown): diffTrees compares its target and mode.
+      if (before?.type === 'symlink' && after?.type === 'symlink' && !listed.has(path) && modeOrOwnerMoved(before.meta, after.meta)) paths.push(path)
       if (after?.type !== 'file' || listed.has(path)) return
       if (before?.type === 'file' || (before === undefined && timesMoved(view, path, after.meta))) paths.push(path)
     }
-    upperSlotDiff(base, staged, slot, () => undefined)
+    // A directory's mode or owner alone (its times alone are no change).
+    const meta = (path: string, before: Meta, after: Meta): void => {
+      if (!listed.has(path) && modeOrOwnerMoved(before, after)) paths.push(path)
+    }
+    upperSlotDiff(base, staged, slot, meta)
   }
   if (paths.length === 0) return result
 
