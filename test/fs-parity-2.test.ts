@@ -313,3 +313,18 @@ describe('read with a null offset', () => {
     })
   })
 })
+
+describe('stat options', () => {
+  it('throwIfNoEntry: false is statSync\'s and lstatSync\'s: the callback and promise stat and lstat fail with ENOENT (they gave undefined)', async () => {
+    // Node's own types leave throwIfNoEntry out of the asynchronous forms' options.
+    const options = { throwIfNoEntry: false } as never
+    expect(await same((fs, at) => fs.statSync(at('/missing'), options))).toBeUndefined()
+    await same((fs, at) => fs.lstatSync(at('/missing'), options))
+    expect(await same((fs, at) => fs.promises.stat(at('/missing'), options))).toMatchObject({ code: 'ENOENT', syscall: 'stat' })
+    await same((fs, at) => fs.promises.lstat(at('/missing'), options))
+    expect(await same((fs, at) => called((cb) => fs.stat(at('/missing'), options, cb)))).toMatchObject({ code: 'ENOENT', syscall: 'stat' })
+    await same((fs, at) => called((cb) => fs.lstat(at('/missing'), options, cb)))
+    await same(async (fs, at) => (await fs.promises.stat(at('/f'), options)).size)
+    await same((fs, at) => called((cb) => fs.lstat(at('/lf'), options, (error: Error | null, stats?: nodeFs.Stats) => cb(error, stats?.isSymbolicLink()))))
+  })
+})

@@ -348,22 +348,23 @@ export class FsOperations {
     return new Dir(given, list, Boolean(opts.recursive))
   }
 
-  stat(file: unknown, options?: unknown) {
-    return this.statWith(file, options, true, 'stat')
+  /** `synchronous`: statSync, whose throwIfNoEntry: false gives undefined (Node's callback and promise stat fail with ENOENT). */
+  stat(file: unknown, options?: unknown, synchronous = true) {
+    return this.statWith(file, options, true, 'stat', synchronous)
   }
 
-  lstat(file: unknown, options?: unknown) {
-    return this.statWith(file, options, false, 'lstat')
+  lstat(file: unknown, options?: unknown, synchronous = true) {
+    return this.statWith(file, options, false, 'lstat', synchronous)
   }
 
-  private statWith(file: unknown, options: unknown, follow: boolean, syscall: string) {
+  private statWith(file: unknown, options: unknown, follow: boolean, syscall: string, synchronous: boolean) {
     const { given, path } = this.path(file, syscall)
     const opts = objectOptions(options)
     try {
       const entry = this.overlay.resolve(path, syscall, follow, given)
       return createStats(this.statFields(entry), opts.bigint === true)
     } catch (error) {
-      if (opts.throwIfNoEntry === false && error instanceof FsError && error.code === 'ENOENT') return undefined
+      if (synchronous && opts.throwIfNoEntry === false && error instanceof FsError && error.code === 'ENOENT') return undefined
       throw error
     }
   }

@@ -297,6 +297,12 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
   }
   // Node's promise readdir walks a recursive listing from a stack: the same entries, another order.
   promises.readdir = promiseForm((path, opts) => ops.readdir(path, opts, true), options.load)
+  // throwIfNoEntry is statSync's and lstatSync's: Node's callback and promise forms fail with ENOENT.
+  for (const name of ['stat', 'lstat'] as const) {
+    const run: Operation = (path, opts) => ops[name](path, opts, false)
+    fs[name] = callbackForm(name, triples[name], run, options.load)
+    promises[name] = promiseForm(run, options.load)
+  }
 
   // realpath: the JS implementation reports 'lstat', the native one (and promises) 'realpath'.
   const realpathNative: Operation = (path, options) => ops.realpath(path, options, 'realpath')
