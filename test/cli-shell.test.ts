@@ -57,7 +57,7 @@ describe('rewindfs run', () => {
     expect(runCli(['undo', '--dir', dir, '--store', store]).stdout).toBe('nothing to undo\n')
     expect(fs.readdirSync(dir)).toEqual(['a.txt'])
     // The undo is taken back, in a later process, by restoring the checkpoint it made first.
-    const guard = undone.stdout.match(/checkpoint (\S+) holds the workspace as it was: rewindfs restore \1 takes this undo back/)
+    const guard = undone.stdout.match(/checkpoint (\S+) holds the workspace as it was: rewindfs restore \1 --dir \S+ --store \S+ takes this undo back/)
     expect(guard).not.toBeNull()
     expect(runCli(['restore', guard![1], '--dir', dir, '--store', store]).code).toBe(0)
     expect(JSON.parse(runCli(['diff', '--dir', dir, '--store', store, '--json']).stdout).changes.map((c: { path: string }) => c.path)).toEqual(['/a.txt', '/b.txt'])
