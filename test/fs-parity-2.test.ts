@@ -328,3 +328,19 @@ describe('stat options', () => {
     await same((fs, at) => called((cb) => fs.lstat(at('/lf'), options, (error: Error | null, stats?: nodeFs.Stats) => cb(error, stats?.isSymbolicLink()))))
   })
 })
+
+describe('buffers made for the caller', () => {
+  it('FileHandle.read without a buffer reads into a new Buffer, as every read Node allocates for (it was a Uint8Array: toString() gave "104,101,…")', async () => {
+    const kinds = await same(async (fs, at) => {
+      const handle = await fs.promises.open(at('/f'), 'r')
+      const whole = await handle.read()
+      const at1 = await handle.read({ position: 1 })
+      const given = await handle.read({ buffer: new Uint8Array(4), position: 2 })
+      await handle.close()
+      const fd = fs.openSync(at('/f'), 'r')
+      const callback = await new Promise((resolve) => fs.read(fd, (error, n, buffer) => resolve(buffer.constructor.name)))
+      return [whole.buffer.toString('utf8', 0, whole.bytesRead), whole.buffer.length, whole.buffer.constructor.name, at1.buffer.constructor.name, given.buffer.constructor.name, callback]
+    })
+    expect(kinds).toEqual(['abcdefghij', 16384, 'Buffer', 'Buffer', 'Uint8Array', 'Buffer'])
+  })
+})

@@ -32,6 +32,8 @@ export interface Kit {
   abortError: typeof abortError
   isChunks: typeof isChunks
   signalOption: typeof signalOption
+  /** A zeroed buffer of the host's kind: a Buffer on Node, as Node's own reads allocate. */
+  newBuffer: (size: number) => Uint8Array
 }
 
 export let kit: Kit

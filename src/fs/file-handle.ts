@@ -69,7 +69,7 @@ export class FileHandle extends EventEmitter {
         if (bufferOrOptions !== undefined && bufferOrOptions !== null && (typeof bufferOrOptions !== 'object' || Array.isArray(bufferOrOptions))) {
           throw kit.typeError('ERR_INVALID_ARG_TYPE', `The "options" argument must be of type object.${kit.describeReceived(bufferOrOptions)}`)
         }
-        ;({ buffer = new Uint8Array(16384), offset = 0, length, position = null } = (bufferOrOptions ?? {}) as ReadOptions)
+        ;({ buffer = kit.newBuffer(16384), offset = 0, length, position = null } = (bufferOrOptions ?? {}) as ReadOptions)
       }
       if (offset !== null && typeof offset === 'object') ({ offset = 0, length, position = null } = offset as ReadOptions)
       offset ??= 0

@@ -29,7 +29,7 @@ let loadingAsyncForms: Promise<AsyncForms> | undefined
 function loadAsyncForms(): Promise<AsyncForms> {
   return (loadingAsyncForms ??= import('./async-forms.js').then(
     (loaded) => {
-      loaded.provide({ concatBytes, isEncoding, FsError, typeError, builtin, joinLexically, dataArgument, describeReceived, fileOffset, abortError, isChunks, signalOption })
+      loaded.provide({ concatBytes, isEncoding, FsError, typeError, builtin, joinLexically, dataArgument, describeReceived, fileOffset, abortError, isChunks, signalOption, newBuffer })
       return (asyncForms = loaded)
     },
     (error: unknown) => {
