@@ -344,3 +344,37 @@ describe('buffers made for the caller', () => {
     expect(kinds).toEqual(['abcdefghij', 16384, 'Buffer', 'Buffer', 'Uint8Array', 'Buffer'])
   })
 })
+
+describe('cp', () => {
+  it('force: false and errorOnExist leave a symlink to Node\'s link handling, as they do a directory: an existing destination is not skipped (it was, silently)', async () => {
+    /** '/s' with a file and a link to it, copied once to '/t', and links beside; then `call`, and what '/plain' and '/other-link' are after it. */
+    const run = (fs: Fs, at: At, call: () => unknown) => {
+      fs.mkdirSync(at('/s'))
+      fs.writeFileSync(at('/s/f'), 'F')
+      fs.symlinkSync('f', at('/s/lf'))
+      fs.cpSync(at('/s'), at('/t'), { recursive: true })
+      fs.writeFileSync(at('/plain'), 'P')
+      fs.symlinkSync('plain', at('/other-link'))
+      fs.symlinkSync('elsewhere', at('/dangling'))
+      let result: unknown
+      try {
+        result = call()
+      } catch (error) {
+        result = error
+      }
+      return [result, fs.lstatSync(at('/plain')).isSymbolicLink(), fs.readlinkSync(at('/other-link'))]
+    }
+    expect(await same((fs, at) => run(fs, at, () => fs.cpSync(at('/s'), at('/t'), { recursive: true, force: false })))).toMatchObject([{ code: 'ERR_FS_CP_EINVAL' }, false, 'plain'])
+    expect(await same((fs, at) => run(fs, at, () => fs.cpSync(at('/s/lf'), at('/plain'), { force: false })))).toMatchObject([{ code: 'EEXIST', syscall: 'symlink' }, false, 'plain'])
+    await same((fs, at) => run(fs, at, () => fs.cpSync(at('/s/lf'), at('/t/lf'), { force: false, errorOnExist: true })))
+    // A link over another link is replaced, force or not (one that leads nowhere fails its stat).
+    await same((fs, at) => run(fs, at, () => fs.cpSync(at('/s/lf'), at('/other-link'), { force: false })))
+    await same((fs, at) => run(fs, at, () => fs.cpSync(at('/s/lf'), at('/dangling'), { force: false })))
+    await same((fs, at) => run(fs, at, () => fs.cpSync(at('/s/lf'), at('/other-link'), { force: false, errorOnExist: true })))
+    await same(async (fs, at) => run(fs, at, () => undefined).concat([await fs.promises.cp(at('/s/lf'), at('/plain'), { force: false }).catch((error: unknown) => error)]))
+    await same(async (fs, at) => run(fs, at, () => undefined).concat([await called((cb) => fs.cp(at('/s'), at('/t'), { recursive: true, force: false }, cb))]))
+    // A file is still skipped, or refused with errorOnExist.
+    await same((fs, at) => run(fs, at, () => [fs.cpSync(at('/s/f'), at('/plain'), { force: false }), fs.readFileSync(at('/plain'), 'utf8')]))
+    await same((fs, at) => run(fs, at, () => fs.cpSync(at('/s/f'), at('/plain'), { force: false, errorOnExist: true })))
+  })
+})

@@ -860,7 +860,8 @@ export class FsOperations {
       }
       return
     }
-    if (existing && !opts.force) {
+    // force and errorOnExist are about files: a link goes through Node's onLink whatever they say.
+    if (existing && !opts.force && source.type === 'file') {
       if (opts.errorOnExist) throw systemError('ERR_FS_CP_EEXIST', 'Target already exists', 'EEXIST', 'cp', dest, `${dest} already exists`)
       return
     }
