@@ -91,8 +91,9 @@ const listed = new Set<string>()
 function tellWatcher(line: string): void {
   if (watcherFailed) return
   if (watcher === undefined) {
-    // Spawned from this thread: its pipe is this thread's, as the processes it guards are.
-    const started = spawn('/bin/sh', ['-c', WATCHER_SCRIPT, 'rewindfs-exec-watcher'], { cwd: '/', env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' }, stdio: ['pipe', 'ignore', 'ignore'], detached: true })
+    // Spawned from this thread: its pipe is this thread's, as the processes it guards are. Its name
+    // is not a helper's ('rewindfs-exec'): it stays for the life of this process, by design.
+    const started = spawn('/bin/sh', ['-c', WATCHER_SCRIPT, 'rewindfs-command-watcher'], { cwd: '/', env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' }, stdio: ['pipe', 'ignore', 'ignore'], detached: true })
     started.on('error', () => {
       // No /bin/sh to watch with: commands still die at their end and timeout, not with this process.
       watcherFailed = true
