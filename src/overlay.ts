@@ -77,14 +77,24 @@ function nameTooLong(name: string): boolean {
   if (name.length * 3 <= NAME_MAX) return false
   return new TextEncoder().encode(name).byteLength > NAME_MAX
 }
-/** PATH_MAX less its NUL: a path of more UTF-8 bytes than this is ENAMETOOLONG before anything is looked up. */
+/**
+ * PATH_MAX less its NUL: a path given to a call of more UTF-8 bytes than this is ENAMETOOLONG
+ * before anything is looked up. Linux checks the string the call is given (getname), not the path
+ * it leads to: a relative path under it is looked up from a deep working directory, and a lookup
+ * of a path the workspace made is never refused for its length.
+ */
 const PATH_MAX = 4095
 
 /** Whether `path` is over PATH_MAX bytes (most paths answer from their length, as names do). */
-function pathTooLong(path: string): boolean {
+export function pathTooLong(path: string): boolean {
   if (path.length > PATH_MAX) return true
   if (path.length * 3 <= PATH_MAX) return false
   return new TextEncoder().encode(path).byteLength > PATH_MAX
+}
+
+/** pathTooLong, answered from the length alone for nearly every path (a hot path of every call). */
+function tooLong(path: string): boolean {
+  return path.length * 3 > PATH_MAX && pathTooLong(path)
 }
 
 /** The version recorded for a lower path that had nothing when first looked up. */
@@ -251,13 +261,15 @@ export class Overlay {
   /**
    * Resolves a path the way the kernel does: component by component, '..' physically (after the
    * symlink before it), absolute symlink targets from the workspace root. Throws Node's errors
-   * with `syscall` and the caller's `reportPath`.
+   * with `syscall` and the caller's `reportPath`: the path as the call was given it, refused over
+   * PATH_MAX (without one, the lookup is the workspace's own).
    */
-  resolve(path: string, syscall: string, follow: boolean, reportPath: string = path, dest?: string, linkSyscall = syscall): Entry {
+  resolve(path: string, syscall: string, follow: boolean, reportPath?: string, dest?: string, linkSyscall = syscall): Entry {
+    if (reportPath !== undefined && tooLong(reportPath)) throw new FsError('ENAMETOOLONG', syscall, reportPath, dest)
     const entry = this.walk(path, follow)
     if (entry !== undefined) return entry
     const code = this.failure
-    throw new FsError(code, code !== 'ELOOP' && this.failureInLink ? linkSyscall : syscall, reportPath, dest)
+    throw new FsError(code, code !== 'ELOOP' && this.failureInLink ? linkSyscall : syscall, reportPath ?? path, dest)
   }
 
   /** Like resolve, but undefined instead of an error: for checks on hot paths (no exception cost). */
@@ -278,7 +290,6 @@ export class Overlay {
   private walk(path: string, follow: boolean): Entry | undefined {
     // The kernel refuses an empty path (ENOENT) rather than taking it as the working directory.
     if (path === '') return this.fail('ENOENT', false)
-    if (path.length * 3 > PATH_MAX && pathTooLong(path)) return this.fail('ENAMETOOLONG', false)
     if (path.charCodeAt(0) === 47 && (path.length === 1 || (path.charCodeAt(path.length - 1) !== 47 && !UNPLAIN.test(path)))) {
       // An absolute path without '//', '.' or '..' components or a trailing slash (the usual one):
       // component by component, nothing but the entries made (a hot path of every call). A symlink
@@ -356,19 +367,20 @@ export class Overlay {
     if (last < 0 || last !== other.lastIndexOf('/') || last === path.length - 1 || last === other.length - 1 || path.charCodeAt(0) !== 47) return undefined
     for (let i = 1; i < last; i++) if (path.charCodeAt(i) !== other.charCodeAt(i)) return undefined
     if (UNPLAIN.test(path) || UNPLAIN.test(other)) return undefined
-    const target = this.resolveParent(other, syscall, reportPath, dest)
+    const target = this.resolveParent(other, syscall, reportPath, dest, dest)
     // The first name's path is `path` itself when the parent was reached without a symlink (then target.path is set).
     return { source: this.child(target.parent!, path.slice(last + 1), target.path === undefined ? undefined : path), target }
   }
 
   /**
    * Resolves everything but the last component, for calls that create or remove a name. The last
-   * component is returned raw ('.', '..' included) for the caller's own rules.
+   * component is returned raw ('.', '..' included) for the caller's own rules. `given`: the string
+   * the call was given for this path (a call on two paths reports the first as `reportPath`).
    */
-  resolveParent(path: string, syscall: string, reportPath: string = path, dest?: string): ParentLookup {
+  resolveParent(path: string, syscall: string, reportPath: string = path, dest?: string, given = reportPath): ParentLookup {
     if (path === '') throw new FsError('ENOENT', syscall, reportPath, dest)
-    // The whole path, as the kernel takes it: its parent alone may be short enough.
-    if (path.length * 3 > PATH_MAX && pathTooLong(path)) throw new FsError('ENAMETOOLONG', syscall, reportPath, dest)
+    // The whole string, as the kernel takes it: its parent alone may be short enough.
+    if (tooLong(given)) throw new FsError('ENAMETOOLONG', syscall, reportPath, dest)
     const last = path.lastIndexOf('/')
     let name: string
     let parentPath: string

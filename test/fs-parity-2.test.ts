@@ -378,3 +378,80 @@ describe('cp', () => {
     await same((fs, at) => run(fs, at, () => fs.cpSync(at('/s/f'), at('/plain'), { force: false, errorOnExist: true })))
   })
 })
+
+describe('PATH_MAX', () => {
+  it('is checked on the path as given, not joined to the working directory: a relative path under 4096 bytes is looked up from a deep one, and what lies deeper than PATH_MAX from the root is made, read and listed through relative paths', async () => {
+    const cwdChain = Array.from({ length: 10 }, (_, i) => String(i).repeat(200)).join('/') // 2009 bytes
+    const deepChain = Array.from({ length: 9 }, (_, i) => String.fromCharCode(97 + i).repeat(250)).join('/') // 2258 bytes
+    const codeOf = (call: () => unknown) => {
+      try {
+        const result = call()
+        return result === undefined ? 'ok' : result
+      } catch (error) {
+        return [(error as NodeJS.ErrnoException).code, (error as NodeJS.ErrnoException).syscall]
+      }
+    }
+    const scenario = (fs: Fs, at: At, chdir: (path: string) => void) => {
+      fs.mkdirSync(at('/' + cwdChain), { recursive: true })
+      chdir('/' + cwdChain)
+      fs.writeFileSync('f', 'x')
+      const shallow = [4081, 4095, 4097].map((bytes) => codeOf(() => fs.statSync('./'.repeat((bytes - 1) / 2) + 'f').size))
+      // From here the names go past PATH_MAX from the root (2009 + 2258 bytes and more), each call's path well under it.
+      let made = ''
+      for (const name of deepChain.split('/')) fs.mkdirSync((made = made ? made + '/' + name : name))
+      const deep = [
+        codeOf(() => fs.writeFileSync(deepChain + '/g', 'deep')),
+        codeOf(() => fs.readFileSync(deepChain + '/g', 'utf8')),
+        codeOf(() => fs.readdirSync(deepChain)),
+        codeOf(() => fs.renameSync(deepChain + '/g', deepChain + '/h')),
+        codeOf(() => fs.linkSync(deepChain + '/h', deepChain + '/i')),
+        codeOf(() => fs.statSync(deepChain + '/i').nlink),
+        codeOf(() => {
+          const fd = fs.openSync(deepChain + '/h', 'r+')
+          fs.writeSync(fd, 'D', 0)
+          const size = fs.fstatSync(fd).size
+          fs.closeSync(fd)
+          return [size, fs.readFileSync(deepChain + '/i', 'utf8')]
+        }),
+        codeOf(() => fs.existsSync(deepChain + '/h')),
+        codeOf(() => fs.statSync(at('/' + cwdChain + '/' + deepChain + '/h'))), // the absolute path: over PATH_MAX
+        codeOf(() => fs.existsSync(at('/' + cwdChain + '/' + deepChain + '/h'))),
+        codeOf(() => fs.symlinkSync('x'.repeat(4096), 'long-target')),
+        // A call on two paths looks the first up before it takes the second (ENOENT first).
+        codeOf(() => fs.linkSync('missing', './'.repeat(2048) + 'l')),
+        codeOf(() => fs.linkSync('f', './'.repeat(2048) + 'l')),
+        codeOf(() => fs.renameSync('missing/x', './'.repeat(2048) + 'r')),
+        codeOf(() => fs.renameSync('f', './'.repeat(2048) + 'r')),
+        codeOf(() => fs.renameSync('./'.repeat(2048) + 'f', 'missing/r')),
+        codeOf(() => fs.copyFileSync('missing', './'.repeat(2048) + 'c')),
+        codeOf(() => fs.copyFileSync('f', './'.repeat(2048) + 'c')),
+        codeOf(() => fs.symlinkSync('f', './'.repeat(2048) + 's')),
+        codeOf(() => fs.symlinkSync('./'.repeat(2048) + 'f', 'missing/s')),
+        codeOf(() => fs.rmSync(deepChain.split('/')[0], { recursive: true })),
+      ]
+      return [shallow, deep]
+    }
+    const real = join(base, String(count++))
+    nodeFs.mkdirSync(real)
+    const cwd = process.cwd()
+    let node: unknown
+    try {
+      node = outcome(scenario(nodeFs, (path) => real + path, (path) => process.chdir(real + path)), real)
+    } finally {
+      process.chdir(cwd)
+    }
+    const ws = await Workspace.open()
+    const workspace = outcome(scenario(ws.fs as unknown as Fs, (path) => path, (path) => ws.chdir(path)), '')
+    expect(inspect(workspace, { depth: 8 })).toBe(inspect(node, { depth: 8 }))
+    expect(node).toEqual([
+      [1, 1, ['ENAMETOOLONG', 'stat']],
+      ['ok', 'deep', ['g'], 'ok', 'ok', 2, [4, 'Deep'], true, ['ENAMETOOLONG', 'stat'], false, ['ENAMETOOLONG', 'symlink'], ['ENOENT', 'link'], ['ENAMETOOLONG', 'link'], ['ENOENT', 'rename'], ['ENAMETOOLONG', 'rename'], ['ENAMETOOLONG', 'rename'], ['ENOENT', 'copyfile'], ['ENAMETOOLONG', 'copyfile'], ['ENAMETOOLONG', 'symlink'], ['ENAMETOOLONG', 'symlink'], 'ok'],
+    ])
+    // The engine's own lookups of such paths (undo, history) are not refused for their length either.
+    ws.fs.mkdirSync(deepChain + '/again', { recursive: true })
+    ws.fs.writeFileSync(deepChain + '/again/z', 'z')
+    await ws.undo()
+    expect(ws.fs.existsSync(deepChain + '/again/z')).toBe(false)
+    await ws.close()
+  })
+})

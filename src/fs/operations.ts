@@ -6,7 +6,7 @@
 import { type Encoding, concatBytes, decode, isEncoding, toCallerBytes } from '../bytes.js'
 import { FsError, rangeError, systemError, typeError } from '../errors.js'
 import { HostBuffer } from '../host.js'
-import type { Entry, Overlay, StatFields } from '../overlay.js'
+import { type Entry, type Overlay, type StatFields, pathTooLong } from '../overlay.js'
 import { absolute, basename, components, dirname, isWithin, join, joinLexically, normalize } from '../path.js'
 import {
   accessModeArgument,
@@ -371,7 +371,9 @@ export class FsOperations {
 
   exists(file: unknown): boolean {
     try {
-      return this.overlay.lookup(this.path(file, 'access').path, true) !== undefined
+      const { given, path } = this.path(file, 'access')
+      // access(2) refuses a path over PATH_MAX as given; a lookup checks no length.
+      return !pathTooLong(given) && this.overlay.lookup(path, true) !== undefined
     } catch {
       return false // invalid arguments: Node's existsSync returns false rather than throwing
     }
@@ -460,8 +462,8 @@ export class FsOperations {
     }
     const type = (opts as Options).type || ''
     if (typeof type !== 'string') throw typeError('ERR_INVALID_ARG_TYPE', `The "options.type" property must be of type string.${describeReceived(type)}`)
-    const { path } = this.path(file, 'open')
-    const entry = this.overlay.lookup(path, true)
+    const { given, path } = this.path(file, 'open')
+    const entry = pathTooLong(given) ? undefined : this.overlay.lookup(path, true)
     if (!entry) throw typeError('ERR_INVALID_ARG_VALUE', 'Unable to open file as blob')
     if (entry.type === 'dir') return Promise.reject(new FsError('EISDIR', 'read'))
     const bytes = this.overlay.readBytes(entry)
@@ -662,7 +664,7 @@ export class FsOperations {
     const from = this.path(oldPath, 'rename', 'oldPath')
     const to = this.path(newPath, 'rename', 'newPath')
     const source = this.overlay.resolveParent(from.path, 'rename', from.given, to.given)
-    const target = this.overlay.resolveParent(to.path, 'rename', from.given, to.given)
+    const target = this.overlay.resolveParent(to.path, 'rename', from.given, to.given, to.given)
     const fail = (code: 'ENOENT' | 'ENOTDIR' | 'EISDIR' | 'ENOTEMPTY' | 'EINVAL' | 'EBUSY') => new FsError(code, 'rename', from.given, to.given)
     if (!source.parent || !target.parent || isDots(source.name) || isDots(target.name)) throw fail('EBUSY')
     const moving = source.existing
@@ -701,7 +703,7 @@ export class FsOperations {
     const flags = accessModeArgument(mode, 0)
     const source = this.overlay.resolve(from.path, 'copyfile', true, from.given, to.given)
     // The kernel opens the destination before it finds the source is a directory.
-    const target = this.overlay.resolveParent(to.path, 'copyfile', from.given, to.given)
+    const target = this.overlay.resolveParent(to.path, 'copyfile', from.given, to.given, to.given)
     // open(2) with O_CREAT refuses a trailing slash before anything else; O_EXCL does not follow
     // links, so '.', '..' and a dangling link all count as existing.
     if (isDots(target.name) || !target.parent) throw new FsError(flags & constants.COPYFILE_EXCL ? 'EEXIST' : 'EISDIR', 'copyfile', from.given, to.given)
@@ -905,9 +907,10 @@ export class FsOperations {
     if (typeof type === 'string' && type !== 'dir' && type !== 'file' && type !== 'junction') {
       throw codedTypeError('ERR_FS_INVALID_SYMLINK_TYPE', `Symlink type must be one of "dir", "file", or "junction". Received "${type}"`, Error)
     }
-    // The kernel refuses an empty target before it looks at the new name.
+    // The kernel refuses an empty target, or one over PATH_MAX, before it looks at the new name.
     if (linkTarget === '') throw new FsError('ENOENT', 'symlink', linkTarget, given)
-    const { parent, name, existing, trailingSlash } = this.overlay.resolveParent(path, 'symlink', linkTarget, given)
+    if (pathTooLong(linkTarget)) throw new FsError('ENAMETOOLONG', 'symlink', linkTarget, given)
+    const { parent, name, existing, trailingSlash } = this.overlay.resolveParent(path, 'symlink', linkTarget, given, given)
     if (!parent || existing || isDots(name)) throw new FsError('EEXIST', 'symlink', linkTarget, given)
     if (trailingSlash) throw new FsError('ENOENT', 'symlink', linkTarget, given)
     this.overlay.put(parent, name, { type: 'symlink', meta: this.overlay.newMeta(0o777), target: linkTarget })
@@ -926,7 +929,7 @@ export class FsOperations {
     const pair = this.overlay.resolvePair(from.path, to.path, 'link', from.given, to.given)
     if (pair && !pair.source) throw new FsError('ENOENT', 'link', from.given, to.given)
     const source = pair?.source ?? this.overlay.resolve(from.path, 'link', false, from.given, to.given)
-    const target = pair?.target ?? this.overlay.resolveParent(to.path, 'link', from.given, to.given)
+    const target = pair?.target ?? this.overlay.resolveParent(to.path, 'link', from.given, to.given, to.given)
     if (!target.parent || target.existing || isDots(target.name)) throw new FsError('EEXIST', 'link', from.given, to.given)
     if (target.trailingSlash) throw new FsError('ENOENT', 'link', from.given, to.given)
     if (source.type === 'dir') throw new FsError('EPERM', 'link', from.given, to.given)
