@@ -455,3 +455,62 @@ describe('PATH_MAX', () => {
     await ws.close()
   })
 })
+
+describe('smaller shapes', () => {
+  it('a closed FileHandle\'s utimes is EBADF from futimes; futimes names the time it refuses (atime, mtime), utimes and lutimes say time', async () => {
+    expect(
+      await same(async (fs, at) => {
+        const handle = await fs.promises.open(at('/f'), 'r')
+        await handle.close()
+        return handle.utimes(1, 1)
+      }),
+    ).toMatchObject({ code: 'EBADF', syscall: 'futimes', message: 'file closed' })
+    for (const times of [[{}, 1], [1, {}]]) {
+      await same(async (fs, at) => {
+        const handle = await fs.promises.open(at('/f'), 'r')
+        try {
+          return await handle.utimes(...(times as [never, never]))
+        } finally {
+          await handle.close()
+        }
+      })
+      await same((fs, at) => fs.futimesSync(fs.openSync(at('/f'), 'r'), ...(times as [never, never])))
+      await same((fs, at) => fs.utimesSync(at('/f'), ...(times as [never, never])))
+      await same((fs, at) => fs.lutimesSync(at('/f'), ...(times as [never, never])))
+      await same((fs, at) => fs.promises.utimes(at('/f'), ...(times as [never, never])))
+    }
+  })
+
+  it('readdir takes any true withFileTypes as true (1 gave names)', async () => {
+    const types = (list: unknown[]) => list.map((item) => typeof item)
+    expect(await same((fs, at) => types(fs.readdirSync(at('/d'), { withFileTypes: 1 } as never)))).toEqual(['object', 'object'])
+    await same((fs, at) => types(fs.readdirSync(at('/d'), { withFileTypes: 'yes', recursive: true } as never)))
+    await same(async (fs, at) => types(await fs.promises.readdir(at('/d'), { withFileTypes: 1 } as never)))
+    await same(async (fs, at) => types((await called((cb) => fs.readdir(at('/d'), { withFileTypes: 1 } as never, cb as never))) as unknown[]))
+  })
+
+  it('fs.watch refuses a listener that is there but not a function, once the watch started; watchFile and unwatchFile name their path "path"', async () => {
+    // persistent: false, since Node's refused watch keeps running.
+    const watch = (fs: Fs, path: string, listener: unknown, options: object = { persistent: false }) => {
+      const watcher = (fs.watch as (...args: unknown[]) => nodeFs.FSWatcher)(path, options, listener)
+      watcher.close()
+      return 'watching'
+    }
+    expect(await same((fs, at) => watch(fs, at('/f'), 5))).toMatchObject({ code: 'ERR_INVALID_ARG_TYPE', message: expect.stringContaining('"listener"') })
+    await same((fs, at) => watch(fs, at('/f'), 'x'))
+    await same((fs, at) => watch(fs, at('/missing'), 5))
+    await same((fs, at) => watch(fs, at('/f'), 0))
+    await same((fs, at) => watch(fs, at('/f'), null))
+    await same((fs, at) => watch(fs, at('/f'), 5, () => undefined))
+    expect(await same((fs) => fs.watchFile(123 as never, () => undefined))).toMatchObject({ message: expect.stringContaining('"path"') })
+    await same((fs) => fs.unwatchFile(123 as never))
+  })
+
+  it('mkdtemp with an empty prefix is EINVAL, as Node 20 makes it (it made a directory)', async () => {
+    expect(await same((fs) => fs.mkdtempSync(''))).toMatchObject({ code: 'EINVAL', syscall: 'mkdtemp', path: 'XXXXX' })
+    await same((fs) => called((cb) => fs.mkdtemp('', cb)))
+    await same((fs) => fs.promises.mkdtemp(''))
+    await same((fs) => fs.mkdtempSync(Buffer.from('') as never))
+    await same((fs) => fs.mkdtempSync('', 'no-such-encoding' as never))
+  })
+})

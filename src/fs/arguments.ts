@@ -278,15 +278,16 @@ export function dataArgument(data: unknown, encoding: Encoding | null | undefine
 
 /**
  * Node's toUnixTimestamp, in milliseconds as libuv stores it: a numeric string as it is, a
- * finite number (a negative one is now), a Date; anything else (NaN, ±Infinity) is refused. libuv
- * keeps whole microseconds, cut toward zero, and takes an infinite time ('Infinity') as now.
+ * finite number (a negative one is now), a Date; anything else (NaN, ±Infinity) is refused, naming
+ * `name` (utimes and lutimes say 'time' for either, futimes 'atime' or 'mtime'). libuv keeps whole
+ * microseconds, cut toward zero, and takes an infinite time ('Infinity') as now.
  */
 export function timeArgument(value: unknown, name: string): number {
   // Node's own test: the string equals its number loosely ('' and ' ' are 0).
   if (typeof value === 'string' && +value == (value as unknown as number)) return libuvTime(+value)
   if (typeof value === 'number' && Number.isFinite(value)) return value < 0 ? Date.now() : libuvTime(value)
   if (value instanceof Date) return libuvTime(value.getTime() / 1000)
-  throw timeError(name, value)
+  throw invalidType(name, 'an instance of Date or an Time in seconds', value)
 }
 
 /** Seconds as libuv's uv__fs_to_timespec sets them: whole microseconds, cut toward zero; infinite is now. */
@@ -302,8 +303,3 @@ function libuvTime(seconds: number): number {
   return secondsPart * 1000 + micros / 1000
 }
 
-function timeError(name: string, value: unknown): Error {
-  void name
-  // Node names the argument "time" whichever of atime/mtime was wrong.
-  return invalidType('time', 'an instance of Date or an Time in seconds', value)
-}

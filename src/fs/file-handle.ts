@@ -130,7 +130,7 @@ export class FileHandle extends EventEmitter {
   }
 
   utimes(atime: unknown, mtime: unknown): Promise<void> {
-    return this.use('futime', () => this.ops.futimes(this.fd, atime, mtime))
+    return this.use('futimes', () => this.ops.futimes(this.fd, atime, mtime))
   }
 
   sync(): Promise<void> {

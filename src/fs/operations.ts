@@ -302,7 +302,8 @@ export class FsOperations {
     const root = this.overlay.resolve(path, 'scandir', true, given)
     if (root.type !== 'dir') throw new FsError('ENOTDIR', 'scandir', given)
     this.accessed(root)
-    const withTypes = opts.withFileTypes === true
+    // Any true value, as Node tests it.
+    const withTypes = Boolean(opts.withFileTypes)
     const results: (string | Uint8Array | Dirent<string | Uint8Array>)[] = []
     // A directory to list: its entry, its path relative to the top, the parent path Dirents show,
     // and its lexical absolute path (Node descends by joining names, so 'link/..' is not physical).
@@ -584,6 +585,8 @@ export class FsOperations {
   mkdtemp(prefix: unknown, options?: unknown): string | Uint8Array {
     const given = pathArgument(prefix, 'prefix', 'mkdtemp')
     const encoding = encodingOption(options, 'utf8')
+    // Node 20 refuses an empty prefix so, its template one 'X' short.
+    if (given === '') throw new FsError('EINVAL', 'mkdtemp', 'XXXXX')
     const alphabet = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
     for (;;) {
       let suffix = ''
@@ -961,8 +964,9 @@ export class FsOperations {
 
   utimes(file: unknown, atime: unknown, mtime: unknown, follow = true): void {
     const { given, path } = this.path(file, follow ? 'utime' : 'lutime')
-    const atimeMs = timeArgument(atime, 'atime')
-    const mtimeMs = timeArgument(mtime, 'mtime')
+    // Node names either 'time' here (futimes names them).
+    const atimeMs = timeArgument(atime, 'time')
+    const mtimeMs = timeArgument(mtime, 'time')
     const entry = this.overlay.resolve(path, follow ? 'utime' : 'lutime', follow, given)
     this.setTimes(entry, { atimeMs, mtimeMs, ctimeMs: this.overlay.now() })
   }

@@ -16,7 +16,7 @@ import type { FileHandle } from './file-handle.js'
 import { type FsOperations, cpFilterArguments, rmOptions } from './operations.js'
 import { Dir, Dirent, Stats } from './stats.js'
 import { type StreamFs, hasStreams, streamClasses } from './streams.js'
-import type { Watching } from './watch.js'
+import type { Watches, Watching } from './watch.js'
 import { abortError, isChunks, signalOption } from './write-data.js'
 
 type Operation = (...args: unknown[]) => unknown
@@ -268,6 +268,21 @@ export interface SurfaceOptions {
   watch?: Watching
 }
 
+/**
+ * fs.watch: Node adds the listener (the options when they are a function) once the watch has
+ * started, so one that is there but not a function is refused then (ERR_INVALID_ARG_TYPE); the
+ * watch it started is closed here (Node's keeps running, out of the caller's reach).
+ */
+function watchWithListener(watches: Watches, filename: unknown, opts: unknown, listener: unknown): unknown {
+  const watcher = watches.watch(filename, opts, listener)
+  const given = typeof opts === 'function' ? opts : listener
+  if (given && typeof given !== 'function') {
+    watcher.close()
+    validateFunction(given, 'listener')
+  }
+  return watcher
+}
+
 /** A watch member without the watching capability. */
 function unwatched(syscall: string): () => never {
   return () => {
@@ -373,10 +388,11 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
     throw typeError('ERR_METHOD_NOT_IMPLEMENTED', 'The lchmod() method is not implemented')
   }
   const watches = options.watch?.(ops)
-  fs.watch = watches ? (filename: unknown, opts?: unknown, listener?: unknown) => watches.watch(filename, opts, listener) : unwatched('watch')
+  fs.watch = watches ? (filename: unknown, opts?: unknown, listener?: unknown) => watchWithListener(watches, filename, opts, listener) : unwatched('watch')
   promises.watch = watches ? (filename: unknown, opts?: unknown) => watches.iterate(filename, opts) : unwatched('watch')
-  fs.watchFile = watches ? (filename: unknown, opts?: unknown, listener?: unknown) => watches.watchFile(filename, opts, listener) : unwatched('watchFile')
-  fs.unwatchFile = watches ? (filename: unknown, listener?: unknown) => watches.unwatchFile(filename, listener) : unwatched('unwatchFile')
+  // Node checks watchFile's and unwatchFile's path first, as 'path' (it polls it with stat).
+  fs.watchFile = watches ? (filename: unknown, opts?: unknown, listener?: unknown) => (pathArgument(filename, 'path', 'stat'), watches.watchFile(filename, opts, listener)) : unwatched('watchFile')
+  fs.unwatchFile = watches ? (filename: unknown, listener?: unknown) => (pathArgument(filename, 'path', 'stat'), watches.unwatchFile(filename, listener)) : unwatched('unwatchFile')
 
   Object.assign(fs, { Dirent, Stats, Dir, constants, F_OK: 0, R_OK: 4, W_OK: 2, X_OK: 1, promises })
   promises.constants = constants
