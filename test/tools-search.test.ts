@@ -498,6 +498,8 @@ describe('regular expressions in time linear in the text', () => {
           matcher = new LineMatcher({ pattern: source, regex: true, caseSensitive })
         } catch (error) {
           if (error instanceof SyntaxError) return // RegExp refuses it too
+          // \8 is a backreference once eight groups come before it (Annex B reads it as '8' otherwise).
+          if (error instanceof UnsupportedPattern && /^backreferences/.test(error.message) && /\\[1-9]/.test(source)) return
           throw error
         }
         let unicode = true
