@@ -183,6 +183,25 @@ describe('flush into the lower directory (a rebase)', () => {
   })
 })
 
+describe('what the workspace never showed', () => {
+  it('a deleted directory holding a name that is not UTF-8 or a FIFO refuses the flush, naming them, and nothing on disk changes', async () => {
+    const dir = path.join(project, 'hidden')
+    fs.mkdirSync(dir)
+    fs.writeFileSync(path.join(dir, 'shown.txt'), 'shown')
+    fs.writeFileSync(Buffer.concat([Buffer.from(dir + '/a'), Buffer.from([0xff])]), 'bytes the workspace cannot name')
+    execFileSync('mkfifo', [path.join(dir, 'pipe')])
+    const ws = await Workspace.open({ lower: directory(project) })
+    // The workspace shows the one file, so the directory deletes as if that were all.
+    expect(ws.fs.readdirSync('/hidden')).toEqual(['shown.txt'])
+    ws.fs.rmSync('/hidden', { recursive: true })
+    ws.fs.writeFileSync('/elsewhere.txt', 'x')
+    await expect(ws.flush()).rejects.toMatchObject({ code: 'EINVAL', path: '/hidden', message: expect.stringContaining("('a\\xff', a name that is not UTF-8, 'pipe', a FIFO)") })
+    expect(fs.readdirSync(dir).length).toBe(3)
+    expect(fs.existsSync(path.join(project, 'elsewhere.txt'))).toBe(false)
+    await ws.close()
+  })
+})
+
 describe('symlink targets', () => {
   it("writes an absolute target the workspace holds relative to the link (the workspace reads it from its root, the directory would from the host's); refuses one it does not hold, with nothing written", async () => {
     const lower = directory(project)

@@ -49,6 +49,33 @@ function manifestFile(confinement: Confinement): string {
   return stagingFolder(confinement) + '/manifest.json'
 }
 
+/** Names that are not UTF-8. */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * Entries under a directory on disk that a directory lower leaves out of its listings (names that
+ * are not UTF-8; FIFOs, sockets, devices), as the workspace would name them: the first few.
+ */
+function unseen(directory: string, found: string[] = [], shown = ''): string[] {
+  for (const entry of fs.readdirSync(directory, { withFileTypes: true, encoding: 'buffer' })) {
+    if (found.length >= 3) break
+    const bytes = entry.name as unknown as Buffer
+    let name: string
+    try {
+      name = strictUtf8.decode(bytes)
+    } catch {
+      // Its bytes as a shell's $'…' shows them: printable ASCII as it is, the rest escaped.
+      const escaped = [...bytes].map((byte) => (byte >= 0x20 && byte < 0x7f && byte !== 0x5c && byte !== 0x27 ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, '0')}`)).join('')
+      found.push(`'${shown}${shown ? '/' : ''}${escaped}', a name that is not UTF-8`)
+      continue
+    }
+    const at = `${shown}${shown ? '/' : ''}${name}`
+    if (entry.isDirectory()) unseen(`${directory}/${name}`, found, at)
+    else if (!entry.isFile() && !entry.isSymbolicLink()) found.push(`'${at}', ${entry.isFIFO() ? 'a FIFO' : entry.isSocket() ? 'a socket' : 'a device'}`)
+  }
+  return found
+}
+
 function refuse(path: string, detail: string): FsError {
   return new FsError('EINVAL', 'flush', path, undefined, detail)
 }
@@ -170,7 +197,18 @@ export function plan(entries: readonly FlushEntry[], confinement: Confinement, o
       }
     }
     // A delete of nothing is left out: repeated after a crash it could take what a later step made there.
-    if (entry.kind === 'delete' && !lstatOrUndefined(confinement.lexical(path))) return
+    const onDisk = entry.kind === 'delete' ? lstatOrUndefined(confinement.lexical(path)) : undefined
+    if (entry.kind === 'delete' && !onDisk) return
+    // A directory the workspace deleted holds only what it showed: anything else would go unseen.
+    if (onDisk?.isDirectory()) {
+      const hidden = unseen(confinement.lexical(path))
+      if (hidden.length > 0) {
+        throw refuse(
+          path,
+          `deleting it would remove what the workspace never showed (${hidden.join(', ')}): a workspace name is UTF-8, and FIFOs, sockets and devices are not read; move or remove them on disk first`,
+        )
+      }
+    }
     const name = () => `${stagingDirectory(dirname(path))}/${RESERVED_PREFIX}.${generation}.${names++}`
     switch (entry.kind) {
       case 'delete':
