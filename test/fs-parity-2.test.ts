@@ -6,22 +6,13 @@
  * what Linux does and what the workspace does instead.
  */
 import * as nodeFs from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { inspect } from 'node:util'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { directory } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
 import { watching } from '../src/watch.js'
-
-process.umask(0o022)
-const base = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-parity-2-'))
-afterAll(() => nodeFs.rmSync(base, { recursive: true, force: true }))
-let count = 0
-
-type Fs = typeof nodeFs
-/** A path on one side: absolute ones under that side's root. */
-type At = (path: string) => string
+import { type At, type Fs, fsOracle, outcome } from './support/fs-oracle.js'
 
 /** The same small tree on both sides: files, a directory, links. */
 function seed(fs: Fs, at: At): void {
@@ -32,59 +23,7 @@ function seed(fs: Fs, at: At): void {
   fs.symlinkSync('d', at('/ld'))
 }
 
-/** What a call gave, comparable across the sides: errors by their Node fields, bytes as text. */
-function outcome(value: unknown, root: string): unknown {
-  const strip = (text: string) => (root === '' ? text : text.split(root).join(''))
-  if (value instanceof Error) {
-    const error = value as Error & Record<string, unknown>
-    const fields: Record<string, unknown> = { name: error.name, message: strip(error.message), code: error.code, errno: error.errno, syscall: error.syscall }
-    if (error.path !== undefined) fields.path = typeof error.path === 'string' ? strip(error.path) : error.path
-    if (error.dest !== undefined) fields.dest = typeof error.dest === 'string' ? strip(error.dest) : error.dest
-    return fields
-  }
-  if (typeof value === 'string') return strip(value)
-  if (value instanceof Uint8Array) return { bytes: Buffer.from(value).toString('latin1'), buffer: Buffer.isBuffer(value) }
-  if (Array.isArray(value)) return value.map((item) => outcome(item, root))
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, outcome(item, root)]))
-  return value
-}
-
-/** Runs `call` on a fresh seeded real directory (its cwd) and a fresh seeded workspace (cwd '/'). */
-async function onBoth(call: (fs: Fs, at: At) => unknown): Promise<{ node: unknown; workspace: unknown }> {
-  const real = join(base, String(count++))
-  nodeFs.mkdirSync(real)
-  const ws = await Workspace.open({ watch: watching })
-  const fs = ws.fs as unknown as Fs
-  const onReal: At = (path) => (path.startsWith('/') ? real + path : path)
-  const onWorkspace: At = (path) => path
-  seed(nodeFs, onReal)
-  seed(fs, onWorkspace)
-  const settle = async (run: () => unknown) => {
-    try {
-      return await run()
-    } catch (error) {
-      return error
-    }
-  }
-  const cwd = process.cwd()
-  process.chdir(real)
-  let node: unknown
-  try {
-    node = outcome(await settle(() => call(nodeFs, onReal)), real)
-  } finally {
-    process.chdir(cwd)
-  }
-  const workspace = outcome(await settle(() => call(fs, onWorkspace)), '')
-  await ws.close()
-  return { node, workspace }
-}
-
-/** Asserts both sides agree, showing the call's outcome on failure. */
-async function same(call: (fs: Fs, at: At) => unknown): Promise<unknown> {
-  const { node, workspace } = await onBoth(call)
-  expect(inspect(workspace, { depth: 8 })).toBe(inspect(node, { depth: 8 }))
-  return node
-}
+const { same, realDirectory } = fsOracle('rewindfs-parity-2-', seed)
 
 /** A callback-form call's outcome: what it threw at once, or what it called back with. */
 function called(run: (callback: (error: Error | null, ...results: unknown[]) => void) => void): Promise<unknown> {
@@ -102,8 +41,7 @@ const bytesPath = (root: string, name: number[]) => Buffer.concat([Buffer.from(r
 
 describe('names that are not UTF-8 (a workspace name is a string)', () => {
   it('two Buffer paths that differ in bytes that are not UTF-8 are two files on Linux; the workspace refuses both (EINVAL) rather than make them one', async () => {
-    const real = join(base, String(count++))
-    nodeFs.mkdirSync(real)
+    const real = realDirectory()
     nodeFs.writeFileSync(bytesPath(real, [0x61, 0xff]), 'first')
     nodeFs.writeFileSync(bytesPath(real, [0x61, 0xfe]), 'second')
     expect(nodeFs.readdirSync(real, 'buffer').map((name) => name.toString('hex')).sort()).toEqual(['61fe', '61ff'])
@@ -209,8 +147,7 @@ describe('names that are not UTF-8 (a workspace name is a string)', () => {
   })
 
   it('a lower directory\'s names that are not UTF-8 are left out of its listings, so nothing reads, shows or flushes a garbled name', async () => {
-    const real = join(base, String(count++))
-    nodeFs.mkdirSync(real)
+    const real = realDirectory()
     nodeFs.writeFileSync(bytesPath(real, [0x61, 0xff]), 'lower-ff')
     nodeFs.writeFileSync(bytesPath(real, [0x61, 0xfe]), 'lower-fe')
     nodeFs.mkdirSync(bytesPath(real, [0x64, 0xff]))
@@ -431,8 +368,7 @@ describe('PATH_MAX', () => {
       ]
       return [shallow, deep]
     }
-    const real = join(base, String(count++))
-    nodeFs.mkdirSync(real)
+    const real = realDirectory()
     const cwd = process.cwd()
     let node: unknown
     try {

@@ -4,21 +4,10 @@
  * directory's name taken out) must be the same. Each case was a divergence once.
  */
 import * as nodeFs from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { inspect, promisify } from 'node:util'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { Workspace } from '../src/index.js'
-import { watching } from '../src/watch.js'
-
-process.umask(0o022)
-const base = nodeFs.mkdtempSync(join(tmpdir(), 'rewindfs-parity-'))
-afterAll(() => nodeFs.rmSync(base, { recursive: true, force: true }))
-let count = 0
-
-type Fs = typeof nodeFs
-/** A path on one side: absolute ones under that side's root. */
-type At = (path: string) => string
+import { type At, type Fs, fsOracle } from './support/fs-oracle.js'
 
 /** The same small tree on both sides: files, a directory with a subdirectory, links (one dangling). */
 function seed(fs: Fs, at: At): void {
@@ -31,60 +20,7 @@ function seed(fs: Fs, at: At): void {
   fs.symlinkSync('missing', at('/dangle'))
 }
 
-/** What a call gave, comparable across the sides: errors by their Node fields, bytes as text. */
-function outcome(value: unknown, root: string): unknown {
-  const strip = (text: string) => text.split(root).join('')
-  if (value instanceof Error) {
-    const error = value as Error & Record<string, unknown>
-    const fields: Record<string, unknown> = { name: error.name, message: strip(error.message), code: error.code, errno: error.errno, syscall: error.syscall }
-    if (error.path !== undefined) fields.path = typeof error.path === 'string' ? strip(error.path) : error.path
-    if (error.dest !== undefined) fields.dest = typeof error.dest === 'string' ? strip(error.dest) : error.dest
-    return fields
-  }
-  if (typeof value === 'string') return strip(value)
-  if (value instanceof Uint8Array) return { bytes: Buffer.from(value).toString('latin1'), buffer: Buffer.isBuffer(value) }
-  if (Array.isArray(value)) return value.map((item) => outcome(item, root))
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, outcome(item, root)]))
-  return value
-}
-
-/** Runs `call` on a fresh seeded real directory and a fresh seeded workspace; returns both outcomes. */
-async function onBoth(call: (fs: Fs, at: At) => unknown): Promise<{ node: unknown; workspace: unknown }> {
-  const real = join(base, String(count++))
-  nodeFs.mkdirSync(real)
-  const ws = await Workspace.open({ watch: watching })
-  const fs = ws.fs as unknown as Fs
-  const onReal: At = (path) => (path.startsWith('/') ? real + path : path)
-  const onWorkspace: At = (path) => path
-  seed(nodeFs, onReal)
-  seed(fs, onWorkspace)
-  const settle = async (run: () => unknown) => {
-    try {
-      return await run()
-    } catch (error) {
-      return error
-    }
-  }
-  // Relative paths: the real side runs in its directory, the workspace in its root.
-  const cwd = process.cwd()
-  process.chdir(real)
-  let node: unknown
-  try {
-    node = outcome(await settle(() => call(nodeFs, onReal)), real)
-  } finally {
-    process.chdir(cwd)
-  }
-  const workspace = outcome(await settle(() => call(fs, onWorkspace)), '')
-  await ws.close()
-  return { node, workspace }
-}
-
-/** Asserts both sides agree, showing the call's outcome on failure. */
-async function same(call: (fs: Fs, at: At) => unknown): Promise<unknown> {
-  const { node, workspace } = await onBoth(call)
-  expect(inspect(workspace, { depth: 8 })).toBe(inspect(node, { depth: 8 }))
-  return node
-}
+const { same } = fsOracle('rewindfs-parity-', seed)
 
 describe('less common paths match node:fs on a real directory', () => {
   it('a name over 255 bytes is ENAMETOOLONG wherever a directory is searched for it (after ENOENT/ENOTDIR of the path before it), 255 bytes is fine', async () => {
