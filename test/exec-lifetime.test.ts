@@ -14,7 +14,7 @@ import { support } from '../adapters/node-fs/exec-support.js'
 import { Workspace } from '../src/index.js'
 import type { ExecMode } from '../src/index.js'
 import { CLI, buildCli, removeCli, runCli } from './cli-process.js'
-import { withMarker } from './support/processes.js'
+import { until, withMarker } from './support/processes.js'
 import { capability } from './support/require.js'
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-exec-lifetime-`)
@@ -44,15 +44,6 @@ function marker(): { entry: string; name: string; value: string; processes: () =
   const value = `${process.pid}-${serial++}-${Date.now()}`
   const entry = `${name}=${value}`
   return { entry, name, value, processes: () => withMarker(entry) }
-}
-
-async function until(check: () => boolean, ms: number): Promise<boolean> {
-  const started = Date.now()
-  while (!check()) {
-    if (Date.now() - started > ms) return false
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return true
 }
 
 /** A Node process running `script` (an ES module, with the sources through tsx). */

@@ -14,7 +14,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { CLI, REPO, buildCli, removeCli, runCli } from './cli-process.js'
-import { withMarker } from './support/processes.js'
+import { until, withMarker } from './support/processes.js'
 
 let tmp: string
 let project: string
@@ -44,15 +44,6 @@ let serial = 0
 function marker(): { env: Record<string, string>; processes: () => number[] } {
   const value = `${process.pid}-${serial++}-${Date.now()}`
   return { env: { REWINDFS_MCP_CANCEL_TEST: value }, processes: () => withMarker(`REWINDFS_MCP_CANCEL_TEST=${value}`) }
-}
-
-async function until(check: () => boolean, ms: number): Promise<boolean> {
-  const started = Date.now()
-  while (!check()) {
-    if (Date.now() - started > ms) return false
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return true
 }
 
 /** The server, its temp directories in `temps` (TMPDIR), its session in `store`. */

@@ -18,3 +18,13 @@ export function withMarker(entry: string): number[] {
   }
   return out
 }
+
+/** Polls `check` every 50 ms until it holds (true) or `ms` pass (false): for processes that end or appear. */
+export async function until(check: () => boolean, ms: number): Promise<boolean> {
+  const started = Date.now()
+  while (!check()) {
+    if (Date.now() - started > ms) return false
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return true
+}
