@@ -18,17 +18,6 @@ import { retained } from './retention.js'
 import type { JsonValue } from './state.js'
 
 // Declared beside the code that sets and reads it (undo, redo and their replay; restore's point).
-declare module './durability.js' {
-  interface CheckpointRecord {
-    /**
-     * false once an operation at or before it was undone or redone after it was made: its tree
-     * holds an undone state that no longer is, so restore's replay no longer starts from it
-     * (restoring the checkpoint itself still brings its own tree back). Never set back.
-     */
-    replayBase?: false
-  }
-}
-
 export type CheckpointKind = 'manual' | 'auto' | 'turn' | 'compact' | 'guard'
 
 export interface Checkpoint {

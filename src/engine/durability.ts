@@ -60,6 +60,12 @@ export interface CheckpointRecord {
   readonly state: MapRoot<JsonValue>
   /** Journal position when it was made: operations after it are "since the checkpoint". */
   readonly opSeq: number
+  /**
+   * false once an operation at or before it was undone or redone after it was made: its tree
+   * holds an undone state that no longer is, so restore's replay no longer starts from it
+   * (restoring the checkpoint itself still brings its own tree back). Never set back.
+   */
+  replayBase?: false
 }
 
 export interface DurableHost {
