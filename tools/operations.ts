@@ -65,8 +65,8 @@ export function isoTime(ms: number): string {
 /** ISO 8601 text or epoch milliseconds as milliseconds; refuses anything else with a clear message. */
 export function toMilliseconds(value: string | number, field: string): number {
   const ms = typeof value === 'number' ? value : Date.parse(value)
-  // A Date holds ±8.64e15 ms (±273,790 years): past it a time has no ISO form to report.
-  if (!Number.isFinite(ms) || Math.abs(ms) > 8.64e15) throw new ToolFailure('EINVALIDINPUT', `${field}: '${value}' is not a time (use ISO 8601, e.g. 2024-07-15T10:30:00Z, or epoch milliseconds)`)
+  // Past what a Date holds (±8.64e15 ms) a time has no ISO form to report.
+  if (Number.isNaN(new Date(ms).getTime())) throw new ToolFailure('EINVALIDINPUT', `${field}: '${value}' is not a time (use ISO 8601, e.g. 2024-07-15T10:30:00Z, or epoch milliseconds)`)
   return ms
 }
 

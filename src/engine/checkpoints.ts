@@ -17,7 +17,6 @@ import { treeSize } from './reports.js'
 import { retained } from './retention.js'
 import type { JsonValue } from './state.js'
 
-// Declared beside the code that sets and reads it (undo, redo and their replay; restore's point).
 export type CheckpointKind = 'manual' | 'auto' | 'turn' | 'compact' | 'guard'
 
 export interface Checkpoint {

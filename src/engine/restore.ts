@@ -162,7 +162,7 @@ export class Restores {
       label = `after ${operation.id}`
       time = operation.time
     } else if ('time' in target && typeof target.time === 'number') {
-      if (!Number.isFinite(target.time) || Math.abs(target.time) > 8.64e15) throw new FsError('EINVAL', 'restore', String(target.time), undefined, 'a time is epoch milliseconds within what a Date holds (±8.64e15)')
+      if (Number.isNaN(new Date(target.time).getTime())) throw new FsError('EINVAL', 'restore', String(target.time), undefined, 'a time is epoch milliseconds within what a Date holds (±8.64e15)')
       untilSeq = journal.records.findLast((r) => r.time <= target.time)?.seq ?? 0
       label = `at ${new Date(target.time).toISOString()}`
       time = target.time
