@@ -95,12 +95,11 @@ const display = new TextDecoder('utf-8', { ignoreBOM: true })
 
 /**
  * A path as Node accepts it: string, Buffer/Uint8Array or file: URL; no NUL bytes. Bytes that are
- * not UTF-8 are refused with EINVAL naming `syscall` (the watch members, ./watch.ts, leave it to
- * 'watch'), before anything happens: a workspace name is a string, and decoded with U+FFFD, distinct
- * names ('a\xff', 'a\xfe') would be one file. A file: URL whose escapes are not UTF-8 throws
- * Node's own URIError.
+ * not UTF-8 are refused with EINVAL naming `syscall`, before anything happens: a workspace name
+ * is a string, and decoded with U+FFFD, distinct names ('a\xff', 'a\xfe') would be one file. A
+ * file: URL whose escapes are not UTF-8 throws Node's own URIError.
  */
-export function pathArgument(value: unknown, name = 'path', syscall = 'watch'): string {
+export function pathArgument(value: unknown, name: string, syscall: string): string {
   let path: string
   let bytes: Uint8Array | undefined
   if (typeof value === 'string') path = value

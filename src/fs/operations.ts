@@ -207,7 +207,7 @@ export class FsOperations {
     if (name === 'open' && !createsFile(args[1])) return
     let given: string
     try {
-      given = pathArgument(args[index]) + (name === 'mkdtemp' ? 'XXXXXX' : '')
+      given = pathArgument(args[index], 'path', syscall) + (name === 'mkdtemp' ? 'XXXXXX' : '')
     } catch {
       return // the call itself reports a bad argument
     }

@@ -173,7 +173,7 @@ export function createWatcher(start: StartWatch, filename: unknown, options?: un
     options = {}
   }
   const opts = watchOptions(options)
-  const given = pathArgument(filename, 'filename')
+  const given = pathArgument(filename, 'filename', 'watch')
   const emitter = new EventEmitter() as unknown as Emitter & FSWatcher
   let closed = false
   const name = (text: string) => filenameIn(text, opts.encoding)
@@ -226,7 +226,7 @@ export function watchIterator(start: StartWatch, filename: unknown, options?: un
     const opts = watchOptions(options ?? {})
     const maxQueue = opts.maxQueue
     if (opts.signal?.aborted) throw abortError(opts.signal)
-    const given = pathArgument(filename, 'filename')
+    const given = pathArgument(filename, 'filename', 'watch')
     const queue: { eventType: WatchEventType; filename: string | Uint8Array }[] = []
     let overflowed = false
     let ended: { error: Error | undefined } | undefined
@@ -368,7 +368,7 @@ export class WatchRegistry implements Watches {
    * the zeroed stat, and is reported once when first polled. One watcher per path, shared.
    */
   watchFile(filename: unknown, options?: unknown, listener?: unknown): StatWatcher {
-    const given = pathArgument(filename, 'filename')
+    const given = pathArgument(filename, 'filename', 'watch')
     if (typeof options === 'function') {
       listener = options
       options = {}
@@ -392,7 +392,7 @@ export class WatchRegistry implements Watches {
 
   /** fs.unwatchFile: removes one listener, or all; the watcher stops when none is left. */
   unwatchFile(filename: unknown, listener?: unknown): void {
-    const given = pathArgument(filename, 'filename')
+    const given = pathArgument(filename, 'filename', 'watch')
     const path = normalize(absolute(given, this.ops.cwd))
     const state = this.statWatchers.get(path)
     if (!state) return
