@@ -3,7 +3,9 @@
  * [--granularity operation|checkpoint] [--timeout <seconds>] [--concurrency <n>] -- <command…>`:
  * which operation of the stored session broke the command, as `git bisect run` answers it for
  * commits. The store is opened read-only (bisect records nothing, so it works beside a running MCP
- * server); a line per probe goes to stderr, the answer and its diff to stdout.
+ * server); a line per probe goes to stderr, the answer and its diff to stdout. Interrupted (Ctrl-C,
+ * SIGTERM, SIGHUP), it kills the probes running, closes the workspace (their temp directories go)
+ * and ends by that signal.
  */
 import type { BisectPoint, BisectProbe, BisectProgress, BisectResult, BisectState, Operation, Workspace } from '../src/index.js'
 import type { Options } from './arguments.js'
@@ -77,6 +79,10 @@ export function resultLines(result: BisectResult): string[] {
 
 export async function bisect(options: Options, words: readonly string[]): Promise<Outcome> {
   const { ws } = await openProject('bisect', options, 'read')
+  const ended = new AbortController()
+  const end = (signal: NodeJS.Signals) => ended.abort(signal)
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
+  for (const signal of signals) process.on(signal, end)
   try {
     const colour = colourful(process.stderr)
     let count = 0
@@ -91,6 +97,7 @@ export async function bisect(options: Options, words: readonly string[]): Promis
       ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
       ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
       onProbe: (probe, progress) => process.stderr.write(probeLine(probe, progress, ++count, colour) + '\n'),
+      signal: ended.signal,
     })
     return {
       data: {
@@ -105,5 +112,8 @@ export async function bisect(options: Options, words: readonly string[]): Promis
     }
   } finally {
     await ws.close()
+    for (const signal of signals) process.off(signal, end)
+    // With no listener left, the signal's default action ends this process (128 + its number to a shell).
+    if (ended.signal.aborted) process.kill(process.pid, ended.signal.reason as NodeJS.Signals)
   }
 }

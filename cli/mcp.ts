@@ -80,7 +80,7 @@ export async function serveMcp(options: Options): Promise<number> {
   // Aborted at shutdown: a command still running is killed (its result could not be answered), so
   // the server exits at once and leaves no process behind.
   const shutdown = new AbortController()
-  // run_command asks for its call's signal (the client's cancellation or the shutdown) here.
+  // run_command and find_breaking_change ask for their call's signal (the client's cancellation or the shutdown) here.
   const callSignal = new AsyncLocalStorage<AbortSignal>()
   // ws.exec's runner is the project directory's own (directory() carries it): nothing to install.
   const tools = createAgentTools(ws, { flushTarget: lower, commands: options.allowCommands ? { signal: () => callSignal.getStore() } : false })

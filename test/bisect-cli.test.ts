@@ -1,7 +1,7 @@
 /**
  * Bisect as users reach it: `rewindfs bisect` as a real child process over a store a workspace
  * wrote (a line per probe on stderr, the answer and its diff on stdout, exit codes, the store
- * untouched and usable beside its lock holder), and find_breaking_change through the MCP server
+ * untouched and usable beside its lock holder; interrupted, no probe or temp directory left), and find_breaking_change through the MCP server
  * with the SDK's own client, over a history the agent made with write_file.
  */
 import fs from 'node:fs'
@@ -10,12 +10,14 @@ import path from 'node:path'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import { spawn } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
 import { createAgentTools } from '../tools/index.js'
 import { CLI, REPO, buildCli, removeCli, runCli } from './cli-process.js'
 import { scriptHistory, writeProject } from './support/bisect-project.js'
+import { until, withMarker } from './support/processes.js'
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-bisect-cli-`)
 beforeAll(buildCli)
@@ -80,6 +82,35 @@ describe('rewindfs bisect', () => {
     expect(runCli(args)).toMatchObject({ code: 2, stderr: expect.stringContaining("bisect needs a command after '--'") })
 
     expect({ store: bytesUnder(store), project: bytesUnder(project) }).toEqual(before)
+  })
+})
+
+describe('rewindfs bisect interrupted', () => {
+  it.each(['SIGTERM', 'SIGINT'] as const)('on %s kills the probe running, leaves no temp directory and ends by the signal', async (signal) => {
+    const project = `${scratch}/project-${signal}`
+    const store = `${scratch}/store-${signal}`
+    const temps = `${scratch}/tmp-${signal}`
+    fs.mkdirSync(project)
+    fs.mkdirSync(temps)
+    writeProject(project)
+    const ws = await Workspace.open({ lower: directory(project), store: directoryStore(store), autoCheckpoint: false })
+    await scriptHistory(ws, { count: 8, breakAt: 5 })
+    await ws.close()
+    const marker = `REWINDFS_BISECT_CLI_TEST=${process.pid}-${signal}`
+    const log = `${scratch}/runs-${signal}.log`
+    const child = spawn(process.execPath, [CLI, 'bisect', '--dir', project, '--store', store, '--', `echo run >> ${log}; sleep 30`], {
+      cwd: REPO,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.homedir(), TMPDIR: temps, REWINDFS_BISECT_CLI_TEST: `${process.pid}-${signal}` },
+      stdio: 'ignore',
+    })
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, by) => resolve({ code, signal: by })))
+    expect(await until(() => fs.existsSync(log), 30_000)).toBe(true)
+    const probes = () => withMarker(marker).filter((pid) => pid !== child.pid)
+    child.kill(signal)
+    expect(await exited).toEqual({ code: null, signal })
+    expect(await until(() => probes().length === 0, 5000), `left running: ${probes().join(' ')}`).toBe(true)
+    expect(fs.readdirSync(temps)).toEqual([])
+    expect(fs.readFileSync(log, 'utf8')).toBe('run\n')
   })
 })
 

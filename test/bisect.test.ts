@@ -262,6 +262,42 @@ describe('ws.bisect', () => {
     await ws.close()
   })
 
+  it('withdrawn by its signal: the probes running are killed, no new one starts, AbortError; aborted already, nothing runs', async () => {
+    const root = project()
+    const temps = `${scratch}/tmp-${serial++}`
+    fs.mkdirSync(temps)
+    const ws = await open(root)
+    await scriptHistory(ws)
+    const before = JSON.stringify(ws.history())
+    const log = `${scratch}/runs-${serial++}.log`
+    const marker = `p${process.pid}-${serial++}`
+    const controller = new AbortController()
+    const reason = new Error('the caller went away')
+    // Two probes at once, each running until killed: the search cannot end by itself.
+    const running = ws.bisect(`echo run >> ${log}; sleep 30`, { env: { REWINDFS_BISECT_MARKER: marker }, concurrency: 2, tmpdir: temps, signal: controller.signal })
+    const started = Date.now()
+    const runs = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).length : 0)
+    while (runs() < 2 && Date.now() - started < 30_000) await new Promise((resolve) => setTimeout(resolve, 20))
+    controller.abort(reason)
+    const aborted = Date.now()
+    await expect(running).rejects.toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', cause: reason })
+    expect(Date.now() - aborted).toBeLessThan(5000)
+    expect(withMarker(`REWINDFS_BISECT_MARKER=${marker}`)).toEqual([])
+    // The two probes started, and no round after them.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(runs()).toBe(2)
+    expect(fs.readdirSync(temps)).toEqual([])
+    expect(JSON.stringify(ws.history())).toBe(before)
+    // Aborted already: rejected before any command runs.
+    const never = `${scratch}/never-${serial++}`
+    await expect(ws.bisect(`touch ${never}`, { signal: AbortSignal.abort('gone') })).rejects.toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', cause: 'gone' })
+    expect(fs.existsSync(never)).toBe(false)
+    await expect(ws.bisect('true', { signal: 'stop' as unknown as AbortSignal })).rejects.toThrow(/signal must be an AbortSignal/)
+    // The workspace bisects as before.
+    expect((await ws.bisect(QUICK)).suspects).toHaveLength(1)
+    await ws.close()
+  })
+
   it('needs a runner: a workspace that cannot exec says so before anything runs', async () => {
     const ws = await Workspace.open({ lower: { '/a.txt': 'a' } })
     ws.fs.writeFileSync('/a.txt', 'b')

@@ -3,7 +3,7 @@
  * cancellation (notifications/cancelled, as the SDK sends at its request timeout) kills the command
  * with everything it started, nothing of it lands and the next call is answered at once; the
  * server's end (stdin closed, SIGTERM) kills a command still running and leaves no temp directory;
- * a SIGKILL of the server leaves no process running. Real server, real commands: their processes
+ * a SIGKILL of the server leaves no process running. A cancelled find_breaking_change kills its probe the same way. Real server, real commands: their processes
  * are found in /proc by a marker in their environment. A NUL byte is an input error naming its field.
  */
 import fs from 'node:fs'
@@ -47,12 +47,12 @@ function marker(): { env: Record<string, string>; processes: () => number[] } {
 }
 
 /** The server, its temp directories in `temps` (TMPDIR), its session in `store`. */
-async function connect(): Promise<{ client: Client; transport: StdioClientTransport; exited: Promise<void> }> {
+async function connect(extraEnv: Record<string, string> = {}): Promise<{ client: Client; transport: StdioClientTransport; exited: Promise<void> }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, 'mcp', '--dir', project, '--store', store, '--allow-commands'],
     cwd: REPO,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.homedir(), TMPDIR: temps },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.homedir(), TMPDIR: temps, ...extraEnv },
     stderr: 'ignore',
   })
   const client = new Client({ name: 'rewindfs-cancel-test', version: '1.0.0' })
@@ -103,6 +103,28 @@ describe('a cancelled run_command', () => {
     expect(next).toMatchObject({ isError: false, body: { exit_code: 0, stdout: 'a\n', changes: { added: ['/next.txt'] } } })
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, cancelled + 1000 - Date.now())))
     expect(fs.existsSync(late)).toBe(false)
+  })
+})
+
+describe('a cancelled find_breaking_change', () => {
+  it('kills the probe running, starts no other, leaves no temp directory, and the next call is answered at once', async () => {
+    // The marker rides on the server's environment, which the probes inherit; the server itself is not counted.
+    const mark = marker()
+    const { client, transport } = await connect(mark.env)
+    const probes = () => mark.processes().filter((pid) => pid !== transport.pid)
+    await call(client, 'write_file', { path: '/a.txt', content: 'b\n' })
+    await call(client, 'write_file', { path: '/a.txt', content: 'c\n' })
+    const log = path.join(tmp, 'runs.log')
+    const runs = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).length : 0)
+    await expect(client.callTool({ name: 'find_breaking_change', arguments: { command: `echo run >> ${log}; sleep 30` } }, undefined, { timeout: 2500 })).rejects.toThrow(/timed out/i)
+    expect(runs()).toBe(1)
+    expect(await until(() => probes().length === 0, 5000), `left running: ${probes().join(' ')}`).toBe(true)
+    expect(await until(() => fs.readdirSync(temps).length === 0, 5000), `left: ${fs.readdirSync(temps).join(' ')}`).toBe(true)
+    const asked = Date.now()
+    expect((await call(client, 'read_file', { path: '/a.txt' })).body.content.trim()).toBe('c')
+    expect(Date.now() - asked).toBeLessThan(5000)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(runs()).toBe(1)
   })
 })
 

@@ -29,11 +29,20 @@ export function bisectTool(ws: Workspace, budget: Budget, options: CommandOption
       if (input.from_checkpoint !== undefined && !ws.checkpoints().some((c) => c.id === input.from_checkpoint || c.name === input.from_checkpoint)) {
         throw new ToolFailure('ENOENT', `no checkpoint '${input.from_checkpoint}' (manage_checkpoint with action list shows them)`)
       }
-      const result = await ws.bisect(input.command, {
-        timeout: input.timeout_ms,
-        ...(input.from_checkpoint !== undefined ? { from: input.from_checkpoint } : {}),
-        ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
-      })
+      const signal = options.signal?.()
+      const result = await ws
+        .bisect(input.command, {
+          timeout: input.timeout_ms,
+          ...(input.from_checkpoint !== undefined ? { from: input.from_checkpoint } : {}),
+          ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
+          ...(signal !== undefined ? { signal } : {}),
+        })
+        .catch((error: unknown) => {
+          if (signal?.aborted && (error as { code?: unknown }).code === 'ABORT_ERR') {
+            throw new ToolFailure('ABORT_ERR', 'the call was cancelled: the probes running were killed with everything they started; the workspace is unchanged')
+          }
+          throw error
+        })
       const suspects = fitList(result.suspects.map(operationSummary), Math.floor(budget.chars / 4))
       const probes = result.probes.map((p) => ({ ...state(p.state), verdict: p.verdict, exit_code: p.exitCode, duration_ms: p.durationMs, ...(p.reason ? { reason: p.reason } : {}) }))
       const fitted = fitList(probes, Math.floor(budget.chars / 5))

@@ -20,10 +20,11 @@ export interface CommandOptions {
   /** Passed to every ws.exec (network, host access): see ws.exec. */
   sandbox?: CommandSandbox
   /**
-   * Asked as each run_command call starts: the host's signal for that call (an MCP request's
-   * cancellation, the server's shutdown), or undefined. A tool's `run` takes the input alone, so
-   * the host answers from its own context of the call (an AsyncLocalStorage). Aborted, the command
-   * and everything it started are killed, nothing of it lands, and the call fails with ABORT_ERR.
+   * Asked as each run_command or find_breaking_change call starts: the host's signal for that call
+   * (an MCP request's cancellation, the server's shutdown), or undefined. A tool's `run` takes the
+   * input alone, so the host answers from its own context of the call (an AsyncLocalStorage).
+   * Aborted, the commands running and everything they started are killed, nothing of them lands,
+   * and the call fails with ABORT_ERR.
    */
   signal?: () => AbortSignal | undefined
 }

@@ -20,11 +20,18 @@ import type { ExecOptions, ExecResult } from '../exec.js'
 import type { Checkpoint, Workspace } from '../workspace.js'
 import type { Operation } from './journal.js'
 import { BisectError, type BisectErrorCode } from './bisect-error.js'
+import { abortError } from '../fs/write-data.js'
 
 /** A state of the history: a checkpoint (by id or name) or the state just after an operation. */
 export type BisectPoint = string | { operation: string }
 
 export interface BisectOptions extends Pick<ExecOptions, 'cwd' | 'env' | 'timeout' | 'mode' | 'sandbox' | 'tmpdir'> {
+  /**
+   * Withdraws the search: aborted, the probes running are killed as ws.exec's signal kills a
+   * command, no new one starts, and the promise rejects with Node's AbortError (name 'AbortError',
+   * code 'ABORT_ERR', the signal's reason as `cause`); aborted already, nothing runs.
+   */
+  signal?: AbortSignal
   /** A state where the command passes (default: the oldest state the kept history can rebuild). */
   from?: BisectPoint
   /** A state where it fails (default: now). */
@@ -141,7 +148,8 @@ function describe(op: Operation): string {
 function checkOptions(command: unknown, options: BisectOptions): void {
   if (typeof command !== 'string' || command.trim() === '') throw invalid('the command must be a non-empty string')
   if (typeof options !== 'object' || options === null) throw invalid('options must be an object')
-  const { granularity, concurrency, isGood, onProbe, confirm, from, to } = options
+  const { granularity, concurrency, isGood, onProbe, confirm, from, to, signal } = options
+  if (signal !== undefined && (typeof signal !== 'object' || signal === null || typeof signal.aborted !== 'boolean')) throw invalid('signal must be an AbortSignal')
   if (granularity !== undefined && granularity !== 'operation' && granularity !== 'checkpoint') throw invalid(`granularity must be 'operation' or 'checkpoint', not ${JSON.stringify(granularity)}`)
   if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 1 && concurrency <= 64)) throw invalid(`concurrency must be an integer from 1 to 64, not ${String(concurrency)}`)
   if (isGood !== undefined && typeof isGood !== 'function') throw invalid('isGood must be a function')
@@ -290,12 +298,17 @@ function global(error: unknown): boolean {
 
 export async function bisect<Point>(host: BisectHost<Point>, command: string, options: BisectOptions = {}): Promise<BisectResult> {
   checkOptions(command, options)
+  const { signal } = options
+  const withdrawn = () => {
+    if (signal?.aborted) throw abortError(signal)
+  }
+  withdrawn()
   const ws = host.workspace
   const states = candidates(ws, options)
   const search = new Search(states)
   const k = options.concurrency ?? 1
   const exec: ExecOptions = {}
-  for (const key of ['cwd', 'env', 'timeout', 'mode', 'sandbox', 'tmpdir'] as const) if (options[key] !== undefined) Object.assign(exec, { [key]: options[key] })
+  for (const key of ['cwd', 'env', 'timeout', 'mode', 'sandbox', 'tmpdir', 'signal'] as const) if (options[key] !== undefined) Object.assign(exec, { [key]: options[key] })
   const points = new Map<number, Point>()
   const pointOf = (i: number) => {
     let point = points.get(i)
@@ -331,7 +344,8 @@ export async function bisect<Point>(host: BisectHost<Point>, command: string, op
       host.show(view, pointOf(i))
       result = await view.exec(command, { ...exec, label: `bisect probe: ${command}`, discard: true })
     } catch (error) {
-      if (global(error)) throw error
+      // Withdrawn: the probe's command was killed, and its outcome says nothing about the state.
+      if (global(error) || signal?.aborted) throw error
       // The command ran but its writes could not be recorded in the view: its outcome still counts.
       result = (error as { result?: ExecResult }).result
       if (result === undefined) failure = `the state could not be evaluated: ${(error as Error)?.message ?? String(error)}`
@@ -355,7 +369,10 @@ export async function bisect<Point>(host: BisectHost<Point>, command: string, op
 
   /** Probes several states at once; every probe ends before an error ends the search. */
   const round = async (indices: number[], repeat = false): Promise<BisectProbe[]> => {
+    withdrawn()
     const settled = await Promise.allSettled(indices.map((i) => probe(i, repeat)))
+    // Aborted once the commands had ended (while isGood judged them): the search ends all the same.
+    withdrawn()
     const rejected = settled.find((s) => s.status === 'rejected')
     if (rejected) throw (rejected as PromiseRejectedResult).reason
     const done = settled.map((s) => (s as PromiseFulfilledResult<BisectProbe>).value)
