@@ -224,12 +224,29 @@ export class Overlay {
 
   lowerStat(path: string): LowerStat | undefined {
     const stat = this.lower.stat(path)
-    if (!this.observed.has(path)) {
+    if (this.looking === 0 && !this.observed.has(path)) {
       // A source that can be flushed to also needs "seen absent": something created there later is a conflict.
       const version = stat ? stat.version : this.lower.id !== undefined ? ABSENT : undefined
       if (version !== undefined) this.observe(path, version)
     }
     return stat
+  }
+
+  /** Nesting of `lookingOnly`: while above 0, reading the lower records no first sighting. */
+  private looking = 0
+
+  /**
+   * Runs `body` reading the lower without recording what it sees as the workspace's first sighting
+   * (a flush's or status's diff against the disk as it is now: a version taken there would pass
+   * for the one the agent read, and hide a change made since).
+   */
+  lookingOnly<T>(body: () => T): T {
+    this.looking++
+    try {
+      return body()
+    } finally {
+      this.looking--
+    }
   }
 
   /** The lower source's version at `path` was seen (unless one was already): a flush checks it for changes made since. */

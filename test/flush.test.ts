@@ -531,13 +531,14 @@ function immutableProblem(): string | undefined {
 
 describe.runIf(capability('immutable', immutableProblem()))('a flush whose step keeps failing past its commit point', () => {
   it('says the directory holds part of it and what to do; the open after the cause is gone finishes it', async () => {
+    const locked = path.join(project, 'app/server.js')
+    // Made immutable before the workspace reads it (the flag moves its ctime: made later, a conflict).
+    execFileSync('chattr', ['+i', locked])
     const ws = await Workspace.open({ lower: directory(project) })
     ws.fs.writeFileSync('/app/config.json', '{ "port": 7 }\n')
     ws.fs.writeFileSync('/app/server.js', 'listen(7)\n')
-    const locked = path.join(project, 'app/server.js')
     // The flush's temps wait beside the files they replace until renamed.
     const staged = () => fs.readdirSync(path.join(project, 'app')).filter((name) => name.startsWith('.rewindfs'))
-    execFileSync('chattr', ['+i', locked])
     try {
       // The first rename lands, the second is refused by the kernel: no later open can finish the flush either.
       const failure = { code: 'EPERM', syscall: 'rename', dest: locked, message: expect.stringContaining("stopped at '/app/server.js', 1 of 2 paths written") }

@@ -12,7 +12,7 @@ import { LockFile } from 'rewindfs/adapter-kit/node'
 import { workspaceTarget } from './exec-tree.js'
 import { Confinement, RESERVED_PREFIX, checkPath, isReserved, lstatOrUndefined } from './confine.js'
 import { hostShell } from './exec.js'
-import { clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
+import { changedUnder, clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
 import { syncDirectory } from './files.js'
 import { DirectoryWalker, utf8Entries } from './walker.js'
 
@@ -131,9 +131,13 @@ export class DirectorySource implements LowerSource, FlushTarget {
     return paths.map((path) => this.stat(path)?.version)
   }
 
-  apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void): Promise<(string | undefined)[]> {
-    if (this.holding()) return this.applyNow(entries, onProgress, true)
-    return this.queued(() => this.applyNow(entries, onProgress, false))
+  async changedSince(path: string, sinceMs: number): Promise<string[]> {
+    return changedUnder(this.confinement, normalize(path), sinceMs)
+  }
+
+  apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void, beforeCommit?: () => Promise<void>): Promise<(string | undefined)[]> {
+    if (this.holding()) return this.applyNow(entries, onProgress, true, beforeCommit)
+    return this.queued(() => this.applyNow(entries, onProgress, false, beforeCommit))
   }
 
   async recover(): Promise<void> {
@@ -202,7 +206,12 @@ export class DirectorySource implements LowerSource, FlushTarget {
   }
 
   /** `locked`: the caller holds the flush lock (inside `exclusive`). */
-  private async applyNow(entries: readonly FlushEntry[], onProgress: ((progress: FlushProgress) => void) | undefined, locked: boolean): Promise<(string | undefined)[]> {
+  private async applyNow(
+    entries: readonly FlushEntry[],
+    onProgress: ((progress: FlushProgress) => void) | undefined,
+    locked: boolean,
+    beforeCommit?: () => Promise<void>,
+  ): Promise<(string | undefined)[]> {
     if (!Array.isArray(entries)) throw new TypeError(`rewindfs: apply(entries) needs an array of flush entries, got ${typeof entries}`)
     if (entries.length === 0) return []
     // The staging folder is made by the first flush (a bare apply: once it passes the checks) and then
@@ -216,7 +225,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
       if (grant) grant.applied = true
       if (!locked) lock ??= this.lock(true)!
       try {
-        await stage(this.confinement, planned, (progress) => onProgress?.(progress), this.stopAfter)
+        await stage(this.confinement, planned, (progress) => onProgress?.(progress), this.stopAfter, beforeCommit)
       } catch (error) {
         // Not committed yet: take the temps back. Committed: the manifest stays for recover().
         if (readManifest(this.confinement)?.state === 'staged') rollBack(this.confinement, planned.manifest)

@@ -76,6 +76,35 @@ function unseen(directory: string, found: string[] = [], shown = ''): string[] {
   return found
 }
 
+/**
+ * Workspace paths under the directory at `path` whose entry changed after `sinceMs`: a ctime later
+ * than it (content, mode, owner, a rename in or out), symlinks not followed, the staging folder
+ * left out. What a flush that deletes or replaces the directory would take with it unseen.
+ */
+export function changedUnder(confinement: Confinement, path: string, sinceMs: number): string[] {
+  const found: string[] = []
+  const walk = (host: string, shown: string) => {
+    let names: string[]
+    try {
+      names = fs.readdirSync(host)
+    } catch (error) {
+      if (codeOf(error) === 'ENOENT' || codeOf(error) === 'ENOTDIR') return
+      throw error
+    }
+    for (const name of names) {
+      if (isReserved(name)) continue
+      const stats = lstatOrUndefined(`${host}/${name}`)
+      if (!stats) continue
+      const at = `${shown === '/' ? '' : shown}/${name}`
+      if (stats.ctimeMs > sinceMs) found.push(at)
+      if (stats.isDirectory()) walk(`${host}/${name}`, at)
+    }
+  }
+  const top = lstatOrUndefined(confinement.lexical(path))
+  if (top?.isDirectory()) walk(confinement.lexical(path), path)
+  return found
+}
+
 function refuse(path: string, detail: string): FsError {
   return new FsError('EINVAL', 'flush', path, undefined, detail)
 }
@@ -270,12 +299,13 @@ function writeTemp(confinement: Confinement, { entry, temp }: Staged, temps: Rea
   return host
 }
 
-/** Steps 1–3 of the flush; `stopAfter` lets tests stop it where a crash would. */
+/** Steps 1–3 of the flush; `stopAfter` lets tests stop it where a crash would, `beforeCommit` runs just before the commit point. */
 export async function stage(
   confinement: Confinement,
   { manifest, staged }: Plan,
   report: (progress: FlushProgress) => void,
   stopAfter?: 'staged' | 'committed',
+  beforeCommit?: () => Promise<void>,
 ): Promise<void> {
   writeManifest(confinement, manifest)
   let done = 0
@@ -293,6 +323,8 @@ export async function stage(
   }
   await makeDurable(files, [...new Set(staged.map(({ temp }) => confinement.lexical(dirname(temp))))])
   if (stopAfter === 'staged') return
+  // The flush's last look before the commit point (a throw leaves the manifest staged: taken back).
+  await beforeCommit?.()
   writeManifest(confinement, { ...manifest, state: 'committed' })
   if (stopAfter === 'committed') return
   rollForward(confinement, { ...manifest, state: 'committed' }, (path) => report({ done: ++done, total: manifest.steps.length, path }))

@@ -32,11 +32,27 @@ export class Flushes {
         book,
         session,
         persist: async (blobs) => durability?.saveFlushState(lower, book, blobs),
+        replacedAt: (path) => this.replacedAt(path),
       },
       targets,
       // The verify callback is user code on behalf of this call: engine calls it makes join it.
       typeof options.verify === 'function' ? { ...options, verify: (done) => serial.lend(() => options.verify!(done)) } : options,
     )
+  }
+
+  /**
+   * When the live tree last took the directory at `path` away (deleted, replaced or renamed it, or
+   * an ancestor): the time of the latest operation in effect naming it or an ancestor. Past what
+   * retention kept, the oldest kept operation's time: what changed before it under that directory
+   * goes unseen.
+   */
+  private replacedAt(path: string): number | undefined {
+    const records = this.context.journal.records
+    for (let i = records.length - 1; i >= 0; i--) {
+      const record = records[i]
+      if (!record.undone && record.paths.some((named) => named === path || named === '/' || path.startsWith(named + '/'))) return record.time
+    }
+    return records[0]?.time
   }
 
   /** The upper layer's changes against the lower source. */
@@ -48,7 +64,8 @@ export class Flushes {
     // Only a lower source that is a flush target has a ledger: its engine tells what differs.
     const engine = flushed && flushed.size > 0 ? (lower.source as Partial<FlushTarget>).flusher : undefined
     if (engine) return engine.differences(overlay, lower, flushed!).map((p) => p.change)
-    return diffTrees(overlay, Overlay.emptyRoot(lower), overlay.root).map((r) => r.change)
+    // Status looks at the disk as it is now: nothing it sees counts as the workspace's first sighting.
+    return overlay.lookingOnly(() => diffTrees(overlay, Overlay.emptyRoot(lower), overlay.root).map((r) => r.change))
   }
 
   /** On open: loads pins and flush ledgers; unreadable ones are damage (reported, left in the store). */

@@ -11,6 +11,7 @@ import { pathMatcher } from '../glob.js'
 import { type DirNode, dirNode } from '../layer/nodes.js'
 import { type MapRoot, mapEntries } from '../layer/persistent-map.js'
 import { ABSENT, Overlay } from '../overlay.js'
+import { versionHolds } from '../lower/source.js'
 import { basename, dirname } from '../path.js'
 import type { Checkpoint, Checkpoints } from './checkpoints.js'
 import type { EngineContext } from './context.js'
@@ -237,7 +238,7 @@ export class Restores {
       }
       const seen = overlay.observed.get(path)
       if (seen === undefined) continue
-      if ((lower.stat(path)?.version ?? ABSENT) !== seen) out.push(path)
+      if (!versionHolds(seen, lower.stat(path)?.version ?? ABSENT)) out.push(path)
     }
     return out
   }

@@ -15,6 +15,7 @@ import type { Change } from '../diff.js'
 import { ABSENT, Overlay, type Entry } from '../overlay.js'
 import { components, dirname, join, normalize, relative } from '../path.js'
 import { namesOf } from '../layer/inodes.js'
+import { versionHolds } from '../lower/source.js'
 import type { FlushBook, Recorded } from './book.js'
 import type { PinnedLower } from './pinned-lower.js'
 import type { FlushEntry, FlushProgress, FlushTarget } from './target.js'
@@ -49,6 +50,11 @@ export interface FlushHost {
   readonly session: string
   /** Makes pins, ledgers and the given blobs durable (no-op without a store). */
   persist(blobs: readonly BlobId[]): Promise<void>
+  /**
+   * When the workspace deleted or replaced the directory at `path` (epoch ms; from its history),
+   * undefined when its history does not tell: what changed under it on disk since is a conflict.
+   */
+  replacedAt?(path: string): number | undefined
 }
 
 export interface Planned {
@@ -108,13 +114,7 @@ async function flushHeld(host: FlushHost, targets: readonly FlushTarget[], optio
     ...(linksCopied.length > 0 ? { linksCopied } : {}),
   })
   if (options.dryRun) return report(false, [])
-  if (conflicts.length > 0 && !options.force) {
-    const list = conflicts.map((c) => (targets.length > 1 ? `${c.target}:${c.path}` : c.path)).join(', ')
-    throw Object.assign(new Error(`rewindfs: flush refused: changed in the target since it was read or last flushed: ${list}; pass force: true to overwrite`), {
-      code: 'ECONFLICT',
-      conflicts,
-    })
-  }
+  if (conflicts.length > 0 && !options.force) throw conflictError(conflicts, targets.length > 1)
   const done: FlushTarget[] = []
   for (const [index, target] of targets.entries()) {
     if (canary > 0 && index === canary) {
@@ -140,6 +140,14 @@ async function flushHeld(host: FlushHost, targets: readonly FlushTarget[], optio
   return report(true, done)
 }
 
+function conflictError(conflicts: FlushReport['conflicts'], named: boolean): Error {
+  const list = conflicts.map((c) => (named ? `${c.target}:${c.path}` : c.path)).join(', ')
+  return Object.assign(new Error(`rewindfs: flush refused: changed in the target since it was read or last flushed: ${list}; pass force: true to overwrite`), {
+    code: 'ECONFLICT',
+    conflicts,
+  })
+}
+
 /** A path the target keeps to itself (its staging folder) is refused before anything is written. */
 function refuseReserved(target: FlushTarget, plan: readonly Planned[]): void {
   if (!target.reserved) return
@@ -156,7 +164,7 @@ async function recover(host: FlushHost, target: FlushTarget, persist = true): Pr
   if (!intended) return
   const versions = await target.versions(intended.map(([path]) => path))
   // All or nothing: when no path moved from its version before the apply, the apply never committed.
-  const applied = intended.some(([, , before], i) => (versions[i] ?? null) !== before)
+  const applied = intended.some(([, , before], i) => !holds(before, versions[i]))
   const ledger = host.book.ledger(target.id)
   if (applied) intended.forEach(([path, sig], i) => ledger.set(path, { sig, version: versions[i] ?? null, by: host.session, at: Date.now() }))
   host.book.pending.delete(target.id)
@@ -207,6 +215,10 @@ const kindOf = (sig: string): Change['entry'] | undefined =>
  * else the lower source as the trees see it. O(paths changed + paths in the ledger).
  */
 export function differences(overlay: Overlay, lower: PinnedLower, ledger: ReadonlyMap<string, Recorded>): Planned[] {
+  return overlay.lookingOnly(() => differencesNow(overlay, lower, ledger))
+}
+
+function differencesNow(overlay: Overlay, lower: PinnedLower, ledger: ReadonlyMap<string, Recorded>): Planned[] {
   const base = new Overlay(lower, overlay.blobs, overlay.inodes)
   const candidates = new Set<string>(diffTrees(overlay, base.root, overlay.root).map((r) => r.change.path))
   for (const path of ledger.keys()) candidates.add(path)
@@ -282,21 +294,75 @@ function flushedTarget(overlay: Overlay, path: string, target: string): string {
   return relative(dirname(path), normalize(target)) || '.'
 }
 
+/** Whether what a target holds now (undefined: nothing) is what was recorded (null: nothing). */
+function holds(recorded: string | null, now: string | undefined): boolean {
+  return recorded === null ? now === undefined : now !== undefined && versionHolds(recorded, now)
+}
+
+/** What conflictsOf compares: the version recorded for each path it can tell (`expected`), and the directories the plan deletes or replaces. */
+function expectations(
+  host: FlushHost,
+  plan: readonly Planned[],
+  own: boolean,
+  recordedAt: (path: string) => string | null | false,
+  expected: Map<string, string | null>,
+  replaced: Set<string>,
+): void {
+  for (const p of plan) {
+    const recorded = recordedAt(p.path)
+    if (recorded !== false) expected.set(p.path, recorded)
+    else {
+      // Never read itself: below a directory the workspace saw absent nothing was there, so anything
+      // there now is someone else's; below one it deleted or made anew, that directory's own version
+      // tells of names added or removed in it since.
+      for (let dir = dirname(p.path); dir !== '/'; dir = dirname(dir)) {
+        const above = recordedAt(dir)
+        if (above === false) continue
+        if (above === null) expected.set(p.path, null)
+        else {
+          const taken = exact(host.overlay, dir)
+          if (!taken || taken.lowerPath === null) {
+            expected.set(dir, above)
+            if (own) replaced.add(dir)
+          }
+        }
+        break
+      }
+    }
+    if (own && kindOf(p.base) === 'dir' && (p.desired === 'absent' || kindOf(p.desired) !== 'dir' || p.current?.lowerPath === null)) replaced.add(p.path)
+  }
+}
+
 async function conflictsOf(host: FlushHost, target: FlushTarget, plan: readonly Planned[]): Promise<string[]> {
   const ledger = host.book.ledger(target.id)
   const own = isOwnLower(host, target)
-  const expected = (p: Planned): string | null | false => {
-    const recorded = ledger.get(p.path)
+  /** What the target held at `path` when we last wrote it or first read it: a version, null for nothing, false when unknown. */
+  const recordedAt = (path: string): string | null | false => {
+    const recorded = ledger.get(path)
     if (recorded) return recorded.version
     if (!own) return false // a target we never wrote: nothing to compare with
-    const seen = host.overlay.observed.get(p.path)
+    const seen = host.overlay.observed.get(path)
     if (seen !== undefined) return seen === ABSENT ? null : seen
     return false
   }
-  const checked = plan.filter((p) => expected(p) !== false)
-  if (checked.length === 0) return []
-  const now = await target.versions(checked.map((p) => p.path))
-  return checked.filter((p, i) => (now[i] ?? null) !== expected(p)).map((p) => p.path)
+  const expected = new Map<string, string | null>()
+  /** Directories the plan deletes or replaces, whose trees on disk are checked for changes made since (changedSince). */
+  const replaced = new Set<string>()
+  host.overlay.lookingOnly(() => expectations(host, plan, own, recordedAt, expected, replaced))
+  const checked = [...expected.keys()]
+  const now = checked.length > 0 ? await target.versions(checked) : []
+  const conflicts = new Set(checked.filter((path, i) => !holds(expected.get(path)!, now[i])))
+  // A tree the workspace deleted or replaced without reading it all: what changed on disk under it
+  // since the workspace took it away (an edit, a file added deeper down) is someone else's work.
+  if (typeof target.changedSince === 'function') {
+    for (const path of replaced) {
+      if (underAny(path, replaced)) continue
+      const since = host.replacedAt?.(path)
+      if (since === undefined) continue
+      for (const changed of await target.changedSince(path, since)) conflicts.add(changed)
+    }
+  }
+  return [...conflicts].sort()
 }
 
 async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Planned[], options: FlushOptions): Promise<void> {
@@ -312,7 +378,25 @@ async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Pl
   await host.persist(stored)
   const entries = plan.flatMap((p) => p.entries)
   const onProgress = options.onProgress
-  const versions = await target.apply(entries, onProgress ? (progress) => onProgress({ ...progress, target: target.id }) : undefined)
+  // Checked again once everything is staged, just before the commit point: a save made on disk
+  // while the new contents were written and synced is a conflict too, and nothing is changed.
+  let late: FlushReport['conflicts'] = []
+  const beforeCommit = async () => {
+    late = (await conflictsOf(host, target, plan)).map((path) => ({ target: target.id, path }))
+    if (late.length > 0 && !options.force) throw conflictError(late, false)
+  }
+  let versions: (string | undefined)[]
+  try {
+    versions = await target.apply(entries, onProgress ? (progress) => onProgress({ ...progress, target: target.id }) : undefined, beforeCommit)
+  } catch (error) {
+    if (late.length > 0 && !options.force) {
+      // Refused before the commit point: the target holds what it held, and recovery must not take
+      // a version moved by that save for one this flush wrote.
+      host.book.pending.delete(target.id)
+      await host.persist([])
+    }
+    throw error
+  }
   const ledger = host.book.ledger(target.id)
   const byPath = new Map<string, string | null>()
   entries.forEach((entry, i) => byPath.set(entry.path, versions[i] ?? null))
@@ -322,6 +406,16 @@ async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Pl
     }
     ledger.set(p.path, { sig: p.desired, version: byPath.get(p.path) ?? null, by: host.session, at: Date.now() })
   }
+  // The directories this flush wrote into moved (their mtime, their ctime) by its own hand: their
+  // versions now are the base a later flush compares with, or deleting one would be a conflict with
+  // nobody.
+  const own = isOwnLower(host, target)
+  const parents = [...new Set(plan.map((p) => dirname(p.path)))].filter((dir) => !byPath.has(dir) && (ledger.has(dir) || (own && host.overlay.observed.has(dir))))
+  const moved = parents.length > 0 ? await target.versions(parents) : []
+  parents.forEach((dir, i) => {
+    const entry = host.overlay.lookingOnly(() => exact(host.overlay, dir))
+    if (entry?.type === 'dir' && moved[i] !== undefined) ledger.set(dir, { sig: signature(host.overlay, entry), version: moved[i]!, by: host.session, at: Date.now() })
+  })
   host.book.pending.delete(target.id)
   await host.persist([])
 }

@@ -46,10 +46,20 @@ export interface FlushTarget {
    */
   versions(paths: readonly string[]): Promise<(string | undefined)[]>
   /**
-   * Applies the entries all or nothing (a manifest first, then the moves), and resolves to each
-   * path's version afterwards (undefined for deleted paths), in the order of `entries`.
+   * Paths under the directory `path` (not itself) whose entry changed since `sinceMs` (epoch ms):
+   * content, metadata or name (a ctime later than it). A flush that deletes or replaces a directory
+   * the workspace took away without reading all of it reports these as conflicts. Optional: a
+   * target without it is checked on the directory's own version alone.
    */
-  apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void): Promise<(string | undefined)[]>
+  changedSince?(path: string, sinceMs: number): Promise<string[]>
+  /**
+   * Applies the entries all or nothing (a manifest first, then the moves), and resolves to each
+   * path's version afterwards (undefined for deleted paths), in the order of `entries`. A target
+   * that stages before it commits calls `beforeCommit` once everything is staged, just before the
+   * commit point: when it throws, the target takes the staging back, changes nothing and rejects
+   * with its error (the flush checks conflicts again there).
+   */
+  apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void, beforeCommit?: () => Promise<void>): Promise<(string | undefined)[]>
   /** Rolls an interrupted apply forward (called before every flush; targets also call it on open). */
   recover?(): Promise<void>
   /**

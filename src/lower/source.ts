@@ -24,11 +24,20 @@ export interface LowerStat {
   /** Names the entry has in the source (hard links on disk); 1 when absent. */
   readonly nlink?: number
   /**
-   * Changes whenever the entry's content or metadata changes (size + mtime + inode, or a hash).
-   * The workspace records it the first time it reads a path, so a later change underneath is
-   * detectable (flush and restore conflict checks).
+   * Changes whenever the entry's content or metadata changes (size + mtime + inode + ctime, or a
+   * hash). The workspace records it the first time it reads a path, so a later change underneath is
+   * detectable (flush and restore conflict checks; compared with versionHolds).
    */
   readonly version: string
+}
+
+/**
+ * Whether a version recorded earlier still holds for what a source reports now: the same, or an
+ * older form of it that a later rewindfs extended with more fields (':'-separated, the old ones
+ * first: a directory's `size:mtime:ino` before `:ctime` was added), compared on the fields it has.
+ */
+export function versionHolds(recorded: string, now: string): boolean {
+  return recorded === now || (recorded !== '' && now.length > recorded.length && now.charCodeAt(recorded.length) === 58 /* : */ && now.startsWith(recorded))
 }
 
 export interface LowerSource {

@@ -72,8 +72,13 @@ export function lowerStatOf(stats: SyncStats): LowerStat | undefined {
   }
 }
 
+/**
+ * A directory entry's version: size, mtime and inode, and the ctime where the file system has one,
+ * which moves with every change of content or metadata (a chmod, a chown, a file put back with its
+ * old size and mtime by `touch -r`, `cp -p` or rsync), as git's index compares it.
+ */
 export function lowerVersionOf(stats: SyncStats): string {
-  return `${stats.size}:${stats.mtimeMs}:${stats.ino}`
+  return stats.ctimeMs === undefined ? `${stats.size}:${stats.mtimeMs}:${stats.ino}` : `${stats.size}:${stats.mtimeMs}:${stats.ino}:${stats.ctimeMs}`
 }
 
 function typeOf(stats: SyncStats): EntryType | undefined {

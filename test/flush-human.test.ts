@@ -1,0 +1,223 @@
+/**
+ * A project a human edits while the agent works on it through a workspace: every flush into the
+ * project either leaves the human's work as it is or refuses with ECONFLICT naming it (force
+ * overwrites, as asked). Real directories on ext4 are the oracle: the human's edits are made with
+ * node:fs straight on disk, between the agent's operations and during the flush itself.
+ */
+import { execFileSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { directory, directoryStore } from '../adapters/node-fs/index.js'
+import { Workspace } from '../src/index.js'
+
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-flush-human-'))
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
+
+let serial = 0
+/** A project holding `files` (a name ending in '/' is a directory), and a store beside it. */
+function project(files: Record<string, string>): { root: string; store: string } {
+  const base = path.join(scratch, `p${serial++}`)
+  const root = path.join(base, 'project')
+  fs.mkdirSync(root, { recursive: true })
+  for (const [name, content] of Object.entries(files)) {
+    const at = path.join(root, name)
+    if (name.endsWith('/')) fs.mkdirSync(at, { recursive: true })
+    else {
+      fs.mkdirSync(path.dirname(at), { recursive: true })
+      fs.writeFileSync(at, content)
+    }
+  }
+  return { root, store: path.join(base, 'store') }
+}
+
+async function open(root: string, store: string): Promise<Workspace> {
+  return Workspace.open({ lower: directory(root), store: directoryStore(store) })
+}
+
+/** Every entry under `root` as Linux sees it: files with their text, directories with a slash. */
+function tree(root: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  const walk = (dir: string, shown: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name.startsWith('.rewindfs-flush')) continue
+      const at = `${shown}/${entry.name}`
+      if (entry.isDirectory()) {
+        out[`${at}/`] = ''
+        walk(path.join(dir, entry.name), at)
+      } else out[at] = fs.readFileSync(path.join(dir, entry.name), 'utf8')
+    }
+  }
+  walk(root, '')
+  return out
+}
+
+/** The human's later edit gets a ctime past the operation before it, whatever the clock's tick. */
+const tick = () => new Promise((resolve) => setTimeout(resolve, 15))
+
+/** The flush refuses with ECONFLICT naming exactly `paths`, and the disk is what it was. */
+async function refused(ws: Workspace, root: string, paths: string[]): Promise<void> {
+  const before = tree(root)
+  const error = await ws.flush().then(
+    () => undefined,
+    (thrown: unknown) => thrown as { code?: string; conflicts?: { path: string }[] },
+  )
+  expect(error?.code).toBe('ECONFLICT')
+  expect(error?.conflicts?.map((c) => c.path)).toEqual(paths)
+  expect(tree(root)).toEqual(before)
+}
+
+describe('a directory the workspace made where the human then made one too', () => {
+  it('is a conflict: the human’s files in it are neither deleted nor overwritten', async () => {
+    const { root, store } = project({ 'keep.txt': 'k\n' })
+    const ws = await open(root, store)
+    ws.fs.mkdirSync('/N')
+    ws.fs.writeFileSync('/N/a.txt', 'agent\n')
+    await ws.sync()
+    fs.mkdirSync(path.join(root, 'N'))
+    fs.writeFileSync(path.join(root, 'N/human.txt'), 'HUMAN\n')
+    fs.writeFileSync(path.join(root, 'N/a.txt'), 'HUMAN a\n')
+    await refused(ws, root, ['/N/a.txt', '/N/human.txt'])
+    // Forced, the workspace's directory is what the project gets, as asked.
+    expect((await ws.flush(undefined, { force: true })).applied).toBe(true)
+    expect(tree(path.join(root, 'N'))).toEqual({ '/a.txt': 'agent\n' })
+    await ws.close()
+  })
+
+  it('after rm -r and mkdir of a project directory: a file the human then edits in it is a conflict', async () => {
+    const { root, store } = project({ 'D/old.txt': 'old\n' })
+    const ws = await open(root, store)
+    ws.fs.rmSync('/D', { recursive: true })
+    ws.fs.mkdirSync('/D')
+    ws.fs.writeFileSync('/D/a.txt', 'agent\n')
+    await ws.sync()
+    await tick()
+    fs.writeFileSync(path.join(root, 'D/old.txt'), 'HUMAN EDIT\n')
+    await refused(ws, root, ['/D/old.txt'])
+    await ws.close()
+  })
+
+  it('after rm -r and mkdir of a project directory: a file the human adds in it is a conflict', async () => {
+    const { root, store } = project({ 'D/old.txt': 'old\n' })
+    const ws = await open(root, store)
+    ws.fs.rmSync('/D', { recursive: true })
+    ws.fs.mkdirSync('/D')
+    ws.fs.writeFileSync('/D/a.txt', 'agent\n')
+    await ws.sync()
+    await tick()
+    fs.writeFileSync(path.join(root, 'D/human.txt'), 'HUMAN\n')
+    await refused(ws, root, ['/D', '/D/human.txt'])
+    await ws.close()
+  })
+})
+
+describe('a project directory the workspace deleted', () => {
+  it('is deleted by the flush when nobody changed it on disk since', async () => {
+    const { root, store } = project({ 'D/x.txt': 'x\n', 'D/sub/y.txt': 'y\n', 'keep.txt': 'k\n' })
+    const ws = await open(root, store)
+    ws.fs.rmSync('/D', { recursive: true })
+    expect((await ws.flush()).applied).toBe(true)
+    expect(tree(root)).toEqual({ '/keep.txt': 'k\n' })
+    await ws.close()
+  })
+
+  it.each([
+    ['an edit of a file it never read', (root: string) => fs.writeFileSync(path.join(root, 'D/x.txt'), 'HUMAN EDIT\n'), ['/D/x.txt']],
+    ['a file added deeper down', (root: string) => fs.writeFileSync(path.join(root, 'D/sub/human.txt'), 'HUMAN\n'), ['/D/sub', '/D/sub/human.txt']],
+    ['a chmod deeper down', (root: string) => fs.chmodSync(path.join(root, 'D/sub/y.txt'), 0o600), ['/D/sub/y.txt']],
+  ] as const)('made on disk after the delete, %s is a conflict, also after a reopen', async (_what, change, paths) => {
+    const { root, store } = project({ 'D/x.txt': 'x\n', 'D/sub/y.txt': 'y\n', 'keep.txt': 'k\n' })
+    let ws = await open(root, store)
+    ws.fs.rmSync('/D', { recursive: true })
+    await ws.close()
+    await tick()
+    change(root)
+    ws = await open(root, store)
+    await refused(ws, root, [...paths])
+    await ws.close()
+  })
+
+  it('after the workspace flushed a file into it: deleted without a conflict when nobody else changed it', async () => {
+    const { root, store } = project({ 'D/x.txt': 'x\n', 'keep.txt': 'k\n' })
+    const ws = await open(root, store)
+    ws.fs.writeFileSync('/D/new.txt', 'agent\n')
+    expect((await ws.flush()).applied).toBe(true)
+    ws.fs.rmSync('/D', { recursive: true })
+    expect((await ws.flush()).applied).toBe(true)
+    expect(tree(root)).toEqual({ '/keep.txt': 'k\n' })
+    await ws.close()
+  })
+})
+
+describe('metadata the human changed', () => {
+  it('a chmod of a file the agent modified, or of a directory it wrote into, is a conflict, not reverted', async () => {
+    const { root, store } = project({ 'a.txt': 'a\n', 'D/x.txt': 'x\n' })
+    const ws = await open(root, store)
+    ws.fs.writeFileSync('/a.txt', 'agent\n')
+    ws.fs.writeFileSync('/D/new.txt', 'agent\n')
+    await ws.sync()
+    await tick()
+    fs.chmodSync(path.join(root, 'a.txt'), 0o600)
+    fs.chmodSync(path.join(root, 'D'), 0o700)
+    await refused(ws, root, ['/D', '/a.txt'])
+    expect(fs.statSync(path.join(root, 'a.txt')).mode & 0o777).toBe(0o600)
+    expect(fs.statSync(path.join(root, 'D')).mode & 0o777).toBe(0o700)
+    await ws.close()
+  })
+
+  it('a file put back with its old size and mtime (touch -r, cp -p) is a conflict', async () => {
+    const { root, store } = project({ 'a.txt': 'orig\n' })
+    const ws = await open(root, store)
+    ws.fs.writeFileSync('/a.txt', 'agent\n')
+    await ws.sync()
+    await tick()
+    const file = path.join(root, 'a.txt')
+    // touch -r keeps the nanoseconds (a Date would round them, and so change the version anyway).
+    const reference = path.join(scratch, `reference-${serial++}`)
+    fs.writeFileSync(reference, '')
+    execFileSync('touch', ['-r', file, reference])
+    fs.writeFileSync(file, 'HUMN\n')
+    execFileSync('touch', ['-r', reference, file])
+    expect(fs.statSync(file, { bigint: true }).mtimeNs).toBe(fs.statSync(reference, { bigint: true }).mtimeNs)
+    await refused(ws, root, ['/a.txt'])
+    expect(fs.readFileSync(file, 'utf8')).toBe('HUMN\n')
+    await ws.close()
+  })
+})
+
+describe('a save made on disk while the flush writes', () => {
+  it('is a conflict found just before the commit point: nothing is changed, and a later flush still sees it', async () => {
+    const files: Record<string, string> = { 'a.txt': 'orig\n' }
+    for (let i = 0; i < 50; i++) files[`f/${i}.txt`] = 'o\n'
+    const { root, store } = project(files)
+    const ws = await open(root, store)
+    ws.fs.writeFileSync('/a.txt', 'agent\n')
+    for (let i = 0; i < 50; i++) ws.fs.writeFileSync(`/f/${i}.txt`, 'agent\n')
+    await ws.sync()
+    let saved = false
+    const error = await ws
+      .flush(undefined, {
+        // Called as the new contents are staged: after the first conflict check, before any rename.
+        onProgress: () => {
+          if (saved) return
+          saved = true
+          fs.writeFileSync(path.join(root, 'a.txt'), 'HUMAN SAVED DURING FLUSH\n')
+        },
+      })
+      .then(
+        () => undefined,
+        (thrown: unknown) => thrown as { code?: string; conflicts?: { path: string }[] },
+      )
+    expect(saved).toBe(true)
+    expect(error).toMatchObject({ code: 'ECONFLICT', conflicts: [{ path: '/a.txt' }] })
+    expect(fs.readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe('HUMAN SAVED DURING FLUSH\n')
+    expect(fs.readFileSync(path.join(root, 'f/0.txt'), 'utf8')).toBe('o\n')
+    expect(fs.readdirSync(root).filter((name) => name.startsWith('.rewindfs-flush') && name !== '.rewindfs-flush')).toEqual([])
+    // Reopened (recovery runs), the save is still a conflict, not taken for this flush's write.
+    await ws.close()
+    const again = await open(root, store)
+    await refused(again, root, ['/a.txt'])
+    await again.close()
+  })
+})
