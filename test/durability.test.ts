@@ -502,6 +502,10 @@ describe('write-ahead journal and crash recovery', () => {
     expect(ws.status.degraded).toMatch(/unavailable: connection refused/)
     ws.fs.writeFileSync('/still-works', 'yes')
     expect(ws.fs.readFileSync('/still-works', 'utf8')).toBe('yes')
+    // Nothing it records is durable, so nothing is acknowledged: every recording call says so.
+    await expect(ws.sync()).rejects.toMatchObject({ code: 'EDEGRADED', message: expect.stringMatching(/unavailable: connection refused/) })
+    await expect(ws.checkpoint({ name: 'cp' })).rejects.toMatchObject({ code: 'EDEGRADED' })
+    await ws.close()
 
     const failing = new MemoryStore()
     const live = await Workspace.open({ store: failing })

@@ -35,6 +35,8 @@ export class SessionStore {
   readonly status: StoreStatus = { warnings: [] }
   /** The attached store's durable journal engine. */
   private engine: DurabilityEngine | undefined
+  /** Why the store given at open could not be read (the workspace then runs in memory): every sync() rejects with it. */
+  private unavailable: string | undefined
 
   constructor(
     private readonly context: EngineContext,
@@ -68,6 +70,7 @@ export class SessionStore {
       if (code === 'EJOURNALVERSION' || code === 'ELOWERMISMATCH') throw error
       // Unavailable: run in memory, flagged with the reason, never silently.
       this.status.degraded = `the ${store.kind} store is unavailable: ${(error as Error)?.message ?? String(error)}`
+      this.unavailable = this.status.degraded
       this.context.alert({ kind: 'safe-stop', message: this.status.degraded })
       return
     }
@@ -144,7 +147,11 @@ export class SessionStore {
   async sync(): Promise<void> {
     const { ops, durability } = this.context
     ops.settle()
-    if (!durability) return
+    if (!durability) {
+      // Opened on a store it could not read: what it records is in memory only, never acknowledged.
+      if (this.unavailable !== undefined) throw Object.assign(new Error(`rewindfs: ${this.unavailable}; the workspace is running in memory (degraded)`), { code: 'EDEGRADED' })
+      return
+    }
     try {
       await durability.sync({ insideHold: this.sideEffects.running })
     } catch (error) {
