@@ -138,6 +138,32 @@ describe('a project directory the workspace deleted', () => {
     await ws.close()
   })
 
+  it('an edit made between the agent’s rm -r and its mkdir of the same name is a conflict', async () => {
+    const { root, store } = project({ 'D/old.txt': 'old\n' })
+    const ws = await open(root, store)
+    ws.fs.rmSync('/D', { recursive: true })
+    await ws.sync()
+    await tick()
+    fs.writeFileSync(path.join(root, 'D/old.txt'), 'HUMAN EDIT\n')
+    await tick()
+    ws.fs.mkdirSync('/D')
+    ws.fs.writeFileSync('/D/a.txt', 'agent\n')
+    await refused(ws, root, ['/D/old.txt'])
+    await ws.close()
+  })
+
+  it('renamed by the agent: what the human changed under the old name moves to the new one, no conflict', async () => {
+    const { root, store } = project({ 'D/x.txt': 'x\n' })
+    const ws = await open(root, store)
+    ws.fs.renameSync('/D', '/E')
+    await ws.sync()
+    await tick()
+    fs.writeFileSync(path.join(root, 'D/x.txt'), 'HUMAN EDIT\n')
+    expect((await ws.flush()).applied).toBe(true)
+    expect(tree(root)).toEqual({ '/E/': '', '/E/x.txt': 'HUMAN EDIT\n' })
+    await ws.close()
+  })
+
   it('after the workspace flushed a file into it: deleted without a conflict when nobody else changed it', async () => {
     const { root, store } = project({ 'D/x.txt': 'x\n', 'keep.txt': 'k\n' })
     const ws = await open(root, store)

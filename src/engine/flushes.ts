@@ -41,15 +41,13 @@ export class Flushes {
   }
 
   /**
-   * When the live tree last took the directory at `path` away (deleted, replaced or renamed it, or
-   * an ancestor): the time of the latest operation in effect naming it or an ancestor. Past what
-   * retention kept, the oldest kept operation's time: what changed before it under that directory
-   * goes unseen.
+   * Since when the live tree may have stopped showing the directory at `path` as the disk holds it:
+   * the earliest operation in effect naming it or an ancestor (the flush takes the later of this and
+   * its own last write there). Past what retention kept, the oldest kept operation's time.
    */
   private replacedAt(path: string): number | undefined {
     const records = this.context.journal.records
-    for (let i = records.length - 1; i >= 0; i--) {
-      const record = records[i]
+    for (const record of records) {
       if (!record.undone && record.paths.some((named) => named === path || named === '/' || path.startsWith(named + '/'))) return record.time
     }
     return records[0]?.time

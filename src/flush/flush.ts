@@ -51,8 +51,9 @@ export interface FlushHost {
   /** Makes pins, ledgers and the given blobs durable (no-op without a store). */
   persist(blobs: readonly BlobId[]): Promise<void>
   /**
-   * When the workspace deleted or replaced the directory at `path` (epoch ms; from its history),
-   * undefined when its history does not tell: what changed under it on disk since is a conflict.
+   * Since when the workspace may have stopped showing the directory at `path` as the target holds
+   * it (epoch ms; from its history: deleted, replaced, renamed), undefined when its history does not
+   * tell: what changed under it on disk since is a conflict.
    */
   replacedAt?(path: string): number | undefined
 }
@@ -355,10 +356,18 @@ async function conflictsOf(host: FlushHost, target: FlushTarget, plan: readonly 
   // A tree the workspace deleted or replaced without reading it all: what changed on disk under it
   // since the workspace took it away (an edit, a file added deeper down) is someone else's work.
   if (typeof target.changedSince === 'function') {
+    // A directory the workspace renamed (E showing D's entries) takes what is on disk under D with it.
+    const carried = new Set(plan.flatMap((p) => (p.current?.type === 'dir' && p.current.node !== undefined && p.current.lowerPath !== null && p.current.lowerPath !== p.path ? [p.current.lowerPath] : [])))
     for (const path of replaced) {
-      if (underAny(path, replaced)) continue
-      const since = host.replacedAt?.(path)
-      if (since === undefined) continue
+      if (underAny(path, replaced) || carried.has(path)) continue
+      const taken = host.replacedAt?.(path)
+      if (taken === undefined) continue
+      // What this flush's target last got from us there is known: only later changes count.
+      let since = taken
+      for (let at = path; ; at = dirname(at)) {
+        since = Math.max(since, ledger.get(at)?.at ?? 0)
+        if (at === '/') break
+      }
       for (const changed of await target.changedSince(path, since)) conflicts.add(changed)
     }
   }
