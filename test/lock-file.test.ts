@@ -2,7 +2,9 @@
  * rewindfs/adapter-kit/node's LockFile with `predecessors` (the PGlite data-directory lock): a lock
  * naming this pid that this thread does not hold was a predecessor's (a container restarted with
  * the same pid) and is taken over, but one another worker thread of this process holds is held:
- * taken over, two PGlites would write one directory.
+ * taken over, two PGlites would write one directory. The directory store's lock and a project
+ * directory's flush lock are such locks too: a container restarted gives its writer the pid its
+ * predecessor had (1), and a lock that predecessor left must not keep the store or flushes refused.
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -10,6 +12,8 @@ import path from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { afterAll, describe, expect, it } from 'vitest'
 import { LockFile } from '../src/node/lock-file.js'
+import { directory, directoryStore } from '../adapters/node-fs/index.js'
+import { Workspace } from '../src/index.js'
 import { bundleChild } from './support/child-bundle.js'
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-lock-file-'))
@@ -61,5 +65,51 @@ describe('a lock file with predecessors', () => {
       expect('lock' in answer, content).toBe(true)
       if ('lock' in answer) answer.lock.release()
     }
+  })
+})
+
+describe('a lock on a full disk', () => {
+  it('fails with the disk’s error and leaves no temp file behind', () => {
+    const dir = path.join(tmp, 'full')
+    fs.mkdirSync(dir)
+    // As node:fs does on a full disk: the file is made ('wx'), then its write fails.
+    const full = {
+      ...fs,
+      writeFileSync: (file: fs.PathOrFileDescriptor, _data: string, options: { flag: string }) => {
+        fs.closeSync(fs.openSync(file as string, options.flag))
+        throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' })
+      },
+    } as unknown as typeof fs
+    expect(() => LockFile.tryAcquire(path.join(dir, 'lock'), { fs: full, predecessors: true })).toThrow(expect.objectContaining({ code: 'ENOSPC' }))
+    expect(fs.readdirSync(dir)).toEqual([])
+  })
+})
+
+describe('locks a restarted container finds with its own pid', () => {
+  it('the directory store’s lock is taken over; one this process holds is still EBUSY', async () => {
+    const store = path.join(tmp, 'store')
+    const first = await Workspace.open({ store: directoryStore(store) })
+    first.fs.writeFileSync('/a', 'acknowledged')
+    await first.sync()
+    expect(() => directoryStore(store)).toThrow(expect.objectContaining({ code: 'EBUSY', message: expect.stringContaining('this process') }))
+    await first.close()
+    // What a killed predecessor with this pid leaves (an older rewindfs wrote the pid alone).
+    for (const content of [`${process.pid}\n\n1\n`, `${process.pid}\n`]) {
+      fs.writeFileSync(path.join(store, 'lock'), content)
+      const again = await Workspace.open({ store: directoryStore(store) })
+      expect(again.fs.readFileSync('/a', 'utf8')).toBe('acknowledged')
+      await again.close()
+    }
+  })
+
+  it('a project directory’s flush lock is taken over', async () => {
+    const project = path.join(tmp, 'project')
+    fs.mkdirSync(path.join(project, '.rewindfs-flush'), { recursive: true })
+    fs.writeFileSync(path.join(project, '.rewindfs-flush', 'lock'), `${process.pid}\n\n1\n`)
+    const ws = await Workspace.open({ lower: directory(project) })
+    ws.fs.writeFileSync('/a.txt', 'flushed\n')
+    expect((await ws.flush()).applied).toBe(true)
+    expect(fs.readFileSync(path.join(project, 'a.txt'), 'utf8')).toBe('flushed\n')
+    await ws.close()
   })
 })

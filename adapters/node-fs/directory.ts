@@ -284,7 +284,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
       }
       let result: ReturnType<typeof LockFile.tryAcquire>
       try {
-        result = LockFile.tryAcquire(folder + '/lock', { fs })
+        result = LockFile.tryAcquire(folder + '/lock', { fs, predecessors: true })
       } catch (error) {
         // A refused flush of another process removed the folder it had made, just now: make it again.
         if ((error as { code?: string }).code === 'ENOENT' && create && attempt < 5) continue

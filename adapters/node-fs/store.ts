@@ -187,7 +187,7 @@ export class DirectoryStore implements Store {
       this.notices = format.mended ? [`${format.mended}; opened read-only, the file was left as it is (a writer rewrites it)`] : []
       return
     }
-    const taken = LockFile.tryAcquire(this.file('lock'), { fs })
+    const taken = LockFile.tryAcquire(this.file('lock'), { fs, predecessors: true })
     if ('owner' in taken) {
       const owner = taken.owner.pid === process.pid ? 'this process' : `process ${taken.owner.pid}`
       throw new FsError('EBUSY', 'open', this.file('lock'), undefined, `the store '${this.root}' is locked by ${owner} (lock file)`)

@@ -111,7 +111,13 @@ export class LockFile {
     const content = options.host === undefined && started === undefined ? `${process.pid}\n` : `${process.pid}\n${options.host ?? ''}\n${started === undefined ? '' : `${started}\n`}`
     for (let attempt = 0; attempt < 5; attempt++) {
       const temp = tempName(path)
-      fs.writeFileSync(temp, content, { flag: 'wx' })
+      try {
+        fs.writeFileSync(temp, content, { flag: 'wx' })
+      } catch (error) {
+        // Made but not written (a full disk): nothing of a failed attempt is left behind.
+        removeIfPresent(fs, temp)
+        throw error
+      }
       try {
         fs.linkSync(temp, path)
         held.add(key)
