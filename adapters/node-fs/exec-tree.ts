@@ -35,6 +35,12 @@ interface Written {
   readonly sha1?: string
   /** Files cloned from the lower directory: the host path they came from. */
   readonly clonedFrom?: string
+  /**
+   * Files cloned from the lower directory: that file's inode, size, mtime and ctime before the
+   * clone. While it still has them its bytes are what the copy got; once changed (a person's edit
+   * while the command ran) it no longer tells what the copy held.
+   */
+  readonly clonedStamp?: string
   /** Symlinks: the target as written on the host. */
   readonly target?: string
   /** Names of one workspace inode (hard links): its id; they were written as hard links of one file. */
@@ -151,12 +157,15 @@ function kindOf(stats: Stats | BigIntStats): Kind | undefined {
   return undefined
 }
 
+/** A lower file's inode, size, mtime and ctime: what moves with any change of it. */
+const stampOf = (stats: Stats) => `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`
+
 /**
  * The lower file behind `path`, if the view shows exactly it: not changed in the upper layer, the
  * same inode, size and mtime on disk, and no symlink among the host directories on the way (so the
- * clone cannot be led outside the lower directory).
+ * clone cannot be led outside the lower directory); and its stamp (stampOf) as it is before the clone.
  */
-function cloneable(source: CloneSource, path: string, view: Stats, realDirs: Map<string, boolean>): string | undefined {
+function cloneable(source: CloneSource, path: string, view: Stats, realDirs: Map<string, boolean>): { from: string; stamp: string } | undefined {
   if (source.changed.has(path)) return undefined
   const host = source.root + path
   const dir = host.slice(0, host.lastIndexOf('/'))
@@ -171,8 +180,8 @@ function cloneable(source: CloneSource, path: string, view: Stats, realDirs: Map
   }
   if (!direct) return undefined
   const disk = fs.lstatSync(host, { throwIfNoEntry: false })
-  const same = disk?.isFile() && disk.ino === view.ino && disk.size === view.size && disk.mtimeMs === view.mtimeMs
-  return same ? host : undefined
+  if (!disk?.isFile() || disk.ino !== view.ino || disk.size !== view.size || disk.mtimeMs !== view.mtimeMs) return undefined
+  return { from: host, stamp: stampOf(disk) }
 }
 
 /**
@@ -240,15 +249,15 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
       const firstLower = lowerLink === undefined ? undefined : firstLowerName.get(lowerLink)
       if (firstLower !== undefined) {
         fs.linkSync(firstLower.host, host)
-        written.set(path, { kind: 'file', mode, clonedFrom: clone, lowerLink })
+        written.set(path, { kind: 'file', mode, clonedFrom: clone!.from, clonedStamp: clone!.stamp, lowerLink })
         linkedPaths.push(path)
         return
       }
-      let origin: { clonedFrom: string } | { sha1: string }
+      let origin: { clonedFrom: string; clonedStamp: string } | { sha1: string }
       try {
         if (clone) {
-          fs.copyFileSync(clone, host, fs.constants.COPYFILE_FICLONE)
-          origin = { clonedFrom: clone }
+          fs.copyFileSync(clone.from, host, fs.constants.COPYFILE_FICLONE)
+          origin = { clonedFrom: clone.from, clonedStamp: clone.stamp }
         } else {
           const data = view.readFileSync(path)
           fs.writeFileSync(host, data, { mode: 0o600 })
@@ -308,8 +317,22 @@ export async function fillRefused(manifest: Manifest, copy: (pairs: readonly Ref
   })
 }
 
-/** Whether the file at `host` holds what was written there (asked only when its stats changed). */
-function sameContent(host: string, before: Written): boolean {
+/**
+ * Whether the file at `host` holds what was written there (asked when its stats changed, or were
+ * taken in the clock's own tick). A clone is compared with its lower file while that is as it was
+ * cloned; changed since (a person's edit while the command ran), it no longer tells: the copy holds
+ * what was written when its own stats are as written (`asWritten`).
+ */
+function sameContent(host: string, before: Written, asWritten: boolean): boolean {
+  if (before.sha1 === undefined) {
+    let lower: Stats | undefined
+    try {
+      lower = fs.lstatSync(before.clonedFrom!, { throwIfNoEntry: false })
+    } catch {
+      lower = undefined
+    }
+    if (lower === undefined || stampOf(lower) !== before.clonedStamp) return asWritten
+  }
   const data = readPrivateFile(host)
   if (before.sha1 !== undefined) return sha1(data) === before.sha1
   try {
@@ -377,9 +400,9 @@ export function scan(manifest: Manifest, maxFileSize: number): Scan {
           out.edits.push({ op: 'meta', path, mode: kind === 'dir' && mode !== before.mode ? mode : undefined, owner })
         }
       } else if (!before.standIn) {
-        const untouched = stats.ino === old.ino && stats.size === old.size && stats.mtimeNs === old.mtimeNs && stats.ctimeNs === old.ctimeNs && old.ctimeNs < manifest.since
-        if (!untouched) {
-          const contentChanged = stats.size !== old.size || !sameContent(host, before)
+        const asWritten = stats.ino === old.ino && stats.size === old.size && stats.mtimeNs === old.mtimeNs && stats.ctimeNs === old.ctimeNs
+        if (!(asWritten && old.ctimeNs < manifest.since)) {
+          const contentChanged = stats.size !== old.size || !sameContent(host, before, asWritten)
           if (contentChanged || mode !== before.mode || stats.mtimeNs !== old.mtimeNs || owner) {
             out.modified.push(path)
             // The workspace cannot copy up a file it may not read: a change of its mode comes with its content.

@@ -186,6 +186,8 @@ class HostShellSession implements ExecSession {
     }
 
     const { mode, reason } = this.chooseMode(options, host)
+    // From here on the command may see the lower directory: what changes there later is not what it saw.
+    const started = fileClock(options.tmpdir, this.host.workspace.lower.source)
     let ran: Ran | Omit<Ran, 'work'>
     let modeReason = reason
     try {
@@ -219,7 +221,7 @@ class HostShellSession implements ExecSession {
       ...('work' in ran ? { work: ran.work } : {}),
     }
     try {
-      if (found.removals.length + found.edits.length + (found.stash?.length ?? 0) > 0) await record(this.host, ran.before, found, options.label ?? `exec: ${command}`)
+      if (found.removals.length + found.edits.length + (found.stash?.length ?? 0) > 0) await record(this.host, ran.before, found, options.label ?? `exec: ${command}`, started)
     } catch (error) {
       throw Object.assign(error as Error, { result })
     }
@@ -249,9 +251,85 @@ class HostShellSession implements ExecSession {
 
 const parent = (path: string): string | undefined => (path === '/' ? undefined : path.slice(0, path.lastIndexOf('/')) || '/')
 
-/** One transaction, refused when the workspace changed a path the command changed since it started. */
-async function record(host: ExecHost, before: DirNode, found: Scan, label: string): Promise<void> {
+/**
+ * The conflict base of a path the command changed whose entry in the lower directory changed while
+ * the command ran (a person's edit, a file they made there): a version no lower source reports. What
+ * the entry was when the command started is not known (overlay mode shows the project to the command
+ * as it is on disk; a copy holds no name the command went on to create), only that it is not what is
+ * there now, so a flush finds the path changed (ECONFLICT) whatever the disk holds then, as it does
+ * for a path the workspace read before such a change. A path the workspace had seen keeps that base.
+ */
+const CHANGED_WHILE_RUNNING = 'rewindfs-exec:changed-while-the-command-ran'
+
+/** Time as the kernel stamps files (ns): a file's ctime once the command's view may be taken. */
+type FileClock = bigint
+
+/**
+ * The host's file clock now: the ctime of a file made for the purpose in the temp directory, so a
+ * change made later on this host is stamped no earlier (the kernel stamps files from a coarse clock,
+ * up to a tick behind the time Node reads). Never in the project (a temp directory there is refused
+ * before the command runs), nor where no file can be made: then the time less a margin for that tick.
+ */
+function fileClock(tmpdir: string | undefined, source: unknown): FileClock {
+  const margin = () => BigInt(Date.now() - 50) * 1_000_000n
+  let base: string
+  try {
+    base = fs.realpathSync(tmpdir ?? os.tmpdir())
+  } catch {
+    return margin()
+  }
+  if (source instanceof DirectorySource && (base === source.root || base.startsWith(source.root + '/'))) return margin()
+  const path = `${base}/.rewindfs-exec-clock-${process.pid}-${Math.random().toString(36).slice(2, 10)}`
+  try {
+    fs.writeFileSync(path, '', { flag: 'wx' })
+  } catch {
+    return margin()
+  }
+  try {
+    return fs.lstatSync(path, { bigint: true }).ctimeNs
+  } finally {
+    // Not rmSync: its first call loads Node's rimraf, which keeps the fs members of that moment (a mount's patch).
+    fs.unlinkSync(path)
+  }
+}
+
+/** Whether a ctime is not older than the clock: a stamp in whole seconds is a file system that keeps no finer (FAT: two). */
+function stampedSince(ctimeNs: bigint, clock: FileClock): boolean {
+  return ctimeNs + (ctimeNs % 1_000_000_000n === 0n ? 2_000_000_000n : 0n) >= clock
+}
+
+/**
+ * Conflict bases for the command's paths whose lower entry changed since it started, found from
+ * their ctime: one lstat per path the command changed, nothing per project file. Where the entry is
+ * as it was (or absent), the transaction's own look at the lower directory finds the version the
+ * command started from; in copy mode the copy read every entry it holds through the workspace, so
+ * only the names the command made can take a base from here.
+ */
+function changedWhileRunning(host: ExecHost, paths: Iterable<string>, started: FileClock): Map<string, string> {
+  const bases = new Map<string, string>()
+  const source = host.workspace.lower.source
+  if (!(source instanceof DirectorySource)) return bases
+  for (const path of paths) {
+    let ctimeNs: bigint | undefined
+    try {
+      ctimeNs = fs.lstatSync(source.root + (path === '/' ? '' : path), { bigint: true, throwIfNoEntry: false })?.ctimeNs
+    } catch {
+      continue // not a directory on the way, or not ours to search: no entry the workspace shows there
+    }
+    if (ctimeNs !== undefined && stampedSince(ctimeNs, started)) bases.set(path, CHANGED_WHILE_RUNNING)
+  }
+  return bases
+}
+
+/**
+ * One transaction, refused when the workspace changed a path the command changed since it started.
+ * A path whose lower entry changed meanwhile gets a base that makes the next flush a conflict there.
+ */
+async function record(host: ExecHost, before: DirNode, found: Scan, label: string, started: FileClock): Promise<void> {
   const touched = new Set([...found.added, ...found.modified, ...found.deleted])
+  // Filled once the staging has looked at the disk (the commit reads it): a change made on disk
+  // before that look is stamped, so it cannot pass for the state the command started from.
+  const seen = new Map<string, string>()
   // A path is related to what the command touched when it is one of them, above one or below one.
   const above = new Set<string>()
   for (const path of touched) for (let at = parent(path); at !== undefined && !above.has(at); at = parent(at)) above.add(at)
@@ -264,7 +342,8 @@ async function record(host: ExecHost, before: DirNode, found: Scan, label: strin
       const conflicts = host.changed(before, host.tree()).filter(related)
       if (conflicts.length > 0) throw new ConflictError(conflicts)
       apply(staged, found)
+      for (const [path, version] of changedWhileRunning(host, touched, started)) seen.set(path, version)
     },
-    { label },
+    { label, seen },
   )
 }

@@ -45,6 +45,14 @@ export interface TransactionOptions {
   /** Called when the risk score exceeds `riskThreshold`; false refuses the commit. */
   approve?: ApprovalHook
   riskThreshold?: number
+  /**
+   * Versions of the lower source the changes rest on that the body does not read itself (what a
+   * command ws.exec ran saw there when it started): at the commit each becomes its path's conflict
+   * base (what a flush and a restore compare the lower source with), unless the workspace has one
+   * already, ahead of what the body's own reads found. '' stands for nothing there. Read at the
+   * commit: the body may still add to it.
+   */
+  seen?: ReadonlyMap<string, string>
 }
 
 /** Default score above which `approve` is asked: e.g. four deletes, or two directory renames. */
@@ -188,6 +196,8 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
 
     // What the body saw of the lower source (read, or replaced unread) the workspace has seen: a
     // flush then finds what changed there since, as it does after a write outside a transaction.
+    // The versions the changes rest on come first: the body's staging read the disk later.
+    for (const [path, version] of options.seen ?? []) overlay.observe(path, version)
     for (const [path, version] of staging.observed) overlay.observe(path, version)
     journal.run({ type: 'transaction', paths, group: options.group, description: options.label }, () => {
       upperSlotDiff(
