@@ -13,6 +13,12 @@ import { changesPending } from './pending-history.js'
 import { lineCounts } from './reports.js'
 import type { Compensation, SideEffects } from './side-effects.js'
 
+/** Files larger than this are neither line-counted nor diffed in undo's report and ws.operation(): read whole, they would cost more than the undo. */
+export const REPORTED_BYTES = 8 * 1024 * 1024
+
+/** What slotContent gives for such a file: no lines to count, no diff shown. */
+const UNREAD = new Uint8Array(0)
+
 export interface UndoOptions {
   /** How many operations, 1..50 (default 1). */
   steps?: number
@@ -214,13 +220,18 @@ export class UndoHistory {
     return { redone: records.map(publicOperation) }
   }
 
-  /** A file's content as one slot value shows it: an upper file, or the lower file it leaves visible. */
+  /**
+   * A file's content as one slot value shows it, for a report's line counts and diffs: an upper
+   * file, or the lower file it leaves visible. One larger than REPORTED_BYTES is not read (UNREAD,
+   * counted as a binary file is): an undo of a deleted 512 MiB file would read and hash all of it to count lines.
+   */
   private slotContent(path: string, node: UpperNode | undefined): Uint8Array | undefined {
     const { overlay, lower } = this.context
-    if (node?.type === 'file') return overlay.blobs.get(node.blob)
+    if (node?.type === 'file') return node.size > REPORTED_BYTES ? UNREAD : overlay.blobs.get(node.blob)
     if (node !== undefined || recordId(path) !== undefined) return undefined
     const stat = lower.stat(path)
     if (stat?.type !== 'file') return undefined
+    if (stat.size > REPORTED_BYTES) return UNREAD
     try {
       return lower.readFile(path)
     } catch {
@@ -260,7 +271,7 @@ export class UndoHistory {
       if (path === undefined) return []
       const before = this.slotContent(change.path, change.before)
       const after = this.slotContent(change.path, change.after)
-      if (before === undefined && after === undefined) return [{ path }]
+      if ((before === undefined && after === undefined) || before === UNREAD || after === UNREAD) return [{ path }]
       return [{ path, patch: unifiedDiff(path, before ?? new Uint8Array(0), after ?? new Uint8Array(0)) }]
     })
     return { ...publicOperation(record), undone: record.undone, diff }
