@@ -122,6 +122,17 @@ describe('a project directory the workspace deleted', () => {
     await ws.close()
   })
 
+  it('replaced by rm -r and mkdir, and nobody changed it on disk since: flushed without a conflict with its own staging', async () => {
+    const { root, store } = project({ 'D/old.txt': 'old\n', 'keep.txt': 'k\n' })
+    const ws = await open(root, store)
+    ws.fs.rmSync('/D', { recursive: true })
+    ws.fs.mkdirSync('/D')
+    ws.fs.writeFileSync('/D/a.txt', 'agent\n')
+    expect((await ws.flush()).applied).toBe(true)
+    expect(tree(root)).toEqual({ '/D/': '', '/D/a.txt': 'agent\n', '/keep.txt': 'k\n' })
+    await ws.close()
+  })
+
   it.each([
     ['an edit of a file it never read', (root: string) => fs.writeFileSync(path.join(root, 'D/x.txt'), 'HUMAN EDIT\n'), ['/D/x.txt']],
     ['a file added deeper down', (root: string) => fs.writeFileSync(path.join(root, 'D/sub/human.txt'), 'HUMAN\n'), ['/D/sub', '/D/sub/human.txt']],

@@ -334,7 +334,13 @@ function expectations(
   }
 }
 
-async function conflictsOf(host: FlushHost, target: FlushTarget, plan: readonly Planned[]): Promise<string[]> {
+/**
+ * The plan's paths changed in the target since the workspace read them or we last wrote them.
+ * `staged`: checked again once the target has staged the plan, whose temps moved the versions of
+ * the directories they sit in: then only files and symlinks (and what changed under a tree the
+ * plan deletes) are compared.
+ */
+async function conflictsOf(host: FlushHost, target: FlushTarget, plan: readonly Planned[], staged = false): Promise<string[]> {
   const ledger = host.book.ledger(target.id)
   const own = isOwnLower(host, target)
   /** What the target held at `path` when we last wrote it or first read it: a version, null for nothing, false when unknown. */
@@ -350,7 +356,8 @@ async function conflictsOf(host: FlushHost, target: FlushTarget, plan: readonly 
   /** Directories the plan deletes or replaces, whose trees on disk are checked for changes made since (changedSince). */
   const replaced = new Set<string>()
   host.overlay.lookingOnly(() => expectations(host, plan, own, recordedAt, expected, replaced))
-  const checked = [...expected.keys()]
+  const leaves = staged ? new Set(plan.filter((p) => kindOf(p.base) !== 'dir' && kindOf(p.desired) !== 'dir').map((p) => p.path)) : undefined
+  const checked = leaves ? [...expected.keys()].filter((path) => leaves.has(path)) : [...expected.keys()]
   const now = checked.length > 0 ? await target.versions(checked) : []
   const conflicts = new Set(checked.filter((path, i) => !holds(expected.get(path)!, now[i])))
   // A tree the workspace deleted or replaced without reading it all: what changed on disk under it
@@ -391,7 +398,7 @@ async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Pl
   // while the new contents were written and synced is a conflict too, and nothing is changed.
   let late: FlushReport['conflicts'] = []
   const beforeCommit = async () => {
-    late = (await conflictsOf(host, target, plan)).map((path) => ({ target: target.id, path }))
+    late = (await conflictsOf(host, target, plan, true)).map((path) => ({ target: target.id, path }))
     if (late.length > 0 && !options.force) throw conflictError(late, false)
   }
   let versions: (string | undefined)[]
