@@ -85,7 +85,10 @@ describe('a directory the workspace made where the human then made one too', () 
     await ws.close()
   })
 
-  it('after rm -r and mkdir of a project directory: a file the human then edits in it is a conflict', async () => {
+  it.each([
+    ['edits', (root: string) => fs.writeFileSync(path.join(root, 'D/old.txt'), 'HUMAN EDIT\n'), ['/D/old.txt']],
+    ['adds', (root: string) => fs.writeFileSync(path.join(root, 'D/human.txt'), 'HUMAN\n'), ['/D', '/D/human.txt']],
+  ] as const)('after rm -r and mkdir of a project directory: a file the human then %s in it is a conflict', async (_what, change, paths) => {
     const { root, store } = project({ 'D/old.txt': 'old\n' })
     const ws = await open(root, store)
     ws.fs.rmSync('/D', { recursive: true })
@@ -93,21 +96,8 @@ describe('a directory the workspace made where the human then made one too', () 
     ws.fs.writeFileSync('/D/a.txt', 'agent\n')
     await ws.sync()
     await tick()
-    fs.writeFileSync(path.join(root, 'D/old.txt'), 'HUMAN EDIT\n')
-    await refused(ws, root, ['/D/old.txt'])
-    await ws.close()
-  })
-
-  it('after rm -r and mkdir of a project directory: a file the human adds in it is a conflict', async () => {
-    const { root, store } = project({ 'D/old.txt': 'old\n' })
-    const ws = await open(root, store)
-    ws.fs.rmSync('/D', { recursive: true })
-    ws.fs.mkdirSync('/D')
-    ws.fs.writeFileSync('/D/a.txt', 'agent\n')
-    await ws.sync()
-    await tick()
-    fs.writeFileSync(path.join(root, 'D/human.txt'), 'HUMAN\n')
-    await refused(ws, root, ['/D', '/D/human.txt'])
+    change(root)
+    await refused(ws, root, [...paths])
     await ws.close()
   })
 })
