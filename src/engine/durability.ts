@@ -21,7 +21,7 @@ import { Overlay } from '../overlay.js'
 import type { Journal, OperationRecord, SlotChange, StateChange } from './journal.js'
 import { IntegrityWatch, pathsHolding } from './integrity.js'
 import { type EncodedSnapshot, LazyHistory, type SnapshotInput, runThrough } from './lazy-history.js'
-import { rootPending } from './pending-history.js'
+import { changesPending, rootPending } from './pending-history.js'
 import {
   type Group,
   type RecordBody,
@@ -131,6 +131,9 @@ export interface LoadReport {
 
 /** Bytes of dropped history parts (partsDropped) that make deleting stale blobs worth it whatever the store holds. */
 const STALE_PART_BYTES = 64 * 1024 * 1024
+
+/** Tree entries the background check looks over per slice for contents missing from a store read on demand (findMissing). */
+const MISSING_SLICE = 5_000
 
 /** Blob reads in flight while a store is opened. */
 const BLOB_READS = 16
@@ -407,6 +410,8 @@ export class Durability {
     if (seen && seen.length > 0 && !this.failure && !held && this.damage.length === 0 && !this.readOnly) {
       this.lines.push(bodyText({ t: 'seen', entries: seen.splice(0) }))
     }
+    // Contents open found missing, written again since (the same bytes change no file: no record names them).
+    if (this.missing.size > 0) for (const id of this.missing) if (this.host.blobs.resident(id) && !this.durableBlobs.has(id)) this.blobIds.add(id)
     // A group commit of blobs alone (a damaged copy's good bytes) is its commit marker after them.
     if ((this.lines.length === 0 && this.blobIds.size === 0) || this.failure || held) return
     if (this.damage.length > 0) {
@@ -1016,6 +1021,8 @@ export class Durability {
     }
     const broken = this.checkIntegrity()
     for (const id of broken) warnings.push(`checkpoint ${id} refers to content missing from the store; it is kept but cannot be restored`)
+    this.journalRead = { length: read.records.length, first: read.records[0], last: read.records.at(-1), torn: read.torn }
+    if (!this.onDemand) await this.findMissing()
     return {
       operations,
       checkpoints: this.host.checkpoints.length,
@@ -1050,6 +1057,7 @@ export class Durability {
     const unreadable = (id: BlobId, error: unknown) => {
       this.corrupt.add(id)
       this.unreadable.push(id)
+      this.unreadableOnOpen.push(id)
       warnings.push(`blob ${id} cannot be read (${(error as Error)?.message ?? String(error)}); it is kept in the store, and what needs it reads as EIO`)
     }
     if (store.readBlobSync && store.blobSize && store.blobTotals) {
@@ -1119,6 +1127,117 @@ export class Durability {
   }
 
   /**
+   * Contents the live tree or the kept history (checkpoints' trees, operations' changes, as far as
+   * they are decoded) refers to that the store does not hold: removed from it outside rewindfs, or
+   * never written. Each is a lookup of what open listed (or of the store's index), no blob is read.
+   * Damage of those contents, as a blob whose bytes do not match: kept in `corrupt`, listed by
+   * verify() with the live paths that read as EIO, said once (integrity.ts); the journal proves its
+   * state, so nothing is frozen (writing the content again stores it).
+   *
+   * A store loaded on open is looked over then, at once (lookups in memory, beside reading every
+   * blob). One read on demand, whose open costs its index and not an entry per file, is looked over
+   * by the background check instead, `budget` entries per slice with the event loop free between:
+   * what it finds while the workspace changes is confirmed at the end against the trees as they are then.
+   * A reader (another tab writes) may hold a journal from before a compaction that deleted what
+   * the newer one no longer needs: one whose store moved on since it read the journal is not called
+   * damaged (it reopens on the writer's commit).
+   */
+  private async findMissing(budget = Infinity): Promise<void> {
+    const { blobs } = this.host
+    this.lookedOver = true
+    const absent = (id: BlobId) => !blobs.has(id) && !this.corrupt.has(id)
+    const found = this.referenced(absent, budget)
+    let next = found.next()
+    while (!next.done) {
+      await new Promise((resolve) => setTimeout(resolve, 0))
+      next = found.next()
+    }
+    let ids = next.value
+    if (ids.size === 0) return
+    if (budget !== Infinity) {
+      // Slices saw the trees change: only what the trees of now still refer to, and is still absent.
+      const candidates = ids
+      ids = runThrough(this.referenced((id) => candidates.has(id) && absent(id), Infinity))
+      if (ids.size === 0) return
+    }
+    if (this.readOnly && !(await this.journalUnchanged())) return
+    for (const id of ids) {
+      this.missing.add(id)
+      this.corrupt.add(id)
+    }
+  }
+
+  /**
+   * The blob ids the live tree and the kept history refer to for which `pick` holds; yields after
+   * each `budget` entries walked (a directory several trees share is walked once).
+   */
+  private *referenced(pick: (id: BlobId) => boolean, budget: number): Generator<void, Set<BlobId>, void> {
+    const { overlay, checkpoints, journal } = this.host
+    const found = new Set<BlobId>()
+    const content = (id: BlobId) => {
+      if (pick(id)) found.add(id)
+    }
+    const dirs: DirNode[] = [overlay.root]
+    for (const record of checkpoints) if (!rootPending(record)) dirs.push(record.root)
+    for (const record of journal.records) {
+      if (changesPending(record)) continue
+      for (const change of record.changes) {
+        if (change.kind === 'root') dirs.push(change.before, change.after)
+        else if (change.kind === 'slot') {
+          for (const node of [change.before, change.after]) {
+            if (node?.type === 'file') content(node.blob)
+            else if (node?.type === 'dir') dirs.push(node)
+          }
+        }
+      }
+    }
+    const seen = new Set<DirNode>()
+    let spent = 0
+    while (dirs.length > 0) {
+      if (spent >= budget) {
+        yield
+        spent = 0
+      }
+      const dir = dirs.pop()!
+      if (seen.has(dir)) continue
+      seen.add(dir)
+      for (const [, node] of mapEntries<UpperNode>(dir.children)) {
+        spent++
+        if (node.type === 'file') content(node.blob)
+        else if (node.type === 'dir' && !seen.has(node)) dirs.push(node)
+      }
+    }
+    return found
+  }
+
+  /** What open read of the journal: its length, first and last records (a reader compares them with the store's now). */
+  private journalRead: { readonly length: number; readonly first?: string; readonly last?: string; readonly torn?: string } = { length: 0 }
+
+  private async journalUnchanged(): Promise<boolean> {
+    const { records, torn } = await this.store.readJournal()
+    const read = this.journalRead
+    return records.length === read.length && records[0] === read.first && records.at(-1) === read.last && torn === read.torn
+  }
+
+  /** Whether the referenced contents were looked over (findMissing): on open, or by the background check. */
+  private lookedOver = false
+
+  /** Contents something refers to that the store did not hold on open (findMissing). */
+  private readonly missing = new Set<BlobId>()
+
+  /** Those of them still missing (not written again since): what verify() and the open report list. */
+  missingContents(): BlobId[] {
+    const { blobs } = this.host
+    return [...this.missing].filter((id) => !blobs.has(id))
+  }
+
+  /** A report's `corrupt` as of now: contents found missing on open are listed while they still are, and no longer once written again. */
+  currentCorrupt(corrupt: readonly string[]): string[] {
+    if (this.missing.size === 0) return [...corrupt]
+    return [...new Set([...corrupt.filter((id) => !this.missing.has(id)), ...this.missingContents()])]
+  }
+
+  /**
    * Metadata read back: undefined when absent; unreadable metadata (the store cannot read it, or
    * `check` refuses it) is damage, reported and left as it is. Returns 'damaged' then.
    */
@@ -1167,6 +1286,8 @@ export class Durability {
   private unverified: BlobId[] = []
   /** Blobs the store could not read on open (its own checksum failed, say): verify() reports them as corrupt too. */
   private unreadable: BlobId[] = []
+  /** The same, as open said them in its warnings (integrity.ts says them no more). */
+  readonly unreadableOnOpen: BlobId[] = []
 
   /**
    * Re-hashes the blobs loaded from the store, about `budget` bytes per slice with the event loop
@@ -1179,6 +1300,8 @@ export class Durability {
   async verify(budget = 4 * 1024 * 1024, options: { stored?: boolean } = {}): Promise<IntegrityReport> {
     const { blobs } = this.host
     const report: IntegrityReport = { verified: 0, corrupt: [], broken: [], damagedPaths: [] }
+    // On demand, what the trees refer to is looked over here, in slices, once (loaded stores: on open).
+    if (!this.lookedOver) await this.findMissing(MISSING_SLICE)
     const pending = options.stored && this.onDemand ? (await this.store.blobIds()).filter((id) => blobs.isDurable(id)) : this.unverified
     while (pending.length > 0) {
       await new Promise((resolve) => setTimeout(resolve, 0))
@@ -1189,7 +1312,7 @@ export class Durability {
         report.verified++
       }
     }
-    report.corrupt = [...this.unreadable.splice(0), ...this.found.splice(0)]
+    report.corrupt = [...new Set([...this.unreadable.splice(0), ...this.found.splice(0), ...this.missingContents()])]
     if (report.corrupt.length > 0) report.broken = this.checkIntegrity()
     report.damagedPaths = this.pathsHolding(new Set(report.corrupt))
     return report

@@ -30,6 +30,17 @@ export function pathsHolding(root: DirNode, ids: ReadonlySet<BlobId>): string[] 
   return out.sort()
 }
 
+/** What open says of contents the store does not hold: how many, the live paths that read as EIO, and that the rest is history's. */
+function missingMessage(durability: Durability, ids: readonly string[]): string {
+  const paths = durability.pathsHolding(new Set(ids))
+  const shown = paths.length > 10 ? [...paths.slice(0, 10), `and ${paths.length - 10} more`] : paths
+  const where = paths.length > 0 ? `the live tree's ${shown.join(', ')} ${paths.length === 1 ? 'reads' : 'read'} as EIO` : 'only the kept history needs them'
+  return (
+    `${ids.length} content(s) the workspace refers to ${ids.length === 1 ? 'is' : 'are'} missing from the ${durability.store.kind} store (removed from it outside rewindfs): ${where}; ` +
+    `ws.verify() lists them as corrupt, and writing the same content again stores it`
+  )
+}
+
 /** Where what is found goes: the workspace's warnings, and its alerts. */
 export interface IntegritySink {
   warn(message: string): void
@@ -51,6 +62,14 @@ export class IntegrityWatch {
   watch(sink: IntegritySink): void {
     const { durability } = this
     this.sink = sink
+    // Blobs open could not read are in its warnings already: an alert now, and not said again by the check.
+    const unreadable = durability.unreadableOnOpen.filter((id) => !this.told.has(id))
+    if (unreadable.length > 0) {
+      for (const id of unreadable) this.told.add(id)
+      sink.alert(`${unreadable.length} blob(s) in the ${durability.store.kind} store cannot be read (ws.status.warnings says why); what needs them reads as EIO, and they are kept in the store`)
+    }
+    // Contents open found missing from the store: said now, before the background check lists them.
+    this.say(durability.missingContents(), (fresh) => missingMessage(durability, fresh))
     this.check = durability.verify().then((report) => this.reported(report))
     // On demand, each content is checked when it is read: damage found then is said at once.
     durability.onDamagedBlob = (id) => {
@@ -73,6 +92,11 @@ export class IntegrityWatch {
     const { durability } = this
     let report = (await this.check) ?? { verified: 0, corrupt: [], broken: [], damagedPaths: [] }
     if (durability.onDemand) report = this.reported(await durability.verify(undefined, { stored: true }))
+    else {
+      // The open's check reported once; contents missing from the store are listed as they are now (written again since, or not).
+      const corrupt = durability.currentCorrupt(report.corrupt)
+      if (corrupt.length !== report.corrupt.length || corrupt.some((id, i) => id !== report.corrupt[i])) report = { ...report, corrupt, damagedPaths: durability.pathsHolding(new Set(corrupt)) }
+    }
     const findings: readonly ScrubFinding[] = durability.store.scrub ? await durability.store.scrub() : []
     this.lastScrub = findings
     if (findings.length === 0) return report
@@ -82,9 +106,15 @@ export class IntegrityWatch {
     return { ...report, corrupt, damagedPaths: durability.pathsHolding(new Set(corrupt)) }
   }
 
-  /** A check's report: the damaged blobs not said before, said. */
+  /** A check's report: the damaged blobs not said before, said; contents missing from the store (found on demand by the check) as such. */
   private reported(report: IntegrityReport): IntegrityReport {
-    this.say(report.corrupt, (fresh) => `${fresh.length} blob(s) in the ${this.durability.store.kind} store did not match their checksums and were dropped; broken checkpoints: ${report.broken.join(', ') || 'none'}`)
+    const { durability } = this
+    const missing = new Set(durability.missingContents())
+    this.say(
+      report.corrupt.filter((id) => !missing.has(id)),
+      (fresh) => `${fresh.length} blob(s) in the ${durability.store.kind} store did not match their checksums and were dropped; broken checkpoints: ${report.broken.join(', ') || 'none'}`,
+    )
+    this.say([...missing], (fresh) => missingMessage(durability, fresh))
     return report
   }
 
