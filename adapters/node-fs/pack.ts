@@ -17,12 +17,14 @@
  * segment's last record cut short by a crash is a torn tail: presented to the engine when it was
  * journal text, kept aside before it is cut at the first append. Bytes that cannot be read
  * anywhere else are damage: reported (as a blob that cannot be read, and as an unreadable journal
- * record where the journal runs), kept, never cut. So is a last segment holding less than its index
+ * record where the journal runs), kept, never cut. So is any segment holding less than its index
  * file lists, or missing while the file remains: a crash never cuts what was durable when the file
- * was written, so acknowledged records were lost; appends then go on in a new segment after it.
- * Deleted blobs are forgotten by a record naming their places; garbage collection copies the live
- * records of a segment that holds mostly dead ones to the end of the log, makes them durable, then
- * removes the old segment.
+ * was written, so acknowledged records were lost (the index file is kept: it is the proof); after
+ * the last segment, appends then go on in a new segment after it. Deleted blobs are forgotten by a
+ * record naming their places; garbage collection copies the live records of a segment that holds
+ * mostly dead ones to the end of the log, makes them durable, then removes the old segment's index
+ * file and the segment (a segment missing whose index file lists nothing the store still needs is
+ * what a collection removed, not a loss).
  */
 import { crc32 as nativeCrc32 } from 'node:zlib'
 import { hostFs as fs } from './host-fs.js'
@@ -61,6 +63,26 @@ interface Unreadable extends Place {
   readonly reason: string
   /** Bytes the segment no longer holds (cut below what its index file lists, or missing): open finds them, a scrub of the segment cannot. */
   readonly lost?: boolean
+}
+
+/** A segment gone while its index file remains, and what the index file lists. */
+interface MissingSegment {
+  readonly segment: number
+  readonly covered: number
+  readonly bytes: Buffer
+  readonly records: IndexRecords
+}
+
+function missingReason(covered: number): string {
+  return `the segment is missing, but its index file, written when the segment was whole and durable, lists records up to byte ${covered}: it was removed after they were written`
+}
+
+/**
+ * Where a forget record marks lost bytes as kept aside (repair): the place just past them. Their
+ * own place may be where a blob's record started, which a deletion before the loss forgot.
+ */
+function lostMark(piece: Unreadable): Place {
+  return { segment: piece.segment, offset: piece.offset + piece.length }
 }
 
 /** A piece of the journal in log order: journal text, or damage where journal text may have been. */
@@ -296,22 +318,17 @@ export class PackLog {
    */
   private scan(): void {
     this.closeReads()
-    let { names, numbers, lost } = this.listSegments()
+    let { names, numbers, lost, missing } = this.listSegments()
     // A reader lists again before it reports segments lost: a writer may have collected one and
     // started the next while the first listing was read (neither is certain to be in it then).
-    if (lost.length > 0 && this.options.readOnly) ({ names, numbers, lost } = this.listSegments())
-    if (!this.options.readOnly) {
-      // Temp files a crash kept from being renamed into place, and index files of segments that are
-      // gone (a collection removes the segment, then its index file), are the writer's own. Not
-      // those of lost segments: they are what proves the loss.
-      const present = new Set([...numbers, ...lost.map((segment) => segment.segment)])
-      for (const name of names) {
-        const indexed = indexNumber(name)
-        if (isTempName(name) || (indexed !== undefined && !present.has(indexed))) fs.rmSync(`${this.directory}/${name}`, { force: true })
-      }
-    }
+    if ((lost.length > 0 || missing.length > 0) && this.options.readOnly) ({ names, numbers, lost, missing } = this.listSegments())
+    // Temp files a crash kept from being renamed into place are the writer's own.
+    if (!this.options.readOnly) for (const name of names) if (isTempName(name)) fs.rmSync(`${this.directory}/${name}`, { force: true })
     this.nextSegment = lost.length > 0 ? lost.at(-1)!.segment + 1 : undefined
-    if (lost.length === 0 && this.restoreState(numbers)) return
+    if (lost.length === 0 && missing.length === 0 && this.restoreState(numbers)) {
+      this.removeStrayIndexes(names, numbers, [])
+      return
+    }
     this.lastRecords = new Map()
     /**
      * Blob records in log order, indexed once every forgotten place is known: an index file's
@@ -340,8 +357,39 @@ export class PackLog {
     this.activeBase = undefined
     this.activeDamaged = false
     this.lastIndexed = 0
-    for (const [i, segment] of numbers.entries()) {
-      const last = i === numbers.length - 1
+    /**
+     * Segments missing inside the log while their index files remain: the index file says what
+     * each held, so its journal text takes its place in the log (as damage), its forgotten places
+     * stay forgotten, and whether anything the store still needs was in it is decided below.
+     */
+    const gone: { readonly piece: Unreadable; readonly text: JournalPiece | undefined; readonly blobs: { readonly offset: number; readonly id: string }[]; readonly forgets: Place[] }[] = []
+    const lastPresent = numbers.at(-1)
+    const order = [...numbers, ...missing.map((entry) => entry.segment)].sort((a, b) => a - b)
+    const missingOf = new Map(missing.map((entry) => [entry.segment, entry]))
+    for (const segment of order) {
+      const absent = missingOf.get(segment)
+      if (absent) {
+        const piece: Unreadable = { segment, offset: SEGMENT_HEADER_BYTES, length: absent.covered - SEGMENT_HEADER_BYTES, reason: missingReason(absent.covered), lost: true }
+        const { bytes, records } = absent
+        const blobsListed: { offset: number; id: string }[] = []
+        const forgets: Place[] = []
+        let reset = false
+        let append = false
+        for (let r = 0; r < records.count; r++) {
+          const kind = records.kind[r]
+          const idAt = records.idAt[r]
+          if (kind === Kind.Blob) blobsListed.push({ offset: records.offset[r], id: bytes.toString('utf8', idAt, idAt + records.idLength[r]) })
+          else if (kind === Kind.Reset) reset = true
+          else if (kind === Kind.Append) append = true
+          else if (kind === Kind.Forget) forgets.push(...(decodePlaces(bytes.subarray(idAt + records.idLength[r], idAt + records.idLength[r] + records.length[r])) ?? []))
+        }
+        const text: JournalPiece | undefined = reset || append ? { ...piece, kind: 'damage' } : undefined
+        if (reset) journal = [text!]
+        else if (append) journal.push(text!)
+        gone.push({ piece, text, blobs: blobsListed, forgets })
+        continue
+      }
+      const last = segment === lastPresent
       let fd: number
       try {
         fd = fs.openSync(this.segmentFile(segment), 'r')
@@ -468,12 +516,14 @@ export class PackLog {
         // was durable) says: not a crash, which only ever cuts what came after the last fdatasync,
         // but acknowledged records lost (a copy or a tool that cut the file). Damage, never a torn
         // tail to drop: the workspace opens frozen at the last state the segment still proves.
-        const cut = last && !indexed ? this.cutShort(segment, fd, size) : undefined
+        // So is any other segment shorter than its index file (written when it was sealed): a crash
+        // never cuts a sealed segment. Its index file is kept (it is what proves the loss).
+        const cut = !indexed ? this.cutShort(segment, fd, size) : undefined
         if (cut !== undefined) {
           const from = this.torn?.segment === segment ? this.torn.offset : Math.max(end, at)
-          this.torn = undefined
+          if (last) this.torn = undefined
           if (cut > from) damagedAt(from, cut - from, `the segment ends at byte ${size}, but its index file, written when the segment was whole and durable, lists records up to byte ${cut}: it was cut short after they were written`, true, true)
-          this.nextSegment ??= segment + 1
+          if (last) this.nextSegment ??= segment + 1
         }
         this.counters.scannedBytes += window.bytesRead
         // Where the next append goes: after the last record (over the zeros; past the file's end
@@ -493,10 +543,14 @@ export class PackLog {
     }
     // Segments after the last one, missing: what their index files list was acknowledged and is gone.
     for (const { segment, covered } of lost) {
-      const piece = { segment, offset: SEGMENT_HEADER_BYTES, length: covered - SEGMENT_HEADER_BYTES, reason: `the segment is missing, but its index file, written when the segment was whole and durable, lists records up to byte ${covered}: it was removed after they were written`, lost: true }
+      const piece = { segment, offset: SEGMENT_HEADER_BYTES, length: covered - SEGMENT_HEADER_BYTES, reason: missingReason(covered), lost: true }
       damage.push(piece)
       journal.push({ ...piece, kind: 'damage' })
     }
+    // A missing segment's forgotten places: whether another record forgets them too (a collection
+    // writes those of a segment it removes again first), then forgotten, as its index file says.
+    const forgetsLost = gone.map(({ forgets }) => forgets.some((place) => this.segments.has(place.segment) && !isForgotten(place)))
+    for (const { forgets } of gone) forget(forgets)
     this.index = new BlobLocations(listed.blobs, listed.idBytes)
     this.copies = new Map()
     // The first place of an id not forgotten is the blob's; a later one is a copy (a collection a crash interrupted).
@@ -515,20 +569,53 @@ export class PackLog {
         }
       } else if (!dropped?.has(source.offset) && !this.index.add(source.id, segment, source.offset, source.length, source.checksum)) copy(source.id, segment, source.offset)
     }
+    /** Damage repair kept aside (forgotten); lost bytes by the mark past their end (lostMark), so a blob deleted at their place does not hide them. */
+    const recorded = (piece: Unreadable) => isForgotten(piece.lost ? lostMark(piece) : piece)
+    /**
+     * A segment missing inside the log is damage when the store needed something it held: journal
+     * text the journal still runs through, a blob held nowhere else and not forgotten, a forgotten
+     * place no other record forgets. One that held none of those is what a collection removes
+     * (its live records copied to the end first, then the segment and its index file removed: a
+     * crash between the two left the index file of a store written before the order was index
+     * file first), and its index file proves nothing.
+     */
+    const evidence = new Set(lost.map(({ segment }) => segment))
+    gone.forEach(({ piece, text, blobs: held }, i) => {
+      const needed = (text !== undefined && journal.includes(text)) || forgetsLost[i] || held.some(({ offset, id }) => !this.index.has(id) && !isForgotten({ segment: piece.segment, offset }))
+      if (!needed) return
+      damage.push(piece)
+      if (!recorded(piece)) evidence.add(piece.segment)
+    })
     this.unreadable = new Map()
-    for (const piece of damage) if (!isForgotten(piece)) this.unreadable.set(damageId(piece), piece)
-    this.journal = journal.filter((piece) => piece.kind !== 'damage' || !isForgotten(piece))
+    for (const piece of damage) if (!recorded(piece)) this.unreadable.set(damageId(piece), piece)
+    this.journal = journal.filter((piece) => piece.kind !== 'damage' || !recorded(piece))
+    if (!this.options.readOnly) this.removeStrayIndexes(names, numbers, evidence)
   }
 
   /**
-   * The store's files, its segments' numbers in order, and the segments lost after the last one:
-   * missing while their index files remain. An index file is written once its segment is durable
-   * (sealed, or the last one at a clean close), a crash never removes a segment, and a collection
-   * removes only a sealed one (a later segment is there) and its index file after it: one past the
-   * last segment that lists records says they were acknowledged and removed since. One that does
-   * not read, is about another segment or store, or lists none proves nothing.
+   * The writer removes index files of segments that are gone and prove nothing: one that does not
+   * read or lists no record, or one of a segment a collection removed. Not those `kept` (missing
+   * segments whose loss is not recorded yet: they are what proves it).
    */
-  private listSegments(): { names: string[]; numbers: number[]; lost: { segment: number; covered: number }[] } {
+  private removeStrayIndexes(names: readonly string[], present: readonly number[], kept: Iterable<number>): void {
+    if (this.options.readOnly) return
+    const keep = new Set([...present, ...kept])
+    for (const name of names) {
+      const indexed = indexNumber(name)
+      if (indexed !== undefined && !keep.has(indexed)) fs.rmSync(`${this.directory}/${name}`, { force: true })
+    }
+  }
+
+  /**
+   * The store's files, its segments' numbers in order, the segments lost after the last one, and
+   * those missing before it: gone while their index files remain. An index file is written once
+   * its segment is durable (sealed, or the last one at a clean close), a crash never removes a
+   * segment, and a collection removes only a sealed one (a later segment is there), its index file
+   * first: one past the last segment that lists records says they were acknowledged and removed
+   * since; one before it, the same when the segment held what the store needs (scan). One that
+   * does not read, is about another segment or store, or lists none proves nothing.
+   */
+  private listSegments(): { names: string[]; numbers: number[]; lost: MissingSegment[]; missing: MissingSegment[] } {
     let names: string[]
     try {
       names = fs.readdirSync(this.directory)
@@ -537,15 +624,17 @@ export class PackLog {
       names = []
     }
     const numbers = names.flatMap((name) => segmentNumber(name) ?? []).sort((a, b) => a - b)
+    const present = new Set(numbers)
     const last = numbers.at(-1) ?? 0
-    const lost: { segment: number; covered: number }[] = []
+    const lost: MissingSegment[] = []
+    const missing: MissingSegment[] = []
     for (const segment of names.flatMap((name) => indexNumber(name) ?? []).sort((a, b) => a - b)) {
-      if (segment <= last) continue
+      if (present.has(segment)) continue
       const file = this.indexFileOf(segment)
       const records = file && listIndex(file.bytes, file.head)
-      if (file && records && records.count > 0) lost.push({ segment, covered: file.head.covered })
+      if (file && records && records.count > 0) (segment > last ? lost : missing).push({ segment, covered: file.head.covered, bytes: file.bytes, records })
     }
-    return { names, numbers, lost }
+    return { names, numbers, lost, missing }
   }
 
   /**
@@ -1509,7 +1598,10 @@ export class PackLog {
 
   /** Every place a blob (or damage listed as one) is stored at. */
   private placesOf(id: string): Place[] {
-    const location = this.index.get(id) ?? this.unreadable.get(id) ?? this.scrubbed.get(id)
+    const damage = this.unreadable.get(id) ?? this.scrubbed.get(id)
+    // Lost bytes are marked past their end too: that is what open reads as their loss recorded.
+    if (damage?.lost) return [damage, lostMark(damage)]
+    const location = this.index.get(id) ?? damage
     return location ? [location, ...(this.copies.get(id) ?? [])] : []
   }
 
@@ -1603,10 +1695,12 @@ export class PackLog {
     const add = (segment: number, bytes: number) => live.set(segment, (live.get(segment) ?? 0) + bytes)
     for (const [segment, places] of this.forgets) add(segment, RECORD_HEADER_BYTES + 12 * places.length)
     const journal = new Set(this.journal.map((piece) => piece.segment))
+    // A segment cut short keeps its bytes and its index file (the proof of the loss) until repair records the loss.
+    const cut = new Set([...this.unreadable.values()].flatMap((damage) => (damage.lost ? [damage.segment] : [])))
     let best: number | undefined
     let bestShare = LIVE_FRACTION
     for (const [segment, size] of this.segments) {
-      if (segment === this.active?.segment || journal.has(segment) || segment === this.torn?.segment) continue
+      if (segment === this.active?.segment || journal.has(segment) || segment === this.torn?.segment || cut.has(segment)) continue
       const share = (live.get(segment) ?? 0) / Math.max(1, size - SEGMENT_HEADER_BYTES)
       if (share < bestShare) {
         best = segment
@@ -1666,8 +1760,9 @@ export class PackLog {
     // The copies are durable before the only other copy goes.
     await this.sync()
     this.retire(segment)
-    fs.unlinkSync(this.segmentFile(segment))
+    // Its index file first: one left without its segment (a crash between the two) would read as the segment lost.
     fs.rmSync(this.indexFile(segment), { force: true })
+    fs.unlinkSync(this.segmentFile(segment))
     syncDirectory(this.directory)
     this.segments.delete(segment)
     this.lastRecords.delete(segment)
