@@ -17,6 +17,7 @@
  * As root every entry carries the view's owner and group, so the command sees them and its read-back
  * can tell a chown; a normal user's layer is the user's own (it can give nothing away).
  */
+import crypto from 'node:crypto'
 import { hostFs as fs } from './host-fs.js'
 import type { ExecHost } from 'rewindfs'
 import { type DirNode, type Entry, INODES, mapDiff, mapEntries, mapGet, type Meta, namesOf, type Overlay, type PinnedLower, tableOf, type UpperNode } from 'rewindfs/adapter-kit'
@@ -39,6 +40,32 @@ const parentOf = (path: string) => path.slice(0, path.lastIndexOf('/')) || '/'
 export interface LayerTools {
   readonly mknod: string
   readonly setfattr: string
+  readonly getfattr: string
+}
+
+/**
+ * The id the workspace's blob store gives content (its hash, src/blob/hash.ts: SHA-1 in base64 on
+ * Node). Were it another, no held file would be confirmed: the layer writes them as before.
+ */
+export function blobIdOf(bytes: Uint8Array): string {
+  const hash = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: 'base64') => string }).hash
+  return hash ? hash('sha1', bytes, 'base64') : crypto.createHash('sha1').update(bytes).digest('base64')
+}
+
+/**
+ * What exec layers wrote in this process, for tests and probes: bytes of file content written, and
+ * files a command wrote moved in instead. (`result.work` keeps its documented fields.)
+ */
+export const layerCounters = { bytesWritten: 0, filesMoved: 0 }
+
+/** A file a command wrote (its upper directory's `host`), read back for `path` with content of blob id `blob`. */
+export interface HeldFile {
+  readonly path: string
+  readonly host: string
+  readonly blob: string
+  readonly size: number
+  /** Its change time when read back: a file changed since is not kept. */
+  readonly ctimeNs: bigint
 }
 
 export class ExecLayer {
@@ -54,6 +81,12 @@ export class ExecLayer {
   private whiteouts: string[] = []
   /** Inodes whose names the sync in progress must (re)write, as hard links of one file. */
   private linked = new Set<number>()
+  /** Files of the last command held until its transaction commits (`hold`), then kept by blob id (`confirm`). */
+  private pending: { path: string; blob: string; size: number; host: string }[] = []
+  private readonly kept = new Map<string, string>()
+  private keptSerial = 0
+  /** 'trusted.overlay.' or 'user.overlay.' */
+  private readonly overlayXattr: string
 
   constructor(
     /** The host directory of the layer (created by the caller, empty). */
@@ -65,10 +98,24 @@ export class ExecLayer {
     private readonly tools: LayerTools,
     private readonly privileged: boolean,
     private readonly opaqueXattr: string,
-  ) {}
+    /** A private directory for files kept from the last command (on the layer's file system, to be moved in). */
+    private readonly keep: string,
+  ) {
+    this.overlayXattr = opaqueXattr.slice(0, -'opaque'.length)
+  }
 
   /** The tree the layer now shows, after bringing it up to date; and how many entries that took. */
   async sync(host: ExecHost, lower: PinnedLower): Promise<{ root: DirNode; writes: number; lookups: number }> {
+    // Held files whose transaction did not commit (refused, failed, or not confirmed yet).
+    this.dropPending()
+    try {
+      return await this.syncNow(host, lower)
+    } finally {
+      this.dropKept()
+    }
+  }
+
+  private async syncNow(host: ExecHost, lower: PinnedLower): Promise<{ root: DirNode; writes: number; lookups: number }> {
     const now = host.tree()
     this.writes = 0
     this.dirMeta = []
@@ -140,7 +187,7 @@ export class ExecLayer {
       return
     }
     if (now.type === 'file') {
-      this.putFile(path, this.reader.readBytes({ path, type: 'file', node: now, lowerPath: null, lowerStat: undefined }), now.meta)
+      this.putFile(path, { path, type: 'file', node: now, lowerPath: null, lowerStat: undefined }, now.meta)
       return
     }
     if (now.type === 'symlink') {
@@ -173,7 +220,7 @@ export class ExecLayer {
       return
     }
     const meta = this.reader.meta(entry)
-    if (entry.type === 'file') this.writeFile(path, this.reader.readBytes(entry), meta)
+    if (entry.type === 'file') this.writeFile(path, entry, meta)
     else if (entry.type === 'symlink') this.writeLink(path, this.reader.readLink(entry), meta)
     else {
       this.makeDir(path, meta, parentMerges && this.diskIsDir(path))
@@ -217,7 +264,7 @@ export class ExecLayer {
       const entry = this.reader.lookup(first, false)!
       const meta = this.reader.meta(entry)
       this.enterParent(first)
-      if (entry.type === 'file') this.putFile(first, this.reader.readBytes(entry), meta)
+      if (entry.type === 'file') this.putFile(first, entry, meta)
       else {
         this.clear(first)
         this.writeLink(first, this.reader.readLink(entry), meta)
@@ -296,13 +343,17 @@ export class ExecLayer {
   /**
    * A file at `path`, whatever the layer held there. One the layer holds alone (a regular file with
    * one link, which this process may write) is written over in place: on ext4 a truncate and a
-   * write cost a third of an unlink and a create.
+   * write cost a third of an unlink and a create. A file the last command wrote itself is moved in
+   * (`kept`), not written.
    */
-  private putFile(path: string, bytes: Uint8Array, meta: Meta): void {
+  private putFile(path: string, entry: Entry, meta: Meta): void {
     const host = this.host(path)
     const stats = fs.lstatSync(host, { throwIfNoEntry: false })
-    if (stats?.isFile() && stats.nlink === 1 && (this.privileged || (stats.mode & 0o200) !== 0)) {
+    const kept = this.takeKept(entry)
+    if (kept === undefined && stats?.isFile() && stats.nlink === 1 && (this.privileged || (stats.mode & 0o200) !== 0)) {
+      const bytes = this.reader.readBytes(entry)
       fs.writeFileSync(host, bytes)
+      layerCounters.bytesWritten += bytes.byteLength
       // chown drops set-user-ID: the mode is set again after it.
       const chowned = this.privileged && (stats.uid !== meta.uid || stats.gid !== meta.gid)
       if (chowned) fs.chownSync(host, meta.uid, meta.gid)
@@ -315,14 +366,118 @@ export class ExecLayer {
       this.writes++
       removeTree(host)
     }
-    this.writeFile(path, bytes, meta)
+    this.writeFile(path, entry, meta, kept)
   }
 
-  private writeFile(path: string, bytes: Uint8Array, meta: Meta): void {
+  private writeFile(path: string, entry: Entry, meta: Meta, kept = this.takeKept(entry)): void {
     const host = this.host(path)
-    fs.writeFileSync(host, bytes, { mode: 0o600 })
+    if (kept !== undefined) {
+      fs.renameSync(kept, host)
+      layerCounters.filesMoved++
+    } else {
+      const bytes = this.reader.readBytes(entry)
+      fs.writeFileSync(host, bytes, { mode: 0o600 })
+      layerCounters.bytesWritten += bytes.byteLength
+    }
     this.setMeta(host, meta)
     this.writes++
+  }
+
+  // ---- files kept from the last command -----------------------------------------------------------
+
+  /**
+   * Files the last command wrote, moved out of its upper directory before that is removed: the
+   * next sync moves such a file into the layer where the workspace shows its content, instead of
+   * reading the content back from the workspace and writing it again (a 512 MiB file cost the next
+   * command 7 s). `hold` takes them (by the id the workspace's blob store gives their content),
+   * `confirm` keeps those the workspace took in, under their blob; the next sync uses or removes them.
+   */
+  async hold(files: readonly HeldFile[]): Promise<void> {
+    this.dropPending()
+    const candidates = await this.withoutXattrs(files.filter((file) => fs.lstatSync(file.host, { bigint: true, throwIfNoEntry: false })?.ctimeNs === file.ctimeNs))
+    for (const file of candidates) {
+      const to = `${this.keep}/${this.keptSerial++}`
+      fs.renameSync(file.host, to)
+      this.pending.push({ path: file.path, blob: file.blob, size: file.size, host: to })
+    }
+  }
+
+  /**
+   * Keeps the held files the workspace (`view`, its tree once the command's transaction committed)
+   * shows at their paths as the blob their content was stored as; the others go.
+   */
+  confirm(view: Overlay): void {
+    for (const file of this.pending) {
+      const node = view.lookup(file.path, false)?.node
+      if (node?.type === 'file' && node.blob === file.blob && node.size === file.size && !this.kept.has(file.blob)) this.kept.set(file.blob, file.host)
+      else removeTree(file.host)
+    }
+    this.pending = []
+  }
+
+  /** The kept file holding `entry`'s content, taken (a file is moved in once). */
+  private takeKept(entry: Entry): string | undefined {
+    const node = entry.node
+    if (node?.type !== 'file' || this.kept.size === 0) return undefined
+    const host = this.kept.get(node.blob)
+    if (host !== undefined) this.kept.delete(node.blob)
+    return host
+  }
+
+  private dropPending(): void {
+    for (const file of this.pending) removeTree(file.host)
+    this.pending = []
+  }
+
+  /** Kept files no sync moved in: only the sync right after their command uses them. */
+  private dropKept(): void {
+    for (const host of this.kept.values()) removeTree(host)
+    this.kept.clear()
+  }
+
+  /**
+   * The files that carry no extended attributes but overlayfs's own (removed here: the layer is a
+   * lower layer to the next mount) and a security label: one a command gave others (setfattr, an
+   * ACL, a capability) is written from the workspace, which does not hold them.
+   */
+  private async withoutXattrs<T extends { host: string }>(files: T[]): Promise<T[]> {
+    // getfattr escapes names with other bytes (as \\ooo): such a file is not kept.
+    const byHost = new Map(files.filter((file) => /^[\x20-\x5b\x5d-\x7e]*$/.test(file.host)).map((file) => [file.host, file]))
+    if (byHost.size === 0) return []
+    const kept: T[] = []
+    const strip = new Map<string, string[]>()
+    for (const batch of batches([...byHost.keys()])) {
+      const result = await run(this.tools.getfattr, ['--absolute-names', '-h', '-d', '-m', '-', '-e', 'hex', '--', ...batch])
+      if (result.code !== 0) return []
+      const names = new Map<string, string[]>()
+      let current: string[] | undefined
+      for (const line of result.stdout.split('\n')) {
+        if (line.startsWith('# file: ')) names.set(line.slice(8), (current = []))
+        else if (current && line !== '') current.push(line.split('=', 1)[0])
+      }
+      for (const host of batch) {
+        const file = byHost.get(host)!
+        const found = names.get(host)
+        if (found === undefined) {
+          kept.push(file) // getfattr lists a file only when it has some
+          continue
+        }
+        if (found.some((name) => !(name.startsWith(this.overlayXattr) && name !== `${this.overlayXattr}metacopy`) && name !== 'security.selinux')) continue
+        for (const name of found.filter((name) => name.startsWith(this.overlayXattr))) {
+          const list = strip.get(name) ?? []
+          list.push(file.host)
+          strip.set(name, list)
+        }
+        kept.push(file)
+      }
+    }
+    for (const [name, hosts] of strip) {
+      for (const batch of batches(hosts)) {
+        const result = await run(this.tools.setfattr, ['-h', '-x', name, '--', ...batch])
+        if (result.code !== 0) return []
+      }
+    }
+    return kept
   }
 
   private writeLink(path: string, target: string, meta: Meta): void {

@@ -26,7 +26,7 @@ import type { DirNode, Overlay } from 'rewindfs/adapter-kit'
 import { RESERVED_PREFIX } from './confine.js'
 import { HELPER_SCRIPT, type HelperArguments, helperArguments, helperRequest } from './exec-helper.js'
 import { removeLargeTree, removeTree } from './exec-files.js'
-import { ExecLayer } from './exec-layer.js'
+import { ExecLayer, blobIdOf } from './exec-layer.js'
 import { type ProcessOutcome, SpareProcess, type SpareSpec, runProcess } from './exec-process.js'
 import { readBack } from './exec-readback.js'
 import { type Support, overlayOptions, unshareArguments, xattrPrefix } from './exec-support.js'
@@ -66,6 +66,12 @@ export class SetupError extends Error {
 export function mountPathProblem(path: string): string | undefined {
   return /[,:\\\n]/.test(path) ? `the path '${path}' has a character (',', ':', '\\' or a newline) overlayfs's mount options cannot carry` : undefined
 }
+
+/**
+ * Files a command wrote of at least this size are moved into the exec layer, not written there
+ * again from the workspace; smaller ones cost about as much to write as to check and move.
+ */
+const HOLD_FROM = 64 * 1024
 
 /** Session directories of workspaces not closed yet: removed when the process exits, if still there. */
 const live = new Set<string>()
@@ -220,7 +226,8 @@ export class OverlaySession {
     if (!this.layer) {
       fs.mkdirSync(`${dir}/layer`)
       fs.mkdirSync(`${dir}/templates`)
-      this.layer = new ExecLayer(`${dir}/layer`, this.project, `${dir}/templates`, tools, privileged, xattrPrefix(privileged) + 'opaque')
+      fs.mkdirSync(`${dir}/kept`)
+      this.layer = new ExecLayer(`${dir}/layer`, this.project, `${dir}/templates`, tools, privileged, xattrPrefix(privileged) + 'opaque', `${dir}/kept`)
     }
     const unmapped = privileged ? undefined : await this.unmapped()
     const { root: before, writes, lookups } = await this.layer.sync(this.host, this.host.workspace.lower)
@@ -274,8 +281,8 @@ export class OverlaySession {
         const why = outcome.status.replace(/^error /, '').trim() || (outcome.timedOut ? 'timed out while setting up' : `the namespace helper ended with ${outcome.signal ?? `exit status ${outcome.exitCode}`}: ${outcome.stderr.trim()}`)
         throw new SetupError(`rewindfs: exec: overlay mode could not be set up: ${why}`)
       }
-      const { scan, entries } = launch.discard
-        ? { scan: emptyScan(), entries: 0 }
+      const { scan, entries, written } = launch.discard
+        ? { scan: emptyScan(), entries: 0, written: [] }
         : await readBack({
             upper,
             before: view,
@@ -286,12 +293,24 @@ export class OverlaySession {
             owners: privileged,
             maxFileSize: launch.maxFileSize,
             ...(privileged ? { index: `${work}/index` } : {}),
+            // Only where everything the command started is dead (its PID namespace): nothing writes them any more.
+            ...(this.support.pid ? { hold: HOLD_FROM } : {}),
           })
+      // Out of the upper directory before it is removed: the next sync moves them into the layer.
+      if (written.length > 0) await this.layer.hold(written.map((file) => ({ path: file.path, host: file.host, blob: blobIdOf(file.bytes), size: file.bytes.byteLength, ctimeNs: file.ctimeNs })))
       return { outcome, scan, before, work: { layerWrites: writes, upperEntries: entries, lookups: lookups + view.counters.lookups } }
     } finally {
       this.leftovers.push(upper, work, stash)
       if (!this.backToBack) this.removeLeftovers()
     }
+  }
+
+  /**
+   * The last command's transaction committed (or it had nothing to record): the layer keeps the
+   * files it held that the workspace now shows as the command wrote them.
+   */
+  recorded(): void {
+    this.layer?.confirm(this.host.view(this.host.tree()))
   }
 
   /** The project's entries a user namespace cannot map, searched for once per lower source. */

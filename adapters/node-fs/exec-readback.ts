@@ -58,6 +58,16 @@ export interface ReadbackOptions {
    * lower file for the command, so the project's other names of that file changed with it.
    */
   readonly index?: string
+  /** Files of at least this size whose content the workspace takes are listed (`written`), for the exec layer to hold. */
+  readonly hold?: number
+}
+
+/** A file of the upper directory whose content (`bytes`) the workspace takes at `path`. */
+export interface WrittenFile {
+  readonly path: string
+  readonly host: string
+  readonly bytes: Uint8Array
+  readonly ctimeNs: bigint
 }
 
 function kindOf(stats: BigIntStats): Kind {
@@ -74,13 +84,13 @@ const mtimeOf = (stats: BigIntStats) => Number(stats.mtimeNs / 1_000_000n)
 const sameTime = (a: number, b: number) => Math.abs(a - b) < 1
 const ownerOf = (stats: BigIntStats): Owner => ({ uid: Number(stats.uid), gid: Number(stats.gid) })
 
-export async function readBack(options: ReadbackOptions): Promise<{ scan: Scan; entries: number }> {
+export async function readBack(options: ReadbackOptions): Promise<{ scan: Scan; entries: number; written: WrittenFile[] }> {
   const reader = new Readback(options)
   const root = reader.load()
   await reader.readXattrs()
   reader.walkRoot(root)
   await reader.linkLowerNames(root)
-  return { scan: reader.result(), entries: reader.entries }
+  return { scan: reader.result(), entries: reader.entries, written: reader.written }
 }
 
 /**
@@ -123,6 +133,8 @@ class Readback {
   private readonly lowerWrites: { path: string; ino: number }[] = []
   /** Names of those lower files the command saw change with them, linked after the rest. */
   private readonly lowerLinks: Edit[] = []
+  /** Files whose content the workspace takes from the upper directory (ReadbackOptions.hold). */
+  readonly written: WrittenFile[] = []
 
   constructor(private readonly options: ReadbackOptions) {
     this.before = options.before
@@ -259,6 +271,12 @@ class Readback {
         this.edits.push({ op: 'file', path, content: content(), mode, mtimeMs: mtimeOf(entry.stats), owner: this.ownerChange(entry, undefined) })
       }
       const edited = this.edits.length > edits
+      // The command's own file, now the workspace's: the exec layer may take it as it is (held).
+      const last = this.edits.at(-1)
+      const held = edited && last?.op === 'file' ? (last.content ?? bytes) : undefined
+      if (held !== undefined && this.options.hold !== undefined && entry.stats.nlink === 1n && entry.stats.size >= BigInt(this.options.hold)) {
+        this.written.push({ path, host: entry.host, bytes: held, ctimeNs: entry.stats.ctimeNs })
+      }
       // The view showed the project's own file here, one with other names on disk.
       const lowerLinked = base?.type === 'file' && base.node === undefined && base.link === undefined && (base.lowerStat?.nlink ?? 1) > 1
       if (entry.stats.nlink > 1n) this.links.add(entry.stats.ino, path, base?.link, lowerLinked && !edited)

@@ -225,6 +225,7 @@ class HostShellSession implements ExecSession {
     } catch (error) {
       throw Object.assign(error as Error, { result })
     }
+    if (result.mode === 'overlay') this.overlay?.recorded()
     return result
   }
 
