@@ -15,7 +15,7 @@ import type { ExecHost } from 'rewindfs'
 import type { LowerSource } from 'rewindfs/adapter-kit'
 import { HELPER_SCRIPT, helperArguments } from './exec-helper.js'
 import { DirectorySource } from './directory.js'
-import { removeLargeTree } from './exec-files.js'
+import { makeTempDir, removeLargeTree } from './exec-files.js'
 import { type Launch, type Ran, SetupError } from './exec-overlay.js'
 import { runProcess } from './exec-process.js'
 import { type Support, run, unshareArguments } from './exec-support.js'
@@ -32,7 +32,7 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
     throw Object.assign(new TypeError(`rewindfs: exec: the temp directory '${base}' is inside the project '${source.root}': the copy would contain itself; pass tmpdir elsewhere`), { code: 'ERR_INVALID_ARG_VALUE' })
   }
   if (lazy) await ws.prefetch(listFiles(ws))
-  const temp = fs.mkdtempSync(`${base}/rewindfs-exec-`)
+  const temp = makeTempDir(base)
   try {
     // The tree and the copy are taken in one synchronous stretch: the same state.
     const before = host.tree()

@@ -113,3 +113,119 @@ export function batches(paths: readonly string[], budget = 64 * 1024): string[][
   if (current.length > 0) out.push(current)
   return out
 }
+
+// ---- temp directories and their owners ------------------------------------------------------------
+
+/** Temp directories exec makes: `rewindfs-exec-<pid namespace>-<pid>-<start>-…`, and `rewindfs-gone-…` while a sweep removes one. */
+const OWNED = /^rewindfs-(?:exec|gone)-(\d+)-(\d+)-(\d+)-/
+
+let tag: string | undefined | null = null
+
+/** When a process started, in clock ticks after boot (the 22nd field of /proc/<pid>/stat, as src/node/lock-file.ts reads it). */
+function startOf(pid: number | 'self'): string | undefined {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+  return start !== undefined && /^\d+$/.test(start) ? start : undefined
+}
+
+/** This process's pid namespace (its inode) and id within it, as `<namespace>-<pid>-<start>`; undefined without /proc. */
+function ownerTag(): string | undefined {
+  if (tag === null) {
+    try {
+      const namespace = /^pid:\[(\d+)\]$/.exec(fs.readlinkSync('/proc/self/ns/pid'))?.[1]
+      const start = startOf('self')
+      tag = namespace !== undefined && start !== undefined ? `${namespace}-${process.pid}-${start}` : undefined
+    } catch {
+      tag = undefined
+    }
+  }
+  return tag
+}
+
+/**
+ * A private temp directory in `base` whose name says which process owns it (pid namespace, pid and
+ * start time), so one a process killed with SIGKILL leaves is found and removed by the next runner
+ * (`sweepStale`, started here once per `base` and process). `kind` marks what it is for.
+ */
+export function makeTempDir(base: string, kind = ''): string {
+  const owner = ownerTag()
+  const dir = fs.mkdtempSync(`${base}/rewindfs-exec-${owner === undefined ? '' : `${owner}-`}${kind}`)
+  if (owner !== undefined) staleSwept(base)
+  return dir
+}
+
+/** Whether the process a temp directory names is gone: not there, or another one with its pid (a later start). */
+function ownerGone(namespace: string, pid: number, start: string): boolean {
+  const here = ownerTag()
+  // Another pid namespace (a container sharing the directory): its pids are not this one's to look up.
+  if (here === undefined || namespace !== here.split('-')[0]) return false
+  if (pid === process.pid) return start !== here.split('-')[2]
+  try {
+    return startOf(pid) !== start
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT'
+  }
+}
+
+/** Mount points on this host (mountinfo's fifth field, its \ooo escapes decoded). */
+function mountPoints(): string[] {
+  try {
+    return fs
+      .readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .map((line) => line.split(' ')[4])
+      .filter((point): point is string => point !== undefined)
+      .map((point) => point.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))))
+  } catch {
+    return []
+  }
+}
+
+/**
+ * Removes the temp directories in `base` that exec made for processes that are gone (killed with
+ * SIGKILL: nothing of theirs ran at exit; their commands died through the watcher). A live
+ * process's directory stays, as does one of another pid namespace and one with anything mounted
+ * in it (overlay mode mounts in private namespaces, which died with their owner; a mount seen
+ * here is not ours to remove under). Each is renamed before it is removed, so two sweeps never
+ * remove one together, and a removal cut short is finished by a later sweep. Says what it removed.
+ */
+export async function sweepStale(base: string): Promise<string[]> {
+  let names: string[]
+  try {
+    names = fs.readdirSync(base)
+  } catch {
+    return []
+  }
+  const stale = names.filter((name) => {
+    const owner = OWNED.exec(name)
+    return owner !== null && ownerGone(owner[1], Number(owner[2]), owner[3])
+  })
+  if (stale.length === 0) return []
+  const mounts = mountPoints()
+  const removed: string[] = []
+  for (const name of stale) {
+    const path = `${base}/${name}`
+    if (mounts.some((point) => point === path || point.startsWith(path + '/'))) continue
+    const gone = `${base}/${name.replace(/^rewindfs-exec-/, 'rewindfs-gone-')}${name.startsWith('rewindfs-gone-') ? '' : `-${process.pid}`}`
+    try {
+      if (gone !== path) fs.renameSync(path, gone)
+      await removeLargeTree(gone, 1000)
+      removed.push(path)
+    } catch {
+      // Another sweep took it, or it is not ours to remove (another user's, in a sticky directory).
+    }
+  }
+  return removed
+}
+
+const sweeps = new Map<string, Promise<string[]>>()
+
+/** The sweep of `base` this process ran (started at its first temp directory there; started now if none ran). */
+export function staleSwept(base: string): Promise<string[]> {
+  let sweep = sweeps.get(base)
+  if (sweep === undefined) {
+    sweep = sweepStale(base).catch(() => [])
+    sweeps.set(base, sweep)
+  }
+  return sweep
+}

@@ -25,7 +25,7 @@ import type { ExecHost } from 'rewindfs'
 import type { DirNode, Overlay } from 'rewindfs/adapter-kit'
 import { RESERVED_PREFIX } from './confine.js'
 import { HELPER_SCRIPT, type HelperArguments, helperArguments, helperRequest } from './exec-helper.js'
-import { removeLargeTree, removeTree } from './exec-files.js'
+import { makeTempDir, removeLargeTree, removeTree } from './exec-files.js'
 import { ExecLayer, blobIdOf } from './exec-layer.js'
 import { type ProcessOutcome, SpareProcess, type SpareSpec, runProcess } from './exec-process.js'
 import { readBack } from './exec-readback.js'
@@ -202,7 +202,7 @@ export class OverlaySession {
 
   private async runNow(launch: Launch, tmpdir: string | undefined): Promise<Ran> {
     if (this.dir === undefined) {
-      this.dir = fs.mkdtempSync(`${fs.realpathSync(tmpdir ?? os.tmpdir())}/rewindfs-exec-`)
+      this.dir = makeTempDir(fs.realpathSync(tmpdir ?? os.tmpdir()))
       track(this.dir)
     }
     const { tools } = this.support

@@ -7,7 +7,7 @@
 import { execFile, spawn } from 'node:child_process'
 import os from 'node:os'
 import { hostFs as fs } from './host-fs.js'
-import { removeTree } from './exec-files.js'
+import { makeTempDir, removeTree } from './exec-files.js'
 import { HELPER_SCRIPT, helperArguments } from './exec-helper.js'
 
 export interface Support {
@@ -121,7 +121,7 @@ async function probe(): Promise<Support> {
  */
 async function probeOverlay(tools: Record<Tool, string>, mode: Pick<Support, 'privileged' | 'pid' | 'volatile'>): Promise<string | undefined> {
   const { privileged } = mode
-  const dir = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-exec-probe-`)
+  const dir = makeTempDir(os.tmpdir(), 'probe-')
   try {
     for (const sub of ['lower/kept', 'lower/hidden', 'layer/hidden', 'upper', 'work', 'stash']) fs.mkdirSync(`${dir}/${sub}`, { recursive: true })
     fs.writeFileSync(`${dir}/lower/gone`, '')
