@@ -47,6 +47,8 @@ export { keptName } from './engine/store.js'
 export { durableJournal } from './engine/durable-journal.js'
 export { MemoryStore } from './engine/memory-store.js'
 export type { BlobId } from './blob/store.js'
+// The id the blob store gives a content: an adapter that keeps bytes outside it can tell them by it.
+export { hashBytes } from './blob/hash.js'
 export type { JsonValue } from './engine/state.js'
 // ...and the checks a store must pass.
 export { storeContract } from '../testing/store-contract.js'

@@ -17,7 +17,6 @@
  * As root every entry carries the view's owner and group, so the command sees them and its read-back
  * can tell a chown; a normal user's layer is the user's own (it can give nothing away).
  */
-import crypto from 'node:crypto'
 import { hostFs as fs } from './host-fs.js'
 import type { ExecHost } from 'rewindfs'
 import { type DirNode, type Entry, INODES, mapDiff, mapEntries, mapGet, type Meta, namesOf, type Overlay, type PinnedLower, tableOf, type UpperNode } from 'rewindfs/adapter-kit'
@@ -43,14 +42,6 @@ export interface LayerTools {
   readonly getfattr: string
 }
 
-/**
- * The id the workspace's blob store gives content (its hash, src/blob/hash.ts: SHA-1 in base64 on
- * Node). Were it another, no held file would be confirmed: the layer writes them as before.
- */
-export function blobIdOf(bytes: Uint8Array): string {
-  const hash = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: 'base64') => string }).hash
-  return hash ? hash('sha1', bytes, 'base64') : crypto.createHash('sha1').update(bytes).digest('base64')
-}
 
 /**
  * What exec layers wrote in this process, for tests and probes: bytes of file content written, and

@@ -23,10 +23,11 @@ import os from 'node:os'
 import { hostFs as fs } from './host-fs.js'
 import type { ExecHost } from 'rewindfs'
 import type { DirNode, Overlay } from 'rewindfs/adapter-kit'
+import { hashBytes } from 'rewindfs/adapter-kit'
 import { RESERVED_PREFIX } from './confine.js'
 import { HELPER_SCRIPT, type HelperArguments, helperArguments, helperRequest } from './exec-helper.js'
 import { makeTempDir, removeLargeTree, removeTree } from './exec-files.js'
-import { ExecLayer, blobIdOf } from './exec-layer.js'
+import { ExecLayer } from './exec-layer.js'
 import { type ProcessOutcome, SpareProcess, type SpareSpec, runProcess } from './exec-process.js'
 import { readBack } from './exec-readback.js'
 import { type Support, overlayOptions, unshareArguments, xattrPrefix } from './exec-support.js'
@@ -297,7 +298,7 @@ export class OverlaySession {
             ...(this.support.pid ? { hold: HOLD_FROM } : {}),
           })
       // Out of the upper directory before it is removed: the next sync moves them into the layer.
-      if (written.length > 0) await this.layer.hold(written.map((file) => ({ path: file.path, host: file.host, blob: blobIdOf(file.bytes), size: file.bytes.byteLength, ctimeNs: file.ctimeNs })))
+      if (written.length > 0) await this.layer.hold(written.map((file) => ({ path: file.path, host: file.host, blob: hashBytes(file.bytes), size: file.bytes.byteLength, ctimeNs: file.ctimeNs })))
       return { outcome, scan, before, work: { layerWrites: writes, upperEntries: entries, lookups: lookups + view.counters.lookups } }
     } finally {
       this.leftovers.push(upper, work, stash)
