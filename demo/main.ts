@@ -2,8 +2,9 @@
  * The demo page: the engine runs in a Web Worker (./worker.ts) over the seed project in an IndexedDB
  * tree, with its journal in the OPFS store where the browser has one (IndexedDB otherwise), so every
  * change and checkpoint survives a reload. A second tab follows the first: it shows the first tab's
- * changes as they commit, and takes over writing when the first tab closes. Every action disables
- * the buttons (body[data-busy]) until the views are fresh again.
+ * changes as they commit, and takes over writing when the first tab closes; "Start over" in any tab
+ * has every tab let go of the store before it is deleted, and all of them reload onto the seed
+ * project. Every action disables the buttons (body[data-busy]) until the views are fresh again.
  */
 import { removeOpfsStore } from '../adapters/opfs/index.js'
 import type { Change } from '../src/diff.js'
@@ -44,6 +45,8 @@ let ws: WorkerWorkspace
 let previewed: Checkpoint | undefined
 /** The file in the editor as the workspace last gave it: while the text is untouched, it follows restores and undos. */
 let opened: { path: string; text: string } | undefined
+/** This tab is starting over, or following another tab's start over (its workspace closes): the page reloads next. */
+let leaving = false
 
 /** One line per validation failure, or the error's message (Node-shaped errors start with their code). */
 function describe(error: unknown): string {
@@ -63,16 +66,17 @@ async function act(action: () => Promise<string | undefined>): Promise<void> {
   try {
     const outcome = await action()
     await ws.sync()
-    say(outcome ?? '', 'ok')
+    if (!leaving) say(outcome ?? '', 'ok')
   } catch (error) {
-    say(describe(error), 'error')
+    // A start over closed the workspace meanwhile: the page is about to reload, and says so.
+    if (!leaving) say(describe(error), 'error')
   } finally {
     try {
-      await refresh()
+      if (!leaving) await refresh()
     } catch (error) {
-      say(describe(error), 'error')
+      if (!leaving) say(describe(error), 'error')
     }
-    document.body.dataset.busy = 'false'
+    if (!leaving) document.body.dataset.busy = 'false'
   }
 }
 
@@ -261,21 +265,118 @@ function wire(): void {
     const { failedAt, restoredTo } = await migrationStory(ws, agentLog)
     return `Story 2: the migration failed at step ${failedAt}; restored to ${restoredTo}`
   })
-  $('start-over').addEventListener('click', () => {
-    document.body.dataset.busy = 'true'
-    void (async () => {
-      await ws.close()
-      await Promise.all([PROJECT_DATABASE, STORE_DATABASE].map((name) => deleted(indexedDB.deleteDatabase(name))))
-      if (hasOpfs()) await removeOpfsStore(STORE_DATABASE)
-      location.reload()
-    })()
+  $('start-over').addEventListener('click', () => void startOver())
+}
+
+// ---- Start over, with other tabs open --------------------------------------------------------
+//
+// Every tab holds OPEN_LOCK (shared) while its workspace is open. "Start over" tells the other tabs
+// (TABS), which close their workspaces, let go of the lock and wait; it closes its own, takes the lock
+// exclusively (so no demo tab holds the store, nor is promoted to write it, while it is deleted),
+// deletes the store and the seed project, tells the tabs it is done, and every tab reloads onto the
+// seed project. Refused (the store held for writing by something else, or a tab that does not let
+// go), nothing is deleted and the message says why after the reload.
+
+/** The demo's tabs: 'start-over' asks them to let go of the store; 'done' and 'refused' say how it ended. */
+const TABS = typeof BroadcastChannel === 'function' ? new BroadcastChannel('rewindfs-demo') : undefined
+const OPEN_LOCK = 'rewindfs-demo:open'
+/** Held while a tab seeds the project and opens its workspace: two tabs starting together seed it once, and the second opens on the first's store. */
+const START_LOCK = 'rewindfs-demo:start'
+/** How long the other tabs get to let go of the store before "Start over" gives up. */
+const LET_GO_MS = 10_000
+/** How long a tab waits for the one starting over before it reloads anyway. */
+const FOLLOW_MS = 30_000
+/** A message shown after the reload (sessionStorage: this tab only). */
+const FLASH = 'rewindfs-demo:message'
+
+let releaseOpen: (() => void) | undefined
+
+/** Holds the Web Lock `name` until the returned function is called (none without Web Locks). */
+function hold(name: string, mode: LockMode, signal?: AbortSignal): Promise<() => void> {
+  if (!navigator.locks) return Promise.resolve(() => undefined)
+  return new Promise((granted, refused) => {
+    navigator.locks.request(name, { mode, ...(signal ? { signal } : {}) }, () => new Promise<void>((release) => granted(release))).catch(refused)
   })
 }
 
-function deleted(request: IDBOpenDBRequest): Promise<void> {
+/** Closes the workspace (its store's writer lock or place in line goes with it) and lets go of OPEN_LOCK. */
+async function letGo(): Promise<void> {
+  try {
+    await ws.close()
+  } finally {
+    releaseOpen?.()
+    releaseOpen = undefined
+  }
+}
+
+async function startOver(): Promise<void> {
+  if (leaving) return
+  leaving = true
+  document.body.dataset.busy = 'true'
+  say('Starting over: the other tabs of the demo let go of the store…', 'ok')
+  TABS?.postMessage({ kind: 'start-over' })
+  let outcome: 'done' | 'refused' = 'refused'
+  let removed = false
+  try {
+    await letGo()
+    const release = await hold(OPEN_LOCK, 'exclusive', AbortSignal.timeout(LET_GO_MS)).catch((error: unknown) => {
+      if ((error as { name?: string })?.name !== 'TimeoutError') throw error
+      throw new Error(`another tab of the demo did not let go of the store within ${LET_GO_MS / 1000} s`)
+    })
+    try {
+      // The store first: the one removal that is refused while something holds it, before anything else is deleted.
+      if (hasOpfs()) await removeOpfsStore(STORE_DATABASE)
+      removed = true
+      for (const name of [STORE_DATABASE, PROJECT_DATABASE]) await deleted(name)
+      outcome = 'done'
+    } finally {
+      release()
+    }
+  } catch (error) {
+    const what = removed ? 'Start over was cut short (the store is deleted, the seed project may not be)' : 'Start over did not delete anything'
+    sessionStorage.setItem(FLASH, `${what}: ${describe(error)}. Close the other tabs of this demo (or whatever else has its store open) and try again.`)
+  } finally {
+    TABS?.postMessage({ kind: outcome })
+    location.reload()
+  }
+}
+
+/** Another tab starts over: let go of the store, wait until it is done (or gives up), reload. */
+function followStartOver(): void {
+  if (leaving) return
+  leaving = true
+  document.body.dataset.busy = 'true'
+  say('Another tab is starting over: this tab reloads when it is done', 'ok')
+  const ended = new Promise<void>((resolve) => {
+    TABS?.addEventListener('message', (event: MessageEvent<{ kind?: string }>) => {
+      if (event.data?.kind === 'done' || event.data?.kind === 'refused') resolve()
+    })
+    setTimeout(resolve, FOLLOW_MS)
+  })
+  // A tab still starting lets go once it has started: nothing it opens is left holding the store.
+  void started
+    .then(letGo)
+    .catch(() => undefined) // the page reloads: its workspace is opened anew
+    .then(() => ended)
+    .then(() => location.reload())
+}
+
+/** Deletes an IndexedDB database; one another connection keeps open (it would wait for it) fails after LET_GO_MS. */
+function deleted(name: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    request.onsuccess = () => resolve()
-    request.onerror = () => reject(request.error)
+    const request = indexedDB.deleteDatabase(name)
+    let timer: ReturnType<typeof setTimeout> | undefined
+    request.onsuccess = () => {
+      clearTimeout(timer)
+      resolve()
+    }
+    request.onerror = () => {
+      clearTimeout(timer)
+      reject(request.error)
+    }
+    request.onblocked = () => {
+      timer = setTimeout(() => reject(new Error(`the IndexedDB database ${name} is open elsewhere`)), LET_GO_MS)
+    }
   })
 }
 
@@ -303,15 +404,29 @@ function showTab(): void {
 }
 
 async function start(): Promise<void> {
-  await seedProject()
+  TABS?.addEventListener('message', (event: MessageEvent<{ kind?: string }>) => {
+    if (event.data?.kind === 'start-over') followStartOver()
+  })
+  // Held from before the seed is written: a start over in another tab waits for this tab to let go.
+  releaseOpen = await hold(OPEN_LOCK, 'shared')
   let store: 'opfs' | 'indexeddb' = hasOpfs() ? 'opfs' : 'indexeddb'
+  const starting = await hold(START_LOCK, 'exclusive')
   try {
-    ws = await open(store)
+    await seedProject()
+    try {
+      ws = await open(store)
+    } catch (error) {
+      // No OPFS after all (a private window, storage blocked): the IndexedDB store does.
+      if (store !== 'opfs') throw error
+      store = 'indexeddb'
+      ws = await open(store)
+    }
   } catch (error) {
-    // No OPFS after all (a private window, storage blocked): the IndexedDB store does.
-    if (store !== 'opfs') throw error
-    store = 'indexeddb'
-    ws = await open(store)
+    releaseOpen()
+    releaseOpen = undefined
+    throw error
+  } finally {
+    starting()
   }
   document.body.dataset.store = store
   view.storeName.textContent = store === 'opfs' ? 'OPFS' : 'IndexedDB'
@@ -319,17 +434,25 @@ async function start(): Promise<void> {
   // Another tab's commits, and this tab taking over from it.
   ws.events.on('reload', () => void refresh().catch((error: unknown) => say(describe(error), 'error')))
   ws.events.on('writer', () => {
+    if (leaving) return // promoted while a start over closes the tabs: it reloads next
     showTab()
     say('The writing tab closed: this tab writes now', 'ok')
   })
   await refresh()
   showTab()
   if (ws.status.degraded) say(`The store is degraded, changes live in memory only: ${ws.status.degraded}`, 'error')
+  // What a start over that failed had to say, before it reloaded the page.
+  const flash = sessionStorage.getItem(FLASH)
+  if (flash !== null) {
+    sessionStorage.removeItem(FLASH)
+    say(flash, 'error')
+  }
   view.status.textContent = 'ready'
   document.body.dataset.busy = 'false'
 }
 
-start().catch((error: unknown) => {
+const started = start()
+started.catch((error: unknown) => {
   view.status.textContent = `failed to start: ${describe(error)}`
   view.status.className = 'error'
 })
