@@ -430,8 +430,11 @@ export class Overlay {
 
   readBytes(entry: Entry): Uint8Array {
     if (entry.node?.type === 'file') {
-      // A blob the integrity check dropped (its bytes were corrupt) reads as an I/O error, as a bad disk block would.
-      if (!this.blobs.intact(entry.node.blob)) throw new FsError('EIO', 'read', entry.path, undefined, 'i/o error: the stored content failed its checksum')
+      // A blob the integrity check dropped (its bytes were corrupt), or one missing from the store, reads as an I/O error, as a bad disk block would.
+      if (!this.blobs.intact(entry.node.blob)) {
+        const why = this.blobs.missing?.(entry.node.blob) ? 'is missing from the store' : 'failed its checksum'
+        throw new FsError('EIO', 'read', entry.path, undefined, `i/o error: the stored content ${why}`)
+      }
       try {
         return this.blobs.get(entry.node.blob)
       } catch (error) {

@@ -303,6 +303,11 @@ export class BlobStore {
    * their id): the durable store can take the good copy, even if the write changed no file.
    */
   onRestored: ((id: BlobId) => void) | undefined
+  /**
+   * Set by the durable journal on open: whether a content something refers to is missing from the
+   * store (never there, or removed from outside), so a read of it says so rather than a checksum failure.
+   */
+  missing: ((id: BlobId) => boolean) | undefined
   /** Blobs found damaged whose good bytes have not been written again. */
   private readonly damagedIds = new Set<BlobId>()
 

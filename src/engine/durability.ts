@@ -263,6 +263,9 @@ export class Durability {
       // On demand a read finds it, not a check whose report follows: said at once.
       if (this.onDemand) this.onDamagedBlob?.(id)
     }
+    // A content that is not there and was never found damaged is missing from the store (findMissing
+    // lists it, or will): a read of it says so (overlay.ts), not that it failed its checksum.
+    host.blobs.missing = (id) => this.missing.has(id) || !this.corrupt.has(id)
     // Its good bytes written again (a file rewritten with the same content changes nothing, so no
     // record names them): the next group commit stores them, the damaged copy set aside (putBlobs).
     host.blobs.onRestored = (id) => {
