@@ -224,7 +224,7 @@ describe('syncFsSource over memfs', () => {
     const vol = volume()
     const source = syncFsSource(vol, '/root/')
     const before = source.stat('/app/a.txt')!
-    expect(before.version).toBe(`${before.size}:${before.mtimeMs}:${before.ino}`)
+    expect(before.version).toBe(`${before.size}:${before.mtimeMs}:${before.ino}:${before.ctimeMs}`)
     vol.writeFileSync('/root/app/a.txt', 'longer')
     vol.utimesSync('/root/app/a.txt', 1000, 1000)
     expect(source.stat('/app/a.txt')!.version).not.toBe(before.version)
@@ -304,7 +304,7 @@ describe('syncFsSource over node:fs', () => {
     nodeFs.utimesSync(file, 2_000, 2_000)
     const second = source.stat('/f.txt')!.version
     expect(second).not.toBe(first)
-    expect(second).toMatch(/^13:2000000:\d+$/)
+    expect(second).toMatch(/^13:2000000:\d+:[\d.]+$/)
   })
 
   it('follows a root that is a symlink', () => {

@@ -327,7 +327,7 @@ describe('directoryStore: the lock', () => {
     const path = fresh()
     const writer = directoryStore(path)
     await writer.appendJournal(['record'])
-    expect(fs.readFileSync(`${path}/lock`, 'utf8')).toBe(`${process.pid}\n`)
+    expect(fs.readFileSync(`${path}/lock`, 'utf8')).toMatch(new RegExp(`^${process.pid}\n\n\\d+\n$`)) // the pid, no host, its start
     let busy: unknown
     try {
       directoryStore(path)
@@ -387,7 +387,7 @@ describe('directoryStore: the lock', () => {
     const gone = spawnSync(process.execPath, ['-e', '']).pid!
     fs.writeFileSync(`${path}/lock`, `${gone}\n`)
     const store = directoryStore(path)
-    expect(fs.readFileSync(`${path}/lock`, 'utf8')).toBe(`${process.pid}\n`)
+    expect(fs.readFileSync(`${path}/lock`, 'utf8')).toMatch(new RegExp(`^${process.pid}\n\n\\d+\n$`)) // the pid, no host, its start
     await store.close()
     // A lock that is not a pid at all (damaged) is stale too.
     fs.writeFileSync(`${path}/lock`, 'garbage')

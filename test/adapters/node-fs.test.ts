@@ -87,14 +87,14 @@ describe('directory(): a lazily read lower source', () => {
     await ws.close()
   })
 
-  it('reports stats in Linux terms, with a version from size, mtime and inode that changes with the file', () => {
+  it('reports stats in Linux terms, with a version from size, mtime, inode and ctime that changes with the file', () => {
     const root = tempDirectory({ '/a.txt': 'one', '/sub/b.txt': 'b' })
     fs.symlinkSync('sub/b.txt', `${root}/link`)
     const source = directory(root)
     const host = fs.lstatSync(`${root}/a.txt`)
     const before = source.stat('/a.txt')!
     expect(before).toMatchObject({ type: 'file', mode: host.mode & 0o7777, size: 3, mtimeMs: host.mtimeMs, ino: host.ino })
-    expect(before.version).toBe(`${host.size}:${host.mtimeMs}:${host.ino}`)
+    expect(before.version).toBe(`${host.size}:${host.mtimeMs}:${host.ino}:${host.ctimeMs}`)
     expect(source.stat('/sub')?.type).toBe('dir')
     expect(source.stat('/link')?.type).toBe('symlink')
     expect(source.readlink('/link')).toBe('sub/b.txt')
@@ -357,7 +357,8 @@ describe('apply: all or nothing', () => {
     const first = directory(root)
     first.stopAfter = 'staged'
     await first.apply([file('/a.txt', 'b')])
-    fs.writeFileSync(`${root}/.rewindfs-flush/lock`, `${process.pid}\n`)
+    // Another live process holds it (this process's own pid would be a predecessor's lock, taken over).
+    fs.writeFileSync(`${root}/.rewindfs-flush/lock`, `${process.ppid}\n`)
     await expect(directory(root).apply([file('/a.txt', 'c')])).rejects.toThrow(expect.objectContaining({ code: 'EBUSY' }))
     fs.rmSync(`${root}/.rewindfs-flush/lock`)
     expect(fs.readFileSync(`${root}/a.txt`, 'utf8')).toBe('a')
