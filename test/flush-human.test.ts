@@ -87,7 +87,7 @@ describe('a directory the workspace made where the human then made one too', () 
 
   it.each([
     ['edits', (root: string) => fs.writeFileSync(path.join(root, 'D/old.txt'), 'HUMAN EDIT\n'), ['/D/old.txt']],
-    ['adds', (root: string) => fs.writeFileSync(path.join(root, 'D/human.txt'), 'HUMAN\n'), ['/D', '/D/human.txt']],
+    ['adds', (root: string) => fs.writeFileSync(path.join(root, 'D/human.txt'), 'HUMAN\n'), ['/D/human.txt']],
   ] as const)('after rm -r and mkdir of a project directory: a file the human then %s in it is a conflict', async (_what, change, paths) => {
     const { root, store } = project({ 'D/old.txt': 'old\n' })
     const ws = await open(root, store)

@@ -167,7 +167,10 @@ async function recover(host: FlushHost, target: FlushTarget, persist = true): Pr
   // All or nothing: when no path moved from its version before the apply, the apply never committed.
   const applied = intended.some(([, , before], i) => !holds(before, versions[i]))
   const ledger = host.book.ledger(target.id)
-  if (applied) intended.forEach(([path, sig], i) => ledger.set(path, { sig, version: versions[i] ?? null, by: host.session, at: Date.now() }))
+  if (applied) {
+    intended.forEach(([path, sig], i) => ledger.set(path, { sig, version: versions[i] ?? null, by: host.session, at: Date.now() }))
+    await recordParents(host, target, intended.map(([path]) => path))
+  }
   host.book.pending.delete(target.id)
   if (persist) await host.persist([])
 }
@@ -314,18 +317,15 @@ function expectations(
     if (recorded !== false) expected.set(p.path, recorded)
     else {
       // Never read itself: below a directory the workspace saw absent nothing was there, so anything
-      // there now is someone else's; below one it deleted or made anew, that directory's own version
-      // tells of names added or removed in it since.
+      // there now is someone else's; below one it deleted or made anew, what changed on disk since
+      // is (changedSince: not the directory's own version, which a flush's temps staged in it move).
       for (let dir = dirname(p.path); dir !== '/'; dir = dirname(dir)) {
         const above = recordedAt(dir)
         if (above === false) continue
         if (above === null) expected.set(p.path, null)
-        else {
+        else if (own) {
           const taken = exact(host.overlay, dir)
-          if (!taken || taken.lowerPath === null) {
-            expected.set(dir, above)
-            if (own) replaced.add(dir)
-          }
+          if (!taken || taken.lowerPath === null) replaced.add(dir)
         }
         break
       }
@@ -422,18 +422,26 @@ async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Pl
     }
     ledger.set(p.path, { sig: p.desired, version: byPath.get(p.path) ?? null, by: host.session, at: Date.now() })
   }
-  // The directories this flush wrote into moved (their mtime, their ctime) by its own hand: their
-  // versions now are the base a later flush compares with, or deleting one would be a conflict with
-  // nobody.
+  await recordParents(host, target, plan.map((p) => p.path))
+  host.book.pending.delete(target.id)
+  await host.persist([])
+}
+
+/**
+ * The directories a flush of `paths` wrote into moved (their mtime, their ctime) by its own hand:
+ * their versions now are the base a later flush compares with, or writing into or deleting one
+ * would be a conflict with nobody. After an apply, and after a recovery finds one committed.
+ */
+async function recordParents(host: FlushHost, target: FlushTarget, paths: readonly string[]): Promise<void> {
+  const ledger = host.book.ledger(target.id)
   const own = isOwnLower(host, target)
-  const parents = [...new Set(plan.map((p) => dirname(p.path)))].filter((dir) => !byPath.has(dir) && (ledger.has(dir) || (own && host.overlay.observed.has(dir))))
+  const written = new Set(paths)
+  const parents = [...new Set(paths.map((path) => dirname(path)))].filter((dir) => !written.has(dir) && (ledger.has(dir) || (own && host.overlay.observed.has(dir))))
   const moved = parents.length > 0 ? await target.versions(parents) : []
   parents.forEach((dir, i) => {
     const entry = host.overlay.lookingOnly(() => exact(host.overlay, dir))
     if (entry?.type === 'dir' && moved[i] !== undefined) ledger.set(dir, { sig: signature(host.overlay, entry), version: moved[i]!, by: host.session, at: Date.now() })
   })
-  host.book.pending.delete(target.id)
-  await host.persist([])
 }
 
 /** Puts a canary target back to what it held before: the inverse of its plan. */
