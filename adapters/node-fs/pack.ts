@@ -192,6 +192,13 @@ function crcOn(bytes: Uint8Array, value: number): number {
 function writtenByCrcBug(location: BlobLocation): boolean {
   return location.length === 0 && location.checksum === 0
 }
+/** Times a reader lists and reads the segments again before it gives up (scan). */
+const RESCANS = 100
+const PAUSE = new Int32Array(new SharedArrayBuffer(4))
+
+/** A reader's listing of the segments is of an earlier moment than what it read (scan). */
+class ListingChanged extends Error {}
+
 /** Bytes garbage collection copies per step before letting queued calls run. */
 const COLLECT_SLICE = 8 * 1024 * 1024
 const DAMAGE_PREFIX = 'pack-damage:'
@@ -312,11 +319,35 @@ export class PackLog {
   }
 
   /**
-   * Rebuilds everything from the segments: the index, the journal, damage and a torn tail. A
+   * Rebuilds everything from the segments (scanOnce). A reader beside a writer reads the segments
+   * as of one moment: it keeps every segment it read open (a descriptor holds a file the writer's
+   * collection removes after), and a segment listed but removed before it was opened means the
+   * listing is of an earlier moment than the segments read after it (the live records it held were
+   * copied to the end first, perhaps to a segment not listed): it lists and reads again, as SQLite's
+   * readers start again on a changed WAL header.
+   */
+  private scan(): void {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.scanOnce()
+        return
+      } catch (error) {
+        // A reader lets go of what it opened; the writer holds no descriptor from a scan.
+        this.closeReads()
+        if (!(error instanceof ListingChanged)) throw error
+        if (attempt >= RESCANS) throw storeError('EAGAIN', `the pack segments of '${this.directory}' changed under this reader ${attempt} times in a row while it read them (a writer collecting them); try again`)
+        // Collection removes a segment at a time: a moment for the writer to finish its step.
+        if (attempt > 2) Atomics.wait(PAUSE, 0, 0, Math.min(50, attempt))
+      }
+    }
+  }
+
+  /**
+   * Reads everything from the segments once: the index, the journal, damage and a torn tail. A
    * segment's index file gives the records it covers; the rest of the segment is read record by
    * record. The writer writes the index file of a sealed segment that has none and no damage.
    */
-  private scan(): void {
+  private scanOnce(): void {
     this.closeReads()
     let { names, numbers, lost, missing } = this.listSegments()
     // A reader lists again before it reports segments lost: a writer may have collected one and
@@ -327,6 +358,8 @@ export class PackLog {
     this.nextSegment = lost.length > 0 ? lost.at(-1)!.segment + 1 : undefined
     if (lost.length === 0 && missing.length === 0 && this.restoreState(numbers)) {
       this.removeStrayIndexes(names, numbers, [])
+      // A reader holds the segments as they are now (scan).
+      if (this.options.readOnly) for (const segment of numbers) this.hold(segment, this.openListed(segment))
       return
     }
     this.lastRecords = new Map()
@@ -390,14 +423,9 @@ export class PackLog {
         continue
       }
       const last = segment === lastPresent
-      let fd: number
-      try {
-        fd = fs.openSync(this.segmentFile(segment), 'r')
-      } catch (error) {
-        // A reader beside a writer that just collected it: its live records were copied to the end first.
-        if (this.options.readOnly && (error as { code?: string }).code === 'ENOENT') continue
-        throw error
-      }
+      const fd = this.openListed(segment)
+      // A reader keeps it open: its reads and its journal are of the segments as this scan read them.
+      if (this.options.readOnly) this.hold(segment, fd)
       try {
         const size = fs.fstatSync(fd).size
         const window = new SegmentWindow(fd, size, this.options.salt)
@@ -538,7 +566,7 @@ export class PackLog {
         }
         else if ((!indexed || indexed.head.covered < size) && !damaged && !this.options.readOnly) this.writeIndex(segment, size, entries)
       } finally {
-        fs.closeSync(fd)
+        if (!this.options.readOnly) fs.closeSync(fd)
       }
     }
     // Segments after the last one, missing: what their index files list was acknowledged and is gone.
@@ -590,6 +618,21 @@ export class PackLog {
     for (const piece of damage) if (!recorded(piece)) this.unreadable.set(damageId(piece), piece)
     this.journal = journal.filter((piece) => piece.kind !== 'damage' || !recorded(piece))
     if (!this.options.readOnly) this.removeStrayIndexes(names, numbers, evidence)
+  }
+
+  /** Opens a listed segment; a reader finding it removed since (ENOENT) lists again (scan). */
+  private openListed(segment: number): number {
+    try {
+      return fs.openSync(this.segmentFile(segment), 'r')
+    } catch (error) {
+      if (this.options.readOnly && (error as { code?: string }).code === 'ENOENT') throw new ListingChanged()
+      throw error
+    }
+  }
+
+  /** A reader's descriptor of a segment as its scan read it: its reads go through it until the next scan. */
+  private hold(segment: number, fd: number): void {
+    this.reads.set(segment, { fd, inFlight: 0, retired: false })
   }
 
   /**
@@ -1032,7 +1075,10 @@ export class PackLog {
     const out: { id: string; reason: string }[] = []
     const found = new Map<string, Unreadable>()
     for (const { segment, end } of work) {
-      const fd = openForScrub(this.segmentFile(segment))
+      // A reader scrubs the segments it holds, as its scan read them (a collection may have removed one since).
+      const held = this.options.readOnly ? this.reads.get(segment) : undefined
+      if (held) held.inFlight++
+      const fd = held ? held.fd : openForScrub(this.segmentFile(segment))
       if (fd === undefined) continue
       try {
         const { findings, bytesRead } = await scrubSegment(fd, { segment, end, salt: this.options.salt, forgotten: (offset) => forgotten.has(`${segment}:${offset}`) })
@@ -1043,7 +1089,8 @@ export class PackLog {
           found.set(damageId(finding), { segment, offset: finding.offset, length: finding.length, reason })
         }
       } finally {
-        fs.closeSync(fd)
+        if (held === undefined) fs.closeSync(fd)
+        else if (--held.inFlight === 0 && held.retired) fs.closeSync(fd)
       }
     }
     // Bytes open found lost (a segment cut below its index file, or missing): no segment holds them to read, so they are listed as open lists them.

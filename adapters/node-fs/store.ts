@@ -125,7 +125,14 @@ function segmentSalts(root: string): number[] {
   }
   const salts: number[] = []
   for (const name of names) {
-    const fd = fs.openSync(`${root}/packs/${name}`, 'r')
+    let fd: number
+    try {
+      fd = fs.openSync(`${root}/packs/${name}`, 'r')
+    } catch (error) {
+      // Collected by a writer since it was listed (a reader beside it): the other segments name the salt.
+      if (codeOf(error) === 'ENOENT') continue
+      throw error
+    }
     try {
       const bytes = new Uint8Array(SEGMENT_HEADER_BYTES)
       const header = fs.readSync(fd, bytes, 0, bytes.length, 0) === bytes.length ? readSegmentHeader(bytes) : undefined
