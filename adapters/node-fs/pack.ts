@@ -65,6 +65,12 @@ interface Unreadable extends Place {
   readonly lost?: boolean
 }
 
+/** A segment's index file as read, its head checked (its number and salt). */
+interface IndexFile {
+  readonly bytes: Buffer
+  readonly head: IndexHead
+}
+
 /** A segment gone while its index file remains, and what the index file lists. */
 interface MissingSegment {
   readonly segment: number
@@ -300,7 +306,7 @@ export class PackLog {
   private unsynced = 0
 
   constructor(
-    root: string,
+    private readonly root: string,
     private readonly options: PackLogOptions,
   ) {
     this.directory = `${root}/packs`
@@ -427,6 +433,10 @@ export class PackLog {
       // A reader keeps it open: its reads and its journal are of the segments as this scan read them.
       if (this.options.readOnly) this.hold(segment, fd)
       try {
+        // Its index file before its size: the file is written once the segment holds all it lists,
+        // so one read first never lists more than the size read after it holds, unless bytes were
+        // lost (a reader that read the size first could take a writer sealing it for a cut).
+        const file = this.indexFileOf(segment)
         const size = fs.fstatSync(fd).size
         const window = new SegmentWindow(fd, size, this.options.salt)
         /** The segment's whole records, in order: what its index file lists. */
@@ -462,7 +472,7 @@ export class PackLog {
           place(entry.kind, entry.offset, entry.idLength, entry.length, entry.checksum, entry.id, entry.places)
         }
         let at = SEGMENT_HEADER_BYTES
-        const indexed = this.readIndex(segment, fd, size)
+        const indexed = this.readIndex(file, fd, size)
         if (indexed) {
           if (!last && indexed.head.covered < size) {
             // Its records are listed again: its index file is written anew, now.
@@ -483,7 +493,11 @@ export class PackLog {
           at = indexed.head.covered
           this.counters.indexedSegments++
         } else {
-          const first = readSegmentHeader(window.view(0, SEGMENT_HEADER_BYTES).bytes.subarray(0, Math.min(size, SEGMENT_HEADER_BYTES)))
+          // Read apart from the window: the window's first read is taken after the last segment's
+          // end is found below (zeroTail), so it never holds bytes from before an append that
+          // was in flight then (a reader beside the writer would read zeros inside whole records).
+          const head = Buffer.alloc(Math.min(size, SEGMENT_HEADER_BYTES))
+          const first = readSegmentHeader(head.subarray(0, readFully(fd, head, head.length, 0)))
           if (first && first.version !== SEGMENT_VERSION) throw formatError(`pack segment ${segmentName(segment)} has format version ${first.version}; this rewindfs reads version ${SEGMENT_VERSION}`)
           if (!first) damagedAt(0, Math.min(size, SEGMENT_HEADER_BYTES), 'the segment header fails its checksum', false)
         }
@@ -546,7 +560,7 @@ export class PackLog {
         // tail to drop: the workspace opens frozen at the last state the segment still proves.
         // So is any other segment shorter than its index file (written when it was sealed): a crash
         // never cuts a sealed segment. Its index file is kept (it is what proves the loss).
-        const cut = !indexed ? this.cutShort(segment, fd, size) : undefined
+        const cut = !indexed ? this.cutShort(file, segment, fd, size) : undefined
         if (cut !== undefined) {
           const from = this.torn?.segment === segment ? this.torn.offset : Math.max(end, at)
           if (last) this.torn = undefined
@@ -685,8 +699,7 @@ export class PackLog {
    * covering no more than the segment holds, its last record's header and id as the segment has
    * them (a segment written anew under the same number does not match).
    */
-  private readIndex(segment: number, fd: number, size: number): { head: IndexHead; bytes: Buffer; records: IndexRecords; blobs: number; idBytes: number; others: number[]; last?: { offset: number; head: Uint8Array } } | undefined {
-    const file = this.indexFileOf(segment)
+  private readIndex(file: IndexFile | undefined, fd: number, size: number): { head: IndexHead; bytes: Buffer; records: IndexRecords; blobs: number; idBytes: number; others: number[]; last?: { offset: number; head: Uint8Array } } | undefined {
     if (!file || file.head.covered > size || file.head.covered < SEGMENT_HEADER_BYTES) return undefined
     const { bytes, head } = file
     // Its records fill it exactly (a forget record's places whole); the last one is checked against the segment.
@@ -713,7 +726,7 @@ export class PackLog {
   }
 
   /** A segment's index file and its head, when it is a whole one about this segment (its number and salt). */
-  private indexFileOf(segment: number): { bytes: Buffer; head: IndexHead } | undefined {
+  private indexFileOf(segment: number): IndexFile | undefined {
     let bytes: Buffer
     try {
       bytes = fs.readFileSync(this.indexFile(segment))
@@ -739,8 +752,7 @@ export class PackLog {
    * segment's header and that record's header and id): the segment was cut short. Undefined
    * otherwise (no index file, or one about another segment that had this number: it proves nothing).
    */
-  private cutShort(segment: number, fd: number, size: number): number | undefined {
-    const file = this.indexFileOf(segment)
+  private cutShort(file: IndexFile | undefined, segment: number, fd: number, size: number): number | undefined {
     if (!file || file.head.covered <= size) return undefined
     const records = listIndex(file.bytes, file.head)
     if (!records || records.count === 0) return undefined
@@ -945,7 +957,31 @@ export class PackLog {
     const location = this.locate(id)
     if (location === undefined) return undefined
     // The header, id and payload in one read: the header as the index has it, the checksum over the id and payload.
-    return this.checked(id, location, await this.readAt(location.segment, location.offset, RECORD_HEADER_BYTES + location.idLength + location.length))
+    const record = await this.readAt(location.segment, location.offset, RECORD_HEADER_BYTES + location.idLength + location.length)
+    return this.checkedNow(id, location, record)
+  }
+
+  /**
+   * checked(), and for a reader whose record of a blob fails its checks, what the segments say
+   * now: the writer may have deleted it since and overwritten its record with zeros (a purge, once
+   * the deletion is durable), which is no damage: undefined then, as for a blob not held; its bytes
+   * read where the segments hold it now if elsewhere; EIO only when the record it reads is still the blob's.
+   */
+  private checkedNow(id: string, location: BlobLocation, record: Uint8Array): Uint8Array | undefined {
+    try {
+      return this.checked(id, location, record)
+    } catch (error) {
+      if (!this.options.readOnly) throw error
+      const now = new PackLog(this.root, this.options)
+      try {
+        const there = now.index.get(id)
+        if (there === undefined) return undefined
+        if (there.segment === location.segment && there.offset === location.offset) throw error
+        return now.readBlobSync(id, false)
+      } finally {
+        now.closeReads()
+      }
+    }
   }
 
   /** A blob's bytes read synchronously (one positional read), checked as read() checks them. */
@@ -959,13 +995,15 @@ export class PackLog {
     }
   }
 
-  private readBlobSync(id: string): Uint8Array | undefined {
+  /** `now`: a reader's failed check asks the segments as they are now (checkedNow). */
+  private readBlobSync(id: string, now = true): Uint8Array | undefined {
     const location = this.locate(id)
     if (location === undefined) return undefined
     const length = RECORD_HEADER_BYTES + location.idLength + location.length
     const buffer = Buffer.allocUnsafeSlow(length)
     const read = readFully(this.reader(location.segment).fd, buffer, length, location.offset)
-    return this.checked(id, location, buffer.subarray(0, read))
+    const record = buffer.subarray(0, read)
+    return now ? this.checkedNow(id, location, record) : this.checked(id, location, record)
   }
 
   /** Where a blob is; damage listed as a blob throws EIO. */

@@ -20,6 +20,7 @@ let serial = 0
 const fresh = () => `${scratch}/s${serial++}`
 
 const bytes = (id: string, times = 60) => new TextEncoder().encode(`${id} `.repeat(times))
+const unreadable = (records: readonly string[]) => records.filter((record) => /unreadable pack bytes/.test(record))
 
 /** Replaces a store's packs folder with another's (the files a writer left a moment later). */
 function swapPacks(path: string, from: string): void {
@@ -27,6 +28,9 @@ function swapPacks(path: string, from: string): void {
   for (const name of fs.readdirSync(folder)) fs.rmSync(`${folder}/${name}`)
   for (const name of fs.readdirSync(`${from}/packs`)) fs.copyFileSync(`${from}/packs/${name}`, `${folder}/${name}`)
 }
+
+/** The path an open descriptor is of. */
+const pathOf = (fd: number) => fs.readlinkSync(`/proc/self/fd/${fd}`)
 
 /**
  * A store of several segments (closed cleanly: `before`), then compacted with most blobs deleted
@@ -105,6 +109,90 @@ describe('a reader beside a live writer', () => {
     await reader.close()
   })
 
+  it('an append landing while the reader reads the last segment is whole or not there, never damage', async () => {
+    const path = fresh()
+    const writer = directoryStore(path)
+    for (let i = 0; i < 5; i++) {
+      await writer.putBlobs([[`b${i}`, bytes(`b${i}`)]])
+      await writer.appendJournal([`r${i}`])
+    }
+    // The last segment as it is before the next commit and after it (zeros written ahead: the same size).
+    const [{ file }] = pack.segmentFiles(path)
+    const before = fs.readFileSync(file)
+    await writer.putBlobs([['late', bytes('late')]])
+    await writer.appendJournal(['late'])
+    const after = fs.readFileSync(file)
+    expect(after.length).toBe(before.length)
+    fs.writeFileSync(file, before)
+    const reader = directoryStore(path, { readOnly: true })
+    expect((await reader.readJournal()).records).toHaveLength(5)
+    // The commit lands right after the reader's first read of the segment's start.
+    const readSync = fs.readSync
+    let armed = true
+    vi.spyOn(fs, 'readSync').mockImplementation(((fd: number, buffer: NodeJS.ArrayBufferView, ...rest: unknown[]) => {
+      const read = (readSync as (...args: unknown[]) => number)(fd, buffer, ...rest)
+      const position = rest.length === 3 ? rest[2] : (rest[0] as { position?: number } | undefined)?.position
+      if (armed && position === 0 && pathOf(fd) === file) {
+        armed = false
+        const out = fs.openSync(file, 'r+')
+        fs.writeSync(out, after, 0, after.length, 0)
+        fs.closeSync(out)
+      }
+      return read
+    }) as typeof fs.readSync)
+    const { records } = await reader.readJournal()
+    expect(armed).toBe(false)
+    expect(unreadable(records)).toEqual([])
+    expect([['r0', 'r1', 'r2', 'r3', 'r4'], ['r0', 'r1', 'r2', 'r3', 'r4', 'late']]).toContainEqual(records)
+    vi.restoreAllMocks()
+    expect((await reader.readJournal()).records.at(-1)).toBe('late')
+    expect(await reader.getBlob('late')).toEqual(bytes('late'))
+    await reader.close()
+    await writer.close()
+  })
+
+  it('the last segment sealed (its index file written) between the reader reading its size and its index file: no bytes taken for lost', async () => {
+    const path = fresh()
+    const writer = directoryStore(path, { segmentBytes: 4096 })
+    for (let i = 0; i < 6; i++) {
+      await writer.putBlobs([[`b${i}`, bytes(`b${i}`, 40)]])
+      await writer.appendJournal([`r${i}`])
+    }
+    await writer.close()
+    // Sealed by the next commit: the segment whole, its index file, the next segment.
+    const sealed = fresh()
+    fs.cpSync(path, sealed, { recursive: true })
+    const more = directoryStore(sealed, { segmentBytes: 4096 })
+    const { segment, file } = pack.segmentFiles(sealed).at(-1)!
+    while (pack.segmentFiles(sealed).at(-1)!.segment === segment) {
+      await more.putBlobs([[`m${serial}`, bytes(`m${serial}`, 200)]])
+      await more.appendJournal([`m${serial++}`])
+    }
+    await more.close()
+    const whole = fs.readFileSync(file)
+    const last = pack.records(sealed).filter((record) => record.segment === segment).at(-1)!
+    // Before: the writer in the middle of that segment's last record (no index file yet, no next segment).
+    const own = file.replace(sealed, path)
+    fs.writeFileSync(own, whole.subarray(0, last.offset + 10))
+    for (const name of fs.readdirSync(`${path}/packs`)) if (!name.endsWith('.pack') || Number(name.slice(0, 8)) > segment) fs.rmSync(`${path}/packs/${name}`)
+    const reader = directoryStore(path, { readOnly: true })
+    const fstatSync = fs.fstatSync
+    let armed = true
+    vi.spyOn(fs, 'fstatSync').mockImplementation(((fd: number, ...rest: unknown[]) => {
+      const stats = (fstatSync as (...args: unknown[]) => fs.Stats)(fd, ...rest)
+      if (armed && pathOf(fd) === own) {
+        armed = false
+        swapPacks(path, sealed)
+      }
+      return stats
+    }) as typeof fs.fstatSync)
+    const { records } = await reader.readJournal()
+    expect(armed).toBe(false)
+    expect(unreadable(records)).toEqual([])
+    expect(reader.blobTotals().unreadable).toEqual([])
+    await reader.close()
+  })
+
   it('keeps reading the moment it read: a blob deleted and its segment collected since is still read (its journal needs it), until it looks again', async () => {
     const path = fresh()
     const writer = directoryStore(path, { segmentBytes: 4096 })
@@ -124,6 +212,27 @@ describe('a reader beside a live writer', () => {
     expect((await reader.readJournal()).records).toEqual(['snapshot'])
     expect(await reader.getBlob(ids[5])).toBeUndefined()
     expect(await reader.getBlob(ids[0])).toEqual(bytes(ids[0]))
+    await reader.close()
+    await writer.close()
+  })
+
+  it('a blob purged since the reader looked (its record overwritten with zeros) reads as gone, not as damage', async () => {
+    const path = fresh()
+    const writer = directoryStore(path)
+    await writer.putBlobs([['secret', bytes('secret')], ['kept', bytes('kept')]])
+    await writer.appendJournal(['both'])
+    const reader = directoryStore(path, { readOnly: true })
+    await reader.readJournal()
+    await writer.replaceJournal(['kept only'])
+    await writer.eraseBlobs(['secret'])
+    await expect(reader.getBlob('secret')).resolves.toBeUndefined()
+    expect(reader.readBlobSync('secret')).toBeUndefined()
+    expect(await reader.getBlob('kept')).toEqual(bytes('kept'))
+    // Damage is still damage: a byte of a blob no one deleted.
+    pack.flipBlobByte(path, 'kept', 3)
+    const fresh2 = directoryStore(path, { readOnly: true })
+    await expect(fresh2.getBlob('kept')).rejects.toMatchObject({ code: 'EIO' })
+    await fresh2.close()
     await reader.close()
     await writer.close()
   })
