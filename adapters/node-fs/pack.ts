@@ -198,13 +198,6 @@ function crcOn(bytes: Uint8Array, value: number): number {
 function writtenByCrcBug(location: BlobLocation): boolean {
   return location.length === 0 && location.checksum === 0
 }
-/** Times a reader lists and reads the segments again before it gives up (scan). */
-const RESCANS = 100
-const PAUSE = new Int32Array(new SharedArrayBuffer(4))
-
-/** A reader's listing of the segments is of an earlier moment than what it read (scan). */
-class ListingChanged extends Error {}
-
 /** Bytes garbage collection copies per step before letting queued calls run. */
 const COLLECT_SLICE = 8 * 1024 * 1024
 const DAMAGE_PREFIX = 'pack-damage:'
@@ -325,35 +318,30 @@ export class PackLog {
   }
 
   /**
-   * Rebuilds everything from the segments (scanOnce). A reader beside a writer reads the segments
-   * as of one moment: it keeps every segment it read open (a descriptor holds a file the writer's
-   * collection removes after), and a segment listed but removed before it was opened means the
-   * listing is of an earlier moment than the segments read after it (the live records it held were
-   * copied to the end first, perhaps to a segment not listed): it lists and reads again, as SQLite's
-   * readers start again on a changed WAL header.
+   * Rebuilds everything from the segments (readSegments). A reader beside a writer reads the segments as
+   * of one moment: it keeps every segment it read open (a descriptor holds a file the writer's
+   * collection removes after), and a segment listed but removed before it was opened was
+   * collected meanwhile: its live records were copied to the end first, perhaps to a segment the
+   * listing predates, so the reader lists what follows it again and reads on to the end there
+   * (what it read before it is as it was). It never starts over: a writer collecting one segment
+   * after another as the reader reaches them cannot keep it from finishing.
    */
   private scan(): void {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        this.scanOnce()
-        return
-      } catch (error) {
-        // A reader lets go of what it opened; the writer holds no descriptor from a scan.
-        this.closeReads()
-        if (!(error instanceof ListingChanged)) throw error
-        if (attempt >= RESCANS) throw storeError('EAGAIN', `the pack segments of '${this.directory}' changed under this reader ${attempt} times in a row while it read them (a writer collecting them); try again`)
-        // Collection removes a segment at a time: a moment for the writer to finish its step.
-        if (attempt > 2) Atomics.wait(PAUSE, 0, 0, Math.min(50, attempt))
-      }
+    try {
+      this.readSegments()
+    } catch (error) {
+      // A reader lets go of what it opened; the writer holds no descriptor from a scan.
+      this.closeReads()
+      throw error
     }
   }
 
   /**
-   * Reads everything from the segments once: the index, the journal, damage and a torn tail. A
+   * Reads everything from the segments: the index, the journal, damage and a torn tail. A
    * segment's index file gives the records it covers; the rest of the segment is read record by
    * record. The writer writes the index file of a sealed segment that has none and no damage.
    */
-  private scanOnce(): void {
+  private readSegments(): void {
     this.closeReads()
     let { names, numbers, lost, missing } = this.listSegments()
     // A reader lists again before it reports segments lost: a writer may have collected one and
@@ -364,9 +352,9 @@ export class PackLog {
     this.nextSegment = lost.length > 0 ? lost.at(-1)!.segment + 1 : undefined
     if (lost.length === 0 && missing.length === 0 && this.restoreState(numbers)) {
       this.removeStrayIndexes(names, numbers, [])
-      // A reader holds the segments as they are now (scan).
-      if (this.options.readOnly) for (const segment of numbers) this.hold(segment, this.openListed(segment))
-      return
+      // A reader holds the segments as they are now (scan); one removed since, it reads them as below.
+      if (!this.options.readOnly || numbers.every((segment) => this.holdListed(segment))) return
+      this.closeReads()
     }
     this.lastRecords = new Map()
     /**
@@ -402,10 +390,11 @@ export class PackLog {
      * stay forgotten, and whether anything the store still needs was in it is decided below.
      */
     const gone: { readonly piece: Unreadable; readonly text: JournalPiece | undefined; readonly blobs: { readonly offset: number; readonly id: string }[]; readonly forgets: Place[] }[] = []
-    const lastPresent = numbers.at(-1)
-    const order = [...numbers, ...missing.map((entry) => entry.segment)].sort((a, b) => a - b)
+    let lastPresent = numbers.at(-1)
+    let order = [...numbers, ...missing.map((entry) => entry.segment)].sort((a, b) => a - b)
     const missingOf = new Map(missing.map((entry) => [entry.segment, entry]))
-    for (const segment of order) {
+    for (let k = 0; k < order.length; k++) {
+      const segment = order[k]
       const absent = missingOf.get(segment)
       if (absent) {
         const piece: Unreadable = { segment, offset: SEGMENT_HEADER_BYTES, length: absent.covered - SEGMENT_HEADER_BYTES, reason: missingReason(absent.covered), lost: true }
@@ -428,8 +417,20 @@ export class PackLog {
         gone.push({ piece, text, blobs: blobsListed, forgets })
         continue
       }
-      const last = segment === lastPresent
       const fd = this.openListed(segment)
+      if (fd === undefined) {
+        // A reader: collected since the listing (scan). What follows it is listed again (itself as
+        // missing, if its index file remains); what came before it was read.
+        const now = this.listSegments()
+        lost = now.lost
+        lastPresent = now.numbers.at(-1)
+        for (const entry of now.missing) if (entry.segment >= segment) missingOf.set(entry.segment, entry)
+        const next = [...now.numbers.filter((n) => n > segment), ...now.missing.flatMap((entry) => (entry.segment >= segment ? [entry.segment] : []))]
+        order = [...order.slice(0, k), ...next.sort((a, b) => a - b)]
+        k--
+        continue
+      }
+      const last = segment === lastPresent
       // A reader keeps it open: its reads and its journal are of the segments as this scan read them.
       if (this.options.readOnly) this.hold(segment, fd)
       try {
@@ -634,14 +635,21 @@ export class PackLog {
     if (!this.options.readOnly) this.removeStrayIndexes(names, numbers, evidence)
   }
 
-  /** Opens a listed segment; a reader finding it removed since (ENOENT) lists again (scan). */
-  private openListed(segment: number): number {
+  /** Opens a listed segment; undefined when a reader finds it removed since (ENOENT: collected, scan). */
+  private openListed(segment: number): number | undefined {
     try {
       return fs.openSync(this.segmentFile(segment), 'r')
     } catch (error) {
-      if (this.options.readOnly && (error as { code?: string }).code === 'ENOENT') throw new ListingChanged()
+      if (this.options.readOnly && (error as { code?: string }).code === 'ENOENT') return undefined
       throw error
     }
+  }
+
+  /** A reader holds a listed segment open (hold); false when it was removed since. */
+  private holdListed(segment: number): boolean {
+    const fd = this.openListed(segment)
+    if (fd !== undefined) this.hold(segment, fd)
+    return fd !== undefined
   }
 
   /** A reader's descriptor of a segment as its scan read it: its reads go through it until the next scan. */

@@ -87,6 +87,40 @@ describe('a reader beside a live writer', () => {
     await reader.close()
   })
 
+  it('a collection removing segment after segment as the reader reaches them: the reader goes on past each, never starting over', async () => {
+    const path = fresh()
+    const writer = directoryStore(path, { segmentBytes: 1024 })
+    // Segments of journal text only: dead once the journal is replaced, a collection removes them with nothing to copy.
+    for (let i = 0; i < 150; i++) await writer.appendJournal([`record ${i} `.repeat(120)])
+    await writer.close()
+    const before = fresh()
+    fs.cpSync(path, before, { recursive: true })
+    const again = directoryStore(path, { segmentBytes: 1024 })
+    await again.replaceJournal(['snapshot'])
+    await again.idle()
+    expect(again.packStats!.collected).toBeGreaterThan(140)
+    await again.close()
+    // The moment between: the reset written, no dead segment removed yet.
+    const kept = new Set(fs.readdirSync(`${path}/packs`))
+    for (const name of fs.readdirSync(`${before}/packs`)) if (!kept.has(name) && /\.(pack|idx)$/.test(name)) fs.copyFileSync(`${before}/packs/${name}`, `${path}/packs/${name}`)
+    fs.rmSync(pack.stateFile(path), { force: true })
+    const dead = new Set(fs.readdirSync(`${path}/packs`).filter((name) => name.endsWith('.pack') && !kept.has(name)).map((name) => `${path}/packs/${name}`))
+    expect(dead.size).toBeGreaterThan(140)
+    const reader = directoryStore(path, { readOnly: true })
+    // From now on each dead segment is collected just as the reader is about to open it.
+    const openSync = fs.openSync
+    vi.spyOn(fs, 'openSync').mockImplementation(((file: fs.PathLike, ...rest: unknown[]) => {
+      if (dead.delete(String(file))) {
+        fs.rmSync(String(file).replace(/\.pack$/, '.idx'), { force: true })
+        fs.rmSync(String(file))
+      }
+      return (openSync as (...args: unknown[]) => number)(file, ...rest)
+    }) as typeof fs.openSync)
+    expect(await reader.readJournal()).toEqual({ records: ['snapshot'] })
+    expect(dead.size).toBe(0)
+    await reader.close()
+  })
+
   it('opening beside a collection: a segment listed and gone before its header is read does not fail the open', async () => {
     const path = fresh()
     const after = fresh()
