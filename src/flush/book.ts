@@ -13,6 +13,15 @@ export interface Recorded {
   at?: number
 }
 
+/**
+ * When a flush's writes are done, as a bound the target's own stamps stay below: Date.now() drops
+ * the fraction of the millisecond that a ctime written just before keeps, so a later check
+ * (changedSince, restore's) would take our own last write for someone else's.
+ */
+export function writtenBy(): number {
+  return Date.now() + 1
+}
+
 /** The ledgers of every target this lower source has been flushed to, shared by its sessions. */
 export class FlushBook {
   readonly ledgers = new Map<string, Map<string, Recorded>>()

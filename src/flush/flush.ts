@@ -16,6 +16,7 @@ import { ABSENT, Overlay, type Entry } from '../overlay.js'
 import { components, dirname, join, normalize, relative } from '../path.js'
 import { namesOf } from '../layer/inodes.js'
 import { versionHolds } from '../lower/source.js'
+import { writtenBy } from './book.js'
 import type { FlushBook, Recorded } from './book.js'
 import type { PinnedLower } from './pinned-lower.js'
 import type { FlushEntry, FlushProgress, FlushTarget } from './target.js'
@@ -168,7 +169,7 @@ async function recover(host: FlushHost, target: FlushTarget, persist = true): Pr
   const applied = intended.some(([, , before], i) => !holds(before, versions[i]))
   const ledger = host.book.ledger(target.id)
   if (applied) {
-    intended.forEach(([path, sig], i) => ledger.set(path, { sig, version: versions[i] ?? null, by: host.session, at: Date.now() }))
+    intended.forEach(([path, sig], i) => ledger.set(path, { sig, version: versions[i] ?? null, by: host.session, at: writtenBy() }))
     await recordParents(host, target, intended.map(([path]) => path))
   }
   host.book.pending.delete(target.id)
@@ -420,7 +421,7 @@ async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Pl
     if (p.desired === 'absent') {
       for (const [path, recorded] of ledger) if (path.startsWith(p.path + '/')) ledger.set(path, { ...recorded, sig: 'absent', version: null })
     }
-    ledger.set(p.path, { sig: p.desired, version: byPath.get(p.path) ?? null, by: host.session, at: Date.now() })
+    ledger.set(p.path, { sig: p.desired, version: byPath.get(p.path) ?? null, by: host.session, at: writtenBy() })
   }
   await recordParents(host, target, plan.map((p) => p.path))
   host.book.pending.delete(target.id)
@@ -440,7 +441,7 @@ async function recordParents(host: FlushHost, target: FlushTarget, paths: readon
   const moved = parents.length > 0 ? await target.versions(parents) : []
   parents.forEach((dir, i) => {
     const entry = host.overlay.lookingOnly(() => exact(host.overlay, dir))
-    if (entry?.type === 'dir' && moved[i] !== undefined) ledger.set(dir, { sig: signature(host.overlay, entry), version: moved[i]!, by: host.session, at: Date.now() })
+    if (entry?.type === 'dir' && moved[i] !== undefined) ledger.set(dir, { sig: signature(host.overlay, entry), version: moved[i]!, by: host.session, at: writtenBy() })
   })
 }
 
