@@ -102,23 +102,32 @@ function withWorkspace(path: unknown, options: unknown, fs: StreamFs, isHandle: 
   return opts
 }
 
-/** The workspace's ReadStream and WriteStream classes (subclasses of Node's, bound to `fs`). */
+/**
+ * A stream class bound to the workspace, made as Node makes its own: a function that is also
+ * callable without `new` and applied to an object a subclass made (`Host.apply(this, arguments)`),
+ * which graceful-fs's gracefulify (and so fs-extra) does to wrap the streams of the fs it is
+ * given. An ES class cannot be called so: gracefulify(ws.fs).createReadStream threw "Class
+ * constructor ReadStream cannot be invoked without 'new'".
+ */
+function boundStream(name: string, Host: StreamConstructor, fs: StreamFs, isHandle: (value: unknown) => value is HandleLike): StreamConstructor {
+  const hostInit = Host as unknown as (this: object, path: unknown, options: Record<string, unknown>) => void
+  const Stream = function (this: object, path: unknown, options?: unknown): object | void {
+    if (!(this instanceof Stream)) return new (Stream as unknown as StreamConstructor)(path, options as Record<string, unknown>)
+    hostInit.call(this, path, withWorkspace(path, options, fs, isHandle))
+  }
+  Object.defineProperty(Stream, 'name', { value: name })
+  Object.setPrototypeOf(Stream.prototype, Host.prototype)
+  Object.setPrototypeOf(Stream, Host)
+  return Stream as unknown as StreamConstructor
+}
+
+/** The workspace's ReadStream and WriteStream (subclasses of Node's, bound to `fs`). */
 export function streamClasses(fs: StreamFs, isHandle: (value: unknown) => value is HandleLike): StreamClasses {
   let classes: StreamClasses | undefined
   const make = (name: string): StreamClasses => {
     if (classes) return classes
     const host = hostStreams(name)
-    class ReadStream extends host.ReadStream {
-      constructor(path: unknown, options?: unknown) {
-        super(path, withWorkspace(path, options, fs, isHandle))
-      }
-    }
-    class WriteStream extends host.WriteStream {
-      constructor(path: unknown, options?: unknown) {
-        super(path, withWorkspace(path, options, fs, isHandle))
-      }
-    }
-    return (classes = { ReadStream, WriteStream })
+    return (classes = { ReadStream: boundStream('ReadStream', host.ReadStream, fs, isHandle), WriteStream: boundStream('WriteStream', host.WriteStream, fs, isHandle) })
   }
   return {
     get ReadStream() {

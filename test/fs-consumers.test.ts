@@ -1,0 +1,80 @@
+/**
+ * Libraries that take an fs object or patch one, given `ws.fs` as users hand it to them, each run
+ * beside the same calls on a real Linux directory through node:fs (the oracle of the parity tests).
+ * Each case was a divergence once: what the library does with Node's fs must work with ours.
+ */
+import gracefulFs from 'graceful-fs'
+import { describe, expect, it } from 'vitest'
+import { type At, type Fs, fsOracle } from './support/fs-oracle.js'
+
+function seed(fs: Fs, at: At): void {
+  fs.mkdirSync(at('/d/sub'), { recursive: true })
+  fs.writeFileSync(at('/f'), 'hello\nworld\n')
+  fs.writeFileSync(at('/d/g'), 'gee')
+}
+
+const { same } = fsOracle('rewindfs-consumers-', seed)
+
+/** A stream's chunks as text, or the error it ended with. */
+function drained(stream: NodeJS.ReadableStream): Promise<unknown> {
+  const chunks: string[] = []
+  return new Promise((resolve) => {
+    stream.on('data', (chunk) => chunks.push(String(chunk)))
+    stream.on('end', () => resolve(chunks))
+    stream.on('error', resolve)
+  })
+}
+
+function finished(stream: NodeJS.WritableStream): Promise<unknown> {
+  return new Promise((resolve) => {
+    stream.on('finish', () => resolve('finished'))
+    stream.on('error', resolve)
+  })
+}
+
+describe('libraries that take an fs object', () => {
+  it('ReadStream and WriteStream are called without new and applied to an object a subclass made, as Node\'s are (they were ES classes: "cannot be invoked without \'new\'")', async () => {
+    expect(
+      await same(async (fs, at) => {
+        const Read = fs.ReadStream as unknown as (path: string, options?: object) => NodeJS.ReadableStream
+        const stream = Read(at('/f'), { start: 6 })
+        return [stream instanceof fs.ReadStream, await drained(stream)]
+      }),
+    ).toEqual([true, ['world\n']])
+    await same(async (fs, at) => {
+      const Write = fs.WriteStream as unknown as (path: string) => NodeJS.WritableStream
+      const stream = Write(at('/w'))
+      stream.end('written')
+      return [await finished(stream), fs.readFileSync(at('/w'), 'utf8')]
+    })
+    // The old way of subclassing a constructor function, which graceful-fs uses.
+    await same(async (fs, at) => {
+      function Legacy(this: object, path: string) {
+        ;(fs.ReadStream as unknown as (this: object, path: string, options: object) => void).call(this, path, { end: 3 })
+      }
+      Legacy.prototype = Object.create(fs.ReadStream.prototype)
+      const stream = new (Legacy as unknown as new (path: string) => NodeJS.ReadableStream)(at('/f'))
+      return [stream instanceof fs.ReadStream, await drained(stream)]
+    })
+  })
+
+  it('graceful-fs gracefulify(ws.fs) (what fs-extra does to the fs it uses): its streams, callbacks and promises work', async () => {
+    expect(
+      await same(async (fs, at) => {
+        // A copy: gracefulify patches the object it is given, and node:fs is this process's.
+        const g = gracefulFs.gracefulify({ ...fs } as typeof gracefulFs)
+        const out: unknown[] = []
+        const write = g.createWriteStream(at('/d/s'))
+        write.end('streamed')
+        out.push(await finished(write))
+        out.push(await drained(g.createReadStream(at('/d/s'), { start: 1, end: 3 })))
+        out.push(await drained(g.createReadStream(at('/missing'))))
+        out.push(await new Promise((resolve) => g.readdir(at('/d'), (error, names) => resolve(error ?? names))))
+        out.push(await new Promise((resolve) => g.readFile(at('/d/g'), 'utf8', (error, text) => resolve(error ?? text))))
+        out.push(await new Promise((resolve) => g.open(at('/missing'), 'r', (error) => resolve(error))))
+        out.push(await g.promises.readFile(at('/d/s'), 'utf8'))
+        return out
+      }),
+    ).toMatchObject(['finished', ['tre'], { code: 'ENOENT' }, ['g', 's', 'sub'], 'gee', { code: 'ENOENT', syscall: 'open' }, 'streamed'])
+  })
+})
