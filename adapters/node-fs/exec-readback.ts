@@ -8,6 +8,14 @@
  * Hard links: files of the upper directory that share an inode become names of one workspace inode
  * (LinkGroups); a name of a workspace inode that the upper directory holds with one link is a file
  * of its own now (replaced, or copied up without the index: the command saw it apart).
+ *
+ * Metadata-only copy-up (root, metacopy=on): a chmod, chown or `touch -c` leaves an upper file that
+ * carries the `metacopy` xattr and only the new metadata; its content is the lower file it came
+ * from (at its own path, or where its `redirect` xattr names: a renamed file), which the upper
+ * directory holds only as a hole of that length. Such a file is read back as a change of mode,
+ * owner or times, its content never read; it is taken from the view only where it lands on another
+ * path (a rename). Once the command writes to it, overlayfs copies the data up and drops the xattr:
+ * an ordinary file again.
  */
 import type { BigIntStats } from 'node:fs'
 import { hostFs as fs } from './host-fs.js'
@@ -18,6 +26,18 @@ import { run } from './exec-support.js'
 import { type Edit, LinkGroups, type Owner, type Scan, workspaceTarget } from './exec-tree.js'
 
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => Buffer.compare(a, b) === 0
+
+/** Content read to compare or to take (readbackCounters). */
+function counted(bytes: Uint8Array): Uint8Array {
+  readbackCounters.bytesRead += bytes.byteLength
+  return bytes
+}
+
+/** Content the workspace is given to store (readbackCounters). */
+function taken(bytes: Uint8Array): Uint8Array {
+  readbackCounters.contentsTaken++
+  return bytes
+}
 
 const join = (dir: string, name: string) => (dir === '/' ? '/' + name : `${dir}/${name}`)
 
@@ -32,7 +52,16 @@ interface UpperEntry {
   children?: Map<string, UpperEntry>
   opaque?: boolean
   redirect?: string
+  /** Copied up as metadata only: the content is the lower file's (ReadbackOptions.metacopy). */
+  metacopy?: boolean
 }
+
+/**
+ * What read-backs in this process did, for tests and probes: bytes of file content read (from the
+ * upper directory or the view, to compare or to take) and files whose content the workspace was
+ * given to store. A command that changed only metadata costs neither.
+ */
+export const readbackCounters = { bytesRead: 0, contentsTaken: 0 }
 
 export interface ReadbackOptions {
   /** The command's upper directory. */
@@ -46,6 +75,8 @@ export interface ReadbackOptions {
   readonly getfattr: string
   /** Whether renamed directories can carry a redirect (root, redirect_dir=on). */
   readonly redirects: boolean
+  /** Whether the overlay copied up metadata only (root, metacopy=on): upper files may carry no content. */
+  readonly metacopy?: boolean
   /**
    * Whether owners are read back (root: the layer carries the view's, so one that differs is the
    * command's chown). In a user namespace only the user's own ids exist: a command cannot change them.
@@ -119,6 +150,8 @@ class Readback {
   entries = 0
   /** Directories that can carry overlayfs's xattrs. */
   private readonly dirs: UpperEntry[] = []
+  /** Files that can carry overlayfs's metacopy and redirect xattrs (metacopy=on). */
+  private readonly files: UpperEntry[] = []
   private readonly added = new Set<string>()
   private readonly modified = new Set<string>()
   private readonly deleted = new Set<string>()
@@ -163,6 +196,8 @@ class Readback {
       const entry: UpperEntry = { name, path: join(dir.path, name), host, stats, kind: kindOf(stats) }
       this.entries++
       dir.children.set(name, entry)
+      // Any file may be a metadata-only copy-up (a new one never is, but only its xattr tells).
+      if (entry.kind === 'file' && this.options.metacopy === true) this.files.push(entry)
       if (entry.kind === 'dir') {
         // Only a directory that replaced or merges with one below can be opaque; any can be a
         // renamed one (its old name's whiteout may be gone: a file made there since replaces it).
@@ -172,12 +207,15 @@ class Readback {
     }
   }
 
-  /** overlayfs's opaque and redirect xattrs of the directories that can have them: one getfattr per batch. */
+  /**
+   * overlayfs's opaque and redirect xattrs of the directories that can have them, and the metacopy
+   * and redirect xattrs of files: one getfattr per batch, never one process per file.
+   */
   async readXattrs(): Promise<void> {
     const { xattr, getfattr } = this.options
-    const byHost = new Map(this.dirs.map((dir) => [dir.host, dir]))
+    const byHost = new Map([...this.dirs, ...this.files].map((entry) => [entry.host, entry]))
     if (byHost.size === 0) return
-    const pattern = `^${xattr.replaceAll('.', '\\.')}(opaque|redirect)$`
+    const pattern = `^${xattr.replaceAll('.', '\\.')}(opaque|redirect${this.files.length > 0 ? '|metacopy' : ''})$`
     for (const batch of batches([...byHost.keys()])) {
       const result = await run(getfattr, ['--absolute-names', '-h', '-d', '-e', 'hex', '-m', pattern, '--', ...batch])
       if (result.code !== 0 && result.stdout === '') throw new Error(`rewindfs: exec: cannot read overlayfs's xattrs (getfattr: ${result.stderr.trim()})`)
@@ -189,6 +227,8 @@ class Readback {
           const text = value?.startsWith('0x') ? Buffer.from(value.slice(2), 'hex').toString('utf8') : ''
           if (name === 'opaque' && text === 'y') current.opaque = true
           else if (name === 'redirect') current.redirect = text
+          // Its value is empty, or a digest of the content (fs-verity): present is what counts.
+          else if (name === 'metacopy' && current.kind === 'file') current.metacopy = true
         }
       }
     }
@@ -257,23 +297,26 @@ class Readback {
     }
     const mode = Number(entry.stats.mode & 0o7777n)
     if (entry.kind === 'file') {
+      // A metadata-only copy-up holds a hole: its content is the view's file it was copied up from.
+      const source = entry.metacopy === true ? this.metacopySource(entry, base, lowerParent) : undefined
       let bytes: Uint8Array | undefined
-      const content = () => (bytes ??= readPrivateFile(entry.host))
-      const differs = (was: Entry) => this.fileDiffers(entry, content, was)
+      const content = () => (bytes ??= counted(source !== undefined ? this.before.readBytes(source) : readPrivateFile(entry.host)))
+      const differs = (was: Entry) => this.fileDiffers(entry, content, was, source)
       // A name of a shared inode held with one link: not the shared inode any more.
       const detached = base?.link !== undefined && entry.stats.nlink === 1n
       const change = base?.type === 'file' && !detached ? differs(base) : undefined
       const edits = this.edits.length
       if (base?.type === 'file' && !detached) {
-        if (change!.content || change!.meta) this.edits.push({ op: 'file', path, content: change!.content ? content() : undefined, mode, mtimeMs: mtimeOf(entry.stats), owner: this.ownerChange(entry, base) })
+        if (change!.content || change!.meta) this.edits.push({ op: 'file', path, content: change!.content ? taken(content()) : undefined, mode, mtimeMs: mtimeOf(entry.stats), owner: this.ownerChange(entry, base) })
       } else {
         if (base) this.edits.push({ op: 'remove', path })
-        this.edits.push({ op: 'file', path, content: content(), mode, mtimeMs: mtimeOf(entry.stats), owner: this.ownerChange(entry, undefined) })
+        this.edits.push({ op: 'file', path, content: taken(content()), mode, mtimeMs: mtimeOf(entry.stats), owner: this.ownerChange(entry, undefined) })
       }
       const edited = this.edits.length > edits
       // The command's own file, now the workspace's: the exec layer may take it as it is (held).
       const last = this.edits.at(-1)
-      const held = edited && last?.op === 'file' ? (last.content ?? bytes) : undefined
+      // Never a metadata-only copy-up: the upper directory holds no content of it to move into the layer.
+      const held = edited && last?.op === 'file' && source === undefined ? (last.content ?? bytes) : undefined
       if (held !== undefined && this.options.hold !== undefined && entry.stats.nlink === 1n && entry.stats.size >= BigInt(this.options.hold)) {
         this.written.push({ path, host: entry.host, bytes: held, ctimeNs: entry.stats.ctimeNs })
       }
@@ -367,14 +410,32 @@ class Readback {
     if (modeChanged || owner) this.edits.push({ op: 'meta', path: entry.path, mode: modeChanged ? mode : undefined, owner })
   }
 
-  /** Content and metadata differences of an upper file against a view entry. */
-  private fileDiffers(entry: UpperEntry, content: () => Uint8Array, was: Entry): { content: boolean; meta: boolean } {
+  /**
+   * The view's file a metadata-only copy-up shows the content of: the one its redirect names (a
+   * rename; a relative name is in the lower directory of its parent, `lowerParent`), else the one
+   * it replaced at its own path (`base`).
+   */
+  private metacopySource(entry: UpperEntry, base: Entry | undefined, lowerParent: string): Entry {
+    const at = entry.redirect === undefined ? undefined : entry.redirect.startsWith('/') ? entry.redirect : join(lowerParent, entry.redirect)
+    const source = at === undefined ? base : this.before.lookup(at, false)
+    if (source?.type !== 'file') throw new Error(`rewindfs: exec: '${entry.path}' was copied up as metadata only from '${at ?? entry.path}', which the view it started from does not have as a file`)
+    return source
+  }
+
+  /**
+   * Content and metadata differences of an upper file against a view entry. `source`: the file is
+   * a metadata-only copy-up of that view entry, whose content it has.
+   */
+  private fileDiffers(entry: UpperEntry, content: () => Uint8Array, was: Entry, source?: Entry): { content: boolean; meta: boolean } {
     const meta = this.before.meta(was)
     const changedMeta = Number(entry.stats.mode & 0o7777n) !== meta.mode || !sameTime(Number(entry.stats.mtimeNs) / 1e6, meta.mtimeMs) || this.ownerChange(entry, was) !== undefined
-    if (BigInt(this.before.size(was)) !== entry.stats.size) return { content: true, meta: changedMeta }
+    // Copied up from this very entry: its content is the same, and is not read.
+    if (source !== undefined && source.path === was.path) return { content: false, meta: changedMeta }
+    const size = source !== undefined ? BigInt(this.before.size(source)) : entry.stats.size
+    if (BigInt(this.before.size(was)) !== size) return { content: true, meta: changedMeta }
     let same: boolean
     try {
-      same = sameBytes(content(), this.before.readBytes(was))
+      same = sameBytes(content(), counted(this.before.readBytes(was)))
     } catch {
       same = false // the old content is unreadable (changed underneath): take the new one
     }
