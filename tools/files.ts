@@ -53,10 +53,57 @@ function inView(text: string, view: TextView): string {
   return view.crlf ? text.replaceAll('\r\n', '\n') : text
 }
 
-async function readText(ws: Workspace, path: string): Promise<string> {
+/**
+ * Where `bytes` stop being UTF-8 (the offset of the first byte no character takes), or -1. The
+ * sniff of isProbablyText looks at the first 8 KiB only, and a text decoder turns what is not UTF-8
+ * into U+FFFD, so an edit written back from the decoded text would replace those bytes too.
+ */
+function firstNonUtf8(bytes: Uint8Array): number {
+  for (let at = 0; at < bytes.length; ) {
+    const lead = bytes[at]
+    if (lead < 0x80) {
+      at++
+      continue
+    }
+    // The continuation bytes a lead byte takes, and the range its first one must fall in (no overlong forms, surrogates or code points past U+10FFFF).
+    const [count, low, high] =
+      lead >= 0xc2 && lead <= 0xdf ? [1, 0x80, 0xbf]
+      : lead === 0xe0 ? [2, 0xa0, 0xbf]
+      : lead === 0xed ? [2, 0x80, 0x9f]
+      : lead >= 0xe1 && lead <= 0xef ? [2, 0x80, 0xbf]
+      : lead === 0xf0 ? [3, 0x90, 0xbf]
+      : lead === 0xf4 ? [3, 0x80, 0x8f]
+      : lead >= 0xf1 && lead <= 0xf3 ? [3, 0x80, 0xbf]
+      : [0, 0, 0]
+    if (count === 0 || at + count >= bytes.length) return at
+    if (bytes[at + 1] < low || bytes[at + 1] > high) return at
+    for (let next = 2; next <= count; next++) if ((bytes[at + next] & 0xc0) !== 0x80) return at
+    at += count + 1
+  }
+  return -1
+}
+
+/**
+ * A file's text, refused when it is binary; for an edit (`exact`) also when any of it is not
+ * UTF-8: what is written back is the decoded text, so such bytes would be lost. They were: a file
+ * over 8 KiB with a Latin-1 byte came back from edit_file with every such byte turned into U+FFFD.
+ */
+async function readText(ws: Workspace, path: string, exact = false): Promise<string> {
   const bytes = await ws.fs.promises.readFile(path)
   if (!isProbablyText(bytes)) throw new ToolFailure('EBINARY', `'${path}' is a binary file (${bytes.byteLength} bytes); these tools read and edit text only`)
-  return decode(bytes)
+  const text = decode(bytes)
+  if (exact) {
+    const at = firstNonUtf8(bytes)
+    if (at >= 0) {
+      const line = bytes.subarray(0, at).filter((byte) => byte === 10).length + 1
+      throw new ToolFailure(
+        'EBINARY',
+        `'${path}' is not all UTF-8 text: byte ${at} (line ${line}) is not part of a UTF-8 character, and editing it as text would replace every such byte; ` +
+          'it is left unchanged (rewrite it whole with write_file, or change it with a command)',
+      )
+    }
+  }
+  return text
 }
 
 async function lstatOrUndefined(ws: Workspace, path: string) {
@@ -180,7 +227,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
       editFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
-        const view = viewOf(await readText(ws, path))
+        const view = viewOf(await readText(ws, path, true))
         let text = view.text
         const given = input.edits ?? [{ old_string: input.old_string!, new_string: input.new_string!, replace_all: input.replace_all }]
         const edits = given.map((edit) => ({ ...edit, old_string: inView(edit.old_string, view), new_string: inView(edit.new_string, view) }))
@@ -206,7 +253,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
       insertTextInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
-        const view = viewOf(await readText(ws, path))
+        const view = viewOf(await readText(ws, path, true))
         const text = view.text
         const all = lines(text)
         if (input.insert_line > all.length) {

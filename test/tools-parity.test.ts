@@ -1,0 +1,50 @@
+/**
+ * The file tools where they take the shape of a coding agent's Read, Edit, Write, Glob and Grep:
+ * what a model may send, well or badly, must give the answer those tools give or a clear refusal,
+ * and never change bytes it did not ask to change. Each case was a divergence once.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import { Workspace } from '../src/index.js'
+import { type AgentTool, type ToolResult, callTool, createAgentTools } from '../tools/index.js'
+
+let open: Workspace[] = []
+afterEach(async () => {
+  await Promise.all(open.map((ws) => ws.close()))
+  open = []
+})
+
+async function workspace(): Promise<{ ws: Workspace; tools: AgentTool[] }> {
+  const ws = await Workspace.open()
+  open.push(ws)
+  return { ws, tools: createAgentTools(ws) }
+}
+
+async function fails(tools: readonly AgentTool[], name: string, input: unknown): Promise<Extract<ToolResult, { isError: true }>['error']> {
+  const outcome = await callTool(tools, name, input)
+  if (!outcome.isError) throw new Error(`${name} succeeded: ${JSON.stringify(outcome.result)}`)
+  return outcome.error
+}
+
+describe('edit_file and insert_text change only what they are asked to', () => {
+  it('refuse a file with bytes that are not UTF-8 anywhere in it, leaving it as it was (past the first 8 KiB they were rewritten as U+FFFD)', async () => {
+    const { ws, tools } = await workspace()
+    const latin1 = Uint8Array.of(0x63, 0x61, 0x66, 0xe9, 0x0a) // "café\n" in Latin-1
+    const files = {
+      '/late.txt': Buffer.concat([Buffer.from('x'.repeat(9000) + '\n'), latin1, Buffer.from('needle\n')]),
+      '/early.txt': Buffer.concat([latin1, Buffer.from('needle\n'), Buffer.from('y'.repeat(9000) + '\n')]),
+    }
+    for (const [path, bytes] of Object.entries(files)) {
+      ws.fs.writeFileSync(path, bytes)
+      const edit = await fails(tools, 'edit_file', { path, old_string: 'needle', new_string: 'pin' })
+      expect(edit).toMatchObject({ code: 'EBINARY' })
+      expect(edit.message).toContain(`byte ${bytes.indexOf(0xe9)} (line ${path === '/late.txt' ? 2 : 1})`)
+      expect(await fails(tools, 'insert_text', { path, insert_line: 0, text: 'top' })).toMatchObject({ code: 'EBINARY' })
+      expect(Buffer.compare(ws.fs.readFileSync(path), bytes)).toBe(0)
+    }
+    // UTF-8 of every length, a BOM and U+FFFD itself are text: edited, every other byte kept.
+    const text = '\uFEFFé € 𝄞 \uFFFD\nneedle\n'
+    ws.fs.writeFileSync('/utf8.txt', text)
+    expect((await callTool(tools, 'edit_file', { path: '/utf8.txt', old_string: 'needle', new_string: 'pin' })).isError).toBe(false)
+    expect(ws.fs.readFileSync('/utf8.txt', 'utf8')).toBe(text.replace('needle', 'pin'))
+  })
+})
