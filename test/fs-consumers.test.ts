@@ -78,3 +78,40 @@ describe('libraries that take an fs object', () => {
     ).toMatchObject(['finished', ['tre'], { code: 'ENOENT' }, ['g', 's', 'sub'], 'gee', { code: 'ENOENT', syscall: 'open' }, 'streamed'])
   })
 })
+
+describe('what libraries pass to the calls', () => {
+  it('readFile with a signal aborted right after the call rejects with AbortError, as Node\'s does (it checks after opening): promise, callback and FileHandle forms (they resolved with the content)', async () => {
+    const aborted = { name: 'AbortError', code: 'ABORT_ERR' }
+    expect(
+      await same(async (fs, at) => {
+        const controller = new AbortController()
+        const reading = fs.promises.readFile(at('/f'), { signal: controller.signal, encoding: 'utf8' })
+        controller.abort()
+        return await reading
+      }),
+    ).toMatchObject(aborted)
+    expect(
+      await same(async (fs, at) => {
+        const controller = new AbortController()
+        const reading = new Promise((resolve) => fs.readFile(at('/f'), { signal: controller.signal }, (error, data) => resolve(error ?? data)))
+        controller.abort()
+        return await reading
+      }),
+    ).toMatchObject(aborted)
+    expect(
+      await same(async (fs, at) => {
+        await using handle = await fs.promises.open(at('/f'))
+        const controller = new AbortController()
+        const reading = handle.readFile({ signal: controller.signal })
+        controller.abort()
+        return await reading
+      }),
+    ).toMatchObject(aborted)
+    // A signal never aborted reads as without one; errors stay the file's.
+    await same(async (fs, at) => [await fs.promises.readFile(at('/f'), { signal: new AbortController().signal, encoding: 'utf8' }), await fs.promises.readFile(at('/missing'), { signal: new AbortController().signal }).catch((error: unknown) => error)])
+    await same(async (fs, at) => {
+      await using handle = await fs.promises.open(at('/d/g'))
+      return await handle.readFile({ signal: new AbortController().signal, encoding: 'utf8' })
+    })
+  })
+})

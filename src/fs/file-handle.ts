@@ -92,9 +92,12 @@ export class FileHandle extends EventEmitter {
     return this.use('writev', () => ({ bytesWritten: this.ops.writev(this.fd, buffers, position), buffers }))
   }
 
-  readFile(options?: unknown): Promise<Uint8Array | string> {
+  /** Node checks the signal after a stat of the file, so an abort right after the call rejects: this waits a turn for one. */
+  async readFile(options?: unknown): Promise<Uint8Array | string> {
+    const signal = await this.use('readFile', () => kit.signalOption(options))
+    if (signal?.aborted) throw kit.abortError(signal)
+    if (signal) await new Promise((resolve) => setTimeout(resolve, 0))
     return this.use('readFile', () => {
-      const signal = kit.signalOption(options)
       if (signal?.aborted) throw kit.abortError(signal)
       return this.ops.readFile(this.fd, options)
     })

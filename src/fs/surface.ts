@@ -103,7 +103,7 @@ type Prepare = (ops: FsOperations, args: unknown[], run: Operation) => Promise<u
 const prepared: Partial<Record<keyof typeof triples, { callback: Prepare; promise: Prepare }>> = {
   // Node awaits cp's filter there.
   cp: { callback: awaitedFilter, promise: awaitedFilter },
-  readFile: { callback: abortable(1), promise: abortable(1) },
+  readFile: { callback: abortable(1, true), promise: abortable(1, true) },
   // Node's async rimraf, not rmSync's (see FsOperations.rm).
   rm: { callback: asynchronousRm, promise: asynchronousRm },
   // The promise forms also write iterables of chunks.
@@ -124,11 +124,19 @@ function asynchronousRm(_ops: FsOperations, args: unknown[]): Promise<unknown[]>
   return Promise.resolve([args[0], args[1], true])
 }
 
-/** Rejects with Node's AbortError when the options (argument `index`) hold an aborted signal. */
-function abortable(index: number): Prepare {
+/**
+ * Rejects with Node's AbortError when the options (argument `index`) hold an aborted signal, or
+ * one aborted before the call gets to it: Node opens the file first and checks the signal before
+ * it reads, so an abort right after the call is an AbortError there. A read (`untilRun`) waits a
+ * turn for one; it ran at once (on a microtask), so readFile then abort() resolved with the content.
+ */
+function abortable(index: number, untilRun = false): Prepare {
   return (_ops, args) => {
     const signal = signalOption(args[index])
-    return signal?.aborted ? Promise.reject(abortError(signal)) : undefined
+    if (signal === undefined) return undefined
+    if (signal.aborted) return Promise.reject(abortError(signal))
+    if (!untilRun) return undefined
+    return new Promise((resolve, reject) => later(() => (signal.aborted ? reject(abortError(signal)) : resolve(args))))
   }
 }
 
