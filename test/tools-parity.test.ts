@@ -48,3 +48,21 @@ describe('edit_file and insert_text change only what they are asked to', () => {
     expect(ws.fs.readFileSync('/utf8.txt', 'utf8')).toBe(text.replace('needle', 'pin'))
   })
 })
+
+describe('refusals say what to do without losing anything', () => {
+  it('move_path onto its own path is ENOCHANGE, not "already exists; delete it first" (advice that, followed, deleted the file it meant to move)', async () => {
+    const { ws, tools } = await workspace()
+    ws.fs.mkdirSync('/p/src', { recursive: true })
+    ws.fs.writeFileSync('/p/a.txt', 'alpha\n')
+    for (const [from, to] of [['/p/a.txt', '/p/a.txt'], ['/p/a.txt', '/p/./a.txt'], ['/p/src', '/p/src/'], ['a.txt', '/p/a.txt']]) {
+      ws.chdir('/p')
+      const refusal = await fails(tools, 'move_path', { from, to })
+      expect(refusal.code).toBe('ENOCHANGE')
+      expect(refusal.message).not.toContain('delete')
+    }
+    expect(ws.fs.readFileSync('/p/a.txt', 'utf8')).toBe('alpha\n')
+    // Onto another path that exists it still refuses, and moves nothing.
+    expect(await fails(tools, 'move_path', { from: '/p/a.txt', to: '/p/src' })).toMatchObject({ code: 'EEXIST' })
+    expect(ws.fs.readdirSync('/p')).toEqual(['a.txt', 'src'])
+  })
+})

@@ -350,6 +350,8 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         const from = resolvePath(ws, input.from)
         const to = resolvePath(ws, input.to)
         await fs.lstat(from)
+        // Not "already exists; delete it first": a model that followed that advice deleted what it meant to move.
+        if (from === to) throw new ToolFailure('ENOCHANGE', `from and to are both '${from}': nothing would move`)
         if (await lstatOrUndefined(ws, to)) throw new ToolFailure('EEXIST', `'${to}' already exists; delete it first or choose another destination`)
         const mark = lastSeq(ws)
         await fs.mkdir(dirname(to), { recursive: true })
