@@ -19,7 +19,7 @@ export interface HelperArguments {
   readonly layer: string
   readonly upper: string
   readonly work: string
-  /** Extra overlay mount options: 'userxattr' (user namespace) or 'redirect_dir=on' (root). */
+  /** Extra overlay mount options: 'userxattr' (user namespace) or 'redirect_dir=on,index=on' and 'metacopy=on' where it works (root). */
   readonly overlayOptions: string
   /** The host directory the command starts in. */
   readonly cwd: string

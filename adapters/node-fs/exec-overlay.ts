@@ -3,7 +3,10 @@
  * project directory with the workspace's exec layer (exec-layer.ts) and a fresh upper directory,
  * mounted at the project's own absolute path. Nothing on disk changes; what the command did is
  * exactly the upper directory's contents (exec-readback.ts). The session directory (layer,
- * uppers, work directories) lives under tmpdir for the workspace and is removed on close.
+ * uppers, work directories) lives under tmpdir for the workspace and is removed on close. As root
+ * the overlay copies up metadata only on a chmod, chown or `touch -c` where the host allows it
+ * (metacopy=on, exec-support.ts): such a command no longer copies, reads back and stores again the
+ * content of every file it touched.
  *
  * A command's helper is started before the layer is brought to the command's state (unshare makes
  * the namespaces meanwhile, and the script waits for its arguments on stdin). A session whose
@@ -291,6 +294,8 @@ export class OverlaySession {
             xattr: xattrPrefix(privileged),
             getfattr: tools.getfattr,
             redirects: privileged,
+            // Metadata-only copy-ups (root, where the probe found them): upper files whose content is the lower's.
+            metacopy: privileged && this.support.metacopy === undefined,
             owners: privileged,
             maxFileSize: launch.maxFileSize,
             ...(privileged ? { index: `${work}/index` } : {}),

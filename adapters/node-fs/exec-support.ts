@@ -3,6 +3,14 @@
  * private namespaces (as root, or through an unprivileged user namespace), a PID namespace, and
  * kernel overlayfs with the options overlay mode needs. Each "no" carries the reason, which
  * becomes `result.modeReason` or the ENOTSUP error's message.
+ *
+ * Metadata-only copy-up (`metacopy=on`): without it overlayfs copies a file's whole content up on
+ * any attribute change, so `chmod -R` over a big project copied (and the read-back stored again)
+ * every file. It is used where a trial mount shows a chmod leaving a metacopy upper file, as root
+ * only: the kernel refuses it with `userxattr` (a user could forge user.* xattrs and have a file
+ * show another's content), and its trusted.* xattrs can be set by root alone, so the lowers (the
+ * project, which the user owns, and the exec layer, which never carries them) cannot forge one.
+ * Where it cannot be had, overlay mode runs as before (full copy-up) and `metacopy` says why.
  */
 import { execFile, spawn } from 'node:child_process'
 import os from 'node:os'
@@ -25,6 +33,8 @@ export interface Support {
   readonly volatile: boolean
   /** Why overlay mode cannot run here, or undefined when it can. */
   readonly overlay: string | undefined
+  /** Why overlays mount without metadata-only copy-up (`metacopy=on`), or undefined when they use it. */
+  readonly metacopy: string | undefined
   /** The util-linux tools, resolved on PATH. */
   readonly tools: Readonly<Record<Tool, string>>
 }
@@ -85,13 +95,14 @@ async function probe(): Promise<Support> {
     else missing.push(tool)
   }
   const privileged = process.getuid?.() === 0
-  const none = (namespaces: string, overlay = namespaces): Support => ({ namespaces, overlay, privileged, pid: false, volatile: false, tools })
+  const none = (namespaces: string, overlay = namespaces): Support => ({ namespaces, overlay, metacopy: overlay, privileged, pid: false, volatile: false, tools })
   if (process.platform !== 'linux') return none(`namespaces and overlayfs are Linux's (this is ${process.platform})`)
   if (!tools.unshare || !tools.mount) return none(`util-linux's ${!tools.unshare ? 'unshare' : 'mount'} is not on PATH`)
 
   // The usual host in one round: a volatile overlay that mounts in a PID namespace proves the namespaces too.
-  if (missing.length === 0 && (await probeOverlay(tools, { privileged, pid: true, volatile: true })) === undefined) {
-    return { namespaces: undefined, privileged, pid: true, volatile: true, tools, overlay: undefined }
+  if (missing.length === 0) {
+    const usual = await probeMounts(tools, { privileged, pid: true, volatile: true })
+    if (usual.overlay === undefined) return { namespaces: undefined, privileged, pid: true, volatile: true, tools, ...usual }
   }
   // Something is missing or failed (an older kernel without volatile, no PID namespace, no overlay):
   // find out what, step by step, for the reason.
@@ -110,21 +121,44 @@ async function probe(): Promise<Support> {
   const base = { namespaces: undefined, privileged, pid, volatile: false, tools }
   if (missing.length > 0) {
     const packages = [...new Set(missing.map((tool) => PACKAGES[tool]))].join(', ')
-    return { ...base, overlay: `${missing.join(', ')} not found on PATH (package ${packages})` }
+    const overlay = `${missing.join(', ')} not found on PATH (package ${packages})`
+    return { ...base, overlay, metacopy: overlay }
   }
-  return { ...base, overlay: await probeOverlay(tools, base) }
+  return { ...base, ...(await probeMounts(tools, base)) }
+}
+
+/** Why metadata-only copy-up is not asked for in a user namespace (the kernel refuses it there). */
+const USER_NAMESPACE_METACOPY = 'overlayfs refuses metacopy=on with userxattr (a user namespace): files are copied up whole on a chmod, chown or touch'
+
+/**
+ * Overlay mode's trial mount: with metacopy=on first as root; refused (an older kernel, a kernel
+ * built without it), again without it, the refusal kept as the reason.
+ */
+async function probeMounts(tools: Record<Tool, string>, mode: Pick<Support, 'privileged' | 'pid' | 'volatile'>): Promise<{ overlay: string | undefined; metacopy: string | undefined }> {
+  if (!mode.privileged) {
+    const overlay = await probeOverlay(tools, { ...mode, metacopy: USER_NAMESPACE_METACOPY })
+    return { overlay, metacopy: overlay ?? USER_NAMESPACE_METACOPY }
+  }
+  const tried = await probeOverlay(tools, { ...mode, metacopy: undefined })
+  if (tried === undefined) return { overlay: undefined, metacopy: undefined }
+  const overlay = await probeOverlay(tools, { ...mode, metacopy: tried })
+  return { overlay, metacopy: overlay ?? tried }
 }
 
 /**
  * Mounts an overlay the way exec does (an exec layer with a whiteout and an opaque directory over
- * a lower directory, a fresh upper) and checks the merged view and where a write lands.
+ * a lower directory, a fresh upper) and checks the merged view and where a write lands. With
+ * metacopy=on (`mode.metacopy` undefined) a chmod must leave an upper file marked as metadata only
+ * whose content still reads as the lower's: else the answer says why metacopy cannot be used.
  */
-async function probeOverlay(tools: Record<Tool, string>, mode: Pick<Support, 'privileged' | 'pid' | 'volatile'>): Promise<string | undefined> {
+async function probeOverlay(tools: Record<Tool, string>, mode: Pick<Support, 'privileged' | 'pid' | 'volatile' | 'metacopy'>): Promise<string | undefined> {
   const { privileged } = mode
+  const metacopy = mode.metacopy === undefined
   const dir = makeTempDir(os.tmpdir(), 'probe-')
   try {
     for (const sub of ['lower/kept', 'lower/hidden', 'layer/hidden', 'upper', 'work', 'stash']) fs.mkdirSync(`${dir}/${sub}`, { recursive: true })
     fs.writeFileSync(`${dir}/lower/gone`, '')
+    fs.writeFileSync(`${dir}/lower/kept/meta`, 'data\n')
     fs.writeFileSync(`${dir}/lower/hidden/old`, '')
     fs.writeFileSync(`${dir}/layer/hidden/new`, '')
     const [whiteout, xattr] = await Promise.all([
@@ -151,7 +185,7 @@ async function probeOverlay(tools: Record<Tool, string>, mode: Pick<Support, 'pr
         writable: [],
         map: privileged ? '' : `${process.getuid!()}:${process.getgid!()}`,
         stash: `${dir}/stash`,
-        command: 'ls -A . hidden && echo made > made',
+        command: 'ls -A . hidden && echo made > made' + (metacopy ? ' && chmod 600 kept/meta && cat kept/meta' : ''),
       }),
     ]
     const result = await new Promise<{ stdout: string; status: string; stderr: string }>((resolve) => {
@@ -165,10 +199,14 @@ async function probeOverlay(tools: Record<Tool, string>, mode: Pick<Support, 'pr
       child.on('error', (error) => resolve({ stdout: '', status: `error ${error.message}`, stderr: '' }))
       child.on('close', () => resolve({ stdout: Buffer.concat(out).toString(), status: Buffer.concat(status).toString(), stderr: Buffer.concat(err).toString() }))
     })
-    if (!result.status.startsWith('ok')) return `kernel overlayfs cannot be mounted here (${result.status.replace(/^error /, '').trim()})`
-    const expected = '.:\nhidden\nkept\n\nhidden:\nnew\n'
+    if (!result.status.startsWith('ok')) return `kernel overlayfs cannot be mounted${metacopy ? ' with metacopy=on' : ''} here (${result.status.replace(/^error /, '').trim()})`
+    const expected = '.:\nhidden\nkept\n\nhidden:\nnew\n' + (metacopy ? 'data\n' : '')
     if (result.stdout !== expected || !fs.existsSync(`${dir}/upper/made`) || fs.existsSync(`${dir}/lower/made`)) {
-      return `kernel overlayfs does not merge as expected here (saw ${JSON.stringify(result.stdout)}${result.stderr ? `, ${result.stderr.trim()}` : ''})`
+      return `kernel overlayfs does not merge as expected${metacopy ? ' with metacopy=on' : ''} here (saw ${JSON.stringify(result.stdout)}${result.stderr ? `, ${result.stderr.trim()}` : ''})`
+    }
+    if (metacopy) {
+      const marked = await run(tools.getfattr, ['--absolute-names', '-h', '-n', `${xattrPrefix(privileged)}metacopy`, '--', `${dir}/upper/kept/meta`])
+      if (marked.code !== 0) return `metacopy=on mounts, but a chmod copied the file's content up (getfattr: ${marked.stderr.trim() || `exit status ${marked.code}`})`
     }
     return undefined
   } finally {
@@ -185,10 +223,11 @@ async function probeOverlay(tools: Record<Tool, string>, mode: Pick<Support, 'pr
  * renames of merged directories and the inode index, so a write through one name of a hard-linked
  * file copies the inode up once and every name shows it, as on a plain file system (the kernel falls
  * back to index=off where the file systems cannot give it, and a user namespace cannot have it);
+ * metadata-only copy-up where the probe found it (Support.metacopy; root only);
  * `volatile` where the kernel has it (Support.volatile).
  */
-export function overlayOptions({ privileged, volatile }: Pick<Support, 'privileged' | 'volatile'>): string {
-  return (privileged ? ',redirect_dir=on,index=on' : ',userxattr') + (volatile ? ',volatile' : '')
+export function overlayOptions({ privileged, volatile, metacopy }: Pick<Support, 'privileged' | 'volatile' | 'metacopy'>): string {
+  return (privileged ? ',redirect_dir=on,index=on' + (metacopy === undefined ? ',metacopy=on' : '') : ',userxattr') + (volatile ? ',volatile' : '')
 }
 
 /** The xattr name prefix overlayfs uses for its own attributes in this mode. */
