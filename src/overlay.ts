@@ -105,10 +105,36 @@ export class Overlay {
   root: DirNode
   token: EditToken = {}
   readonly counters: OverlayCounters = { nodesCopied: 0, lookups: 0 }
-  /** Lower path → version seen the first time the workspace read it (the conflict base). */
+  /** Lower path → version seen the first time the workspace read it (a restore's conflict base). */
   readonly observed = new Map<string, string>()
   /** First sightings not yet in the durable journal (only kept while a store is attached). */
   unrecorded: [string, string][] | undefined
+  /**
+   * Lower path → the version the workspace last showed there before it first changed that path: a
+   * flush's conflict base (as an editor compares a file on disk with the one it loaded), so a change
+   * on disk the agent read again before writing is no conflict, and one made after it is.
+   */
+  readonly bases = new Map<string, string>()
+  /** Bases not yet in the durable journal (kept while a store is attached, as `unrecorded`). */
+  unrecordedBases: [string, string][] | undefined
+  /**
+   * Whether first changes record bases. False for a store written before bases were recorded: its
+   * changes already made have none, so a later one must not take a newer version for theirs (a
+   * restore or redo brings back content that rests on the first sighting); such a store compares
+   * with the first sightings only, as it always did.
+   */
+  rebasing = true
+  /**
+   * Lower path → the version of the latest read of its content outside an operation, where it
+   * differs from the first sighting: what the agent was shown of a path the disk changed since it
+   * was first read. A write's own look at the disk does not count: the agent did not see it.
+   */
+  private readonly lastShown = new Map<string, string>()
+  /**
+   * Versions a transaction's commit says its changes rest on (observe) where the workspace had
+   * seen another: a base taken for one of those paths in that commit is the first sighting.
+   */
+  private readonly claims = new Map<string, string>()
   /** Told about every change to the view, recorded or not (fs.watch and ws.events listen here). */
   observer: ChangeObserver | undefined
   /** Receives every upper-layer slot change: what the journal needs to undo and redo. */
@@ -155,6 +181,12 @@ export class Overlay {
   private operationTime: number | undefined
   /** Whether an operation is under way (its time may not be taken yet). */
   private inOperation = false
+  /**
+   * Whether the operation under way is a new one (a call, a transaction's commit): only its first
+   * change of a path takes a base. A replayed, undone or redone one brings back changes whose base
+   * was taken when they were first made.
+   */
+  private newOperation = false
 
   now(): number {
     if (!this.inOperation) return Date.now()
@@ -164,6 +196,7 @@ export class Overlay {
   /** An operation begins: now() answers `at`, or the time it is first asked, until endTime(). */
   beginTime(at?: number): void {
     this.inOperation = true
+    this.newOperation = at === undefined
     this.operationTime = at
   }
 
@@ -171,13 +204,16 @@ export class Overlay {
   endTime(): number | undefined {
     const at = this.operationTime
     this.inOperation = false
+    this.newOperation = false
     this.operationTime = undefined
+    if (this.claims.size > 0) this.claims.clear()
     return at
   }
 
   /** Runs `body` as one operation's time (an undo or redo of records): returns the time it used. */
   atOneTime(at: number | undefined, body: () => void): number | undefined {
     this.beginTime(at)
+    this.newOperation = false
     let used: number | undefined
     try {
       body()
@@ -224,12 +260,29 @@ export class Overlay {
 
   lowerStat(path: string): LowerStat | undefined {
     const stat = this.lower.stat(path)
-    if (this.looking === 0 && !this.observed.has(path)) {
-      // A source that can be flushed to also needs "seen absent": something created there later is a conflict.
-      const version = stat ? stat.version : this.lower.id !== undefined ? ABSENT : undefined
-      if (version !== undefined) this.observe(path, version)
+    if (this.looking === 0) {
+      const first = this.observed.get(path)
+      if (first === undefined) {
+        // A source that can be flushed to also needs "seen absent": something created there later is a conflict.
+        const version = stat ? stat.version : this.lower.id !== undefined ? ABSENT : undefined
+        if (version !== undefined) this.observe(path, version)
+      }
     }
     return stat
+  }
+
+  /**
+   * The content of the lower entry `entry` is read (a file's bytes, a link's target, a directory's
+   * names) outside an operation: what the agent was shown there. A lookup alone is not (the engine
+   * looks at a path before changing it: auto-checkpoints), nor an operation's own read.
+   */
+  private shownLower(entry: Entry): void {
+    if (entry.node !== undefined || entry.lowerStat === undefined || entry.lowerPath === null) return
+    if (this.looking > 0 || this.inOperation || !this.rebasing) return
+    const first = this.observed.get(entry.lowerPath)
+    const version = entry.lowerStat.version
+    if (first !== undefined && version !== first) this.lastShown.set(entry.lowerPath, version)
+    else if (this.lastShown.size > 0) this.lastShown.delete(entry.lowerPath)
   }
 
   /** Nesting of `lookingOnly`: while above 0, reading the lower records no first sighting. */
@@ -251,9 +304,39 @@ export class Overlay {
 
   /** The lower source's version at `path` was seen (unless one was already): a flush checks it for changes made since. */
   observe(path: string, version: string): void {
-    if (this.observed.has(path)) return
+    const first = this.observed.get(path)
+    if (first !== undefined) {
+      // Said by a commit (a transaction's look at the disk, a command's "changed while it ran"):
+      // where it is not what the workspace showed, a base taken in that commit is the first sighting.
+      if (version !== first && !this.inOperation) this.claims.set(path, version)
+      return
+    }
     this.observed.set(path, version)
     this.unrecorded?.push([path, version])
+  }
+
+  /**
+   * A new operation changes the upper slot `path` of a directory whose lower is `lowerDir`, the slot
+   * holding `before`: the first change of a path the lower source shows there takes its base, the
+   * version last shown (never replaced: what is undone and redone later rests on it too).
+   */
+  private based(path: string, lowerDir: string | null, name: string, before: unknown): void {
+    if (!this.newOperation || before !== undefined || lowerDir === null || !this.rebasing || this.lower.id === undefined) return
+    const lowerPath = join(lowerDir, name)
+    // In a renamed directory the slot shows another path of the disk: the flush compares its own path.
+    if (lowerPath !== path || this.bases.has(path)) return
+    this.base(path)
+  }
+
+  /** Records `path`'s base (see `bases`), unless it has one or the workspace never saw it. */
+  private base(path: string): void {
+    const first = this.observed.get(path)
+    if (first === undefined) return
+    const shown = this.lastShown.get(path) ?? first
+    const claim = this.claims.get(path)
+    const version = claim !== undefined && claim !== shown ? first : shown
+    this.bases.set(path, version)
+    if (this.unrecorded) (this.unrecordedBases ??= []).push([path, version])
   }
 
   /**
@@ -443,13 +526,19 @@ export class Overlay {
         throw error
       }
     }
-    if (entry.lowerPath !== null && entry.type === 'file') return this.lower.readFile(entry.lowerPath)
+    if (entry.lowerPath !== null && entry.type === 'file') {
+      this.shownLower(entry)
+      return this.lower.readFile(entry.lowerPath)
+    }
     throw new FsError('EISDIR', 'read')
   }
 
   readLink(entry: Entry): string {
     if (entry.node?.type === 'symlink') return entry.node.target
-    if (entry.lowerPath !== null && entry.type === 'symlink') return this.lower.readlink(entry.lowerPath)
+    if (entry.lowerPath !== null && entry.type === 'symlink') {
+      this.shownLower(entry)
+      return this.lower.readlink(entry.lowerPath)
+    }
     throw new FsError('EINVAL', 'readlink', entry.path)
   }
 
@@ -461,6 +550,7 @@ export class Overlay {
       for (const [name, node] of mapEntries(dir.node.children)) if (name !== INODES) (node.type === 'whiteout' ? hidden : names).add(name)
     }
     if (dir.lowerPath !== null) {
+      this.shownLower(dir)
       for (const name of this.lowerNames(dir.lowerPath)) if (!hidden.has(name)) names.add(name)
     }
     return [...names].sort()
@@ -589,6 +679,7 @@ export class Overlay {
     const before = mapReplace<UpperNode>(dir, name, node, this.token)
     this.version++
     if (touchParent) this.touch(dir)
+    this.based(path, dir.lower, name, before)
     this.recorder?.slot(path, before, node)
     if (this.observer?.active) this.observer.slot(path, this.shown(before), this.shown(node), lowerChild(dir, name))
     const dropped = linksIn(before)
@@ -618,6 +709,7 @@ export class Overlay {
     const before = lowerHas ? mapReplace<UpperNode>(dir, name, WHITEOUT, this.token) : mapRemove(dir, name, this.token)
     this.version++
     this.touch(dir)
+    if (lowerHas) this.based(join(parent.path, name), dir.lower, name, before)
     this.recorder?.slot(join(parent.path, name), before, lowerHas ? WHITEOUT : undefined)
     if (this.observer?.active) this.observer.slot(join(parent.path, name), this.shown(before), lowerHas ? WHITEOUT : undefined, lowerChild(dir, name))
     const links = linksIn(before)
@@ -734,6 +826,7 @@ export class Overlay {
     if (before === value) return
     dir.children = value === undefined ? mapDelete(dir.children, name, this.token) : mapSet(dir.children, name, value, this.token)
     this.version++
+    this.based(path, dir.lower, name, before)
     this.recorder?.slot(path, before, value)
     const id = recordId(path)
     if (id !== undefined) {
@@ -754,6 +847,8 @@ export class Overlay {
     const before = dir.meta
     dir.meta = meta
     this.version++
+    // A directory of the disk changed itself (a chmod): its first such change takes its base.
+    if (this.newOperation && this.rebasing && dir.lower === path && this.lower.id !== undefined && !this.bases.has(path)) this.base(path)
     this.recorder?.meta(path, before, meta)
     if (this.observer?.active && before !== meta) this.observer.meta(path, before, meta)
   }
@@ -793,6 +888,7 @@ export class Overlay {
     const name = path.slice(last + 1)
     const before = mapReplace<UpperNode>(dir, name, node, this.token)
     this.version++
+    this.based(path, dir.lower, name, before)
     this.recorder?.slot(path, before, node, true)
     if (this.observer?.active) this.observer.slot(path, this.shown(before), this.shown(node), lowerChild(dir, name))
     this.countLinks(parentPath, dir, linksIn(node) - linksIn(before))

@@ -410,6 +410,8 @@ export class LazyHistory {
       checkpointSeq: input.checkpointSeq,
       ...(input.resume !== undefined ? { resume: input.resume } : {}),
       ...(input.seen.length > 0 ? { seen: input.seen } : {}),
+      // Even empty: a snapshot without it is an older store's (Overlay.rebasing).
+      ...(input.bases !== undefined ? { bases: input.bases } : {}),
       ino: input.ino,
       parts,
       nextPart: writer.next,
@@ -450,6 +452,8 @@ export interface SnapshotInput {
   readonly checkpointSeq: number
   readonly resume: JsonValue | undefined
   readonly seen: [string, string][]
+  /** The flush conflict bases (Overlay.bases); undefined for a store written before they were recorded. */
+  readonly bases: [string, string][] | undefined
   readonly ino: number
   /**
    * Each checkpoint, with its name and superseded flag as they were then (the rest never changes,

@@ -171,8 +171,13 @@ export type RecordBody =
   | { t: 'redo'; ids: string[]; time?: number }
   | { t: 'compensated'; id: string }
   | { t: 'resume'; point: JsonValue }
-  /** Lower-source versions first seen (the conflict base of a later flush or restore); '' is "absent". */
-  | { t: 'seen'; entries: [string, string][] }
+  /**
+   * Lower-source versions first seen (the conflict base of a restore, and of a flush where `bases`
+   * has none); '' is "absent". `bases`: the versions shown when the workspace first changed those
+   * paths (a flush's conflict base); in every such record written since 2026-11-30, none before
+   * (older readers ignore it).
+   */
+  | { t: 'seen'; entries: [string, string][]; bases?: [string, string][] }
   /** Ends a group commit: records after the last one of these were never acknowledged. */
   | { t: 'commit' }
   /**
@@ -191,6 +196,8 @@ export interface SnapshotData {
   resume?: JsonValue
   /** Lower-source versions first seen, as the 'seen' records carry them. */
   seen?: [string, string][]
+  /** Flush conflict bases, as the 'seen' records carry them (this format is read only: never here). */
+  bases?: [string, string][]
   checkpoints: {
     id: string
     name: string
@@ -236,6 +243,8 @@ export interface LazySnapshotData {
   checkpointSeq: number
   resume?: JsonValue
   seen?: [string, string][]
+  /** Flush conflict bases (Overlay.bases): present, if empty, in every snapshot written since 2026-11-30. */
+  bases?: [string, string][]
   /** The next inode number (no walk of every tree at open to find it). */
   ino: number
   /** The parts the history needs, and the serial the next one gets. */
@@ -387,7 +396,7 @@ const bodySchema = z.union([
   z.object({ t: z.literal('redo'), ids: z.array(z.string()), time: z.optional(z.number()) }),
   z.object({ t: z.literal('compensated'), id: z.string() }),
   z.object({ t: z.literal('resume'), point: jsonSchema }),
-  z.object({ t: z.literal('seen'), entries: z.array(z.tuple([z.string(), z.string()])) }),
+  z.object({ t: z.literal('seen'), entries: z.array(z.tuple([z.string(), z.string()])), bases: z.optional(z.array(z.tuple([z.string(), z.string()]))) }),
   z.object({ t: z.literal('commit') }),
   // The snapshot's inner shape is produced by this module and checked by its checksum; its size
   // (a whole tree) makes a deep schema walk too costly at open.

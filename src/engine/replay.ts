@@ -58,6 +58,8 @@ export class Replay {
     journal.load([], 0)
     checkpoints.splice(0)
     overlay.observed.clear()
+    overlay.bases.clear()
+    overlay.rebasing = true
     this.host.setResume(undefined)
   }
 
@@ -87,6 +89,7 @@ export class Replay {
         break
       case 'seen':
         for (const [path, version] of body.entries) if (!overlay.observed.has(path)) overlay.observed.set(path, version)
+        this.loadBases(body.bases)
         break
       case 'undo':
       case 'redo': {
@@ -206,6 +209,19 @@ export class Replay {
     this.host.seenCheckpointSeq(data.checkpointSeq)
     if (data.resume !== undefined) this.host.setResume(data.resume)
     for (const [path, version] of data.seen ?? []) this.host.overlay.observed.set(path, version)
+    this.loadBases(data.bases)
+  }
+
+  /** Flush conflict bases as recorded; none (an older writer's record) turns recording them off (Overlay.rebasing). */
+  private loadBases(bases: readonly [string, string][] | undefined): void {
+    const { overlay } = this.host
+    if (bases === undefined) {
+      overlay.rebasing = false
+      overlay.bases.clear()
+      return
+    }
+    if (!overlay.rebasing) return
+    for (const [path, version] of bases) if (!overlay.bases.has(path)) overlay.bases.set(path, version)
   }
 
   /**

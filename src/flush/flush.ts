@@ -349,7 +349,8 @@ async function conflictsOf(host: FlushHost, target: FlushTarget, plan: readonly 
     const recorded = ledger.get(path)
     if (recorded) return recorded.version
     if (!own) return false // a target we never wrote: nothing to compare with
-    const seen = host.overlay.observed.get(path)
+    // What the workspace showed when it first changed the path; else what it first saw there.
+    const seen = host.overlay.bases.get(path) ?? host.overlay.observed.get(path)
     if (seen !== undefined) return seen === ABSENT ? null : seen
     return false
   }

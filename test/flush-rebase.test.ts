@@ -1,0 +1,197 @@
+/**
+ * The base a flush compares the project with, when a human edits the project while the agent works
+ * on it: the version the workspace showed when it first changed a path, as an editor's "changed on
+ * disk" check compares with the file it loaded. An edit the agent read again before changing the
+ * path is no conflict (its change rests on it); one made after is. Real directories on disk are
+ * the oracle: the human's edits are made with node:fs, between the agent's operations.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { directory, directoryStore } from '../adapters/node-fs/index.js'
+import { Workspace } from '../src/index.js'
+
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-flush-rebase-'))
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
+
+let serial = 0
+/** A project holding `files`, and a store beside it. */
+function project(files: Record<string, string>): { root: string; store: string } {
+  const base = path.join(scratch, `p${serial++}`)
+  const root = path.join(base, 'project')
+  fs.mkdirSync(root, { recursive: true })
+  for (const [name, content] of Object.entries(files)) {
+    const at = path.join(root, name)
+    fs.mkdirSync(path.dirname(at), { recursive: true })
+    fs.writeFileSync(at, content)
+  }
+  return { root, store: path.join(base, 'store') }
+}
+
+async function open(root: string, store: string): Promise<Workspace> {
+  return Workspace.open({ lower: directory(root), store: directoryStore(store) })
+}
+
+/** Every file under `root` with its text (the flush's staging folder left out). */
+function tree(root: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  const walk = (dir: string, shown: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name.startsWith('.rewindfs-flush')) continue
+      const at = `${shown}/${entry.name}`
+      if (entry.isDirectory()) walk(path.join(dir, entry.name), at)
+      else out[at] = fs.readFileSync(path.join(dir, entry.name), 'utf8')
+    }
+  }
+  walk(root, '')
+  return out
+}
+
+/** The human's edit gets a ctime past the operation before it, whatever the clock's tick. */
+const tick = () => new Promise((resolve) => setTimeout(resolve, 15))
+
+/** The human saves `text` in the project's `name`, a tick after what came before. */
+async function humanSaves(root: string, name: string, text: string): Promise<void> {
+  await tick()
+  fs.writeFileSync(path.join(root, name), text)
+}
+
+/** The flush refuses with ECONFLICT naming exactly `paths`, and the disk is what it was. */
+async function refused(ws: Workspace, root: string, paths: string[]): Promise<void> {
+  const before = tree(root)
+  const error = await ws.flush().then(
+    () => undefined,
+    (thrown: unknown) => thrown as { code?: string; conflicts?: { path: string }[] },
+  )
+  expect(error?.code).toBe('ECONFLICT')
+  expect(error?.conflicts?.map((c) => c.path)).toEqual(paths)
+  expect(tree(root)).toEqual(before)
+}
+
+/**
+ * The agent reads /a.txt (v1), the human saves it (v2), the agent reads it again and sees v2:
+ * `change` then makes the agent's change on what it read.
+ */
+async function rereadThen(change: (ws: Workspace) => void): Promise<{ ws: Workspace; root: string; store: string }> {
+  const { root, store } = project({ 'a.txt': 'one\n', 'keep.txt': 'k\n' })
+  const ws = await open(root, store)
+  expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('one\n')
+  await humanSaves(root, 'a.txt', 'HUMAN two\n')
+  expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
+  change(ws)
+  return { ws, root, store }
+}
+
+const changes = [
+  ['an edit', (ws: Workspace) => ws.fs.writeFileSync('/a.txt', ws.fs.readFileSync('/a.txt', 'utf8') + 'agent\n'), { '/a.txt': 'HUMAN two\nagent\n', '/keep.txt': 'k\n' }],
+  ['a delete', (ws: Workspace) => ws.fs.rmSync('/a.txt'), { '/keep.txt': 'k\n' }],
+  ['a rename', (ws: Workspace) => ws.fs.renameSync('/a.txt', '/b.txt'), { '/b.txt': 'HUMAN two\n', '/keep.txt': 'k\n' }],
+] as const
+
+describe('a path the human changed on disk and the agent read again before changing it', () => {
+  it.each(changes)('%s is flushed without a conflict', async (_what, change, after) => {
+    const { ws, root } = await rereadThen(change)
+    expect((await ws.flush()).applied).toBe(true)
+    expect(tree(root)).toEqual(after)
+    await ws.close()
+  })
+
+  it.each(changes)('%s is still a conflict when the human saves again after it', async (_what, change) => {
+    const { ws, root } = await rereadThen(change)
+    expect((await ws.flush(undefined, { dryRun: true })).conflicts).toEqual([])
+    await humanSaves(root, 'a.txt', 'HUMAN three\n')
+    await refused(ws, root, ['/a.txt'])
+    await ws.close()
+  })
+
+  it.each(changes)('%s behaves the same after a reopen: flushed, or refused after a later save', async (_what, change, after) => {
+    const first = await rereadThen(change)
+    await first.ws.close()
+    let ws = await open(first.root, first.store)
+    expect((await ws.flush(undefined, { dryRun: true })).conflicts).toEqual([])
+    await ws.close()
+    await humanSaves(first.root, 'a.txt', 'HUMAN three\n')
+    ws = await open(first.root, first.store)
+    await refused(ws, first.root, ['/a.txt'])
+    await ws.close()
+    // The same again, flushed before the later save.
+    const second = await rereadThen(change)
+    await second.ws.close()
+    ws = await open(second.root, second.store)
+    expect((await ws.flush()).applied).toBe(true)
+    expect(tree(second.root)).toEqual(after)
+    await ws.close()
+  })
+})
+
+describe('a change not made on the human’s save', () => {
+  // Each beside /read.txt, which the agent read again after the human's save and then changed: no conflict.
+  async function beside(files: Record<string, string>): Promise<{ ws: Workspace; root: string }> {
+    const { root, store } = project({ 'read.txt': 'one\n', ...files })
+    const ws = await open(root, store)
+    expect(ws.fs.readFileSync('/read.txt', 'utf8')).toBe('one\n')
+    return { ws, root }
+  }
+  async function rereadAndChange(ws: Workspace, root: string): Promise<void> {
+    await humanSaves(root, 'read.txt', 'HUMAN two\n')
+    expect(ws.fs.readFileSync('/read.txt', 'utf8')).toBe('HUMAN two\n')
+    ws.fs.appendFileSync('/read.txt', 'agent\n')
+  }
+
+  it('made before the save is a conflict: the human’s save is kept', async () => {
+    const { ws, root } = await beside({ 'a.txt': 'one\n' })
+    ws.fs.writeFileSync('/a.txt', ws.fs.readFileSync('/a.txt', 'utf8') + 'agent\n')
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    await rereadAndChange(ws, root)
+    // Reading it now shows the agent's copy; the save stays a conflict.
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('one\nagent\n')
+    await refused(ws, root, ['/a.txt'])
+    expect(fs.readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe('HUMAN two\n')
+    await ws.close()
+  })
+
+  it('made after the save without reading it is a conflict (the write looks at the disk, the agent did not)', async () => {
+    const { ws, root } = await beside({ 'a.txt': 'one\n', 'b.txt': 'one\n' })
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('one\n')
+    expect(ws.fs.readFileSync('/b.txt', 'utf8')).toBe('one\n')
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    await humanSaves(root, 'b.txt', 'HUMAN two\n')
+    await rereadAndChange(ws, root)
+    // Looked up (exists, stat) but not read: the agent did not see the save.
+    expect(ws.fs.existsSync('/a.txt')).toBe(true)
+    ws.fs.writeFileSync('/a.txt', 'agent, from one\n')
+    ws.fs.rmSync('/b.txt')
+    await refused(ws, root, ['/a.txt', '/b.txt'])
+    await ws.close()
+  })
+
+  it('made after an undo, on a later read, is a conflict: what may be redone or restored there rests on the first read', async () => {
+    const { ws, root } = await beside({ 'a.txt': 'one\n' })
+    ws.fs.writeFileSync('/a.txt', ws.fs.readFileSync('/a.txt', 'utf8') + 'agent\n')
+    await ws.undo()
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
+    ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
+    await rereadAndChange(ws, root)
+    await refused(ws, root, ['/a.txt'])
+    await ws.close()
+  })
+})
+
+describe('a restore over a path the human changed on disk', () => {
+  it('is refused as before, though the flush takes the agent’s change', async () => {
+    const { root, store } = project({ 'a.txt': 'one\n' })
+    const ws = await open(root, store)
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('one\n')
+    const start = await ws.checkpoint({ name: 'start' })
+    ws.fs.writeFileSync('/other.txt', 'x\n')
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
+    ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
+    expect((await ws.flush(undefined, { dryRun: true })).conflicts).toEqual([])
+    // Back to the start, /a.txt would show the disk's newer version, not the one first read.
+    await expect(ws.restore(start.id)).rejects.toMatchObject({ code: 'ECONFLICT', conflicts: ['/a.txt'] })
+    await ws.close()
+  })
+})
