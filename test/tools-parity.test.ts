@@ -66,3 +66,40 @@ describe('refusals say what to do without losing anything', () => {
     expect(ws.fs.readdirSync('/p')).toEqual(['a.txt', 'src'])
   })
 })
+
+describe('find_files and search_files take globs as models write them', () => {
+  it("'./src/*.ts' is taken from the search's directory and 'src/' names a directory, as in Glob and ripgrep's --glob (both matched nothing: find_files answered no files, exclude excluded nothing)", async () => {
+    const { ws, tools } = await workspace()
+    for (const path of ['/proj/src/a.ts', '/proj/src/sub/b.ts', '/proj/top.ts', '/proj/lib/src/c.ts']) {
+      ws.fs.mkdirSync(path.slice(0, path.lastIndexOf('/')), { recursive: true })
+      ws.fs.writeFileSync(path, 'foo\n')
+    }
+    ws.chdir('/proj')
+    const found = async (input: object): Promise<string[]> => {
+      const outcome = await callTool(tools, 'find_files', input)
+      if (outcome.isError) throw new Error(outcome.error.message)
+      return (outcome.result as { files: string[] }).files
+    }
+    const searched = async (input: object): Promise<string[]> => {
+      const outcome = await callTool(tools, 'search_files', { pattern: 'foo', ...input })
+      if (outcome.isError) throw new Error(outcome.error.message)
+      return (outcome.result as { matches: { path: string }[] }).matches.map((match) => match.path)
+    }
+    // './' anchors at the directory searched: lib/src is not ./src.
+    expect(await found({ pattern: './src/*.ts' })).toEqual(['/proj/src/a.ts'])
+    expect(await found({ pattern: './src/**/*.ts' })).toEqual(['/proj/src/a.ts', '/proj/src/sub/b.ts'])
+    expect(await found({ pattern: './*.ts', path: 'src/sub' })).toEqual(['/proj/src/sub/b.ts'])
+    expect(await found({ pattern: '../top.ts', path: 'src' })).toEqual([])
+    expect(await found({ pattern: './' })).toHaveLength(4)
+    // A directory given with its slash covers what is under it, wherever it is, as 'src' does.
+    expect(await found({ pattern: 'src/' })).toEqual(await found({ pattern: 'src' }))
+    expect(await found({ pattern: 'sub/' })).toEqual(['/proj/src/sub/b.ts'])
+    expect(await searched({ include: ['./src/**'] })).toEqual(['/proj/src/a.ts', '/proj/src/sub/b.ts'])
+    expect(await searched({ include: ['src/sub/'] })).toEqual(['/proj/src/sub/b.ts'])
+    expect(await searched({ exclude: ['./src'] })).toEqual(['/proj/lib/src/c.ts', '/proj/top.ts'])
+    expect(await searched({ exclude: ['src/'] })).toEqual(['/proj/top.ts'])
+    // What already matched still does.
+    expect(await found({ pattern: '**/*.ts' })).toHaveLength(4)
+    expect(await found({ pattern: '/proj/src/*.ts' })).toEqual(['/proj/src/a.ts'])
+  })
+})

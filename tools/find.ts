@@ -3,10 +3,10 @@
  * honoured unless asked otherwise. Sorted by path the walk can stop at max_results; sorted by
  * modification time (newest first, as agents' Glob tools do) it has to see every match first.
  */
-import { compileGlob } from '../src/glob.js'
 import type { Workspace } from '../src/workspace.js'
 import { type Budget, fitList } from './budget.js'
 import { resolvePath } from './operations.js'
+import { inputGlob } from './search.js'
 import { findFilesInput } from './schemas.js'
 import { type AgentTool, defineTool } from './tool.js'
 import { ViewReader, type WalkEntry, walk } from './walk.js'
@@ -20,8 +20,8 @@ export function findTool(ws: Workspace, budget: Budget): AgentTool {
       `paths within the result budget (${budget.chars} characters); when truncated, call again with offset: next_offset.`,
     findFilesInput,
     async (input) => {
-      const glob = compileGlob(input.pattern)
       const root = resolvePath(ws, input.path ?? '.')
+      const glob = inputGlob(input.pattern, root)
       const reader = await ViewReader.open(ws)
       const wanted = input.offset + input.max_results
       const found: WalkEntry[] = []

@@ -5,7 +5,8 @@
  * search with a common pattern on a large tree costs what it returns. Patterns run in time linear in
  * the text (grep.ts): one that needs backtracking is refused as invalid input, never left to hang.
  */
-import { compileGlob } from '../src/glob.js'
+import { type Glob, compileGlob } from '../src/glob.js'
+import { normalize } from '../src/path.js'
 import type { Workspace } from '../src/workspace.js'
 import { type Budget, Room } from './budget.js'
 import { type LineMatch, LineMatcher, UnsupportedPattern, isBinary, loadGrep } from './grep.js'
@@ -15,10 +16,26 @@ import { searchFilesInput } from './schemas.js'
 import { type AgentTool, defineTool } from './tool.js'
 import { ViewReader, type WalkEntry, walk } from './walk.js'
 
+/**
+ * A glob as models write it, compiled for a search under `root`: './src/*.ts' (or '../x') is taken
+ * from the root, as a shell and every glob library take it, and 'src/' names the directory, which
+ * covers what is under it. Both matched nothing (every path here is absolute, and a glob's '/' at
+ * the end needs one in the path), so find_files, search_files' include and exclude silently
+ * answered "no files" or excluded nothing.
+ */
+export function inputGlob(pattern: string, root: string): Glob {
+  let glob = pattern.replace(/(?<=.)\/+$/, '')
+  if (glob === '.' || glob === '..' || glob.startsWith('./') || glob.startsWith('../')) {
+    // A root whose name has glob characters would not match itself: then the pattern is taken as given, less its './'.
+    glob = /[*?{]/.test(root) ? glob.replace(/^(\.\/)+/, '') || '**' : normalize(root + '/' + glob)
+  }
+  return compileGlob(glob)
+}
+
 /** include and exclude as a walk filter: include picks files, exclude also prunes directories. */
-export function globFilter(include: readonly string[] | undefined, exclude: readonly string[] | undefined): (entry: WalkEntry) => boolean {
-  const wanted = include?.map(compileGlob)
-  const unwanted = exclude?.map(compileGlob)
+export function globFilter(include: readonly string[] | undefined, exclude: readonly string[] | undefined, root: string): (entry: WalkEntry) => boolean {
+  const wanted = include?.map((pattern) => inputGlob(pattern, root))
+  const unwanted = exclude?.map((pattern) => inputGlob(pattern, root))
   return (entry) =>
     (unwanted !== undefined && unwanted.some((glob) => glob.test(entry.path))) ||
     (wanted !== undefined && entry.type !== 'dir' && !wanted.some((glob) => glob.test(entry.path)))
@@ -74,7 +91,7 @@ export function searchTool(ws: Workspace, budget: Budget): AgentTool {
       let unreadable = 0
       let ignored = 0
       let stopped: 'max_results' | 'budget' | undefined
-      const walking = walk(reader, root, { gitignore: !input.include_ignored, skip: globFilter(input.include, input.exclude), onIgnored: () => ignored++ })
+      const walking = walk(reader, root, { gitignore: !input.include_ignored, skip: globFilter(input.include, input.exclude, root), onIgnored: () => ignored++ })
       for await (const entry of walking) {
         if (entry.type !== 'file') continue
         let bytes: Uint8Array
