@@ -2,8 +2,9 @@
  * The base a flush compares the project with, when a human edits the project while the agent works
  * on it: the version the workspace showed when it first changed a path, as an editor's "changed on
  * disk" check compares with the file it loaded. An edit the agent read again before changing the
- * path is no conflict (its change rests on it); one made after is. Real directories on disk are
- * the oracle: the human's edits are made with node:fs, between the agent's operations.
+ * path is no conflict (its change rests on it); one made after is. And after a flush, an edit of a
+ * flushed file on disk is reported, never written back over. Real directories on disk are the
+ * oracle: the human's edits are made with node:fs, between the agent's operations.
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -193,5 +194,32 @@ describe('a restore over a path the human changed on disk', () => {
     // Back to the start, /a.txt would show the disk's newer version, not the one first read.
     await expect(ws.restore(start.id)).rejects.toMatchObject({ code: 'ECONFLICT', conflicts: ['/a.txt'] })
     await ws.close()
+  })
+})
+
+describe('a flushed file the human edits on disk afterwards', () => {
+  it('is reported as changed in the project, not planned, and a new change of it is a conflict', async () => {
+    const { root, store } = project({ 'a.txt': 'one\n', 'b.txt': 'b\n' })
+    const ws = await open(root, store)
+    ws.fs.writeFileSync('/a.txt', 'agent\n')
+    ws.fs.rmSync('/b.txt')
+    expect((await ws.flush()).applied).toBe(true)
+    await humanSaves(root, 'a.txt', 'HUMAN after the flush\n')
+    await humanSaves(root, 'b.txt', 'HUMAN made it again\n')
+    const status = await ws.flush(undefined, { dryRun: true })
+    expect(status.changes).toEqual([])
+    expect(status.conflicts).toEqual([])
+    expect(status.changedInTarget?.map((c) => c.path)).toEqual(['/a.txt', '/b.txt'])
+    // A flush of something else leaves the human's edits as they are.
+    ws.fs.writeFileSync('/c.txt', 'agent\n')
+    expect((await ws.flush()).applied).toBe(true)
+    expect(tree(root)).toEqual({ '/a.txt': 'HUMAN after the flush\n', '/b.txt': 'HUMAN made it again\n', '/c.txt': 'agent\n' })
+    // Still reported after a reopen; a change the agent makes on its own copy is refused.
+    await ws.close()
+    const again = await open(root, store)
+    expect((await again.flush(undefined, { dryRun: true })).changedInTarget?.map((c) => c.path)).toEqual(['/a.txt', '/b.txt'])
+    again.fs.writeFileSync('/a.txt', 'agent again\n')
+    await refused(again, root, ['/a.txt'])
+    await again.close()
   })
 })

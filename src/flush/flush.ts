@@ -42,6 +42,13 @@ export interface FlushReport {
   targets: { id: string; applied: boolean }[]
   /** Names of shared inodes (hard links) a target wrote as separate copies, since it cannot make hard links. */
   linksCopied?: { target: string; paths: string[] }[]
+  /**
+   * A dry run's: paths we flushed that changed in the target since (someone else's edit; a file we
+   * deleted there made again), where the workspace still shows what we wrote, and so not what the
+   * target holds now. Not in `changes`: the flush does not write them back; a change the workspace
+   * makes to one of them is a conflict.
+   */
+  changedInTarget?: { target: string; path: string }[]
 }
 
 export interface FlushHost {
@@ -108,14 +115,19 @@ async function flushHeld(host: FlushHost, targets: readonly FlushTarget[], optio
     .filter((target) => target.hardLinks !== true)
     .map((target) => ({ target: target.id, paths: plans.get(target)!.flatMap((p) => p.entries.flatMap((e) => (e.kind === 'file' && e.link !== undefined ? [e.path] : []))) }))
     .filter((copied) => copied.paths.length > 0)
-  const report = (applied: boolean, done: readonly FlushTarget[]): FlushReport => ({
+  const report = (applied: boolean, done: readonly FlushTarget[], changedInTarget: FlushReport['changedInTarget'] = []): FlushReport => ({
     applied,
     changes,
     conflicts,
     targets: targets.map((t) => ({ id: t.id, applied: done.includes(t) })),
     ...(linksCopied.length > 0 ? { linksCopied } : {}),
+    ...(changedInTarget.length > 0 ? { changedInTarget } : {}),
   })
-  if (options.dryRun) return report(false, [])
+  if (options.dryRun) {
+    const changedInTarget: FlushReport['changedInTarget'] = []
+    for (const target of targets) for (const path of await changedSinceFlushed(host, target, plans.get(target)!)) changedInTarget.push({ target: target.id, path })
+    return report(false, [], changedInTarget)
+  }
   if (conflicts.length > 0 && !options.force) throw conflictError(conflicts, targets.length > 1)
   const done: FlushTarget[] = []
   for (const [index, target] of targets.entries()) {
@@ -381,6 +393,25 @@ async function conflictsOf(host: FlushHost, target: FlushTarget, plan: readonly 
     }
   }
   return [...conflicts].sort()
+}
+
+/**
+ * The paths we flushed into `target` that the plan leaves alone (the workspace shows what we wrote)
+ * and that changed there since: a file or symlink whose version moved, a directory that went, an
+ * entry we deleted that is there again. A directory's own version moves with every name added in
+ * it, so only its going counts. One version query per path of the ledger.
+ */
+async function changedSinceFlushed(host: FlushHost, target: FlushTarget, plan: readonly Planned[]): Promise<string[]> {
+  const planned = new Set(plan.map((p) => p.path))
+  const ledger = host.book.ledger(target.id)
+  const paths = [...ledger.keys()].filter((path) => !planned.has(path)).sort()
+  if (paths.length === 0) return []
+  const now = await target.versions(paths)
+  return paths.filter((path, i) => {
+    const { sig, version } = ledger.get(path)!
+    if (kindOf(sig) === 'dir') return now[i] === undefined
+    return !holds(version, now[i])
+  })
 }
 
 async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Planned[], options: FlushOptions): Promise<void> {
