@@ -74,13 +74,13 @@ async function refused(ws: Workspace, root: string, paths: string[]): Promise<vo
  * The agent reads /a.txt (v1), the human saves it (v2), the agent reads it again and sees v2:
  * `change` then makes the agent's change on what it read.
  */
-async function rereadThen(change: (ws: Workspace) => void): Promise<{ ws: Workspace; root: string; store: string }> {
+async function rereadThen(change: (ws: Workspace) => unknown): Promise<{ ws: Workspace; root: string; store: string }> {
   const { root, store } = project({ 'a.txt': 'one\n', 'keep.txt': 'k\n' })
   const ws = await open(root, store)
   expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('one\n')
   await humanSaves(root, 'a.txt', 'HUMAN two\n')
   expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
-  change(ws)
+  await change(ws)
   return { ws, root, store }
 }
 
@@ -88,6 +88,11 @@ const changes = [
   ['an edit', (ws: Workspace) => ws.fs.writeFileSync('/a.txt', ws.fs.readFileSync('/a.txt', 'utf8') + 'agent\n'), { '/a.txt': 'HUMAN two\nagent\n', '/keep.txt': 'k\n' }],
   ['a delete', (ws: Workspace) => ws.fs.rmSync('/a.txt'), { '/keep.txt': 'k\n' }],
   ['a rename', (ws: Workspace) => ws.fs.renameSync('/a.txt', '/b.txt'), { '/b.txt': 'HUMAN two\n', '/keep.txt': 'k\n' }],
+  [
+    'a transaction’s edit',
+    (ws: Workspace) => ws.transaction((staged) => staged.writeFileSync('/a.txt', staged.readFileSync('/a.txt', 'utf8') + 'agent\n')),
+    { '/a.txt': 'HUMAN two\nagent\n', '/keep.txt': 'k\n' },
+  ],
 ] as const
 
 describe('a path the human changed on disk and the agent read again before changing it', () => {
@@ -153,17 +158,17 @@ describe('a change not made on the human’s save', () => {
   })
 
   it('made after the save without reading it is a conflict (the write looks at the disk, the agent did not)', async () => {
-    const { ws, root } = await beside({ 'a.txt': 'one\n', 'b.txt': 'one\n' })
-    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('one\n')
-    expect(ws.fs.readFileSync('/b.txt', 'utf8')).toBe('one\n')
-    await humanSaves(root, 'a.txt', 'HUMAN two\n')
-    await humanSaves(root, 'b.txt', 'HUMAN two\n')
+    const { ws, root } = await beside({ 'a.txt': 'one\n', 'b.txt': 'one\n', 'c.txt': 'one\n' })
+    for (const name of ['/a.txt', '/b.txt', '/c.txt']) expect(ws.fs.readFileSync(name, 'utf8')).toBe('one\n')
+    for (const name of ['a.txt', 'b.txt', 'c.txt']) await humanSaves(root, name, 'HUMAN two\n')
     await rereadAndChange(ws, root)
     // Looked up (exists, stat) but not read: the agent did not see the save.
     expect(ws.fs.existsSync('/a.txt')).toBe(true)
     ws.fs.writeFileSync('/a.txt', 'agent, from one\n')
     ws.fs.rmSync('/b.txt')
-    await refused(ws, root, ['/a.txt', '/b.txt'])
+    // A transaction's staging looks at the disk as it writes: that is no read of the agent's either.
+    await ws.transaction((staged) => staged.writeFileSync('/c.txt', 'agent, from one\n'))
+    await refused(ws, root, ['/a.txt', '/b.txt', '/c.txt'])
     await ws.close()
   })
 
