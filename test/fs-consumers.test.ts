@@ -3,6 +3,7 @@
  * beside the same calls on a real Linux directory through node:fs (the oracle of the parity tests).
  * Each case was a divergence once: what the library does with Node's fs must work with ours.
  */
+import type * as nodeFs from 'node:fs'
 import gracefulFs from 'graceful-fs'
 import { describe, expect, it } from 'vitest'
 import { type At, type Fs, fsOracle } from './support/fs-oracle.js'
@@ -113,5 +114,66 @@ describe('what libraries pass to the calls', () => {
       await using handle = await fs.promises.open(at('/d/g'))
       return await handle.readFile({ signal: new AbortController().signal, encoding: 'utf8' })
     })
+  })
+})
+
+describe('a tree changing under an open handle', () => {
+  it('a Dir lists the directory it opened, wherever it went before the first read: renamed, removed or replaced (it listed the path then: ENOENT, or the new directory\'s names); opened directories below are opendir\'s errors', async () => {
+    const names = async (dir: nodeFs.Dir) => {
+      const out: string[] = []
+      for await (const entry of dir) out.push(`${entry.parentPath.replace(/^.*\/d$/, 'd')}|${entry.name}`)
+      return out.sort()
+    }
+    expect(
+      await same(async (fs, at) => {
+        const dir = fs.opendirSync(at('/d'))
+        fs.renameSync(at('/d'), at('/moved'))
+        return names(dir)
+      }),
+    ).toEqual(['d|g', 'd|sub'])
+    await same(async (fs, at) => {
+      const dir = fs.opendirSync(at('/d'))
+      fs.renameSync(at('/d'), at('/old'))
+      fs.mkdirSync(at('/d'))
+      fs.writeFileSync(at('/d/new'), '')
+      return names(dir)
+    })
+    expect(
+      await same(async (fs, at) => {
+        const dir = fs.opendirSync(at('/d'))
+        fs.rmSync(at('/d'), { recursive: true })
+        return [dir.readSync(), await names(dir)]
+      }),
+    ).toEqual([null, []])
+    // Its parent renamed: the path it has now is found too.
+    await same(async (fs, at) => {
+      fs.mkdirSync(at('/top'))
+      fs.renameSync(at('/d'), at('/top/d'))
+      const dir = await fs.promises.opendir(at('/top/d'))
+      fs.renameSync(at('/top'), at('/elsewhere'))
+      return names(dir)
+    })
+    // Names added before the first read are seen, as getdents then sees them.
+    await same(async (fs, at) => {
+      const dir = fs.opendirSync(at('/d'))
+      fs.writeFileSync(at('/d/added'), '')
+      return names(dir)
+    })
+    expect(
+      await same(async (fs, at) => {
+        fs.mkdirSync(at('/d/sub/deep'))
+        const dir = fs.opendirSync(at('/d'), { recursive: true })
+        const seen: string[] = []
+        for await (const entry of dir) {
+          seen.push(entry.name)
+          // sub's names are listed as it is read: deep is opened by its path when it is.
+          if (entry.name === 'sub') {
+            fs.rmdirSync(at('/d/sub/deep'))
+            fs.writeFileSync(at('/d/sub/deep'), '')
+          }
+        }
+        return seen
+      }),
+    ).toMatchObject({ code: 'ENOTDIR', syscall: 'opendir' })
   })
 })

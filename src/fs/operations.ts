@@ -74,8 +74,20 @@ function createsFile(flags: unknown): boolean {
   return typeof flags === 'string' && /[wax]/.test(flags)
 }
 
+/** A directory opendir opened: the path that names it now, and its inode. */
+interface OpenedDir {
+  path: string
+  readonly ino: number
+}
+
 export class FsOperations {
   readonly descriptors = new DescriptorTable()
+  /**
+   * Directories opendir opened and has not listed yet (it lists on the first read), by the path
+   * that names them now: a rename moves it along, as a descriptor follows its inode. Weak: a Dir
+   * dropped unread is forgotten.
+   */
+  private readonly unreadDirs = new Set<WeakRef<OpenedDir>>()
   cwd = '/'
   umask = 0o022
   /** The largest file a write may make (EFBIG above it, nothing written): Node's own I/O limit by default. */
@@ -345,8 +357,39 @@ export class FsOperations {
     if (entry.type !== 'dir') throw new FsError('ENOTDIR', 'opendir', given)
     // Node's Dir checks its buffer size after the directory is opened.
     if (opts.bufferSize !== undefined) validateInteger(opts.bufferSize, 'options.bufferSize', 1, 4294967295)
-    const list = (dir: string) => this.readdir(dir, { withFileTypes: true, encoding }) as Dirent<string | Uint8Array>[]
-    return new Dir(given, list, Boolean(opts.recursive))
+    const opened: OpenedDir = { path: entry.path, ino: this.overlay.meta(entry).ino }
+    const unread = new WeakRef(opened)
+    this.unreadDirs.add(unread)
+    // The directory it opened, wherever it is now: one renamed is listed where it went; one removed
+    // (or replaced by another at its path) lists nothing, as the handle Node reads holds the inode.
+    // It listed whatever the path named on the first read: ENOENT after a rename or rm, another directory's names after a replace.
+    const top = (): Dirent<string | Uint8Array>[] => {
+      this.unreadDirs.delete(unread)
+      const dir = this.tryResolveDir(opened.path)
+      if (!dir || this.overlay.meta(dir).ino !== opened.ino) return []
+      this.accessed(dir)
+      return this.overlay.names(dir).map((name) => new Dirent(encodedName(name, encoding), this.overlay.child(dir, name)!.type, given))
+    }
+    // Below the top (recursive) Node opens each directory by its joined path when it gets to it: opendir's errors.
+    const below = (dir: string): Dirent<string | Uint8Array>[] => {
+      try {
+        return this.readdir(dir, { withFileTypes: true, encoding }) as Dirent<string | Uint8Array>[]
+      } catch (error) {
+        if (error instanceof FsError && error.syscall === 'scandir') throw new FsError(error.code, 'opendir', error.path)
+        throw error
+      }
+    }
+    return new Dir(given, top, below, Boolean(opts.recursive))
+  }
+
+  /** Unread opendir directories under `from` now named under `to`. */
+  private dirsMoved(from: string, to: string): void {
+    for (const unread of this.unreadDirs) {
+      const opened = unread.deref()
+      if (!opened) this.unreadDirs.delete(unread)
+      else if (opened.path === from) opened.path = to
+      else if (opened.path.startsWith(from + '/')) opened.path = to + opened.path.slice(from.length)
+    }
   }
 
   /** `synchronous`: statSync, whose throwIfNoEntry: false gives undefined (Node's callback and promise stat fail with ENOENT). */
@@ -697,6 +740,7 @@ export class FsOperations {
     const gone = replaced && { type: replaced.type, ino: this.overlay.meta(replaced).ino }
     const moved = join(target.parent.path, target.name)
     this.descriptors.moved(moving.path, moved)
+    if (this.unreadDirs.size > 0) this.dirsMoved(moving.path, moved)
     this.changes.moved(mark, moving.path, moved, moving.type, ino, gone)
   }
 

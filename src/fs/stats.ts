@@ -210,15 +210,17 @@ export class Dir {
   private entries: Dirent<string | Uint8Array>[] | undefined
   private closed = false
 
+  /** `top` lists the directory opened (on the first read); `list` a directory below it, by its path. */
   constructor(
     readonly path: string,
+    private readonly top: () => Dirent<string | Uint8Array>[],
     private readonly list: (path: string) => Dirent<string | Uint8Array>[],
     private readonly recursive = false,
   ) {}
 
   readSync(): Dirent | null {
     if (this.closed) throw dirClosed()
-    this.entries ??= this.list(this.path)
+    this.entries ??= this.top()
     const entry = this.entries.shift()
     if (entry === undefined) return null
     if (this.recursive && entry.isDirectory()) this.entries.push(...this.list(joinLexically(entry.parentPath, String(entry.name))))
