@@ -176,4 +176,42 @@ describe('a tree changing under an open handle', () => {
       }),
     ).toMatchObject({ code: 'ENOTDIR', syscall: 'opendir' })
   })
+
+  it('a directory open in a descriptor (as durable writers open one to fsync it) keeps its inode when it is removed or renamed over: fstat, fchmod, futimes, fsync work with no links (fstat was ENOENT naming a path, or the stat of another directory)', async () => {
+    const fields = (stats: nodeFs.Stats, ino: number) => [stats.isDirectory(), stats.nlink, stats.mode.toString(8), stats.ino === ino]
+    expect(
+      await same((fs, at) => {
+        const fd = fs.openSync(at('/d'), 'r')
+        const { ino } = fs.fstatSync(fd)
+        fs.rmSync(at('/d'), { recursive: true })
+        return [fields(fs.fstatSync(fd), ino), fs.fstatSync(fd).size]
+      }),
+    ).toEqual([[true, 0, '40755', true], 0])
+    await same((fs, at) => {
+      const fd = fs.openSync(at('/d/sub'), 'r')
+      const { ino } = fs.fstatSync(fd)
+      fs.rmdirSync(at('/d/sub'))
+      fs.mkdirSync(at('/d/sub'), 0o700)
+      fs.fchmodSync(fd, 0o750)
+      fs.futimesSync(fd, 1, 2)
+      fs.fsyncSync(fd)
+      const stats = fs.fstatSync(fd)
+      fs.closeSync(fd)
+      return [fields(stats, ino), stats.mtimeMs, fs.statSync(at('/d/sub')).mode.toString(8)]
+    })
+    await same((fs, at) => {
+      const fd = fs.openSync(at('/d/sub'), 'r')
+      const { ino } = fs.fstatSync(fd)
+      fs.mkdirSync(at('/other'))
+      fs.renameSync(at('/other'), at('/d/sub'))
+      return fields(fs.fstatSync(fd), ino)
+    })
+    // Renamed, it is still named: its changes land where it went.
+    await same((fs, at) => {
+      const fd = fs.openSync(at('/d/sub'), 'r')
+      fs.renameSync(at('/d'), at('/moved'))
+      fs.fchmodSync(fd, 0o711)
+      return [fs.fstatSync(fd).nlink, fs.statSync(at('/moved/sub')).mode.toString(8)]
+    })
+  })
 })

@@ -66,7 +66,7 @@ const CREATES: Partial<Record<string, readonly [index: number, syscall: string]>
 }
 
 /** Calls that can take a file's last name: an inode open in a descriptor then lives on in it. */
-const TAKES_NAMES: ReadonlySet<string> = new Set(['unlink', 'rm', 'rename', 'cp', 'copyFile'])
+const TAKES_NAMES: ReadonlySet<string> = new Set(['unlink', 'rm', 'rmdir', 'rename', 'cp', 'copyFile'])
 
 /** Whether open's flags may create the file (w, a, x forms, or O_CREAT). */
 function createsFile(flags: unknown): boolean {
@@ -168,13 +168,17 @@ export class FsOperations {
     }
   }
 
-  /** The files open in descriptors now, as entries (each still its descriptor's inode). */
+  /**
+   * The files and directories open in descriptors now, as entries (each still its descriptor's
+   * inode). Directories too: one removed under its descriptor was fstat's ENOENT (naming a path,
+   * which fstat never does), where Linux keeps the inode with no links.
+   */
   private openInodes(): [OpenFile, Entry][] {
     const out: [OpenFile, Entry][] = []
     for (const open of this.descriptors.all()) {
-      if (open.directory || open.orphan) continue
+      if (open.orphan) continue
       const entry = this.inodeEntry(open)
-      if (entry?.type === 'file') out.push([open, entry])
+      if (entry?.type === (open.directory ? 'dir' : 'file')) out.push([open, entry!])
     }
     return out
   }
@@ -183,6 +187,11 @@ export class FsOperations {
   private keepUnnamed(open: [OpenFile, Entry][]): void {
     for (const [file, entry] of open) {
       if (this.inodeEntry(file) !== undefined) continue
+      if (file.directory) {
+        // Nothing is read or written through it: its metadata is all it keeps (no links, as rmdir(2) leaves it).
+        file.orphan = { entry, meta: { ...this.overlay.meta(entry), ctimeMs: this.overlay.now() } }
+        continue
+      }
       const bytes = this.overlay.readBytes(entry)
       file.buffer = workingMemory(Math.max(bytes.byteLength, 64))
       file.buffer.set(bytes)
@@ -1178,7 +1187,7 @@ export class FsOperations {
     const u = validateInteger(uid, 'uid', -1, 4294967295)
     const g = validateInteger(gid, 'gid', -1, 4294967295)
     this.settle()
-    if (open.orphan) return this.changeOrphan(open.orphan, owner(open.orphan.meta, u, g, this.overlay.now(), false))
+    if (open.orphan) return this.changeOrphan(open.orphan, owner(open.orphan.meta, u, g, this.overlay.now(), open.directory))
     if (open.dirty) this.flushDescriptor(open)
     const entry = this.descriptorEntry(open, 'fchown')
     this.changeMeta(entry, owner(this.overlay.meta(entry), u, g, this.overlay.now(), entry.type === 'dir'))
