@@ -503,6 +503,8 @@ class Readback {
 
 /** getfattr (in the C locale) writes names with backslash-octal escapes per byte: \012 for a newline, \\ for a backslash. */
 function unescapeName(name: string): string {
+  // Most names have nothing escaped: a chmod -R lists every file, and byte by byte cost seconds.
+  if (!name.includes('\\')) return name
   const bytes: number[] = []
   for (let i = 0; i < name.length; i++) {
     if (name[i] === '\\' && name[i + 1] === '\\') {
