@@ -5,6 +5,7 @@
  */
 import type * as nodeFs from 'node:fs'
 import gracefulFs from 'graceful-fs'
+import git from 'isomorphic-git'
 import { describe, expect, it } from 'vitest'
 import { type At, type Fs, fsOracle } from './support/fs-oracle.js'
 
@@ -213,5 +214,45 @@ describe('a tree changing under an open handle', () => {
       fs.fchmodSync(fd, 0o711)
       return [fs.fstatSync(fd).nlink, fs.statSync(at('/moved/sub')).mode.toString(8)]
     })
+  })
+})
+
+describe('isomorphic-git over ws.fs', () => {
+  it('init, add, commit, branch, checkout, merge, status and log over many files give the same commits, trees and worktree as over a real directory', async () => {
+    const outcome = await same(async (fs, at) => {
+      const dir = at('/repo')
+      const author = { name: 'agent', email: 'agent@example.com', timestamp: 1700000000, timezoneOffset: 0 }
+      const out: unknown[] = []
+      await git.init({ fs, dir, defaultBranch: 'main' })
+      for (let i = 0; i < 60; i++) {
+        fs.mkdirSync(`${dir}/src/m${i % 7}`, { recursive: true })
+        fs.writeFileSync(`${dir}/src/m${i % 7}/f${i}.txt`, `file ${i}\n`.repeat(i + 1))
+      }
+      fs.writeFileSync(`${dir}/run.sh`, '#!/bin/sh\n', { mode: 0o755 })
+      fs.symlinkSync('run.sh', `${dir}/link`)
+      await git.add({ fs, dir, filepath: '.' })
+      out.push(await git.commit({ fs, dir, message: 'one', author }))
+      await git.branch({ fs, dir, ref: 'feature', checkout: true })
+      fs.writeFileSync(`${dir}/src/m1/f1.txt`, 'changed on feature\n')
+      fs.rmSync(`${dir}/src/m2`, { recursive: true })
+      fs.writeFileSync(`${dir}/new.txt`, 'new\n')
+      await git.add({ fs, dir, filepath: ['src/m1/f1.txt', 'new.txt'] })
+      for (const filepath of await git.listFiles({ fs, dir })) if (filepath.startsWith('src/m2/')) await git.remove({ fs, dir, filepath })
+      out.push(await git.commit({ fs, dir, message: 'feature', author }))
+      // Back on main the deleted directory comes back and the new file goes.
+      await git.checkout({ fs, dir, ref: 'main' })
+      out.push(fs.existsSync(`${dir}/new.txt`), fs.readdirSync(`${dir}/src/m2`).length, fs.readFileSync(`${dir}/src/m1/f1.txt`, 'utf8'))
+      fs.writeFileSync(`${dir}/src/m3/f3.txt`, 'changed on main\n')
+      await git.add({ fs, dir, filepath: 'src/m3/f3.txt' })
+      out.push(await git.commit({ fs, dir, message: 'main', author }))
+      out.push(await git.merge({ fs, dir, ours: 'main', theirs: 'feature', author, message: 'merge' }))
+      await git.checkout({ fs, dir, ref: 'main', force: true })
+      fs.writeFileSync(`${dir}/src/m4/f4.txt`, 'dirty')
+      out.push(await git.statusMatrix({ fs, dir }))
+      out.push((await git.log({ fs, dir })).map((entry) => entry.oid))
+      out.push(fs.readdirSync(dir).sort(), (fs.statSync(`${dir}/run.sh`).mode & 0o777).toString(8), fs.readlinkSync(`${dir}/link`))
+      return out
+    })
+    expect(outcome).toHaveLength(12)
   })
 })
