@@ -453,6 +453,9 @@ export class ExecLayer {
           kept.push(file) // getfattr lists a file only when it has some
           continue
         }
+        // A metadata-only copy-up (metacopy=on) holds a hole where its content would be: never
+        // moved into the layer, where it would show as that hole (the read-back holds none, this
+        // is the last guard). overlayfs's other xattrs (origin, a rename's redirect) are stripped.
         if (found.some((name) => !(name.startsWith(this.overlayXattr) && name !== `${this.overlayXattr}metacopy`) && name !== 'security.selinux')) continue
         for (const name of found.filter((name) => name.startsWith(this.overlayXattr))) {
           const list = strip.get(name) ?? []
