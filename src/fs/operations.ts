@@ -906,8 +906,12 @@ export class FsOperations {
       const dir = existing ?? this.overlay.put(parent, name, this.newDir(this.overlay.meta(source).mode | this.umask, parent))
       for (const child of this.overlay.names(source)) {
         // dereference: every entry is stat()ed, so links inside are copied as what they point to.
-        const entry = opts.dereference ? this.overlay.resolve(join(source.path, child), 'stat', true) : this.overlay.child(source, child)!
-        this.copyTree(entry, join(destPath, child), opts, joinLexically(src, child), joinLexically(dest, child))
+        // Node stats path.join(src, name), so the links the path went through count toward ELOOP: a
+        // link back up the tree ends in ELOOP at 40 (it went on until the destination's path was too
+        // long, ENAMETOOLONG after copying the tree some 600 levels deep).
+        const srcChild = joinLexically(src, child)
+        const entry = opts.dereference ? this.overlay.resolve(absolute(srcChild, this.cwd), 'stat', true, srcChild) : this.overlay.child(source, child)!
+        this.copyTree(entry, join(destPath, child), opts, srcChild, joinLexically(dest, child))
       }
       // A directory cp made takes the source's mode (a chmod after its entries); one that was there keeps its own.
       if (!existing || made) {
