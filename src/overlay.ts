@@ -272,11 +272,13 @@ export class Overlay {
   }
 
   /**
-   * The content of the lower entry `entry` is read (a file's bytes, a link's target, a directory's
-   * names) outside an operation: what the agent was shown there. A lookup alone is not (the engine
-   * looks at a path before changing it: auto-checkpoints), nor an operation's own read.
+   * The content of `entry` (a file's bytes, a link's target, a directory's names) was handed to the
+   * caller of the fs surface, outside an operation: what the agent was shown there, if it is the
+   * lower's. Said by the fs surface's reads only: the engine's own (a checkpoint's sizes, a diff, an
+   * export, an event's changes) show the agent nothing, and a base taken from them would pass a
+   * human's save the agent never saw for one its change rests on. A lookup is not a read either.
    */
-  private shownLower(entry: Entry): void {
+  markShown(entry: Entry): void {
     if (entry.node !== undefined || entry.lowerStat === undefined || entry.lowerPath === null) return
     if (this.looking > 0 || this.inOperation || !this.rebasing) return
     const first = this.observed.get(entry.lowerPath)
@@ -526,19 +528,13 @@ export class Overlay {
         throw error
       }
     }
-    if (entry.lowerPath !== null && entry.type === 'file') {
-      this.shownLower(entry)
-      return this.lower.readFile(entry.lowerPath)
-    }
+    if (entry.lowerPath !== null && entry.type === 'file') return this.lower.readFile(entry.lowerPath)
     throw new FsError('EISDIR', 'read')
   }
 
   readLink(entry: Entry): string {
     if (entry.node?.type === 'symlink') return entry.node.target
-    if (entry.lowerPath !== null && entry.type === 'symlink') {
-      this.shownLower(entry)
-      return this.lower.readlink(entry.lowerPath)
-    }
+    if (entry.lowerPath !== null && entry.type === 'symlink') return this.lower.readlink(entry.lowerPath)
     throw new FsError('EINVAL', 'readlink', entry.path)
   }
 
@@ -550,7 +546,6 @@ export class Overlay {
       for (const [name, node] of mapEntries(dir.node.children)) if (name !== INODES) (node.type === 'whiteout' ? hidden : names).add(name)
     }
     if (dir.lowerPath !== null) {
-      this.shownLower(dir)
       for (const name of this.lowerNames(dir.lowerPath)) if (!hidden.has(name)) names.add(name)
     }
     return [...names].sort()

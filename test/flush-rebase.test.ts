@@ -12,6 +12,7 @@ import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
+import { watching } from '../src/watch.js'
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-flush-rebase-'))
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
@@ -169,6 +170,34 @@ describe('a change not made on the human’s save', () => {
     // A transaction's staging looks at the disk as it writes: that is no read of the agent's either.
     await ws.transaction((staged) => staged.writeFileSync('/c.txt', 'agent, from one\n'))
     await refused(ws, root, ['/a.txt', '/b.txt', '/c.txt'])
+    await ws.close()
+  })
+
+  it('made after the engine, not the agent, read the save is a conflict: a checkpoint’s sizes, a diff, events and a status show the agent nothing', async () => {
+    const { root, store } = project({ 'read.txt': 'one\n', 'a.txt': 'one\n', 'd/x.txt': 'one\n' })
+    const ws = await Workspace.open({ lower: directory(root), store: directoryStore(store), watch: watching })
+    for (const name of ['/read.txt', '/a.txt']) expect(ws.fs.readFileSync(name, 'utf8')).toBe('one\n')
+    expect(ws.fs.readdirSync('/d')).toEqual(['x.txt'])
+    const before = await ws.checkpoint({ name: 'before' })
+    const changed: string[] = []
+    const stop = ws.events.on('change', (event) => changed.push(...event.changes.map((c) => c.path)))
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    fs.writeFileSync(path.join(root, 'd/human.txt'), 'HUMAN\n')
+    await rereadAndChange(ws, root)
+    // Reads of the engine's own, between the save and the agent's blind changes.
+    ws.fs.writeFileSync('/other.txt', 'x\n')
+    await ws.checkpoint({ name: 'after' })
+    expect((await ws.checkpointInfo('after')).files).toBeGreaterThan(0)
+    expect(ws.diff(before.id).map((c) => c.path)).toContain('/other.txt')
+    expect(ws.changes().length).toBeGreaterThan(0)
+    ws.fs.writeFileSync('/a.txt', 'agent, from one\n')
+    ws.fs.rmSync('/d', { recursive: true })
+    await ws.sync()
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    stop()
+    expect(changed).toEqual(expect.arrayContaining(['/a.txt', '/d/human.txt']))
+    await refused(ws, root, ['/a.txt', '/d'])
+    expect(fs.readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe('HUMAN two\n')
     await ws.close()
   })
 

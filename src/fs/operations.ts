@@ -252,6 +252,8 @@ export class FsOperations {
    * time when it is not later than the modification or change time, or is a day old.
    */
   private accessed(entry: Entry): void {
+    // What a read hands the caller is what the agent was shown (a flush's conflict base).
+    this.overlay.markShown(entry)
     if (this.frozenReason !== undefined) return // a read-only file system keeps its access times
     const meta = this.overlay.meta(entry)
     const atime = this.accessTimes.get(meta.ino) ?? meta.atimeMs
@@ -337,6 +339,7 @@ export class FsOperations {
     const inside = (target: string, chain: Above | undefined): boolean => chain !== undefined && (chain.path === target || inside(target, chain.above))
     while (pending.length > 0) {
       const { dir, relative, parentPath, lexical, above } = stack ? pending.pop()! : pending.shift()!
+      if (dir !== root) this.overlay.markShown(dir)
       for (const name of this.overlay.names(dir)) {
         const child = this.overlay.child(dir, name)!
         const childRelative = relative ? relative + '/' + name : name
