@@ -217,6 +217,8 @@ export function mountOver(ws: Workspace, root: string): NodeFs {
             dir.closeSync()
             return entries as Dirent[]
           }),
+          // The workspace's Dir listed everything below already (a recursive one too): nothing left to open.
+          () => [],
         )
       }
       case 'open':
