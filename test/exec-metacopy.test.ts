@@ -120,6 +120,8 @@ describe.runIf(here)('exec: metadata-only changes in overlay mode (metacopy=on a
       if (metacopy) {
         // The read-back read no content and gave the workspace none to store.
         expect(ran).toMatchObject({ bytesRead: 0, contentsTaken: 0 })
+        // Chosen by itself, overlay mode says it copies metadata only.
+        expect((await ws.exec('true')).modeReason).toMatch(/^kernel overlayfs over the lower directory \(as root, in a mount namespace; metacopy=on\)$/)
       }
       // The next command sees the modes and content (the exec layer was written from the workspace, no hole of a metacopy file).
       const look = await exec(ws, LOOK)

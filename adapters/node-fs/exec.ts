@@ -237,7 +237,8 @@ class HostShellSession implements ExecSession {
     }
     if (options.mode === 'copy') return { mode: 'copy', reason: 'options.mode is copy' }
     if (problem !== undefined) return { mode: 'copy', reason: problem }
-    return { mode: 'overlay', reason: `kernel overlayfs over the lower directory (${host.privileged ? 'as root, in a mount namespace' : 'in an unprivileged user namespace'})` }
+    const where = host.privileged ? 'as root, in a mount namespace' : 'in an unprivileged user namespace'
+    return { mode: 'overlay', reason: `kernel overlayfs over the lower directory (${where}; ${host.metacopy === undefined ? 'metacopy=on' : `metacopy off: ${host.metacopy}`})` }
   }
 
   private overlayProblem(options: ExecOptions, host: Support): string | undefined {
