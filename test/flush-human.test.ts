@@ -6,67 +6,12 @@
  */
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
-import { directory, directoryStore } from '../adapters/node-fs/index.js'
-import { Workspace } from '../src/index.js'
+import { describe, expect, it } from 'vitest'
+import type { Workspace } from '../src/index.js'
+import { humanProjects, open, refused, tick, tree } from './support/human-project.js'
 
-const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-flush-human-'))
-afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
-
-let serial = 0
-/** A project holding `files` (a name ending in '/' is a directory), and a store beside it. */
-function project(files: Record<string, string>): { root: string; store: string } {
-  const base = path.join(scratch, `p${serial++}`)
-  const root = path.join(base, 'project')
-  fs.mkdirSync(root, { recursive: true })
-  for (const [name, content] of Object.entries(files)) {
-    const at = path.join(root, name)
-    if (name.endsWith('/')) fs.mkdirSync(at, { recursive: true })
-    else {
-      fs.mkdirSync(path.dirname(at), { recursive: true })
-      fs.writeFileSync(at, content)
-    }
-  }
-  return { root, store: path.join(base, 'store') }
-}
-
-async function open(root: string, store: string): Promise<Workspace> {
-  return Workspace.open({ lower: directory(root), store: directoryStore(store) })
-}
-
-/** Every entry under `root` as Linux sees it: files with their text, directories with a slash. */
-function tree(root: string): Record<string, string> {
-  const out: Record<string, string> = {}
-  const walk = (dir: string, shown: string) => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-      if (entry.name.startsWith('.rewindfs-flush')) continue
-      const at = `${shown}/${entry.name}`
-      if (entry.isDirectory()) {
-        out[`${at}/`] = ''
-        walk(path.join(dir, entry.name), at)
-      } else out[at] = fs.readFileSync(path.join(dir, entry.name), 'utf8')
-    }
-  }
-  walk(root, '')
-  return out
-}
-
-/** The human's later edit gets a ctime past the operation before it, whatever the clock's tick. */
-const tick = () => new Promise((resolve) => setTimeout(resolve, 15))
-
-/** The flush refuses with ECONFLICT naming exactly `paths`, and the disk is what it was. */
-async function refused(ws: Workspace, root: string, paths: string[]): Promise<void> {
-  const before = tree(root)
-  const error = await ws.flush().then(
-    () => undefined,
-    (thrown: unknown) => thrown as { code?: string; conflicts?: { path: string }[] },
-  )
-  expect(error?.code).toBe('ECONFLICT')
-  expect(error?.conflicts?.map((c) => c.path)).toEqual(paths)
-  expect(tree(root)).toEqual(before)
-}
+const project = humanProjects('flush-human')
 
 describe('a directory the workspace made where the human then made one too', () => {
   it('is a conflict: the human’s files in it are neither deleted nor overwritten', async () => {
@@ -201,7 +146,7 @@ describe('metadata the human changed', () => {
     await tick()
     const file = path.join(root, 'a.txt')
     // touch -r keeps the nanoseconds (a Date would round them, and so change the version anyway).
-    const reference = path.join(scratch, `reference-${serial++}`)
+    const reference = path.join(path.dirname(root), 'reference')
     fs.writeFileSync(reference, '')
     execFileSync('touch', ['-r', file, reference])
     fs.writeFileSync(file, 'HUMN\n')

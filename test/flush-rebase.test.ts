@@ -7,68 +7,21 @@
  * oracle: the human's edits are made with node:fs, between the agent's operations.
  */
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
+import { humanProjects, open, refused, tick, tree as treeOf } from './support/human-project.js'
 import { watching } from '../src/watch.js'
 
-const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-flush-rebase-'))
-afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
-
-let serial = 0
-/** A project holding `files`, and a store beside it. */
-function project(files: Record<string, string>): { root: string; store: string } {
-  const base = path.join(scratch, `p${serial++}`)
-  const root = path.join(base, 'project')
-  fs.mkdirSync(root, { recursive: true })
-  for (const [name, content] of Object.entries(files)) {
-    const at = path.join(root, name)
-    fs.mkdirSync(path.dirname(at), { recursive: true })
-    fs.writeFileSync(at, content)
-  }
-  return { root, store: path.join(base, 'store') }
-}
-
-async function open(root: string, store: string): Promise<Workspace> {
-  return Workspace.open({ lower: directory(root), store: directoryStore(store) })
-}
-
-/** Every file under `root` with its text (the flush's staging folder left out). */
-function tree(root: string): Record<string, string> {
-  const out: Record<string, string> = {}
-  const walk = (dir: string, shown: string) => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-      if (entry.name.startsWith('.rewindfs-flush')) continue
-      const at = `${shown}/${entry.name}`
-      if (entry.isDirectory()) walk(path.join(dir, entry.name), at)
-      else out[at] = fs.readFileSync(path.join(dir, entry.name), 'utf8')
-    }
-  }
-  walk(root, '')
-  return out
-}
-
-/** The human's edit gets a ctime past the operation before it, whatever the clock's tick. */
-const tick = () => new Promise((resolve) => setTimeout(resolve, 15))
+const project = humanProjects('flush-rebase')
+/** Every file under `root` with its text. */
+const tree = (root: string) => treeOf(root, { dirs: false })
 
 /** The human saves `text` in the project's `name`, a tick after what came before. */
 async function humanSaves(root: string, name: string, text: string): Promise<void> {
   await tick()
   fs.writeFileSync(path.join(root, name), text)
-}
-
-/** The flush refuses with ECONFLICT naming exactly `paths`, and the disk is what it was. */
-async function refused(ws: Workspace, root: string, paths: string[]): Promise<void> {
-  const before = tree(root)
-  const error = await ws.flush().then(
-    () => undefined,
-    (thrown: unknown) => thrown as { code?: string; conflicts?: { path: string }[] },
-  )
-  expect(error?.code).toBe('ECONFLICT')
-  expect(error?.conflicts?.map((c) => c.path)).toEqual(paths)
-  expect(tree(root)).toEqual(before)
 }
 
 /**
