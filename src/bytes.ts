@@ -101,9 +101,10 @@ export function isProbablyText(bytes: Uint8Array): boolean {
   const sample = bytes.subarray(0, 8192)
   if (sample.includes(0)) return false
   try {
-    new TextDecoder('utf-8', { fatal: true }).decode(sample.byteLength < bytes.byteLength ? bytes.subarray(0, 8000) : sample)
+    // Streaming where the sample is cut: a multi-byte character cut at its edge is held, not an error; any other bad byte is.
+    new TextDecoder('utf-8', { fatal: true }).decode(sample, { stream: sample.byteLength < bytes.byteLength })
     return true
   } catch {
-    return sample.byteLength < bytes.byteLength // a cut multi-byte character at the sample edge is fine
+    return false
   }
 }

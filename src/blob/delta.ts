@@ -4,7 +4,7 @@
  * instead of a megabyte. Deltas are made in the background (never on the write path) with a
  * bounded diff, and only when clearly smaller than the full content.
  */
-import { decode, encode, isProbablyText } from '../bytes.js'
+import { bytesEqual, decode, encode, isProbablyText } from '../bytes.js'
 import { diffLines } from '../line-diff.js'
 import type { BlobId } from './store.js'
 
@@ -42,7 +42,11 @@ export function makeDelta(baseId: BlobId, base: Uint8Array, target: Uint8Array):
     }
   }
   if (cost * 2 > target.byteLength) return undefined
-  return { base: baseId, ops, size: target.byteLength, cost }
+  const delta = { base: baseId, ops, size: target.byteLength, cost }
+  // The ops work on decoded text: bytes that are not UTF-8 past the sniff's sample (a Latin-1 'é'
+  // in a long file) decode to U+FFFD and would come back as other bytes. Only a delta that rebuilds
+  // the very bytes replaces them (in the background: one more decode and encode of this file).
+  return bytesEqual(applyDelta(base, delta), target) ? delta : undefined
 }
 
 export function applyDelta(base: Uint8Array, delta: Delta): Uint8Array {
