@@ -54,6 +54,27 @@ export class Confinement {
   }
 
   /**
+   * `error` (from a host call) with the host paths it names in its `path`, `dest`, message and
+   * stack turned into workspace paths, in place: callers are promised workspace paths (Node's
+   * shape, '/src/a.ts' where a node:fs call names its argument), and where the root lies on the
+   * host is not theirs to see. Paths outside the root (none a call here makes) stay as they are.
+   */
+  hostError<E>(error: E): E {
+    if (typeof error !== 'object' || error === null) return error
+    const named = error as { path?: unknown; dest?: unknown; message?: unknown; stack?: unknown }
+    for (const key of ['path', 'dest'] as const) {
+      const host = named[key]
+      if (typeof host !== 'string') continue
+      const shown = this.inside(host)
+      if (shown === undefined || shown === host) continue
+      named[key] = shown
+      if (typeof named.message === 'string') named.message = named.message.replaceAll(`'${host}'`, `'${shown}'`)
+      if (typeof named.stack === 'string') named.stack = named.stack.replaceAll(`'${host}'`, `'${shown}'`)
+    }
+    return error
+  }
+
+  /**
    * Throws EACCES unless the open descriptor is a file inside the root. Run before any byte is read
    * or written through it, so a directory swapped for a link after the walk cannot lead outside.
    */

@@ -79,11 +79,24 @@ export class DirectorySource implements LowerSource, FlushTarget {
   stat(path: string): LowerStat | undefined {
     const normal = normalize(checkPath(path))
     if (isHidden(normal)) return undefined
-    const stats = lstatOrUndefined(this.confinement.resolve(normal, 'lstat', false))
+    const stats = this.onDisk(() => lstatOrUndefined(this.confinement.resolve(normal, 'lstat', false)))
     return stats && lowerStatOf(stats)
   }
 
+  /** Runs host calls for a read: what they throw names workspace paths, not host ones (see hostError). */
+  private onDisk<T>(read: () => T): T {
+    try {
+      return read()
+    } catch (error) {
+      throw this.confinement.hostError(error)
+    }
+  }
+
   readdir(path: string): string[] {
+    return this.onDisk(() => this.readdirNow(path))
+  }
+
+  private readdirNow(path: string): string[] {
     const normal = this.visible(path, 'scandir')
     const host = this.confinement.resolve(normal, 'scandir', true)
     const names: string[] = []
@@ -99,6 +112,10 @@ export class DirectorySource implements LowerSource, FlushTarget {
   }
 
   readFile(path: string): Uint8Array {
+    return this.onDisk(() => this.readFileNow(path))
+  }
+
+  private readFileNow(path: string): Uint8Array {
     const normal = this.visible(path, 'open')
     const fd = fs.openSync(this.confinement.resolve(normal, 'open', true), fs.constants.O_RDONLY | O_NOFOLLOW)
     try {
@@ -117,7 +134,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
    * tools follow a link the project committed as `/home/me/app/config/app.ini` where its commands do.
    */
   readlink(path: string): string {
-    return workspaceTarget(fs.readlinkSync(this.confinement.resolve(this.visible(path, 'readlink'), 'readlink', false), 'utf8'), this.root)
+    return this.onDisk(() => workspaceTarget(fs.readlinkSync(this.confinement.resolve(this.visible(path, 'readlink'), 'readlink', false), 'utf8'), this.root))
   }
 
   /** The normalised path; the staging area is not there for readers (ENOENT, as stat says). */

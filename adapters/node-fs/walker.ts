@@ -26,20 +26,29 @@ export class DirectoryWalker implements LowerWalker {
 
   /** Files, directories and symlinks (what the directory source shows), without its reserved names. */
   list(path: string): WalkerEntry[] {
-    return onHostNow(() => this.listNow(path))
+    return this.onHost(() => this.listNow(path))
   }
 
   read(path: string): Uint8Array {
-    return onHostNow(() => this.readNow(path))
+    return this.onHost(() => this.readNow(path))
   }
 
   stat(path: string): { size: number; mtimeMs: number } {
-    const stats = onHostNow(() => fs.lstatSync(this.confinement.lexical(path)))
+    const stats = this.onHost(() => fs.lstatSync(this.confinement.lexical(path)))
     return { size: stats.size, mtimeMs: stats.mtimeMs }
   }
 
   readlink(path: string): string {
-    return onHostNow(() => workspaceTarget(fs.readlinkSync(this.confinement.lexical(path), 'utf8'), this.confinement.root))
+    return this.onHost(() => workspaceTarget(fs.readlinkSync(this.confinement.lexical(path), 'utf8'), this.confinement.root))
+  }
+
+  /** As host access; what it throws names workspace paths, as the source's own calls do (hostError). */
+  private onHost<T>(read: () => T): T {
+    try {
+      return onHostNow(read)
+    } catch (error) {
+      throw this.confinement.hostError(error)
+    }
   }
 
   private listNow(path: string): WalkerEntry[] {

@@ -1,0 +1,125 @@
+/**
+ * A directory(path) lower over messy or crafted projects: unreadable files, names the host refuses,
+ * FIFOs and devices, directories swapped for links while the workspace reads. node:fs on the same
+ * tree is the oracle; what counts is that nothing escapes the root, nothing hangs, and errors are
+ * shaped like Node's with the workspace paths the API promises (never where the root lies on the host).
+ */
+import { execFileSync, spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { build } from 'esbuild'
+import { afterAll, describe, expect, it } from 'vitest'
+import { directory } from '../adapters/node-fs/index.js'
+import { Workspace } from '../src/index.js'
+import { capability } from './support/require.js'
+
+// World-readable, so the unprivileged user can run a bundled child from here.
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-lower-hostile-'))
+fs.chmodSync(scratch, 0o755)
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
+const asRoot = process.getuid?.() === 0
+
+let serial = 0
+function project(files: Record<string, string> = {}): string {
+  const root = path.join(scratch, `p${serial++}`)
+  fs.mkdirSync(root)
+  for (const [name, content] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(root + name), { recursive: true })
+    fs.writeFileSync(root + name, content)
+  }
+  return root
+}
+
+/** What a call threw, as the fields Node's errors carry. */
+function thrown(call: () => unknown): { code?: string; errno?: number; syscall?: string; path?: string; message: string } {
+  try {
+    call()
+  } catch (error) {
+    const { code, errno, syscall, path, message } = error as NodeJS.ErrnoException
+    return { code, errno, syscall, path, message }
+  }
+  throw new Error('expected a throw')
+}
+
+/** Runs `script` (an ES module importing the repository by paths relative to test/) as the unprivileged test user. */
+async function runAsUser(script: string, ...args: string[]): Promise<unknown> {
+  const child = path.join(scratch, `child${serial++}.mjs`)
+  await build({ stdin: { contents: script, resolveDir: import.meta.dirname, loader: 'ts' }, bundle: true, platform: 'node', format: 'esm', target: 'node20', outfile: child, logLevel: 'error' })
+  const result = spawnSync('runuser', ['-u', 'rewindfs-exec', '--', process.execPath, child, ...args], { encoding: 'utf8', timeout: 60_000 })
+  expect(result.status, result.stderr).toBe(0)
+  return JSON.parse(result.stdout)
+}
+
+const user = asRoot ? spawnSync('id', ['-u', 'rewindfs-exec'], { encoding: 'utf8' }) : undefined
+const asUser = asRoot && capability('exec-user', user?.status === 0 ? undefined : 'the user rewindfs-exec does not exist (run scripts/provision-exec-user.sh as root)')
+
+describe('errors from the disk name workspace paths, as the API promises', () => {
+  it('a name longer than the host allows (ENAMETOOLONG) names the workspace path in every read, the walker and a flush', async () => {
+    const root = project({ '/a.txt': 'a' })
+    const source = directory(root)
+    const long = '/' + 'n'.repeat(300)
+    const oracle = thrown(() => fs.lstatSync(root + long))
+    expect(oracle).toMatchObject({ code: 'ENAMETOOLONG', errno: -36 })
+    for (const [what, call] of [
+      ['stat', () => source.stat(long)],
+      ['readFile', () => source.readFile(long)],
+      ['readdir', () => source.readdir(long)],
+      ['readlink', () => source.readlink(long)],
+      ['walker.read', () => source.walker().read(long)],
+      ['walker.list', () => source.walker().list(long)],
+      ['walker.stat', () => source.walker().stat(long)],
+    ] as const) {
+      const error = thrown(call)
+      expect(error, what).toEqual({ code: 'ENAMETOOLONG', errno: -36, syscall: error.syscall, path: long, message: `ENAMETOOLONG: name too long, ${error.syscall} '${long}'` })
+    }
+
+    // A path the workspace takes (under PATH_MAX) that is too long below the root on the host: the
+    // flush is refused before anything is written, naming what the agent wrote.
+    const ws = await Workspace.open({ lower: source })
+    const deep = ('/' + 'd'.repeat(200)).repeat(20)
+    const name = deep + '/' + 'f'.repeat(60)
+    expect(name.length).toBeLessThan(4096)
+    expect((root + name).length).toBeGreaterThan(4096)
+    ws.fs.mkdirSync(deep, { recursive: true })
+    ws.fs.writeFileSync(name, 'x')
+    const refused = await ws.flush().then(
+      () => undefined,
+      (error: NodeJS.ErrnoException) => error,
+    )
+    expect(refused).toMatchObject({ code: 'ENAMETOOLONG' })
+    expect(refused!.path?.startsWith(root)).toBe(false)
+    expect(refused!.message).not.toContain(root)
+    expect(fs.readdirSync(root).filter((entry) => entry !== '.rewindfs-flush')).toEqual(['a.txt'])
+    await ws.close()
+  })
+
+  it.skipIf(!asUser)('a file or directory the user may not read (EACCES) names the workspace path, as node:fs names its argument (run as an unprivileged user)', async () => {
+    const root = project({ '/secret': 'root only', '/xonly/known.txt': 'k', '/closed/f': 'f' })
+    fs.chmodSync(root + '/secret', 0o000)
+    fs.chmodSync(root + '/xonly', 0o311)
+    fs.chmodSync(root + '/closed', 0o000)
+    const seen = (await runAsUser(
+      `
+      import { directory } from '../adapters/node-fs/index.js'
+      import { Workspace } from '../src/index.js'
+      const ws = await Workspace.open({ lower: directory(process.argv[2]) })
+      const shape = (call) => { try { call(); return 'read' } catch (error) { return { code: error.code, errno: error.errno, syscall: error.syscall, path: error.path, message: error.message } } }
+      console.log(JSON.stringify({
+        read: shape(() => ws.fs.readFileSync('/secret')),
+        list: shape(() => ws.fs.readdirSync('/xonly')),
+        listClosed: shape(() => ws.fs.readdirSync('/closed')),
+        readInXOnly: ws.fs.readFileSync('/xonly/known.txt', 'utf8'),
+      }))
+      await ws.close()
+      `,
+      root,
+    )) as Record<string, unknown>
+    expect(seen).toEqual({
+      read: { code: 'EACCES', errno: -13, syscall: 'open', path: '/secret', message: "EACCES: permission denied, open '/secret'" },
+      list: { code: 'EACCES', errno: -13, syscall: 'scandir', path: '/xonly', message: "EACCES: permission denied, scandir '/xonly'" },
+      listClosed: { code: 'EACCES', errno: -13, syscall: 'scandir', path: '/closed', message: "EACCES: permission denied, scandir '/closed'" },
+      readInXOnly: 'k',
+    })
+  })
+})
