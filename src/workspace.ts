@@ -193,7 +193,7 @@ export class Workspace {
   async close(): Promise<void> {
     if (this.context.closed) return
     await this.context.serial.idle() // calls already made finish first
-    for (const file of [...this.ops.descriptors.all()]) this.ops.close(file.fd)
+    await this.ops.closeAll()
     await this.execSession?.close().catch(() => undefined)
     await this.sync().catch(() => undefined)
     await this.context.durability?.finishCompaction()

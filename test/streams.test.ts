@@ -256,3 +256,35 @@ describe('streams behave as node:fs on a real file', () => {
     reader.destroy()
   })
 })
+
+describe('the workspace closing under open handles and streams', () => {
+  // It closed the descriptors under them: a later handle.close() rejected with EBADF, and a
+  // stream's own close emitted an 'error' nobody listened for (a crash of the process), as after a
+  // readLines loop left early.
+  it('closes each FileHandle as its owner would, and the streams over it with it, with no error', async () => {
+    const ws = await Workspace.open()
+    ws.fs.writeFileSync('/a.txt', Array.from({ length: 20_000 }, (_, i) => `line ${i}`).join('\n'))
+    const lines = await ws.fs.promises.open('/a.txt', 'r')
+    let read = 0
+    for await (const _line of lines.readLines()) if (++read === 3) break
+    const handle = await ws.fs.promises.open('/a.txt', 'r')
+    const overHandle = handle.createReadStream({ highWaterMark: 1024 })
+    const byPath = ws.fs.createReadStream('/a.txt', { highWaterMark: 1024 })
+    const errors: unknown[] = []
+    for (const stream of [overHandle, byPath]) stream.on('error', (error: unknown) => errors.push(error))
+    // Each started and paused part way through the file.
+    for (const stream of [overHandle, byPath]) await new Promise((resolve) => stream.once('readable', resolve))
+    const handleClosed = new Promise((resolve) => handle.once('close', resolve))
+    const streamClosed = new Promise((resolve) => overHandle.once('close', resolve))
+    await ws.close()
+    await handleClosed
+    await streamClosed
+    expect(handle.fd).toBe(-1)
+    expect(lines.fd).toBe(-1)
+    await expect(handle.close()).resolves.toBeUndefined()
+    await expect(lines.close()).resolves.toBeUndefined()
+    byPath.destroy()
+    await new Promise((resolve) => byPath.once('close', resolve))
+    expect(errors).toEqual([])
+  })
+})

@@ -44,6 +44,7 @@ export class FileHandle extends EventEmitter {
   ) {
     super()
     this.descriptor = fd
+    ops.handles.add(this)
   }
 
   /** The descriptor, -1 once closed. */
@@ -224,6 +225,7 @@ export class FileHandle extends EventEmitter {
     if (this.descriptor === -1) return this.closing ?? Promise.resolve()
     const fd = this.descriptor
     this.descriptor = -1
+    this.ops.handles.delete(this)
     this.closing = (async () => {
       try {
         this.ops.close(fd)

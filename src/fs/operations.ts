@@ -88,6 +88,13 @@ export class FsOperations {
    * dropped unread is forgotten.
    */
   private readonly unreadDirs = new Set<WeakRef<OpenedDir>>()
+  /** FileHandles not closed yet: the workspace's close closes them as their owners would. */
+  readonly handles = new Set<{ close(): Promise<void> }>()
+  /**
+   * Descriptors the workspace's close closed under their owners: closing one again later (a
+   * stream's autoClose, a handle's close) finds the work done, not EBADF thrown from a callback.
+   */
+  private readonly closedUnder = new Set<number>()
   cwd = '/'
   umask = 0o022
   /** The largest file a write may make (EFBIG above it, nothing written): Node's own I/O limit by default. */
@@ -1109,9 +1116,19 @@ export class FsOperations {
   }
 
   close(fd: unknown): void {
+    if (this.closedUnder.size > 0 && this.closedUnder.delete(validateFd(fd))) return
     const open = this.descriptors.get(validateFd(fd), 'close')
     if (open.dirty) this.flushDescriptor(open)
     this.descriptors.delete(open.fd)
+  }
+
+  /** The workspace closes: every FileHandle closed (fd -1, 'close' emitted), then every other descriptor. */
+  async closeAll(): Promise<void> {
+    for (const handle of [...this.handles]) await handle.close().catch(() => undefined)
+    for (const file of [...this.descriptors.all()]) {
+      this.close(file.fd)
+      this.closedUnder.add(file.fd)
+    }
   }
 
   fsync(fd: unknown): void {

@@ -65,6 +65,7 @@ export interface StreamClasses {
 export interface HandleLike {
   readonly fd: number
   close(): Promise<void>
+  once(event: 'close', listener: () => void): unknown
 }
 
 function hostStreams(name: string): HostStreams {
@@ -114,6 +115,9 @@ function boundStream(name: string, Host: StreamConstructor, fs: StreamFs, isHand
   const Stream = function (this: object, path: unknown, options?: unknown): object | void {
     if (!(this instanceof Stream)) return new (Stream as unknown as StreamConstructor)(path, options as Record<string, unknown>)
     hostInit.call(this, path, withWorkspace(path, options, fs, isHandle))
+    // As Node's: a stream over a FileHandle closes when the handle does (the workspace's close too).
+    const fd = (options as { fd?: unknown } | undefined)?.fd
+    if (isHandle(fd)) fd.once('close', () => (this as { close(): void }).close())
   }
   Object.defineProperty(Stream, 'name', { value: name })
   Object.setPrototypeOf(Stream.prototype, Host.prototype)
