@@ -99,6 +99,7 @@ export async function flush(options: Options): Promise<Outcome> {
     await ws.sync()
     const paint = stdoutPalette()
     const conflicts = report.conflicts.map((c) => c.path)
+    const changedInTarget = (report.changedInTarget ?? []).map((c) => c.path)
     const head = options.dryRun
       ? `${paint.bold('flush (dry run)')}: would write ${report.changes.length} path(s) into ${dir}`
       : `${paint.bold('flushed')} ${report.changes.length} path(s) into ${dir}`
@@ -107,8 +108,10 @@ export async function flush(options: Options): Promise<Outcome> {
       ...changeLines(report.changes, false, paint),
       ...(conflicts.length > 0 && options.dryRun && !options.force ? [paint.yellow(`changed in the project since read (a flush would be refused without --force): ${conflicts.join(', ')}`)] : []),
       ...(conflicts.length > 0 && !options.dryRun ? [paint.yellow(`overwrote paths changed in the project since they were read: ${conflicts.join(', ')}`)] : []),
+      // Someone else's edit of what we flushed: the workspace still shows our version, and a flush leaves theirs alone.
+      ...(changedInTarget.length > 0 ? [paint.yellow(`changed in the project since flushed (kept there; the workspace still shows what it flushed): ${changedInTarget.join(', ')}`)] : []),
     ]
-    return { data: { applied: report.applied, dryRun: options.dryRun, project: dir, changes: report.changes.map((c) => changeJson(c, false)), conflicts }, lines }
+    return { data: { applied: report.applied, dryRun: options.dryRun, project: dir, changes: report.changes.map((c) => changeJson(c, false)), conflicts, ...(options.dryRun ? { changedInTarget } : {}) }, lines }
   } finally {
     bar.finish() // before anything else is printed
     await ws.close()

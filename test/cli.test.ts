@@ -422,6 +422,13 @@ describe('rewindfs restore and flush', () => {
     expect(onDisk('README.md')).toBeUndefined()
     expect(json(['status', ...project$()]).body.changes).toEqual([])
     expect(json(['flush', ...project$()]).body).toMatchObject({ applied: true, changes: [] })
+    // Someone edits a flushed file on disk: the dry run says so, and a flush leaves it as they made it.
+    fs.writeFileSync(path.join(project, 'app/notes.md'), 'theirs\n')
+    const after = json(['flush', ...project$(), '--dry-run'])
+    expect(after.body).toMatchObject({ changes: [], conflicts: [], changedInTarget: ['/app/notes.md'] })
+    expect(runCli(['flush', ...project$(), '--dry-run']).stdout).toContain('changed in the project since flushed (kept there; the workspace still shows what it flushed): /app/notes.md')
+    expect(json(['flush', ...project$()]).body).toMatchObject({ applied: true, changes: [] })
+    expect(onDisk('app/notes.md')).toBe('theirs\n')
   })
 
   it('flush refuses with exit 3 over a file changed on disk since the last flush; --force overwrites', async () => {
