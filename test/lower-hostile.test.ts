@@ -42,11 +42,17 @@ function thrown(call: () => unknown): { code?: string; errno?: number; syscall?:
   throw new Error('expected a throw')
 }
 
-/** Runs `script` (an ES module importing the repository by paths relative to test/) as the unprivileged test user. */
-async function runAsUser(script: string, ...args: string[]): Promise<unknown> {
+/**
+ * Runs `script` (an ES module importing the repository by paths relative to test/) in a child
+ * process, as the unprivileged test user when `asUser`, and parses what it prints. A child, so a
+ * call that hangs fails the test (killed after `timeout`) instead of the test process.
+ */
+async function runChild(script: string, args: string[], { asUser = false, timeout = 60_000 } = {}): Promise<unknown> {
   const child = path.join(scratch, `child${serial++}.mjs`)
   await build({ stdin: { contents: script, resolveDir: import.meta.dirname, loader: 'ts' }, bundle: true, platform: 'node', format: 'esm', target: 'node20', outfile: child, logLevel: 'error' })
-  const result = spawnSync('runuser', ['-u', 'rewindfs-exec', '--', process.execPath, child, ...args], { encoding: 'utf8', timeout: 60_000 })
+  const command = asUser ? ['runuser', '-u', 'rewindfs-exec', '--', process.execPath] : [process.execPath]
+  const result = spawnSync(command[0], [...command.slice(1), child, ...args], { encoding: 'utf8', timeout })
+  expect(result.signal, `the child was killed: ${result.stderr}`).toBeNull()
   expect(result.status, result.stderr).toBe(0)
   return JSON.parse(result.stdout)
 }
@@ -99,7 +105,7 @@ describe('errors from the disk name workspace paths, as the API promises', () =>
     fs.chmodSync(root + '/secret', 0o000)
     fs.chmodSync(root + '/xonly', 0o311)
     fs.chmodSync(root + '/closed', 0o000)
-    const seen = (await runAsUser(
+    const seen = (await runChild(
       `
       import { directory } from '../adapters/node-fs/index.js'
       import { Workspace } from '../src/index.js'
@@ -113,7 +119,8 @@ describe('errors from the disk name workspace paths, as the API promises', () =>
       }))
       await ws.close()
       `,
-      root,
+      [root],
+      { asUser: true },
     )) as Record<string, unknown>
     expect(seen).toEqual({
       read: { code: 'EACCES', errno: -13, syscall: 'open', path: '/secret', message: "EACCES: permission denied, open '/secret'" },
@@ -121,5 +128,43 @@ describe('errors from the disk name workspace paths, as the API promises', () =>
       listClosed: { code: 'EACCES', errno: -13, syscall: 'scandir', path: '/closed', message: "EACCES: permission denied, scandir '/closed'" },
       readInXOnly: 'k',
     })
+  })
+})
+
+describe('FIFOs and devices in the project', () => {
+  /** Every read of `name` in `root` (the source's and its walker's), each as the error it threw or 'read'. */
+  const READS = `
+    import { directory } from '../adapters/node-fs/index.js'
+    import { Workspace } from '../src/index.js'
+    const [root, ...names] = process.argv.slice(2)
+    const source = directory(root)
+    const ws = await Workspace.open({ lower: source })
+    const shape = (call) => { try { call(); return 'read' } catch (error) { return { code: error.code, syscall: error.syscall, path: error.path } } }
+    const out = { listed: ws.fs.readdirSync('/').sort() }
+    for (const name of names) {
+      out[name] = {
+        ws: shape(() => ws.fs.readFileSync(name)),
+        source: shape(() => source.readFile(name)),
+        walker: shape(() => source.walker().read(name)),
+      }
+    }
+    await ws.close()
+    console.log(JSON.stringify(out))
+  `
+  const absent = (name: string) => ({ code: 'ENOENT', syscall: 'open', path: name })
+
+  it('a FIFO with no writer is not shown, and reading it (as the workspace does when a file stood there at its lookup) fails at once with ENOENT instead of hanging', async () => {
+    const root = project({ '/a.txt': 'a' })
+    execFileSync('mkfifo', [root + '/pipe'])
+    const seen = await runChild(READS, [root, '/pipe'], { timeout: 20_000 })
+    // The source is asked directly, as the workspace asks it when a file was there at its lookup.
+    expect(seen).toEqual({ listed: ['a.txt'], '/pipe': { ws: absent('/pipe'), source: absent('/pipe'), walker: absent('/pipe') } })
+  })
+
+  it.skipIf(!asRoot)('a character device (/dev/zero made with mknod) is never read without end (run as root)', async () => {
+    const root = project({ '/a.txt': 'a' })
+    execFileSync('mknod', [root + '/zero', 'c', '1', '5'])
+    const seen = await runChild(READS, [root, '/zero'], { timeout: 20_000 })
+    expect(seen).toEqual({ listed: ['a.txt'], '/zero': { ws: absent('/zero'), source: absent('/zero'), walker: absent('/zero') } })
   })
 })

@@ -12,6 +12,25 @@ const MAX_LINKS = 40 // Linux's MAXSYMLINKS
 /** Where the kernel says which file a descriptor is (Linux): the check after open that nothing escaped. */
 const DESCRIPTORS = fs.existsSync('/proc/self/fd') ? '/proc/self/fd/' : undefined
 
+/**
+ * How project files are opened for reading: no link followed at the last step, and O_NONBLOCK, so
+ * that a FIFO with no writer (or a device) put where the caller saw a file opens at once instead of
+ * hanging the process; the caller then checks with fstat (regularFile) before reading a byte.
+ * O_NONBLOCK changes nothing for a regular file.
+ */
+export const READ_FLAGS = fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0)
+
+/**
+ * Throws unless `stats` (of what was opened for reading) is a regular file: EISDIR for a
+ * directory, ENOENT for a FIFO, socket or device, which the source does not show (stat says there is
+ * nothing there) and whose read would never end (/dev/zero, a FIFO a writer keeps open).
+ */
+export function regularFile(stats: Stats, path: string): void {
+  if (stats.isFile()) return
+  if (stats.isDirectory()) throw new FsError('EISDIR', 'read', path)
+  throw new FsError('ENOENT', 'open', path)
+}
+
 /** Names the adapter keeps for itself in every directory: the staging folder and staged temp files. */
 export const RESERVED_PREFIX = '.rewindfs-flush'
 

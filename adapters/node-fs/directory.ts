@@ -10,13 +10,11 @@ import type { ExecRunner } from 'rewindfs'
 import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type LowerSource, type LowerStat, flushEngine, lowerStatOf, lowerVersionOf, normalize } from 'rewindfs/adapter-kit'
 import { LockFile } from 'rewindfs/adapter-kit/node'
 import { workspaceTarget } from './exec-tree.js'
-import { Confinement, RESERVED_PREFIX, checkPath, isReserved, lstatOrUndefined } from './confine.js'
+import { Confinement, READ_FLAGS, RESERVED_PREFIX, checkPath, isReserved, lstatOrUndefined, regularFile } from './confine.js'
 import { hostShell } from './exec.js'
 import { changedUnder, clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
 import { syncDirectory } from './files.js'
 import { DirectoryWalker, utf8Entries } from './walker.js'
-
-const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
 
 /** How long a flush waits for another process's flush into the same directory before EBUSY. */
 const LOCK_WAIT_MS = 60_000
@@ -117,10 +115,14 @@ export class DirectorySource implements LowerSource, FlushTarget {
 
   private readFileNow(path: string): Uint8Array {
     const normal = this.visible(path, 'open')
-    const fd = fs.openSync(this.confinement.resolve(normal, 'open', true), fs.constants.O_RDONLY | O_NOFOLLOW)
+    const host = this.confinement.resolve(normal, 'open', true)
+    // Not opened at all when it is no file: opening a device can do things (a tape rewinds).
+    const before = lstatOrUndefined(host)
+    if (before && !before.isSymbolicLink()) regularFile(before, path)
+    const fd = fs.openSync(host, READ_FLAGS)
     try {
       this.confinement.checkDescriptor(fd, 'open', normal)
-      if (fs.fstatSync(fd).isDirectory()) throw new FsError('EISDIR', 'read', path)
+      regularFile(fs.fstatSync(fd), path)
       const data = fs.readFileSync(fd)
       return new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
     } finally {

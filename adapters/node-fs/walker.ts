@@ -3,19 +3,19 @@
  * the workspace has not changed), without DirectorySource's confinement walk per call. The walk
  * hands over only paths with no symlink along them and entries this walker listed, so paths map onto
  * the root lexically; files open with O_NOFOLLOW, so no link on disk is followed at the last step
- * either. A directory swapped for a link in the middle of a walk is not caught here (DirectorySource's
- * own calls catch it): the walk reads what it listed a moment before. A file's bytes go into one
+ * either, and O_NONBLOCK, so a FIFO put where a file was listed is refused, not waited on. A
+ * directory swapped for a link in the middle of a walk is not caught here (DirectorySource's own
+ * calls catch it): the walk reads what it listed a moment before. A file's bytes go into one
  * buffer the walker reuses, so a walk over many small files allocates nothing per file. Each call
  * runs as host access (host-fs.ts) once, not once per fs call. Names that are not UTF-8 are left
  * out, as DirectorySource leaves them out (see utf8Entries).
  */
 import fs from 'node:fs'
 import type { EntryType, LowerWalker, WalkerEntry } from 'rewindfs/adapter-kit'
-import { type Confinement, isReserved } from './confine.js'
+import { type Confinement, READ_FLAGS, isReserved, regularFile } from './confine.js'
 import { workspaceTarget } from './exec-tree.js'
 import { onHostNow } from './host-fs.js'
 
-const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0
 /** The reused buffer grows to the largest file read so far, up to this. */
 const SCRATCH_MAX = 8 * 1024 * 1024
 
@@ -62,13 +62,15 @@ export class DirectoryWalker implements LowerWalker {
 
   /** Open, read, close for a file that fits the buffer; a bigger one is read into its own. */
   private readNow(path: string): Uint8Array {
-    const fd = fs.openSync(this.confinement.lexical(path), fs.constants.O_RDONLY | O_NOFOLLOW)
+    const fd = fs.openSync(this.confinement.lexical(path), READ_FLAGS)
     try {
+      // Listed as a file a moment ago; a FIFO or device put there since is not read (it may never end).
+      const stats = fs.fstatSync(fd)
+      regularFile(stats, path)
       let length = fs.readSync(fd, this.scratch, 0, this.scratch.length, 0)
       if (length < this.scratch.length) return this.scratch.subarray(0, length)
       // Bigger than the buffer: read the rest into one of the file's size (it may still grow).
-      const size = fs.fstatSync(fd).size
-      let buffer = Buffer.allocUnsafe(Math.max(size, length) + 1)
+      let buffer = Buffer.allocUnsafe(Math.max(stats.size, length) + 1)
       this.scratch.copy(buffer, 0, 0, length)
       if (buffer.length <= SCRATCH_MAX) this.scratch = buffer
       for (;;) {
