@@ -42,7 +42,16 @@ export function rootEntry(root: DirNode): Entry {
 
 const NO_RECORDS: MapRoot<UpperNode> = emptyMap<UpperNode>()
 
-export function diffTrees(overlay: Overlay, from: DirNode, to: DirNode): ChangeRecord[] {
+export interface DiffOptions {
+  /**
+   * Files whose modification times differ are changed too (a flush's status: make and tsc
+   * --incremental read mtimes). Directories' times are never compared (every entry written in one
+   * moves it), nor atimes; a symlink's time is not written by any flush target.
+   */
+  readonly times?: boolean
+}
+
+export function diffTrees(overlay: Overlay, from: DirNode, to: DirNode, options: DiffOptions = {}): ChangeRecord[] {
   const records: ChangeRecord[] = []
   // Inodes whose records differ: their names differ wherever they are, even in shared directories.
   const changed = new Set<number>()
@@ -74,7 +83,7 @@ export function diffTrees(overlay: Overlay, from: DirNode, to: DirNode): ChangeR
       if (after.type === 'dir') for (const name of overlay.names(after)) subtree(overlay.child(after, name)!, 'added')
       return
     }
-    if (!sameEntry(overlay, before, after)) emit(after.path, 'modified', after.type, before, after)
+    if (!sameEntry(overlay, before, after, options.times === true)) emit(after.path, 'modified', after.type, before, after)
     if (after.type === 'dir') walk(before, after)
   }
   const walk = (before: Entry, after: Entry) => {
@@ -97,11 +106,12 @@ export function diffTrees(overlay: Overlay, from: DirNode, to: DirNode): ChangeR
   return records
 }
 
-function sameEntry(overlay: Overlay, a: Entry, b: Entry): boolean {
+function sameEntry(overlay: Overlay, a: Entry, b: Entry, times: boolean): boolean {
   if (a.node !== undefined && a.node === b.node) return true
   // Content and metadata decide, whether a name is a hard link in one tree and not in the other.
   if (a.node === undefined && b.node === undefined && a.lowerPath === b.lowerPath) return true
   if (overlay.meta(a).mode !== overlay.meta(b).mode) return false
+  if (times && a.type === 'file' && overlay.meta(a).mtimeMs !== overlay.meta(b).mtimeMs) return false
   if (a.type === 'dir') return true
   if (a.type === 'symlink') return overlay.readLink(a) === overlay.readLink(b)
   if (a.node?.type === 'file' && b.node?.type === 'file') return a.node.blob === b.node.blob

@@ -63,7 +63,8 @@ export class Flushes {
     const engine = flushed && flushed.size > 0 ? (lower.source as Partial<FlushTarget>).flusher : undefined
     if (engine) return engine.differences(overlay, lower, flushed!).map((p) => p.change)
     // Status looks at the disk as it is now: nothing it sees counts as the workspace's first sighting.
-    return overlay.lookingOnly(() => diffTrees(overlay, Overlay.emptyRoot(lower), overlay.root).map((r) => r.change))
+    // A file's time counts, as in a flush (a `touch` is a change make sees); a directory's does not.
+    return overlay.lookingOnly(() => diffTrees(overlay, Overlay.emptyRoot(lower), overlay.root, { times: true }).map((r) => r.change))
   }
 
   /** On open: loads pins and flush ledgers; unreadable ones are damage (reported, left in the store). */

@@ -4,6 +4,24 @@
  */
 import type { BlobId } from '../blob/store.js'
 
+/**
+ * A file's signature (flush.ts `signature`): `f:<mode>:<blob>[:<link>]@<mtimeMs>`. The time part
+ * came in 2026-11-30; ledgers written before hold signatures without it (see flush.ts `sameState`).
+ */
+export interface FileSignature {
+  readonly mode: number
+  readonly blob: string
+  /** Undefined in a signature recorded before times were. */
+  readonly mtimeMs?: number
+}
+
+export function parseFileSignature(sig: string): FileSignature | undefined {
+  if (!sig.startsWith('f:')) return undefined
+  const at = sig.indexOf('@')
+  const [, mode, blob] = (at < 0 ? sig : sig.slice(0, at)).split(':')
+  return { mode: Number(mode), blob, ...(at < 0 ? {} : { mtimeMs: Number(sig.slice(at + 1)) }) }
+}
+
 /** What we know a target holds at a path: an entry signature and the version the target reported. */
 export interface Recorded {
   sig: string
@@ -36,6 +54,11 @@ export class FlushBook {
 
   /** Blobs the ledgers refer to (garbage-collection roots: a canary rollback may need them). */
   *blobs(): Iterable<BlobId> {
-    for (const ledger of this.ledgers.values()) for (const { sig } of ledger.values()) if (sig.startsWith('f:')) yield sig.slice(sig.indexOf(':', 2) + 1)
+    for (const ledger of this.ledgers.values()) {
+      for (const { sig } of ledger.values()) {
+        const file = parseFileSignature(sig)
+        if (file) yield file.blob
+      }
+    }
   }
 }

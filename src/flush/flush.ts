@@ -16,7 +16,7 @@ import { ABSENT, Overlay, type Entry } from '../overlay.js'
 import { components, dirname, join, normalize, relative } from '../path.js'
 import { namesOf } from '../layer/inodes.js'
 import { versionHolds } from '../lower/source.js'
-import { writtenBy } from './book.js'
+import { parseFileSignature, writtenBy } from './book.js'
 import type { FlushBook, Recorded } from './book.js'
 import type { PinnedLower } from './pinned-lower.js'
 import type { FlushEntry, FlushProgress, FlushTarget } from './target.js'
@@ -203,14 +203,37 @@ function exact(overlay: Overlay, path: string): Entry | undefined {
   return entry
 }
 
+/**
+ * What a flush writes at a path, as a string the ledger keeps. A file's mtime is part of it (make,
+ * ninja and tsc --incremental decide by it: a `touch` is a change); a directory's is not, since
+ * every entry written in it moves it on the target, nor is a symlink's, which no target writes (each
+ * makes the link anew, stamped at the flush; tools read the time of what it points to). A lower entry's version moves
+ * with its time.
+ */
 function signature(overlay: Overlay, entry: Entry | undefined): string {
   if (!entry) return 'absent'
-  const { mode } = overlay.meta(entry)
+  const { mode, mtimeMs } = overlay.meta(entry)
   if (entry.type === 'dir') return `d:${mode}`
   if (entry.type === 'symlink') return `l:${overlay.readLink(entry)}`
   // A hard link's inode is part of what was written: linking or unlinking a name changes it.
-  if (entry.node?.type === 'file') return entry.link !== undefined ? `f:${mode}:${entry.node.blob}:${entry.link}` : `f:${mode}:${entry.node.blob}`
+  if (entry.node?.type === 'file') return `f:${mode}:${entry.node.blob}${entry.link !== undefined ? `:${entry.link}` : ''}@${mtimeMs}`
   return `lower:${mode}:${entry.lowerPath}:${entry.lowerStat?.version ?? ''}`
+}
+
+/**
+ * Whether the workspace's entry (`current`, signed `desired`) is what the target holds (`before`:
+ * the ledger's record of the path, else the lower source's entry). A file's signature
+ * recorded before times were part of it (no '@') is compared without the time, or every file a
+ * store flushed before would look changed: rewritten or, edited by a human since, a conflict. Its
+ * time is unknown, so a change of the entry's metadata after that flush (a ctime past it: a touch)
+ * counts as a change; the next flush records the time.
+ */
+function sameState(overlay: Overlay, current: Entry | undefined, desired: string, before: string, recorded: Recorded | undefined): boolean {
+  if (desired === before) return true
+  if (recorded === undefined || !before.startsWith('f:') || before.includes('@') || !desired.startsWith('f:')) return false
+  const at = desired.lastIndexOf('@')
+  if (at < 0 || desired.slice(0, at) !== before) return false
+  return current === undefined || recorded.at === undefined || overlay.meta(current).ctimeMs <= recorded.at
 }
 
 /** Whether a proper ancestor of `path` is in `dirs`: O(depth), whatever the size of the set. */
@@ -237,14 +260,15 @@ export function differences(overlay: Overlay, lower: PinnedLower, ledger: Readon
 
 function differencesNow(overlay: Overlay, lower: PinnedLower, ledger: ReadonlyMap<string, Recorded>): Planned[] {
   const base = new Overlay(lower, overlay.blobs, overlay.inodes)
-  const candidates = new Set<string>(diffTrees(overlay, base.root, overlay.root).map((r) => r.change.path))
+  const candidates = new Set<string>(diffTrees(overlay, base.root, overlay.root, { times: true }).map((r) => r.change.path))
   for (const path of ledger.keys()) candidates.add(path)
   // Every name of a shared inode any of whose names is flushed: the target links them to one file.
   const linked = new Set<number>()
   const sent = (path: string) => {
     const current = exact(overlay, path)
     const desired = signature(overlay, current)
-    return desired !== (ledger.get(path)?.sig ?? signature(base, exact(base, path))) ? current : undefined
+    const recorded = ledger.get(path)
+    return sameState(overlay, current, desired, recorded?.sig ?? signature(base, exact(base, path)), recorded) ? undefined : current
   }
   for (const path of candidates) {
     const current = sent(path)
@@ -257,8 +281,9 @@ function differencesNow(overlay: Overlay, lower: PinnedLower, ledger: ReadonlyMa
   for (const path of [...candidates].sort()) {
     const current = exact(overlay, path)
     const desired = signature(overlay, current)
-    const before = ledger.get(path)?.sig ?? signature(base, exact(base, path))
-    if (desired === before && !names.has(path)) continue
+    const recorded = ledger.get(path)
+    const before = recorded?.sig ?? signature(base, exact(base, path))
+    if (sameState(overlay, current, desired, before, recorded) && !names.has(path)) continue
     const type = before === 'absent' ? 'added' : desired === 'absent' ? 'deleted' : 'modified'
     plan.push({ path, base: before, desired, current, entries: [], change: { path, type, entry: kindOf(desired) ?? kindOf(before)! } })
   }
@@ -489,9 +514,9 @@ async function rollBack(host: FlushHost, target: FlushTarget, plan: readonly Pla
     if (restored.has(path)) return
     restored.add(path)
     const kind = kindOf(sig)
-    if (sig.startsWith('f:')) {
-      const [, mode, blob] = sig.split(':')
-      entries.push({ path, kind: 'file', mode: Number(mode), mtimeMs: Date.now(), content: host.overlay.blobs.get(blob) })
+    const file = parseFileSignature(sig)
+    if (file) {
+      entries.push({ path, kind: 'file', mode: file.mode, mtimeMs: file.mtimeMs ?? Date.now(), content: host.overlay.blobs.get(file.blob) })
       return
     }
     if (kind === 'symlink') {
