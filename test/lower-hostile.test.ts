@@ -9,7 +9,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { build } from 'esbuild'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
+import { Confinement } from '../adapters/node-fs/confine.js'
 import { directory } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
 import { capability } from './support/require.js'
@@ -166,5 +167,61 @@ describe('FIFOs and devices in the project', () => {
     execFileSync('mknod', [root + '/zero', 'c', '1', '5'])
     const seen = await runChild(READS, [root, '/zero'], { timeout: 20_000 })
     expect(seen).toEqual({ listed: ['a.txt'], '/zero': { ws: absent('/zero'), source: absent('/zero'), walker: absent('/zero') } })
+  })
+})
+
+describe('a directory swapped for a link out of the root while the workspace reads it (TOCTOU)', () => {
+  afterEach(() => vi.restoreAllMocks())
+
+  /** A project whose /d can be swapped for a link to a directory outside that has the same names. */
+  function swappable() {
+    const outside = project({ '/passwd': 'OUTSIDE SECRET', '/only-outside': '' })
+    fs.symlinkSync('/etc/hostname', outside + '/lnk')
+    const root = project({ '/d/passwd': 'inside', '/d/x': '' })
+    fs.symlinkSync('x', root + '/d/lnk')
+    const swap = () => {
+      fs.renameSync(root + '/d', root + '/d.real')
+      fs.symlinkSync(outside, root + '/d')
+    }
+    const back = () => {
+      fs.unlinkSync(root + '/d')
+      fs.renameSync(root + '/d.real', root + '/d')
+    }
+    return { source: directory(root), swap, back }
+  }
+  const refused = expect.objectContaining({ code: 'EACCES', errno: -13, message: expect.stringMatching(/changed into a link leading outside the directory root/) })
+
+  it("the walker (the agent tools' search) reads, lists, stats and readlinks nothing outside after listing the directory", () => {
+    const { source, swap } = swappable()
+    const walker = source.walker()
+    expect(walker.list('/d').map((entry) => entry.name).sort()).toEqual(['lnk', 'passwd', 'x'])
+    swap()
+    for (const [what, call] of [
+      ['read', () => new TextDecoder().decode(walker.read('/d/passwd'))],
+      ['list', () => walker.list('/d').map((entry) => entry.name)],
+      ['stat', () => walker.stat('/d/passwd').size],
+      ['readlink', () => walker.readlink('/d/lnk')],
+    ] as const) {
+      expect(call, what).toThrow(refused)
+    }
+  })
+
+  it("the source's stat, readlink, readdir and readFile when the swap comes between their walk of the path and their call", () => {
+    const { source, swap, back } = swappable()
+    const resolve = Confinement.prototype.resolve
+    vi.spyOn(Confinement.prototype, 'resolve').mockImplementation(function (this: Confinement, ...args: Parameters<Confinement['resolve']>) {
+      const host = resolve.apply(this, args)
+      swap()
+      return host
+    })
+    for (const [what, call] of [
+      ['stat', () => source.stat('/d/passwd')?.size],
+      ['readlink', () => source.readlink('/d/lnk')],
+      ['readdir', () => source.readdir('/d')],
+      ['readFile', () => new TextDecoder().decode(source.readFile('/d/passwd'))],
+    ] as const) {
+      expect(call, what).toThrow(refused)
+      back()
+    }
   })
 })

@@ -11,6 +11,8 @@ import { FsError, normalize, typeError } from 'rewindfs/adapter-kit'
 const MAX_LINKS = 40 // Linux's MAXSYMLINKS
 /** Where the kernel says which file a descriptor is (Linux): the check after open that nothing escaped. */
 const DESCRIPTORS = fs.existsSync('/proc/self/fd') ? '/proc/self/fd/' : undefined
+/** Linux's O_PATH (not in fs.constants): a directory's descriptor for lookups in it, needing no read permission. */
+const O_PATH = process.platform === 'linux' ? 0o10000000 : undefined
 
 /**
  * How project files are opened for reading: no link followed at the last step, and O_NONBLOCK, so
@@ -79,18 +81,57 @@ export class Confinement {
    * host is not theirs to see. Paths outside the root (none a call here makes) stay as they are.
    */
   hostError<E>(error: E): E {
-    if (typeof error !== 'object' || error === null) return error
-    const named = error as { path?: unknown; dest?: unknown; message?: unknown; stack?: unknown }
-    for (const key of ['path', 'dest'] as const) {
-      const host = named[key]
-      if (typeof host !== 'string') continue
-      const shown = this.inside(host)
-      if (shown === undefined || shown === host) continue
-      named[key] = shown
-      if (typeof named.message === 'string') named.message = named.message.replaceAll(`'${host}'`, `'${shown}'`)
-      if (typeof named.stack === 'string') named.stack = named.stack.replaceAll(`'${host}'`, `'${shown}'`)
+    return renamePaths(error, (host) => this.inside(host))
+  }
+
+  /**
+   * `body` given a path that names `host` (below the root, its directories just resolved) through
+   * its parent directory's descriptor, `/proc/self/fd/<n>/<name>`, once that directory is checked to
+   * be inside the root: the last lookup then happens in that very directory, whatever is swapped for
+   * a link on the way meanwhile (openat(2)'s guarantee, which Node does not offer). For an lstat or
+   * readlink, which leave no descriptor to check afterwards. What `body` throws names `host`.
+   */
+  inParent<T>(host: string, syscall: string, path: string, body: (at: string) => T, attempt = 0): T {
+    if (host === this.root) return body(host)
+    const slash = host.lastIndexOf('/')
+    const parent = host.slice(0, slash) || '/'
+    let opened = false
+    try {
+      return this.inDirectory(parent, syscall, path, (at) => {
+        opened = true
+        return body(at === undefined ? host : `${at}${host.slice(slash)}`)
+      })
+    } catch (error) {
+      const code = codeOf(error)
+      if (opened || (code !== 'ENOENT' && code !== 'ENOTDIR')) throw error
+      // No parent to look in: the kernel's own answer for the whole path (ENOENT, ENOTDIR or
+      // ENAMETOOLONG, naming it), as Node gives it; nothing is read from a parent made meanwhile.
+      fs.lstatSync(host)
+      if (attempt > 2) throw error
+      return this.inParent(host, syscall, path, body, attempt + 1)
     }
-    return error
+  }
+
+  /**
+   * `body` given a path that names the directory `dir` through its descriptor, `/proc/self/fd/<n>`,
+   * once it is checked to be inside the root (so a listing never comes from a directory swapped for
+   * a link); `undefined` where there is no /proc, for `body` to use `dir`. What `body` throws names
+   * `dir`, not the descriptor.
+   */
+  inDirectory<T>(dir: string, syscall: string, path: string, body: (at: string | undefined) => T): T {
+    if (DESCRIPTORS === undefined || O_PATH === undefined) return body(undefined)
+    const fd = fs.openSync(dir, O_PATH | fs.constants.O_DIRECTORY)
+    try {
+      this.checkDescriptor(fd, syscall, path)
+      const at = `${DESCRIPTORS}${fd}`
+      try {
+        return body(at)
+      } catch (error) {
+        throw renamePaths(error, (named) => (named === at ? dir : named.startsWith(at + '/') ? dir + named.slice(at.length) : undefined))
+      }
+    } finally {
+      fs.closeSync(fd)
+    }
   }
 
   /**
@@ -177,6 +218,22 @@ export class Confinement {
     }
     return current
   }
+}
+
+/** `error` with the paths it names (`path`, `dest`, message, stack) renamed where `rename` says, in place. */
+function renamePaths<E>(error: E, rename: (path: string) => string | undefined): E {
+  if (typeof error !== 'object' || error === null) return error
+  const named = error as { path?: unknown; dest?: unknown; message?: unknown; stack?: unknown }
+  for (const key of ['path', 'dest'] as const) {
+    const from = named[key]
+    if (typeof from !== 'string') continue
+    const to = rename(from)
+    if (to === undefined || to === from) continue
+    named[key] = to
+    if (typeof named.message === 'string') named.message = named.message.replaceAll(`'${from}'`, `'${to}'`)
+    if (typeof named.stack === 'string') named.stack = named.stack.replaceAll(`'${from}'`, `'${to}'`)
+  }
+  return error
 }
 
 export function lstatOrUndefined(host: string): Stats | undefined {

@@ -10,7 +10,7 @@ import type { ExecRunner } from 'rewindfs'
 import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type LowerSource, type LowerStat, flushEngine, lowerStatOf, lowerVersionOf, normalize } from 'rewindfs/adapter-kit'
 import { LockFile } from 'rewindfs/adapter-kit/node'
 import { workspaceTarget } from './exec-tree.js'
-import { Confinement, READ_FLAGS, RESERVED_PREFIX, checkPath, isReserved, lstatOrUndefined, regularFile } from './confine.js'
+import { Confinement, READ_FLAGS, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined, regularFile } from './confine.js'
 import { hostShell } from './exec.js'
 import { changedUnder, clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
 import { syncDirectory } from './files.js'
@@ -77,7 +77,17 @@ export class DirectorySource implements LowerSource, FlushTarget {
   stat(path: string): LowerStat | undefined {
     const normal = normalize(checkPath(path))
     if (isHidden(normal)) return undefined
-    const stats = this.onDisk(() => lstatOrUndefined(this.confinement.resolve(normal, 'lstat', false)))
+    const stats = this.onDisk(() => {
+      const host = this.confinement.resolve(normal, 'lstat', false)
+      try {
+        // In the parent as resolved: a directory on the way swapped for a link since is not followed out.
+        return this.confinement.inParent(host, 'lstat', normal, lstatOrUndefined)
+      } catch (error) {
+        const code = codeOf(error)
+        if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
+        throw error
+      }
+    })
     return stats && lowerStatOf(stats)
   }
 
@@ -98,13 +108,11 @@ export class DirectorySource implements LowerSource, FlushTarget {
     const normal = this.visible(path, 'scandir')
     const host = this.confinement.resolve(normal, 'scandir', true)
     const names: string[] = []
+    // Listed through the directory's descriptor, checked to be inside the root: a component
+    // swapped for a link on the way cannot make the names come from elsewhere.
     // Names that are not UTF-8 are left out (see utf8Entries): a workspace name is a string.
-    for (const { name, entry } of utf8Entries(fs, host)) {
+    for (const { name, entry } of this.confinement.inDirectory(host, 'scandir', normal, (at) => utf8Entries(fs, at ?? host))) {
       if ((entry.isFile() || entry.isDirectory() || entry.isSymbolicLink()) && !isReserved(name)) names.push(name)
-    }
-    // A component swapped for a link while listing: the names may come from elsewhere.
-    if (fs.realpathSync.native(host) !== host) {
-      throw new FsError('EACCES', 'scandir', normal, undefined, `a component of the path changed into a link leading outside the directory root '${this.root}' during the call`)
     }
     return names
   }
@@ -136,7 +144,11 @@ export class DirectorySource implements LowerSource, FlushTarget {
    * tools follow a link the project committed as `/home/me/app/config/app.ini` where its commands do.
    */
   readlink(path: string): string {
-    return this.onDisk(() => workspaceTarget(fs.readlinkSync(this.confinement.resolve(this.visible(path, 'readlink'), 'readlink', false), 'utf8'), this.root))
+    const normal = this.visible(path, 'readlink')
+    return this.onDisk(() => {
+      const host = this.confinement.resolve(normal, 'readlink', false)
+      return workspaceTarget(this.confinement.inParent(host, 'readlink', normal, (at) => fs.readlinkSync(at, 'utf8')), this.root)
+    })
   }
 
   /** The normalised path; the staging area is not there for readers (ENOENT, as stat says). */

@@ -4,8 +4,9 @@
  * hands over only paths with no symlink along them and entries this walker listed, so paths map onto
  * the root lexically; files open with O_NOFOLLOW, so no link on disk is followed at the last step
  * either, and O_NONBLOCK, so a FIFO put where a file was listed is refused, not waited on. A
- * directory swapped for a link in the middle of a walk is not caught here (DirectorySource's own
- * calls catch it): the walk reads what it listed a moment before. A file's bytes go into one
+ * directory on the way swapped for a link in the middle of a walk is caught as DirectorySource
+ * catches it (EACCES): a file is read only once its descriptor is checked to be inside the root,
+ * and a listing, an lstat or a readlink goes through the descriptor of a directory checked so. A file's bytes go into one
  * buffer the walker reuses, so a walk over many small files allocates nothing per file. Each call
  * runs as host access (host-fs.ts) once, not once per fs call. Names that are not UTF-8 are left
  * out, as DirectorySource leaves them out (see utf8Entries).
@@ -34,12 +35,12 @@ export class DirectoryWalker implements LowerWalker {
   }
 
   stat(path: string): { size: number; mtimeMs: number } {
-    const stats = this.onHost(() => fs.lstatSync(this.confinement.lexical(path)))
+    const stats = this.onHost(() => this.confinement.inParent(this.confinement.lexical(path), 'lstat', path, (at) => fs.lstatSync(at)))
     return { size: stats.size, mtimeMs: stats.mtimeMs }
   }
 
   readlink(path: string): string {
-    return this.onHost(() => workspaceTarget(fs.readlinkSync(this.confinement.lexical(path), 'utf8'), this.confinement.root))
+    return this.onHost(() => workspaceTarget(this.confinement.inParent(this.confinement.lexical(path), 'readlink', path, (at) => fs.readlinkSync(at, 'utf8')), this.confinement.root))
   }
 
   /** As host access; what it throws names workspace paths, as the source's own calls do (hostError). */
@@ -53,7 +54,8 @@ export class DirectoryWalker implements LowerWalker {
 
   private listNow(path: string): WalkerEntry[] {
     const out: WalkerEntry[] = []
-    for (const { name, entry } of utf8Entries(fs, this.confinement.lexical(path))) {
+    const host = this.confinement.lexical(path)
+    for (const { name, entry } of this.confinement.inDirectory(host, 'scandir', path, (at) => utf8Entries(fs, at ?? host))) {
       const type: EntryType | undefined = entry.isFile() ? 'file' : entry.isDirectory() ? 'dir' : entry.isSymbolicLink() ? 'symlink' : undefined
       if (type !== undefined && !isReserved(name)) out.push({ name, type })
     }
@@ -64,6 +66,7 @@ export class DirectoryWalker implements LowerWalker {
   private readNow(path: string): Uint8Array {
     const fd = fs.openSync(this.confinement.lexical(path), READ_FLAGS)
     try {
+      this.confinement.checkDescriptor(fd, 'open', path)
       // Listed as a file a moment ago; a FIFO or device put there since is not read (it may never end).
       const stats = fs.fstatSync(fd)
       regularFile(stats, path)
