@@ -8,9 +8,10 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { support } from '../adapters/node-fs/exec-support.js'
 import type { FlushBook } from '../src/flush/book.js'
-import type { ExecMode, Workspace } from '../src/index.js'
+import { type ExecMode, Workspace } from '../src/index.js'
 import { humanProjects, open, refused, tick, tree } from './support/human-project.js'
 import { capability } from './support/require.js'
 
@@ -37,6 +38,8 @@ describe('a times-only change of a project file', () => {
     expect(report.applied).toBe(true)
     expect(report.changes.map((c) => c.path)).toEqual(['/a.txt'])
     expectTime(stat(root, 'a.txt').mtimeMs, TOUCHED * 1000)
+    // Set in place: the same file, its content not rewritten.
+    expect(stat(root, 'a.txt').ino).toBe(before.ino)
     expect(tree(root)).toEqual({ '/a.txt': 'alpha\n', '/b.txt': 'beta\n' })
     expect(ws.changes()).toEqual([])
     // Undone, the workspace shows the file as the project had it; the next flush puts its time back.
@@ -65,6 +68,49 @@ describe('a times-only change of a project file', () => {
     expect(fs.readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe('HUMAN\n')
     await ws.close()
   })
+
+  it('of a file with another name on disk is written anew with its time (the workspace shows it apart)', async () => {
+    const { root, store } = project({ 'a.txt': 'alpha\n' })
+    fs.linkSync(path.join(root, 'a.txt'), path.join(root, 'other.txt'))
+    const ws = await open(root, store)
+    ws.fs.utimesSync('/a.txt', TOUCHED, TOUCHED)
+    await ws.flush()
+    expectTime(stat(root, 'a.txt').mtimeMs, TOUCHED * 1000)
+    expect(stat(root, 'a.txt').ino).not.toBe(stat(root, 'other.txt').ino)
+    expect(stat(root, 'other.txt').mtimeMs).not.toBe(stat(root, 'a.txt').mtimeMs)
+    expect(tree(root)).toEqual({ '/a.txt': 'alpha\n', '/other.txt': 'alpha\n' })
+    await ws.close()
+  })
+
+  for (const stop of ['staged', 'committed'] as const) {
+    it(`in a flush that died ${stop === 'staged' ? 'before' : 'after'} the directory's commit point: the next flush ends with the time on disk`, async () => {
+      const { root, store } = project({ 'a.txt': 'alpha\n', 'b.txt': 'beta\n' })
+      const before = stat(root, 'a.txt')
+      const lower = directory(root)
+      let ws = await Workspace.open({ lower, store: directoryStore(store) })
+      ws.fs.utimesSync('/a.txt', TOUCHED, TOUCHED)
+      ws.fs.writeFileSync('/b.txt', 'agent\n')
+      const crashing = Object.create(lower) as typeof lower
+      crashing.apply = async (entries) => {
+        lower.stopAfter = stop
+        await lower.apply(entries)
+        throw new Error('killed')
+      }
+      await expect(ws.flush(crashing)).rejects.toThrow('killed')
+      await ws.close()
+      // Nothing set yet: the steps past the commit point run when the directory recovers (on open).
+      expectTime(stat(root, 'a.txt').mtimeMs, before.mtimeMs)
+      const reopened = directory(root)
+      expectTime(stat(root, 'a.txt').mtimeMs, stop === 'staged' ? before.mtimeMs : TOUCHED * 1000)
+      ws = await Workspace.open({ lower: reopened, store: directoryStore(store) })
+      await ws.flush()
+      expectTime(stat(root, 'a.txt').mtimeMs, TOUCHED * 1000)
+      expect(stat(root, 'a.txt').ino).toBe(before.ino)
+      expect(tree(root)).toEqual({ '/a.txt': 'alpha\n', '/b.txt': 'agent\n' })
+      expect(ws.changes()).toEqual([])
+      await ws.close()
+    })
+  }
 
   it('survives a reopen of the store: the flushed time is what the ledger holds', async () => {
     const { root, store } = project({ 'a.txt': 'alpha\n' })

@@ -11,7 +11,9 @@
  * repeats the steps, which are idempotent: a delete whose trash exists happened, a move whose temp
  * is gone happened, and nothing is created at or under a deleted path unless the set names it anew.
  * A file entry that is a link of an earlier one (a hard link in the workspace) is staged as a hard
- * link of that entry's temp, so the renames put one inode under every name.
+ * link of that entry's temp, so the renames put one inode under every name. A file whose content
+ * and mode the directory holds already (a touch in the workspace) only has its time set, in place,
+ * after the commit point (a `times` step): its inode, hard links and extended attributes stay.
  */
 import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
@@ -28,6 +30,8 @@ const stepSchema = z.union([
   z.object({ op: z.literal('delete'), path: pathSchema, trash: pathSchema }),
   z.object({ op: z.literal('dir'), path: pathSchema, mode: z.number(), mtimeMs: z.number() }),
   z.object({ op: z.literal('move'), path: pathSchema, temp: pathSchema }),
+  // Setting a time again is harmless: a crash after the commit point repeats it.
+  z.object({ op: z.literal('times'), path: pathSchema, mtimeMs: z.number() }),
 ])
 
 const manifestSchema = z.object({
@@ -142,6 +146,8 @@ export function plan(entries: readonly FlushEntry[], confinement: Confinement, o
   const generation = Date.now().toString(36) + Math.random().toString(36).slice(2, 8)
   const deleted = new Map<string, number>()
   const created = new Map<string, { kind: FlushEntry['kind']; index: number }>()
+  /** Paths a later file entry is a link of: written anew, so the link is made of their temp. */
+  const linkedTo = new Set<string>()
   entries.forEach((entry, index) => {
     if (typeof entry !== 'object' || entry === null) throw refuse(String(entry), `flush entry ${index} is not an object`)
     const path = checkPath(entry.path, `entries[${index}].path`)
@@ -170,6 +176,7 @@ export function plan(entries: readonly FlushEntry[], confinement: Confinement, o
     }
     if (entry.kind === 'delete') deleted.set(path, index)
     else created.set(path, { kind: entry.kind, index })
+    if (entry.kind === 'file' && entry.link !== undefined) linkedTo.add(entry.link)
   })
 
   const realDirectories = new Map<string, boolean>()
@@ -247,6 +254,11 @@ export function plan(entries: readonly FlushEntry[], confinement: Confinement, o
         steps.push({ op: 'dir', path, mode: entry.mode & 0o7777, mtimeMs: entry.mtimeMs })
         break
       case 'file':
+        if (entry.link === undefined && !linkedTo.has(path) && !deleted.has(path) && holdsContent(confinement, entry)) {
+          steps.push({ op: 'times', path, mtimeMs: entry.mtimeMs })
+          break
+        }
+      // falls through: written to a temp
       case 'symlink': {
         const temp = name()
         staged.push({ entry, temp })
@@ -256,6 +268,36 @@ export function plan(entries: readonly FlushEntry[], confinement: Confinement, o
     }
   })
   return { manifest: { v: MANIFEST_VERSION, generation, state: 'staged', steps }, staged }
+}
+
+/** Who we run as: a time is set in place only on a file we own (or as root), which cannot then refuse it. */
+const OWNER = process.getuid?.()
+
+/**
+ * Whether the directory holds `entry`'s content and mode at its path already, in a regular file of
+ * one name that we may set the time of: then only its time is set, in place (a `times` step). A
+ * file with other names keeps being written anew, as the workspace shows it (its own inode).
+ */
+function holdsContent(confinement: Confinement, entry: Extract<FlushEntry, { kind: 'file' }>): boolean {
+  const host = confinement.lexical(entry.path)
+  const stats = lstatOrUndefined(host)
+  if (!stats?.isFile() || stats.nlink !== 1 || stats.size !== entry.content.byteLength || (stats.mode & 0o7777) !== (entry.mode & 0o7777)) return false
+  if (OWNER === undefined || (OWNER !== 0 && stats.uid !== OWNER)) return false
+  let fd: number
+  try {
+    fd = fs.openSync(host, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0))
+  } catch {
+    return false // unreadable, or changed since the lstat: written anew
+  }
+  try {
+    confinement.checkDescriptor(fd, 'open', entry.path)
+    const opened = fs.fstatSync(fd)
+    if (!opened.isFile() || opened.ino !== stats.ino || opened.size !== stats.size) return false
+    const bytes = fs.readFileSync(fd)
+    return Buffer.compare(bytes, entry.content) === 0
+  } finally {
+    fs.closeSync(fd)
+  }
 }
 
 function writeManifest(confinement: Confinement, manifest: Manifest): void {
@@ -385,6 +427,15 @@ export function rollForward(confinement: Confinement, manifest: Manifest, applie
           if (stats && !stats.isDirectory()) fs.unlinkSync(host)
           if (!stats?.isDirectory()) fs.mkdirSync(host, { mode: step.mode & 0o777 })
           fs.chmodSync(host, step.mode)
+          applied?.(step.path)
+        } else if (step.op === 'times') {
+          const time = step.mtimeMs / 1000
+          try {
+            fs.lutimesSync(host, time, time)
+          } catch (error) {
+            // Gone since (someone else's delete): nothing to set; the next flush sees the path changed.
+            if (codeOf(error) !== 'ENOENT') throw error
+          }
           applied?.(step.path)
         } else {
           checkParent(confinement, step.temp, checked)
