@@ -162,6 +162,20 @@ describe('FIFOs and devices in the project', () => {
     expect(seen).toEqual({ listed: ['a.txt'], '/pipe': { ws: absent('/pipe'), source: absent('/pipe'), walker: absent('/pipe') } })
   })
 
+  it('a flush that would put a file where a FIFO is (the workspace saw nothing there) is a conflict, not a silent replacement', async () => {
+    const root = project({ '/a.txt': 'a' })
+    execFileSync('mkfifo', [root + '/pipe'])
+    const ws = await Workspace.open({ lower: directory(root) })
+    expect(ws.fs.existsSync('/pipe')).toBe(false)
+    ws.fs.writeFileSync('/pipe', 'text')
+    await expect(ws.flush()).rejects.toMatchObject({ code: 'ECONFLICT', conflicts: [expect.objectContaining({ path: '/pipe' })] })
+    expect(fs.lstatSync(root + '/pipe').isFIFO()).toBe(true)
+    // Forced, the file takes its place, as asked.
+    await ws.flush(undefined, { force: true })
+    expect(fs.readFileSync(root + '/pipe', 'utf8')).toBe('text')
+    await ws.close()
+  })
+
   it.skipIf(!asRoot)('a character device (/dev/zero made with mknod) is never read without end (run as root)', async () => {
     const root = project({ '/a.txt': 'a' })
     execFileSync('mknod', [root + '/zero', 'c', '1', '5'])

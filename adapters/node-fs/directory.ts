@@ -5,6 +5,7 @@
  * or names that are not UTF-8 (a workspace name is a string: see walker.ts's utf8Entries).
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
+import type { Stats } from 'node:fs'
 import { hostFs as fs } from './host-fs.js'
 import type { ExecRunner } from 'rewindfs'
 import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type LowerSource, type LowerStat, flushEngine, lowerStatOf, lowerVersionOf, normalize } from 'rewindfs/adapter-kit'
@@ -75,9 +76,15 @@ export class DirectorySource implements LowerSource, FlushTarget {
   }
 
   stat(path: string): LowerStat | undefined {
+    const stats = this.entry(path)
+    return stats && lowerStatOf(stats)
+  }
+
+  /** lstat of what is at `path` in the root, of any type (a FIFO too); undefined when nothing is, or it is reserved. */
+  private entry(path: string): Stats | undefined {
     const normal = normalize(checkPath(path))
     if (isHidden(normal)) return undefined
-    const stats = this.onDisk(() => {
+    return this.onDisk(() => {
       const host = this.confinement.resolve(normal, 'lstat', false)
       try {
         // In the parent as resolved: a directory on the way swapped for a link since is not followed out.
@@ -88,7 +95,6 @@ export class DirectorySource implements LowerSource, FlushTarget {
         throw error
       }
     })
-    return stats && lowerStatOf(stats)
   }
 
   /** Runs host calls for a read: what they throw names workspace paths, not host ones (see hostError). */
@@ -158,8 +164,16 @@ export class DirectorySource implements LowerSource, FlushTarget {
     return normal
   }
 
+  /**
+   * Versions of what is on disk, FIFOs, sockets and devices included, which the source does not
+   * show: the workspace saw nothing there, so a flush that would put a file in the place of one is a
+   * conflict (unless forced), not a silent replacement of the project's named pipe or device node.
+   */
   async versions(paths: readonly string[]): Promise<(string | undefined)[]> {
-    return paths.map((path) => this.stat(path)?.version)
+    return paths.map((path) => {
+      const stats = this.entry(path)
+      return stats && lowerVersionOf(stats)
+    })
   }
 
   async changedSince(path: string, sinceMs: number): Promise<string[]> {
