@@ -239,3 +239,26 @@ describe('a directory swapped for a link out of the root while the workspace rea
     }
   })
 })
+
+describe('a project opened through a link above it', () => {
+  it('follows absolute links written through that path, as Linux and ws.exec do, and still refuses ones that leave', async () => {
+    const base = project()
+    fs.mkdirSync(base + '/real/app/src', { recursive: true })
+    fs.writeFileSync(base + '/real/app/src/main.ts', 'main')
+    fs.writeFileSync(base + '/real/secret', 'outside the project')
+    fs.symlinkSync(base + '/real', base + '/alias') // as macOS's /tmp, or a /home that is a link
+    fs.symlinkSync(base + '/alias/app/src', base + '/real/app/through-alias')
+    fs.symlinkSync(base + '/alias/secret', base + '/real/app/alias-outside')
+    expect(fs.readFileSync(base + '/alias/app/through-alias/main.ts', 'utf8')).toBe('main')
+
+    const source = directory(base + '/alias/app')
+    expect(source.readdir('/through-alias')).toEqual(['main.ts'])
+    expect(source.readlink('/through-alias')).toBe('/src')
+    expect(source.walker().readlink('/through-alias')).toBe('/src')
+    expect(() => source.stat('/alias-outside/x')).toThrow(expect.objectContaining({ code: 'EACCES' }))
+    const ws = await Workspace.open({ lower: source })
+    expect(ws.fs.readFileSync('/through-alias/main.ts', 'utf8')).toBe('main')
+    expect(() => ws.fs.readFileSync('/alias-outside')).toThrow(expect.objectContaining({ code: 'ENOENT' }))
+    await ws.close()
+  })
+})

@@ -59,12 +59,39 @@ export function codeOf(error: unknown): unknown {
 }
 
 export class Confinement {
-  /** `root` must be a real path (no symlinks in it). */
-  constructor(readonly root: string) {}
+  /**
+   * `root` must be a real path (no symlinks in it). `aliases`: other absolute host paths of the
+   * root (the path the directory was opened by, through a link above it: macOS's /tmp, a /home that
+   * is a link), each checked to lead to the root: an absolute link target below one is inside, as
+   * it is for Linux, where `ln -s /tmp/app/src` inside /tmp/app resolves there.
+   */
+  constructor(
+    readonly root: string,
+    private readonly aliases: readonly string[] = [],
+  ) {}
 
   /** The host path of a normalised workspace path, lexically (no symlinks resolved). */
   lexical(path: string): string {
     return path === '/' ? this.root : this.root === '/' ? path : this.root + path
+  }
+
+  /**
+   * The workspace path an absolute link target names when it is the root or below it, under the
+   * root's real path or one of its aliases; undefined when it leads elsewhere.
+   */
+  targetInside(target: string): string | undefined {
+    const normal = normalize(target)
+    for (const base of [this.root, ...this.aliases]) {
+      if (normal === base) return '/'
+      if (base === '/') return normal
+      if (normal.startsWith(base + '/')) return normal.slice(base.length)
+    }
+    return undefined
+  }
+
+  /** A link's target as the workspace reads it: an absolute one inside the root as the workspace path it names. */
+  shownTarget(target: string): string {
+    return target.startsWith('/') ? (this.targetInside(target) ?? target) : target
   }
 
   /** The workspace path of a host path inside the root. */
@@ -200,8 +227,7 @@ export class Confinement {
       const target = fs.readlinkSync(next, 'utf8')
       const link = this.inside(next) ?? next
       if (target.startsWith('/')) {
-        const resolved = normalize(target)
-        const within = this.inside(resolved)
+        const within = this.targetInside(target)
         if (within === undefined) throw this.escape(syscall, path, link, target)
         current = this.root
         pending.unshift(...within.split('/').filter(Boolean))

@@ -6,11 +6,11 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Stats } from 'node:fs'
+import { resolve as resolvePath } from 'node:path'
 import { hostFs as fs } from './host-fs.js'
 import type { ExecRunner } from 'rewindfs'
 import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type LowerSource, type LowerStat, flushEngine, lowerStatOf, lowerVersionOf, normalize } from 'rewindfs/adapter-kit'
 import { LockFile } from 'rewindfs/adapter-kit/node'
-import { workspaceTarget } from './exec-tree.js'
 import { Confinement, READ_FLAGS, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined, regularFile } from './confine.js'
 import { hostShell } from './exec.js'
 import { changedUnder, clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
@@ -61,7 +61,9 @@ export class DirectorySource implements LowerSource, FlushTarget {
     this.root = fs.realpathSync.native(path)
     if (!fs.statSync(this.root).isDirectory()) throw new FsError('ENOTDIR', 'directory', path, undefined, 'the lower directory is not a directory')
     this.id = 'directory:' + this.root
-    this.confinement = new Confinement(this.root)
+    // The path given, when it reaches the root through a link above it: absolute links below it lead inside.
+    const given = resolvePath(path)
+    this.confinement = new Confinement(this.root, given !== this.root && realOrUndefined(given) === this.root ? [given] : [])
     this.recoverNow()
   }
 
@@ -153,7 +155,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
     const normal = this.visible(path, 'readlink')
     return this.onDisk(() => {
       const host = this.confinement.resolve(normal, 'readlink', false)
-      return workspaceTarget(this.confinement.inParent(host, 'readlink', normal, (at) => fs.readlinkSync(at, 'utf8')), this.root)
+      return this.confinement.shownTarget(this.confinement.inParent(host, 'readlink', normal, (at) => fs.readlinkSync(at, 'utf8')))
     })
   }
 
@@ -360,6 +362,14 @@ export interface DirectoryOptions {
    * outside the project; the workspace itself never follows one out of the root either way.
    */
   readonly allowLinksOutside?: boolean
+}
+
+function realOrUndefined(path: string): string | undefined {
+  try {
+    return fs.realpathSync.native(path)
+  } catch {
+    return undefined
+  }
 }
 
 export function directory(path: string, options?: DirectoryOptions): DirectorySource {

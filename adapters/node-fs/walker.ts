@@ -14,7 +14,6 @@
 import fs from 'node:fs'
 import type { EntryType, LowerWalker, WalkerEntry } from 'rewindfs/adapter-kit'
 import { type Confinement, READ_FLAGS, isReserved, regularFile } from './confine.js'
-import { workspaceTarget } from './exec-tree.js'
 import { onHostNow } from './host-fs.js'
 
 /** The reused buffer grows to the largest file read so far, up to this. */
@@ -40,7 +39,7 @@ export class DirectoryWalker implements LowerWalker {
   }
 
   readlink(path: string): string {
-    return this.onHost(() => workspaceTarget(this.confinement.inParent(this.confinement.lexical(path), 'readlink', path, (at) => fs.readlinkSync(at, 'utf8')), this.confinement.root))
+    return this.onHost(() => this.confinement.shownTarget(this.confinement.inParent(this.confinement.lexical(path), 'readlink', path, (at) => fs.readlinkSync(at, 'utf8'))))
   }
 
   /** As host access; what it throws names workspace paths, as the source's own calls do (hostError). */
