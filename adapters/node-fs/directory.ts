@@ -13,7 +13,7 @@ import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type Lo
 import { LockFile } from 'rewindfs/adapter-kit/node'
 import { Confinement, READ_FLAGS, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined, regularFile } from './confine.js'
 import { hostShell } from './exec.js'
-import { changedUnder, clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
+import { type XattrsNotKept, changedUnder, clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
 import { syncDirectory } from './files.js'
 import { DirectoryWalker, utf8Entries } from './walker.js'
 
@@ -182,7 +182,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
     return changedUnder(this.confinement, normalize(path), sinceMs)
   }
 
-  apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void, beforeCommit?: () => Promise<void>): Promise<(string | undefined)[]> {
+  apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void, beforeCommit?: () => Promise<void>): Promise<(string | undefined)[] & { xattrsNotKept?: XattrsNotKept }> {
     if (this.holding()) return this.applyNow(entries, onProgress, true, beforeCommit)
     return this.queued(() => this.applyNow(entries, onProgress, false, beforeCommit))
   }
@@ -258,7 +258,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
     onProgress: ((progress: FlushProgress) => void) | undefined,
     locked: boolean,
     beforeCommit?: () => Promise<void>,
-  ): Promise<(string | undefined)[]> {
+  ): Promise<(string | undefined)[] & { xattrsNotKept?: XattrsNotKept }> {
     if (!Array.isArray(entries)) throw new TypeError(`rewindfs: apply(entries) needs an array of flush entries, got ${typeof entries}`)
     if (entries.length === 0) return []
     // The staging folder is made by the first flush (a bare apply: once it passes the checks) and then
@@ -271,18 +271,21 @@ export class DirectorySource implements LowerSource, FlushTarget {
       const planned = plan(entries, this.confinement, this.options)
       if (grant) grant.applied = true
       if (!locked) lock ??= this.lock(true)!
+      let xattrsNotKept: XattrsNotKept | undefined
       try {
-        await stage(this.confinement, planned, (progress) => onProgress?.(progress), this.stopAfter, beforeCommit)
+        xattrsNotKept = await stage(this.confinement, planned, (progress) => onProgress?.(progress), this.stopAfter, beforeCommit)
       } catch (error) {
         // Not committed yet: take the temps back. Committed: the manifest stays for recover().
         if (readManifest(this.confinement)?.state === 'staged') rollBack(this.confinement, planned.manifest)
         throw error
       }
       // The parents were just checked to be real directories: a plain lstat gives what stat would.
-      return entries.map((entry) => {
+      const versions = entries.map((entry) => {
         const stats = entry.kind === 'delete' ? undefined : lstatOrUndefined(this.confinement.lexical(entry.path))
         return stats && lowerVersionOf(stats)
       })
+      // Files written anew whose extended attributes could not be carried over: the flush reports them.
+      return xattrsNotKept ? Object.assign(versions, { xattrsNotKept }) : versions
     } finally {
       lock?.release()
     }

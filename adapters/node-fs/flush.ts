@@ -14,8 +14,12 @@
  * link of that entry's temp, so the renames put one inode under every name. A file whose content
  * and mode the directory holds already (a touch in the workspace) only has its time set, in place,
  * after the commit point (a `times` step): its inode, hard links and extended attributes stay.
+ * A file written anew over one gets that file's `user.*` extended attributes and its ACL on the
+ * temp before the rename (getfattr and setfattr, one process each per flush batch: Node has no
+ * API for them); without the tools they are lost, and the apply says which files it wrote so.
  */
 import { hostFs as fs } from './host-fs.js'
+import { execFile } from 'node:child_process'
 import * as z from 'zod/mini'
 import { basename, dirname, type FlushEntry, type FlushProgress, FsError, normalize } from 'rewindfs/adapter-kit'
 import { isAlive } from 'rewindfs/adapter-kit/node'
@@ -341,6 +345,126 @@ function writeTemp(confinement: Confinement, { entry, temp }: Staged, temps: Rea
   return host
 }
 
+/** Files written anew whose extended attributes were not carried over, and why (FlushTarget's AppliedNotes). */
+export interface XattrsNotKept {
+  readonly paths: string[]
+  readonly why: string
+}
+
+/** The extended attributes a flush carries from a replaced file to its temp: the user's, and the ACL (a default ACL is a directory's). */
+const KEPT_XATTRS = '^(user\\.|system\\.posix_acl_access$)'
+
+/** getfattr and setfattr on PATH (package attr), looked up once per PATH; undefined when either is missing. */
+const attrTools = new Map<string, { getfattr: string; setfattr: string } | undefined>()
+
+function findAttrTools(): { getfattr: string; setfattr: string } | undefined {
+  const path = process.env.PATH ?? ''
+  const find = (name: string) => path.split(':').map((dir) => `${dir || '.'}/${name}`).find((at) => {
+    try {
+      fs.accessSync(at, fs.constants.X_OK)
+      return true
+    } catch {
+      return false
+    }
+  })
+  if (!attrTools.has(path)) {
+    const getfattr = find('getfattr')
+    const setfattr = find('setfattr')
+    attrTools.set(path, getfattr && setfattr ? { getfattr, setfattr } : undefined)
+  }
+  return attrTools.get(path)
+}
+
+function runTool(file: string, args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, [...args], { encoding: 'utf8', cwd: '/', env: { ...process.env, LC_ALL: 'C' }, maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : null) : 0
+      resolve({ code, stdout, stderr: stderr || (error ? error.message : '') })
+    })
+  })
+}
+
+/** Paths in batches that fit a command line. */
+function inBatches(paths: readonly string[], budget = 64 * 1024): string[][] {
+  const out: string[][] = []
+  let current: string[] = []
+  let size = 0
+  for (const path of paths) {
+    if (current.length > 0 && size + path.length + 1 > budget) {
+      out.push(current)
+      current = []
+      size = 0
+    }
+    current.push(path)
+    size += path.length + 1
+  }
+  if (current.length > 0) out.push(current)
+  return out
+}
+
+/**
+ * Copies the kept extended attributes (KEPT_XATTRS) of each file a staged file replaces onto its
+ * temp, before the rename puts the temp's new inode there: read with getfattr (one process per
+ * batch of files), written with one setfattr --restore. What could not be carried over is returned.
+ */
+async function keepXattrs(confinement: Confinement, staged: readonly Staged[], generation: string): Promise<XattrsNotKept | undefined> {
+  const replaced: { path: string; host: string; temp: string; mode: number }[] = []
+  for (const { entry, temp } of staged) {
+    if (entry.kind !== 'file' || entry.link !== undefined) continue
+    const host = confinement.lexical(entry.path)
+    if (lstatOrUndefined(host)?.isFile()) replaced.push({ path: entry.path, host, temp: confinement.lexical(temp), mode: entry.mode & 0o7777 })
+  }
+  if (replaced.length === 0) return undefined
+  const tools = findAttrTools()
+  if (!tools) return { paths: replaced.map((file) => file.path), why: "getfattr and setfattr (package attr) are not on PATH" }
+  const notKept: string[] = []
+  let why = ''
+  const miss = (paths: string[], reason: string) => {
+    if (paths.length === 0) return
+    notKept.push(...paths)
+    why ||= reason
+  }
+  // getfattr escapes names with other bytes (as \ooo): such a file's attributes are not read.
+  const plain = (host: string) => /^[\x20-\x5b\x5d-\x7e]*$/.test(host)
+  const readable = replaced.filter((file) => plain(file.host) && plain(file.temp))
+  miss(replaced.filter((file) => !plain(file.host) || !plain(file.temp)).map((file) => file.path), 'a name getfattr would escape')
+  const byHost = new Map(readable.map((file) => [file.host, file]))
+  const dump: string[] = []
+  const withAcl: typeof replaced = []
+  const restored: typeof replaced = []
+  for (const batch of inBatches([...byHost.keys()])) {
+    const result = await runTool(tools.getfattr, ['--absolute-names', '-d', '-m', KEPT_XATTRS, '-e', 'hex', '--', ...batch])
+    if (result.code !== 0) {
+      // A file it could not read (gone, no permission) is named on stderr; any other failure: the batch.
+      const failed = batch.filter((host) => result.stderr.includes(`${host}:`))
+      miss(failed.length > 0 || result.code === 1 ? failed.map((host) => byHost.get(host)!.path) : batch.map((host) => byHost.get(host)!.path), `getfattr: ${result.stderr.trim().split('\n')[0]}`)
+    }
+    let current: (typeof replaced)[number] | undefined
+    for (const line of result.stdout.split('\n')) {
+      if (line.startsWith('# file: ')) {
+        current = byHost.get(line.slice(8))
+        if (current) {
+          dump.push(`# file: ${current.temp}`)
+          restored.push(current)
+        }
+      } else if (current && line !== '') {
+        dump.push(line)
+        if (line.startsWith('system.posix_acl_access=')) withAcl.push(current)
+      } else if (line === '') dump.push('')
+    }
+  }
+  if (restored.length > 0) {
+    const file = `${stagingFolder(confinement)}/xattrs.${generation}`
+    fs.writeFileSync(file, dump.join('\n') + '\n')
+    const result = await runTool(tools.setfattr, [`--restore=${file}`])
+    fs.rmSync(file, { force: true })
+    if (result.code !== 0) miss(restored.map((file) => file.path), `setfattr: ${result.stderr.trim().split('\n')[0]}`)
+    // An ACL's mask is the group bits: the mode the workspace gives wins, as a chmod after it would.
+    else for (const file of withAcl) fs.chmodSync(file.temp, file.mode)
+  }
+  return notKept.length > 0 ? { paths: notKept, why } : undefined
+}
+
 /** Steps 1–3 of the flush; `stopAfter` lets tests stop it where a crash would, `beforeCommit` runs just before the commit point. */
 export async function stage(
   confinement: Confinement,
@@ -348,7 +472,7 @@ export async function stage(
   report: (progress: FlushProgress) => void,
   stopAfter?: 'staged' | 'committed',
   beforeCommit?: () => Promise<void>,
-): Promise<void> {
+): Promise<XattrsNotKept | undefined> {
   writeManifest(confinement, manifest)
   let done = 0
   const files: string[] = []
@@ -363,13 +487,16 @@ export async function stage(
     }
     await new Promise((resolve) => setImmediate(resolve))
   }
+  // Before the temps are made durable: their attributes are synced with them.
+  const notKept = await keepXattrs(confinement, staged, manifest.generation)
   await makeDurable(files, [...new Set(staged.map(({ temp }) => confinement.lexical(dirname(temp))))])
-  if (stopAfter === 'staged') return
+  if (stopAfter === 'staged') return notKept
   // The flush's last look before the commit point (a throw leaves the manifest staged: taken back).
   await beforeCommit?.()
   writeManifest(confinement, { ...manifest, state: 'committed' })
-  if (stopAfter === 'committed') return
+  if (stopAfter === 'committed') return notKept
   rollForward(confinement, { ...manifest, state: 'committed' }, (path) => report({ done: ++done, total: manifest.steps.length, path }))
+  return notKept
 }
 
 /** The parent of `path` must be a real directory inside the root before the adapter writes there. */

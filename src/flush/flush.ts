@@ -19,7 +19,7 @@ import { versionHolds } from '../lower/source.js'
 import { parseFileSignature, writtenBy } from './book.js'
 import type { FlushBook, Recorded } from './book.js'
 import type { PinnedLower } from './pinned-lower.js'
-import type { FlushEntry, FlushProgress, FlushTarget } from './target.js'
+import type { AppliedNotes, FlushEntry, FlushProgress, FlushTarget } from './target.js'
 
 export interface FlushOptions {
   /** Write even over paths changed in the target since we read or wrote them. */
@@ -49,6 +49,11 @@ export interface FlushReport {
    * makes to one of them is a conflict.
    */
   changedInTarget?: { target: string; path: string }[]
+  /**
+   * Files a target wrote anew (a temp renamed over the old file) whose extended attributes and
+   * ACLs it could not carry over, and why (a directory target without getfattr and setfattr).
+   */
+  xattrsNotKept?: { target: string; paths: string[]; why: string }[]
 }
 
 export interface FlushHost {
@@ -115,6 +120,7 @@ async function flushHeld(host: FlushHost, targets: readonly FlushTarget[], optio
     .filter((target) => target.hardLinks !== true)
     .map((target) => ({ target: target.id, paths: plans.get(target)!.flatMap((p) => p.entries.flatMap((e) => (e.kind === 'file' && e.link !== undefined ? [e.path] : []))) }))
     .filter((copied) => copied.paths.length > 0)
+  const xattrsNotKept: NonNullable<FlushReport['xattrsNotKept']> = []
   const report = (applied: boolean, done: readonly FlushTarget[], changedInTarget: FlushReport['changedInTarget'] = []): FlushReport => ({
     applied,
     changes,
@@ -122,6 +128,7 @@ async function flushHeld(host: FlushHost, targets: readonly FlushTarget[], optio
     targets: targets.map((t) => ({ id: t.id, applied: done.includes(t) })),
     ...(linksCopied.length > 0 ? { linksCopied } : {}),
     ...(changedInTarget.length > 0 ? { changedInTarget } : {}),
+    ...(xattrsNotKept.length > 0 ? { xattrsNotKept } : {}),
   })
   if (options.dryRun) {
     const changedInTarget: FlushReport['changedInTarget'] = []
@@ -148,7 +155,8 @@ async function flushHeld(host: FlushHost, targets: readonly FlushTarget[], optio
         })
       }
     }
-    await applyPlan(host, target, plans.get(target)!, options)
+    const notKept = (await applyPlan(host, target, plans.get(target)!, options))?.xattrsNotKept
+    if (notKept && notKept.paths.length > 0) xattrsNotKept.push({ target: target.id, paths: [...notKept.paths], why: notKept.why })
     done.push(target)
   }
   return report(true, done)
@@ -439,8 +447,8 @@ async function changedSinceFlushed(host: FlushHost, target: FlushTarget, plan: r
   })
 }
 
-async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Planned[], options: FlushOptions): Promise<void> {
-  if (plan.length === 0) return
+async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Planned[], options: FlushOptions): Promise<AppliedNotes | undefined> {
+  if (plan.length === 0) return undefined
   const stored: BlobId[] = []
   if (isOwnLower(host, target)) {
     // Write-ahead: the old state is in the blob store (and durable) before the source changes.
@@ -459,7 +467,7 @@ async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Pl
     late = (await conflictsOf(host, target, plan, true)).map((path) => ({ target: target.id, path }))
     if (late.length > 0 && !options.force) throw conflictError(late, false)
   }
-  let versions: (string | undefined)[]
+  let versions: (string | undefined)[] & AppliedNotes
   try {
     versions = await target.apply(entries, onProgress ? (progress) => onProgress({ ...progress, target: target.id }) : undefined, beforeCommit)
   } catch (error) {
@@ -483,6 +491,7 @@ async function applyPlan(host: FlushHost, target: FlushTarget, plan: readonly Pl
   await recordParents(host, target, plan.map((p) => p.path))
   host.book.pending.delete(target.id)
   await host.persist([])
+  return versions
 }
 
 /**

@@ -21,6 +21,18 @@ export type FlushEntry =
   | { readonly path: string; readonly kind: 'symlink'; readonly target: string }
   | { readonly path: string; readonly kind: 'delete' }
 
+/**
+ * What a target says about an apply beside the versions (a property of the array `apply` resolves
+ * to; a target with nothing to say returns a plain array).
+ */
+export interface AppliedNotes {
+  /**
+   * Files the target wrote anew whose extended attributes and ACLs it could not carry over from
+   * the file it replaced (they may have had none), and why: the tools to read them are missing.
+   */
+  readonly xattrsNotKept?: { readonly paths: readonly string[]; readonly why: string }
+}
+
 export interface FlushProgress {
   readonly done: number
   readonly total: number
@@ -59,7 +71,7 @@ export interface FlushTarget {
    * commit point: when it throws, the target takes the staging back, changes nothing and rejects
    * with its error (the flush checks conflicts again there).
    */
-  apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void, beforeCommit?: () => Promise<void>): Promise<(string | undefined)[]>
+  apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void, beforeCommit?: () => Promise<void>): Promise<(string | undefined)[] & AppliedNotes>
   /** Rolls an interrupted apply forward (called before every flush; targets also call it on open). */
   recover?(): Promise<void>
   /**
