@@ -140,6 +140,44 @@ export class Confinement {
   }
 
   /**
+   * `body` given a path naming `path` itself (a link there not followed) through its parent's
+   * descriptor, as inParent does after resolve, with one open where the two take two: when the
+   * descriptor's real path is the lexical parent, no component is a link and it is inside the root.
+   * Otherwise resolve walks the path and inParent looks it up. For an lstat or a readlink, which the
+   * workspace makes for every ancestor of a path it looks up.
+   */
+  lookup<T>(path: string, syscall: string, body: (at: string) => T): T {
+    const normal = normalize(checkPath(path))
+    if (normal !== '/' && DESCRIPTORS !== undefined && O_PATH !== undefined) {
+      const slash = normal.lastIndexOf('/')
+      const parent = this.lexical(normal.slice(0, slash) || '/')
+      let fd: number | undefined
+      try {
+        fd = fs.openSync(parent, O_PATH | fs.constants.O_DIRECTORY)
+      } catch (error) {
+        const code = codeOf(error)
+        if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ELOOP') throw error
+      }
+      if (fd !== undefined) {
+        try {
+          const at = DESCRIPTORS + fd
+          if (fs.readlinkSync(at) === parent) {
+            const named = at + normal.slice(slash)
+            try {
+              return body(named)
+            } catch (error) {
+              throw renamePaths(error, (from) => (from === named ? this.lexical(normal) : undefined))
+            }
+          }
+        } finally {
+          fs.closeSync(fd)
+        }
+      }
+    }
+    return this.inParent(this.resolve(normal, syscall, false), syscall, normal, body)
+  }
+
+  /**
    * `body` given a path that names the directory `dir` through its descriptor, `/proc/self/fd/<n>`,
    * once it is checked to be inside the root (so a listing never comes from a directory swapped for
    * a link); `undefined` where there is no /proc, for `body` to use `dir`. What `body` throws names
@@ -187,7 +225,7 @@ export class Confinement {
     const parent = this.lexical(normal.slice(0, normal.lastIndexOf('/')) || '/')
     let real: string | undefined
     try {
-      real = fs.realpathSync.native(parent)
+      real = realDirectory(parent)
     } catch (error) {
       const code = codeOf(error)
       if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ELOOP') throw error
@@ -243,6 +281,22 @@ export class Confinement {
       }
     }
     return current
+  }
+}
+
+/**
+ * The real path of the directory `path` names (links followed), as realpath(3) gives it. Where
+ * there is /proc, from the kernel in one lookup (open, then the descriptor's path): glibc's
+ * realpath looks up every prefix of the path in turn, so asking it for each ancestor of a path
+ * 2,000 directories deep, as the workspace does when it looks the path up, took minutes.
+ */
+function realDirectory(path: string): string {
+  if (DESCRIPTORS === undefined || O_PATH === undefined) return fs.realpathSync.native(path)
+  const fd = fs.openSync(path, O_PATH | fs.constants.O_DIRECTORY)
+  try {
+    return fs.readlinkSync(DESCRIPTORS + fd)
+  } finally {
+    fs.closeSync(fd)
   }
 }
 

@@ -87,10 +87,9 @@ export class DirectorySource implements LowerSource, FlushTarget {
     const normal = normalize(checkPath(path))
     if (isHidden(normal)) return undefined
     return this.onDisk(() => {
-      const host = this.confinement.resolve(normal, 'lstat', false)
       try {
         // In the parent as resolved: a directory on the way swapped for a link since is not followed out.
-        return this.confinement.inParent(host, 'lstat', normal, lstatOrUndefined)
+        return this.confinement.lookup(normal, 'lstat', lstatOrUndefined)
       } catch (error) {
         const code = codeOf(error)
         if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
@@ -153,10 +152,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
    */
   readlink(path: string): string {
     const normal = this.visible(path, 'readlink')
-    return this.onDisk(() => {
-      const host = this.confinement.resolve(normal, 'readlink', false)
-      return this.confinement.shownTarget(this.confinement.inParent(host, 'readlink', normal, (at) => fs.readlinkSync(at, 'utf8')))
-    })
+    return this.onDisk(() => this.confinement.shownTarget(this.confinement.lookup(normal, 'readlink', (at) => fs.readlinkSync(at, 'utf8'))))
   }
 
   /** The normalised path; the staging area is not there for readers (ENOENT, as stat says). */
