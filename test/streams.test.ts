@@ -3,6 +3,7 @@
  * FileHandle streams, web streams, readLines) runs on both, and the logs of events (with chunk
  * sizes, errors by code and syscall, properties such as bytesRead and pending) must be equal.
  */
+import type { EventEmitter } from 'node:events'
 import * as nodeFs from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -273,9 +274,10 @@ describe('the workspace closing under open handles and streams', () => {
     const errors: unknown[] = []
     for (const stream of [overHandle, byPath]) stream.on('error', (error: unknown) => errors.push(error))
     // Each started and paused part way through the file.
-    for (const stream of [overHandle, byPath]) await new Promise((resolve) => stream.once('readable', resolve))
-    const handleClosed = new Promise((resolve) => handle.once('close', resolve))
-    const streamClosed = new Promise((resolve) => overHandle.once('close', resolve))
+    for (const stream of [overHandle, byPath]) await new Promise<void>((resolve) => stream.once('readable', () => resolve()))
+    // A FileHandle is an EventEmitter, as Node's is (its types leave that out).
+    const handleClosed = new Promise<void>((resolve) => (handle as unknown as EventEmitter).once('close', () => resolve()))
+    const streamClosed = new Promise<void>((resolve) => overHandle.once('close', () => resolve()))
     await ws.close()
     await handleClosed
     await streamClosed
@@ -284,7 +286,7 @@ describe('the workspace closing under open handles and streams', () => {
     await expect(handle.close()).resolves.toBeUndefined()
     await expect(lines.close()).resolves.toBeUndefined()
     byPath.destroy()
-    await new Promise((resolve) => byPath.once('close', resolve))
+    await new Promise<void>((resolve) => byPath.once('close', () => resolve()))
     expect(errors).toEqual([])
   })
 })
