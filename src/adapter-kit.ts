@@ -55,7 +55,7 @@ export { storeContract } from '../testing/store-contract.js'
 export type { ContractCheck, RawStore, StoreSubject, StoreUnderTest } from '../testing/store-contract.js'
 
 // Flush targets: a real place that takes the change set.
-export type { FlushEngine, FlushEntry, FlushProgress, FlushTarget } from './flush/target.js'
+export type { AppliedNotes, FlushEngine, FlushEntry, FlushProgress, FlushTarget } from './flush/target.js'
 // ...carrying the flush engine the workspace runs to it (FlushTarget.flusher).
 export { flushEngine } from './flush/engine.js'
 
