@@ -88,7 +88,8 @@ export class DirectorySource implements LowerSource, FlushTarget {
     if (isHidden(normal)) return undefined
     return this.onDisk(() => {
       try {
-        // In the parent as resolved: a directory on the way swapped for a link since is not followed out.
+        // Looked up through the parent's descriptor (see lookup): a directory on the way swapped
+        // for a link meanwhile is not followed out of the root.
         return this.confinement.lookup(normal, 'lstat', lstatOrUndefined)
       } catch (error) {
         const code = codeOf(error)
