@@ -19,12 +19,13 @@
  * API for them); without the tools they are lost, and the apply says which files it wrote so.
  */
 import { hostFs as fs } from './host-fs.js'
-import { execFile } from 'node:child_process'
 import * as z from 'zod/mini'
 import { basename, dirname, type FlushEntry, type FlushProgress, FsError, normalize } from 'rewindfs/adapter-kit'
 import { isAlive } from 'rewindfs/adapter-kit/node'
 import type { DirectoryOptions } from './directory.js'
 import { Confinement, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined } from './confine.js'
+import { batches } from './exec-files.js'
+import { run } from './exec-support.js'
 import { makeDirectoriesDurable, makeDurable, removeIfPresent, syncDirectory, tempOwner, writeAtomically } from './files.js'
 
 const MANIFEST_VERSION = 1
@@ -375,33 +376,6 @@ function findAttrTools(): { getfattr: string; setfattr: string } | undefined {
   return attrTools.get(path)
 }
 
-function runTool(file: string, args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(file, [...args], { encoding: 'utf8', cwd: '/', env: { ...process.env, LC_ALL: 'C' }, maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : null) : 0
-      resolve({ code, stdout, stderr: stderr || (error ? error.message : '') })
-    })
-  })
-}
-
-/** Paths in batches that fit a command line. */
-function inBatches(paths: readonly string[], budget = 64 * 1024): string[][] {
-  const out: string[][] = []
-  let current: string[] = []
-  let size = 0
-  for (const path of paths) {
-    if (current.length > 0 && size + path.length + 1 > budget) {
-      out.push(current)
-      current = []
-      size = 0
-    }
-    current.push(path)
-    size += path.length + 1
-  }
-  if (current.length > 0) out.push(current)
-  return out
-}
-
 /**
  * Copies the kept extended attributes (KEPT_XATTRS) of each file a staged file replaces onto its
  * temp, before the rename puts the temp's new inode there: read with getfattr (one process per
@@ -432,8 +406,8 @@ async function keepXattrs(confinement: Confinement, staged: readonly Staged[], g
   const dump: string[] = []
   const withAcl: typeof replaced = []
   const restored: typeof replaced = []
-  for (const batch of inBatches([...byHost.keys()])) {
-    const result = await runTool(tools.getfattr, ['--absolute-names', '-d', '-m', KEPT_XATTRS, '-e', 'hex', '--', ...batch])
+  for (const batch of batches([...byHost.keys()])) {
+    const result = await run(tools.getfattr, ['--absolute-names', '-d', '-m', KEPT_XATTRS, '-e', 'hex', '--', ...batch])
     if (result.code !== 0) {
       // A file it could not read (gone, no permission) is named on stderr; any other failure: the batch.
       const failed = batch.filter((host) => result.stderr.includes(`${host}:`))
@@ -456,7 +430,7 @@ async function keepXattrs(confinement: Confinement, staged: readonly Staged[], g
   if (restored.length > 0) {
     const file = `${stagingFolder(confinement)}/xattrs.${generation}`
     fs.writeFileSync(file, dump.join('\n') + '\n')
-    const result = await runTool(tools.setfattr, [`--restore=${file}`])
+    const result = await run(tools.setfattr, [`--restore=${file}`])
     fs.rmSync(file, { force: true })
     if (result.code !== 0) miss(restored.map((file) => file.path), `setfattr: ${result.stderr.trim().split('\n')[0]}`)
     // An ACL's mask is the group bits: the mode the workspace gives wins, as a chmod after it would.
