@@ -43,8 +43,9 @@ type Tool = 'unshare' | 'mount' | 'getfattr' | 'setfattr' | 'mknod'
 const TOOLS: readonly Tool[] = ['unshare', 'mount', 'getfattr', 'setfattr', 'mknod']
 const PACKAGES: Record<Tool, string> = { unshare: 'util-linux', mount: 'util-linux', getfattr: 'attr', setfattr: 'attr', mknod: 'coreutils' }
 
-function which(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':').concat(['/usr/sbin', '/sbin', '/usr/bin', '/bin'])) {
+/** A tool's path: on PATH, then (`system`) in the system's own directories. */
+export function which(name: string, system = true): string | undefined {
+  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':').concat(system ? ['/usr/sbin', '/sbin', '/usr/bin', '/bin'] : [])) {
     if (!dir) continue
     const path = `${dir}/${name}`
     try {

@@ -25,7 +25,7 @@ import { isAlive } from 'rewindfs/adapter-kit/node'
 import type { DirectoryOptions } from './directory.js'
 import { Confinement, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined } from './confine.js'
 import { batches } from './exec-files.js'
-import { run } from './exec-support.js'
+import { run, which } from './exec-support.js'
 import { makeDirectoriesDurable, makeDurable, removeIfPresent, syncDirectory, tempOwner, writeAtomically } from './files.js'
 
 const MANIFEST_VERSION = 1
@@ -360,17 +360,10 @@ const attrTools = new Map<string, { getfattr: string; setfattr: string } | undef
 
 function findAttrTools(): { getfattr: string; setfattr: string } | undefined {
   const path = process.env.PATH ?? ''
-  const find = (name: string) => path.split(':').map((dir) => `${dir || '.'}/${name}`).find((at) => {
-    try {
-      fs.accessSync(at, fs.constants.X_OK)
-      return true
-    } catch {
-      return false
-    }
-  })
   if (!attrTools.has(path)) {
-    const getfattr = find('getfattr')
-    const setfattr = find('setfattr')
+    // On PATH only: a host that hides the tools there means them to be absent.
+    const getfattr = which('getfattr', false)
+    const setfattr = which('setfattr', false)
     attrTools.set(path, getfattr && setfattr ? { getfattr, setfattr } : undefined)
   }
   return attrTools.get(path)
