@@ -316,6 +316,26 @@ describe('cp', () => {
   })
 })
 
+describe('cp into a parent named through the source', () => {
+  it("takes the destination's parents lexically from the path as given, as Node does: '/d/..' is under '/d' (it was copied into the root)", async () => {
+    /** Tries the copy, then lists the root: nothing may have been copied. */
+    const run = (fs: Fs, at: At, dest: string) => {
+      let result: unknown
+      try {
+        result = fs.cpSync(at('/d'), at(dest), { recursive: true })
+      } catch (error) {
+        result = error
+      }
+      return [result, fs.readdirSync(at('/')).sort(), fs.readdirSync(at('/d')).sort()]
+    }
+    expect(await same((fs, at) => run(fs, at, '/d/..'))).toMatchObject([{ code: 'ERR_FS_CP_EINVAL' }, ['d', 'f', 'ld', 'lf'], ['g', 'sub']])
+    expect(((await same((fs, at) => run(fs, at, '/d/sub/../..'))) as unknown[])[0]).toMatchObject({ code: 'ERR_FS_CP_EINVAL' })
+    // Through the link to '/d' as well; and a parent past the source's own is no refusal.
+    expect(((await same((fs, at) => run(fs, at, '/ld/sub/../..'))) as unknown[])[0]).toMatchObject({ code: 'ERR_FS_CP_EINVAL' })
+    expect(((await same((fs, at) => run(fs, at, '/d/../e'))) as unknown[])[1]).toEqual(['d', 'e', 'f', 'ld', 'lf'])
+  })
+})
+
 describe('PATH_MAX', () => {
   it('is checked on the path as given, not joined to the working directory: a relative path under 4096 bytes is looked up from a deep one, and what lies deeper than PATH_MAX from the root is made, read and listed through relative paths', async () => {
     const cwdChain = Array.from({ length: 10 }, (_, i) => String(i).repeat(200)).join('/') // 2009 bytes

@@ -865,7 +865,7 @@ export class FsOperations {
     if (source.type === 'dir' && isWithin(destPath, sourcePath)) throw invalid(`cannot copy ${from.given} to a subdirectory of self ${to.given}`)
     const destParent = this.tryResolveDir(dirname(destPath))
     const canonicalDest = target?.path ?? (destParent ? join(destParent.path, basename(destPath)) : destPath)
-    if (source.type === 'dir' && (isWithin(destPath, source.path) || isWithin(canonicalDest, source.path))) {
+    if (source.type === 'dir' && (isWithin(destPath, source.path) || isWithin(canonicalDest, source.path) || this.parentIsSource(source, from.path, to.path))) {
       // Also through a link into the source (Node recurses until its stack overflows there).
       throw invalid(`cannot copy ${from.given} to a subdirectory of self ${to.given}`)
     }
@@ -894,6 +894,20 @@ export class FsOperations {
       return
     }
     this.copyTree(source, to.path.endsWith('/') && source.type === 'dir' ? destPath : to.path, opts, from.given, to.given, true, source.type === 'dir' && !target)
+  }
+
+  /**
+   * Node's checkParentPaths: the destination's parents, taken lexically from the path as given
+   * ('/e/..' has the parent '/e'), followed up to the source's parent; one that is the source refuses.
+   */
+  private parentIsSource(source: Entry, sourcePath: string, destPath: string): boolean {
+    const sourceParent = normalize(dirnameOf(sourcePath))
+    for (let parent = normalize(dirnameOf(destPath)); parent !== sourceParent && parent !== '/'; parent = normalize(dirnameOf(parent))) {
+      const entry = this.tryResolveDir(parent)
+      if (!entry) return false
+      if (entry.path === source.path) return true
+    }
+    return false
   }
 
   private tryResolveDir(path: string): Entry | undefined {
