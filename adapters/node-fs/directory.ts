@@ -72,6 +72,15 @@ export class DirectorySource implements LowerSource, FlushTarget {
     return new DirectoryWalker(this.confinement)
   }
 
+  /**
+   * A link target as the workspace reads it (as readlink shows it): an absolute one under the root,
+   * by its real path or by the path the directory was opened by, as the workspace path it names.
+   * ws.exec reads back the links a command made through it: one mapping, here.
+   */
+  shownTarget(target: string): string {
+    return this.confinement.shownTarget(target)
+  }
+
   /** Names starting with '.rewindfs-flush', in any directory: the flush's staging folder and temp files. */
   reserved(path: string): string | undefined {
     return isHidden(path) ? `names starting with '${RESERVED_PREFIX}' are reserved for the directory's flush staging area` : undefined

@@ -81,8 +81,10 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
     }
     // Paths in the output name the copy; people and models need the project's (or the workspace's).
     const shown = source instanceof DirectorySource ? source.root : ''
+    // Links made to the project itself (by its real path or the path it was opened by) read as the directory lower shows them.
+    const shownTarget = source instanceof DirectorySource ? (target: string) => source.shownTarget(target) : undefined
     const mapPaths = (text: string) => text.replaceAll(manifest.root + '/', shown + '/').replaceAll(manifest.root, shown || '/')
-    return { outcome: { ...outcome, stdout: mapPaths(outcome.stdout), stderr: mapPaths(outcome.stderr) }, scan: launch.discard ? emptyScan() : scan(manifest, launch.maxFileSize), before }
+    return { outcome: { ...outcome, stdout: mapPaths(outcome.stdout), stderr: mapPaths(outcome.stderr) }, scan: launch.discard ? emptyScan() : scan(manifest, launch.maxFileSize, shownTarget), before }
   } finally {
     await removeLargeTree(temp)
   }

@@ -28,6 +28,7 @@ import type { ExecHost } from 'rewindfs'
 import type { DirNode, Overlay } from 'rewindfs/adapter-kit'
 import { hashBytes } from 'rewindfs/adapter-kit'
 import { RESERVED_PREFIX } from './confine.js'
+import { DirectorySource } from './directory.js'
 import { HELPER_SCRIPT, type HelperArguments, helperArguments, helperRequest } from './exec-helper.js'
 import { makeTempDir, removeLargeTree, removeTree } from './exec-files.js'
 import { ExecLayer } from './exec-layer.js'
@@ -291,6 +292,7 @@ export class OverlaySession {
             upper,
             before: view,
             project: this.project,
+            shownTarget: this.shownTarget,
             xattr: xattrPrefix(privileged),
             getfattr: tools.getfattr,
             redirects: privileged,
@@ -317,6 +319,16 @@ export class OverlaySession {
    */
   recorded(): void {
     this.layer?.confirm(this.host.view(this.host.tree()))
+  }
+
+  /**
+   * Absolute link targets the command wrote, as the workspace reads them: through the directory
+   * lower's own mapping, which knows the path the project was opened by as well as its real path
+   * (a link made through the opened-by path would otherwise come back naming the host).
+   */
+  private readonly shownTarget = (target: string): string => {
+    const source = this.host.workspace.lower.source
+    return source instanceof DirectorySource ? source.shownTarget(target) : target
   }
 
   /** The project's entries a user namespace cannot map, searched for once per lower source. */

@@ -23,7 +23,7 @@ import type { Entry, Overlay } from 'rewindfs/adapter-kit'
 import { RESERVED_PREFIX, isReserved } from './confine.js'
 import { batches, openPrivateDirectory, readNames, readPrivateFile } from './exec-files.js'
 import { run } from './exec-support.js'
-import { type Edit, LinkGroups, type Owner, type Scan, workspaceTarget } from './exec-tree.js'
+import { type Edit, LinkGroups, type Owner, type Scan } from './exec-tree.js'
 
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => Buffer.compare(a, b) === 0
 
@@ -68,8 +68,13 @@ export interface ReadbackOptions {
   readonly upper: string
   /** A read-only view of the tree the command started from (what the exec layer showed). */
   readonly before: Overlay
-  /** The project directory (absolute link targets into it become workspace paths). */
+  /** The project directory's real path (the lowerdir and the mount point). */
   readonly project: string
+  /**
+   * A link target the command wrote as the workspace reads it: the lower source's own mapping
+   * (DirectorySource.shownTarget), which knows the project's real path and the path it was opened by.
+   */
+  readonly shownTarget: (target: string) => string
   /** 'trusted.overlay.' as root, 'user.overlay.' in a user namespace. */
   readonly xattr: string
   readonly getfattr: string
@@ -335,7 +340,7 @@ class Readback {
       return
     }
     if (entry.kind === 'symlink') {
-      const target = workspaceTarget(fs.readlinkSync(entry.host, 'utf8'), this.options.project)
+      const target = this.options.shownTarget(fs.readlinkSync(entry.host, 'utf8'))
       if (!(base?.type === 'symlink' && this.before.readLink(base) === target)) {
         if (base) this.edits.push({ op: 'remove', path })
         this.edits.push({ op: 'symlink', path, target, owner: this.ownerChange(entry, undefined) })

@@ -13,6 +13,7 @@ import crypto from 'node:crypto'
 import type { BigIntStats, Stats } from 'node:fs'
 import { hostFs as fs } from './host-fs.js'
 import { openPrivateDirectory, readNames, readPrivateFile } from './exec-files.js'
+import { Confinement } from './confine.js'
 import type { NodeFs } from 'rewindfs'
 
 type Kind = 'file' | 'dir' | 'symlink'
@@ -145,9 +146,15 @@ export function hostTarget(target: string, root: string, holds: (path: string) =
   return holds(target) || !fs.existsSync(target) ? root + target : target
 }
 
-export function workspaceTarget(target: string, root: string): string {
-  if (target === root) return '/'
-  return target.startsWith(root + '/') ? target.slice(root.length) : target
+/**
+ * How a link target a command wrote reads in the workspace: one under the copy's `root` as the
+ * workspace path it names; any other as the lower source reads such a target on disk (`shown`: a
+ * directory lower maps its root's real path and the path it was opened by), which keeps the two
+ * modes alike, as overlay mode runs at the project's own path.
+ */
+function linkTargets(root: string, shown: (target: string) => string): (target: string) => string {
+  const copy = new Confinement(root)
+  return (target) => (target.startsWith('/') ? copy.targetInside(target) : undefined) ?? shown(target)
 }
 
 function kindOf(stats: Stats | BigIntStats): Kind | undefined {
@@ -348,8 +355,9 @@ function sameContent(host: string, before: Written, asWritten: boolean): boolean
  * cannot hide) is unchanged without being read; otherwise same-size contents are compared. An
  * owner or group other than the one written is read back: the command changed it.
  */
-export function scan(manifest: Manifest, maxFileSize: number): Scan {
+export function scan(manifest: Manifest, maxFileSize: number, shown: (target: string) => string = (target) => target): Scan {
   const { root, written } = manifest
+  const linkTarget = linkTargets(root, shown)
   const out: Scan = { added: [], modified: [], deleted: [], skipped: [], removals: [], edits: [] }
   const seen = new Set<string>()
   const links = new LinkGroups()
@@ -357,7 +365,7 @@ export function scan(manifest: Manifest, maxFileSize: number): Scan {
     const mode = Number(stats.mode) & 0o7777
     const owner = ownerOf(stats)
     if (kind === 'dir') out.edits.push({ op: 'dir', path, mode, owner })
-    else if (kind === 'symlink') out.edits.push({ op: 'symlink', path, target: workspaceTarget(fs.readlinkSync(host), root), owner })
+    else if (kind === 'symlink') out.edits.push({ op: 'symlink', path, target: linkTarget(fs.readlinkSync(host, 'utf8')), owner })
     else out.edits.push({ op: 'file', path, content: readPrivateFile(host), mode, mtimeMs: Number(stats.mtimeNs / 1_000_000n), owner })
   }
   const visit = (path: string) => {

@@ -1,0 +1,54 @@
+/**
+ * A project opened through a link (`directory('/tmp/link-to-proj')` where that is a link to the
+ * real project): an absolute link a command makes through either path reads back as the workspace
+ * path it names, as the directory lower itself shows such a link on disk, in both exec modes.
+ * The oracle is the directory lower: the same link made on disk reads the same through it.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import { afterAll, describe, expect, it } from 'vitest'
+import { directory, hostShell } from '../adapters/node-fs/index.js'
+import { support } from '../adapters/node-fs/exec-support.js'
+import { Workspace } from '../src/index.js'
+import type { ExecMode } from '../src/index.js'
+import { capability } from './support/require.js'
+
+const scratch = fs.realpathSync(fs.mkdtempSync(`${os.tmpdir()}/rewindfs-exec-opened-`))
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
+
+const overlayProblem = (await support()).overlay
+const modes: ExecMode[] = capability('exec-overlay', overlayProblem) ? ['overlay', 'copy'] : ['copy']
+
+let serial = 0
+/** A real project and a link to it beside it: the path the project is opened by. */
+function linkedProject(): { real: string; link: string } {
+  const real = `${scratch}/real-proj${serial}`
+  const link = `${scratch}/link-to-proj${serial++}`
+  fs.mkdirSync(`${real}/src`, { recursive: true })
+  fs.writeFileSync(`${real}/src/a.ts`, 'export const a = 1\n')
+  fs.symlinkSync(real, link)
+  return { real, link }
+}
+
+describe.each(modes)('exec in %s mode over a project opened through a link', (mode) => {
+  it('absolute links through the opened-by path or the real path read back as workspace paths', async () => {
+    const { real, link } = linkedProject()
+    const temps = fs.mkdtempSync(`${scratch}/tmp-`)
+    const ws = await Workspace.open({ lower: directory(link), exec: hostShell({ mode, tmpdir: temps }), autoCheckpoint: false })
+    const result = await ws.exec(
+      [`ln -s ${link}/src/a.ts by-link`, `ln -s ${link} root-by-link`, `ln -s ${real}/src/a.ts by-real`, 'ln -s /etc/hostname outside', 'ln -s src/a.ts relative', 'cat by-link'].join(' && '),
+    )
+    expect(result).toMatchObject({ exitCode: 0, mode, stdout: 'export const a = 1\n', stderr: '' })
+    const shown = Object.fromEntries(['/by-link', '/root-by-link', '/by-real', '/outside', '/relative'].map((path) => [path, ws.fs.readlinkSync(path)]))
+    expect(shown).toEqual({ '/by-link': '/src/a.ts', '/root-by-link': '/', '/by-real': '/src/a.ts', '/outside': '/etc/hostname', '/relative': 'src/a.ts' })
+    // No host path of the project reaches the workspace.
+    expect(JSON.stringify(shown)).not.toContain(scratch)
+    expect(ws.fs.readFileSync('/by-link', 'utf8')).toBe('export const a = 1\n')
+    await ws.close()
+    // The oracle: the same links made on disk read the same through the directory lower.
+    for (const [name, target] of [['by-link', `${link}/src/a.ts`], ['root-by-link', link], ['by-real', `${real}/src/a.ts`]]) fs.symlinkSync(target, `${real}/${name}`)
+    const lower = await Workspace.open({ lower: directory(link) })
+    expect(['/by-link', '/root-by-link', '/by-real'].map((path) => lower.fs.readlinkSync(path))).toEqual([shown['/by-link'], shown['/root-by-link'], shown['/by-real']])
+    await lower.close()
+  })
+})
