@@ -131,6 +131,11 @@ export class Overlay {
    */
   private readonly lastShown = new Map<string, string>()
   /**
+   * Set on a transaction's staging overlay: every lower version its fs surface handed the body. The
+   * commit shows them to the live overlay (showVersion): what the body read, the agent was shown.
+   */
+  shownInBody: Map<string, string> | undefined
+  /**
    * Versions a transaction's commit says its changes rest on (observe) where the workspace had
    * seen another: a base taken for one of those paths in that commit is the first sighting.
    */
@@ -280,11 +285,26 @@ export class Overlay {
    */
   markShown(entry: Entry): void {
     if (entry.node !== undefined || entry.lowerStat === undefined || entry.lowerPath === null) return
-    if (this.looking > 0 || this.inOperation || !this.rebasing) return
-    const first = this.observed.get(entry.lowerPath)
-    const version = entry.lowerStat.version
-    if (first !== undefined && version !== first) this.lastShown.set(entry.lowerPath, version)
-    else if (this.lastShown.size > 0) this.lastShown.delete(entry.lowerPath)
+    if (this.looking > 0 || this.inOperation) return
+    this.shownInBody?.set(entry.lowerPath, entry.lowerStat.version)
+    this.showVersion(entry.lowerPath, entry.lowerStat.version)
+  }
+
+  /**
+   * The agent was shown `version` of the lower path `path` (a read outside an operation, a committed
+   * transaction's body's read).
+   */
+  showVersion(path: string, version: string): void {
+    if (!this.rebasing) return
+    const first = this.observed.get(path)
+    const last = this.lastShown.get(path)
+    if (first !== undefined && version !== first) {
+      if (last === version) return
+      this.lastShown.set(path, version)
+    } else {
+      if (last === undefined) return
+      this.lastShown.delete(path)
+    }
   }
 
   /** Nesting of `lookingOnly`: while above 0, reading the lower records no first sighting. */

@@ -114,6 +114,8 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
   const { overlay, journal } = host
   const base: DirNode = overlay.freeze()
   const staging = new Overlay(overlay.lower, overlay.blobs, overlay.inodes, base)
+  // What the body reads is what the agent was shown, as a read outside a transaction is.
+  const shownInBody = (staging.shownInBody = new Map<string, string>())
   const ops = new FsOperations(staging)
   ops.cwd = host.cwd
   ops.umask = host.umask
@@ -155,7 +157,13 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
     }
     upperSlotDiff(base, staged, slot, meta)
   }
-  if (paths.length === 0) return result
+  if (paths.length === 0) {
+    // Nothing to commit, but the body saw the disk: a change made outside afterwards rests on what
+    // it read, and one on a save made since is still a conflict (a sighting taken later would hide it).
+    for (const [path, version] of staging.observed) if (!overlay.observed.has(path)) overlay.observe(path, version)
+    for (const [path, version] of shownInBody) overlay.showVersion(path, version)
+    return result
+  }
 
   const files = records.filter((r) => r.after?.type === 'file').map((r) => ({ path: r.change.path, content: staging.readBytes(r.after!) }))
   const report = await runValidators([...host.validators, ...(options.validators ?? [])], files)
@@ -199,6 +207,9 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
     // The versions the changes rest on come first: the body's staging read the disk later.
     for (const [path, version] of options.seen ?? []) overlay.observe(path, version)
     for (const [path, version] of staging.observed) overlay.observe(path, version)
+    // The body's reads, before its changes take their bases: a change it made on a save it read
+    // again rests on that save (an editor's check against the file it loaded), as outside one.
+    for (const [path, version] of shownInBody) overlay.showVersion(path, version)
     journal.run({ type: 'transaction', paths, group: options.group, description: options.label }, () => {
       upperSlotDiff(
         base,
