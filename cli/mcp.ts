@@ -83,14 +83,20 @@ export async function serveMcp(options: Options): Promise<number> {
   // run_command and find_breaking_change ask for their call's signal (the client's cancellation or the shutdown) here.
   const callSignal = new AsyncLocalStorage<AbortSignal>()
   // ws.exec's runner is the project directory's own (directory() carries it): nothing to install.
-  const tools = createAgentTools(ws, { flushTarget: lower, commands: options.allowCommands ? { signal: () => callSignal.getStore() } : false })
+  const tools = createAgentTools(ws, {
+    flushTarget: lower,
+    commands: options.allowCommands ? { signal: () => callSignal.getStore() } : false,
+    // Commands see the project at its host path: the same path given to any tool names the same file.
+    hostPath: (path) => lower.shownTarget(path),
+  })
   const server = new Server(
     { name: 'rewindfs', version: packageVersion() },
     {
       capabilities: { tools: {} },
       instructions:
         `A workspace over ${lower.root}: every write lands in an overlay, undoable with undo_operation and ` +
-        'rollback_to_checkpoint. The directory on disk is unchanged until commit_changes.' +
+        'rollback_to_checkpoint. The directory on disk is unchanged until commit_changes. ' +
+        `The tools show the project's root as /; a path under ${lower.root} is taken as the same file.` +
         (options.allowCommands ? ' run_command runs shell commands over the workspace; their changes land in it the same way. find_breaking_change finds the operation after which a command (the tests) fails.' : ''),
     },
   )

@@ -274,6 +274,19 @@ describe('rewindfs mcp', () => {
     expect(text).not.toContain(fs.realpathSync(tmp))
   })
 
+  it("takes the project's host path, as commands show it, for the workspace path it stands for", async () => {
+    const { client } = await connect()
+    const real = fs.realpathSync(project)
+    expect((await call(client, 'read_file', { path: `${real}/app/config.json` })).body).toMatchObject({ path: '/app/config.json', content: '{ "port": 8080 }' })
+    expect((await call(client, 'edit_file', { path: `${real}/app/config.json`, old_string: '8080', new_string: '9090' })).isError).toBe(false)
+    expect((await call(client, 'write_file', { path: `${real}/app/notes.md`, content: 'notes\n' })).body.path).toBe('/app/notes.md')
+    expect((await call(client, 'commit_changes', {})).isError).toBe(false)
+    expect(onDisk('app/config.json')).toBe('{ "port": 9090 }\n')
+    expect(onDisk('app/notes.md')).toBe('notes\n')
+    // No copy of the host's folders inside the project (the flush's staging folder aside).
+    expect(fs.readdirSync(project).filter((name) => !name.startsWith('.rewindfs-')).sort()).toEqual(['README.md', 'app'])
+  })
+
   it('states the message limit in every tool description, and marks the reading tools read-only', async () => {
     const { client } = await connect()
     const { tools } = await client.listTools()

@@ -41,6 +41,41 @@ export interface AgentToolsOptions {
   commands?: boolean | CommandOptions
   /** Size budget of the results, in characters of JSON (default 8000; read_file's content 100 000). */
   budget?: BudgetOptions
+  /**
+   * The workspace path an absolute host path of the project stands for, any other path as given
+   * (directory(root)'s shownTarget). Commands see the project at its host path, so a model copies
+   * such paths from their output (pwd, a compiler's errors) into the other tools, where / is the
+   * project's root: read_file then answered ENOENT naming a file that exists, and write_file made
+   * a copy of the host path's folders inside the project.
+   */
+  hostPath?: (path: string) => string
+}
+
+/** The inputs that name paths, and tools whose `pattern` is a glob over paths (search_files' is text). */
+const PATH_FIELDS = ['path', 'from', 'to', 'cwd'] as const
+const PATH_LISTS = ['target_files', 'include', 'exclude', 'include_files', 'exclude_files'] as const
+const GLOB_PATTERN = new Set(['find_files'])
+
+/** The tool with the host paths in its input taken as the workspace paths they stand for. */
+function withHostPaths(tool: AgentTool, hostPath: (path: string) => string): AgentTool {
+  const map = (value: unknown) => (typeof value === 'string' && value.startsWith('/') ? hostPath(value) : value)
+  const fields: string[] = [...PATH_FIELDS, ...(GLOB_PATTERN.has(tool.name) ? ['pattern'] : [])]
+  return {
+    ...tool,
+    run(input: unknown): Promise<ToolResult> {
+      // Anything other than a plain object, or one that throws when read, is left for the tool's own validation to refuse.
+      if (input === null || typeof input !== 'object' || Array.isArray(input)) return tool.run(input)
+      let mapped: Record<string, unknown>
+      try {
+        mapped = { ...(input as Record<string, unknown>) }
+        for (const field of fields) if (field in mapped) mapped[field] = map(mapped[field])
+        for (const field of PATH_LISTS) if (Array.isArray(mapped[field])) mapped[field] = (mapped[field] as unknown[]).map(map)
+      } catch {
+        return tool.run(input)
+      }
+      return tool.run(mapped)
+    },
+  }
 }
 
 export function createAgentTools(ws: Workspace, options: AgentToolsOptions = {}): AgentTool[] {
@@ -49,7 +84,7 @@ export function createAgentTools(ws: Workspace, options: AgentToolsOptions = {})
   }
   const budget = resolveBudget(options.budget)
   const commands = options.commands === true ? {} : options.commands || undefined
-  const tools = [
+  const made = [
     ...fileTools(ws, budget),
     searchTool(ws, budget),
     findTool(ws, budget),
@@ -60,6 +95,8 @@ export function createAgentTools(ws: Workspace, options: AgentToolsOptions = {})
     historyTool(ws, budget),
     ...(options.flushTarget ? [commitTool(ws, options.flushTarget, budget)] : []),
   ]
+  const { hostPath } = options
+  const tools = hostPath ? made.map((tool) => withHostPaths(tool, hostPath)) : made
   // Every tool goes through one runner: changes in turn, each result only once durable.
   return acknowledged(
     ws,
