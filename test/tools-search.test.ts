@@ -93,6 +93,11 @@ const PATTERNS: { input: Record<string, unknown>; grep: [string[], string] }[] =
   { input: { pattern: '\\d{3,}$', regex: true }, grep: [['-P'], '\\d{3,}$'] },
   { input: { pattern: 'end', regex: true }, grep: [['-E'], 'end'] },
   { input: { pattern: 'needle' }, grep: [['-F'], 'needle'] },
+  // ripgrep's syntax, as models write it for a Grep tool: POSIX classes and a leading inline flag.
+  { input: { pattern: '[[:upper:]]{4}', regex: true }, grep: [['-E'], '[[:upper:]]{4}'] },
+  { input: { pattern: '[^[:space:]]+ [[:digit:]]+$', regex: true }, grep: [['-E'], '[^[:space:]]+ [[:digit:]]+$'] },
+  { input: { pattern: '[[:punct:]][[:alpha:]]', regex: true }, grep: [['-E'], '[[:punct:]][[:alpha:]]'] },
+  { input: { pattern: '(?i)serve', regex: true }, grep: [['-P'], '(?i)serve'] },
 ]
 
 const LOWER: Record<string, string | Uint8Array> = {
@@ -256,6 +261,9 @@ describe('search_files against grep -rn', () => {
     const bad = await callTool(tools, 'search_files', { pattern: 'a(b', regex: true })
     expect(bad).toMatchObject({ isError: true, error: { code: 'EINVALIDINPUT', message: expect.stringContaining('not a valid regular expression') } })
     expect(await callTool(tools, 'search_files', { pattern: 'a\nb' })).toMatchObject({ isError: true, error: { code: 'EINVALIDINPUT' } })
+    // A negated POSIX class JavaScript has no escape for is refused with the class to write instead.
+    const negated = await callTool(tools, 'search_files', { pattern: '[[:^alpha:]]', regex: true })
+    expect(negated).toMatchObject({ isError: true, error: { code: 'EINVALIDINPUT', message: expect.stringContaining('[^A-Za-z]') } })
     expect(await callTool(tools, 'search_files', { pattern: 'a', path: '/missing' })).toMatchObject({ isError: true, error: { code: 'ENOENT' } })
     await ws.close()
   })

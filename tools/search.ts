@@ -41,12 +41,77 @@ export function globFilter(include: readonly string[] | undefined, exclude: read
     (wanted !== undefined && entry.type !== 'dir' && !wanted.some((glob) => glob.test(entry.path)))
 }
 
+/** POSIX bracket classes, ASCII as ripgrep and grep -E take them, as the contents of a JavaScript class. */
+const POSIX_CLASSES: Readonly<Record<string, string>> = {
+  alnum: '0-9A-Za-z',
+  alpha: 'A-Za-z',
+  ascii: '\\x00-\\x7F',
+  blank: '\\t ',
+  cntrl: '\\x00-\\x1F\\x7F',
+  digit: '0-9',
+  graph: '!-~',
+  lower: 'a-z',
+  print: ' -~',
+  punct: '!-\\/:-@\\[-`{-~',
+  space: '\\t\\n\\v\\f\\r ',
+  upper: 'A-Z',
+  word: '0-9A-Za-z_',
+  xdigit: '0-9A-Fa-f',
+}
+/** The negated ones JavaScript has an escape for. */
+const NEGATED_CLASSES: Readonly<Record<string, string>> = { digit: '\\D', space: '\\S', word: '\\W' }
+
+/**
+ * A pattern in ripgrep's syntax, as models write it for a Grep tool, in JavaScript's: '[[:upper:]]'
+ * (which JavaScript reads as the class '[:uper' then ']', so it silently matched almost nothing) with
+ * its POSIX classes spelt out, and leading inline flags ('(?i)', an invalid group to JavaScript)
+ * taken off, 'i' making the search case-insensitive. Only the POSIX class names inside a bracket
+ * expression are changed; everything else is left for the parser to judge.
+ */
+export function fromRipgrepSyntax(pattern: string): { pattern: string; caseInsensitive: boolean } {
+  const flags = /^\(\?([imsuU]+)\)/.exec(pattern)
+  const rest = flags ? pattern.slice(flags[0].length) : pattern
+  let out = ''
+  let inClass = false
+  for (let at = 0; at < rest.length; at++) {
+    const char = rest[at]
+    if (char === '\\') {
+      out += rest.slice(at, at + 2)
+      at++
+      continue
+    }
+    if (!inClass) {
+      out += char
+      if (char === '[') {
+        inClass = true
+        // The negation, so a POSIX class right after it is read as one.
+        if (rest[at + 1] === '^') out += rest[++at]
+      }
+      continue
+    }
+    const posix = /^\[:(\^?)([a-z]+):\]/.exec(rest.slice(at))
+    const name = posix?.[2]
+    if (posix && name !== undefined && Object.hasOwn(POSIX_CLASSES, name)) {
+      if (posix[1] === '^' && !Object.hasOwn(NEGATED_CLASSES, name)) {
+        throw new ToolFailure('EINVALIDINPUT', `pattern: [:^${name}:] (a negated POSIX class) is not supported; write the class out, e.g. [^${POSIX_CLASSES[name]}]`)
+      }
+      out += posix[1] === '^' ? NEGATED_CLASSES[name] : POSIX_CLASSES[name]
+      at += posix[0].length - 1
+      continue
+    }
+    if (char === ']') inClass = false // JavaScript's rule: a ']' right after '[' closes an empty class
+    out += char
+  }
+  return { pattern: out, caseInsensitive: flags?.[1].includes('i') ?? false }
+}
+
 function matcherOf(input: { pattern: string; regex: boolean; case_sensitive: boolean }): LineMatcher {
   if (!input.regex && input.pattern.includes('\n')) {
     throw new ToolFailure('EINVALIDINPUT', 'pattern: search_files matches within one line, and this pattern has a newline; search for one line of it')
   }
+  const { pattern, caseInsensitive } = input.regex ? fromRipgrepSyntax(input.pattern) : { pattern: input.pattern, caseInsensitive: false }
   try {
-    return new LineMatcher({ pattern: input.pattern, regex: input.regex, caseSensitive: input.case_sensitive })
+    return new LineMatcher({ pattern, regex: input.regex, caseSensitive: input.case_sensitive && !caseInsensitive })
   } catch (error) {
     if (error instanceof UnsupportedPattern) throw refused(error)
     throw new ToolFailure('EINVALIDINPUT', `pattern: not a valid regular expression: ${(error as Error).message}`)
@@ -71,7 +136,7 @@ export function searchTool(ws: Workspace, budget: Budget): AgentTool {
   return defineTool(
     'search_files',
     'Search file contents for a pattern (literal text, or a JavaScript regular expression with regex: true, run in time ' +
-      'linear in the text as ripgrep runs it: backreferences and look-around are refused), ' +
+      "linear in the text as ripgrep runs it: backreferences and look-around are refused; ripgrep's [[:alpha:]] classes and a leading (?i) are taken too), " +
       'like grep -rn: each matching line with its path, line number and context_lines around it. Searches the ' +
       'workspace as it is now, under path (default the working directory), skipping binary files and, unless ' +
       'include_ignored, what .gitignore files exclude; include/exclude globs narrow it. Returns at most ' +
