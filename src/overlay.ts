@@ -339,18 +339,33 @@ export class Overlay {
 
   /**
    * A new operation changes the upper slot `path` of a directory whose lower is `lowerDir`, the slot
-   * holding `before`: the first change of a path the lower source shows there takes its base, the
-   * version last shown (never replaced: what is undone and redone later rests on it too).
+   * holding `before`: a change of a path the lower source shows there takes its base, the version
+   * last shown. Kept while the path holds the workspace's own changes (an undo, redo or restore of
+   * them brings back changes resting on it); taken again when the path shows the disk once more
+   * (an undo, reset or restore took it back there) and a new change is made on what the agent read
+   * since: its base is that read, as an editor compares with the file it loaded last.
    */
   private based(path: string, lowerDir: string | null, name: string, before: unknown): void {
     if (!this.newOperation || before !== undefined || lowerDir === null || !this.rebasing || this.lower.id === undefined) return
     const lowerPath = join(lowerDir, name)
     // In a renamed directory the slot shows another path of the disk: the flush compares its own path.
-    if (lowerPath !== path || this.bases.has(path)) return
+    if (lowerPath !== path) return
     this.base(path)
   }
 
-  /** Records `path`'s base (see `bases`), unless it has one or the workspace never saw it. */
+  /**
+   * A restore forced over `path`, which changed on disk since the workspace first read it, may bring
+   * back changes made on that first read: the flush compares with it again (a base taken later, on
+   * a read of the save, would let those changes overwrite the save unseen).
+   */
+  baseOnFirstSighting(path: string): void {
+    const first = this.observed.get(path)
+    if (first === undefined || !this.rebasing || this.bases.get(path) === first) return
+    this.bases.set(path, first)
+    if (this.unrecorded) (this.unrecordedBases ??= []).push([path, first])
+  }
+
+  /** Records `path`'s base (see `bases`), unless the workspace never saw it. */
   private base(path: string): void {
     const first = this.observed.get(path)
     if (first === undefined) return

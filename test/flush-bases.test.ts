@@ -105,3 +105,138 @@ describe('a read inside a transaction’s body', () => {
     await again.close()
   })
 })
+
+/** Ways to take /a.txt back to the disk's version after the agent changed it (the workspace's first change there took its base). */
+const backs = [
+  ['an undo', async (ws: Workspace) => void (await ws.undo())],
+  ['a reset', async (ws: Workspace) => ws.reset()],
+  ['a restore of a checkpoint made before the change', async (ws: Workspace) => void (await ws.restore('before'))],
+  ['a restore to a time before the change', async (ws: Workspace, at: number) => void (await ws.restore({ time: at }))],
+] as const
+
+/** The agent changes /a.txt (read as 'one'), then `back` takes it back to the disk's version. */
+async function changedAndTakenBack(back: (ws: Workspace, at: number) => Promise<void>): Promise<{ ws: Workspace; root: string; store: string }> {
+  const started_ = await started()
+  const { ws } = started_
+  ws.fs.writeFileSync('/other.txt', 'x\n')
+  await ws.checkpoint({ name: 'before' })
+  await tick()
+  const at = Date.now()
+  await tick()
+  ws.fs.writeFileSync('/a.txt', 'one\nagent\n')
+  await back(ws, at)
+  expect(ws.changes().map((c) => c.path)).not.toContain('/a.txt')
+  return started_
+}
+
+describe('a change after the path was taken back to the disk’s version', () => {
+  it.each(backs)('after %s, rests on the human’s save the agent read since: no conflict', async (_what, back) => {
+    const { ws, root } = await changedAndTakenBack(back)
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
+    ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
+    expect((await ws.flush(undefined, { dryRun: true })).conflicts).toEqual([])
+    expect((await ws.flush()).applied).toBe(true)
+    expect(fs.readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe('HUMAN two\nagent\n')
+    await ws.close()
+  })
+
+  it.each(backs)('after %s, is a conflict when the human saves after the agent’s last read', async (_what, back) => {
+    // Read again, then saved again before the change.
+    let { ws, root } = await changedAndTakenBack(back)
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
+    await humanSaves(root, 'a.txt', 'HUMAN three\n')
+    ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
+    await refused(ws, root, ['/a.txt'])
+    await ws.close()
+    // Never read again: the change rests on 'one', the first read.
+    ;({ ws, root } = await changedAndTakenBack(back))
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    expect(ws.fs.existsSync('/a.txt')).toBe(true)
+    ws.fs.writeFileSync('/a.txt', 'one\nagent again\n')
+    await refused(ws, root, ['/a.txt'])
+    await ws.close()
+    // Read again and changed, then saved again after the change.
+    ;({ ws, root } = await changedAndTakenBack(back))
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
+    ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
+    await humanSaves(root, 'a.txt', 'HUMAN three\n')
+    await refused(ws, root, ['/a.txt'])
+    await ws.close()
+  })
+
+  it.each(backs)('after %s, keeps its base across a reopen', async (_what, back) => {
+    const { ws, root, store } = await changedAndTakenBack(back)
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
+    ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
+    await ws.close()
+    let again = await open(root, store)
+    expect((await again.flush(undefined, { dryRun: true })).conflicts).toEqual([])
+    await again.close()
+    await humanSaves(root, 'a.txt', 'HUMAN three\n')
+    again = await open(root, store)
+    await refused(again, root, ['/a.txt'])
+    await again.close()
+  })
+
+  it('keeps a base taken again across a compaction and a reopen (the snapshot holds the later one)', async () => {
+    const { ws, root, store } = await changedAndTakenBack(backs[0][1])
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
+    ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
+    await ws.compact()
+    ws.fs.writeFileSync('/after.txt', 'x\n')
+    await ws.close()
+    let again = await open(root, store)
+    expect((await again.flush(undefined, { dryRun: true })).conflicts).toEqual([])
+    await again.close()
+    await humanSaves(root, 'a.txt', 'HUMAN three\n')
+    again = await open(root, store)
+    await refused(again, root, ['/a.txt'])
+    await again.close()
+  })
+
+  it('a file the agent made where the disk had none, taken back by an undo, then made by the human and read: no conflict', async () => {
+    const { ws, root } = await started()
+    ws.fs.writeFileSync('/new.txt', 'agent\n')
+    await ws.undo()
+    await humanSaves(root, 'new.txt', 'HUMAN\n')
+    expect(ws.fs.readFileSync('/new.txt', 'utf8')).toBe('HUMAN\n')
+    ws.fs.appendFileSync('/new.txt', 'agent\n')
+    await flushed(ws, root, { '/a.txt': 'one\n', '/keep.txt': 'k\n', '/new.txt': 'HUMAN\nagent\n' })
+    await ws.close()
+  })
+
+  it('a redo brings back a change that rests on the first read: a save made after it is a conflict, even one the agent read since', async () => {
+    const { ws, root } = await started()
+    ws.fs.writeFileSync('/a.txt', 'one\nagent\n')
+    await ws.undo()
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
+    await ws.redo()
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('one\nagent\n')
+    await refused(ws, root, ['/a.txt'])
+    await ws.close()
+  })
+
+  it('a forced restore of a change made before the human’s save keeps the conflict, though a later change was made on the save', async () => {
+    const { ws, root } = await started()
+    ws.fs.writeFileSync('/a.txt', 'one\nagent\n')
+    await ws.checkpoint({ name: 'on one' })
+    await ws.undo()
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
+    ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
+    expect((await ws.flush(undefined, { dryRun: true })).conflicts).toEqual([])
+    // The restore itself compares with the first sighting.
+    await expect(ws.restore('on one')).rejects.toMatchObject({ code: 'ECONFLICT', conflicts: ['/a.txt'] })
+    await ws.restore('on one', { force: true })
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('one\nagent\n')
+    await refused(ws, root, ['/a.txt'])
+    expect(fs.readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe('HUMAN two\n')
+    await ws.close()
+  })
+})

@@ -59,7 +59,11 @@ export function commandTool(ws: Workspace, budget: Budget, options: CommandOptio
       'them all back) and nothing reaches the real project before commit_changes. Returns exit_code, signal, ' +
       'timed_out, stdout, stderr and the paths changed; output is cut in the middle with a marker to fit the ' +
       `result budget (${budget.chars} characters). timeout_ms (default 2 minutes) kills the command and ` +
-      'everything it started. The command runs on the host as this user: outside the workspace it can do what the user can.',
+      'everything it started. Each call starts afresh in cwd (default the working directory): a cd or export does ' +
+      'not carry over to the next call, so chain them (cd app && npm test) or pass cwd. Processes it leaves in the ' +
+      'background (&, nohup, setsid) are killed when it returns and what they would write later is lost: start a ' +
+      'server and use it in the same command. ' +
+      'The command runs on the host as this user: outside the workspace it can do what the user can.',
     commandInput,
     async (input) => {
       const mark = lastSeq(ws)

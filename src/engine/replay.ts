@@ -221,7 +221,8 @@ export class Replay {
       return
     }
     if (!overlay.rebasing) return
-    for (const [path, version] of bases) if (!overlay.bases.has(path)) overlay.bases.set(path, version)
+    // In the order taken: a base taken again (a change after an undo took the path back to the disk) replaces the earlier one.
+    for (const [path, version] of bases) overlay.bases.set(path, version)
   }
 
   /**

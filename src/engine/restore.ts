@@ -104,6 +104,9 @@ export class Restores {
     } else if (records.length > 0) {
       journal.run({ type: 'restore', paths, description: `restore ${point.label} (filtered)` }, () => this.applyRecords(records))
     }
+    // Forced over paths changed on disk since first read: what it brought back may rest on that
+    // read, though a change made since took a later base (Overlay.based). Never a missed conflict.
+    for (const path of conflicts) overlay.baseOnFirstSighting(path)
     this.undoneRestore = undefined
     this.checkpoints.supersedeAfter(point.seq, guard)
     collector.maybeSchedule()
