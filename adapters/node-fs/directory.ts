@@ -13,7 +13,7 @@ import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type Lo
 import { LockFile } from 'rewindfs/adapter-kit/node'
 import { Confinement, READ_FLAGS, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined, regularFile } from './confine.js'
 import { hostShell } from './exec.js'
-import { type XattrsNotKept, changedUnder, clearStaging, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
+import { type XattrsNotKept, changedUnder, clearStaging, flushError, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
 import { syncDirectory } from './files.js'
 import { DirectoryWalker, utf8Entries } from './walker.js'
 
@@ -185,17 +185,26 @@ export class DirectorySource implements LowerSource, FlushTarget {
   }
 
   async changedSince(path: string, sinceMs: number): Promise<string[]> {
-    return changedUnder(this.confinement, normalize(path), sinceMs)
+    return this.flushing(async () => changedUnder(this.confinement, normalize(path), sinceMs))
   }
 
   apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void, beforeCommit?: () => Promise<void>): Promise<(string | undefined)[] & { xattrsNotKept?: XattrsNotKept }> {
-    if (this.holding()) return this.applyNow(entries, onProgress, true, beforeCommit)
-    return this.queued(() => this.applyNow(entries, onProgress, false, beforeCommit))
+    if (this.holding()) return this.flushing(() => this.applyNow(entries, onProgress, true, beforeCommit))
+    return this.flushing(() => this.queued(() => this.applyNow(entries, onProgress, false, beforeCommit)))
   }
 
   async recover(): Promise<void> {
-    if (this.holding()) return this.settle()
-    return this.queued(() => this.recoverNow())
+    if (this.holding()) return this.flushing(async () => this.settle())
+    return this.flushing(() => this.queued(() => this.recoverNow()))
+  }
+
+  /** A flush's work on the disk: what it rejects with names workspace paths, never the root's place on the host (flushError). */
+  private async flushing<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work()
+    } catch (error) {
+      throw flushError(this.confinement, error)
+    }
   }
 
   /**
@@ -207,7 +216,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
   exclusive<T>(section: () => Promise<T>): Promise<T> {
     if (this.holding()) return section()
     return this.queued(async () => {
-      const lock = await this.waitForLock()
+      const lock = await this.flushing(() => this.waitForLock())
       const made = this.madeFolder
       const grant: Grant = { root: this.root, live: true, applied: false }
       try {

@@ -114,6 +114,27 @@ export function changedUnder(confinement: Confinement, path: string, sinceMs: nu
   return found
 }
 
+/**
+ * `error` as a flush into the directory rejects with it, in place: the host paths inside the root
+ * that it names, in `path` and `dest` and quoted in its message and stack, and the same in the
+ * errors it carries as `cause`, become workspace paths ('/src/a.ts'), as ws.fs's errors name them.
+ * Whoever flushes (an agent through the tools among them) is promised workspace paths; where the
+ * project lies on the host is not theirs to see. Paths outside the root stay as they are.
+ */
+export function flushError<E>(confinement: Confinement, error: E): E {
+  const seen = new Set<unknown>()
+  for (let at: unknown = error; typeof at === 'object' && at !== null && !seen.has(at); at = (at as { cause?: unknown }).cause) {
+    seen.add(at)
+    confinement.hostError(at)
+    const named = at as { message?: unknown; stack?: unknown }
+    // Node's messages quote the paths of the call ('open '/srv/app/src/.rewindfs-flush.x.0''); ours quote the root.
+    const shown = (text: string) => text.replace(/'([^'\n]*)'/g, (quoted, host: string) => (host.startsWith('/') ? `'${confinement.inside(host) ?? host}'` : quoted))
+    if (typeof named.message === 'string') named.message = shown(named.message)
+    if (typeof named.stack === 'string') named.stack = shown(named.stack)
+  }
+  return error
+}
+
 function refuse(path: string, detail: string): FsError {
   return new FsError('EINVAL', 'flush', path, undefined, detail)
 }
@@ -582,14 +603,19 @@ export function rollBack(confinement: Confinement, manifest: Manifest): void {
   const directories = new Set<string>()
   for (const step of manifest.steps) {
     if (step.op !== 'move') continue
-    removeIfPresent(confinement.lexical(step.temp))
+    try {
+      removeIfPresent(confinement.lexical(step.temp))
+    } catch (error) {
+      // Its directory became a file meanwhile (someone else's hand): no temp there to remove.
+      if (codeOf(error) !== 'ENOTDIR') throw error
+    }
     directories.add(dirname(step.temp))
   }
   for (const directory of directories) {
     try {
       syncDirectory(confinement.lexical(directory))
     } catch (error) {
-      if (codeOf(error) !== 'ENOENT') throw error
+      if (codeOf(error) !== 'ENOENT' && codeOf(error) !== 'ENOTDIR') throw error
     }
   }
   clearStaging(confinement)
@@ -635,7 +661,7 @@ export function readManifest(confinement: Confinement): Manifest | undefined {
   }
   const result = manifestSchema.safeParse(parsed)
   if (!result.success) {
-    throw Object.assign(new Error(`rewindfs: the flush manifest ${manifestFile(confinement)} is damaged (${result.error?.message ?? 'not JSON'}); move it aside to continue`), {
+    throw Object.assign(new Error(`rewindfs: the flush manifest '${manifestFile(confinement)}' is damaged (${result.error?.message ?? 'not JSON'}); move it aside to continue`), {
       code: 'ERR_REWINDFS_MANIFEST',
     })
   }
@@ -643,6 +669,6 @@ export function readManifest(confinement: Confinement): Manifest | undefined {
   const bad = result.data.steps.find(
     (step) => (step.path === '/' && step.op !== 'dir') || (step.op === 'move' && !isReserved(basename(step.temp))) || (step.op === 'delete' && !isReserved(basename(step.trash))),
   )
-  if (bad) throw Object.assign(new Error(`rewindfs: the flush manifest ${manifestFile(confinement)} has a step that is not a flush's (${JSON.stringify(bad)}); move it aside to continue`), { code: 'ERR_REWINDFS_MANIFEST' })
+  if (bad) throw Object.assign(new Error(`rewindfs: the flush manifest '${manifestFile(confinement)}' has a step that is not a flush's (${JSON.stringify(bad)}); move it aside to continue`), { code: 'ERR_REWINDFS_MANIFEST' })
   return result.data
 }
