@@ -7,11 +7,11 @@
  * (pre-order, one generator with an explicit stack), pruned by .gitignore files as git does when
  * asked, and the walk stops as soon as its consumer does.
  */
-import ignore, { type Ignore } from 'ignore'
 import { decode } from '../src/bytes.js'
 import type { LowerWalker } from '../src/lower/source.js'
 import { basename, dirname, join } from '../src/path.js'
 import type { Workspace } from '../src/workspace.js'
+import { type GitignoreRules, gitignore } from './gitignore.js'
 
 export type EntryType = 'file' | 'dir' | 'symlink'
 
@@ -42,7 +42,7 @@ export interface WalkOptions {
 /** One .gitignore's rules, for the directory it is in. */
 interface Rules {
   readonly base: string
-  readonly rules: Ignore
+  readonly rules: GitignoreRules
 }
 
 /** The lower source's walker, and the paths where the view is not the source (changed, or above a change). */
@@ -167,15 +167,15 @@ function directOf(ws: Workspace): Direct | undefined {
 const breathe = typeof setImmediate === 'function' ? () => new Promise<void>((resolve) => setImmediate(resolve)) : () => new Promise<void>((resolve) => setTimeout(resolve, 0))
 
 function gitignoreRules(base: string, text: string): Rules {
-  return { base, rules: ignore({ ignorecase: false, allowRelativePaths: true }).add(text) }
+  return { base, rules: gitignore(text) }
 }
 
 /** Git's precedence: the deepest .gitignore with a rule for the path decides (its last matching rule). */
 function isIgnored(levels: readonly Rules[], entry: WalkEntry): boolean {
   for (let i = levels.length - 1; i >= 0; i--) {
     const { base, rules } = levels[i]
-    const relative = (base === '/' ? entry.path.slice(1) : entry.path.slice(base.length + 1)) + (entry.type === 'dir' ? '/' : '')
-    const verdict = rules.test(relative)
+    const relative = base === '/' ? entry.path.slice(1) : entry.path.slice(base.length + 1)
+    const verdict = rules.test(relative, entry.type === 'dir')
     if (verdict.ignored) return true
     if (verdict.unignored) return false
   }
