@@ -130,6 +130,8 @@ export class Overlay {
    * was first read. A write's own look at the disk does not count: the agent did not see it.
    */
   private readonly lastShown = new Map<string, string>()
+  /** Changes of `lastShown` not yet in the durable journal (kept while a store is attached, as `unrecorded`). */
+  unrecordedShown: [string, string][] | undefined
   /**
    * Set on a transaction's staging overlay: every lower version its fs surface handed the body. The
    * commit shows them to the live overlay (showVersion): what the body read, the agent was shown.
@@ -292,9 +294,9 @@ export class Overlay {
 
   /**
    * The agent was shown `version` of the lower path `path` (a read outside an operation, a committed
-   * transaction's body's read).
+   * transaction's body's read). `record`: false while loading what the journal recorded.
    */
-  showVersion(path: string, version: string): void {
+  showVersion(path: string, version: string, record = true): void {
     if (!this.rebasing) return
     const first = this.observed.get(path)
     const last = this.lastShown.get(path)
@@ -305,6 +307,18 @@ export class Overlay {
       if (last === undefined) return
       this.lastShown.delete(path)
     }
+    // Kept across a reopen: a change made after it rests on what was read before it.
+    if (record && this.unrecorded) (this.unrecordedShown ??= []).push([path, version])
+  }
+
+  /** Forgets what reads showed (a replay starting over). */
+  forgetShown(): void {
+    this.lastShown.clear()
+  }
+
+  /** The versions last shown where they differ from the first sightings (a snapshot's `shown`). */
+  shownEntries(): [string, string][] {
+    return [...this.lastShown]
   }
 
   /** Nesting of `lookingOnly`: while above 0, reading the lower records no first sighting. */

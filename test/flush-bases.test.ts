@@ -240,3 +240,42 @@ describe('a change after the path was taken back to the disk’s version', () =>
     await ws.close()
   })
 })
+
+describe('a read before the workspace was closed and reopened from its store', () => {
+  /** The agent reads /a.txt ('one'), the human saves it, the agent reads the save; then (`between`) the workspace closes. */
+  async function readThenClosed(between?: (ws: Workspace) => Promise<void>): Promise<{ root: string; store: string }> {
+    const { ws, root, store } = await started()
+    await humanSaves(root, 'a.txt', 'HUMAN two\n')
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
+    await between?.(ws)
+    await ws.close()
+    return { root, store }
+  }
+  const closes = [
+    ['a close', undefined],
+    ['a compaction and a close', async (ws: Workspace) => ws.compact()],
+    ['an operation and a close', async (ws: Workspace) => ws.fs.writeFileSync('/other.txt', 'x\n')],
+  ] as const
+
+  it.each(closes)('is what a change after %s and a reopen rests on: no conflict', async (_what, between) => {
+    const { root, store } = await readThenClosed(between)
+    const ws = await open(root, store)
+    ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
+    expect((await ws.flush(undefined, { dryRun: true })).conflicts).toEqual([])
+    expect((await ws.flush()).applied).toBe(true)
+    expect(fs.readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe('HUMAN two\nagent\n')
+    await ws.close()
+  })
+
+  it.each(closes)('after %s, a save made after that read is still a conflict (closed or open)', async (_what, between) => {
+    for (const when of ['closed', 'open'] as const) {
+      const { root, store } = await readThenClosed(between)
+      if (when === 'closed') await humanSaves(root, 'a.txt', 'HUMAN three\n')
+      const ws = await open(root, store)
+      if (when === 'open') await humanSaves(root, 'a.txt', 'HUMAN three\n')
+      ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
+      await refused(ws, root, ['/a.txt'])
+      await ws.close()
+    }
+  })
+})

@@ -406,13 +406,14 @@ export class Durability {
 
   private async commitPending(evenIfHeld: boolean): Promise<void> {
     const held = this.holds > 0 && !evenIfHeld
-    const { unrecorded: seen, unrecordedBases: bases, rebasing } = this.host.overlay
+    const { unrecorded: seen, unrecordedBases: bases, unrecordedShown: shown, rebasing } = this.host.overlay
     // Reads of a damaged store's workspace record nothing (its lower sightings wait for the repair's
     // snapshot), nor a read-only store's (rewindfs status, diff, flush --dry-run; a follower tab):
     // they wait in memory for a writer's commit, if this one is promoted.
-    if (((seen && seen.length > 0) || (bases && bases.length > 0)) && !this.failure && !held && this.damage.length === 0 && !this.readOnly) {
+    if (((seen && seen.length > 0) || (bases && bases.length > 0) || (shown && shown.length > 0)) && !this.failure && !held && this.damage.length === 0 && !this.readOnly) {
       // `bases` is in every record a store that records bases writes, so open tells such a store from an older one.
-      this.lines.push(bodyText({ t: 'seen', entries: seen?.splice(0) ?? [], ...(rebasing ? { bases: bases?.splice(0) ?? [] } : {}) }))
+      const reads = rebasing && shown && shown.length > 0 ? { shown: shown.splice(0) } : {}
+      this.lines.push(bodyText({ t: 'seen', entries: seen?.splice(0) ?? [], ...(rebasing ? { bases: bases?.splice(0) ?? [] } : {}), ...reads }))
     }
     // Contents open found missing, written again since (the same bytes change no file: no record names them).
     if (this.missing.size > 0) for (const id of this.missing) if (this.host.blobs.resident(id) && !this.durableBlobs.has(id)) this.blobIds.add(id)
@@ -493,6 +494,7 @@ export class Durability {
         this.blobIds = new Set()
         this.host.overlay.unrecorded?.splice(0)
         this.host.overlay.unrecordedBases?.splice(0)
+        this.host.overlay.unrecordedShown?.splice(0)
         await this.writeSnapshot()
         this.journalUnknown = false
         this.sinceCompaction = 0
@@ -652,6 +654,7 @@ export class Durability {
       resume: this.host.getResume(),
       seen: [...overlay.observed],
       bases: overlay.rebasing ? [...overlay.bases] : undefined,
+      shown: overlay.rebasing ? overlay.shownEntries() : [],
       ino: overlay.inodes.next,
       checkpoints: checkpoints.map((record) => ({ record, name: record.name, superseded: record.superseded })),
       operations: journal.records.map((record) => ({ record, undone: record.undone })),

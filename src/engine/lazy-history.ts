@@ -412,6 +412,7 @@ export class LazyHistory {
       ...(input.seen.length > 0 ? { seen: input.seen } : {}),
       // Even empty: a snapshot without it is an older store's (Overlay.rebasing).
       ...(input.bases !== undefined ? { bases: input.bases } : {}),
+      ...(input.shown.length > 0 ? { shown: input.shown } : {}),
       ino: input.ino,
       parts,
       nextPart: writer.next,
@@ -454,6 +455,8 @@ export interface SnapshotInput {
   readonly seen: [string, string][]
   /** The flush conflict bases (Overlay.bases); undefined for a store written before they were recorded. */
   readonly bases: [string, string][] | undefined
+  /** The versions last shown where they differ from the first sightings (Overlay.shownEntries). */
+  readonly shown: [string, string][]
   readonly ino: number
   /**
    * Each checkpoint, with its name and superseded flag as they were then (the rest never changes,

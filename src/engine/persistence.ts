@@ -175,9 +175,11 @@ export type RecordBody =
    * Lower-source versions first seen (the conflict base of a restore, and of a flush where `bases`
    * has none); '' is "absent". `bases`: the versions shown when the workspace first changed those
    * paths (a flush's conflict base); in every such record written since 2026-11-30, none before
-   * (older readers ignore it).
+   * (older readers ignore it). `shown`: versions a read showed since the last record, where they
+   * differ from the first sightings (Overlay.showVersion), in the order read; a version equal to the
+   * first sighting clears it. Since 2026-12-01, and only when there are any.
    */
-  | { t: 'seen'; entries: [string, string][]; bases?: [string, string][] }
+  | { t: 'seen'; entries: [string, string][]; bases?: [string, string][]; shown?: [string, string][] }
   /** Ends a group commit: records after the last one of these were never acknowledged. */
   | { t: 'commit' }
   /**
@@ -245,6 +247,8 @@ export interface LazySnapshotData {
   seen?: [string, string][]
   /** Flush conflict bases (Overlay.bases): present, if empty, in every snapshot written since 2026-11-30. */
   bases?: [string, string][]
+  /** The versions last shown where they differ from the first sightings (as the 'seen' records' `shown`), when there are any. */
+  shown?: [string, string][]
   /** The next inode number (no walk of every tree at open to find it). */
   ino: number
   /** The parts the history needs, and the serial the next one gets. */
@@ -396,7 +400,12 @@ const bodySchema = z.union([
   z.object({ t: z.literal('redo'), ids: z.array(z.string()), time: z.optional(z.number()) }),
   z.object({ t: z.literal('compensated'), id: z.string() }),
   z.object({ t: z.literal('resume'), point: jsonSchema }),
-  z.object({ t: z.literal('seen'), entries: z.array(z.tuple([z.string(), z.string()])), bases: z.optional(z.array(z.tuple([z.string(), z.string()]))) }),
+  z.object({
+    t: z.literal('seen'),
+    entries: z.array(z.tuple([z.string(), z.string()])),
+    bases: z.optional(z.array(z.tuple([z.string(), z.string()]))),
+    shown: z.optional(z.array(z.tuple([z.string(), z.string()]))),
+  }),
   z.object({ t: z.literal('commit') }),
   // The snapshot's inner shape is produced by this module and checked by its checksum; its size
   // (a whole tree) makes a deep schema walk too costly at open.

@@ -59,6 +59,7 @@ export class Replay {
     checkpoints.splice(0)
     overlay.observed.clear()
     overlay.bases.clear()
+    overlay.forgetShown()
     overlay.rebasing = true
     this.host.setResume(undefined)
   }
@@ -90,6 +91,7 @@ export class Replay {
       case 'seen':
         for (const [path, version] of body.entries) if (!overlay.observed.has(path)) overlay.observed.set(path, version)
         this.loadBases(body.bases)
+        this.loadShown(body.shown)
         break
       case 'undo':
       case 'redo': {
@@ -210,6 +212,12 @@ export class Replay {
     if (data.resume !== undefined) this.host.setResume(data.resume)
     for (const [path, version] of data.seen ?? []) this.host.overlay.observed.set(path, version)
     this.loadBases(data.bases)
+    this.loadShown('shown' in data ? data.shown : undefined)
+  }
+
+  /** What reads showed the agent (Overlay.showVersion), in the order read: a reopen keeps what it last read. */
+  private loadShown(shown: readonly [string, string][] | undefined): void {
+    for (const [path, version] of shown ?? []) this.host.overlay.showVersion(path, version, false)
   }
 
   /** Flush conflict bases as recorded; none (an older writer's record) turns recording them off (Overlay.rebasing). */
