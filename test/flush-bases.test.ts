@@ -9,7 +9,10 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import type { Workspace } from '../src/index.js'
+import { directory, directoryStore } from '../adapters/node-fs/index.js'
+import { frameRecord } from '../src/engine/persistence.js'
+import type { Store } from '../src/engine/store.js'
+import { Workspace } from '../src/index.js'
 import { humanProjects, open, refused, tick, tree as treeOf } from './support/human-project.js'
 
 const project = humanProjects('flush-bases')
@@ -277,5 +280,48 @@ describe('a read before the workspace was closed and reopened from its store', (
       await refused(ws, root, ['/a.txt'])
       await ws.close()
     }
+  })
+})
+
+describe('a store written before bases were recorded (2026-11-30)', () => {
+  /** directoryStore as an older rewindfs wrote it: its 'seen' records carry first sightings only. */
+  function olderStore(dir: string): Store {
+    const store = directoryStore(dir)
+    const strip = (line: string): string => {
+      const framed = JSON.parse(line) as { b: { n: number; t: string; bases?: unknown; shown?: unknown } }
+      if (framed.b.t !== 'seen') return line
+      const { n, bases: _bases, shown: _shown, ...body } = framed.b
+      return frameRecord(JSON.stringify(body), n)
+    }
+    return new Proxy(store, {
+      get(target, key) {
+        if (key === 'appendJournal') return (records: readonly string[]) => target.appendJournal(records.map(strip))
+        const value: unknown = Reflect.get(target, key, target)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+  }
+
+  it('keeps comparing with first sightings, by design: a change on a save the agent read (outside, in a transaction, before a reopen, after an undo) is a conflict', async () => {
+    const { root, store } = project({ 'a.txt': 'one\n', 'b.txt': 'one\n', 'c.txt': 'one\n', 'd.txt': 'one\n' })
+    const older = await Workspace.open({ lower: directory(root), store: olderStore(store) })
+    for (const name of ['/a.txt', '/b.txt', '/c.txt', '/d.txt']) expect(older.fs.readFileSync(name, 'utf8')).toBe('one\n')
+    older.fs.writeFileSync('/d.txt', 'one\nagent\n')
+    await older.close()
+    for (const name of ['a.txt', 'b.txt', 'c.txt', 'd.txt']) await humanSaves(root, name, 'HUMAN two\n')
+    // Opened by this rewindfs, as it is.
+    let ws = await open(root, store)
+    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
+    ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
+    await ws.transaction((tx) => tx.writeFileSync('/b.txt', tx.readFileSync('/b.txt', 'utf8') + 'agent\n'))
+    expect(ws.fs.readFileSync('/c.txt', 'utf8')).toBe('HUMAN two\n')
+    await ws.undo({ paths: ['/d.txt'] })
+    expect(ws.fs.readFileSync('/d.txt', 'utf8')).toBe('HUMAN two\n')
+    ws.fs.writeFileSync('/d.txt', 'HUMAN two\nagent\n')
+    await ws.close()
+    ws = await open(root, store)
+    ws.fs.writeFileSync('/c.txt', 'HUMAN two\nagent\n')
+    await refused(ws, root, ['/a.txt', '/b.txt', '/c.txt', '/d.txt'])
+    await ws.close()
   })
 })
