@@ -98,6 +98,31 @@ describe('a read inside a transaction’s body', () => {
     await ws.close()
   })
 
+  it('of a transaction that fails counts too: its first sightings stay, and what it read is what the agent saw', async () => {
+    for (const how of ['throws', 'fails a validator'] as const) {
+      const { root, store } = project({ 'a.txt': 'one\n', 'b.txt': 'one\n' })
+      const ws = await open(root, store)
+      expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('one\n')
+      await humanSaves(root, 'a.txt', 'HUMAN two\n')
+      const failing = ws.transaction(
+        (tx) => {
+          tx.readFileSync('/a.txt')
+          tx.readFileSync('/b.txt')
+          tx.writeFileSync('/x.txt', 'x\n')
+          if (how === 'throws') throw new Error('the agent gave up')
+        },
+        { validators: [{ name: 'never', match: '**', validate: () => 'no' }] },
+      )
+      await expect(failing).rejects.toThrow()
+      // b.txt first read in the body: a save after it, then a blind write, is a conflict.
+      await humanSaves(root, 'b.txt', 'HUMAN two\n')
+      ws.fs.writeFileSync('/b.txt', 'agent, from one\n')
+      ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
+      await refused(ws, root, ['/b.txt'])
+      await ws.close()
+    }
+  })
+
   it('is kept across a reopen', async () => {
     const { ws, root, store } = await started()
     await humanSaves(root, 'a.txt', 'HUMAN two\n')

@@ -111,11 +111,34 @@ function modeOrOwnerMoved(before: Meta, after: Meta): boolean {
 
 /** Runs `body` against a staging fs and commits its changes as one 'transaction' operation. */
 export async function runTransaction<T>(host: TransactionHost, body: (fs: StagedFs) => T | Promise<T>, options: TransactionOptions): Promise<T> {
-  const { overlay, journal } = host
+  const { overlay } = host
   const base: DirNode = overlay.freeze()
   const staging = new Overlay(overlay.lower, overlay.blobs, overlay.inodes, base)
   // What the body reads is what the agent was shown, as a read outside a transaction is.
-  const shownInBody = (staging.shownInBody = new Map<string, string>())
+  staging.shownInBody = new Map<string, string>()
+  const done = { committed: false }
+  try {
+    return await stageAndCommit(host, base, staging, body, options, done)
+  } finally {
+    // Nothing committed (no change, a throw, a failed validator, a refusal, a conflict), but the
+    // body saw the disk: a change made outside afterwards rests on what it read, and one on a save
+    // made since is still a conflict (a first sighting taken later would hide it).
+    if (!done.committed) {
+      for (const [path, version] of staging.observed) if (!overlay.observed.has(path)) overlay.observe(path, version)
+      for (const [path, version] of staging.shownInBody) overlay.showVersion(path, version)
+    }
+  }
+}
+
+async function stageAndCommit<T>(
+  host: TransactionHost,
+  base: DirNode,
+  staging: Overlay,
+  body: (fs: StagedFs) => T | Promise<T>,
+  options: TransactionOptions,
+  done: { committed: boolean },
+): Promise<T> {
+  const { overlay, journal } = host
   const ops = new FsOperations(staging)
   ops.cwd = host.cwd
   ops.umask = host.umask
@@ -157,13 +180,7 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
     }
     upperSlotDiff(base, staged, slot, meta)
   }
-  if (paths.length === 0) {
-    // Nothing to commit, but the body saw the disk: a change made outside afterwards rests on what
-    // it read, and one on a save made since is still a conflict (a sighting taken later would hide it).
-    for (const [path, version] of staging.observed) if (!overlay.observed.has(path)) overlay.observe(path, version)
-    for (const [path, version] of shownInBody) overlay.showVersion(path, version)
-    return result
-  }
+  if (paths.length === 0) return result
 
   const files = records.filter((r) => r.after?.type === 'file').map((r) => ({ path: r.change.path, content: staging.readBytes(r.after!) }))
   const report = await runValidators([...host.validators, ...(options.validators ?? [])], files)
@@ -209,7 +226,8 @@ export async function runTransaction<T>(host: TransactionHost, body: (fs: Staged
     for (const [path, version] of staging.observed) overlay.observe(path, version)
     // The body's reads, before its changes take their bases: a change it made on a save it read
     // again rests on that save (an editor's check against the file it loaded), as outside one.
-    for (const [path, version] of shownInBody) overlay.showVersion(path, version)
+    for (const [path, version] of staging.shownInBody!) overlay.showVersion(path, version)
+    done.committed = true
     journal.run({ type: 'transaction', paths, group: options.group, description: options.label }, () => {
       upperSlotDiff(
         base,
