@@ -5,7 +5,8 @@
  */
 import type { BlobStore } from './blob/store.js'
 import { FsError } from './errors.js'
-import type { EntryType, LowerSource, LowerStat } from './lower/source.js'
+import type { EntryType, LowerSource, LowerStat, WalkerEntry } from './lower/source.js'
+import { changedSince, isListed, listedMark, settled } from './lower/listing.js'
 import {
   type DirNode,
   type EntryNode,
@@ -21,7 +22,7 @@ import {
 } from './layer/nodes.js'
 import { type HardLink, INODES, INODES_PATH, type InodeRecord, hardLink, linkIds, linksIn, namesOf, recordId, recordIn, recordPath } from './layer/inodes.js'
 import { type EditToken, hashString, mapDelete, mapEntries, mapGet, mapRemove, mapReplace, mapSet } from './layer/persistent-map.js'
-import { components, join } from './path.js'
+import { components, dirname, join } from './path.js'
 
 /** A merged entry: what a path shows, from the upper node if any, else from the lower source. */
 export interface Entry {
@@ -273,9 +274,18 @@ export class Overlay {
         // A source that can be flushed to also needs "seen absent": something created there later is a conflict.
         const version = stat ? stat.version : this.lower.id !== undefined ? ABSENT : undefined
         if (version !== undefined) this.observe(path, version)
-      }
+      } else if (isListed(first)) this.settle(path, first, stat)
     }
     return stat
+  }
+
+  /** A listed entry's first lookup: its version, if it cannot have changed since it was listed (lower/listing.ts). */
+  private settle(path: string, mark: string, stat: LowerStat | undefined): string {
+    const version = settled(mark, stat, this.lower.stat(dirname(path))?.ino)
+    if (version === mark) return mark
+    this.observed.set(path, version)
+    this.unrecorded?.push([path, version])
+    return version
   }
 
   /**
@@ -340,7 +350,8 @@ export class Overlay {
 
   /** The lower source's version at `path` was seen (unless one was already): a flush checks it for changes made since. */
   observe(path: string, version: string): void {
-    const first = this.observed.get(path)
+    let first = this.observed.get(path)
+    if (first !== undefined && isListed(first) && version !== first) first = this.settle(path, first, this.lower.stat(path))
     if (first !== undefined) {
       // Said by a commit (a transaction's look at the disk, a command's "changed while it ran"):
       // where it is not what the workspace showed, a base taken in that commit is the first sighting.
@@ -601,13 +612,56 @@ export class Overlay {
   }
 
   /**
+   * The merged entries of a directory with their types, sorted as names() is: what a listing shows.
+   * Where the source lists types (readdirTypes), a lower entry is not looked up: one not seen before
+   * is recorded as listed (lower/listing.ts), and its first lookup settles that. One stat per
+   * listing (the directory's: its inode for the marks), none per entry.
+   */
+  listing(dir: Entry): WalkerEntry[] {
+    const out: WalkerEntry[] = []
+    const lowerPath = dir.lowerPath
+    // Taken before the listing, so an entry changed while it lists counts as changed after it.
+    const at = Date.now()
+    const recording = this.looking === 0
+    const typed = lowerPath !== null && this.lower.readdirTypes !== undefined
+    // A directory changed in the moment before (listing.ts's changedSince): its entries are looked up.
+    const dirStat = typed && recording ? this.lower.stat(lowerPath) : undefined
+    if (!typed || (recording && (dirStat === undefined || changedSince(dirStat, at)))) {
+      for (const name of this.names(dir)) {
+        const child = this.child(dir, name)
+        if (child) out.push({ name, type: child.type })
+      }
+      return out
+    }
+    const upper = dir.node?.type === 'dir' ? dir.node.children : undefined
+    if (upper) {
+      for (const [name, node] of mapEntries(upper)) {
+        if (name === INODES || node.type === 'whiteout') continue
+        out.push({ name, type: node.type === 'link' ? this.linkEntry(join(dir.path, name), node.id, dir.inodes).type : node.type })
+      }
+    }
+    const dirIno = dirStat?.ino
+    for (const entry of this.lowerList(lowerPath, (path) => this.lower.readdirTypes!(path))) {
+      if (upper !== undefined && mapGet(upper, entry.name) !== undefined) continue
+      out.push(entry)
+      const path = join(lowerPath, entry.name)
+      if (recording && !this.observed.has(path)) this.observe(path, listedMark(at, entry.type, dirIno))
+    }
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  }
+
+  /**
    * The names a merged directory's lower half lists: none once the source no longer has it there
    * (removed or replaced on disk under the workspace, as overlayfs shows an upper directory whose
    * lower one went away), so what the workspace wrote in it stays readable, diffable and flushable.
    */
   private lowerNames(lowerPath: string): string[] {
+    return this.lowerList(lowerPath, (path) => this.lower.readdir(path))
+  }
+
+  private lowerList<T>(lowerPath: string, list: (path: string) => T[]): T[] {
     try {
-      return this.lower.readdir(lowerPath)
+      return list(lowerPath)
     } catch (error) {
       const code = (error as { code?: unknown } | undefined)?.code
       if ((code === 'ENOENT' || code === 'ENOTDIR') && this.lower.stat(lowerPath)?.type !== 'dir') return []

@@ -222,7 +222,7 @@ describe('a directory swapped for a link out of the root while the workspace rea
     }
   })
 
-  it("the source's stat, readlink, readdir and readFile when the swap comes between their walk of the path and their call", () => {
+  it("the source's stat, readlink, readdir (names, and with the types a workspace's listing takes) and readFile when the swap comes between their walk of the path and their call", () => {
     const { source, swap, back } = swappable()
     const resolve = Confinement.prototype.resolve
     vi.spyOn(Confinement.prototype, 'resolve').mockImplementation(function (this: Confinement, ...args: Parameters<Confinement['resolve']>) {
@@ -234,6 +234,7 @@ describe('a directory swapped for a link out of the root while the workspace rea
       ['stat', () => source.stat('/via/passwd')?.size],
       ['readlink', () => source.readlink('/via/lnk')],
       ['readdir', () => source.readdir('/via')],
+      ['readdirTypes', () => source.readdirTypes('/via')],
       ['readFile', () => new TextDecoder().decode(source.readFile('/via/passwd'))],
     ] as const) {
       expect(call, what).toThrow(refused)

@@ -9,13 +9,13 @@ import type { Stats } from 'node:fs'
 import { resolve as resolvePath } from 'node:path'
 import { hostFs as fs } from './host-fs.js'
 import type { ExecRunner } from 'rewindfs'
-import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type LowerSource, type LowerStat, flushEngine, lowerStatOf, lowerVersionOf, normalize } from 'rewindfs/adapter-kit'
+import { type FlushEntry, type FlushProgress, type FlushTarget, FsError, type LowerSource, type LowerStat, type WalkerEntry, flushEngine, lowerStatOf, lowerVersionOf, normalize } from 'rewindfs/adapter-kit'
 import { LockFile } from 'rewindfs/adapter-kit/node'
 import { Confinement, READ_FLAGS, RESERVED_PREFIX, checkPath, codeOf, isReserved, lstatOrUndefined, regularFile } from './confine.js'
 import { hostShell } from './exec.js'
 import { type XattrsNotKept, changedUnder, clearStaging, flushError, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
 import { syncDirectory } from './files.js'
-import { DirectoryWalker, utf8Entries } from './walker.js'
+import { DirectoryWalker, typedEntries } from './walker.js'
 
 /** How long a flush waits for another process's flush into the same directory before EBUSY. */
 const LOCK_WAIT_MS = 60_000
@@ -50,6 +50,8 @@ export class DirectorySource implements LowerSource, FlushTarget {
   private queue: Promise<unknown> = Promise.resolve()
   /** ws.exec over this directory: overlay mode where the host allows, else copy mode (see exec.ts). */
   readonly exec: ExecRunner = hostShell()
+  /** Work counters (tests prove listings' costs by them): paths looked up (stat, a flush's versions) and directories listed. */
+  readonly counters = { stats: 0, listings: 0 }
   /** Tests only: stop an apply where a crash would (after staging, or right after the commit point). */
   stopAfter?: 'staged' | 'committed'
 
@@ -95,6 +97,7 @@ export class DirectorySource implements LowerSource, FlushTarget {
   private entry(path: string): Stats | undefined {
     const normal = normalize(checkPath(path))
     if (isHidden(normal)) return undefined
+    this.counters.stats++
     return this.onDisk(() => {
       try {
         // Looked up through the parent's descriptor (see lookup): a directory on the way swapped
@@ -118,20 +121,22 @@ export class DirectorySource implements LowerSource, FlushTarget {
   }
 
   readdir(path: string): string[] {
+    return this.readdirTypes(path).map((entry) => entry.name)
+  }
+
+  /** readdir with the types the disk lists (d_type): one listing, no stat per entry. */
+  readdirTypes(path: string): WalkerEntry[] {
     return this.onDisk(() => this.readdirNow(path))
   }
 
-  private readdirNow(path: string): string[] {
+  private readdirNow(path: string): WalkerEntry[] {
     const normal = this.visible(path, 'scandir')
     const host = this.confinement.resolve(normal, 'scandir', true)
-    const names: string[] = []
+    this.counters.listings++
     // Listed through the directory's descriptor, checked to be inside the root: a component
     // swapped for a link on the way cannot make the names come from elsewhere.
     // Names that are not UTF-8 are left out (see utf8Entries): a workspace name is a string.
-    for (const { name, entry } of this.confinement.inDirectory(host, 'scandir', normal, (at) => utf8Entries(fs, at ?? host))) {
-      if ((entry.isFile() || entry.isDirectory() || entry.isSymbolicLink()) && !isReserved(name)) names.push(name)
-    }
-    return names
+    return this.confinement.inDirectory(host, 'scandir', normal, (at) => typedEntries(fs, at ?? host))
   }
 
   readFile(path: string): Uint8Array {

@@ -52,13 +52,8 @@ export class DirectoryWalker implements LowerWalker {
   }
 
   private listNow(path: string): WalkerEntry[] {
-    const out: WalkerEntry[] = []
     const host = this.confinement.lexical(path)
-    for (const { name, entry } of this.confinement.inDirectory(host, 'scandir', path, (at) => utf8Entries(fs, at ?? host))) {
-      const type: EntryType | undefined = entry.isFile() ? 'file' : entry.isDirectory() ? 'dir' : entry.isSymbolicLink() ? 'symlink' : undefined
-      if (type !== undefined && !isReserved(name)) out.push({ name, type })
-    }
-    return out
+    return this.confinement.inDirectory(host, 'scandir', path, (at) => typedEntries(fs, at ?? host))
   }
 
   /** Open, read, close for a file that fits the buffer; a bigger one is read into its own. */
@@ -89,6 +84,21 @@ export class DirectoryWalker implements LowerWalker {
       fs.closeSync(fd)
     }
   }
+}
+
+/**
+ * What a listing of the directory at `at` shows: its files, directories and symlinks with their
+ * types as the listing gives them (d_type: no stat per entry; Node stats only where the file system
+ * gives none), without the reserved names or names that are not UTF-8. FIFOs, sockets and devices
+ * are left out, as the source's stat says nothing is there.
+ */
+export function typedEntries(host: Pick<typeof fs, 'readdirSync'>, at: string): WalkerEntry[] {
+  const out: WalkerEntry[] = []
+  for (const { name, entry } of utf8Entries(host, at)) {
+    const type: EntryType | undefined = entry.isFile() ? 'file' : entry.isDirectory() ? 'dir' : entry.isSymbolicLink() ? 'symlink' : undefined
+    if (type !== undefined && !isReserved(name)) out.push({ name, type })
+  }
+  return out
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })

@@ -7,6 +7,7 @@
 import type { DirNode, UpperNode } from '../layer/nodes.js'
 import { WHITEOUT } from '../layer/nodes.js'
 import { type MapRoot, mapGet } from '../layer/persistent-map.js'
+import { isListed } from '../lower/listing.js'
 import { Overlay } from '../overlay.js'
 import { components } from '../path.js'
 import { markHistoryRewritten } from './checkpoints.js'
@@ -89,7 +90,8 @@ export class Replay {
         for (const record of checkpoints) if (body.ids.includes(record.id)) record.superseded = true
         break
       case 'seen':
-        for (const [path, version] of body.entries) if (!overlay.observed.has(path)) overlay.observed.set(path, version)
+        // The first sighting stands, but a listing's mark gives way to what its first lookup settled (lower/listing.ts).
+        for (const [path, version] of body.entries) if (!overlay.observed.has(path) || isListed(overlay.observed.get(path)!)) overlay.observed.set(path, version)
         this.loadBases(body.bases)
         this.loadShown(body.shown)
         break

@@ -9,7 +9,7 @@
 import type { BlobId, BlobStore } from '../blob/store.js'
 import type { JsonValue } from '../engine/state.js'
 import { dirname } from '../path.js'
-import type { LowerSource, LowerStat } from '../lower/source.js'
+import type { LowerSource, LowerStat, WalkerEntry } from '../lower/source.js'
 
 /** A pinned path: its old stat and content (file blob or symlink target), or null for "absent". */
 interface Pin {
@@ -32,6 +32,20 @@ export class PinnedLower implements LowerSource {
     this.kind = source.kind
     this.id = source.id
     if (source.reserved) this.reserved = (path) => source.reserved!(path)
+    if (source.readdirTypes) this.readdirTypes = (path) => this.typed(path)
+  }
+
+  /** The source's typed listing (see LowerSource.readdirTypes), where it has one. */
+  readonly readdirTypes?: (path: string) => WalkerEntry[]
+
+  /** A pinned listing with each name's type as this source's stat gives it (rare: the source's own listing is not the one shown). */
+  private typed(path: string): WalkerEntry[] {
+    const names = this.listings.get(path)
+    if (names === undefined) return this.source.readdirTypes!(path)
+    return names.flatMap((name) => {
+      const type = this.stat(path === '/' ? `/${name}` : `${path}/${name}`)?.type
+      return type === undefined ? [] : [{ name, type }]
+    })
   }
 
   /** The source's reserved paths (see LowerSource.reserved). */

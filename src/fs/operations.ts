@@ -347,17 +347,17 @@ export class FsOperations {
     while (pending.length > 0) {
       const { dir, relative, parentPath, lexical, above } = stack ? pending.pop()! : pending.shift()!
       if (dir !== root) this.overlay.markShown(dir)
-      for (const name of this.overlay.names(dir)) {
-        const child = this.overlay.child(dir, name)!
+      // Types as the listing gives them: no lookup per entry (a lower directory's d_type).
+      for (const { name, type } of this.overlay.listing(dir)) {
         const childRelative = relative ? relative + '/' + name : name
-        if (withTypes) results.push(new Dirent(encodedName(name, encoding), child.type, parentPath))
+        if (withTypes) results.push(new Dirent(encodedName(name, encoding), type, parentPath))
         else results.push(encodedName(childRelative, encoding))
         if (opts.recursive !== true) continue
         const childLexical = join(lexical, name)
         const childParentPath = joinLexically(parentPath, name)
         let target: Entry | undefined
         if (withTypes) {
-          if (child.type !== 'dir') continue
+          if (type !== 'dir') continue
           target = this.overlay.resolve(childLexical, 'scandir', true, childParentPath)
           if (target.type !== 'dir') throw new FsError('ENOTDIR', 'scandir', childParentPath)
         } else target = this.tryResolveDir(childLexical)
@@ -387,7 +387,7 @@ export class FsOperations {
       const dir = this.tryResolveDir(opened.path)
       if (!dir || this.overlay.meta(dir).ino !== opened.ino) return []
       this.accessed(dir)
-      return this.overlay.names(dir).map((name) => new Dirent(encodedName(name, encoding), this.overlay.child(dir, name)!.type, given))
+      return this.overlay.listing(dir).map(({ name, type }) => new Dirent(encodedName(name, encoding), type, given))
     }
     // Below the top (recursive) Node opens each directory by its joined path when it gets to it: opendir's errors.
     const below = (dir: string): Dirent<string | Uint8Array>[] => {

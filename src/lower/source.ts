@@ -52,6 +52,14 @@ export interface LowerSource {
   stat(path: string): LowerStat | undefined
   /** Names of a directory's entries, any order. Only called on paths that stat as 'dir'. */
   readdir(path: string): string[]
+  /**
+   * readdir with each entry's type, where the source has the types without a stat per entry (a
+   * directory on disk: the d_type of its listing). A listing then records marks for its entries
+   * instead of their versions (listing.ts), which their first lookup settles by their `ctimeMs`: a
+   * source that offers this must give a ctime on Date.now()'s clock that moves with every change of
+   * an entry, a rename or link onto its name included, as Linux's does.
+   */
+  readdirTypes?(path: string): WalkerEntry[]
   /** Only called on paths that stat as 'file'. */
   readFile(path: string): Uint8Array
   /** Only called on paths that stat as 'symlink'. */
