@@ -267,6 +267,20 @@ describe('search_files against grep -rn', () => {
     expect(await callTool(tools, 'search_files', { pattern: 'a', path: '/missing' })).toMatchObject({ isError: true, error: { code: 'ENOENT' } })
     await ws.close()
   })
+
+  it('refuses a regular expression that needs a newline, as ripgrep does without --multiline; [^\\n] still runs', async () => {
+    const ws = await Workspace.open({ lower: directory(lower) })
+    const tools = createAgentTools(ws)
+    // 'serve()\nconst' is in src/a.ts: a line-by-line search answered "no matches".
+    for (const pattern of ['serve\\(\\)\\nconst', 'a\\x0Ab', 'a\\u000ab', 'a\\u{a}b', 'a[\\n]b', 'a\nb']) {
+      const outcome = await callTool(tools, 'search_files', { pattern, regex: true })
+      expect([pattern, outcome]).toMatchObject([pattern, { isError: true, error: { code: 'EINVALIDINPUT', message: expect.stringContaining('within one line') } }])
+    }
+    const found = await ok(tools, 'search_files', { pattern: 'serve[^\\n]*\\\\n|^import', regex: true, path: '/src/a.ts' })
+    expect(found.returned).toBe(1)
+    expect((await ok(tools, 'search_files', { pattern: '\\\\n', regex: true, path: '/src/a.ts' })).returned).toBe(0) // a backslash and an n
+    await ws.close()
+  })
 })
 
 describe('.gitignore against git check-ignore', () => {

@@ -108,9 +108,38 @@ export function fromRipgrepSyntax(pattern: string): { pattern: string; caseInsen
   return { pattern: out, caseInsensitive: flags?.[1].includes('i') ?? false }
 }
 
+/**
+ * Whether a regular expression asks for a line feed: \n (or \x0a, \u000a, \u{a}, a raw one)
+ * outside a negated class. A match lies within one line, so such a pattern answered "no matches"
+ * wherever the text was; ripgrep refuses it without --multiline ([^\n] is fine: it never needs one).
+ */
+function asksForNewline(pattern: string): boolean {
+  let inClass = false
+  let negated = false
+  for (let at = 0; at < pattern.length; at++) {
+    const char = pattern[at]
+    if (char === '\\') {
+      if (/^(?:n|x0[aA]|u000[aA]|u\{0*[aA]\})/.test(pattern.slice(at + 1, at + 10)) && !(inClass && negated)) return true
+      at++
+    } else if (char === '\n') {
+      if (!(inClass && negated)) return true
+    } else if (inClass) {
+      if (char === ']') inClass = false
+    } else if (char === '[') {
+      inClass = true
+      negated = pattern[at + 1] === '^'
+      if (negated) at++
+    }
+  }
+  return false
+}
+
 function matcherOf(input: { pattern: string; regex: boolean; case_sensitive: boolean }): LineMatcher {
-  if (!input.regex && input.pattern.includes('\n')) {
-    throw new ToolFailure('EINVALIDINPUT', 'pattern: search_files matches within one line, and this pattern has a newline; search for one line of it')
+  if (input.regex ? asksForNewline(input.pattern) : input.pattern.includes('\n')) {
+    throw new ToolFailure(
+      'EINVALIDINPUT',
+      'pattern: search_files matches within one line (as ripgrep does without --multiline), and this pattern has a newline (\\n), which no match can hold; search for one line of it',
+    )
   }
   const { pattern, caseInsensitive } = input.regex ? fromRipgrepSyntax(input.pattern) : { pattern: input.pattern, caseInsensitive: false }
   try {
