@@ -164,3 +164,32 @@ describe('what a listing showed is still the first sighting', () => {
     await ws.close()
   })
 })
+
+describe('a recursive listing of a lower tree', () => {
+  it('400 directories deep looks each directory up once: stats linear in the entries, not in the square of the depth', async () => {
+    const { root } = project({})
+    let at = root
+    for (let depth = 0; depth < 400; depth++) {
+      at = path.join(at, 'd')
+      fs.mkdirSync(at)
+      fs.writeFileSync(path.join(at, 'f'), '')
+    }
+    await settle()
+    const source = directory(root)
+    const ws = await Workspace.open({ lower: source })
+    for (const withFileTypes of [false, true]) {
+      const before = { ...source.counters }
+      const listed = withFileTypes ? ws.fs.readdirSync('/', { recursive: true, withFileTypes: true }) : ws.fs.readdirSync('/', { recursive: true })
+      const node = withFileTypes ? fs.readdirSync(root, { recursive: true, withFileTypes: true }) : fs.readdirSync(root, { recursive: true })
+      if (withFileTypes) {
+        const shown = (list: readonly Dirent[], from: string) => list.map((entry) => `${path.join(entry.parentPath, entry.name).slice(from.length)}:${typeOf(entry)}`).sort()
+        expect(shown(listed as Dirent[], '')).toEqual(shown(node as unknown as Dirent[], root))
+      } else expect([...(listed as string[])].sort()).toEqual([...(node as string[])].sort())
+      expect(node.length).toBe(800)
+      // Before: every directory resolved from the root again, 80k stats.
+      expect(source.counters.stats - before.stats).toBeLessThanOrEqual(4 * 800)
+      expect(source.counters.listings - before.listings).toBe(401)
+    }
+    await ws.close()
+  })
+})

@@ -340,29 +340,36 @@ export class FsOperations {
     // `above`: the directories it was reached through, so a link back into them is not entered (Node
     // enters it until the path holds 40 links: 40 copies of the tree for one such link, 2^40 for
     // two); the same directory reached by two ways is listed twice, as Node does.
+    // `direct`: `dir` is what `lexical` resolves to, so a directory in it is looked up there (one
+    // lookup), not resolved from the root again (every ancestor again: quadratic in the depth).
+    // `linked`: a symlink may have been entered on the way; without one, every directory's path is
+    // longer than those above it, so none can be one of them.
     type Above = { path: string; above: Above | undefined }
-    type Pending = { dir: Entry; relative: string; parentPath: string; lexical: string; above: Above }
-    const pending: Pending[] = [{ dir: root, relative: '', parentPath: given, lexical: normalize(path), above: { path: root.path, above: undefined } }]
+    type Pending = { dir: Entry; relative: string; parentPath: string; lexical: string; above: Above; direct: boolean; linked: boolean }
+    const lexicalTop = normalize(path)
+    const pending: Pending[] = [{ dir: root, relative: '', parentPath: given, lexical: lexicalTop, above: { path: root.path, above: undefined }, direct: lexicalTop === path, linked: false }]
     const inside = (target: string, chain: Above | undefined): boolean => chain !== undefined && (chain.path === target || inside(target, chain.above))
     while (pending.length > 0) {
-      const { dir, relative, parentPath, lexical, above } = stack ? pending.pop()! : pending.shift()!
+      const { dir, relative, parentPath, lexical, above, direct, linked } = stack ? pending.pop()! : pending.shift()!
       if (dir !== root) this.overlay.markShown(dir)
       // Types as the listing gives them: no lookup per entry (a lower directory's d_type).
       for (const { name, type } of this.overlay.listing(dir)) {
         const childRelative = relative ? relative + '/' + name : name
         if (withTypes) results.push(new Dirent(encodedName(name, encoding), type, parentPath))
         else results.push(encodedName(childRelative, encoding))
-        if (opts.recursive !== true) continue
+        if (opts.recursive !== true || (withTypes ? type !== 'dir' : direct && type === 'file')) continue
         const childLexical = join(lexical, name)
         const childParentPath = joinLexically(parentPath, name)
+        const found = direct && type === 'dir' ? this.overlay.child(dir, name) : undefined
         let target: Entry | undefined
-        if (withTypes) {
-          if (type !== 'dir') continue
+        if (found?.type === 'dir') target = found
+        else if (withTypes) {
           target = this.overlay.resolve(childLexical, 'scandir', true, childParentPath)
           if (target.type !== 'dir') throw new FsError('ENOTDIR', 'scandir', childParentPath)
         } else target = this.tryResolveDir(childLexical)
-        if (!target || inside(target.path, above)) continue
-        pending.push({ dir: target, relative: childRelative, parentPath: childParentPath, lexical: childLexical, above: { path: target.path, above } })
+        const viaLink = linked || type === 'symlink' || !direct
+        if (!target || (viaLink && inside(target.path, above))) continue
+        pending.push({ dir: target, relative: childRelative, parentPath: childParentPath, lexical: childLexical, above: { path: target.path, above }, direct: true, linked: viaLink })
       }
     }
     return results
