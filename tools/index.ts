@@ -14,6 +14,7 @@ import { commitTool } from './commit.js'
 import { fileTools } from './files.js'
 import { findTool } from './find.js'
 import { historyTool } from './history.js'
+import { withLinkHints } from './links.js'
 import type { ToolResult } from './result.js'
 import { rollbackTool } from './rollback.js'
 import { searchTool } from './search.js'
@@ -96,7 +97,8 @@ export function createAgentTools(ws: Workspace, options: AgentToolsOptions = {})
     ...(options.flushTarget ? [commitTool(ws, options.flushTarget, budget)] : []),
   ]
   const { hostPath } = options
-  const tools = hostPath ? made.map((tool) => withHostPaths(tool, hostPath)) : made
+  const hinted = made.map((tool) => withLinkHints(ws, tool))
+  const tools = hostPath ? hinted.map((tool) => withHostPaths(tool, hostPath)) : hinted
   // Every tool goes through one runner: changes in turn, each result only once durable.
   return acknowledged(
     ws,
