@@ -296,10 +296,26 @@ export class Overlay {
    * human's save the agent never saw for one its change rests on. A lookup is not a read either.
    */
   markShown(entry: Entry): void {
-    if (entry.node !== undefined || entry.lowerStat === undefined || entry.lowerPath === null) return
-    if (this.looking > 0 || this.inOperation) return
-    this.shownInBody?.set(entry.lowerPath, entry.lowerStat.version)
-    this.showVersion(entry.lowerPath, entry.lowerStat.version)
+    if (entry.lowerPath === null || this.looking > 0 || this.inOperation) return
+    // A directory copied up that holds nothing of the workspace's any more lists the disk's names.
+    const stat = entry.node === undefined ? entry.lowerStat : this.rebasing ? this.diskShown(entry.path, entry.node) : undefined
+    if (stat === undefined) return
+    this.shownInBody?.set(entry.lowerPath, stat.version)
+    this.showVersion(entry.lowerPath, stat.version)
+  }
+
+  /**
+   * The disk's entry at `path` when `node` there is a directory copied up from it that holds none
+   * of the workspace's changes any more (an undo took back what it was copied up for): it shows the
+   * disk's names and mode as a directory never copied up would, and its next change takes its base
+   * again. Its times are not compared (every entry made or removed in it moves them).
+   */
+  private diskShown(path: string, node: unknown): LowerStat | undefined {
+    const dir = node as UpperNode | undefined
+    if (dir?.type !== 'dir' || dir.lower !== path || path === '/' || !mapEntries(dir.children).next().done) return undefined
+    const stat = this.lower.stat(path)
+    const same = stat?.type === 'dir' && (stat.mode & 0o7777) === dir.meta.mode && (stat.uid ?? PROCESS_OWNER.uid) === dir.meta.uid && (stat.gid ?? PROCESS_OWNER.gid) === dir.meta.gid
+    return same ? stat : undefined
   }
 
   /**
@@ -371,10 +387,11 @@ export class Overlay {
    * since: its base is that read, as an editor compares with the file it loaded last.
    */
   private based(path: string, lowerDir: string | null, name: string, before: unknown): void {
-    if (!this.newOperation || before !== undefined || lowerDir === null || !this.rebasing || this.lower.id === undefined) return
+    if (!this.newOperation || lowerDir === null || !this.rebasing || this.lower.id === undefined) return
     const lowerPath = join(lowerDir, name)
     // In a renamed directory the slot shows another path of the disk: the flush compares its own path.
     if (lowerPath !== path) return
+    if (before !== undefined && this.diskShown(path, before) === undefined) return
     this.base(path)
   }
 
@@ -946,7 +963,8 @@ export class Overlay {
     dir.meta = meta
     this.version++
     // A directory of the disk changed itself (a chmod): its first such change takes its base.
-    if (this.newOperation && this.rebasing && dir.lower === path && this.lower.id !== undefined && !this.bases.has(path)) this.base(path)
+    // Taken again when the directory showed the disk before it (an undo took back its changes).
+    if (this.newOperation && this.rebasing && dir.lower === path && this.lower.id !== undefined && (!this.bases.has(path) || this.diskShown(path, { ...dir, meta: before }) !== undefined)) this.base(path)
     this.recorder?.meta(path, before, meta)
     if (this.observer?.active && before !== meta) this.observer.meta(path, before, meta)
   }

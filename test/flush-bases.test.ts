@@ -350,3 +350,52 @@ describe('a store written before bases were recorded (2026-11-30)', () => {
     await ws.close()
   })
 })
+
+describe('a directory an undo took back to the disk’s version', () => {
+  /** /d holds x.txt; the agent lists and reads it, changes it (`change`), and undoes that; the human adds d/h.txt. */
+  async function undoneThenAdded(change: (ws: Workspace) => void): Promise<{ ws: Workspace; root: string }> {
+    const { root, store } = project({ 'd/x.txt': 'x\n' })
+    const ws = await open(root, store)
+    expect(ws.fs.readdirSync('/d')).toEqual(['x.txt'])
+    expect(ws.fs.readFileSync('/d/x.txt', 'utf8')).toBe('x\n')
+    change(ws)
+    await ws.undo()
+    await humanSaves(root, 'd/h.txt', 'HUMAN\n')
+    return { ws, root }
+  }
+  const changes = [
+    ['an edit inside it', (ws: Workspace) => ws.fs.writeFileSync('/d/x.txt', 'agent\n')],
+    ['a chmod', (ws: Workspace) => ws.fs.chmodSync('/d', 0o700)],
+  ] as const
+
+  it.each(changes)('after %s: a chmod or a delete made on a listing that shows the human’s file is no conflict', async (_what, change) => {
+    for (const then of ['chmod', 'rm'] as const) {
+      const { ws, root } = await undoneThenAdded(change)
+      expect(ws.fs.readdirSync('/d')).toEqual(['h.txt', 'x.txt'])
+      expect(ws.fs.readFileSync('/d/h.txt', 'utf8')).toBe('HUMAN\n')
+      if (then === 'chmod') ws.fs.chmodSync('/d', 0o700)
+      else ws.fs.rmSync('/d', { recursive: true })
+      expect((await ws.flush(undefined, { dryRun: true })).conflicts).toEqual([])
+      expect((await ws.flush()).applied).toBe(true)
+      if (then === 'chmod') expect(fs.statSync(path.join(root, 'd')).mode & 0o777).toBe(0o700)
+      else expect(fs.existsSync(path.join(root, 'd'))).toBe(false)
+      await ws.close()
+    }
+  })
+
+  it.each(changes)('after %s: without that listing, or with a file added after it, is a conflict', async (_what, change) => {
+    for (const then of ['chmod', 'rm'] as const) {
+      for (const listed of [false, true]) {
+        const { ws, root } = await undoneThenAdded(change)
+        if (listed) {
+          expect(ws.fs.readdirSync('/d')).toEqual(['h.txt', 'x.txt'])
+          await humanSaves(root, 'd/later.txt', 'HUMAN\n')
+        }
+        if (then === 'chmod') ws.fs.chmodSync('/d', 0o700)
+        else ws.fs.rmSync('/d', { recursive: true })
+        await refused(ws, root, ['/d'])
+        await ws.close()
+      }
+    }
+  })
+})
