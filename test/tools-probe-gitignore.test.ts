@@ -83,6 +83,22 @@ describe('.gitignore against git ls-files', () => {
   })
 })
 
+describe('the common shapes of rule', () => {
+  it('are plain string tests, as git makes them: no automaton steps for a literal, *.ext, prefix* or dir/**', async () => {
+    const repo = path.join(tmp, 'common')
+    write(repo, {
+      '.gitignore': 'node_modules\n*.log\n/dist\ntmp*\nbuild/**\n!keep.log\ncoverage/\n',
+      'src/a.ts': '', 'src/b.log': '', 'keep.log': '', 'dist/x.js': '', 'src/dist/y.js': '', 'tmpfile': '', 'build/z.js': '', 'coverage/c.txt': '',
+      'node_modules/m.js': '',
+    })
+    const ws = await Workspace.open({ lower: directory(repo) })
+    gitignoreCounters.steps = 0
+    expect(await allFiles(createAgentTools(ws))).toEqual(['.gitignore', 'keep.log', 'src/a.ts', 'src/dist/y.js'])
+    expect(gitignoreCounters.steps).toBe(0)
+    await ws.close()
+  })
+})
+
 describe('a hostile .gitignore', () => {
   it('is matched in time linear in the path: a rule of many **/ over a deep directory', async () => {
     const repo = path.join(tmp, 'hostile')

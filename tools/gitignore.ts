@@ -4,7 +4,8 @@
  * 'a/**\/a/**\/a/**\/a/**\/a/**\/a/**\/a/**\/a/**\/b' over a directory 50 deep took 47 s for one
  * path, and the walk tests every entry, so one cloned project froze search_files, find_files and
  * list_directory, and with them the MCP server. Here a rule is a list of steps run as a set of
- * positions over the path once (Thompson's construction): O(path × rule) whatever the rule.
+ * positions over the path once (Thompson's construction): O(path × rule) whatever the rule; the
+ * common shapes (a literal, '*.ext', 'prefix*', 'dir/**') are plain string tests, as in git.
  *
  * Git's rules: blank lines and '#' lines are skipped, a final '\r' and unescaped trailing spaces
  * dropped; '!' negates; a final '/' matches directories only; a rule with no other '/' matches the
@@ -124,69 +125,104 @@ function compile(pattern: string): Step[] | undefined {
   return steps
 }
 
-/** Whether `steps` match all of `text`: positions advanced together, each at most once per character. */
-function matches(steps: readonly Step[], text: string): boolean {
+/**
+ * A rule's steps as a test of a whole text. The shapes most rules have are plain string tests, as
+ * git's own are (a literal, '*.ext', 'prefix*', 'dir/**'); any other runs as a set of positions
+ * advanced together over the text, each visited at most once per character (O(text × steps)), with
+ * its scratch arrays made once.
+ */
+function matcherOf(steps: readonly Step[]): (text: string) => boolean {
+  const literal = (from: number, to: number) => {
+    let text = ''
+    for (let i = from; i < to; i++) {
+      const step = steps[i]
+      if (step.kind !== 'char') return undefined
+      text += String.fromCodePoint(step.code)
+    }
+    return text
+  }
+  const last = steps.length - 1
+  const whole = literal(0, steps.length)
+  if (whole !== undefined) return (text) => text === whole
+  const suffix = steps[0].kind === 'star' ? literal(1, steps.length) : undefined
+  if (suffix !== undefined) return (text) => text.endsWith(suffix) && text.lastIndexOf('/', text.length - suffix.length - 1) === -1
+  const prefix = steps[last].kind === 'star' || steps[last].kind === 'all' ? literal(0, last) : undefined
+  if (prefix !== undefined) {
+    if (steps[last].kind === 'all') return (text) => text.startsWith(prefix)
+    return (text) => text.startsWith(prefix) && text.indexOf('/', prefix.length) === -1
+  }
   const end = steps.length
-  const seen = new Int32Array(end + 1).fill(-1)
-  let current: number[] = []
-  let next: number[] = []
-  const stack: number[] = []
+  const seen = new Int32Array(end + 1)
+  let current = new Int32Array(end + 1)
+  let next = new Int32Array(end + 1)
+  const stack = new Int32Array(2 * (end + 1))
+  let generation = 0
   // Adds a position and those reached from it without a character ('*' and '**/' may match nothing).
-  const add = (list: number[], position: number, mark: number) => {
-    stack.push(position)
-    while (stack.length > 0) {
-      const at = stack.pop()!
-      if (seen[at] === mark) continue
-      seen[at] = mark
-      list.push(at)
+  const add = (list: Int32Array, size: number, position: number): number => {
+    let depth = 0
+    stack[depth++] = position
+    while (depth > 0) {
+      const at = stack[--depth]
+      if (seen[at] === generation) continue
+      seen[at] = generation
+      list[size++] = at
       gitignoreCounters.steps++
       const kind = steps[at]?.kind
-      if (kind === 'star' || kind === 'all') stack.push(at + 1)
-      else if (kind === 'dirs') stack.push(at + 1, at + 2) // into its loop, or no directory at all
-    }
-  }
-  add(current, 0, 0)
-  let index = 0
-  for (const char of text) {
-    index++
-    const code = char.codePointAt(0)!
-    next.length = 0
-    for (const position of current) {
-      gitignoreCounters.steps++
-      const step = steps[position]
-      if (step === undefined) continue
-      switch (step.kind) {
-        case 'char':
-          if (code === step.code) add(next, position + 1, index)
-          break
-        case 'one':
-          if (code !== SLASH) add(next, position + 1, index)
-          break
-        case 'class':
-          if (step.test(code)) add(next, position + 1, index)
-          break
-        case 'star':
-          if (code !== SLASH) add(next, position, index)
-          break
-        case 'all':
-          add(next, position, index)
-          break
-        case 'dirsLoop':
-          add(next, position, index)
-          if (code === SLASH) add(next, position + 1, index)
-          break
-        case 'dirs':
-          break // only its loop takes characters
+      if (kind === 'star' || kind === 'all') stack[depth++] = at + 1
+      else if (kind === 'dirs') {
+        stack[depth++] = at + 1 // into its loop
+        stack[depth++] = at + 2 // or no directory at all
       }
     }
-    if (next.length === 0) return false
-    ;[current, next] = [next, current]
+    return size
   }
-  return current.includes(end)
+  return (text) => {
+    generation++
+    let size = add(current, 0, 0)
+    for (let i = 0; i < text.length && size > 0; ) {
+      const code = text.codePointAt(i)!
+      i += code > 0xffff ? 2 : 1
+      generation++
+      let nextSize = 0
+      for (let k = 0; k < size; k++) {
+        const position = current[k]
+        gitignoreCounters.steps++
+        const step = steps[position]
+        if (step === undefined) continue
+        switch (step.kind) {
+          case 'char':
+            if (code === step.code) nextSize = add(next, nextSize, position + 1)
+            break
+          case 'one':
+            if (code !== SLASH) nextSize = add(next, nextSize, position + 1)
+            break
+          case 'class':
+            if (step.test(code)) nextSize = add(next, nextSize, position + 1)
+            break
+          case 'star':
+            if (code !== SLASH) nextSize = add(next, nextSize, position)
+            break
+          case 'all':
+            nextSize = add(next, nextSize, position)
+            break
+          case 'dirsLoop':
+            nextSize = add(next, nextSize, position)
+            if (code === SLASH) nextSize = add(next, nextSize, position + 1)
+            break
+          case 'dirs':
+            break // only its loop takes characters
+        }
+      }
+      ;[current, next] = [next, current]
+      size = nextSize
+    }
+    for (let k = 0; k < size; k++) if (current[k] === end) return true
+    return false
+  }
 }
 
 interface Rule {
-  readonly steps: readonly Step[]
+  readonly matches: (text: string) => boolean
   readonly negated: boolean
   readonly directoryOnly: boolean
   /** No '/' but a final one: matched against the name, at any depth. */
@@ -209,7 +245,7 @@ function ruleOf(line: string): Rule | undefined {
   const nameOnly = !text.includes('/')
   if (text.startsWith('/')) text = text.slice(1)
   const steps = compile(text)
-  return steps && { steps, negated, directoryOnly, nameOnly }
+  return steps && { matches: matcherOf(steps), negated, directoryOnly, nameOnly }
 }
 
 export interface GitignoreRules {
@@ -225,7 +261,7 @@ export function gitignore(text: string): GitignoreRules {
       for (let i = rules.length - 1; i >= 0; i--) {
         const rule = rules[i]
         if (rule.directoryOnly && !isDirectory) continue
-        if (matches(rule.steps, rule.nameOnly ? name : relative)) return { ignored: !rule.negated, unignored: rule.negated }
+        if (rule.matches(rule.nameOnly ? name : relative)) return { ignored: !rule.negated, unignored: rule.negated }
       }
       return { ignored: false, unignored: false }
     },
