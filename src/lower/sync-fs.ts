@@ -4,7 +4,7 @@
  * call, so a change on disk shows up in `version` and the workspace can detect it.
  */
 import { describe, isBytes, utf8Bytes } from './fixture.js'
-import type { EntryType, LowerSource, LowerStat } from './source.js'
+import type { EntryType, LowerSource, LowerStat, WalkerEntry } from './source.js'
 import { normalize } from '../path.js'
 
 /** What syncFsSource reads from `lstatSync`. */
@@ -152,6 +152,32 @@ class SyncFsSource implements LowerSource {
       else if (entry.isFile() || entry.isDirectory() || entry.isSymbolicLink()) names.push(this.text(entry.name))
     }
     return names
+  }
+
+  /**
+   * readdir with types from the same one listing (the dirents' types: node:fs's d_type, memfs's
+   * nodes), so a names-only listing of the workspace stats no entry. The entries left out are
+   * readdir's (neither file, directory nor symlink). An fs that lists plain names despite
+   * withFileTypes has no types to give: each name is lstat'ed, as stat would, and one stat can no
+   * longer see is left out. The listing's marks are settled by each entry's ctime
+   * (LowerSource.readdirTypes): node:fs on Linux moves it on a rename onto a name; memfs 4 does not.
+   */
+  readdirTypes(path: string): WalkerEntry[] {
+    const host = this.host(path)
+    const prefix = host === '/' ? '/' : host + '/'
+    const entries: WalkerEntry[] = []
+    for (const entry of this.fs.readdirSync(host, { withFileTypes: true })) {
+      if (typeof entry === 'string' || isBytes(entry)) {
+        const name = typeof entry === 'string' ? entry : utf8.decode(entry)
+        const stats = this.lstat(prefix + name)
+        const type = stats && typeOf(stats)
+        if (type) entries.push({ name, type })
+        continue
+      }
+      const type: EntryType | undefined = entry.isFile() ? 'file' : entry.isDirectory() ? 'dir' : entry.isSymbolicLink() ? 'symlink' : undefined
+      if (type) entries.push({ name: this.text(entry.name), type })
+    }
+    return entries
   }
 
   readFile(path: string): Uint8Array {
