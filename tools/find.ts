@@ -6,7 +6,7 @@
 import type { Workspace } from '../src/workspace.js'
 import { type Budget, fitList } from './budget.js'
 import { resolvePath } from './operations.js'
-import { inputGlob } from './search.js'
+import { inputGlob, isNegated } from './search.js'
 import { findFilesInput } from './schemas.js'
 import { type AgentTool, defineTool } from './tool.js'
 import { ViewReader, type WalkEntry, walk } from './walk.js'
@@ -21,13 +21,15 @@ export function findTool(ws: Workspace, budget: Budget): AgentTool {
     findFilesInput,
     async (input) => {
       const root = resolvePath(ws, input.path ?? '.')
-      const glob = inputGlob(input.pattern, root)
+      // '!*.test.ts' lists the files that do not match, as rg --files -g '!…' does (it matched a literal '!': nothing).
+      const negated = isNegated(input.pattern)
+      const glob = inputGlob(negated ? input.pattern.slice(1) : input.pattern, root)
       const reader = await ViewReader.open(ws)
       const wanted = input.offset + input.max_results
       const found: WalkEntry[] = []
       let complete = true
       for await (const entry of walk(reader, root, { gitignore: !input.include_ignored })) {
-        if (entry.type === 'dir' || !glob.test(entry.path)) continue
+        if (entry.type === 'dir' || glob.test(entry.path) === negated) continue
         // By path the walk's order is the answer's: one past the page says there is more.
         if (input.sort === 'path' && found.length === wanted) {
           complete = false

@@ -78,7 +78,7 @@ export const searchFilesInput = z.strictObject({
   path: z.string().min(1).optional().describe('Directory or file to search (default: the working directory)'),
   regex: z.boolean().default(false).describe('pattern is a regular expression (JavaScript syntax, run in linear time: no backreferences or look-around)'),
   case_sensitive: z.boolean().default(true),
-  include: globs.optional().describe('Globs of the files to search, e.g. "*.ts", "src/**/*.json"; a bare name matches anywhere'),
+  include: globs.optional().describe('Globs of the files to search, e.g. "*.ts", "src/**/*.json"; a bare name matches anywhere; one starting with ! leaves out what it matches ("!*.test.ts")'),
   exclude: globs.optional().describe('Globs of files and directories to skip'),
   context_lines: z.number().int().min(0).max(10).default(0).describe('Lines shown before and after each match'),
   max_results: z.number().int().min(1).max(1000).default(100).describe('Matching lines returned at most'),
@@ -87,7 +87,7 @@ export const searchFilesInput = z.strictObject({
 })
 
 export const findFilesInput = z.strictObject({
-  pattern: glob.describe('Glob: *, **, ?, {a,b}; e.g. "*.ts", "src/**/*.test.ts"; a bare name matches anywhere, a directory covers what is under it'),
+  pattern: glob.describe('Glob: *, **, ?, {a,b}; e.g. "*.ts", "src/**/*.test.ts"; a bare name matches anywhere, a directory covers what is under it; "!*.ts" lists the files that do not match'),
   path: z.string().min(1).optional().describe('Directory to search (default: the working directory)'),
   include_ignored: includeIgnored,
   max_results: z.number().int().min(1).max(10_000).default(200),

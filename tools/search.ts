@@ -35,13 +35,25 @@ export function inputGlob(pattern: string, root: string): Glob {
   return compileGlob(glob)
 }
 
-/** include and exclude as a walk filter: include picks files, exclude also prunes directories. */
+/**
+ * include and exclude as a walk filter: include picks files, exclude also prunes directories. An
+ * include starting with '!' excludes, as ripgrep's -g '!…' (and a Grep tool's glob) does: it was
+ * taken as a literal '!', so include ['!*.test.ts'] searched nothing and ['*.ts', '!src/**'] searched
+ * src anyway, both answering as if that were what was asked.
+ */
 export function globFilter(include: readonly string[] | undefined, exclude: readonly string[] | undefined, root: string): (entry: WalkEntry) => boolean {
-  const wanted = include?.map((pattern) => inputGlob(pattern, root))
-  const unwanted = exclude?.map((pattern) => inputGlob(pattern, root))
+  const picks = include?.filter((pattern) => !isNegated(pattern))
+  const skips = [...(exclude ?? []), ...(include ?? []).filter(isNegated).map((pattern) => pattern.slice(1))]
+  const wanted = picks !== undefined && picks.length > 0 ? picks.map((pattern) => inputGlob(pattern, root)) : undefined
+  const unwanted = skips.length > 0 ? skips.map((pattern) => inputGlob(pattern, root)) : undefined
   return (entry) =>
     (unwanted !== undefined && unwanted.some((glob) => glob.test(entry.path))) ||
     (wanted !== undefined && entry.type !== 'dir' && !wanted.some((glob) => glob.test(entry.path)))
+}
+
+/** A glob that names what to leave out ('!*.test.ts'), as ripgrep's globs do. */
+export function isNegated(pattern: string): boolean {
+  return pattern.length > 1 && pattern.startsWith('!')
 }
 
 /** POSIX bracket classes, ASCII as ripgrep and grep -E take them, as the contents of a JavaScript class. */
