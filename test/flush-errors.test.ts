@@ -133,6 +133,44 @@ describe('flush errors into a real directory name workspace paths', () => {
     await ws.close()
   })
 
+  it.skipIf(!readOnlyHere)('a flush refused before the commit point whose rollback is refused too: the flush\'s own error, the rollback\'s as rollbackError, and the next open takes the temps back', async () => {
+    const root = project()
+    const before = tree(root)
+    const ws = await Workspace.open({ lower: directory(root), autoCheckpoint: false })
+    ws.fs.writeFileSync('/docs/new.md', 'n\n')
+    ws.fs.writeFileSync('/src/new.ts', 'new\n')
+    let swapped = false
+    const error = await rejection(
+      ws.flush(directory(root), {
+        onProgress: () => {
+          if (swapped) return
+          swapped = true
+          // After /docs's temp is written: src becomes a file (the flush fails staging there), and
+          // docs takes no more changes (its temp cannot be removed).
+          fs.rmSync(`${root}/src`, { recursive: true })
+          fs.writeFileSync(`${root}/src`, 'a file now\n')
+          readOnly(`${root}/docs`)
+        },
+      }),
+    )
+    const temps = fs.readdirSync(`${root}/docs`).filter((name) => name.startsWith('.rewindfs-flush.'))
+    writable(`${root}/docs`)
+    expect(swapped).toBe(true)
+    expect(error).toMatchObject({ code: 'ENOTDIR', path: expect.stringMatching(/^\/src\/\.rewindfs-flush\./) })
+    const rollback = (error as { rollbackError?: NodeJS.ErrnoException }).rollbackError
+    expect(rollback).toMatchObject({ code: isRoot ? 'EPERM' : 'EACCES', syscall: 'unlink', path: expect.stringMatching(/^\/docs\/\.rewindfs-flush\./) })
+    expect(typeof rollback?.errno).toBe('number')
+    namesNoHostPath(error)
+    namesNoHostPath(rollback)
+    // The rollback stopped with the temp still there; the staged manifest tells the next open.
+    expect(temps).toHaveLength(1)
+    await ws.close()
+    const again = await Workspace.open({ lower: directory(root) })
+    expect(fs.readdirSync(`${root}/docs`).filter((name) => name.startsWith('.rewindfs-flush.'))).toEqual([])
+    expect(tree(root)).toEqual({ ...Object.fromEntries(Object.entries(before).filter(([path]) => !path.startsWith('/src'))), '/src': 'a file now\n' })
+    await again.close()
+  })
+
   it('a file where the staging folder must be: EEXIST naming the workspace path', async () => {
     const root = project()
     // Opened before the file is there (an open over it refuses at once, with the path it was given).

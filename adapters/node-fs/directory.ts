@@ -193,6 +193,11 @@ export class DirectorySource implements LowerSource, FlushTarget {
     return this.flushing(async () => changedUnder(this.confinement, normalize(path), sinceMs))
   }
 
+  /**
+   * Rejects with why the flush failed. One that failed before its commit point and then could not
+   * take its temps back carries that failure as `rollbackError` (Node-shaped, workspace paths); the
+   * staged manifest stays, and the next open or flush into the directory takes the rest back.
+   */
   apply(entries: readonly FlushEntry[], onProgress?: (progress: FlushProgress) => void, beforeCommit?: () => Promise<void>): Promise<(string | undefined)[] & { xattrsNotKept?: XattrsNotKept }> {
     if (this.holding()) return this.flushing(() => this.applyNow(entries, onProgress, true, beforeCommit))
     return this.flushing(() => this.queued(() => this.applyNow(entries, onProgress, false, beforeCommit)))
@@ -296,7 +301,15 @@ export class DirectorySource implements LowerSource, FlushTarget {
         xattrsNotKept = await stage(this.confinement, planned, (progress) => onProgress?.(progress), this.stopAfter, beforeCommit)
       } catch (error) {
         // Not committed yet: take the temps back. Committed: the manifest stays for recover().
-        if (readManifest(this.confinement)?.state === 'staged') rollBack(this.confinement, planned.manifest)
+        if (readManifest(this.confinement)?.state === 'staged') {
+          try {
+            rollBack(this.confinement, planned.manifest)
+          } catch (rollbackError) {
+            // Why the flush failed stays the rejection; the rollback's failure rides along. The staged
+            // manifest is still there (rollBack removes it last), so the next open or flush undoes the rest.
+            if (typeof error === 'object' && error !== null) Object.defineProperty(error, 'rollbackError', { value: rollbackError, enumerable: true, configurable: true, writable: true })
+          }
+        }
         throw error
       }
       // The parents were just checked to be real directories: a plain lstat gives what stat would.

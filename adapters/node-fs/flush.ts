@@ -117,14 +117,19 @@ export function changedUnder(confinement: Confinement, path: string, sinceMs: nu
 /**
  * `error` as a flush into the directory rejects with it, in place: the host paths inside the root
  * that it names, in `path` and `dest` and quoted in its message and stack, and the same in the
- * errors it carries as `cause`, become workspace paths ('/src/a.ts'), as ws.fs's errors name them.
+ * errors it carries as `cause` or `rollbackError`, become workspace paths ('/src/a.ts'), as ws.fs's errors name them.
  * Whoever flushes (an agent through the tools among them) is promised workspace paths; where the
  * project lies on the host is not theirs to see. Paths outside the root stay as they are.
  */
 export function flushError<E>(confinement: Confinement, error: E): E {
   const seen = new Set<unknown>()
-  for (let at: unknown = error; typeof at === 'object' && at !== null && !seen.has(at); at = (at as { cause?: unknown }).cause) {
+  // The causes, and a failed rollback's error (directory.ts's applyNow), with theirs.
+  const pending: unknown[] = [error]
+  while (pending.length > 0) {
+    const at = pending.pop()
+    if (typeof at !== 'object' || at === null || seen.has(at)) continue
     seen.add(at)
+    pending.push((at as { cause?: unknown }).cause, (at as { rollbackError?: unknown }).rollbackError)
     confinement.hostError(at)
     const named = at as { message?: unknown; stack?: unknown }
     // Node's messages quote the paths of the call ('open '/srv/app/src/.rewindfs-flush.x.0''); ours quote the root.
