@@ -4,6 +4,7 @@
  * path it names, as the directory lower itself shows such a link on disk, in both exec modes.
  * The oracle is the directory lower: the same link made on disk reads the same through it.
  */
+import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -50,5 +51,27 @@ describe.each(modes)('exec in %s mode over a project opened through a link', (mo
     const lower = await Workspace.open({ lower: directory(link) })
     expect(['/by-link', '/root-by-link', '/by-real'].map((path) => lower.fs.readlinkSync(path))).toEqual([shown['/by-link'], shown['/root-by-link'], shown['/by-real']])
     await lower.close()
+  })
+})
+
+describe.each(modes)('exec in %s mode over a project opened through a link: what the command prints', (mode) => {
+  it('names the project by the path it was opened by: pwd, $PWD, realpath, and host paths in stderr', async () => {
+    const { real, link } = linkedProject()
+    const temps = fs.mkdtempSync(`${scratch}/tmp-`)
+    const ws = await Workspace.open({ lower: directory(link), exec: hostShell({ mode, tmpdir: temps }), autoCheckpoint: false })
+    const result = await ws.exec(['pwd', 'pwd -P', 'echo "$PWD"', 'realpath a.ts', `ls ${real}/src`, `ls ${real}/nope`].join('; '), { cwd: '/src' })
+    // The oracle: a shell started in the project as the user gave it, on the host.
+    const native = spawnSync('/bin/sh', ['-c', `cd ${link}/src && pwd && echo "$PWD" && ls ${link}/nope`], { encoding: 'utf8' })
+    expect(native.stdout).toBe(`${link}/src\n${link}/src\n`)
+    expect(result).toMatchObject({ mode, exitCode: 2 })
+    expect(result.stdout.split('\n')).toEqual([`${link}/src`, `${link}/src`, `${link}/src`, `${link}/src/a.ts`, 'a.ts', ''])
+    expect(result.stderr).toBe(native.stderr)
+    // A project whose path has the real one as a prefix is not renamed with it.
+    const { real: other } = linkedProject()
+    const cousin = `${real}0`
+    fs.mkdirSync(cousin)
+    const beside = await ws.exec(`echo ${cousin} ${other}`)
+    expect(beside.stdout).toBe(`${cousin} ${other}\n`)
+    await ws.close()
   })
 })

@@ -46,6 +46,11 @@ export class DirectorySource implements LowerSource, FlushTarget {
   readonly hardLinks = true
   /** The real path of the root. */
   readonly root: string
+  /**
+   * The project's absolute host path as the user gave it, where it leads to the root through a link
+   * above it (the alias shownTarget knows); otherwise the root. ws.exec's output names the project by it.
+   */
+  readonly opened: string
   private readonly confinement: Confinement
   private queue: Promise<unknown> = Promise.resolve()
   /** ws.exec over this directory: overlay mode where the host allows, else copy mode (see exec.ts). */
@@ -65,7 +70,8 @@ export class DirectorySource implements LowerSource, FlushTarget {
     this.id = 'directory:' + this.root
     // The path given, when it reaches the root through a link above it: absolute links below it lead inside.
     const given = resolvePath(path)
-    this.confinement = new Confinement(this.root, given !== this.root && realOrUndefined(given) === this.root ? [given] : [])
+    this.opened = given !== this.root && realOrUndefined(given) === this.root ? given : this.root
+    this.confinement = new Confinement(this.root, this.opened === this.root ? [] : [given])
     this.recoverNow()
   }
 

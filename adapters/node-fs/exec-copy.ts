@@ -83,11 +83,26 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
     const shown = source instanceof DirectorySource ? source.root : ''
     // Links made to the project itself (by its real path or the path it was opened by) read as the directory lower shows them.
     const shownTarget = source instanceof DirectorySource ? (target: string) => source.shownTarget(target) : undefined
-    const mapPaths = (text: string) => text.replaceAll(manifest.root + '/', shown + '/').replaceAll(manifest.root, shown || '/')
+    const mapPaths = (text: string) => renameRoot(text, manifest.root, shown)
     return { outcome: { ...outcome, stdout: mapPaths(outcome.stdout), stderr: mapPaths(outcome.stderr) }, scan: launch.discard ? emptyScan() : scan(manifest, launch.maxFileSize, shownTarget), before }
   } finally {
     await removeLargeTree(temp)
   }
+}
+
+/** Characters that continue a path's last name: a root followed by one is another path ('/p' in '/p2'). */
+const NAME_GOES_ON = String.raw`[\w.~+\-]`
+
+/**
+ * `text` with the host path `from` (a root, absolute, no trailing slash) and the paths below it
+ * named from `to` instead ('' for the workspace's paths: `from` alone becomes '/'). Only whole
+ * paths: not where `from` is the tail of a longer path or the head of a longer name.
+ */
+export function renameRoot(text: string, from: string, to: string): string {
+  if (from === to || from === '/' || !text.includes(from)) return text
+  const escaped = from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  const pattern = new RegExp(`(?<!${NAME_GOES_ON}|/)${escaped}(?!${NAME_GOES_ON})`, 'g')
+  return text.replace(pattern, (_match: string, offset: number) => (text[offset + from.length] === '/' ? to : to || '/'))
 }
 
 /** A shell loop over (file, stand-in) pairs: 'y' for each it copied, 'n' for each it could not. */

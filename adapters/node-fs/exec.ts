@@ -15,7 +15,7 @@ import { hostFs as fs, onHost } from './host-fs.js'
 import { ConflictError, type ExecHost, type ExecMode, type ExecOptions, type ExecResult, type ExecRunner, type ExecSandbox, type ExecSession, type Workspace } from 'rewindfs'
 import { type BisectEngine, type DirNode, FsError, bisectEngine } from 'rewindfs/adapter-kit'
 import { DirectorySource } from './directory.js'
-import { runCopy } from './exec-copy.js'
+import { renameRoot, runCopy } from './exec-copy.js'
 import { type Launch, OverlaySession, type Ran, SetupError } from './exec-overlay.js'
 import { abortError, withSignal } from './exec-process.js'
 import { type Support, support } from './exec-support.js'
@@ -210,7 +210,12 @@ class HostShellSession implements ExecSession {
     // Withdrawn before its changes were recorded: none are (once the transaction runs, they land).
     if (signal?.aborted) throw abortError(signal)
 
-    const { status: _status, ...outcome } = ran.outcome
+    const { status: _status, ...ranOutcome } = ran.outcome
+    // The project as the user gave it (directory's opened): a command run over a project opened
+    // through a link prints that path, in either mode, as a shell started there on the host does.
+    const source = ws.lower.source
+    const named = source instanceof DirectorySource ? (text: string) => renameRoot(text, source.root, source.opened) : (text: string) => text
+    const outcome = { ...ranOutcome, stdout: named(ranOutcome.stdout), stderr: named(ranOutcome.stderr) }
     const found = ran.scan
     const result: ExecResult = {
       ...outcome,
