@@ -545,8 +545,26 @@ export class SessionStore implements PostgresStore {
 
   readJournal(): Promise<JournalRead> {
     return this.queue('readJournal', async () => {
-      const rows = await this.connection.query<{ record: string }>(`SELECT record FROM ${this.t.journal} WHERE session = $1 ORDER BY seq`, [this.session])
-      return { records: rows.map((row) => row.record) }
+      // The session row counts the records every commit wrote (in the same transaction). Records
+      // are numbered, so one missing in the middle shows; rows missing at the end (deleted, a
+      // table file cut short, a partial restore) would read as an older journal: a silent rewind.
+      // One statement, one snapshot: a writer's commit meanwhile cannot make the two disagree.
+      const rows = await this.connection.query<{ records: string; next: string; seq: string | null; record: string | null }>(
+        `SELECT s.records::text AS records, s.next_seq::text AS next, j.seq::text AS seq, j.record
+           FROM ${this.t.sessions} s LEFT JOIN ${this.t.journal} j ON j.session = s.id
+          WHERE s.id = $1 ORDER BY j.seq`,
+        [this.session],
+      )
+      const records = rows.filter((row) => row.record !== null).map((row) => row.record!)
+      if (rows.length === 0) return { records }
+      const counted = Number(rows[0].records)
+      const last = records.length === 0 ? undefined : Number(rows.at(-1)!.seq)
+      if (records.length < counted || (last !== undefined && last < Number(rows[0].next) - 1)) {
+        // Not a record (the engine reports damage here, opens at the state before it, and keeps
+        // the journal aside before any repair): the missing records are never silently cut away.
+        records.push(`rewindfs: ${Math.max(counted - records.length, Number(rows[0].next) - 1 - (last ?? 0))} journal record(s) the session row counts are missing from ${this.t.journal} (up to number ${Number(rows[0].next) - 1})`)
+      }
+      return { records }
     })
   }
 

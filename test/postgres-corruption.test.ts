@@ -1,0 +1,129 @@
+/**
+ * Damage below the PostgreSQL stores, as a faulty disk, a bad restore or an attacker with SQL
+ * access would leave it: bytes flipped in journal records, inline blobs and blob chunks, chunks
+ * missing, rows of the journal's end gone, a PGlite data directory's files flipped or cut short.
+ * Every case must be reported (open's status, verify, EIO on the read) and never returned as
+ * content; nothing is silently cut away. PGlite in this process (no server needed).
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { pgliteStore } from '../adapters/postgres/index.js'
+import { CHUNK } from '../adapters/postgres/schema.js'
+import { Workspace } from '../src/index.js'
+
+type Db = { query<T>(text: string, params?: unknown[]): Promise<{ rows: T[] }>; close(): Promise<void> }
+let db: Db
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-postgres-corruption-'))
+
+beforeAll(async () => {
+  const { PGlite } = await import('@electric-sql/pglite')
+  db = (await PGlite.create()) as unknown as Db
+}, 60_000)
+afterAll(async () => {
+  await db?.close()
+  fs.rmSync(tmp, { recursive: true, force: true })
+})
+
+const big = (seed: number) => {
+  const bytes = new Uint8Array(2 * CHUNK + 777)
+  for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + seed) & 0xff
+  return bytes
+}
+
+/** A session with a small file, a chunked one and a few commits; closed. */
+async function session(name: string): Promise<void> {
+  const ws = await Workspace.open({ store: await pgliteStore({ db: db as never, session: name }), autoCheckpoint: false })
+  ws.fs.writeFileSync('/small.txt', 'small and acknowledged')
+  ws.fs.writeFileSync('/big.bin', big(1))
+  await ws.checkpoint({ name: 'one' })
+  ws.fs.writeFileSync('/late.txt', 'the last commit')
+  await ws.sync()
+  await ws.close()
+}
+
+const open = async (name: string) => Workspace.open({ store: await pgliteStore({ db: db as never, session: name }), autoCheckpoint: false })
+
+/** Reads a file: its content, or the error's code. */
+function read(ws: Workspace, file: string): string {
+  try {
+    const bytes = ws.fs.readFileSync(file)
+    return file === '/big.bin' ? (Buffer.compare(bytes, big(1)) === 0 ? 'big(1)' : 'OTHER BYTES') : bytes.toString()
+  } catch (error) {
+    return (error as { code: string }).code
+  }
+}
+
+describe('damage in the rows of a PGlite store is reported, never read as content', () => {
+  it("a flipped character in a journal record: open reports the journal's damage at that record", async () => {
+    await session('journal-flip')
+    const [row] = (await db.query<{ seq: string; record: string }>(`SELECT seq, record FROM rewindfs.journal WHERE session = 'journal-flip' AND record LIKE '%late.txt%' ORDER BY seq LIMIT 1`)).rows
+    const flipped = row.record.replace('late.txt', 'lame.txt')
+    await db.query(`UPDATE rewindfs.journal SET record = $1 WHERE session = 'journal-flip' AND seq = $2`, [flipped, row.seq])
+    const ws = await open('journal-flip')
+    expect(ws.status.corrupt).toMatchObject({ part: 'journal' })
+    expect(ws.fs.existsSync('/lame.txt')).toBe(false)
+    expect(read(ws, '/small.txt')).toBe('small and acknowledged')
+    await ws.close()
+  })
+
+  it("the journal's last commit deleted (rows gone, the session row still counts them): reported, not a silent rewind", async () => {
+    await session('journal-cut')
+    const [{ max }] = (await db.query<{ max: string }>(`SELECT max(seq) AS max FROM rewindfs.journal WHERE session = 'journal-cut'`)).rows
+    // The last group commit: the write of /late.txt and its commit marker.
+    await db.query(`DELETE FROM rewindfs.journal WHERE session = 'journal-cut' AND seq >= $1`, [Number(max) - 1])
+    const ws = await open('journal-cut')
+    const [{ left }] = (await db.query<{ left: number }>(`SELECT count(*)::int AS left FROM rewindfs.journal WHERE session = 'journal-cut'`)).rows
+    // Damage where the missing records begin; the state before them, as damage shows it.
+    expect(ws.status.corrupt).toMatchObject({ part: 'journal', record: left })
+    expect(ws.fs.existsSync('/late.txt')).toBe(false)
+    expect(read(ws, '/small.txt')).toBe('small and acknowledged')
+    await ws.close()
+  })
+
+  it('a flipped byte in an inline blob: the file reads EIO and verify names it', async () => {
+    await session('blob-flip')
+    await db.query(
+      `UPDATE rewindfs.blobs SET bytes = set_byte(bytes, 0, get_byte(bytes, 0) # 1)
+        WHERE id IN (SELECT blob FROM rewindfs.blob_refs WHERE session = 'blob-flip') AND chunks = 0 AND bytes = convert_to('small and acknowledged', 'UTF8')`,
+    )
+    const ws = await open('blob-flip')
+    expect(read(ws, '/small.txt')).toBe('EIO')
+    const report = await ws.verify()
+    expect(report.corrupt.length).toBe(1)
+    expect(report.damagedPaths).toEqual(['/small.txt'])
+    expect(read(ws, '/big.bin')).toBe('big(1)')
+    await ws.close()
+  })
+
+  it('a flipped byte in a chunk, a chunk missing, a chunk too many, a size changed: the big file reads EIO, never other bytes', async () => {
+    const damages = [
+      `UPDATE rewindfs.blob_chunks SET bytes = set_byte(bytes, 5, get_byte(bytes, 5) # 128) WHERE blob = $1 AND n = 1`,
+      `DELETE FROM rewindfs.blob_chunks WHERE blob = $1 AND n = 1`,
+      `DELETE FROM rewindfs.blob_chunks WHERE blob = $1 AND n = 2`,
+      `INSERT INTO rewindfs.blob_chunks (blob, n, bytes) VALUES ($1, 3, '\\x00')`,
+      `UPDATE rewindfs.blobs SET size = size - 1 WHERE id = $1`,
+      `UPDATE rewindfs.blobs SET chunks = chunks - 1 WHERE id = $1`,
+    ]
+    for (const [i, damage] of damages.entries()) {
+      const name = `chunk-${i}`
+      await session(name)
+      const [{ id }] = (await db.query<{ id: string }>(`SELECT b.id FROM rewindfs.blobs b JOIN rewindfs.blob_refs r ON r.blob = b.id WHERE r.session = $1 AND b.chunks > 0`, [name])).rows
+      await db.query(damage, [id])
+      const ws = await open(name).catch((error: unknown) => error)
+      if (!(ws instanceof Workspace)) {
+        expect(ws, damage).toMatchObject({ code: 'EIO' })
+        continue
+      }
+      expect(read(ws, '/big.bin'), damage).toBe('EIO')
+      expect((await ws.verify()).damagedPaths, damage).toEqual(['/big.bin'])
+      expect(read(ws, '/small.txt')).toBe('small and acknowledged')
+      await ws.close()
+      // Shared by content: the next session's identical blob must not be this damaged one.
+      await db.query(`DELETE FROM rewindfs.blob_chunks WHERE blob = $1`, [id])
+      await db.query(`DELETE FROM rewindfs.blob_refs WHERE blob = $1`, [id])
+      await db.query(`DELETE FROM rewindfs.blobs WHERE id = $1`, [id])
+    }
+  })
+})
