@@ -415,7 +415,7 @@ async function keepXattrs(confinement: Confinement, staged: readonly Staged[], g
   const miss = (paths: string[], reason: string) => {
     if (paths.length === 0) return
     notKept.push(...paths)
-    why ||= reason
+    why ||= shownPaths(confinement, reason, replaced)
   }
   // getfattr escapes names with other bytes (as \ooo): such a file's attributes are not read.
   const plain = (host: string) => /^[\x20-\x5b\x5d-\x7e]*$/.test(host)
@@ -430,7 +430,7 @@ async function keepXattrs(confinement: Confinement, staged: readonly Staged[], g
     if (result.code !== 0) {
       // A file it could not read (gone, no permission) is named on stderr; any other failure: the batch.
       const failed = batch.filter((host) => result.stderr.includes(`${host}:`))
-      miss(failed.length > 0 || result.code === 1 ? failed.map((host) => byHost.get(host)!.path) : batch.map((host) => byHost.get(host)!.path), `getfattr: ${result.stderr.trim().split('\n')[0]}`)
+      miss(failed.length > 0 || result.code === 1 ? failed.map((host) => byHost.get(host)!.path) : batch.map((host) => byHost.get(host)!.path), said('getfattr', result.stderr))
     }
     let current: (typeof replaced)[number] | undefined
     for (const line of result.stdout.split('\n')) {
@@ -451,11 +451,38 @@ async function keepXattrs(confinement: Confinement, staged: readonly Staged[], g
     fs.writeFileSync(file, dump.join('\n') + '\n')
     const result = await run(tools.setfattr, [`--restore=${file}`])
     fs.rmSync(file, { force: true })
-    if (result.code !== 0) miss(restored.map((file) => file.path), `setfattr: ${result.stderr.trim().split('\n')[0]}`)
+    if (result.code !== 0) miss(restored.map((file) => file.path), said('setfattr', result.stderr))
     // An ACL's mask is the group bits: the mode the workspace gives wins, as a chmod after it would.
     else for (const file of withAcl) fs.chmodSync(file.temp, file.mode)
   }
   return notKept.length > 0 ? { paths: notKept, why } : undefined
+}
+
+/** The first line a tool wrote to stderr, led by its name once (setfattr names itself, getfattr does not). */
+function said(tool: string, stderr: string): string {
+  const line = stderr.trim().split('\n')[0]
+  return line.startsWith(`${tool}: `) ? line : `${tool}: ${line}`
+}
+
+/**
+ * A tool's message (getfattr's, setfattr's first line of stderr) with the host paths it names as
+ * workspace paths, as the rest of the flush's report names them: a replaced file's by its own, a
+ * temp's by the file it stands for, anything else under the root by its place in the workspace.
+ */
+function shownPaths(confinement: Confinement, text: string, files: readonly { path: string; host: string; temp: string }[]): string {
+  const named = new Map<string, string>()
+  for (const file of files) named.set(file.host, file.path).set(file.temp, file.path)
+  if (confinement.root !== '/') named.set(confinement.root, '/')
+  // Longest first, each a whole path (not the head of a longer name, nor the tail of a longer path);
+  // what is left under the root as its workspace path.
+  const hosts = [...named.keys()].sort((a, b) => b.length - a.length)
+  const escape = (host: string) => host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  const pattern = new RegExp(`(?<![^\\s'"\`(=,;])(${hosts.map(escape).join('|')})(?=/|[\\s'"\`):,;]|$)`, 'g')
+  return text.replace(pattern, (host: string, _group: string, offset: number) => {
+    const shown = named.get(host)!
+    // The root itself is '/'; below it, its paths start with the '/' that follows.
+    return host === confinement.root && text[offset + host.length] === '/' ? '' : shown
+  })
 }
 
 /** Steps 1–3 of the flush; `stopAfter` lets tests stop it where a crash would, `beforeCommit` runs just before the commit point. */
