@@ -38,12 +38,16 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
     const before = host.tree()
     const lower: CloneSource | undefined = source instanceof DirectorySource ? { root: source.root, changed: new Set(ws.changes().map((c) => c.path)) } : undefined
     const view = host.view(before)
-    // Names of one workspace inode are hard links in the copy too.
-    const manifest = materialise(ws.fs, `${temp}/root`, `${temp}/clock`, lower, (path) => view.lookup(path, false)?.link)
-    await fillRefused(manifest, (files) => readAsOwner(support, files))
-    const cwd = manifest.root + (launch.cwd === '/' ? '' : launch.cwd)
-    const env = { ...launch.env, PWD: cwd }
     const namespaces = support.namespaces === undefined
+    // With namespaces the copy is mounted at the project's own path (exec-helper.ts): a command that
+    // names the project by its path (a venv's shebang, an absolute output path) writes into the
+    // copy, never onto the disk, and sees the project where it is, as in overlay mode.
+    const project = namespaces && source instanceof DirectorySource ? source.root : undefined
+    // Names of one workspace inode are hard links in the copy too.
+    const manifest = materialise(ws.fs, `${temp}/root`, `${temp}/clock`, lower, (path) => view.lookup(path, false)?.link, project)
+    await fillRefused(manifest, (files) => readAsOwner(support, files))
+    const cwd = (project ?? manifest.root) + (launch.cwd === '/' ? '' : launch.cwd)
+    const env = { ...launch.env, PWD: cwd }
     if (namespaces && launch.readOnlyHost) fs.mkdirSync(`${temp}/stash`)
     const outcome = namespaces
       ? await runProcess({
@@ -67,6 +71,7 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
               map: support.privileged ? '' : `${process.getuid!()}:${process.getgid!()}`,
               stash: `${temp}/stash`,
               command: launch.command,
+              project: project ?? '',
             }),
           ],
           cwd: '/',

@@ -32,6 +32,11 @@ export interface HelperArguments {
   /** A private, empty directory on the host for the read-only host's new /tmp to be built in. */
   readonly stash: string
   readonly command: string
+  /**
+   * Copy mode over a project directory: its path, where the copy (`root`) is mounted, so a command
+   * naming the project by its own path reaches the copy, never the disk; '' otherwise.
+   */
+  readonly project: string
 }
 
 export function helperArguments(args: HelperArguments): string[] {
@@ -48,6 +53,7 @@ export function helperArguments(args: HelperArguments): string[] {
     args.map,
     args.stash,
     args.command,
+    args.project,
   ]
 }
 
@@ -79,7 +85,7 @@ if [ $# -eq 0 ]; then
 fi
 root=$1 layer=$2 upper=$3 work=$4 options=$5 cwd=$6 network=$7 host=$8 writable=$9
 shift 9
-map=$1 stash=$2 command=$3
+map=$1 stash=$2 command=$3 project=$4
 fail() { printf 'error %s\n' "$*" >&3; exit 125; }
 run() { out=$("$@" 2>&1) || fail "$* failed: $out"; }
 
@@ -95,6 +101,13 @@ if [ -n "$layer" ]; then
 elif [ "$host" = read-only ]; then
   # The copy must stay writable when / turns read-only: its own mount.
   run mount -n --bind "$root" "$root"
+fi
+if [ -n "$project" ]; then
+  # Copy mode: the copy takes the project's place, so what the command writes through the project's
+  # own path is the copy's (read back, recorded), not the disk's. From here the project's path is
+  # the command's workspace.
+  run mount -n --bind "$root" "$project"
+  root=$project
 fi
 
 if [ "$host" = read-only ]; then

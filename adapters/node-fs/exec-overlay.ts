@@ -268,6 +268,7 @@ export class OverlaySession {
         map: privileged ? '' : `${process.getuid!()}:${process.getgid!()}`,
         stash,
         command: launch.command,
+        project: '',
       }
       // Once the command runs (this process waits then): the next command's helper, and what the last one left.
       // Told from an event handler: a failure here must not end the process, and costs only the head start.

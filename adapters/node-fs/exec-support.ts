@@ -187,6 +187,7 @@ async function probeOverlay(tools: Record<Tool, string>, mode: Pick<Support, 'pr
         map: privileged ? '' : `${process.getuid!()}:${process.getgid!()}`,
         stash: `${dir}/stash`,
         command: 'ls -A . hidden && echo made > made' + (metacopy ? ' && chmod 600 kept/meta && cat kept/meta' : ''),
+        project: '',
       }),
     ]
     const result = await new Promise<{ stdout: string; status: string; stderr: string }>((resolve) => {

@@ -200,8 +200,10 @@ function cloneable(source: CloneSource, path: string, view: Stats, realDirs: Map
  * (`linkOf` gives its id) are written as hard links of one file in the copy, so the command sees
  * them linked; so are the names of one lower file the view shows unchanged (hard links in the
  * project), as the command would see them on disk: a clone of the first, the others linked to it.
+ * `shownAt`: where the command will see the copy (the project's path, where the copy is mounted
+ * there), which absolute link targets into the workspace name; default `root`.
  */
-export function materialise(view: NodeFs, root: string, clock: string, lower: CloneSource | undefined, linkOf?: (path: string) => number | undefined): Manifest {
+export function materialise(view: NodeFs, root: string, clock: string, lower: CloneSource | undefined, linkOf?: (path: string) => number | undefined, shownAt = root): Manifest {
   const written = new Map<string, Written>()
   /** `mode`: a stand-in's, instead of the directory's own. */
   const dirs: { path: string; stats: Stats; mode?: number }[] = []
@@ -237,7 +239,7 @@ export function materialise(view: NodeFs, root: string, clock: string, lower: Cl
       dirs.push({ path, stats })
       for (const name of names.sort()) visit(join(path, name))
     } else if (stats.isSymbolicLink()) {
-      const target = hostTarget(view.readlinkSync(path), root, (at) => view.existsSync(at))
+      const target = hostTarget(view.readlinkSync(path), shownAt, (at) => view.existsSync(at))
       fs.symlinkSync(target, host)
       own(host, stats)
       written.set(path, { kind: 'symlink', mode, target, stats: fs.lstatSync(host, { bigint: true }) })
