@@ -69,6 +69,26 @@ function flushAsUser(root: string, path: string, mode: number, race = ''): { tar
 }
 
 describe.skipIf(!asUser || !xattrsHere)(`a flush as ${EXEC_USER} that cannot keep a file's extended attributes`, () => {
+  it('getfattr refused (the replaced file made mode 000 while the flush staged): reported, and why names the workspace path', () => {
+    // The oracle: the same read by the same user of a file like it is refused, naming the host path,
+    // and getfattr still exits 0.
+    const root = project(0o644)
+    const oracle = `${root}-oracle`
+    fs.writeFileSync(oracle, 'a\n')
+    execFileSync('setfattr', ['-n', 'user.note', '-v', 'kept', oracle])
+    execFileSync('chown', [EXEC_USER, oracle])
+    fs.chmodSync(oracle, 0)
+    const native = spawnSync('runuser', ['-u', EXEC_USER, '--', 'getfattr', '--absolute-names', '-d', '-m', '^user\\.', oracle], { encoding: 'utf8' })
+    expect({ status: native.status, stderr: native.stderr.trim() }).toEqual({ status: 0, stderr: `${oracle}: user.note: Permission denied` })
+
+    const notKept = flushAsUser(root, '/src/a.ts', 0o644, 'unreadable')
+    expect(notKept).toHaveLength(1)
+    expect(notKept[0]).toMatchObject({ paths: ['/src/a.ts'], why: 'getfattr: /src/a.ts: user.note: Permission denied' })
+    expect(notKept[0].why).not.toContain(scratch)
+    // The flush itself went through.
+    expect(fs.readFileSync(`${root}/src/a.ts`, 'utf8')).toBe('new\n')
+  }, 60_000)
+
   it('setfattr refused (the new file is 0444, and user.* attributes need write permission): why names the file the temp stands for', () => {
     const root = project(0o644)
     const notKept = flushAsUser(root, '/src/a.ts', 0o444)

@@ -427,9 +427,11 @@ async function keepXattrs(confinement: Confinement, staged: readonly Staged[], g
   const restored: typeof replaced = []
   for (const batch of batches([...byHost.keys()])) {
     const result = await run(tools.getfattr, ['--absolute-names', '-d', '-m', KEPT_XATTRS, '-e', 'hex', '--', ...batch])
-    if (result.code !== 0) {
-      // A file it could not read (gone, no permission) is named on stderr; any other failure: the batch.
-      const failed = batch.filter((host) => result.stderr.includes(`${host}:`))
+    // A file it could not read (gone, no permission) is named on stderr, even where getfattr still
+    // exits 0 (an attribute it listed but may not read: 'a.ts: user.note: Permission denied'); any
+    // other failure: the batch.
+    const failed = batch.filter((host) => result.stderr.includes(`${host}:`))
+    if (result.code !== 0 || failed.length > 0) {
       miss(failed.length > 0 || result.code === 1 ? failed.map((host) => byHost.get(host)!.path) : batch.map((host) => byHost.get(host)!.path), said('getfattr', result.stderr))
     }
     let current: (typeof replaced)[number] | undefined
