@@ -16,6 +16,7 @@ import { Workspace } from '../src/index.js'
 type Db = { query<T>(text: string, params?: unknown[]): Promise<{ rows: T[] }>; close(): Promise<void> }
 let db: Db
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-postgres-corruption-'))
+const KEEP = process.env.KEEP_TMP
 
 beforeAll(async () => {
   const { PGlite } = await import('@electric-sql/pglite')
@@ -23,7 +24,7 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await db?.close()
-  fs.rmSync(tmp, { recursive: true, force: true })
+  if (!KEEP) fs.rmSync(tmp, { recursive: true, force: true })
 })
 
 const big = (seed: number) => {
@@ -126,4 +127,81 @@ describe('damage in the rows of a PGlite store is reported, never read as conten
       await db.query(`DELETE FROM rewindfs.blobs WHERE id = $1`, [id])
     }
   })
+})
+
+describe("damage to a PGlite data directory's files is reported, never read as content", () => {
+  const made = path.join(tmp, 'made')
+  const files: Record<string, string> = {}
+
+  beforeAll(async () => {
+    const store = await pgliteStore({ dataDir: made, session: 'disk' })
+    const ws = await Workspace.open({ store, autoCheckpoint: false })
+    ws.fs.writeFileSync('/small.txt', 'small and acknowledged')
+    ws.fs.writeFileSync('/big.bin', big(1))
+    await ws.checkpoint({ name: 'one' })
+    ws.fs.writeFileSync('/late.txt', 'the last commit')
+    await ws.sync()
+    await ws.close()
+    // Where each table's and index's bytes are, asked of a PGlite on a copy (the store's own is closed).
+    const probe = path.join(tmp, 'probe')
+    fs.cpSync(made, probe, { recursive: true })
+    const { PGlite } = await import('@electric-sql/pglite')
+    const pg = (await PGlite.create(probe)) as unknown as Db
+    for (const relation of ['journal', 'journal_pkey', 'sessions', 'blobs', 'blob_chunks', 'blob_refs']) {
+      const [{ file }] = (await pg.query<{ file: string }>(`SELECT pg_relation_filepath($1) AS file`, [`rewindfs.${relation}`])).rows
+      files[relation] = file
+    }
+    await pg.close()
+  }, 120_000)
+
+  /** Damages one copy of the directory, opens it, and checks it reported the damage or reads right. */
+  async function damaged(label: string, relation: string, damage: (file: string) => void): Promise<string> {
+    const dataDir = path.join(tmp, label)
+    fs.cpSync(made, dataDir, { recursive: true })
+    damage(path.join(dataDir, files[relation]))
+    let ws: Workspace
+    try {
+      ws = await Workspace.open({ store: await pgliteStore({ dataDir, session: 'disk' }), autoCheckpoint: false })
+    } catch (error) {
+      expect(typeof (error as { code?: unknown }).code, `${label}: ${(error as Error).message}`).toBe('string')
+      return `refused ${(error as { code: string }).code}`
+    }
+    try {
+      const reads = ['/small.txt', '/big.bin', '/late.txt'].map((file) => read(ws, file))
+      // Damage at open (read-only at the state it proves), a store it cannot read (degraded: every
+      // sync rejects, nothing is acknowledged), or blobs verify finds damaged.
+      const reported = ws.status.corrupt !== undefined || ws.status.degraded !== undefined || (await ws.verify()).corrupt.length > 0
+      // Content is right, or EIO, or (damage reported: the state before it) not there; never other bytes.
+      expect(reads[0], label).toMatch(/^(small and acknowledged|EIO|ENOENT)$/)
+      expect(reads[1], label).toMatch(/^(big\(1\)|EIO|ENOENT)$/)
+      expect(reads[2], label).toMatch(/^(the last commit|EIO|ENOENT)$/)
+      if (!reported) expect(reads, label).toEqual(['small and acknowledged', 'big(1)', 'the last commit'])
+      return reported ? `reported (${ws.status.corrupt?.reason ?? ws.status.degraded ?? 'verify'}) ${reads.join(' ')}` : 'intact'
+    } finally {
+      await ws.close()
+    }
+  }
+
+  const flip = (at: (size: number) => number) => (file: string) => {
+    const bytes = fs.readFileSync(file)
+    const i = at(bytes.length)
+    bytes[i] ^= 0x20
+    fs.writeFileSync(file, bytes)
+  }
+  const cut = (to: (size: number) => number) => (file: string) => fs.truncateSync(file, to(fs.statSync(file).size))
+
+  it.each([
+    ['journal', 'flip', flip((size) => size - 300)],
+    ['journal', 'emptied', cut(() => 0)],
+    ['journal', 'cut in a page', cut((size) => size - 4000)],
+    ['journal_pkey', 'flip', flip((size) => size - 200)],
+    ['journal_pkey', 'emptied', cut(() => 0)],
+    ['sessions', 'emptied', cut(() => 0)],
+    ['blobs', 'flip', flip((size) => size - 100)],
+    ['blob_chunks', 'flip', flip((size) => Math.floor(size / 2))],
+    ['blob_chunks', 'emptied', cut(() => 0)],
+  ])('%s %s', async (relation, how, damage) => {
+    const outcome = await damaged(`${relation}-${how.replaceAll(' ', '-')}`, relation, damage)
+    console.log(`[rewindfs] ${relation} ${how}: ${outcome}`)
+  }, 60_000)
 })
