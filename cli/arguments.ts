@@ -6,14 +6,16 @@ type OptionSpec = { type: 'string' | 'boolean'; short?: string; multiple?: boole
 
 const PROJECT: Record<string, OptionSpec> = { dir: { type: 'string' }, store: { type: 'string' }, session: { type: 'string' }, json: { type: 'boolean' } }
 const HELP: Record<string, OptionSpec> = { help: { type: 'boolean', short: 'h' } }
+/** The sandbox every command runs in (ws.exec's): run, shell, bisect, and mcp's run_command. */
+const SANDBOX: Record<string, OptionSpec> = { 'no-network': { type: 'boolean' }, 'read-only-host': { type: 'boolean' }, writable: { type: 'string', multiple: true } }
 /** How run and shell run their command (ws.exec's mode and sandbox). */
-const EXEC: Record<string, OptionSpec> = { mode: { type: 'string' }, 'no-network': { type: 'boolean' }, 'read-only-host': { type: 'boolean' }, writable: { type: 'string', multiple: true } }
+const EXEC: Record<string, OptionSpec> = { mode: { type: 'string' }, ...SANDBOX }
 
 /** Each command's options and how many positionals it takes. */
 const SPECS: Record<CommandName, { options: Record<string, OptionSpec>; positionals: [min: number, max: number, name?: string] }> = {
   // --json is accepted everywhere so demo and mcp can say why it does not apply to them.
   demo: { options: { json: { type: 'boolean' } }, positionals: [0, 0] },
-  mcp: { options: { ...PROJECT, 'allow-commands': { type: 'boolean' }, 'allow-links-outside': { type: 'boolean' } }, positionals: [0, 0] },
+  mcp: { options: { ...PROJECT, 'allow-commands': { type: 'boolean' }, 'allow-links-outside': { type: 'boolean' }, ...SANDBOX }, positionals: [0, 0] },
   status: { options: PROJECT, positionals: [0, 0] },
   log: { options: { ...PROJECT, limit: { type: 'string' }, path: { type: 'string' } }, positionals: [0, 0] },
   checkpoints: { options: PROJECT, positionals: [0, 0] },
@@ -116,6 +118,11 @@ function parseOptions(command: CommandName, args: readonly string[]): { options:
   if (parsed.positionals.length > max) {
     const extra = parsed.positionals.slice(max).map((p) => `'${p}'`).join(', ')
     throw new UsageError(`${command} takes ${max === 0 ? 'no arguments' : `one ${name}`}; unexpected ${extra}`)
+  }
+  if (command === 'mcp' && values['allow-commands'] !== true) {
+    // Without commands there is nothing to sandbox: a flag that did nothing would be taken for protection.
+    const sandbox = Object.keys(SANDBOX).find((key) => values[key] !== undefined)
+    if (sandbox !== undefined) throw new UsageError(`mcp: --${sandbox} applies to the commands run_command runs: add --allow-commands`)
   }
   if (values.mode !== undefined && values.mode !== 'overlay' && values.mode !== 'copy') throw new UsageError(`${command}: --mode takes overlay or copy, not '${String(values.mode)}'`)
   if (values.granularity !== undefined && values.granularity !== 'operation' && values.granularity !== 'checkpoint') {

@@ -21,6 +21,7 @@ import type { ToolError, ToolResult } from '../tools/result.js'
 import type { Options } from './arguments.js'
 import { DEFAULT_LIMITS, LimitedStdioTransport } from './mcp-transport.js'
 import { openWorkspace, projectDirectory } from './project.js'
+import { sandboxOptions } from './run.js'
 import { storeLabel } from './store-option.js'
 import { packageVersion } from './version.js'
 
@@ -68,6 +69,15 @@ function toolCall(request: JSONRPCRequest): { name: string; input: unknown } | T
   return { name: params.name, input: params.arguments ?? {} }
 }
 
+/** What the commands' sandbox withholds, for the model to expect (a write refused, no network). */
+function sandboxNote(options: Options): string {
+  const limits = [
+    ...(options.noNetwork ? ['they have no network (loopback only)'] : []),
+    ...(options.readOnlyHost ? [`everything outside the project is read-only and /tmp is private${options.writable.length > 0 ? ` (writable: ${options.writable.join(', ')})` : ''}`] : []),
+  ]
+  return limits.length > 0 ? ` Commands run sandboxed: ${limits.join('; ')}.` : ''
+}
+
 /** Serves until stdin ends or a signal arrives, then closes the workspace (its store made durable). */
 export async function serveMcp(options: Options): Promise<number> {
   const lower = projectDirectory('mcp', options.dir, options.allowLinksOutside)
@@ -85,7 +95,7 @@ export async function serveMcp(options: Options): Promise<number> {
   // ws.exec's runner is the project directory's own (directory() carries it): nothing to install.
   const tools = createAgentTools(ws, {
     flushTarget: lower,
-    commands: options.allowCommands ? { signal: () => callSignal.getStore() } : false,
+    commands: options.allowCommands ? { signal: () => callSignal.getStore(), sandbox: sandboxOptions(options) } : false,
     // Commands see the project at its host path: the same path given to any tool names the same file.
     hostPath: (path) => lower.shownTarget(path),
   })
@@ -97,7 +107,7 @@ export async function serveMcp(options: Options): Promise<number> {
         `A workspace over ${lower.root}: every write lands in an overlay, undoable with undo_operation and ` +
         'rollback_to_checkpoint. The directory on disk is unchanged until commit_changes. ' +
         `The tools show the project's root as /; a path under ${lower.root} is taken as the same file.` +
-        (options.allowCommands ? ' run_command runs shell commands over the workspace; their changes land in it the same way. find_breaking_change finds the operation after which a command (the tests) fails.' : ''),
+        (options.allowCommands ? ' run_command runs shell commands over the workspace; their changes land in it the same way. find_breaking_change finds the operation after which a command (the tests) fails.' + sandboxNote(options) : ''),
     },
   )
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing(tools) }))

@@ -8,7 +8,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import { directory } from '../adapters/node-fs/directory.js'
-import type { ExecOptions, ExecResult, Workspace } from '../src/index.js'
+import type { ExecOptions, ExecResult, ExecSandbox, Workspace } from '../src/index.js'
 import type { Options } from './arguments.js'
 import { changeLines } from './inspect.js'
 import { pathsText, shellWord, suggestedCommand } from './outcome.js'
@@ -46,18 +46,23 @@ function callerDirectory(dir: string | undefined): string | undefined {
 
 /** ws.exec's options from the command line. */
 export function execOptions(options: Options, stdio: 'pipe' | 'inherit', label?: string): ExecOptions {
-  const writable = options.writable.map((path) => (path.startsWith('/') || path.startsWith('~') ? path : `${process.cwd()}/${path}`))
   const cwd = callerDirectory(options.dir)
   return {
     stdio,
     ...(cwd !== undefined ? { cwd } : {}),
     ...(label !== undefined ? { label } : {}),
     ...(options.mode ? { mode: options.mode } : {}),
-    sandbox: {
-      ...(options.noNetwork ? { network: false } : {}),
-      ...(options.readOnlyHost ? { host: 'read-only' as const } : {}),
-      ...(writable.length > 0 ? { writable } : {}),
-    },
+    sandbox: sandboxOptions(options),
+  }
+}
+
+/** ws.exec's sandbox from the command line (--no-network, --read-only-host, --writable). */
+export function sandboxOptions(options: Options): ExecSandbox {
+  const writable = options.writable.map((path) => (path.startsWith('/') || path.startsWith('~') ? path : `${process.cwd()}/${path}`))
+  return {
+    ...(options.noNetwork ? { network: false } : {}),
+    ...(options.readOnlyHost ? { host: 'read-only' as const } : {}),
+    ...(writable.length > 0 ? { writable } : {}),
   }
 }
 

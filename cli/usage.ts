@@ -24,10 +24,10 @@ const PROJECT = '--dir <project> --store <store> [--session <name>]'
 export const COMMANDS = {
   demo: { usage: 'demo', summary: 'the write / checkpoint / break / restore story in memory (what npm start runs; the default)' },
   mcp: {
-    usage: 'mcp --dir <project> [--store <store>] [--session <name>] [--allow-commands] [--allow-links-outside]',
+    usage: 'mcp --dir <project> [--store <store>] [--session <name>] [--allow-commands [--no-network] [--read-only-host [--writable <path>]…]] [--allow-links-outside]',
     summary:
       'serve the agent tools over MCP stdio; nothing on disk changes until commit_changes (in memory without --store); ' +
-      '--allow-commands adds run_command (a command runs on the host as you); --allow-links-outside lets commit_changes write symlinks that point out of the project',
+      '--allow-commands adds run_command (a command runs on the host as you, in the sandbox the exec options ask for); --allow-links-outside lets commit_changes write symlinks that point out of the project',
   },
   status: { usage: `status ${PROJECT}`, summary: 'changes against the project, checkpoint count and store health' },
   log: { usage: `log ${PROJECT} [--limit <n>] [--path <path>]`, summary: 'operation history, newest first' },
@@ -99,7 +99,7 @@ export function help(): string {
     '  -h, --help         this help (also: rewindfs help <command>)',
     '  -v, --version      the version',
     '',
-    'Exec options (run, shell, bisect):',
+    'Exec options (run, shell, bisect; mcp with --allow-commands, but --mode):',
     '  --mode <overlay|copy>   force a mode (default: overlay where the kernel allows, else copy)',
     '  --no-network            a private network namespace: loopback only',
     '  --read-only-host        everything outside the project read-only, /tmp private',

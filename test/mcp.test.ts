@@ -209,6 +209,20 @@ describe('rewindfs mcp', () => {
     expect(onDisk('made.txt')).toBe('ok\n')
   })
 
+  it('runs run_command in the sandbox the exec options ask for, says so in its instructions, and refuses them without --allow-commands', async () => {
+    const refused = runCli(['mcp', '--dir', project, '--read-only-host'])
+    expect(refused).toMatchObject({ code: 2, stderr: expect.stringContaining('mcp: --read-only-host applies to the commands run_command runs: add --allow-commands') })
+    const { client } = await connect('--allow-commands', '--read-only-host', '--no-network')
+    expect(client.getInstructions()).toContain('Commands run sandboxed: they have no network (loopback only); everything outside the project is read-only and /tmp is private.')
+    // A host directory outside /tmp (which the sandbox makes private): read-only there.
+    const host = fs.mkdtempSync('/var/tmp/rewindfs-mcp-sandbox-')
+    const outside = path.join(host, 'outside.txt')
+    const ran = await call(client, 'run_command', { command: `echo ok > inside.txt; echo no > ${outside} 2>/dev/null || echo refused; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '` })
+    expect(ran).toMatchObject({ isError: false, body: { exit_code: 0, stdout: 'refused\nlo\n', changes: { added: ['/inside.txt'], modified: [], deleted: [] } } })
+    expect(fs.existsSync(outside)).toBe(false)
+    fs.rmSync(host, { recursive: true, force: true })
+  })
+
   it("commit_changes refuses a link a command made out of the project (a venv's bin/python3), naming the way out; with --allow-links-outside it writes it as it is", async () => {
     const plain = await connect('--allow-commands')
     expect((await call(plain.client, 'run_command', { command: 'mkdir -p venv/bin && ln -s /bin/sh venv/bin/sh' })).body.exit_code).toBe(0)
