@@ -7,7 +7,9 @@
  *
  * Syntax: `*` any characters but '/', `**` any characters ('**' followed by '/' also matches no
  * directory at all), `?` one character but '/', `{a,b}` one of the literal alternatives (an
- * unclosed '{' is a literal); anything else is literal. A glob starting with '/' is anchored at the
+ * unclosed '{' is a literal), `[abc]`, `[a-z]`, `[!a]` or `[^a]` one character but '/' of the set
+ * (or not of it), or the bracket text itself, so a Next.js route directory `[slug]` is still found
+ * by its name (an unclosed '[' is a literal); anything else is literal. A glob starting with '/' is anchored at the
  * root, any other may match from any directory down (a bare name matches anywhere), and a glob that
  * matches a directory also matches everything under it.
  */
@@ -19,6 +21,14 @@ const enum Kind {
   Any,
   Split,
   Match,
+  /** One character but '/' of a set: `code` is its index in the builder's sets. */
+  Set,
+}
+
+/** A bracket's set: ranges as pairs of code units, inclusive; `negated` matches what is in none. */
+interface CharSet {
+  readonly negated: boolean
+  readonly ranges: readonly number[]
 }
 
 const SLASH = 47
@@ -37,6 +47,7 @@ class Builder {
   readonly code: number[] = []
   readonly out: number[] = []
   readonly out2: number[] = []
+  readonly sets: CharSet[] = []
 
   add(kind: Kind, code = 0): number {
     this.kind.push(kind)
@@ -107,6 +118,27 @@ function literal(b: Builder, text: string): Fragment {
   )
 }
 
+/**
+ * The bracket at `at` (`glob[at]` is '['): its set, and the index of its closing ']'; undefined when
+ * it does not close. A ']' right after '[' (or '[!', '[^') is a member, as in POSIX globs.
+ */
+function bracketAt(glob: string, at: number): { set: CharSet; end: number } | undefined {
+  let i = at + 1
+  const negated = glob[i] === '!' || glob[i] === '^'
+  if (negated) i++
+  const first = i
+  const ranges: number[] = []
+  for (; i < glob.length; i++) {
+    if (glob[i] === ']' && i > first) return { set: { negated, ranges }, end: i }
+    const low = glob.charCodeAt(i)
+    if (glob[i + 1] === '-' && i + 2 < glob.length && glob[i + 2] !== ']') {
+      ranges.push(low, glob.charCodeAt(i + 2))
+      i += 2
+    } else ranges.push(low, low)
+  }
+  return undefined
+}
+
 /** `(?:.*\/)?`: no directory, or any characters ending with '/'. */
 function anyDirectories(b: Builder): Fragment {
   return either(b, sequence(b, [star(b, Kind.Any), char(b, SLASH)]))
@@ -130,6 +162,12 @@ function body(b: Builder, glob: string): Fragment {
       const alternatives = glob.slice(i + 1, end).split(',').map((text) => literal(b, text))
       parts.push(alternatives.reduce((all, next) => either(b, all, next)))
       i = end
+    } else if (c === '[' && bracketAt(glob, i)) {
+      const { set, end } = bracketAt(glob, i)!
+      b.sets.push(set)
+      const member = b.add(Kind.Set, b.sets.length - 1)
+      parts.push(either(b, { start: member, exits: [[member, 1]] }, literal(b, glob.slice(i, end + 1))))
+      i = end
     } else parts.push(char(b, glob.charCodeAt(i)))
   }
   return sequence(b, parts)
@@ -142,6 +180,7 @@ class Automaton implements Glob {
   private readonly out: Int32Array
   private readonly out2: Int32Array
   private readonly start: number
+  private readonly sets: readonly CharSet[]
   private readonly seen: Uint32Array
   private generation = 0
   private current: Int32Array
@@ -160,6 +199,7 @@ class Automaton implements Glob {
     this.code = Uint16Array.from(b.code)
     this.out = Int32Array.from(b.out)
     this.out2 = Int32Array.from(b.out2)
+    this.sets = b.sets
     this.seen = new Uint32Array(b.kind.length)
     this.current = new Int32Array(b.kind.length)
     this.next = new Int32Array(b.kind.length)
@@ -181,6 +221,13 @@ class Automaton implements Glob {
     return size
   }
 
+  private inSet(index: number, c: number): boolean {
+    const { negated, ranges } = this.sets[index]
+    let found = false
+    for (let k = 0; k < ranges.length && !found; k += 2) found = c >= ranges[k] && c <= ranges[k + 1]
+    return found !== negated
+  }
+
   test(path: string): boolean {
     this.generation++
     let size = this.close(this.current, 0, this.start)
@@ -192,7 +239,9 @@ class Automaton implements Glob {
         const s = this.current[k]
         globCounters.steps++
         const kind = this.kind[s]
-        if (kind === Kind.Any || (kind === Kind.Segment && c !== SLASH) || (kind === Kind.Char && this.code[s] === c)) nextSize = this.close(this.next, nextSize, this.out[s])
+        if (kind === Kind.Any || (kind === Kind.Segment && c !== SLASH) || (kind === Kind.Char && this.code[s] === c) || (kind === Kind.Set && c !== SLASH && this.inSet(this.code[s], c))) {
+          nextSize = this.close(this.next, nextSize, this.out[s])
+        }
       }
       ;[this.current, this.next] = [this.next, this.current]
       size = nextSize

@@ -83,6 +83,31 @@ describe('globs', () => {
     expect(['/src/a.ts', '/src/a.test.ts', '/lib/a.ts'].filter(matches)).toEqual(['/src/a.ts'])
   })
 
+  it("take a bracket as one character of its set, as ripgrep's and Claude Code's globs do, or as its own text (a Next.js '[slug]' directory); it was only its own text", () => {
+    const cases: [string, string, boolean][] = [
+      ['[ab]*.ts', '/src/a1.ts', true],
+      ['[ab]*.ts', '/src/b.ts', true],
+      ['[ab]*.ts', '/src/c.ts', false],
+      ['*.[jt]s', '/x/y.js', true],
+      ['*.[jt]s', '/x/y.cs', false],
+      ['/v[0-9]', '/v7', true],
+      ['/v[0-9]', '/vx', false],
+      ['/[!a]x', '/bx', true],
+      ['/[!a]x', '/ax', false],
+      ['/[^a]x', '/ax', false],
+      ['/[]a]', '/]', true],
+      ['/[]a]', '/a', true],
+      ['/a[/]b', '/a/b', false],
+      ['/a[!b]c', '/a/c', false],
+      ['app/[slug]/page.tsx', '/app/[slug]/page.tsx', true],
+      ['app/[slug]/page.tsx', '/app/s/page.tsx', true],
+      ['app/[slug]/page.tsx', '/app/x/page.tsx', false],
+      ['/a[b', '/a[b', true],
+      ['/a[b', '/ab', false],
+    ]
+    for (const [glob, path, expected] of cases) expect([glob, path, compileGlob(glob).test(path)]).toEqual([glob, path, expected])
+  })
+
   it('agree with the regular expressions they replaced on random globs and paths', () => {
     const token = fc.constantFrom('a', 'b', '.', '/', '*', '**', '**/', '?', '{a,b}', '{a,}', '{', '}', ',', '{*}', '{b/a,a}')
     const globs = fc.tuple(fc.boolean(), fc.array(token, { maxLength: 7 })).map(([anchored, tokens]) => (anchored ? '/' : '') + tokens.join(''))
