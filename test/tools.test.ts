@@ -259,6 +259,11 @@ describe('file tools', () => {
     expect(overwritten).toMatchObject({ created: false, operation_ids: [ws.history()[0].id] })
     expect(ws.fs.readFileSync('/app/config.json', 'utf8')).toBe('{}')
     expect(await fails(tools, 'write_file', { path: '/app/src', content: 'x' })).toEqual({ code: 'EISDIR', message: "'/app/src' is a directory; write_file writes files" })
+    // A path ending in '/' names a directory, as open(2) takes it: it made a file of that name.
+    const before = ws.history().length
+    expect(await fails(tools, 'write_file', { path: '/app/newdir/', content: 'x' })).toEqual({ code: 'EISDIR', message: "'/app/newdir/' ends with '/', so it names a directory; write_file writes files (give the file's name)" })
+    expect(ws.fs.existsSync('/app/newdir')).toBe(false)
+    expect(ws.history()).toHaveLength(before)
   })
 
   it('edit_file replaces a unique match and refuses a missing or ambiguous one, leaving the file as it was', async () => {

@@ -204,6 +204,8 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
       writeFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
+        // 'newdir/' names a directory, as open(2) takes it (EISDIR): it made a file named newdir.
+        if (input.path.endsWith('/')) throw new ToolFailure('EISDIR', `'${input.path}' ends with '/', so it names a directory; write_file writes files (give the file's name)`)
         const existing = await lstatOrUndefined(ws, path)
         if (existing?.isDirectory()) throw new ToolFailure('EISDIR', `'${path}' is a directory; write_file writes files`)
         const mark = lastSeq(ws)
