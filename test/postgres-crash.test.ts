@@ -10,7 +10,7 @@
  * The kill points are random within each round (seeded choice of mode and delay; the seed is in
  * every failure's message; replay with REWINDFS_SEED).
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -22,6 +22,7 @@ import { Workspace } from '../src/index.js'
 import { dropSchema, scratchSchema, serverUrl } from './postgres-server.js'
 import { bundleChild } from './support/child-bundle.js'
 import { COMPACT_EVERY, digest, runStep, stepKind } from './support/postgres-crash-script.js'
+import { capability } from './support/require.js'
 import { randomSeed } from './support/seed.js'
 
 const REPO = path.resolve(import.meta.dirname, '..')
@@ -35,9 +36,12 @@ const BUDGET_MS = 30_000
 const SEED = randomSeed
 const url = await serverUrl()
 
+const FULL_DISK = path.join(OUT, 'full-disk.mjs')
+
 beforeAll(async () => {
   fs.mkdirSync(OUT, { recursive: true })
   await bundleChild('test/support/postgres-crash-child.ts', ENTRY)
+  await bundleChild('test/support/postgres-crash-full-disk.ts', FULL_DISK)
 }, 60_000)
 afterAll(() => {
   fs.rmSync(tmp, { recursive: true, force: true })
@@ -181,3 +185,44 @@ describe('SIGKILL at random moments: every acknowledged state survives, nothing 
     }
   }, 120_000)
 })
+
+const unshare = spawnSync('unshare', ['-m', 'true']).status === 0
+const smallDisk = capability('small-disk', process.getuid?.() !== 0 ? 'not root (a tmpfs is mounted in a private mount namespace)' : unshare ? undefined : 'unshare -m does not work here')
+
+describe.skipIf(!smallDisk)('PGlite on a full disk', () => {
+  it('fails the commit that does not fit with ENOSPC (never hangs), loses none before it, and takes what was kept back once space is freed', async () => {
+    // A fresh data directory (its WAL segment nearly empty), copied onto a tmpfs with 20 MiB free
+    // besides a ballast file: the tables fill before the disk, and the WAL's next 16 MiB segment
+    // cannot be made, where PGlite spun for ever.
+    const template = path.join(tmp, 'full-template')
+    await (await pgliteStore({ dataDir: template, session: 'full' })).close()
+    const mount = fs.mkdtempSync(path.join(tmp, 'disk-'))
+    const size = Math.ceil(Number(execDu(template)) / (1024 * 1024)) + 24
+    const script = [
+      'set -e',
+      `mount -t tmpfs -o size=${size}m tmpfs "$1"`,
+      'cp -r "$2" "$1/data"',
+      'free=$(df -B1 --output=avail "$1" | tail -1)',
+      'fallocate -l $((free - 20 * 1024 * 1024)) "$1/ballast"',
+      // The child itself is killed on a hang (killing the shell would leave it spinning).
+      'timeout -s KILL 45 "$3" "$4" "$1/data" run',
+      '"$3" "$4" "$1/data" check',
+    ].join('\n')
+    const result = spawnSync('unshare', ['-m', 'sh', '-c', script, 'sh', mount, template, process.execPath, FULL_DISK], { encoding: 'utf8', timeout: 90_000, killSignal: 'SIGKILL' })
+    const lines = result.stdout.trim().split('\n')
+    expect(result.status, `the child hung or failed (${result.status ?? result.signal}; last lines: ${lines.slice(-2).join(' | ')}): ${result.stderr}`).toBe(0)
+    const run = JSON.parse(lines.at(-2)!) as { acknowledged: number; failure: string; reconnect: { state: string } | null; after: string }
+    const check = JSON.parse(lines.at(-1)!) as { files: number; others: string[]; intact: number; corrupt: unknown; degraded: unknown; verify: string[] }
+    expect(run.failure).toMatch(/^EDEGRADED: .*ENOSPC/)
+    expect(run.acknowledged).toBeGreaterThan(10)
+    expect(run.reconnect?.state).toBe('reconnected')
+    expect(run.after).toBe('committed')
+    // Every acknowledged file, the one that failed (sent again once there was room), and those made meanwhile.
+    expect(check).toEqual({ files: run.acknowledged + 1, others: ['after.txt', 'while-full.txt'], intact: run.acknowledged + 1, corrupt: null, degraded: null, verify: [] })
+  }, 120_000)
+})
+
+/** Bytes a directory takes on disk. */
+function execDu(directory: string): string {
+  return spawnSync('du', ['-sb', directory], { encoding: 'utf8' }).stdout.split('\t')[0]
+}

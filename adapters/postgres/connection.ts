@@ -6,7 +6,7 @@
  * lock is a session-level advisory lock, which lives and dies with that connection.
  */
 import { lockDataDir, type DataDirLock } from './data-lock.js'
-import { connectionError, isConnectionLoss, redact, translate } from './errors.js'
+import { connectionError, isConnectionLoss, redact, storeError, translate } from './errors.js'
 
 /** Runs statements; inside `transaction` they are one transaction. */
 export interface Sql {
@@ -37,6 +37,8 @@ export interface Connection extends Sql {
   onLost(listener: (error: Error) => void): void
   /** Why the connection is gone, once it is. */
   readonly lost: Error | undefined
+  /** PGlite on a directory: throws ENOSPC, before anything is sent, when a write of `bytes` may not fit (see PGliteConnection.room). */
+  room?(bytes: number, operation: string): void
   close(): Promise<void>
 }
 
@@ -347,6 +349,22 @@ class PGliteConnection implements Connection {
     this.instance = db
   }
 
+  /**
+   * PGlite that cannot make its next WAL segment (16 MiB) on a full disk does not fail the commit:
+   * it spins in WebAssembly for ever, this process's event loop with it (sync() never settles, no
+   * timer fires). So a write is refused with ENOSPC, before it is sent, while the directory's file
+   * system has less free than a segment, the write twice over (WAL and table) and a margin; the
+   * workspace goes degraded and takes it once space is freed, as for any full disk.
+   */
+  room(bytes: number, operation: string): void {
+    const free = this.lock?.free()
+    if (free === undefined) return
+    const needed = WAL_SEGMENT + 2 * bytes + ROOM_MARGIN
+    if (free < needed) {
+      throw storeError('ENOSPC', operation, this.where, `PostgreSQL's disk is full: ${free} bytes free, and PGlite needs ${needed} to be sure of this write (a new WAL segment of 16 MiB and the write itself; without room for a segment it hangs instead of failing); nothing of this call was written, the last committed state is intact`)
+    }
+  }
+
   private runner(tx?: PGliteTransactionLike): Sql {
     const target = tx ?? this.db
     return {
@@ -408,6 +426,10 @@ class PGliteConnection implements Connection {
     }
   }
 }
+
+/** PostgreSQL's WAL segment size (PGlite's too), and room kept besides a write's own bytes. */
+const WAL_SEGMENT = 16 * 1024 * 1024
+const ROOM_MARGIN = 1024 * 1024
 
 type PGliteModule = { PGlite: { create(dataDir?: string): Promise<PGliteLike> } }
 

@@ -22,6 +22,8 @@ function fileDirectory(dataDir: string): string | undefined {
 
 export interface DataDirLock {
   release(): void
+  /** Bytes free to this process on the directory's file system, or undefined when that cannot be told. */
+  free(): number | undefined
 }
 
 /**
@@ -44,7 +46,20 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock | undefi
   }
   fs.mkdirSync(root, { recursive: true })
   const taken = LockFile.tryAcquire(file, { host, predecessors: true })
-  if ('lock' in taken) return taken.lock
+  if ('lock' in taken) {
+    const { lock } = taken
+    return {
+      release: () => lock.release(),
+      free: () => {
+        try {
+          const stats = fs.statfsSync(root)
+          return stats.bavail * stats.bsize
+        } catch {
+          return undefined
+        }
+      },
+    }
+  }
   const owner = taken.owner
   if (owner.host !== undefined && owner.host !== host) {
     throw busy(root, file, `process ${owner.pid} on ${owner.host} (a lock taken on another machine or container cannot be checked from here)`)

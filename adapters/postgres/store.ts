@@ -516,6 +516,7 @@ export class SessionStore implements PostgresStore {
       checkRecords(records)
       if (records.length === 0) return
       const bytes = records.reduce((sum, record) => sum + utf8Length(record) + 1, 0)
+      this.connection.room?.(bytes, 'appendJournal')
       const changes = checkpointChanges(records)
       const append = async (sql: Sql) => {
         // One statement: the fence, the numbers, the rows and the notification commit together.
@@ -572,6 +573,7 @@ export class SessionStore implements PostgresStore {
     return this.write('replaceJournal', async () => {
       checkRecords(records)
       const bytes = records.reduce((sum, record) => sum + utf8Length(record) + 1, 0)
+      this.connection.room?.(bytes, 'replaceJournal')
       const changes = checkpointChanges(records)
       await this.connection.transaction(async (tx) => {
         const fenced = await tx.query(
@@ -623,6 +625,7 @@ export class SessionStore implements PostgresStore {
         if (!unique.has(id)) unique.set(id, bytes)
       }
       if (unique.size === 0) return
+      this.connection.room?.([...unique.values()].reduce((sum, bytes) => sum + bytes.byteLength, 0), 'putBlobs')
       // In id order: two sessions putting the same new blobs in other orders each locked a row the
       // other wanted next (a deadlock, one commit failing); in one order the second waits instead.
       const ordered = [...unique].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -816,6 +819,7 @@ export class SessionStore implements PostgresStore {
       const text = JSON.stringify(value)
       if (typeof key !== 'string' || key === '') throw Object.assign(new TypeError('rewindfs: a metadata key must be a non-empty string'), { code: 'ERR_INVALID_ARG_VALUE' })
       if (text === undefined) throw Object.assign(new TypeError(`rewindfs: metadata '${key}' must be a JSON value`), { code: 'ERR_INVALID_ARG_TYPE' })
+      this.connection.room?.(utf8Length(text), 'putMeta')
       if (key !== FLUSH_STATE_KEY) {
         // One statement: the fence, the value, the session's activity and the readers' notification.
         const [row] = await this.connection.query<{ ours: string }>(
