@@ -134,12 +134,19 @@ async function crashLoop(kind: 'pglite' | 'postgres', where: string, schema: str
   let last = 0
   let openMs = 3000
   const log: string[] = []
+  /** Kills that landed while a step of this kind was under way (begun, not acknowledged). */
+  const inside: Record<string, number> = {}
   const context = () => `seed ${SEED} (replay with REWINDFS_SEED=${SEED}); rounds:\n${log.join('\n')}`
   for (let n = 0; Date.now() - started < BUDGET_MS; n++) {
     const mode = n === 0 ? 'random' : modes[n % modes.length]
     const spawned = Date.now()
     const result = await round(kind, where, schema, last, mode, random(), openMs)
     log.push(`  ${mode}: from ${last}, opened ${result.opened?.digest ?? '-'}, acks ${result.acks[0] ?? '-'}..${result.acks.at(-1) ?? '-'}, last begun ${result.begun.at(-1) ?? '-'}, exit ${result.exit.signal ?? result.exit.code}`)
+    const [begun, stepKindBegun] = (result.begun.at(-1) ?? '').split(' ')
+    if (result.exit.signal === 'SIGKILL') {
+      const where = result.opened === undefined ? 'open' : begun !== undefined && Number(begun) !== result.acks.at(-1) ? stepKindBegun : 'between steps'
+      inside[where] = (inside[where] ?? 0) + 1
+    }
     if (result.exit.signal !== 'SIGKILL' && !result.done) throw new Error(`the child failed (${result.exit.code}): ${result.stderr}\n${context()}`)
     if (result.opened) {
       if (n === 0) openMs = Math.max(500, Date.now() - spawned)
@@ -165,7 +172,7 @@ async function crashLoop(kind: 'pglite' | 'postgres', where: string, schema: str
   }
   // Enough happened to mean something: kills in every mode, big writes and compactions acknowledged.
   expect(last, context()).toBeGreaterThan(2 * 9)
-  console.log(`[rewindfs] ${kind} crash loop: ${log.length} kills, ${last} steps acknowledged (seed ${SEED})`)
+  console.log(`[rewindfs] ${kind} crash loop: ${log.length} rounds, ${last} steps acknowledged, killed during ${JSON.stringify(inside)} (seed ${SEED})`)
 }
 
 describe('SIGKILL at random moments: every acknowledged state survives, nothing never written appears', () => {
