@@ -80,7 +80,20 @@ describe('damage in the rows of a PGlite store is reported, never read as conten
     expect(ws.status.corrupt).toMatchObject({ part: 'journal', record: left })
     expect(ws.fs.existsSync('/late.txt')).toBe(false)
     expect(read(ws, '/small.txt')).toBe('small and acknowledged')
+    // Repair keeps the journal as it was aside, then goes on from the state it proves.
+    await ws.repair()
     await ws.close()
+    const repaired = await open('journal-cut')
+    expect(repaired.status.corrupt).toBeUndefined()
+    expect(read(repaired, '/small.txt')).toBe('small and acknowledged')
+    repaired.fs.writeFileSync('/again.txt', 'after the repair')
+    await repaired.sync()
+    await repaired.close()
+    const reopened = await open('journal-cut')
+    expect(read(reopened, '/again.txt')).toBe('after the repair')
+    const kept = (await db.query<{ name: string; n: number }>(`SELECT name, cardinality(records) AS n FROM rewindfs.kept WHERE session = 'journal-cut' AND records IS NOT NULL`)).rows
+    expect(kept).toEqual([{ name: expect.stringMatching(/^journal/), n: left }])
+    await reopened.close()
   })
 
   it('a flipped byte in an inline blob: the file reads EIO and verify names it', async () => {
