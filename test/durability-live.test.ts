@@ -8,26 +8,12 @@ import os from 'node:os'
 import { afterAll, describe, expect, it } from 'vitest'
 import { directoryStore } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
-import { seeds } from './support/seed.js'
+import { generator, seeds } from './support/seed.js'
 
 const roots: string[] = []
 afterAll(() => {
   for (const root of roots) fs.rmSync(root, { recursive: true, force: true })
 })
-
-/** Small deterministic generator (mulberry32), so a failing seed replays exactly. */
-function generator(seed: number) {
-  let state = seed >>> 0
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-  const below = (n: number) => Math.floor(next() * n)
-  return { next, below, pick: <T>(items: readonly T[]) => items[below(items.length)] }
-}
 
 /** Reads every file of the view (the read that failed with EIO when a cycle swept live content). */
 function readAll(ws: Workspace, dir = '/'): number {

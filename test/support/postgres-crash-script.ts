@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto'
 import type { Workspace } from '../../src/index.js'
+import { generator } from './seed.js'
 import { workspaceSnapshot } from './workspace-snapshot.js'
 
 /** Every compactEvery records a compaction runs by itself (small: several per run). */
@@ -14,20 +15,6 @@ export const COMPACT_EVERY = 12
 export const BIG = 2 * 1024 * 1024 + 4321
 
 export type StepKind = 'write' | 'big' | 'mkdir' | 'rename' | 'unlink' | 'checkpoint' | 'transaction' | 'undo' | 'restore' | 'compact' | 'state'
-
-/** mulberry32: a failing seed replays exactly. */
-function generator(seed: number) {
-  let state = seed >>> 0
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-  const below = (n: number) => Math.floor(next() * n)
-  return { next, below, pick: <T>(items: readonly T[]) => items[below(items.length)] }
-}
 
 /** The kind of step n (a pure function of seed and n: the parent aims kills at big writes and compactions). */
 export function stepKind(seed: number, n: number): StepKind {
