@@ -195,11 +195,16 @@ describe('a change after the path was taken back to the disk’s version', () =>
     await ws.close()
   })
 
-  it.each(backs)('after %s, keeps its base across a reopen', async (_what, back) => {
-    const { ws, root, store } = await changedAndTakenBack(back)
+  /**
+   * The agent reads a human's save after the path went back to the disk, edits on it and closes
+   * (`beforeClose` first): reopened, the edit flushes; a later save is a conflict.
+   */
+  async function rebasedAcrossReopen(taken: Awaited<ReturnType<typeof changedAndTakenBack>>, beforeClose: (ws: Workspace) => Promise<void> = async () => undefined): Promise<void> {
+    const { ws, root, store } = taken
     await humanSaves(root, 'a.txt', 'HUMAN two\n')
     expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
     ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
+    await beforeClose(ws)
     await ws.close()
     let again = await open(root, store)
     expect((await again.flush(undefined, { dryRun: true })).conflicts).toEqual([])
@@ -208,23 +213,17 @@ describe('a change after the path was taken back to the disk’s version', () =>
     again = await open(root, store)
     await refused(again, root, ['/a.txt'])
     await again.close()
+  }
+
+  it.each(backs)('after %s, keeps its base across a reopen', async (_what, back) => {
+    await rebasedAcrossReopen(await changedAndTakenBack(back))
   })
 
   it('keeps a base taken again across a compaction and a reopen (the snapshot holds the later one)', async () => {
-    const { ws, root, store } = await changedAndTakenBack(backs[0][1])
-    await humanSaves(root, 'a.txt', 'HUMAN two\n')
-    expect(ws.fs.readFileSync('/a.txt', 'utf8')).toBe('HUMAN two\n')
-    ws.fs.writeFileSync('/a.txt', 'HUMAN two\nagent\n')
-    await ws.compact()
-    ws.fs.writeFileSync('/after.txt', 'x\n')
-    await ws.close()
-    let again = await open(root, store)
-    expect((await again.flush(undefined, { dryRun: true })).conflicts).toEqual([])
-    await again.close()
-    await humanSaves(root, 'a.txt', 'HUMAN three\n')
-    again = await open(root, store)
-    await refused(again, root, ['/a.txt'])
-    await again.close()
+    await rebasedAcrossReopen(await changedAndTakenBack(backs[0][1]), async (ws) => {
+      await ws.compact()
+      ws.fs.writeFileSync('/after.txt', 'x\n')
+    })
   })
 
   it('a file the agent made where the disk had none, taken back by an undo, then made by the human and read: no conflict', async () => {
