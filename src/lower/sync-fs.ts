@@ -81,7 +81,8 @@ export function lowerVersionOf(stats: SyncStats): string {
   return stats.ctimeMs === undefined ? `${stats.size}:${stats.mtimeMs}:${stats.ino}` : `${stats.size}:${stats.mtimeMs}:${stats.ino}:${stats.ctimeMs}`
 }
 
-function typeOf(stats: SyncStats): EntryType | undefined {
+/** The entry type a Stats or a Dirent says (undefined: neither file, directory nor symlink). */
+function typeOf(stats: Pick<SyncStats, 'isFile' | 'isDirectory' | 'isSymbolicLink'>): EntryType | undefined {
   if (stats.isFile()) return 'file'
   if (stats.isDirectory()) return 'dir'
   if (stats.isSymbolicLink()) return 'symlink'
@@ -174,7 +175,7 @@ class SyncFsSource implements LowerSource {
         if (type) entries.push({ name, type })
         continue
       }
-      const type: EntryType | undefined = entry.isFile() ? 'file' : entry.isDirectory() ? 'dir' : entry.isSymbolicLink() ? 'symlink' : undefined
+      const type = typeOf(entry)
       if (type) entries.push({ name: this.text(entry.name), type })
     }
     return entries
