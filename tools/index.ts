@@ -14,7 +14,7 @@ import { commitTool } from './commit.js'
 import { fileTools } from './files.js'
 import { findTool } from './find.js'
 import { historyTool } from './history.js'
-import { withLinkHints } from './links.js'
+import { PATH_FIELDS, withLinkHints } from './links.js'
 import type { ToolResult } from './result.js'
 import { rollbackTool } from './rollback.js'
 import { searchTool } from './search.js'
@@ -52,8 +52,7 @@ export interface AgentToolsOptions {
   hostPath?: (path: string) => string
 }
 
-/** The inputs that name paths, and tools whose `pattern` is a glob over paths (search_files' is text). */
-const PATH_FIELDS = ['path', 'from', 'to', 'cwd'] as const
+/** The inputs that name lists of paths, and tools whose `pattern` is a glob over paths (search_files' is text). */
 const PATH_LISTS = ['target_files', 'include', 'exclude', 'include_files', 'exclude_files'] as const
 const GLOB_PATTERN = new Set(['find_files'])
 

@@ -10,8 +10,8 @@ import { resolvePath } from './operations.js'
 import type { ToolResult } from './result.js'
 import type { AgentTool } from './tool.js'
 
-/** The inputs that name one path. */
-const PATH_FIELDS = ['path', 'from', 'to', 'cwd'] as const
+/** The inputs that name one path (the host-path mapping in index.ts reads them too). */
+export const PATH_FIELDS = ['path', 'from', 'to', 'cwd'] as const
 
 /** Whether a relative target, from the directory `dir`, climbs past the root (where the workspace folds '..' but the host goes on). */
 function climbsPastRoot(dir: string, target: string): boolean {
