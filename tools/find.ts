@@ -1,7 +1,7 @@
 /**
- * find_files: the files (and symlinks) whose paths match a glob, over the workspace view, .gitignore
- * honoured unless asked otherwise. Sorted by path the walk can stop at max_results; sorted by
- * modification time (newest first, as agents' Glob tools do) it has to see every match first.
+ * find_files: the files whose paths match a glob, over the workspace view, .gitignore honoured unless
+ * asked otherwise. Sorted by path the walk can stop at max_results; sorted by modification time
+ * (newest first, as agents' Glob tools do) it has to see every match first.
  */
 import type { Workspace } from '../src/workspace.js'
 import { type Budget, fitList } from './budget.js'
@@ -11,12 +11,39 @@ import { findFilesInput } from './schemas.js'
 import { type AgentTool, defineTool } from './tool.js'
 import { ViewReader, type WalkEntry, walk } from './walk.js'
 
+/** A matched symlink that is not a file to read: a link to a directory (not entered), or one whose target the view does not hold. */
+export interface FoundLink {
+  readonly path: string
+  readonly to: 'directory' | 'unreachable'
+}
+
+const LINKS_NOTE =
+  "links: symlinks whose paths match but that are not files: 'directory' ones are not entered (give one as path to look inside), " +
+  "'unreachable' ones lead out of the project, to nothing or round in a loop, so read_file cannot read them"
+
+/**
+ * What a matched symlink is to a model, resolved in the view (ws.fs: an absolute target is a
+ * workspace path, '..' folds at the root, nothing is followed on the host): a file read_file reads
+ * through it, a directory, or nothing it can reach. Every link was listed as a file: read_file of a
+ * link to a directory then failed with EISDIR, of a link out of the project with ENOENT.
+ */
+async function linkTarget(ws: Workspace, path: string): Promise<'file' | FoundLink['to']> {
+  try {
+    const stats = await ws.fs.promises.stat(path)
+    return stats.isDirectory() ? 'directory' : stats.isFile() ? 'file' : 'unreachable'
+  } catch {
+    return 'unreachable' // ENOENT (out of the project, or to nothing), ELOOP
+  }
+}
+
 export function findTool(ws: Workspace, budget: Budget): AgentTool {
   return defineTool(
     'find_files',
     'Find files by a glob over their paths (*, **, ?, {a,b}; "*.ts" or "test/**/*.json"; a bare name matches ' +
       'anywhere), under path (default the working directory), leaving out what .gitignore files exclude unless ' +
-      'include_ignored. sort: path, or mtime for the most recently modified first. Returns at most max_results ' +
+      'include_ignored. sort: path, or mtime for the most recently modified first. files are what read_file reads ' +
+      '(a symlink to a file in the project included); symlinks to directories are not entered and come apart, in ' +
+      "links, as { path, to: 'directory' }, with links out of the project or to nothing as to: 'unreachable'. Returns at most max_results " +
       `paths within the result budget (${budget.chars} characters); when truncated, call again with offset: next_offset.`,
     findFilesInput,
     async (input) => {
@@ -43,12 +70,20 @@ export function findTool(ws: Workspace, budget: Budget): AgentTool {
         for (const entry of found) times.set(entry, (await reader.stat(entry)).mtimeMs)
         ordered = [...found].sort((a, b) => times.get(b)! - times.get(a)! || (a.path < b.path ? -1 : 1))
       }
-      const page = ordered.slice(input.offset, wanted).map((entry) => entry.path)
-      const { shown } = fitList(page, budget.chars - 300)
+      // Only the page's links are resolved: a stat each, never one for every match.
+      const page: (string | FoundLink)[] = []
+      for (const entry of ordered.slice(input.offset, wanted)) {
+        const to = entry.type === 'symlink' ? await linkTarget(ws, entry.path) : 'file'
+        page.push(to === 'file' ? entry.path : { path: entry.path, to })
+      }
+      const hasLinks = page.some((item) => typeof item !== 'string')
+      const { shown } = fitList(page, budget.chars - 300 - (hasLinks ? LINKS_NOTE.length : 0))
+      const links = shown.filter((item): item is FoundLink => typeof item !== 'string')
       const end = input.offset + shown.length
       const more = !complete || end < ordered.length
       return {
-        files: shown,
+        files: shown.filter((item): item is string => typeof item === 'string'),
+        ...(links.length > 0 ? { links, links_note: LINKS_NOTE } : {}),
         returned: shown.length,
         ...(complete ? { total: ordered.length } : {}),
         truncated: more,
