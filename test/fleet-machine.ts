@@ -19,6 +19,7 @@ import { directory } from '../adapters/node-fs/index.js'
 import { type Fleet, type PostgresStore, postgresFleet, postgresStore } from '../adapters/postgres/index.js'
 import { type Store, Workspace } from '../src/index.js'
 import { digest, sessionDigest } from './fleet-digest.js'
+import { generator } from './support/seed.js'
 
 interface Config {
   url: string
@@ -40,16 +41,8 @@ function say(message: Record<string, unknown>): void {
   process.stdout.write(JSON.stringify({ machine: config.machine, ...message }) + '\n')
 }
 
-// A small seeded generator (mulberry32): runs are reproducible from the seed the parent prints.
-let state = config.seed >>> 0
-function random(): number {
-  state = (state + 0x6d2b79f5) >>> 0
-  let t = state
-  t = Math.imul(t ^ (t >>> 15), t | 1)
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
-const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]
+// Seeded: runs are reproducible from the seed the parent prints.
+const { next: random, pick } = generator(config.seed)
 
 interface Session {
   readonly name: string

@@ -10,6 +10,7 @@
 import readline from 'node:readline'
 import { directory } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
+import { generator } from './support/seed.js'
 
 interface Config {
   base: string
@@ -24,14 +25,7 @@ interface Config {
 const config = JSON.parse(process.argv[2]) as Config
 const say = (message: Record<string, unknown>) => process.stdout.write(JSON.stringify({ writer: config.writer, ...message }) + '\n')
 
-let state = config.seed >>> 0
-function random(): number {
-  state = (state + 0x6d2b79f5) >>> 0
-  let t = state
-  t = Math.imul(t ^ (t >>> 15), t | 1)
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
+const random = generator(config.seed).next
 
 async function main(): Promise<void> {
   // Every writer starts at once, when the parent says so.

@@ -18,10 +18,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
 import { CLI, REPO, buildCli, removeCli } from './cli-process.js'
+import { generator, randomSeed } from './support/seed.js'
 
 const KILLS = Number(process.env.REWINDFS_MCP_KILLS ?? 104)
 const LANES = 4
-const seed = process.env.REWINDFS_SEED !== undefined ? Number(process.env.REWINDFS_SEED) : Math.floor(Math.random() * 2 ** 31)
+const seed = randomSeed
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-mcp-kill-'))
 beforeAll(buildCli)
@@ -29,16 +30,6 @@ afterAll(() => {
   removeCli()
   fs.rmSync(scratch, { recursive: true, force: true })
 })
-
-/** mulberry32: a small seeded generator, so a failing run can be replayed. */
-function random(state: number): () => number {
-  return () => {
-    state = (state + 0x6d2b79f5) | 0
-    let t = Math.imul(state ^ (state >>> 15), 1 | state)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** What a path must hold after a reopen: one value, or any of several while a call on it was in flight. */
 type Value = string | null // null: absent
@@ -244,7 +235,7 @@ describe('rewindfs mcp with a directory store, killed with SIGKILL at random mom
         name: `lane${i}`,
         project,
         store: path.join(scratch, `lane${i}`, 'store'),
-        rand: random(seed + i),
+        rand: generator(seed + i).next,
         files: new Map(),
         checkpoints: new Map(),
         operations: new Set(),

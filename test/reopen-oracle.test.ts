@@ -12,7 +12,7 @@ import os from 'node:os'
 import { afterAll, describe, expect, it } from 'vitest'
 import { directory, directoryStore, hostShell } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
-import { seeds } from './support/seed.js'
+import { generator, seeds } from './support/seed.js'
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-reopen-oracle-`)
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
@@ -45,16 +45,7 @@ function statLines(ws: Workspace): string[] {
 describe('a reopen shows every stat field as acknowledged', () => {
   for (const seed of seeds()) {
     it(`random sessions with reopens (seed ${seed})`, async () => {
-      let state = seed >>> 0
-      const random = () => {
-        state = (state + 0x6d2b79f5) >>> 0
-        let t = state
-        t = Math.imul(t ^ (t >>> 15), t | 1)
-        t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-        return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-      }
-      const below = (n: number) => Math.floor(random() * n)
-      const pick = <T>(items: readonly T[]): T => items[below(items.length)]
+      const { next: random, below, pick } = generator(seed)
       const root = fs.mkdtempSync(`${scratch}/s${seed}-`)
       fs.mkdirSync(`${root}/lower/src/lib`, { recursive: true })
       fs.writeFileSync(`${root}/lower/src/a.txt`, 'a')

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { directory, directoryStore } from '../../adapters/node-fs/index.js'
 import { Workspace } from '../../src/index.js'
 import * as pack from '../support/pack-raw.js'
+import { generator, randomSeed } from '../support/seed.js'
 
 const KILLS = Number(process.env.REWINDFS_CRASH_KILLS ?? 200)
 const FLUSH = process.env.REWINDFS_CRASH_FLUSH === 'apply' ? 'apply' : 'ws'
@@ -24,7 +25,7 @@ const FLUSH = process.env.REWINDFS_CRASH_FLUSH === 'apply' ? 'apply' : 'ws'
 const WINDOW = FLUSH === 'ws' ? 600 : 150
 /** Small segments: a few rounds fill one, compactions leave them mostly dead, collection rewrites them. */
 const SEGMENT_BYTES = 32 * 1024
-const seed = process.env.REWINDFS_SEED !== undefined ? Number(process.env.REWINDFS_SEED) : Math.floor(Math.random() * 2 ** 31)
+const seed = randomSeed
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-node-fs-crash-`)
 const child = `${scratch}/child.mjs`
@@ -34,16 +35,6 @@ afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
 beforeAll(async () => {
   await build({ entryPoints: ['test/adapters/fixtures/node-fs-crash-child.ts'], bundle: true, platform: 'node', format: 'esm', target: 'node20', outfile: child, logLevel: 'error' })
 })
-
-/** mulberry32: a small seeded generator, so a failing run can be replayed. */
-function random(state: number): () => number {
-  return () => {
-    state = (state + 0x6d2b79f5) | 0
-    let t = Math.imul(state ^ (state >>> 15), 1 | state)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** What the child's generation `gen` looks like on disk (files, links; directories implied). */
 function generation(gen: number): Record<string, string> {
@@ -150,7 +141,7 @@ async function lane(name: string, kills: number, next: () => number) {
 describe('crash safety of the directory adapter under SIGKILL', () => {
   it(`keeps one whole flushed generation and every acknowledged sync across ${KILLS} kills (seed ${seed})`, async () => {
     console.log(`[rewindfs] node-fs crash test: ${KILLS} kills, flushes through ${FLUSH}, seed ${seed} (replay with REWINDFS_SEED=${seed})`)
-    const next = random(seed)
+    const { next } = generator(seed)
     // Two independent lanes (own directory and store) share the time: a child mostly waits on fsync.
     const lanes = await Promise.all([lane('one', Math.ceil(KILLS / 2), next), lane('two', Math.floor(KILLS / 2), next)])
     for (const [i, seen] of lanes.entries()) {

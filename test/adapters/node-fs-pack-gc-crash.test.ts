@@ -13,10 +13,11 @@ import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { directoryStore } from '../../adapters/node-fs/index.js'
 import * as pack from '../support/pack-raw.js'
+import { generator, randomSeed } from '../support/seed.js'
 import { type GcState, blobContent, kept, roundIds } from './fixtures/node-fs-pack-gc-rounds.js'
 
 const KILLS = Number(process.env.REWINDFS_GC_KILLS ?? 30)
-const seed = process.env.REWINDFS_SEED !== undefined ? Number(process.env.REWINDFS_SEED) : Math.floor(Math.random() * 2 ** 31)
+const seed = randomSeed
 
 const scratch = fs.mkdtempSync(`${os.tmpdir()}/rewindfs-pack-gc-crash-`)
 const child = `${scratch}/child.mjs`
@@ -25,16 +26,6 @@ afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
 beforeAll(async () => {
   await build({ entryPoints: ['test/adapters/fixtures/node-fs-pack-gc-child.ts'], bundle: true, platform: 'node', format: 'esm', target: 'node20', outfile: child, logLevel: 'error' })
 })
-
-/** mulberry32, so a failing run can be replayed. */
-function random(state: number): () => number {
-  return () => {
-    state = (state + 0x6d2b79f5) | 0
-    let t = Math.imul(state ^ (state >>> 15), 1 | state)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** Runs the child and kills it `delay` ms after it is ready, or after its first deletion when `inCollection`. */
 async function runAndKill(storeDir: string, delay: number, inCollection: boolean): Promise<void> {
@@ -57,7 +48,7 @@ async function runAndKill(storeDir: string, delay: number, inCollection: boolean
 describe('crash safety of pack garbage collection under SIGKILL', () => {
   it(`keeps every acknowledged blob and deletion across ${KILLS} kills (seed ${seed})`, async () => {
     console.log(`[rewindfs] pack collection crash test: ${KILLS} kills, seed ${seed} (replay with REWINDFS_SEED=${seed})`)
-    const next = random(seed)
+    const { next } = generator(seed)
     const storeDir = `${scratch}/store`
     let interrupted = 0
     let rounds = 0
