@@ -75,3 +75,25 @@ describe.each(modes)('exec in %s mode over a project opened through a link: what
     await ws.close()
   })
 })
+
+describe.each(modes)('exec in %s mode over a project opened through a link: what the command writes', (mode) => {
+  it('$PWD and pwd written into a file name the path the project was opened by, pwd -P the real one, as on the host', async () => {
+    const { real, link } = linkedProject()
+    const temps = fs.mkdtempSync(`${scratch}/tmp-`)
+    const ws = await Workspace.open({ lower: directory(link), exec: hostShell({ mode, tmpdir: temps }), autoCheckpoint: false })
+    const script = 'echo "$PWD" > env.txt; pwd > pwd.txt; pwd -P > physical.txt'
+    const result = await ws.exec(script, { cwd: '/src' })
+    expect(result).toMatchObject({ mode, exitCode: 0, stderr: '' })
+    // The oracle: the same script in a shell started in the project as the user gave it, on the host.
+    const native = fs.mkdtempSync(`${scratch}/native-`)
+    fs.mkdirSync(`${native}/real/src`, { recursive: true })
+    fs.symlinkSync(`${native}/real`, `${native}/link`)
+    spawnSync('/bin/sh', ['-c', `cd ${native}/link/src && ${script}`])
+    const read = (root: string, name: string) => fs.readFileSync(`${root}/src/${name}`, 'utf8')
+    expect(read(`${native}/link`, 'env.txt')).toBe(`${native}/link/src\n`)
+    expect(ws.fs.readFileSync('/src/env.txt', 'utf8')).toBe(`${link}/src\n`)
+    expect(ws.fs.readFileSync('/src/pwd.txt', 'utf8')).toBe(read(`${native}/link`, 'pwd.txt').replace(`${native}/link`, link))
+    expect(ws.fs.readFileSync('/src/physical.txt', 'utf8')).toBe(`${real}/src\n`)
+    await ws.close()
+  })
+})

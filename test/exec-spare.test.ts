@@ -18,7 +18,7 @@ afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }))
 const spec = { file: '/bin/sh', args: ['-c', HELPER_SCRIPT, 'rewindfs-exec'], cwd: '/', env: process.env }
 
 function request(command: string, cwd: string): string {
-  const args: HelperArguments = { root: cwd, layer: '', upper: '', work: '', overlayOptions: '', cwd, network: 'on', host: 'read-write', writable: [], map: '', stash: '', command, project: '' }
+  const args: HelperArguments = { root: cwd, layer: '', upper: '', work: '', overlayOptions: '', cwd, network: 'on', host: 'read-write', writable: [], map: '', stash: '', command, project: '', pwd: '' }
   return helperRequest(args)
 }
 

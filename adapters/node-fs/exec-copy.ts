@@ -46,7 +46,8 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
     // Names of one workspace inode are hard links in the copy too.
     const manifest = materialise(ws.fs, `${temp}/root`, `${temp}/clock`, lower, (path) => view.lookup(path, false)?.link, project)
     await fillRefused(manifest, (files) => readAsOwner(support, files))
-    const cwd = (project ?? manifest.root) + (launch.cwd === '/' ? '' : launch.cwd)
+    const below = launch.cwd === '/' ? '' : launch.cwd
+    const cwd = (project ?? manifest.root) + below
     const env = { ...launch.env, PWD: cwd }
     if (namespaces && launch.readOnlyHost) fs.mkdirSync(`${temp}/stash`)
     const outcome = namespaces
@@ -72,6 +73,8 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
               stash: `${temp}/stash`,
               command: launch.command,
               project: project ?? '',
+              // Mounted at the project's path: $PWD names it as the user gave it (a link above it).
+              pwd: project !== undefined && source instanceof DirectorySource && source.opened !== source.root ? source.opened + below : '',
             }),
           ],
           cwd: '/',

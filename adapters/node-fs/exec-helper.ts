@@ -37,6 +37,11 @@ export interface HelperArguments {
    * naming the project by its own path reaches the copy, never the disk; '' otherwise.
    */
   readonly project: string
+  /**
+   * The directory the command starts in as the user names it, through the path the project was
+   * opened by (a link above it): its $PWD, as a shell started there has it; '' for `cwd` itself.
+   */
+  readonly pwd: string
 }
 
 export function helperArguments(args: HelperArguments): string[] {
@@ -54,6 +59,7 @@ export function helperArguments(args: HelperArguments): string[] {
     args.stash,
     args.command,
     args.project,
+    args.pwd,
   ]
 }
 
@@ -85,7 +91,7 @@ if [ $# -eq 0 ]; then
 fi
 root=$1 layer=$2 upper=$3 work=$4 options=$5 cwd=$6 network=$7 host=$8 writable=$9
 shift 9
-map=$1 stash=$2 command=$3 project=$4
+map=$1 stash=$2 command=$3 project=$4 pwd=$5
 fail() { printf 'error %s\n' "$*" >&3; exit 125; }
 run() { out=$("$@" 2>&1) || fail "$* failed: $out"; }
 
@@ -145,6 +151,8 @@ if [ "$host" = read-only ]; then
 fi
 
 cd "$cwd" || fail "cannot enter $cwd"
+# Only where it leads to the same directory (a shell checks $PWD the same way).
+if [ -n "$pwd" ] && [ "$pwd" -ef . ]; then PWD=$pwd; export PWD; fi
 printf 'ok\n' >&3
 exec 3>&-
 if [ -n "$map" ]; then

@@ -42,6 +42,8 @@ export interface Launch {
   readonly command: string
   /** The host directory the command starts in. */
   readonly cwd: string
+  /** `cwd` as the user names it (HelperArguments.pwd); '' for `cwd` itself. */
+  readonly pwd: string
   readonly env: NodeJS.ProcessEnv
   readonly timeout: number | undefined
   readonly stdio: 'pipe' | 'inherit'
@@ -269,6 +271,7 @@ export class OverlaySession {
         stash,
         command: launch.command,
         project: '',
+        pwd: launch.pwd,
       }
       // Once the command runs (this process waits then): the next command's helper, and what the last one left.
       // Told from an event handler: a failure here must not end the process, and costs only the head start.

@@ -188,6 +188,7 @@ async function probeOverlay(tools: Record<Tool, string>, mode: Pick<Support, 'pr
         stash: `${dir}/stash`,
         command: 'ls -A . hidden && echo made > made' + (metacopy ? ' && chmod 600 kept/meta && cat kept/meta' : ''),
         project: '',
+        pwd: '',
       }),
     ]
     const result = await new Promise<{ stdout: string; status: string; stderr: string }>((resolve) => {

@@ -175,6 +175,7 @@ class HostShellSession implements ExecSession {
     const launch: Launch = {
       command,
       cwd,
+      pwd: '',
       env,
       timeout: options.timeout,
       stdio: options.stdio ?? 'pipe',
@@ -186,6 +187,7 @@ class HostShellSession implements ExecSession {
     }
 
     const { mode, reason } = this.chooseMode(options, host)
+    const source = ws.lower.source
     // From here on the command may see the lower directory: what changes there later is not what it saw.
     const started = fileClock(options.tmpdir, this.host.workspace.lower.source)
     let ran: Ran | Omit<Ran, 'work'>
@@ -194,7 +196,10 @@ class HostShellSession implements ExecSession {
       if (mode === 'overlay') {
         const overlay = this.overlay!
         try {
-          ran = await overlay.run({ ...launch, cwd: overlay.project + (cwd === '/' ? '' : cwd), env: { ...env, PWD: overlay.project + (cwd === '/' ? '' : cwd) } }, options.tmpdir)
+          const below = cwd === '/' ? '' : cwd
+          // The process starts at the real path (the mount point); its $PWD names the project as the user gave it.
+          const pwd = source instanceof DirectorySource && source.opened !== source.root ? source.opened + below : ''
+          ran = await overlay.run({ ...launch, cwd: overlay.project + below, pwd }, options.tmpdir)
         } catch (error) {
           // Killed while its namespaces were being set up: an abort, not a host without overlay mode.
           if (!(error instanceof SetupError) || options.mode === 'overlay' || signal?.aborted) throw error
@@ -213,7 +218,6 @@ class HostShellSession implements ExecSession {
     const { status: _status, ...ranOutcome } = ran.outcome
     // The project as the user gave it (directory's opened): a command run over a project opened
     // through a link prints that path, in either mode, as a shell started there on the host does.
-    const source = ws.lower.source
     const named = source instanceof DirectorySource ? (text: string) => renameRoot(text, source.root, source.opened) : (text: string) => text
     const outcome = { ...ranOutcome, stdout: named(ranOutcome.stdout), stderr: named(ranOutcome.stderr) }
     const found = ran.scan
