@@ -106,6 +106,31 @@ async function readText(ws: Workspace, path: string, exact = false): Promise<str
   return text
 }
 
+/**
+ * Runs a change that needs `dir` (and the directories above it). It is tried as it is first: where
+ * `dir` exists that is the one operation it always was, and every refusal (EFBIG past the
+ * workspace's maxFileSize, EROFS, ENOTDIR) and automatic checkpoint comes as before. Only when it
+ * fails with ENOENT do `mkdir -p dir` and the change run as one transaction: as two operations,
+ * undo_operation's one step took back the change and left the new empty directories, which a
+ * commit then made on the real disk. `label` describes the operation in history and undo, as the
+ * change's own type and path did. No approval hook is asked, as for the plain calls.
+ */
+async function withParents(ws: Workspace, dir: string, label: string, change: (fs: Workspace['fs']['promises']) => Promise<void>): Promise<void> {
+  try {
+    return await change(ws.fs.promises)
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 'ENOENT') throw error
+  }
+  // Missing for another reason (a link to nothing, a source gone), the change fails here the same way and nothing commits.
+  await ws.transaction(
+    async (staged) => {
+      await staged.promises.mkdir(dir, { recursive: true })
+      await change(staged.promises)
+    },
+    { label: `${label}, with mkdir -p ${dir}`, riskThreshold: Number.POSITIVE_INFINITY },
+  )
+}
+
 async function lstatOrUndefined(ws: Workspace, path: string) {
   try {
     return await ws.fs.promises.lstat(path)
@@ -200,7 +225,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
     ),
     defineTool(
       'write_file',
-      'Create or overwrite a text file with the given content (parent directories are created). Undoable with undo_operation.',
+      'Create or overwrite a text file with the given content (missing parent directories are created). Undoable with undo_operation, which takes back the directories it made too.',
       writeFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
@@ -209,8 +234,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         const existing = await lstatOrUndefined(ws, path)
         if (existing?.isDirectory()) throw new ToolFailure('EISDIR', `'${path}' is a directory; write_file writes files`)
         const mark = lastSeq(ws)
-        await fs.mkdir(dirname(path), { recursive: true })
-        await fs.writeFile(path, input.content)
+        await withParents(ws, dirname(path), `file create ${path}`, (into) => into.writeFile(path, input.content))
         return {
           path,
           created: existing === undefined,
@@ -346,7 +370,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
     ),
     defineTool(
       'move_path',
-      'Move or rename a file or directory. The destination must not exist; its parent directories are created. Undoable with undo_operation.',
+      'Move or rename a file or directory. The destination must not exist; its missing parent directories are created. Undoable with undo_operation, which takes back the directories it made too.',
       movePathInput,
       async (input) => {
         const from = resolvePath(ws, input.from)
@@ -356,8 +380,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         if (from === to) throw new ToolFailure('ENOCHANGE', `from and to are both '${from}': nothing would move`)
         if (await lstatOrUndefined(ws, to)) throw new ToolFailure('EEXIST', `'${to}' already exists; delete it first or choose another destination`)
         const mark = lastSeq(ws)
-        await fs.mkdir(dirname(to), { recursive: true })
-        await fs.rename(from, to)
+        await withParents(ws, dirname(to), `rename ${from} -> ${to}`, (into) => into.rename(from, to))
         return { from, to, operation_ids: recordedSince(ws, mark) }
       },
     ),
