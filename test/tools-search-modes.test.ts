@@ -125,3 +125,200 @@ describe('find_files and symlinks', () => {
     })
   }
 })
+
+/** `grep -r` with `flags` over `root`, its output lines as workspace paths (and what follows them), sorted. */
+function grep(root: string, flags: string[], pattern: string): string[] {
+  let out = ''
+  try {
+    out = execFileSync('grep', ['-rI', ...flags, '-e', pattern, '.'], { cwd: root, env: { LC_ALL: 'C', PATH: process.env.PATH }, maxBuffer: 64 * 1024 * 1024 }).toString('utf8')
+  } catch (error) {
+    if ((error as { status?: number }).status !== 1) throw error // 1: no line matched
+  }
+  return out.split('\n').filter(Boolean).map((line) => line.slice(1)).sort()
+}
+
+/** Every page of search_files in a mode, as grep -l (paths) or grep -c (path:count) prints it. */
+async function pages(tools: readonly AgentTool[], input: Record<string, unknown>): Promise<string[]> {
+  const out: string[] = []
+  for (let offset: number | undefined = 0; offset !== undefined; ) {
+    const page: Json = await ok(tools, 'search_files', { path: '/', include_ignored: true, ...input, offset })
+    if (input.output_mode === 'files_with_matches') out.push(...page.files)
+    else {
+      out.push(...page.counts.map((entry: Json) => `${entry.path}:${entry.count}`))
+      expect(page.matching_lines).toBe(page.counts.reduce((sum: number, entry: Json) => sum + entry.count, 0))
+    }
+    offset = page.next_offset
+  }
+  return out.sort()
+}
+
+const long = Array.from({ length: 2000 }, (_, i) => `row ${i} ${i % 500 === 499 ? 'needle' : 'hay'}`).join('\n') + '\n' // ~ 24 KB, matches past several chunks
+const LOWER: Record<string, string | Uint8Array> = {
+  'src/a.ts': 'import { serve } from "./serve"\n\nserve()\nconst needle = 1234\n',
+  'src/b.ts': '  import fs from "node:fs"\nfoobar foooobaz fobar\nserve(8080)\n',
+  'src/deep/c.ts': 'export const SERVE = true\n// Serve it\n\n\n',
+  'crlf.txt': 'needle one\r\nserve two\r\nimport three\r\n',
+  'README.md': '# app\n\ncafé and naïve\nnumbers 12 and 345\n',
+  'noeol.txt': 'a needle at the end',
+  'empty.txt': '',
+  'long.txt': long,
+  'late.txt': 'x'.repeat(5000) + '\n' + 'y'.repeat(3000) + ' needle\n', // the match in the second chunk, its line across the first's size
+  'bin/data.bin': new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 0, 0, 0x6e, 0x65, 0x65, 0x64, 0x6c, 0x65, 10]),
+}
+
+const PATTERNS: { input: Record<string, unknown>; grep: [string[], string] }[] = [
+  { input: { pattern: 'needle' }, grep: [['-F'], 'needle'] },
+  { input: { pattern: 'serve' }, grep: [['-F'], 'serve'] },
+  { input: { pattern: 'café' }, grep: [['-F'], 'café'] },
+  { input: { pattern: 'SERVE', case_sensitive: false }, grep: [['-F', '-i'], 'SERVE'] },
+  { input: { pattern: '^\\s*import\\b', regex: true }, grep: [['-P'], '^\\s*import\\b'] },
+  { input: { pattern: 'fo+ba[rz]', regex: true }, grep: [['-E'], 'fo+ba[rz]'] },
+  { input: { pattern: 'needle$', regex: true }, grep: [['-E'], 'needle$'] },
+  { input: { pattern: '\\d+ and', regex: true }, grep: [['-P'], '\\d+ and'] },
+  { input: { pattern: 'row 1[0-9]{3} needle', regex: true }, grep: [['-E'], 'row 1[0-9]{3} needle'] },
+  { input: { pattern: 'absent' }, grep: [['-F'], 'absent'] },
+]
+
+describe('search_files output modes against grep -l and grep -c', () => {
+  let lower: string
+  beforeAll(() => {
+    lower = path.join(tmp, 'modes')
+    write(lower, LOWER)
+  })
+
+  for (const kind of ['directory', 'fixture'] as const) {
+    it(`files_with_matches lists what grep -rlI lists, count what grep -rcI counts (${kind} lower, untouched and changed)`, async () => {
+      const fixture = Object.fromEntries(Object.entries(LOWER).map(([rel, content]) => ['/' + rel, content]))
+      const ws = await Workspace.open({ lower: kind === 'directory' ? directory(lower) : fixture, autoCheckpoint: false })
+      const tools = createAgentTools(ws)
+      const check = async (root: string) => {
+        for (const { input, grep: [flags, pattern] } of PATTERNS) {
+          // Small pages, so paging by offset is covered too.
+          expect([input, await pages(tools, { ...input, output_mode: 'files_with_matches', max_results: 3 })]).toEqual([input, grep(root, ['-l', ...flags], pattern)])
+          const counted = grep(root, ['-c', ...flags], pattern).filter((line) => !line.endsWith(':0'))
+          expect([input, await pages(tools, { ...input, output_mode: 'count', max_results: 3 })]).toEqual([input, counted])
+        }
+        // And what content mode finds, line by line ('^$' too, where JavaScript's m flag takes a CR as a line end and grep does not).
+        for (const input of [...PATTERNS.map((entry) => entry.input), { pattern: '^$', regex: true }]) {
+          const lines: string[] = []
+          for (let offset: number | undefined = 0; offset !== undefined; ) {
+            const page: Json = await ok(tools, 'search_files', { path: '/', include_ignored: true, ...input, offset, max_results: 1000 })
+            lines.push(...page.matches.map((match: Json) => match.path))
+            offset = page.next_offset
+          }
+          const perFile = new Map<string, number>()
+          for (const file of lines) perFile.set(file, (perFile.get(file) ?? 0) + 1)
+          expect([input, await pages(tools, { ...input, output_mode: 'files_with_matches' })]).toEqual([input, [...perFile.keys()].sort()])
+          expect([input, await pages(tools, { ...input, output_mode: 'count' })]).toEqual([input, [...perFile].map(([file, count]) => `${file}:${count}`).sort()])
+        }
+      }
+      await check(lower)
+      const changed = fs.mkdtempSync(path.join(tmp, 'modes-changed-'))
+      fs.cpSync(lower, changed, { recursive: true })
+      for (const [rel, content] of [['src/new.ts', 'needle\nserve(1)\nneedle\n'], ['src/a.ts', 'no longer\n']] as const) {
+        ws.fs.writeFileSync('/' + rel, content)
+        fs.writeFileSync(path.join(changed, rel), content)
+      }
+      ws.fs.unlinkSync('/noeol.txt')
+      fs.unlinkSync(path.join(changed, 'noeol.txt'))
+      await check(changed)
+      await ws.close()
+    })
+  }
+
+  it('content stays the default, and every mode stays within the result budget, paging on', async () => {
+    const many = path.join(tmp, 'many')
+    write(many, Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`dir${i % 7}/file-with-a-longish-name-${i}.txt`, `needle ${i}\nneedle again\n`])))
+    const ws = await Workspace.open({ lower: directory(many) })
+    const tools = createAgentTools(ws, { budget: { chars: 2000 } })
+    const plain = await ok(tools, 'search_files', { pattern: 'needle', max_results: 3 })
+    expect(plain.matches).toHaveLength(3)
+    expect(plain.files).toBeUndefined()
+    for (const output_mode of ['files_with_matches', 'count'] as const) {
+      const first = await ok(tools, 'search_files', { pattern: 'needle', output_mode, max_results: 1000 })
+      expect(JSON.stringify(first).length).toBeLessThanOrEqual(2000)
+      expect(first).toMatchObject({ truncated: true, next_offset: first.returned })
+      expect(first.more).toContain('result budget')
+      const capped = await ok(tools, 'search_files', { pattern: 'needle', output_mode, max_results: 5 })
+      expect(capped).toMatchObject({ returned: 5, truncated: true, next_offset: 5, more: expect.stringContaining('more than max_results (5) files match') })
+      expect(await pages(tools, { pattern: 'needle', output_mode, max_results: 1000 })).toEqual(
+        grep(many, [output_mode === 'count' ? '-c' : '-l', '-F'], 'needle'),
+      )
+    }
+    await ws.close()
+  })
+})
+
+describe('files_with_matches reads a file only up to its first match', () => {
+  for (const [label, input] of [
+    ['a literal', { pattern: 'needle' }],
+    ['a literal, case-insensitive', { pattern: 'NEEDLE', case_sensitive: false }],
+    ['a regular expression', { pattern: 'ne+dle\\b', regex: true }],
+  ] as const) {
+    it(`${label}: the bytes scanned stop near the first match, not at the end of the file (content and count read it all)`, async () => {
+      const { scanCounters } = await import('../tools/grep.js')
+      // 4 MiB of matching lines after a match on the first line.
+      const body = 'needle first\n' + 'a needle in every line of the rest\n'.repeat(120_000)
+      const ws = await Workspace.open({ lower: { '/big.txt': body, '/late.txt': 'hay\n'.repeat(100_000) + 'needle last\n' } })
+      const tools = createAgentTools(ws)
+      const scanned = async (mode: string, file: string) => {
+        const before = scanCounters.bytes
+        const result = await ok(tools, 'search_files', { ...input, path: file, output_mode: mode, max_results: 1000 })
+        return { result, bytes: scanCounters.bytes - before }
+      }
+      const first = await scanned('files_with_matches', '/big.txt')
+      expect(first.result.files).toEqual(['/big.txt'])
+      // A literal stops at the match itself; a regular expression at the end of its first chunk (4 KiB of whole lines).
+      expect(first.bytes).toBeLessThanOrEqual(input.case_sensitive === false || 'regex' in input ? 4096 + 64 : 'needle'.length)
+      expect((await scanned('count', '/big.txt')).bytes).toBeGreaterThanOrEqual(body.length)
+      expect((await scanned('count', '/big.txt')).result.counts).toEqual([{ path: '/big.txt', count: 120_001 }])
+      expect((await scanned('content', '/big.txt')).result).toMatchObject({ truncated: true })
+      // A match at the end: the chunks, doubling, go over the file about once (never twice).
+      const last = await scanned('files_with_matches', '/late.txt')
+      expect(last.result.files).toEqual(['/late.txt'])
+      expect(last.bytes).toBeLessThanOrEqual(400_000 + 'needle last\n'.length)
+      await ws.close()
+    })
+  }
+})
+
+describe('files_with_matches in chunks finds what content finds', () => {
+  it('a byte order mark at the start of a later chunk stays a character, as in the whole text', async () => {
+    // The first line is exactly the first chunk (4096 bytes): the second starts with U+FEFF.
+    const body = 'x'.repeat(4095) + '\n\uFEFFimport marked\n'
+    const ws = await Workspace.open({ lower: { '/bom.txt': body } })
+    const tools = createAgentTools(ws)
+    for (const pattern of ['^import', '^\uFEFFimport', 'marked$']) {
+      const lines = (await ok(tools, 'search_files', { pattern, regex: true })).matches.map((match: Json) => match.path)
+      const files = (await ok(tools, 'search_files', { pattern, regex: true, output_mode: 'files_with_matches' })).files
+      const counts = (await ok(tools, 'search_files', { pattern, regex: true, output_mode: 'count' })).counts
+      expect([pattern, files, counts.map((entry: Json) => entry.path)]).toEqual([pattern, [...new Set(lines)], lines])
+    }
+    expect((await ok(tools, 'search_files', { pattern: '^import', regex: true, output_mode: 'files_with_matches' })).files).toEqual([])
+    await ws.close()
+  })
+})
+
+describe('search_files input', () => {
+  it('takes output_mode in its JSON Schema (content by default), and refuses bad values with a reason', async () => {
+    const ws = await Workspace.open({ lower: { '/a.txt': 'needle\n' } })
+    const tools = createAgentTools(ws)
+    const tool = tools.find((candidate) => candidate.name === 'search_files')!
+    expect((tool.inputSchema as Json).properties.output_mode).toMatchObject({ enum: ['content', 'files_with_matches', 'count'], default: 'content' })
+    expect(tool.description).toContain('files_with_matches')
+    const refused = async (input: Record<string, unknown>) => {
+      const outcome = await callTool(tools, 'search_files', { pattern: 'needle', ...input })
+      if (!outcome.isError) throw new Error(`accepted ${JSON.stringify(input)}`)
+      expect(outcome.error.code).toBe('EINVALIDINPUT')
+      return outcome.error.message
+    }
+    expect(await refused({ output_mode: 'lines' })).toContain('expected one of "content"|"files_with_matches"|"count"')
+    expect(await refused({ output_mode: 'count', context_lines: 2 })).toContain('context_lines applies to output_mode content only')
+    expect(await refused({ output_mode: 'files_with_matches', max_results: 0 })).toContain('max_results')
+    // Grep's head_limit is max_results here: said so, not only "unrecognized key".
+    expect(await refused({ head_limit: 5 })).toContain('for head_limit use max_results')
+    expect(await refused({ head_limit: 5, glob: '*.ts' })).toContain('"head_limit", "glob"')
+    expect(await ok(tools, 'search_files', { pattern: 'needle', output_mode: 'files_with_matches', context_lines: 0 })).toMatchObject({ files: ['/a.txt'] })
+    await ws.close()
+  })
+})

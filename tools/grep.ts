@@ -11,10 +11,18 @@ import { Alphabet, Automaton, COMMON, Parser, type Prefilter, inOrder, prefilter
 
 export { UnsupportedPattern, grepCounters } from './linear-regex.js'
 
+/**
+ * Bytes of file content the matcher went over (scanned as bytes, or decoded to be scanned), so a
+ * test bounds what a search read of a file without a clock: `hasMatch` stops near its first match.
+ */
+export const scanCounters = { bytes: 0 }
+
 /** grep's and ripgrep's rule: a NUL byte in the first 8 KiB makes a file binary. */
 const BINARY_PROBE = 8192
 /** Characters of a line shown at most; a longer line (minified code) is shown around the match. */
 const LINE_CHARS = 400
+/** Bytes decoded at first by `hasMatch`, doubling after: a match near the start costs about this much, not the file. */
+const FIRST_CHUNK = 4096
 
 export interface LineMatch {
   /** 1-based. */
@@ -70,8 +78,57 @@ export class LineMatcher {
 
   /** Matching lines with `context` lines around each, until `visit` returns false; false if stopped. */
   search(bytes: Uint8Array, context: number, visit: (match: LineMatch) => boolean): boolean {
-    if (this.needle) return searchBytes(toBuffer(bytes), this.needle, context, visit)
-    return searchText(decodeText(bytes), this.automaton!, this.prefilter, context, visit)
+    if (this.needle) {
+      const buffer = toBuffer(bytes)
+      const cursor = new Cursor(bufferLines(buffer), context)
+      return searchBytes(buffer, this.needle, (start, end, at) => visit(cursor.match(start, end, at)))
+    }
+    const text = decodeText(bytes)
+    scanCounters.bytes += bytes.byteLength
+    const cursor = new Cursor(stringLines(text), context)
+    return searchText(text, this.automaton!, this.prefilter, (start, end, at) => visit(cursor.match(start, end, at)))
+  }
+
+  /** The number of lines that match (grep -c), no line cut out or numbered. */
+  count(bytes: Uint8Array): number {
+    let lines = 0
+    const counting = () => {
+      lines++
+      return true
+    }
+    if (this.needle) searchBytes(toBuffer(bytes), this.needle, counting)
+    else {
+      scanCounters.bytes += bytes.byteLength
+      searchText(decodeText(bytes), this.automaton!, this.prefilter, counting)
+    }
+    return lines
+  }
+
+  /**
+   * Whether any line matches (grep -l), reading no further than it must: a literal's scan stops at
+   * its first hit, and a regular expression is decoded and run a chunk of whole lines at a time
+   * (a match lies within one line, so each chunk is searched as the whole text would be), from
+   * FIRST_CHUNK bytes doubling, so the work is about twice the bytes before the first match.
+   */
+  hasMatch(bytes: Uint8Array): boolean {
+    if (this.needle) {
+      // The line holding the hit is not needed: the scan stops at the hit's end.
+      const at = this.needle.find(toBuffer(bytes), 0)
+      scanCounters.bytes += at === -1 ? bytes.length : at + this.needle.length
+      return at !== -1
+    }
+    const first = () => false
+    for (let from = 0, size = FIRST_CHUNK; from < bytes.length; size *= 2) {
+      // The chunk ends after the newline at or past `size` bytes, or at the end of the file.
+      const newline = from + size >= bytes.length ? -1 : bytes.indexOf(10, from + size - 1)
+      const to = newline === -1 ? bytes.length : newline + 1
+      const chunk = bytes.subarray(from, to)
+      scanCounters.bytes += chunk.length
+      if (!searchText(decodeText(chunk, from === 0), this.automaton!, this.prefilter, first)) return true
+      from = to
+    }
+    // An empty file has no line; a pattern that matches the empty string matches none.
+    return false
   }
 }
 
@@ -87,10 +144,13 @@ export async function loadGrep(): Promise<void> {
   if (isAscii === undefined && typeof Buffer === 'function') isAscii = (await import('node:buffer')).isAscii
 }
 
+/** For the chunks of a file after its first: a byte order mark there is a character, as it is in the whole file's text. */
+const midFile = typeof TextDecoder === 'function' ? new TextDecoder('utf-8', { ignoreBOM: true }) : undefined
+
 /** ASCII (most source code) decodes as Latin-1: a straight copy into a one-byte string. */
-function decodeText(bytes: Uint8Array): string {
+function decodeText(bytes: Uint8Array, atStart = true): string {
   if (isAscii?.(bytes)) return toBuffer(bytes).toString('latin1')
-  return decode(bytes)
+  return atStart || midFile === undefined ? decode(bytes) : midFile.decode(bytes)
 }
 
 /** A line as shown: without its '\r', and no longer than LINE_CHARS around `at`. */
@@ -144,13 +204,6 @@ class Cursor {
     return this.line
   }
 
-  /** The line containing `at`: [start, end), end at its '\n' or the end of the text. */
-  bounds(at: number): [number, number] {
-    const start = at === 0 ? 0 : this.lines.previous(at - 1) + 1
-    const end = this.lines.next(at)
-    return [start, end === -1 ? this.lines.length : end]
-  }
-
   match(start: number, end: number, at: number): LineMatch {
     const line_number = this.number(start)
     const line = shown(this.lines.text(start, end), at - start)
@@ -183,6 +236,10 @@ class BytesFinder {
   private readonly rare: number
   private readonly offset: number
 
+  get length(): number {
+    return this.needle.length
+  }
+
   constructor(private readonly needle: Uint8Array) {
     let offset = 0
     for (let i = 1; i < needle.length; i++) if (RANK[needle[i]] < RANK[needle[offset]]) offset = i
@@ -211,19 +268,35 @@ class BytesFinder {
   }
 }
 
-function searchBytes(buffer: Buffer, finder: BytesFinder, context: number, visit: (match: LineMatch) => boolean): boolean {
-  const cursor = new Cursor(bufferLines(buffer), context)
-  for (let at = finder.find(buffer, 0); at !== -1; ) {
-    const [start, end] = cursor.bounds(at)
-    if (!visit(cursor.match(start, end, at))) return false
-    at = end + 1 < buffer.length ? finder.find(buffer, end + 1) : -1
+/** A matching line: [start, end) and where in it the match is; false to stop. */
+type OnLine = (start: number, end: number, at: number) => boolean
+
+/** Bounds of the line holding `at`: [start, end), end at its '\n' or the end of the text. */
+function lineBounds(lines: Lines, at: number): [number, number] {
+  const start = at === 0 ? 0 : lines.previous(at - 1) + 1
+  const end = lines.next(at)
+  return [start, end === -1 ? lines.length : end]
+}
+
+function searchBytes(buffer: Buffer, finder: BytesFinder, onLine: OnLine): boolean {
+  const lines = bufferLines(buffer)
+  for (let from = 0; from < buffer.length; ) {
+    const at = finder.find(buffer, from)
+    if (at === -1) {
+      scanCounters.bytes += buffer.length - from
+      return true
+    }
+    const [start, end] = lineBounds(lines, at)
+    scanCounters.bytes += Math.min(buffer.length, end + 1) - from // scanned to the hit, then to its line's end
+    if (!onLine(start, end, at)) return false
+    from = end + 1
   }
   return true
 }
 
 /** Every match of the automaton over the text, or only over the lines that pass the prefilter. */
-function searchText(text: string, automaton: Automaton, prefilter: Prefilter | undefined, context: number, visit: (match: LineMatch) => boolean): boolean {
-  const cursor = new Cursor(stringLines(text), context)
+function searchText(text: string, automaton: Automaton, prefilter: Prefilter | undefined, onLine: OnLine): boolean {
+  const lines = stringLines(text)
   // The end of a text that ends with a newline, or of an empty one, starts no line.
   const lastLineOpen = text.length > 0 && text.charCodeAt(text.length - 1) !== 10
   if (prefilter) {
@@ -232,12 +305,12 @@ function searchText(text: string, automaton: Automaton, prefilter: Prefilter | u
     scan.lastIndex = 0
     for (let found = scan.exec(text); found; ) {
       if (found.index === text.length && !lastLineOpen) return true
-      const [start, end] = cursor.bounds(found.index)
+      const [start, end] = lineBounds(lines, found.index)
       // A hit of the whole pattern within one line is a match; otherwise the automaton decides (and
       // for an empty hit too: RegExp tries those inside a surrogate pair, as /\B/u in 'a😀').
       const whole = exact && found[0].length > 0 && found.index + found[0].length <= end
       const at = whole ? found.index : inOrder(chain, sightings, text, start, end) ? automaton.find(text, start, end, true) : -1
-      if (at !== -1 && !visit(cursor.match(start, end, at))) return false
+      if (at !== -1 && !onLine(start, end, at)) return false
       if (end >= text.length) return true
       scan.lastIndex = end + 1
       found = scan.exec(text)
@@ -247,8 +320,8 @@ function searchText(text: string, automaton: Automaton, prefilter: Prefilter | u
   for (let from = 0; from < text.length; ) {
     const at = automaton.find(text, from, text.length, lastLineOpen)
     if (at === -1) return true
-    const [start, end] = cursor.bounds(at)
-    if (!visit(cursor.match(start, end, at))) return false
+    const [start, end] = lineBounds(lines, at)
+    if (!onLine(start, end, at)) return false
     from = end + 1
   }
   return true

@@ -73,18 +73,52 @@ export const listDirectoryInput = z.strictObject({
   offset: offset.describe('Entries to skip (to page through with next_offset)'),
 })
 
-export const searchFilesInput = z.strictObject({
-  pattern: z.string().min(1).describe('Text to find in a line; a JavaScript regular expression when regex is true'),
-  path: z.string().min(1).optional().describe('Directory or file to search (default: the working directory)'),
-  regex: z.boolean().default(false).describe('pattern is a regular expression (JavaScript syntax, run in linear time: no backreferences or look-around)'),
-  case_sensitive: z.boolean().default(true),
-  include: globs.optional().describe('Globs of the files to search, e.g. "*.ts", "src/**/*.json"; a bare name matches anywhere; one starting with ! leaves out what it matches ("!*.test.ts")'),
-  exclude: globs.optional().describe('Globs of files and directories to skip'),
-  context_lines: z.number().int().min(0).max(10).default(0).describe('Lines shown before and after each match'),
-  max_results: z.number().int().min(1).max(1000).default(100).describe('Matching lines returned at most'),
-  offset: offset.describe('Matching lines to skip (to page through with next_offset)'),
-  include_ignored: includeIgnored,
-})
+export const OUTPUT_MODES = ['content', 'files_with_matches', 'count'] as const
+
+/**
+ * Grep's head_limit is max_results here (one cap, counted in the mode's entries): a model used to
+ * Grep that sends it is told so, not only that the key is unknown.
+ */
+function unknownSearchKeys(issue: { code?: string; keys?: readonly string[] }): string | undefined {
+  if (issue.code !== 'unrecognized_keys' || !issue.keys?.includes('head_limit')) return undefined
+  return `Unrecognized key${issue.keys.length > 1 ? 's' : ''}: ${issue.keys.map((key) => `"${key}"`).join(', ')}; for head_limit use max_results, which caps the lines (content) or files (files_with_matches, count) returned`
+}
+
+export const searchFilesInput = z
+  .strictObject(
+    {
+      pattern: z.string().min(1).describe('Text to find in a line; a JavaScript regular expression when regex is true'),
+      path: z.string().min(1).optional().describe('Directory or file to search (default: the working directory)'),
+      regex: z.boolean().default(false).describe('pattern is a regular expression (JavaScript syntax, run in linear time: no backreferences or look-around)'),
+      case_sensitive: z.boolean().default(true),
+      include: globs.optional().describe('Globs of the files to search, e.g. "*.ts", "src/**/*.json"; a bare name matches anywhere; one starting with ! leaves out what it matches ("!*.test.ts")'),
+      exclude: globs.optional().describe('Globs of files and directories to skip'),
+      output_mode: z
+        .enum(OUTPUT_MODES)
+        .default('content')
+        .describe(
+          'content: the matching lines with their line numbers (grep -n); files_with_matches: the paths of the files with a match, each once, ' +
+            'each file read only up to its first match (grep -l); count: each matching file with its number of matching lines (grep -c)',
+        ),
+      context_lines: z.number().int().min(0).max(10).default(0).describe('Lines shown before and after each match (output_mode content only)'),
+      max_results: z
+        .number()
+        .int()
+        .min(1)
+        .max(1000)
+        .default(100)
+        .describe("At most this many entries: matching lines for content, files for files_with_matches and count (Grep's head_limit)"),
+      offset: offset.describe('Entries to skip, lines or files as max_results counts them (to page through with next_offset)'),
+      include_ignored: includeIgnored,
+    },
+    { error: unknownSearchKeys },
+  )
+  .superRefine((input, context) => {
+    // Only lines have context: in the other modes it was asked for and would not be shown.
+    if (input.output_mode !== 'content' && input.context_lines > 0) {
+      context.addIssue({ code: 'custom', path: ['context_lines'], message: `context_lines applies to output_mode content only (output_mode is ${input.output_mode}): drop it, or use content` })
+    }
+  })
 
 export const findFilesInput = z.strictObject({
   pattern: glob.describe('Glob: *, **, ?, {a,b}; e.g. "*.ts", "src/**/*.test.ts"; a bare name matches anywhere, a directory covers what is under it; "!*.ts" lists the files that do not match'),

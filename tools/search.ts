@@ -4,6 +4,8 @@
  * otherwise, and the walk stops at the first match past max_results or the result budget, so a
  * search with a common pattern on a large tree costs what it returns. Patterns run in time linear in
  * the text (grep.ts): one that needs backtracking is refused as invalid input, never left to hang.
+ * Grep's output modes: the lines (content), the files that match (files_with_matches, each read up
+ * to its first match only) or their matching line counts (count).
  */
 import { type Glob, compileGlob } from '../src/glob.js'
 import { normalize } from '../src/path.js'
@@ -168,7 +170,7 @@ function refused(error: UnsupportedPattern): ToolFailure {
 }
 
 /** Runs a search, an automaton too costly to build for the text refused as the pattern's fault. */
-function searching(run: () => boolean): boolean {
+function searching<T>(run: () => T): T {
   try {
     return run()
   } catch (error) {
@@ -176,15 +178,20 @@ function searching(run: () => boolean): boolean {
   }
 }
 
+/** A file as files_with_matches lists it (its path), or as count does (with its matching lines). */
+type FileEntry = string | { readonly path: string; readonly count: number }
+
 export function searchTool(ws: Workspace, budget: Budget): AgentTool {
   return defineTool(
     'search_files',
     'Search file contents for a pattern (literal text, or a JavaScript regular expression with regex: true, run in time ' +
       "linear in the text as ripgrep runs it: backreferences and look-around are refused; ripgrep's [[:alpha:]] classes and a leading (?i) are taken too), " +
-      'like grep -rn: each matching line with its path, line number and context_lines around it. Searches the ' +
+      'like grep -rn. output_mode content (the default): each matching line with its path, line number and context_lines around it; ' +
+      'files_with_matches: only the paths of the files that match, each once (grep -l; cheapest: each file is read up to its first match); ' +
+      'count: each matching file with its number of matching lines (grep -c). Searches the ' +
       'workspace as it is now, under path (default the working directory), skipping binary files and, unless ' +
       'include_ignored, what .gitignore files exclude; include/exclude globs narrow it. Returns at most ' +
-      `max_results lines and stays within the result budget (${budget.chars} characters): when truncated, ` +
+      `max_results entries (lines, or files in the other modes; Grep's head_limit) and stays within the result budget (${budget.chars} characters): when truncated, ` +
       'call again with offset: next_offset, or narrow the search.',
     searchFilesInput,
     async (input) => {
@@ -193,13 +200,32 @@ export function searchTool(ws: Workspace, budget: Budget): AgentTool {
       const root = resolvePath(ws, input.path ?? '.')
       const reader = await ViewReader.open(ws)
       const room = new Room(budget.chars - 400)
+      const byLine = input.output_mode === 'content'
       const matches: (LineMatch & { path: string })[] = []
+      const listed: FileEntry[] = []
       let skip = input.offset
       let files = 0
       let binary = 0
       let unreadable = 0
       let ignored = 0
       let stopped: 'max_results' | 'budget' | undefined
+      /** Takes one entry of the answer (after the offset's), false once the answer is full. */
+      const take = <T>(into: T[], entry: T): boolean => {
+        if (skip > 0) {
+          skip--
+          return true
+        }
+        if (into.length === input.max_results) {
+          stopped = 'max_results'
+          return false
+        }
+        if (!room.take(entry)) {
+          stopped = 'budget'
+          return false
+        }
+        into.push(entry)
+        return true
+      }
       const walking = walk(reader, root, { gitignore: !input.include_ignored, skip: globFilter(input.include, input.exclude, root), onIgnored: () => ignored++ })
       for await (const entry of walking) {
         if (entry.type !== 'file') continue
@@ -215,31 +241,27 @@ export function searchTool(ws: Workspace, budget: Budget): AgentTool {
           binary++
           continue
         }
-        const going = searching(() =>
-          matcher.search(bytes, input.context_lines, (match) => {
-            if (skip > 0) {
-              skip--
-              return true
-            }
-            if (matches.length === input.max_results) {
-              stopped = 'max_results'
-              return false
-            }
-            const found = { path: entry.path, ...match }
-            if (!room.take(found)) {
-              stopped = 'budget'
-              return false
-            }
-            matches.push(found)
-            return true
-          }),
-        )
-        if (!going) break
+        if (byLine) {
+          if (!searching(() => matcher.search(bytes, input.context_lines, (match) => take(matches, { path: entry.path, ...match })))) break
+          continue
+        }
+        if (input.output_mode === 'files_with_matches') {
+          if (searching(() => matcher.hasMatch(bytes)) && !take(listed, entry.path)) break
+          continue
+        }
+        const count = searching(() => matcher.count(bytes))
+        if (count > 0 && !take(listed, { path: entry.path, count })) break
       }
-      const next = input.offset + matches.length
+      const returned = byLine ? matches.length : listed.length
+      const next = input.offset + returned
+      const unit = byLine ? 'lines' : 'files'
       return {
-        matches,
-        returned: matches.length,
+        ...(byLine
+          ? { matches }
+          : input.output_mode === 'files_with_matches'
+            ? { files: listed }
+            : { counts: listed, matching_lines: (listed as { count: number }[]).reduce((sum, entry) => sum + entry.count, 0) }),
+        returned,
         truncated: stopped !== undefined,
         ...(stopped !== undefined
           ? {
@@ -247,7 +269,7 @@ export function searchTool(ws: Workspace, budget: Budget): AgentTool {
               more:
                 stopped === 'budget'
                   ? `the result budget (${budget.chars} characters) is full: call again with offset: ${next}, or narrow the search (path, include, a more specific pattern)`
-                  : `more than max_results (${input.max_results}) lines match: call again with offset: ${next}, or narrow the search`,
+                  : `more than max_results (${input.max_results}) ${unit} match: call again with offset: ${next}, or narrow the search`,
             }
           : {}),
         files_searched: files,
