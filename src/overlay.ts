@@ -686,13 +686,62 @@ export class Overlay {
     }
   }
 
+  /**
+   * Whether a directory holds nothing (rmdir, a rename over it). One on disk this process may not
+   * list (mode 0311: EACCES) counts as holding something: rmdir(2) removes it only when empty,
+   * which no one without read permission can tell, and removed on a guess the flush could fail.
+   */
   isEmptyDir(dir: Entry): boolean {
     if (dir.node?.type === 'dir') {
       for (const [name, node] of mapEntries(dir.node.children)) if (node.type !== 'whiteout' && name !== INODES) return false
     }
     if (dir.lowerPath === null) return true
     const hidden = dir.node?.type === 'dir' ? dir.node.children : undefined
-    return this.lowerNames(dir.lowerPath).every((name) => hidden !== undefined && mapGet(hidden, name) !== undefined)
+    let names: string[]
+    try {
+      names = this.lowerNames(dir.lowerPath)
+    } catch (error) {
+      if ((error as { code?: unknown } | undefined)?.code === 'EACCES') return false
+      throw error
+    }
+    return names.every((name) => hidden !== undefined && mapGet(hidden, name) !== undefined)
+  }
+
+  /**
+   * rm -r's look at a directory's tree before it goes: Linux's rm must list every directory to
+   * unlink its entries, so one on disk it may not list (mode 0311: EACCES) keeps rm -r from
+   * removing it, where a whiteout alone would remove what a flush then cannot. Lists each directory
+   * below `dir` (itself included) that shows a lower one, once (through the source's walker where
+   * it has one), recording no sighting: the first that fails, as its path below `dir` ('' for
+   * `dir`, else 'a/b') and the source's error; undefined when every one lists.
+   */
+  unlistedBelow(dir: Entry): { readonly below: string; readonly error: unknown } | undefined {
+    return this.lookingOnly(() => {
+      const walker = this.lower.walker?.()
+      const list = (path: string): WalkerEntry[] => {
+        if (walker) return walker.list(path)
+        if (this.lower.readdirTypes) return this.lower.readdirTypes(path)
+        return this.lower.readdir(path).map((name) => ({ name, type: this.lower.stat(join(path, name))?.type ?? 'file' }))
+      }
+      const pending: [below: string, node: DirNode | undefined, lowerPath: string | null][] = [['', dir.node?.type === 'dir' ? dir.node : undefined, dir.lowerPath]]
+      const under = (below: string, name: string) => (below === '' ? name : below + '/' + name)
+      while (pending.length > 0) {
+        const [below, node, lowerPath] = pending.pop()!
+        const upper = node?.children
+        if (upper) for (const [name, child] of mapEntries(upper)) if (child.type === 'dir' && name !== INODES) pending.push([under(below, name), child, child.lower])
+        if (lowerPath === null) continue
+        let entries: WalkerEntry[]
+        try {
+          entries = this.lowerList(lowerPath, list)
+        } catch (error) {
+          return { below, error }
+        }
+        for (const entry of entries) {
+          if (entry.type === 'dir' && (upper === undefined || mapGet(upper, entry.name) === undefined)) pending.push([under(below, entry.name), undefined, join(lowerPath, entry.name)])
+        }
+      }
+      return undefined
+    })
   }
 
   meta(entry: Entry): Meta {

@@ -4,9 +4,10 @@
  * Node on Linux exactly; a real directory is the oracle in the differential tests.
  */
 import { type Encoding, concatBytes, decode, isEncoding, toCallerBytes } from '../bytes.js'
-import { FsError, rangeError, systemError, typeError } from '../errors.js'
+import { type ErrnoCode, FsError, rangeError, systemError, typeError } from '../errors.js'
 import { HostBuffer } from '../host.js'
 import { type Entry, type Overlay, type StatFields, pathTooLong } from '../overlay.js'
+import type { WalkerEntry } from '../lower/source.js'
 import { absolute, basename, components, dirname, isWithin, join, joinLexically, normalize } from '../path.js'
 import {
   accessModeArgument,
@@ -312,7 +313,12 @@ export class FsOperations {
     if (entry.type === 'dir') throw new FsError('EISDIR', 'read')
     // Node opens with the flag, then reads: a write-only open ('w', 'a') fails there.
     if ((flags & ACCMODE) === O_WRONLY) throw new FsError('EBADF', 'read')
-    bytes = this.overlay.readBytes(entry)
+    try {
+      bytes = this.overlay.readBytes(entry)
+    } catch (error) {
+      // A file on disk this process may not read (EACCES), named as Node names it.
+      throw callersError(error, undefined, given)
+    }
     this.accessed(entry)
     return encoding && encoding !== 'buffer' ? decode(bytes, encoding) : toCallerBytes(bytes)
   }
@@ -352,8 +358,15 @@ export class FsOperations {
     while (pending.length > 0) {
       const { dir, relative, parentPath, lexical, above, direct, linked } = stack ? pending.pop()! : pending.shift()!
       if (dir !== root) this.overlay.markShown(dir)
-      // Types as the listing gives them: no lookup per entry (a lower directory's d_type).
-      for (const { name, type } of this.overlay.listing(dir)) {
+      let listed: WalkerEntry[]
+      try {
+        // Types as the listing gives them: no lookup per entry (a lower directory's d_type).
+        listed = this.overlay.listing(dir)
+      } catch (error) {
+        // One on disk this process may not list (EACCES), named as Node names it.
+        throw callersError(error, 'scandir', parentPath)
+      }
+      for (const { name, type } of listed) {
         const childRelative = relative ? relative + '/' + name : name
         if (withTypes) results.push(new Dirent(encodedName(name, encoding), type, parentPath))
         else results.push(encodedName(childRelative, encoding))
@@ -727,6 +740,14 @@ export class FsOperations {
       return
     }
     if (last === '.' || entry.path === '/') throw new FsError(last === '.' ? 'EINVAL' : 'EBUSY', 'rmdir', given)
+    // A directory below that this process may not list (mode 0311) fails rm -r as Linux's does
+    // (it cannot unlink what it cannot list), nothing removed. (A filtered restore's rm -r of what
+    // it replaces never gets here over one: its diff lists the tree first and fails the same way.)
+    if (entry.type === 'dir') {
+      const unlisted = this.overlay.unlistedBelow(entry)
+      // Named as rimraf names it: the caller's path, with '/' and the names below appended.
+      if (unlisted) throw callersError(unlisted.error, 'scandir', unlisted.below === '' ? given : given + '/' + unlisted.below)
+    }
     if (entry.type === 'dir') this.journal?.classify('rmdir')
     const parent = this.overlay.resolve(dirname(entry.path), 'rm', true, given)
     this.overlay.remove(parent, basename(entry.path))
@@ -1494,6 +1515,30 @@ function encodedName(name: string, encoding: Encoding | 'buffer' | null): string
   if (encoding === null || encoding === 'utf8' || encoding === 'utf-8') return name
   const bytes = new TextEncoder().encode(name)
   return encoding === 'buffer' ? toCallerBytes(bytes) : decode(bytes, encoding)
+}
+
+/**
+ * A lower source's error as the call reports it: naming `path`, the caller's (Node names the path
+ * it was given: relative, with its slashes), with `syscall` (default: the source's), where the
+ * source named its own (absolute, or another after a rename); its detail kept. Told by its fields,
+ * not its class: an adapter may carry another copy of FsError (one built from the package's
+ * dist). Anything else (a code FsError does not know) as it is.
+ */
+function callersError(error: unknown, syscall: string | undefined, path: string): unknown {
+  if (!(error instanceof Error)) return error
+  const fields = error as Error & { code?: unknown; syscall?: unknown; path?: unknown; dest?: unknown }
+  const { code, message } = fields
+  if (typeof code !== 'string' || typeof fields.syscall !== 'string' || fields.dest !== undefined) return error
+  syscall ??= fields.syscall
+  if (error instanceof FsError && fields.syscall === syscall && fields.path === path) return error
+  const start = `${code}: `
+  const end = typeof fields.path === 'string' ? `, ${fields.syscall} '${fields.path}'` : `, ${fields.syscall}`
+  const detail = message.startsWith(start) && message.endsWith(end) ? message.slice(start.length, message.length - end.length) : undefined
+  try {
+    return new FsError(code as ErrnoCode, syscall, path, undefined, detail)
+  } catch {
+    return error
+  }
 }
 
 /** Node's validateRmOptions: an object (or nothing), its flags booleans, its retry settings integers. */
