@@ -1,8 +1,10 @@
 /**
- * One tool call, one undo step. write_file and move_path create the parent directories they need;
- * recorded apart from the change, undo_operation's default step took back the write and left the
- * new empty directories, which a commit then made on the real disk. The oracle is a real directory
- * under the workspace: after the undo a flush finds nothing to write and the disk is as it was.
+ * The file tools as a model meets them in one call. One tool call, one undo step: write_file and
+ * move_path create the parent directories they need; recorded apart from the change,
+ * undo_operation's default step took back the write and left the new empty directories, which a
+ * commit then made on the real disk. The oracle is a real directory under the workspace: after the
+ * undo a flush finds nothing to write and the disk is as it was. And one read_file call is not one
+ * minified line: lines are cut at 2 000 characters.
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -169,5 +171,76 @@ describe('a tool call that creates parent directories is one operation', () => {
     fs.writeFileSync(path.join(project, 'docs/new.md'), 'theirs\n')
     expect((await fails('commit_changes', {})).code).toBe('ECONFLICT')
     expect(fs.readFileSync(path.join(project, 'docs/new.md'), 'utf8')).toBe('theirs\n')
+  })
+})
+
+/**
+ * read_file cuts each line at 2 000 characters, as Claude Code's Read does: one line of a minified
+ * bundle or a lockfile took the whole 100 000-character read by itself. Line numbers and paging
+ * are those of the file; the cut lines are named.
+ */
+describe('read_file cuts long lines', () => {
+  const lineOf = (n: number, length: number) => `${n}:`.padEnd(length, String.fromCharCode(97 + (n % 26)))
+
+  it('shows a long line as its first 2 000 characters and names it, the lines around it whole', async () => {
+    const file = [lineOf(1, 10), lineOf(2, 5000), lineOf(3, 2000), lineOf(4, 2001), lineOf(5, 3)]
+    fs.writeFileSync(path.join(project, 'bundle.js'), file.join('\n') + '\n')
+    const read = await ok('read_file', { path: '/bundle.js' })
+    expect(read).toEqual({
+      path: '/bundle.js',
+      content: file.map((line) => line.slice(0, 2000)).join('\n'),
+      start_line: 1,
+      end_line: 5,
+      total_lines: 5,
+      truncated: false,
+      line_truncated: true,
+      truncated_lines: [2, 4],
+    })
+    // offset and limit page by the file's lines, cut or not.
+    expect(await ok('read_file', { path: '/bundle.js', offset: 3, limit: 2 })).toMatchObject({
+      start_line: 3, end_line: 4, truncated: true, next_offset: 5, line_truncated: true, truncated_lines: [4],
+    })
+    expect(await ok('read_file', { path: '/bundle.js', offset: 5 })).toEqual(expect.not.objectContaining({ line_truncated: expect.anything() }))
+  })
+
+  it('pages through a file of long lines, every line once, in order, within the character budget', async () => {
+    const file = Array.from({ length: 300 }, (_, i) => lineOf(i + 1, 10_000))
+    fs.writeFileSync(path.join(project, 'package-lock.json'), file.join('\n') + '\n')
+    const seen: string[] = []
+    let offset = 1
+    for (let calls = 0; calls < 20; calls++) {
+      const page = await ok('read_file', { path: '/package-lock.json', offset })
+      expect(page.content.length).toBeLessThanOrEqual(100_000)
+      const lines = page.content.split('\n')
+      expect(page.end_line - page.start_line + 1).toBe(lines.length)
+      expect(page.truncated_lines).toEqual(lines.map((_: string, i: number) => page.start_line + i))
+      seen.push(...lines)
+      if (!page.truncated) break
+      offset = page.next_offset
+    }
+    expect(seen).toEqual(file.map((line) => line.slice(0, 2000)))
+  })
+
+  it('lists the first 100 cut lines and counts them all; a budget under 2 000 characters cuts a line there', async () => {
+    const file = Array.from({ length: 150 }, (_, i) => lineOf(i + 1, 3000))
+    fs.writeFileSync(path.join(project, 'wide.txt'), file.join('\n'))
+    const wide = createAgentTools(ws, { budget: { readChars: 1_000_000 } })
+    const outcome = await callTool(wide, 'read_file', { path: '/wide.txt' })
+    expect(outcome.isError).toBe(false)
+    const read = (outcome as { result: Json }).result
+    expect(read).toMatchObject({ end_line: 150, truncated: false, line_truncated: true, truncated_lines_total: 150 })
+    expect(read.truncated_lines).toEqual(Array.from({ length: 100 }, (_, i) => i + 1))
+
+    fs.writeFileSync(path.join(project, 'mid.txt'), [lineOf(1, 1500), 'two'].join('\n'))
+    const narrow = createAgentTools(ws, { budget: { readChars: 1000 } })
+    const cut = ((await callTool(narrow, 'read_file', { path: '/mid.txt' })) as { result: Json }).result
+    expect(cut).toMatchObject({ content: lineOf(1, 1000), end_line: 1, truncated: true, next_offset: 2, line_truncated: true, truncated_lines: [1] })
+  })
+
+  it('does not end a cut line inside a surrogate pair', async () => {
+    fs.writeFileSync(path.join(project, 'emoji.txt'), 'x'.repeat(1999) + '😀'.repeat(10) + '\n')
+    const read = await ok('read_file', { path: '/emoji.txt' })
+    expect(read.content).toBe('x'.repeat(1999))
+    expect(read.truncated_lines).toEqual([1])
   })
 })

@@ -15,6 +15,19 @@ import { ViewReader, type WalkEntry, walk } from './walk.js'
 
 /** Lines read_file returns by default. */
 const READ_LINES = 2000
+/**
+ * Characters of one line read_file shows at most, as Claude Code's Read cuts lines: a line of a
+ * minified bundle or a lockfile filled the whole character budget (100 000) by itself.
+ */
+const LINE_CHARS = 2000
+/** Line numbers truncated_lines lists at most. */
+const CUT_LINES_LISTED = 100
+
+/** The first `chars` characters of `line`, not ending inside a surrogate pair (the JSON would carry half a character). */
+function lineStart(line: string, chars: number): string {
+  const end = chars > 0 && (line.charCodeAt(chars - 1) & 0xfc00) === 0xd800 ? chars - 1 : chars
+  return line.slice(0, end)
+}
 
 function lines(text: string): string[] {
   const all = text.split('\n')
@@ -193,6 +206,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
       'read_file',
       'Read a text file. Returns its lines from offset (1-based) up to limit lines (default 2000) and at most ' +
         `${budget.readChars} characters, with the total line count; when truncated is true, call again with next_offset. ` +
+        `A line longer than ${LINE_CHARS} characters (minified code) is cut to its first ${LINE_CHARS}: line_truncated is then true and truncated_lines lists those lines. ` +
         "A file whose lines end in CRLF is shown with LF line ends and line_endings: 'crlf'; edits keep its CRLF.",
       readFileInput,
       async (input) => {
@@ -202,23 +216,37 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         const start = input.offset ?? 1
         if (start > Math.max(1, all.length)) throw new ToolFailure('EOUTOFRANGE', `offset ${start} is past the end of '${path}', which has ${all.length} lines`)
         const wanted = all.slice(start - 1, start - 1 + (input.limit ?? READ_LINES))
-        // At least one line, then as many as fit in the character budget.
-        let taken = 0
+        // At least one line, then as many as fit in the character budget, each cut to LINE_CHARS.
+        const shown: string[] = []
+        const cutLines: number[] = []
         let chars = 0
-        while (taken < wanted.length && (taken === 0 || chars + wanted[taken].length + 1 <= budget.readChars)) chars += wanted[taken++].length + 1
-        const end = start - 1 + taken
-        const content = wanted.slice(0, taken).join('\n')
-        // One line longer than the budget (minified code) is cut; the next call starts after it.
+        for (const line of wanted) {
+          const text = line.length > LINE_CHARS ? lineStart(line, LINE_CHARS) : line
+          if (shown.length > 0 && chars + text.length + 1 > budget.readChars) break
+          if (text !== line) cutLines.push(start + shown.length)
+          shown.push(text)
+          chars += text.length + 1
+        }
+        const end = start - 1 + shown.length
+        const content = shown.join('\n')
+        // A budget below LINE_CHARS can still be outgrown by one line: it is cut there too; the next call starts after it.
         const cut = content.length > budget.readChars
+        if (cut && cutLines[0] !== start) cutLines.unshift(start)
         return {
           path,
-          content: cut ? content.slice(0, budget.readChars) : content,
+          content: cut ? lineStart(content, budget.readChars) : content,
           start_line: start,
           end_line: end,
           total_lines: all.length,
           truncated: cut || end < all.length,
           ...(view.crlf ? { line_endings: 'crlf' } : {}),
-          ...(cut ? { line_truncated: true } : {}),
+          ...(cutLines.length > 0
+            ? {
+                line_truncated: true,
+                truncated_lines: cutLines.slice(0, CUT_LINES_LISTED),
+                ...(cutLines.length > CUT_LINES_LISTED ? { truncated_lines_total: cutLines.length } : {}),
+              }
+            : {}),
           ...(end < all.length ? { next_offset: end + 1 } : {}),
         }
       },
