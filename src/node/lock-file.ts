@@ -2,8 +2,8 @@
  * A lock file holding its owner's pid, for adapters on Node's file system: node-fs's store and
  * flush locks and the Postgres adapter's PGlite data-directory lock are this one. It is created
  * whole (written under a temp name, then hard-linked into place, which fails if the lock exists), so
- * a reader never sees a lock without a pid. A lock whose pid is no longer alive is stale and taken
- * over.
+ * a reader never sees a lock without a pid. A lock whose pid is no longer alive (gone, or a zombie
+ * its parent has not reaped yet) is stale and taken over.
  */
 import nodeFs from 'node:fs'
 import nodePath from 'node:path'
@@ -65,13 +65,57 @@ function codeOf(error: unknown): unknown {
   return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
 }
 
-/** Whether a process with this pid exists (EPERM: it does, under another user). */
+/**
+ * Whether a process with this pid exists (EPERM: it does, under another user) and has not exited.
+ * One killed (a crash, SIGKILL) whose parent has not reaped it yet is a zombie: kill(pid, 0) still
+ * finds it, but it holds nothing, and a restart right after the crash must not be refused (EBUSY)
+ * until its parent gets round to waiting for it.
+ */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0)
-    return true
   } catch (error) {
-    return codeOf(error) === 'EPERM'
+    if (codeOf(error) !== 'EPERM') return false
+  }
+  return !hasExited(pid)
+}
+
+/** How long a check waits for the last threads of a process whose main thread is a zombie to go (see hasExited). */
+const THREADS_GO_MS = 1000
+const pause = new Int32Array(new SharedArrayBuffer(4))
+
+/** State (field 3) and num_threads (field 20) of /proc/<pid>/stat; undefined where it cannot be read. */
+function procState(pid: number): { state: string; threads: number } | undefined {
+  let stat: string
+  try {
+    stat = nodeFs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+  } catch {
+    return undefined
+  }
+  // The command name (field 2) may hold spaces and parentheses: fields are counted after its last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return { state: fields[0], threads: Number(fields[17]) }
+}
+
+/**
+ * Linux: the process exited and waits to be reaped, its main thread a zombie (state Z, or X while
+ * being reaped) with no other thread left. A process killed whole shows Z while its other threads
+ * are still on their way out (num_threads above 1 for a moment): waited for, up to THREADS_GO_MS,
+ * since a main thread that ended alone (pthread_exit) shows Z too while the rest run on. Where
+ * /proc says nothing (none: not Linux; hidepid hiding another user's processes), false: kill's
+ * answer stands.
+ */
+function hasExited(pid: number): boolean {
+  let seen = false
+  for (let waited = 0; ; waited++) {
+    const proc = procState(pid)
+    // Gone once seen exiting: reaped meanwhile.
+    if (proc === undefined) return seen
+    if (proc.state !== 'Z' && proc.state !== 'X') return false
+    if (proc.threads <= 1) return true
+    if (waited >= THREADS_GO_MS) return false
+    seen = true
+    Atomics.wait(pause, 0, 0, 1)
   }
 }
 
