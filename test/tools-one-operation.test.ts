@@ -80,8 +80,13 @@ describe('a tool call that creates parent directories is one operation', () => {
     const listed = (await ok('operation_history', {})).operations
     expect(listed[0].description).toBe('file create /a/b/c/new.txt, with mkdir -p /a/b/c')
 
+    // The operation's diff names the file in the new directories, with its lines, not only the directory.
+    expect(ws.operation(history[0].id)!.diff.find((entry) => entry.path === '/a/b/c/new.txt')?.patch).toContain('+hello')
     const undo = await ok('undo_operation', {})
     expect(undo.summary).toBe(`Undid 1 operation(s): ${history[0].id} (file create /a/b/c/new.txt, with mkdir -p /a/b/c); 4 path(s) changed back.`)
+    const entry = undo.undone_operations[0]
+    // The entry's file is the one written (the directories are listed ahead of it), with its line.
+    expect(entry).toMatchObject({ file_path: '/a/b/c/new.txt', changes_reverted: { lines_restored: [], lines_removed: [1] } })
     expect(undo.next_available_undo).toBeNull()
     expect(ws.fs.existsSync('/a')).toBe(false)
     await nothingToFlush(before)

@@ -18,14 +18,16 @@ interface Reverted {
   truncated?: true
 }
 
-/** Per file: undo brings back what the operation removed and takes away what it added. */
-function reverted(ws: Workspace, operation: Operation): Map<string, Reverted> {
-  const out = new Map<string, Reverted>()
+/** Per file: undo brings back what the operation removed and takes away what it added; `diffed`, the files whose lines it has. */
+function reverted(ws: Workspace, operation: Operation): { files: Map<string, Reverted>; diffed: Set<string> } {
+  const files = new Map<string, Reverted>()
+  const diffed = new Set<string>()
   for (const { path, patch } of ws.operation(operation.id)?.diff ?? []) {
+    if (patch !== undefined) diffed.add(path)
     const lines = patch === undefined ? { removed: [], added: [], truncated: false } : patchLines(patch)
-    out.set(path, { lines_restored: lines.removed, lines_removed: lines.added, ...(lines.truncated ? { truncated: true as const } : {}) })
+    files.set(path, { lines_restored: lines.removed, lines_removed: lines.added, ...(lines.truncated ? { truncated: true as const } : {}) })
   }
-  return out
+  return { files, diffed }
 }
 
 /** Operations over more paths than this are reported without per-file line numbers (each would need a diff). */
@@ -34,8 +36,9 @@ const DETAILED_PATHS = 20
 function undoneEntry(ws: Workspace, operation: Operation) {
   const { undone: _undone, ...summary } = operationSummary(operation)
   if (operation.paths.length > DETAILED_PATHS) return { ...summary, file_path: operation.paths[0] ?? null, files_reverted: operation.paths.length }
-  const files = reverted(ws, operation)
-  const main = operation.paths.find((path) => files.has(path)) ?? [...files.keys()][0] ?? operation.paths[0]
+  const { files, diffed } = reverted(ws, operation)
+  // A file whose lines changed first: a write into new directories lists the directories ahead of it.
+  const main = operation.paths.find((path) => diffed.has(path)) ?? operation.paths.find((path) => files.has(path)) ?? [...files.keys()][0] ?? operation.paths[0]
   const others = [...files].filter(([path]) => path !== main)
   return {
     ...summary,

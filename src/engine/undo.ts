@@ -4,14 +4,48 @@
  * An undo that fails twice escalates: back to the nearest checkpoint, else a safe stop.
  */
 import { unifiedDiff } from '../diff.js'
-import type { DirNode, UpperNode } from '../layer/nodes.js'
+import { type DirNode, type UpperNode, WHITEOUT } from '../layer/nodes.js'
 import { recordId, shownAt } from '../layer/inodes.js'
+import { mapGet } from '../layer/persistent-map.js'
 import type { Checkpoints } from './checkpoints.js'
 import type { EngineContext } from './context.js'
 import { type Operation, type OperationRecord, type OperationType, publicOperation, timesOnly } from './journal.js'
 import { changesPending } from './pending-history.js'
 import { lineCounts } from './reports.js'
 import type { Compensation, SideEffects } from './side-effects.js'
+
+/**
+ * The operation's paths below a slot change that makes or removes a directory whole (a
+ * transaction's, a command's new directory: one slot, the files in it listed in `paths`), each with
+ * what the slot held there before and after, so reports name the files and their lines, not only
+ * the directory; `own`, the paths with slots of their own in the operation, are left to those.
+ * Under a side that was not there (undefined) the lower source shows; WHITEOUT stands for nothing
+ * (a whiteout, or no entry in a directory that hides or moved its lower one).
+ */
+function* inside(path: string, before: UpperNode | undefined, after: UpperNode | undefined, paths: readonly string[], own: ReadonlySet<string>): Generator<readonly [string, string, UpperNode | undefined, UpperNode | undefined]> {
+  // Both directories: what changed in them has slots of its own.
+  if (before?.type === 'dir' && after?.type === 'dir') return
+  const prefix = path === '/' ? '/' : `${path}/`
+  for (const listed of paths) {
+    if (!listed.startsWith(prefix) || own.has(listed)) continue
+    const names = listed.slice(prefix.length).split('/')
+    yield [listed, listed, nodeAt(before, path, names), nodeAt(after, path, names)]
+  }
+}
+
+/** What `node` (at `path`) holds at `names` below it: see `inside`. */
+function nodeAt(node: UpperNode | undefined, path: string, names: readonly string[]): UpperNode | undefined {
+  let at = node
+  for (const name of names) {
+    if (at === undefined) return undefined
+    if (at.type !== 'dir') return WHITEOUT
+    const child = mapGet(at.children, name)
+    const merged = at.lower === path
+    path = path === '/' ? `/${name}` : `${path}/${name}`
+    at = child ?? (merged ? undefined : WHITEOUT)
+  }
+  return at
+}
 
 /** Files larger than this are neither line-counted nor diffed in undo's report and ws.operation(): read whole, they would cost more than the undo. */
 export const REPORTED_BYTES = 8 * 1024 * 1024
@@ -105,20 +139,25 @@ export class UndoHistory {
     const changesReverted: Record<string, { linesRestored: number; linesRemoved: number }> = {}
     const files = new Set<string>()
     for (const record of ordered) {
-      for (const change of journal.slots(record)) {
+      const slots = journal.slots(record)
+      const own = new Set(slots.map((change) => change.path))
+      for (const change of slots) {
         // Files: a state key is none, nor a directory whose times alone moved (with what it holds).
         if (change.kind === 'state' || timesOnly(change)) continue
         const path = change.kind === 'slot' ? shownAt(change.path, change.before, change.after, record.paths) : change.path
         if (path === undefined) continue
         files.add(path)
         if (change.kind !== 'slot') continue
-        const before = this.slotContent(change.path, change.before)
-        const after = this.slotContent(change.path, change.after)
-        if (before === undefined && after === undefined) continue
-        const counts = lineCounts(before, after)
-        const entry = (changesReverted[path] ??= { linesRestored: 0, linesRemoved: 0 })
-        entry.linesRestored += counts.restored
-        entry.linesRemoved += counts.removed
+        for (const [shown, at, was, is] of [[path, change.path, change.before, change.after] as const, ...inside(change.path, change.before, change.after, record.paths, own)]) {
+          files.add(shown)
+          const before = this.slotContent(at, was)
+          const after = this.slotContent(at, is)
+          if (before === undefined && after === undefined) continue
+          const counts = lineCounts(before, after)
+          const entry = (changesReverted[shown] ??= { linesRestored: 0, linesRemoved: 0 })
+          entry.linesRestored += counts.restored
+          entry.linesRemoved += counts.removed
+        }
       }
     }
     let compensation: Compensation = { compensated: [], uncompensated: [] }
@@ -265,14 +304,18 @@ export class UndoHistory {
     const { journal } = this.context
     const record = journal.find(id)
     if (!record) return undefined
-    const diff = journal.slots(record).flatMap((change) => {
+    const slots = journal.slots(record)
+    const own = new Set(slots.map((change) => change.path))
+    const diff = slots.flatMap((change) => {
       if (change.kind !== 'slot') return []
       const path = shownAt(change.path, change.before, change.after, record.paths)
       if (path === undefined) return []
-      const before = this.slotContent(change.path, change.before)
-      const after = this.slotContent(change.path, change.after)
-      if ((before === undefined && after === undefined) || before === UNREAD || after === UNREAD) return [{ path }]
-      return [{ path, patch: unifiedDiff(path, before ?? new Uint8Array(0), after ?? new Uint8Array(0)) }]
+      return [[path, change.path, change.before, change.after] as const, ...inside(change.path, change.before, change.after, record.paths, own)].map(([shown, at, was, is]) => {
+        const before = this.slotContent(at, was)
+        const after = this.slotContent(at, is)
+        if ((before === undefined && after === undefined) || before === UNREAD || after === UNREAD) return { path: shown }
+        return { path: shown, patch: unifiedDiff(shown, before ?? new Uint8Array(0), after ?? new Uint8Array(0)) }
+      })
     })
     return { ...publicOperation(record), undone: record.undone, diff }
   }
