@@ -83,6 +83,8 @@ export interface TransactionHost {
   journal: Journal
   cwd: string
   umask: number
+  /** The workspace's limit on a file's size (Workspace.open's maxFileSize): staged files are held to it too. */
+  maxFileSize: number
   /** The workspace's watching capability: the staged fs is watched as the workspace's is. */
   watch?: Watching
   validators: readonly Validator[]
@@ -142,6 +144,7 @@ async function stageAndCommit<T>(
   const ops = new FsOperations(staging)
   ops.cwd = host.cwd
   ops.umask = host.umask
+  ops.maxFileSize = host.maxFileSize
   const fs = createFs(ops, host.watch ? { watch: host.watch } : {})
   const result = await body(fs)
   ops.settle()
@@ -278,6 +281,7 @@ export class Transactions {
           journal,
           cwd: ops.cwd,
           umask: ops.umask,
+          maxFileSize: ops.maxFileSize,
           ...(defaults.watch ? { watch: defaults.watch } : {}),
           validators: defaults.validators ?? [],
           ...(defaults.approve ? { approve: defaults.approve } : {}),
