@@ -11,7 +11,7 @@ import type { BisectOptions, BisectResult } from './engine/bisect.js'
 import type { WorkspaceEvents } from './engine/events.js'
 import type { Operation } from './engine/journal.js'
 import type { JsonValue } from './engine/state.js'
-import type { ApprovalHook } from './engine/transaction.js'
+import type { ApprovalHook, TransactionType } from './engine/transaction.js'
 import type { IntegrityReport, StoreDamage } from './engine/durability.js'
 import type { RepairOptions, RepairReport } from './engine/repair.js'
 import type { FlushOptions, FlushReport } from './flush/flush.js'
@@ -134,6 +134,7 @@ export interface AsyncSessionState {
 export interface AsyncTransactionOptions {
   label?: string
   group?: string
+  type?: TransactionType
   approve?: ApprovalHook
   riskThreshold?: number
 }

@@ -53,7 +53,7 @@ export type { BlobTotals, DurabilityEngine, JournalRead, ScrubFinding, Store, St
 export { ValidationError } from './engine/validator.js'
 export type { Validator, ValidationFailure } from './engine/validator.js'
 export { ConflictError, ApprovalError } from './engine/transaction.js'
-export type { TransactionOptions, ApprovalRequest, ApprovalHook } from './engine/transaction.js'
+export type { TransactionOptions, TransactionType, ApprovalRequest, ApprovalHook } from './engine/transaction.js'
 export type { Operation, OperationType } from './engine/journal.js'
 export type { WorkspaceEvents, WorkspaceEvent, WorkspaceEventMap, WorkspaceEventType, PathChange, RestoreEvent, StoreEvent, StreamOptions as EventStreamOptions } from './engine/events.js'
 export type { JsonValue } from './engine/state.js'

@@ -82,7 +82,10 @@ describe('a tool call that creates parent directories is one operation', () => {
 
     // The operation's diff names the file in the new directories, with its lines, not only the directory.
     expect(ws.operation(history[0].id)!.diff.find((entry) => entry.path === '/a/b/c/new.txt')?.patch).toContain('+hello')
-    const undo = await ok('undo_operation', {})
+    // Its type is the write's: the type filters find it as they find a plain write.
+    expect(history[0].type).toBe('file_create')
+    expect((await ok('operation_history', { operation_type: 'file_create' })).operations.map((operation: Json) => operation.operation_id)).toEqual([history[0].id])
+    const undo = await ok('undo_operation', { operation_type: 'file_create' })
     expect(undo.summary).toBe(`Undid 1 operation(s): ${history[0].id} (file create /a/b/c/new.txt, with mkdir -p /a/b/c); 4 path(s) changed back.`)
     const entry = undo.undone_operations[0]
     // The entry's file is the one written (the directories are listed ahead of it), with its line.

@@ -257,7 +257,7 @@ describe('file tools', () => {
     expect(created).toMatchObject({ path: '/app/new/deep/file.txt', created: true, bytes: 4, lines: 2 })
     expect(created.operation_ids).toEqual(ws.history().map((op) => op.id).reverse())
     // The new parents and the file are one operation, which one undo step takes back whole (test/tools-one-operation.test.ts).
-    expect(ws.history().map((op) => [op.type, op.description])).toEqual([['transaction', 'file create /app/new/deep/file.txt, with mkdir -p /app/new/deep']])
+    expect(ws.history().map((op) => [op.type, op.description])).toEqual([['file_create', 'file create /app/new/deep/file.txt, with mkdir -p /app/new/deep']])
     const overwritten = await ok(tools, 'write_file', { path: '/app/config.json', content: '{}' })
     expect(overwritten).toMatchObject({ created: false, operation_ids: [ws.history()[0].id] })
     expect(ws.fs.readFileSync('/app/config.json', 'utf8')).toBe('{}')

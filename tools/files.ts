@@ -4,6 +4,7 @@
  * undo_operation takes it back; each result names the operations it recorded.
  */
 import { decode, isProbablyText } from '../src/bytes.js'
+import type { TransactionType } from '../src/engine/transaction.js'
 import { dirname } from '../src/path.js'
 import type { Workspace } from '../src/workspace.js'
 import { type Budget, Room } from './budget.js'
@@ -125,10 +126,11 @@ async function readText(ws: Workspace, path: string, exact = false): Promise<str
  * workspace's maxFileSize, EROFS, ENOTDIR) and automatic checkpoint comes as before. Only when it
  * fails with ENOENT do `mkdir -p dir` and the change run as one transaction: as two operations,
  * undo_operation's one step took back the change and left the new empty directories, which a
- * commit then made on the real disk. `label` describes the operation in history and undo, as the
- * change's own type and path did. No approval hook is asked, as for the plain calls.
+ * commit then made on the real disk. It has the change's own type (`type`: undo_operation's and
+ * operation_history's type filters find it as they find the plain call) and `label` describes it
+ * in history and undo. No approval hook is asked, as for the plain calls.
  */
-async function withParents(ws: Workspace, dir: string, label: string, change: (fs: Workspace['fs']['promises']) => Promise<void>): Promise<void> {
+async function withParents(ws: Workspace, dir: string, type: TransactionType, label: string, change: (fs: Workspace['fs']['promises']) => Promise<void>): Promise<void> {
   try {
     return await change(ws.fs.promises)
   } catch (error) {
@@ -140,7 +142,7 @@ async function withParents(ws: Workspace, dir: string, label: string, change: (f
       await staged.promises.mkdir(dir, { recursive: true })
       await change(staged.promises)
     },
-    { label: `${label}, with mkdir -p ${dir}`, riskThreshold: Number.POSITIVE_INFINITY },
+    { type, label: `${label}, with mkdir -p ${dir}`, riskThreshold: Number.POSITIVE_INFINITY },
   )
 }
 
@@ -262,7 +264,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         const existing = await lstatOrUndefined(ws, path)
         if (existing?.isDirectory()) throw new ToolFailure('EISDIR', `'${path}' is a directory; write_file writes files`)
         const mark = lastSeq(ws)
-        await withParents(ws, dirname(path), `file create ${path}`, (into) => into.writeFile(path, input.content))
+        await withParents(ws, dirname(path), 'file_create', `file create ${path}`, (into) => into.writeFile(path, input.content))
         return {
           path,
           created: existing === undefined,
@@ -408,7 +410,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         if (from === to) throw new ToolFailure('ENOCHANGE', `from and to are both '${from}': nothing would move`)
         if (await lstatOrUndefined(ws, to)) throw new ToolFailure('EEXIST', `'${to}' already exists; delete it first or choose another destination`)
         const mark = lastSeq(ws)
-        await withParents(ws, dirname(to), `rename ${from} -> ${to}`, (into) => into.rename(from, to))
+        await withParents(ws, dirname(to), 'rename', `rename ${from} -> ${to}`, (into) => into.rename(from, to))
         return { from, to, operation_ids: recordedSince(ws, mark) }
       },
     ),

@@ -10,7 +10,7 @@ import { MemoryStore } from '../src/engine/memory-store.js'
 import { FsError } from '../src/errors.js'
 import type { RepairOptions } from '../src/engine/repair.js'
 import type { Store } from '../src/engine/store.js'
-import type { ApprovalRequest } from '../src/engine/transaction.js'
+import type { ApprovalRequest, TransactionType } from '../src/engine/transaction.js'
 import type { ValidateResult, Validator } from '../src/engine/validator.js'
 import type { JsonValue } from '../src/engine/state.js'
 import type { WorkspaceEventType } from '../src/engine/events.js'
@@ -493,7 +493,7 @@ export class WorkspaceHost {
     const { ws } = session
     switch (member) {
       case 'transaction':
-        return this.transaction(ws, args[0] as { label?: string; group?: string; riskThreshold?: number; approve?: boolean } | undefined, callbacks)
+        return this.transaction(ws, args[0] as { label?: string; group?: string; type?: TransactionType; riskThreshold?: number; approve?: boolean } | undefined, callbacks)
       case 'recordSideEffect': {
         const effect = args[0] as { description: string; compensate: 'callback' | { name: string; args?: JsonValue }; tier?: number; group?: string }
         if (effect.compensate === 'callback' && !callbacks?.compensate) throw badCallError('recordSideEffect: compensate is a callback but none was passed')
@@ -582,7 +582,7 @@ export class WorkspaceHost {
 
   private async transaction(
     ws: Workspace,
-    options: { label?: string; group?: string; riskThreshold?: number; approve?: boolean } | undefined,
+    options: { label?: string; group?: string; type?: TransactionType; riskThreshold?: number; approve?: boolean } | undefined,
     callbacks: CallCallbacks | undefined,
   ): Promise<unknown> {
     if (!callbacks?.body) throw badCallError('transaction: the body callback is missing')

@@ -109,7 +109,7 @@ export const memberArguments = {
   ]),
   operation: z.tuple([name]),
   /** The body travels as the callback; `approve: true` means the caller passed an approval hook. */
-  transaction: z.tuple([optionalObject({ label: z.string().optional(), group: z.string().optional(), riskThreshold: z.number().optional(), approve: z.boolean().optional() })]),
+  transaction: z.tuple([optionalObject({ label: z.string().optional(), group: z.string().optional(), type: z.string().optional(), riskThreshold: z.number().optional(), approve: z.boolean().optional() })]),
   beginTurn: z.tuple([z.int().min(0)]),
   setResume: z.tuple([z.object({ phase: z.enum(['plan', 'execute', 'verify', 'stopped']), turn: z.int(), data: json.optional() })]),
   /** `compensate: 'callback'`: the compensation is the caller's function, passed as the callback. */

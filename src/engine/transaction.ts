@@ -15,7 +15,7 @@ import { INODES_PATH } from '../layer/inodes.js'
 import { mapEntries } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import type { EngineContext } from './context.js'
-import type { Journal } from './journal.js'
+import type { Journal, OperationType } from './journal.js'
 import { type ValidationResult, type Validator, ValidationError, runValidators } from './validator.js'
 
 export interface RiskFactors {
@@ -38,10 +38,25 @@ export interface ApprovalRequest {
 
 export type ApprovalHook = (request: ApprovalRequest) => boolean | Promise<boolean>
 
+/**
+ * What a transaction's operation may be typed as (TransactionOptions.type): 'transaction', or the
+ * type of a change a workspace call makes. Not a restore, reset, state or side effect, which undo
+ * and restore tell apart by their types.
+ */
+export type TransactionType = Exclude<OperationType, 'state_set' | 'side_effect' | 'restore' | 'reset'>
+
+const TRANSACTION_TYPES: ReadonlySet<string> = new Set<TransactionType>(['transaction', 'file_create', 'file_edit', 'file_delete', 'rename', 'mkdir', 'rmdir', 'chmod', 'symlink', 'link', 'truncate', 'copy'])
+
 export interface TransactionOptions {
   validators?: readonly Validator[]
   label?: string
   group?: string
+  /**
+   * The operation's type in history and for undo's type filter (default 'transaction'): what the
+   * change set is when one call's worth of change takes several (a file written into directories
+   * made for it is a 'file_create').
+   */
+  type?: TransactionType
   /** Called when the risk score exceeds `riskThreshold`; false refuses the commit. */
   approve?: ApprovalHook
   riskThreshold?: number
@@ -231,7 +246,7 @@ async function stageAndCommit<T>(
     // again rests on that save (an editor's check against the file it loaded), as outside one.
     for (const [path, version] of staging.shownInBody!) overlay.showVersion(path, version)
     done.committed = true
-    journal.run({ type: 'transaction', paths, group: options.group, description: options.label }, () => {
+    journal.run({ type: options.type ?? 'transaction', paths, group: options.group, description: options.label }, () => {
       upperSlotDiff(
         base,
         staged,
@@ -270,6 +285,9 @@ export class Transactions {
     const { ops, overlay, journal, serial, options: defaults } = this.context
     this.context.assertOpen()
     if (typeof body !== 'function') throw new TypeError('rewindfs: transaction(body) needs a function')
+    if (options.type !== undefined && !TRANSACTION_TYPES.has(options.type)) {
+      throw new TypeError(`rewindfs: transaction type must be one of ${[...TRANSACTION_TYPES].join(', ')}; got ${String(options.type)}`)
+    }
     this.context.assertWritable('transaction')
     ops.settle()
     this.count++

@@ -204,6 +204,27 @@ export const asyncWorkspaceCases: Record<string, (fresh: Fresh) => Promise<void>
     expect(await ws.history()).toEqual(before)
   },
 
+  "types a transaction's operation as asked, for history and undo's type filter, and refuses a type undo tells apart": async (fresh) => {
+    const ws = await fresh({ '/keep.txt': 'lower\n' })
+    await ws.transaction(
+      async (staged) => {
+        await staged.promises.mkdir('/a/b', { recursive: true })
+        await staged.promises.writeFile('/a/b/new.txt', 'new\n')
+      },
+      { type: 'file_create', label: 'file create /a/b/new.txt' },
+    )
+    const [op] = await ws.history({ type: 'file_create' })
+    expect(op).toMatchObject({ type: 'file_create', description: 'file create /a/b/new.txt' })
+    const before = await ws.history()
+    const refused = await ws.transaction(async (staged) => staged.promises.writeFile('/x.txt', 'x'), { type: 'restore' as never }).catch((e: unknown) => e)
+    expect(refused).toMatchObject({ name: 'TypeError', message: expect.stringContaining('transaction type must be one of') })
+    await expect(ws.fs.promises.access('/x.txt')).rejects.toMatchObject({ code: 'ENOENT' })
+    expect(await ws.history()).toEqual(before)
+    const undone = await ws.undo({ types: ['file_create'] })
+    expect(undone.undone.map((operation) => operation.id)).toEqual([op.id])
+    await expect(ws.fs.promises.access('/a')).rejects.toMatchObject({ code: 'ENOENT' })
+  },
+
   'asks the approval hook above the risk threshold and refuses when it says no': async (fresh) => {
     const ws = await fresh({ '/a': '1', '/b': '2' })
     const asked: number[] = []
