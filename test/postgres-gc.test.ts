@@ -104,4 +104,30 @@ describe.skipIf(url === undefined)('garbage collection beside a long put', () =>
     await other.close()
     await fleet.close()
   }, 30_000)
+
+  it("a pass's marks skip the rows a writer holds, never wait for them: a writer's put (rows in id order) and the marks (the table's order) cannot deadlock", async () => {
+    const fleet = await postgresFleet({ connectionString: url!, schema })
+    const writer = await open('marks')
+    // Two blobs nobody refers to any more: the marks want both.
+    await writer.putBlobs([['mark-a', new Uint8Array([1])], ['mark-b', new Uint8Array([2])]])
+    await query.query(`DELETE FROM "${schema}".blob_refs WHERE blob IN ('mark-a', 'mark-b')`)
+    // A put in flight holds mark-b's row (ON CONFLICT locks it) until it commits.
+    await holder.query(`BEGIN; SELECT 1 FROM "${schema}".blobs WHERE id = 'mark-b' FOR UPDATE`)
+    let released = false
+    const release = new Promise((resolve) => setTimeout(resolve, HOLD_MS)).then(async () => {
+      released = true
+      await holder.query('COMMIT')
+    })
+    const report = await fleet.collectGarbage({ graceMs: 60_000 })
+    // Done while the row was still held: it marked the other one and left the held one for the next pass.
+    expect(released).toBe(false)
+    expect(report).toMatchObject({ marked: 1, deleted: 0 })
+    const orphaned = async () => (await query.query(`SELECT id FROM "${schema}".blobs WHERE id IN ('mark-a', 'mark-b') AND orphaned_at IS NOT NULL ORDER BY id`)).rows.map((row) => row.id)
+    expect(await orphaned()).toEqual(['mark-a'])
+    await release
+    expect(await fleet.collectGarbage({ graceMs: 60_000 })).toMatchObject({ marked: 1 })
+    expect(await orphaned()).toEqual(['mark-a', 'mark-b'])
+    await writer.close()
+    await fleet.close()
+  }, 30_000)
 })

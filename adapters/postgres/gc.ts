@@ -107,12 +107,20 @@ export async function collect(sql: Sql, t: Tables, options: CollectOptions = {})
   if (!(graceMs >= 0) || !Number.isInteger(batch) || batch < 1 || !(patienceMs >= 0)) {
     throw Object.assign(new RangeError(`rewindfs: collectGarbage needs graceMs ≥ 0, batch ≥ 1 and patienceMs ≥ 0; got ${graceMs}, ${batch}, ${patienceMs}`), { code: 'ERR_OUT_OF_RANGE' })
   }
-  // Phase one: marks (no lock; a mark only makes a blob a candidate, the sweep checks again).
+  // Phase one: marks (no advisory lock; a mark only makes a blob a candidate, the sweep checks
+  // again). Rows a writer has locked (putBlobs storing them again) are skipped, never waited for:
+  // the marks locked rows in the table's order and writers lock theirs in id order, so the two could
+  // each wait for a row the other held (a deadlock, one of them failing: a writer's commit, EAGAIN).
+  // A row skipped is being written, so referenced; the next pass looks at it again.
   const revived = await sql.query(
-    `UPDATE ${t.blobs} b SET orphaned_at = NULL WHERE orphaned_at IS NOT NULL AND EXISTS (SELECT 1 FROM ${t.refs} r WHERE r.blob = b.id) RETURNING 1`,
+    `UPDATE ${t.blobs} b SET orphaned_at = NULL WHERE b.id IN (
+       SELECT id FROM ${t.blobs} c WHERE c.orphaned_at IS NOT NULL AND EXISTS (SELECT 1 FROM ${t.refs} r WHERE r.blob = c.id) FOR UPDATE SKIP LOCKED
+     ) RETURNING 1`,
   )
   const marked = await sql.query(
-    `UPDATE ${t.blobs} b SET orphaned_at = now() WHERE orphaned_at IS NULL AND NOT EXISTS (SELECT 1 FROM ${t.refs} r WHERE r.blob = b.id) RETURNING 1`,
+    `UPDATE ${t.blobs} b SET orphaned_at = now() WHERE b.id IN (
+       SELECT id FROM ${t.blobs} c WHERE c.orphaned_at IS NULL AND NOT EXISTS (SELECT 1 FROM ${t.refs} r WHERE r.blob = c.id) FOR UPDATE SKIP LOCKED
+     ) RETURNING 1`,
   )
   // Phase two: sweeps candidates old enough, a batch per exclusive transaction.
   const report: CollectReport = { marked: marked.length, revived: revived.length, deleted: 0, bytes: 0, deferred: 0 }
