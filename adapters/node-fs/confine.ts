@@ -200,6 +200,26 @@ export class Confinement {
   }
 
   /**
+   * The directory `dir` opened (O_PATH) and checked to be inside the root, as `${at}/<name>` paths
+   * that open its entries through the descriptor: resolved in that directory itself, so no
+   * directory on the way swapped for a link afterwards can lead them elsewhere, and the entries of
+   * one directory need no check each. `rename` names such a path's error by `dir`'s path. The
+   * caller closes `fd`. Undefined where there is no /proc (each file is then checked itself).
+   */
+  checkedDirectory(dir: string, syscall: string, path: string): { readonly fd: number; readonly at: string; rename<E>(error: E): E } | undefined {
+    if (DESCRIPTORS === undefined || O_PATH === undefined) return undefined
+    const fd = fs.openSync(dir, O_PATH | fs.constants.O_DIRECTORY)
+    try {
+      this.checkDescriptor(fd, syscall, path)
+    } catch (error) {
+      fs.closeSync(fd)
+      throw error
+    }
+    const at = `${DESCRIPTORS}${fd}`
+    return { fd, at, rename: (error) => renamePaths(error, (named) => (named.startsWith(at + '/') ? dir + named.slice(at.length) : undefined)) }
+  }
+
+  /**
    * Throws EACCES unless the open descriptor is a file inside the root. Run before any byte is read
    * or written through it, so a directory swapped for a link after the walk cannot lead outside.
    */

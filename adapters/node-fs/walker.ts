@@ -21,6 +21,13 @@ const SCRATCH_MAX = 8 * 1024 * 1024
 
 export class DirectoryWalker implements LowerWalker {
   private scratch = Buffer.allocUnsafe(64 * 1024)
+  /**
+   * The directory of the last file read, open and checked inside the root (Confinement.
+   * checkedDirectory): its next files open through its descriptor, with no check each (the check,
+   * a readlink per file, cost a search as much as the opens). Closed when the event loop next turns,
+   * so nothing holds it past the walk that read through it.
+   */
+  private directory: { readonly path: string; readonly at: string; readonly fd: number; rename<E>(error: E): E } | undefined
 
   constructor(private readonly confinement: Confinement) {}
 
@@ -56,11 +63,44 @@ export class DirectoryWalker implements LowerWalker {
     return this.confinement.inDirectory(host, 'scandir', path, (at) => typedEntries(fs, at ?? host))
   }
 
+  /** Opens a file for reading: through its directory's checked descriptor where there is /proc, else by its path, checked. */
+  private open(path: string): number {
+    const host = this.confinement.lexical(path)
+    const slash = host.lastIndexOf('/')
+    const dir = host.slice(0, slash) || '/'
+    if (this.directory?.path !== dir) {
+      this.closeDirectory()
+      const checked = this.confinement.checkedDirectory(dir, 'open', path)
+      if (checked === undefined) {
+        const fd = fs.openSync(host, READ_FLAGS)
+        try {
+          this.confinement.checkDescriptor(fd, 'open', path)
+        } catch (error) {
+          fs.closeSync(fd)
+          throw error
+        }
+        return fd
+      }
+      this.directory = { path: dir, ...checked }
+      setImmediate(() => this.closeDirectory()).unref()
+    }
+    try {
+      return fs.openSync(this.directory.at + host.slice(slash), READ_FLAGS)
+    } catch (error) {
+      throw this.directory.rename(error)
+    }
+  }
+
+  private closeDirectory(): void {
+    if (this.directory === undefined) return
+    fs.closeSync(this.directory.fd)
+    this.directory = undefined
+  }
+
   /** Open, read, close for a file that fits the buffer; a bigger one is read into its own. */
   private readNow(path: string): Uint8Array {
-    const fd = fs.openSync(this.confinement.lexical(path), READ_FLAGS)
+    const fd = this.open(path)
     try {
-      this.confinement.checkDescriptor(fd, 'open', path)
       // Listed as a file a moment ago; a FIFO or device put there since is not read (it may never end).
       const stats = fs.fstatSync(fd)
       regularFile(stats, path)
