@@ -5,8 +5,9 @@
  * the root lexically; files open with O_NOFOLLOW, so no link on disk is followed at the last step
  * either, and O_NONBLOCK, so a FIFO put where a file was listed is refused, not waited on. A
  * directory on the way swapped for a link in the middle of a walk is caught as DirectorySource
- * catches it (EACCES): a file is read only once its descriptor is checked to be inside the root,
- * and a listing, an lstat or a readlink goes through the descriptor of a directory checked so. A file's bytes go into one
+ * catches it (EACCES): a file is opened through the descriptor of its directory, checked to be
+ * inside the root (or, without /proc, read only once its own descriptor is checked so), and a
+ * listing, an lstat or a readlink goes through the descriptor of a directory checked so. A file's bytes go into one
  * buffer the walker reuses, so a walk over many small files allocates nothing per file. Each call
  * runs as host access (host-fs.ts) once, not once per fs call. Names that are not UTF-8 are left
  * out, as DirectorySource leaves them out (see utf8Entries).
