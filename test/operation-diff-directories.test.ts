@@ -50,4 +50,19 @@ describe('the diff and undo report of a directory made or removed whole', () => 
     expect(ws.fs.readFileSync('/lib/util/a.ts', 'utf8')).toBe('export const a = 1\n')
     await ws.close()
   })
+
+  it("an operation over more than 100 paths reports a directory made whole as the directory alone: no file of it is read for the report", async () => {
+    const ws = await Workspace.open({ autoCheckpoint: false })
+    await ws.transaction((staged) => {
+      staged.mkdirSync('/node_modules/pkg', { recursive: true })
+      for (let i = 0; i < 150; i++) staged.writeFileSync(`/node_modules/pkg/f${i}.js`, `export default ${i}\n`)
+    })
+    const [made] = ws.history()
+    expect(made.paths.length).toBeGreaterThan(100)
+    expect(ws.operation(made.id)!.diff.map((entry) => entry.path)).toEqual(['/node_modules'])
+    const result = await ws.undo()
+    expect(Object.keys(result.changesReverted)).toEqual([])
+    expect(ws.fs.existsSync('/node_modules')).toBe(false)
+    await ws.close()
+  })
 })

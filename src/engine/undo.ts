@@ -15,6 +15,13 @@ import { lineCounts } from './reports.js'
 import type { Compensation, SideEffects } from './side-effects.js'
 
 /**
+ * Operations over more paths than this report a directory made or removed whole as the directory
+ * alone: its files' lines would cost an undo far more than the undo (a command's new node_modules
+ * of 20k files: 340 ms against 1 ms).
+ */
+const FILES_REPORTED_INSIDE = 100
+
+/**
  * The operation's paths below a slot change that makes or removes a directory whole (a
  * transaction's, a command's new directory: one slot, the files in it listed in `paths`), each with
  * what the slot held there before and after, so reports name the files and their lines, not only
@@ -24,7 +31,7 @@ import type { Compensation, SideEffects } from './side-effects.js'
  */
 function* inside(path: string, before: UpperNode | undefined, after: UpperNode | undefined, paths: readonly string[], own: ReadonlySet<string>): Generator<readonly [string, string, UpperNode | undefined, UpperNode | undefined]> {
   // Both directories: what changed in them has slots of its own.
-  if (before?.type === 'dir' && after?.type === 'dir') return
+  if ((before?.type === 'dir' && after?.type === 'dir') || paths.length > FILES_REPORTED_INSIDE) return
   const prefix = path === '/' ? '/' : `${path}/`
   for (const listed of paths) {
     if (!listed.startsWith(prefix) || own.has(listed)) continue
