@@ -9,7 +9,7 @@ import { recordId, shownAt } from '../layer/inodes.js'
 import { mapGet } from '../layer/persistent-map.js'
 import type { Checkpoints } from './checkpoints.js'
 import type { EngineContext } from './context.js'
-import { type Operation, type OperationRecord, type OperationType, publicOperation, timesOnly } from './journal.js'
+import { type Operation, type OperationRecord, type OperationType, type SlotChange, publicOperation, timesOnly } from './journal.js'
 import { changesPending } from './pending-history.js'
 import { lineCounts } from './reports.js'
 import type { Compensation, SideEffects } from './side-effects.js'
@@ -21,17 +21,28 @@ import type { Compensation, SideEffects } from './side-effects.js'
  */
 const FILES_REPORTED_INSIDE = 100
 
+/** A path a report shows, the path its content is read at, and what it held before and after. */
+type Reported = readonly [shown: string, at: string, before: UpperNode | undefined, after: UpperNode | undefined]
+
+/** The paths of an operation's slots, for `reported`; undefined past FILES_REPORTED_INSIDE paths (nothing is reported inside). */
+function ownSlots(slots: readonly { readonly path: string }[], paths: readonly string[]): ReadonlySet<string> | undefined {
+  return paths.length > FILES_REPORTED_INSIDE ? undefined : new Set(slots.map((change) => change.path))
+}
+
 /**
- * The operation's paths below a slot change that makes or removes a directory whole (a
- * transaction's, a command's new directory: one slot, the files in it listed in `paths`), each with
- * what the slot held there before and after, so reports name the files and their lines, not only
- * the directory; `own`, the paths with slots of their own in the operation, are left to those.
- * Under a side that was not there (undefined) the lower source shows; WHITEOUT stands for nothing
- * (a whiteout, or no entry in a directory that hides or moved its lower one).
+ * What reports show of a slot change shown at `shown`: the slot itself, then, for one that makes
+ * or removes a directory whole (a transaction's, a command's new directory: one slot, the files in
+ * it listed in `paths`), each of the operation's paths below it with what the slot held there
+ * before and after, so reports name the files and their lines, not only the directory. `own`, the
+ * paths with slots of their own (ownSlots), are left to those. Under a side that was not there
+ * (undefined) the lower source shows; WHITEOUT stands for nothing (a whiteout, or no entry in a
+ * directory that hides or moved its lower one).
  */
-function* inside(path: string, before: UpperNode | undefined, after: UpperNode | undefined, paths: readonly string[], own: ReadonlySet<string>): Generator<readonly [string, string, UpperNode | undefined, UpperNode | undefined]> {
+function* reported(change: Extract<SlotChange, { kind: 'slot' }>, shown: string, paths: readonly string[], own: ReadonlySet<string> | undefined): Generator<Reported> {
+  const { path, before, after } = change
+  yield [shown, path, before, after]
   // Both directories: what changed in them has slots of its own.
-  if ((before?.type === 'dir' && after?.type === 'dir') || paths.length > FILES_REPORTED_INSIDE) return
+  if (own === undefined || (before?.type === 'dir' && after?.type === 'dir')) return
   const prefix = path === '/' ? '/' : `${path}/`
   for (const listed of paths) {
     if (!listed.startsWith(prefix) || own.has(listed)) continue
@@ -40,7 +51,7 @@ function* inside(path: string, before: UpperNode | undefined, after: UpperNode |
   }
 }
 
-/** What `node` (at `path`) holds at `names` below it: see `inside`. */
+/** What `node` (at `path`) holds at `names` below it: see `reported`. */
 function nodeAt(node: UpperNode | undefined, path: string, names: readonly string[]): UpperNode | undefined {
   let at = node
   for (const name of names) {
@@ -147,7 +158,7 @@ export class UndoHistory {
     const files = new Set<string>()
     for (const record of ordered) {
       const slots = journal.slots(record)
-      const own = new Set(slots.map((change) => change.path))
+      const own = ownSlots(slots, record.paths)
       for (const change of slots) {
         // Files: a state key is none, nor a directory whose times alone moved (with what it holds).
         if (change.kind === 'state' || timesOnly(change)) continue
@@ -155,7 +166,7 @@ export class UndoHistory {
         if (path === undefined) continue
         files.add(path)
         if (change.kind !== 'slot') continue
-        for (const [shown, at, was, is] of [[path, change.path, change.before, change.after] as const, ...inside(change.path, change.before, change.after, record.paths, own)]) {
+        for (const [shown, at, was, is] of reported(change, path, record.paths, own)) {
           files.add(shown)
           const before = this.slotContent(at, was)
           const after = this.slotContent(at, is)
@@ -312,12 +323,12 @@ export class UndoHistory {
     const record = journal.find(id)
     if (!record) return undefined
     const slots = journal.slots(record)
-    const own = new Set(slots.map((change) => change.path))
+    const own = ownSlots(slots, record.paths)
     const diff = slots.flatMap((change) => {
       if (change.kind !== 'slot') return []
       const path = shownAt(change.path, change.before, change.after, record.paths)
       if (path === undefined) return []
-      return [[path, change.path, change.before, change.after] as const, ...inside(change.path, change.before, change.after, record.paths, own)].map(([shown, at, was, is]) => {
+      return [...reported(change, path, record.paths, own)].map(([shown, at, was, is]) => {
         const before = this.slotContent(at, was)
         const after = this.slotContent(at, is)
         if ((before === undefined && after === undefined) || before === UNREAD || after === UNREAD) return { path: shown }
