@@ -74,7 +74,7 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
               command: launch.command,
               project: project ?? '',
               // Mounted at the project's path: $PWD names it as the user gave it (a link above it).
-              pwd: project !== undefined && source instanceof DirectorySource && source.opened !== source.root ? source.opened + below : '',
+              pwd: project !== undefined ? openedPwd(source, below) : '',
             }),
           ],
           cwd: '/',
@@ -100,6 +100,15 @@ export async function runCopy(host: ExecHost, support: Support, launch: Launch, 
 
 /** Characters that continue a path's last name: a root followed by one is another path ('/p' in '/p2'). */
 const NAME_GOES_ON = String.raw`[\w.~+\-]`
+
+/**
+ * HelperArguments.pwd for a command starting at `below` (a workspace path, '' for the root) in a
+ * project mounted at its real path: the directory through the path a directory lower was opened by,
+ * where that is a link to it; '' (the real path itself) otherwise.
+ */
+export function openedPwd(source: unknown, below: string): string {
+  return source instanceof DirectorySource && source.opened !== source.root ? source.opened + below : ''
+}
 
 /**
  * `text` with the host path `from` (a root, absolute, no trailing slash) and the paths below it

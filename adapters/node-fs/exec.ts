@@ -15,7 +15,7 @@ import { hostFs as fs, onHost } from './host-fs.js'
 import { ConflictError, type ExecHost, type ExecMode, type ExecOptions, type ExecResult, type ExecRunner, type ExecSandbox, type ExecSession, type Workspace } from 'rewindfs'
 import { type BisectEngine, type DirNode, FsError, bisectEngine } from 'rewindfs/adapter-kit'
 import { DirectorySource } from './directory.js'
-import { renameRoot, runCopy } from './exec-copy.js'
+import { openedPwd, renameRoot, runCopy } from './exec-copy.js'
 import { type Launch, OverlaySession, type Ran, SetupError } from './exec-overlay.js'
 import { abortError, withSignal } from './exec-process.js'
 import { type Support, support } from './exec-support.js'
@@ -198,8 +198,7 @@ class HostShellSession implements ExecSession {
         try {
           const below = cwd === '/' ? '' : cwd
           // The process starts at the real path (the mount point); its $PWD names the project as the user gave it.
-          const pwd = source instanceof DirectorySource && source.opened !== source.root ? source.opened + below : ''
-          ran = await overlay.run({ ...launch, cwd: overlay.project + below, pwd }, options.tmpdir)
+          ran = await overlay.run({ ...launch, cwd: overlay.project + below, pwd: openedPwd(source, below) }, options.tmpdir)
         } catch (error) {
           // Killed while its namespaces were being set up: an abort, not a host without overlay mode.
           if (!(error instanceof SetupError) || options.mode === 'overlay' || signal?.aborted) throw error
