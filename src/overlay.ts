@@ -708,6 +708,20 @@ export class Overlay {
   }
 
   /**
+   * Throws what listing `dir`'s lower half throws (EACCES for one on disk this process may not
+   * read, mode 0311), for opendir(2), which fails there before anything is read. Only a lower
+   * directory whose mode withholds read from someone is listed: one readable by all lists, and
+   * opendir of it costs no listing more than its reads do.
+   */
+  checkListable(dir: Entry): void {
+    const lowerPath = dir.lowerPath
+    if (lowerPath === null || dir.type !== 'dir') return
+    const mode = (dir.node === undefined ? dir.lowerStat : undefined)?.mode ?? this.lower.stat(lowerPath)?.mode
+    if (mode === undefined || (mode & 0o444) === 0o444) return
+    this.lookingOnly(() => this.lowerNames(lowerPath))
+  }
+
+  /**
    * rm -r's look at a directory's tree before it goes: Linux's rm must list every directory to
    * unlink its entries, so one on disk it may not list (mode 0311: EACCES) keeps rm -r from
    * removing it, where a whiteout alone would remove what a flush then cannot. Lists each directory

@@ -99,6 +99,22 @@ const scenarios = {
   // Where the workspace answers otherwise (README, Limits and hosts): see KNOWN below.
   'an empty one removed': (f) => [() => f.rmdirSync('e'), () => f.rmSync('e', { recursive: true })],
   'a file of mode 000 made readable and renamed': (f) => [() => f.chmodSync('z', 0o600), () => f.renameSync('z', 'z2'), () => f.readFileSync('z2', 'utf8')],
+  // opendir(3) fails where it may not list (Node 20's opendirSync names no path); Dir reads below fail as readdir.
+  'opendir': (f) => [
+    () => f.opendirSync('d'),
+    () => f.opendirSync(Buffer.from('d')),
+    () => f.promises.opendir('./d'),
+    () => new Promise((resolve, reject) => f.opendir('d', (error, dir) => (error ? reject(error) : resolve(dir)))),
+    () => f.promises.opendir('w/x/deep/'),
+  ],
+  // cp lists each directory with opendir; what it made before it failed stays.
+  'cp -r': (f) => [
+    () => f.cpSync('d', 'c1', { recursive: true }),
+    () => f.promises.cp('d', 'c2', { recursive: true }),
+    () => new Promise((resolve, reject) => f.cp('d', 'c3', { recursive: true }, (error) => (error ? reject(error) : resolve()))),
+    () => f.cpSync('w', 'c4', { recursive: true }),
+    () => f.promises.cp('./w/', 'c5', { recursive: true }),
+  ],
 }
 
 const results = {}

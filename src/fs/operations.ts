@@ -394,6 +394,12 @@ export class FsOperations {
     const opts = objectOptions(options)
     const entry = this.overlay.resolve(path, 'opendir', true, given)
     if (entry.type !== 'dir') throw new FsError('ENOTDIR', 'opendir', given)
+    try {
+      // opendir(2) fails on one on disk this process may not list (EACCES), named as Node names it.
+      this.overlay.checkListable(entry)
+    } catch (error) {
+      throw callersError(error, 'opendir', given)
+    }
     // Node's Dir checks its buffer size after the directory is opened.
     if (opts.bufferSize !== undefined) validateInteger(opts.bufferSize, 'options.bufferSize', 1, 4294967295)
     const opened: OpenedDir = { path: entry.path, ino: this.overlay.meta(entry).ino }
@@ -904,8 +910,10 @@ export class FsOperations {
     const parent = dirnameOf(to.given)
     if (!this.tryResolveDir(absolute(parent, this.cwd))) this.mkdirRecursive(parent, parent, 0o777)
     if (source.type === 'dir' && !target) {
-      // The top directory is made with mkdir(2) on the path as given ('b/.' fails with EEXIST).
-      this.mkdirOne(to.path, to.given, this.overlay.meta(source).mode | this.umask)
+      // The top directory is made with mkdir(2) on the path as given ('b/.' fails with EEXIST), with
+      // mkdir's default mode: it takes the source's once its entries are copied (one it may not list
+      // fails the copy before, leaving what was made as mkdir made it).
+      this.mkdirOne(to.path, to.given, 0o777)
     }
     if (source.type === 'file' && !target) {
       // Node's onFile without a destination: copyFile(2) on the paths as given, then chmod.
@@ -955,8 +963,15 @@ export class FsOperations {
     const parent = this.overlay.resolve(dirname(destPath), 'cp', true, dest)
     const name = basename(destPath)
     if (source.type === 'dir') {
-      const dir = existing ?? this.overlay.put(parent, name, this.newDir(this.overlay.meta(source).mode | this.umask, parent))
-      for (const child of this.overlay.names(source)) {
+      const dir = existing ?? this.overlay.put(parent, name, this.newDir(0o777, parent))
+      let names: string[]
+      try {
+        names = this.overlay.names(source)
+      } catch (error) {
+        // Node's cp lists each directory with opendir: one on disk this process may not list (EACCES) named as there.
+        throw callersError(error, 'opendir', src)
+      }
+      for (const child of names) {
         // dereference: every entry is stat()ed, so links inside are copied as what they point to.
         // Node stats path.join(src, name), so the links the path went through count toward ELOOP: a
         // link back up the tree ends in ELOOP at 40 (it went on until the destination's path was too

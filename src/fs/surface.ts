@@ -261,6 +261,12 @@ const promisifiedNames = {
   writev: ['bytesWritten', 'buffer'],
 } as const
 
+/** What an error's message says between its code and its syscall ('permission denied'). */
+function detailOf(error: FsError): string {
+  const end = error.message.lastIndexOf(`, ${error.syscall}`)
+  return error.message.slice(error.code.length + 2, end < 0 ? undefined : end)
+}
+
 /** A zeroed buffer of the host's kind (Buffer on Node). */
 function newBuffer(size: number): Uint8Array {
   return HostBuffer ? HostBuffer.allocUnsafe(size).fill(0) : new Uint8Array(size)
@@ -325,6 +331,20 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
     const run: Operation = (path, opts) => ops[name](path, opts, false)
     fs[name] = callbackForm(name, triples[name], run, options.load)
     promises[name] = promiseForm(run, options.load)
+  }
+
+  // Node 20's opendirSync names no path in the errors of its opendir(3) (its context carries none),
+  // and cpSync lists each directory through it; the callback and promise forms name the path.
+  for (const name of ['opendir', 'cp'] as const) {
+    const run = bind(name)
+    fs[name + 'Sync'] = (...args: unknown[]) => {
+      try {
+        return run(...args)
+      } catch (error) {
+        if (error instanceof FsError && error.syscall === 'opendir' && error.path !== undefined) throw new FsError(error.code, 'opendir', undefined, undefined, detailOf(error))
+        throw error
+      }
+    }
   }
 
   // realpath: the JS implementation reports 'lstat', the native one (and promises) 'realpath'.
