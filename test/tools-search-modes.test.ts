@@ -174,6 +174,8 @@ const PATTERNS: { input: Record<string, unknown>; grep: [string[], string] }[] =
   { input: { pattern: '^\\s*import\\b', regex: true }, grep: [['-P'], '^\\s*import\\b'] },
   { input: { pattern: 'fo+ba[rz]', regex: true }, grep: [['-E'], 'fo+ba[rz]'] },
   { input: { pattern: 'needle$', regex: true }, grep: [['-E'], 'needle$'] },
+  { input: { pattern: '^$', regex: true }, grep: [['-E'], '^$'] }, // none in crlf.txt: a '\r' ends no line
+  { input: { pattern: 'e$', regex: true }, grep: [['-E'], 'e$'] },
   { input: { pattern: '\\d+ and', regex: true }, grep: [['-P'], '\\d+ and'] },
   { input: { pattern: 'row 1[0-9]{3} needle', regex: true }, grep: [['-E'], 'row 1[0-9]{3} needle'] },
   { input: { pattern: 'absent' }, grep: [['-F'], 'absent'] },

@@ -530,9 +530,10 @@ describe('regular expressions in time linear in the text', () => {
         } catch {
           unicode = false
         }
-        // RegExp's m flag, tried at every character's start (V8 also tries empty matches inside a
-        // surrogate pair, where /\B/u matches 'a😀a'; the standard does not).
-        const sticky = new RegExp(source, (caseSensitive ? '' : 'i') + (unicode ? 'muy' : 'my'))
+        // RegExp on each line alone, tried at every character's start (V8 also tries empty matches
+        // inside a surrogate pair, where /\B/u matches 'a😀a'; the standard does not). Without the m
+        // flag and with s, as grep reads a line: '^' and '$' at its ends only, '.' any character ('\r' too).
+        const sticky = new RegExp(source, (caseSensitive ? '' : 'i') + (unicode ? 'suy' : 'sy'))
         const matches = (line: string) => {
           for (let at = 0; at <= line.length; at++) {
             const inside = unicode && at > 0 && /[\uD800-\uDBFF]/.test(line[at - 1]) && /[\uDC00-\uDFFF]/.test(line[at] ?? '')

@@ -153,7 +153,11 @@ function decodeText(bytes: Uint8Array, atStart = true): string {
   return atStart || midFile === undefined ? decode(bytes) : midFile.decode(bytes)
 }
 
-/** A line as shown: without its '\r', and no longer than LINE_CHARS around `at`. */
+/**
+ * A line as shown: without the '\r' before its newline (grep -n prints it; read_file shows a CRLF
+ * file with LF ends, and edit_file matches in that view, so a line copied from here matches there),
+ * and no longer than LINE_CHARS around `at`. The '\r' is still part of the line that is matched.
+ */
 function shown(line: string, at = 0): string {
   if (line.endsWith('\r')) line = line.slice(0, -1)
   if (line.length <= LINE_CHARS) return line

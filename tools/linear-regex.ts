@@ -9,6 +9,9 @@
  * is valid syntax and what one character atom ([a-z], \p{L}, 'k' under the i flag) accepts, and
  * finds the parts every match holds (the prefilter). Backreferences and look-around need
  * backtracking: they are refused (UnsupportedPattern), as ripgrep refuses them without -P.
+ * Lines are grep's: only '\n' ends one. '\r' (a CRLF file's), U+2028 and U+2029 are characters
+ * like any other, which '.' matches and next to which '^' and '$' do not hold (RegExp's m flag
+ * takes them as line ends: '^$' matched every line of a CRLF file, 'a$' its lines ending in 'a').
  */
 /** A pattern search_files will not run: it needs backtracking, or its automaton is too large. */
 export class UnsupportedPattern extends Error {
@@ -30,7 +33,7 @@ const LINEAR = 'search_files runs regular expressions in time linear in the text
  */
 export const COMMON = ' \netaoinsrlcdhu.p(m)f;,g=b"\'y_v:/w-k{}xESTAIRCNOLDP0123456789[]jMq<>zBFHUGKWVY*&|!#$%+?@\\^`~JQXZ'
 
-/** Zero-width assertions, all as RegExp's m flag reads them (a line's start and end are '^' and '$'). */
+/** Zero-width assertions: '^' and '$' hold at a line's start and end, a line being what lies between '\n's (grep's, not RegExp's m flag's). */
 const enum Look {
   Start,
   End,
@@ -171,8 +174,9 @@ export class Parser {
     const { source } = this
     const c = source[this.at]
     if (c === '.') {
+      // grep's '.': any character but the newline, '\r', U+2028 and U+2029 included (RegExp's '.' takes none of them).
       this.at++
-      return this.set('.')
+      return this.set('[^\\n]')
     }
     if (c === '(') {
       // Every pass over the tree recurses into groups: a bound on nesting keeps them off the stack's limit.
@@ -311,6 +315,11 @@ function weight(source: string, literal: number | undefined): number {
   return source.startsWith('[') && !source.startsWith('[^') ? 1 : 0
 }
 
+/**
+ * The assertions in a factor. RegExp runs factors with the m flag, whose '^' and '$' also hold next
+ * to '\r', U+2028 and U+2029: they hold wherever grep's do and more, so a factor with them narrows
+ * the search but never decides a match (see prefilter's `exact`).
+ */
 const LOOKS = ['^', '$', '\\b', '\\B']
 
 /** Sets in a row a factor holds at most, and in all: RegExp runs one in O(text × size), never backtracking. */
@@ -331,7 +340,7 @@ interface Factor {
 export interface Prefilter {
   /** The most selective factor, which RegExp finds at native speed. */
   readonly scan: RegExp
-  /** `scan` is the whole pattern: a hit within one line is a match. */
+  /** `scan` is the whole pattern, with no '^' or '$': a hit within one line is a match. */
   readonly exact: boolean
   /** Factors of one length each, in the pattern's order: a line must hold them in that order, one after another. */
   readonly chain: readonly RegExp[]
@@ -354,7 +363,7 @@ interface Sighting {
  */
 export function prefilter(tree: Node, sets: readonly string[], flags: string): Prefilter | undefined {
   const exact = whole(tree, sets)
-  if (exact !== undefined && exact.size <= FACTOR_SIZE) return { scan: new RegExp(exact.source, flags), exact: true, chain: [] }
+  if (exact !== undefined && exact.size <= FACTOR_SIZE) return { scan: new RegExp(exact.source, flags), exact: !anchored(tree), chain: [] }
   const runs: Factor[] = []
   const best = factor(tree, sets, runs)
   if (best === undefined || best.score < 2) return undefined
@@ -402,6 +411,22 @@ function either(options: readonly Factor[]): Factor {
     score: Math.min(...options.map((option) => option.score)),
     size: options.reduce((sum, option) => sum + option.size, 0),
     fixed: false,
+  }
+}
+
+/** Whether the node has a '^' or '$', which a factor's RegExp reads as the m flag does, not as grep does (see LOOKS). */
+function anchored(node: Node): boolean {
+  switch (node.type) {
+    case 'set':
+      return false
+    case 'look':
+      return node.look === Look.Start || node.look === Look.End
+    case 'repeat':
+      return anchored(node.item)
+    case 'seq':
+      return node.items.some(anchored)
+    case 'alt':
+      return node.options.some(anchored)
   }
 }
 
@@ -538,7 +563,8 @@ export class Alphabet {
   }
 
   kind(code: number): number {
-    if (code === 10 || code === 13 || code === 0x2028 || code === 0x2029) return TERMINATOR
+    // Only '\n' ends a line: '^' and '$' do not hold next to a '\r' (grep and ripgrep without --crlf).
+    if (code === 10) return TERMINATOR
     return this.word.test(this.text(code)) ? WORD : OTHER
   }
 
