@@ -1,0 +1,281 @@
+/**
+ * read_file returns images (PNG, JPEG, GIF, WebP) as Claude Code's Read does. The images are built
+ * here byte by byte from their specifications (PNG's chunks with zlib's CRC-32 and a deflated
+ * IDAT, a JPEG's segments up to SOF0, GIF's logical screen, WebP's RIFF chunks), so the expected
+ * pixel sizes come from the formats, not from the code under test; `file(1)`, where installed,
+ * reads the same sizes. Also: headers cut short or inconsistent are refused, the size cap, the
+ * base64 left whole by the result budget, and the MCP server's image content item.
+ */
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import zlib from 'node:zlib'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Workspace } from '../src/index.js'
+import { DEFAULT_IMAGE_BYTES, ImageHeaderError, crc32, gifSize, imageMimeType, imageSize, jpegSize, pngSize, webpSize } from '../tools/images.js'
+import { type AgentTool, type ToolResult, callTool, createAgentTools } from '../tools/index.js'
+import { CLI, REPO, buildCli, removeCli } from './cli-process.js'
+
+/** Tool results are plain JSON, picked apart by the tests. */
+type Json = any
+
+const latin1 = (text: string) => Buffer.from(text, 'latin1')
+
+function u32be(value: number): Buffer {
+  const out = Buffer.alloc(4)
+  out.writeUInt32BE(value)
+  return out
+}
+
+function u32le(value: number): Buffer {
+  const out = Buffer.alloc(4)
+  out.writeUInt32LE(value)
+  return out
+}
+
+function u16be(value: number): Buffer {
+  const out = Buffer.alloc(2)
+  out.writeUInt16BE(value)
+  return out
+}
+
+function u16le(value: number): Buffer {
+  const out = Buffer.alloc(2)
+  out.writeUInt16LE(value)
+  return out
+}
+
+/** A PNG chunk: length, type, data, CRC-32 of type and data (zlib's, not the one under test). */
+function pngChunk(type: string, data: Uint8Array): Buffer {
+  return Buffer.concat([u32be(data.length), latin1(type), data, u32be(zlib.crc32(Buffer.concat([latin1(type), data])))])
+}
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+
+/** A valid truecolour 8-bit PNG of width × height, with an optional private ancillary chunk of `padding` bytes (to make it large). */
+function png(width: number, height: number, padding = 0): Buffer {
+  const ihdr = Buffer.concat([u32be(width), u32be(height), Buffer.from([8, 2, 0, 0, 0])]) // depth 8, colour type 2 (RGB), deflate, adaptive filters, no interlace
+  const rows: Buffer[] = []
+  for (let y = 0; y < height; y++) {
+    const row = Buffer.alloc(1 + width * 3) // filter type 0, then RGB
+    for (let x = 0; x < width; x++) row.set([x * 40, y * 80, 200], 1 + x * 3)
+    rows.push(row)
+  }
+  const extra = padding > 0 ? [pngChunk('prVt', noise(padding))] : []
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    pngChunk('IHDR', ihdr),
+    ...extra,
+    pngChunk('IDAT', zlib.deflateSync(Buffer.concat(rows))),
+    pngChunk('IEND', new Uint8Array(0)),
+  ])
+}
+
+/** A PNG's signature and IHDR chunk alone: enough for the header, for sizes no test should allocate. */
+function pngHeader(width: number, height: number): Buffer {
+  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', Buffer.concat([u32be(width), u32be(height), Buffer.from([8, 2, 0, 0, 0])]))])
+}
+
+/** Bytes that do not compress and cover every value (a linear congruential generator). */
+function noise(length: number): Buffer {
+  const out = Buffer.alloc(length)
+  let state = 12345
+  for (let i = 0; i < length; i++) {
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0
+    out[i] = state >>> 24
+  }
+  return out
+}
+
+/** A JPEG segment: marker, then a length that counts itself. */
+function jpegSegment(marker: number, data: Uint8Array): Buffer {
+  return Buffer.concat([Buffer.from([0xff, marker]), u16be(data.length + 2), data])
+}
+
+/**
+ * A baseline JPEG's header: SOI, APP0 (JFIF), a comment, a DQT, a DHT whose bytes would read as a
+ * size if taken for a frame header, fill bytes (T.81 B.1.1.2 allows them before any marker; file(1)
+ * does not skip them), then SOF0 (precision 8, height, width, 3
+ * components), then a scan and EOI.
+ */
+function jpeg(width: number, height: number, sof = 0xc0, fill = true): Buffer {
+  const jfif = Buffer.concat([latin1('JFIF\0'), Buffer.from([1, 1, 0]), u16be(1), u16be(1), Buffer.from([0, 0])])
+  const dqt = Buffer.concat([Buffer.from([0]), Buffer.alloc(64, 1)])
+  const dht = Buffer.concat([Buffer.from([0x00, 0x00, 0x7f, 0x7f, 0x7f, 0x7f]), Buffer.alloc(10), Buffer.from([0])])
+  const components = Buffer.from([1, 0x11, 0, 2, 0x11, 0, 3, 0x11, 0])
+  const frame = Buffer.concat([Buffer.from([8]), u16be(height), u16be(width), Buffer.from([3]), components])
+  const scan = Buffer.from([3, 1, 0, 2, 0, 3, 0, 0, 63, 0])
+  return Buffer.concat([
+    Buffer.from([0xff, 0xd8]),
+    jpegSegment(0xe0, jfif),
+    jpegSegment(0xfe, latin1('made by hand')),
+    jpegSegment(0xdb, dqt),
+    jpegSegment(0xc4, dht),
+    Buffer.from(fill ? [0xff, 0xff] : []), // fill bytes before the next marker
+    jpegSegment(sof, frame),
+    jpegSegment(0xda, scan),
+    Buffer.from([0x12, 0x34, 0xff, 0x00, 0x56]), // entropy-coded data with a stuffed 0xFF
+    Buffer.from([0xff, 0xd9]),
+  ])
+}
+
+/** A GIF: signature, logical screen descriptor (width, height little-endian), a 2-colour table, one image, trailer. */
+function gif(width: number, height: number, version = '89a'): Buffer {
+  return Buffer.concat([
+    latin1(`GIF${version}`),
+    u16le(width),
+    u16le(height),
+    Buffer.from([0x80, 0, 0]), // global colour table of 2 entries, background 0, no aspect ratio
+    Buffer.from([0, 0, 0, 255, 255, 255]),
+    Buffer.from([0x2c]),
+    u16le(0),
+    u16le(0),
+    u16le(width),
+    u16le(height),
+    Buffer.from([0]),
+    Buffer.from([2, 2, 0x4c, 0x01, 0]), // LZW minimum code size 2, one sub-block, terminator
+    Buffer.from([0x3b]),
+  ])
+}
+
+function riff(chunks: Buffer[]): Buffer {
+  const body = Buffer.concat([latin1('WEBP'), ...chunks])
+  return Buffer.concat([latin1('RIFF'), u32le(body.length), body])
+}
+
+function webpChunk(type: string, data: Buffer): Buffer {
+  return Buffer.concat([latin1(type), u32le(data.length), data, data.length % 2 ? Buffer.alloc(1) : Buffer.alloc(0)])
+}
+
+/** VP8L: signature 0x2F, then width - 1 (14 bits), height - 1 (14 bits), alpha (1), version 0 (3), little-endian. */
+function webpLossless(width: number, height: number, version = 0): Buffer {
+  const bits = ((width - 1) | ((height - 1) << 14) | (1 << 28) | (version << 29)) >>> 0
+  return webpChunk('VP8L', Buffer.concat([Buffer.from([0x2f]), u32le(bits), Buffer.from([0, 0, 0])]))
+}
+
+/** VP8 key frame: frame tag (bit 0 clear: a key frame), start code 9D 01 2A, width and height in 14 bits with 2 bits of scaling above. */
+function webpLossy(width: number, height: number): Buffer {
+  const data = Buffer.concat([Buffer.from([0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a]), u16le(width | (1 << 14)), u16le(height | (2 << 14)), Buffer.alloc(8)])
+  return webpChunk('VP8 ', data)
+}
+
+/** VP8X: flags, 3 reserved bytes, canvas width - 1 and height - 1 in 24 bits each, little-endian. */
+function webpExtended(width: number, height: number): Buffer {
+  const w = width - 1
+  const h = height - 1
+  const data = Buffer.from([0x10, 0, 0, 0, w & 0xff, (w >> 8) & 0xff, w >> 16, h & 0xff, (h >> 8) & 0xff, h >> 16])
+  return webpChunk('VP8X', data)
+}
+
+async function ok(tools: readonly AgentTool[], name: string, input: unknown): Promise<Json> {
+  const outcome = await callTool(tools, name, input)
+  if (outcome.isError) throw new Error(`${name} failed: ${outcome.error.code} ${outcome.error.message}`)
+  expect(JSON.parse(JSON.stringify(outcome))).toEqual(outcome) // plain JSON, as a model receives it
+  return outcome.result
+}
+
+async function fails(tools: readonly AgentTool[], name: string, input: unknown): Promise<Extract<ToolResult, { isError: true }>['error']> {
+  const outcome = await callTool(tools, name, input)
+  if (!outcome.isError) throw new Error(`${name} succeeded: ${JSON.stringify(outcome.result).slice(0, 200)}`)
+  return outcome.error
+}
+
+const images = {
+  '/shots/screen': png(3, 2), // no extension: known by its bytes
+  '/shots/photo.png': jpeg(640, 480), // a JPEG whatever its name says
+  '/shots/progressive.jpg': jpeg(1, 65535, 0xc2),
+  '/shots/anim.gif': gif(300, 2),
+  '/shots/old.gif': gif(1, 1, '87a'),
+  '/shots/lossless.webp': riff([webpLossless(16384, 3)]),
+  '/shots/lossy.webp': riff([webpLossy(1000, 750)]),
+  '/shots/extended.webp': riff([webpExtended(16777216, 5), webpLossless(16, 5)]),
+}
+
+describe('the image headers, as the formats define them', () => {
+  it('the PNG built here is what file(1) reads, and its CRCs are the ones zlib computes', () => {
+    const bytes = png(3, 2)
+    expect(crc32(bytes.subarray(12, 29))).toBe(zlib.crc32(bytes.subarray(12, 29)))
+    const probe = spawnSync('file', ['-b', '-'], { input: bytes, encoding: 'utf8' })
+    if (probe.error) return // file(1) not installed: the sizes below stand on the specifications alone
+    expect(probe.stdout).toMatch(/^PNG image data, 3 x 2, 8-bit\/color RGB/)
+    expect(spawnSync('file', ['-b', '-'], { input: gif(300, 2), encoding: 'utf8' }).stdout).toMatch(/GIF image data, version 89a, 300 x 2/)
+    expect(spawnSync('file', ['-b', '-'], { input: jpeg(640, 480, 0xc0, false), encoding: 'utf8' }).stdout).toMatch(/JPEG image data.*baseline, precision 8, 640x480/)
+    expect(jpegSize(jpeg(640, 480, 0xc0, false))).toEqual(jpegSize(jpeg(640, 480)))
+    expect(spawnSync('file', ['-b', '-'], { input: riff([webpLossless(16384, 3)]), encoding: 'utf8' }).stdout).toMatch(/Web\/P image/)
+    // file(1) reads VP8's size too, without its scaling bits.
+    expect(spawnSync('file', ['-b', '-'], { input: riff([webpLossy(1000, 750)]), encoding: 'utf8' }).stdout).toMatch(/Web\/P image, VP8 encoding, 1000x750/)
+  })
+
+  it('reads each format by its magic bytes', () => {
+    const expected: Record<string, [string, number, number]> = {
+      '/shots/screen': ['image/png', 3, 2],
+      '/shots/photo.png': ['image/jpeg', 640, 480],
+      '/shots/progressive.jpg': ['image/jpeg', 1, 65535],
+      '/shots/anim.gif': ['image/gif', 300, 2],
+      '/shots/old.gif': ['image/gif', 1, 1],
+      '/shots/lossless.webp': ['image/webp', 16384, 3],
+      '/shots/lossy.webp': ['image/webp', 1000, 750],
+      '/shots/extended.webp': ['image/webp', 16777216, 5],
+    }
+    for (const [name, bytes] of Object.entries(images)) {
+      const type = imageMimeType(bytes)!
+      expect([name, type, imageSize(bytes, type).width, imageSize(bytes, type).height]).toEqual([name, ...expected[name]])
+    }
+    for (const other of ['<svg xmlns="http://www.w3.org/2000/svg"/>', 'RIFF....WAVE', 'GIF8', '\x89PNG\r\n']) expect(imageMimeType(latin1(other))).toBeUndefined()
+  })
+
+  it('refuses every header cut short, at each length, rather than guessing a size', () => {
+    const cases: [Buffer, (bytes: Uint8Array) => unknown, number][] = [
+      [png(3, 2), pngSize, 33], // signature, IHDR length, type, 13 bytes, CRC
+      [gif(300, 2), gifSize, 13],
+      // A WebP's RIFF size gives the whole file: cut anywhere, it is refused as cut short.
+      [riff([webpLossless(16, 3)]), webpSize, riff([webpLossless(16, 3)]).length],
+      [riff([webpLossy(16, 3)]), webpSize, riff([webpLossy(16, 3)]).length],
+      [riff([webpExtended(16, 3)]), webpSize, riff([webpExtended(16, 3)]).length],
+      [jpeg(640, 480), jpegSize, jpeg(640, 480).indexOf(Buffer.from([0xff, 0xc0])) + 9],
+    ]
+    let cut = 0
+    for (const [bytes, size, header] of cases) {
+      expect(() => size(bytes.subarray(0, header))).not.toThrow()
+      for (let length = 0; length < header; length++) {
+        expect(() => size(bytes.subarray(0, length))).toThrow(ImageHeaderError)
+        cut++
+      }
+    }
+    expect(cut).toBeGreaterThan(100)
+    expect(() => pngSize(png(3, 2).subarray(0, 20))).toThrow('its header is cut short: the IHDR chunk needs 33 bytes and the file has 20')
+  })
+
+  it('refuses headers that do not hold together', () => {
+    const damaged = png(3, 2)
+    damaged[19] ^= 1 // the width's last byte: the IHDR CRC no longer matches
+    expect(() => pngSize(damaged)).toThrow(/IHDR chunk's CRC is 0x[0-9a-f]{8} where its bytes give 0x[0-9a-f]{8}/)
+    expect(() => pngSize(Buffer.concat([png(3, 2).subarray(0, 8), pngChunk('IDAT', Buffer.alloc(13))]))).toThrow("its first PNG chunk is 'IDAT' of 13 bytes where IHDR of 13 bytes must be")
+    expect(() => pngSize(pngHeader(0, 2))).toThrow('0×2 pixels')
+    expect(() => pngSize(pngHeader(0x80000000, 1))).toThrow('past the 2^31 - 1')
+    expect(pngSize(pngHeader(0x7fffffff, 1))).toEqual({ width: 0x7fffffff, height: 1 })
+    // A scan before any frame header.
+    const noFrame = Buffer.concat([Buffer.from([0xff, 0xd8]), jpegSegment(0xda, Buffer.alloc(10)), Buffer.from([0xff, 0xd9])])
+    expect(() => jpegSize(noFrame)).toThrow('a scan (SOS) at byte 2 before any frame header (SOFn)')
+    expect(() => jpegSize(Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x01, 0, 0]))).toThrow('gives a length of 1')
+    expect(() => jpegSize(Buffer.from([0xff, 0xd8, 0x00, 0xe0]))).toThrow('does not start with a marker')
+    expect(() => jpegSize(jpeg(640, 0))).toThrow('DNL marker')
+    expect(() => webpSize(riff([webpLossless(16, 3, 1)]))).toThrow('version 1')
+    expect(() => webpSize(riff([webpChunk('ALPH', Buffer.alloc(10))]))).toThrow("its first WebP chunk is 'ALPH'")
+    const longer = riff([webpLossless(16, 3)])
+    longer.writeUInt32LE(longer.length, 4) // the RIFF size claims 8 bytes more than there are
+    expect(() => webpSize(longer)).toThrow(`it is cut short: its RIFF header gives ${longer.length + 8} bytes and the file has ${longer.length}`)
+    const chunkPast = riff([webpLossless(16, 3)])
+    chunkPast.writeUInt32LE(100, 16)
+    expect(() => webpSize(chunkPast)).toThrow("its first WebP chunk 'VP8L' gives 100 bytes, past the end of its RIFF container")
+    const notKey = riff([webpLossy(16, 3)])
+    notKey[20] |= 1
+    expect(() => webpSize(notKey)).toThrow('key frame')
+  })
+})
+
