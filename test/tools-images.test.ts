@@ -279,3 +279,87 @@ describe('the image headers, as the formats define them', () => {
   })
 })
 
+describe('read_file of an image', () => {
+  let ws: Workspace
+  let tools: AgentTool[]
+
+  beforeAll(async () => {
+    ws = await Workspace.open({
+      lower: {
+        ...images,
+        '/shots/cut.png': png(3, 2).subarray(0, 24),
+        '/shots/logo.svg': '<svg xmlns="http://www.w3.org/2000/svg" width="3" height="2"/>\n',
+        '/notes/gif.txt': 'GIF89a is the version of GIF with extensions\n',
+        '/bin/tool': new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, 0, 0]),
+      },
+    })
+    tools = createAgentTools(ws)
+  })
+
+  it('returns the image whole, in base64, with its type and pixel size', async () => {
+    for (const [name, bytes] of Object.entries(images)) {
+      const result = await ok(tools, 'read_file', { path: name })
+      expect(Object.keys(result)).toEqual(['path', 'type', 'mime_type', 'bytes', 'width', 'height', 'data'])
+      expect(result).toMatchObject({ path: name, type: 'image', mime_type: imageMimeType(bytes), bytes: bytes.length })
+      expect(Buffer.from(result.data, 'base64').equals(bytes)).toBe(true)
+      expect(result.data).toBe(bytes.toString('base64'))
+    }
+    expect(await ok(tools, 'read_file', { path: '/shots/screen' })).toMatchObject({ width: 3, height: 2 })
+  })
+
+  it('ignores offset and limit for an image, as Claude Code does', async () => {
+    const whole = await ok(tools, 'read_file', { path: '/shots/anim.gif' })
+    expect(await ok(tools, 'read_file', { path: '/shots/anim.gif', offset: 5, limit: 1 })).toEqual(whole)
+  })
+
+  it('refuses a damaged image saying what is wrong; other binary files as before; SVG and text that starts like a GIF are text', async () => {
+    expect(await fails(tools, 'read_file', { path: '/shots/cut.png' })).toEqual({
+      code: 'EBINARY',
+      message: "'/shots/cut.png' starts as a PNG image (24 bytes), but its header is cut short: the IHDR chunk needs 33 bytes and the file has 24; read_file cannot show it",
+    })
+    expect(await fails(tools, 'read_file', { path: '/bin/tool' })).toEqual({ code: 'EBINARY', message: "'/bin/tool' is a binary file (10 bytes); these tools read and edit text only" })
+    expect(await ok(tools, 'read_file', { path: '/shots/logo.svg' })).toMatchObject({ content: '<svg xmlns="http://www.w3.org/2000/svg" width="3" height="2"/>', total_lines: 1 })
+    expect(await ok(tools, 'read_file', { path: '/notes/gif.txt' })).toMatchObject({ content: 'GIF89a is the version of GIF with extensions' })
+    // Editing is still text only.
+    expect(await fails(tools, 'edit_file', { path: '/shots/screen', old_string: 'PNG', new_string: 'GIF' })).toMatchObject({ code: 'EBINARY' })
+  })
+
+  it('says in its description and schema what it does with images', () => {
+    const read = tools.find((tool) => tool.name === 'read_file')!
+    expect(read.description).toContain('PNG, JPEG, GIF or WebP')
+    expect(read.description).toContain('offset and limit are ignored')
+    expect(read.description).toContain(String(DEFAULT_IMAGE_BYTES))
+    const validate = new Ajv2020({ strict: false }).compile(read.inputSchema)
+    expect([validate({ path: '/shots/screen' }), validate({ path: '/a', offset: 1, limit: 1 }), validate({ path: '/a', offset: 0 }), validate({ file_path: '/a' })]).toEqual([true, true, false, false])
+    expect(read.inputSchema).toMatchObject({ type: 'object', additionalProperties: false, required: ['path'] })
+    expect(read.inputSchema).toMatchObject({ properties: { offset: { description: expect.stringContaining('ignored for an image') }, limit: { description: expect.stringContaining('ignored for an image') } } })
+  })
+})
+
+describe('the image size cap and the result budget', () => {
+  it('refuses an image over the cap (default 3.75 MiB) with its size and how to make a smaller copy', async () => {
+    const big = png(40, 30, DEFAULT_IMAGE_BYTES) // over the cap by its other chunks
+    const ws = await Workspace.open({ lower: { '/img/big.png': big } })
+    const error = await fails(createAgentTools(ws), 'read_file', { path: '/img/big.png' })
+    expect(error).toMatchObject({ code: 'EFBIG', details: { bytes: big.length, max_bytes: 3932160, width: 40, height: 30 } })
+    expect(error.message).toContain(`'/img/big.png' is a 40×30 PNG image of ${big.length} bytes (3.75 MiB), over the 3932160 bytes (3.75 MiB)`)
+    expect(error.message).toContain("run_command and read that, e.g. with ImageMagick in cwd '/img': convert 'big.png' -resize 50% -quality 85 'big-small.jpg'")
+    // budget.imageBytes moves the cap; an image at it exactly is returned.
+    const exact = createAgentTools(ws, { budget: { imageBytes: big.length } })
+    expect((await ok(exact, 'read_file', { path: '/img/big.png' })).bytes).toBe(big.length)
+    expect(await fails(createAgentTools(ws, { budget: { imageBytes: big.length - 1 } }), 'read_file', { path: '/img/big.png' })).toMatchObject({ code: 'EFBIG' })
+    for (const bad of [0, 1.5, Number.NaN]) expect(() => createAgentTools(ws, { budget: { imageBytes: bad } })).toThrow('budget.imageBytes must be a whole number of bytes')
+  })
+
+  it('the base64 is not cut by the character budget of results, whatever the budget', async () => {
+    const image = png(5, 4, 1_000_000) // 1.33 M characters of base64, far past readChars (100 000)
+    const ws = await Workspace.open({ lower: { '/img/wide.png': image } })
+    for (const budget of [{}, { chars: 1000, readChars: 1000 }]) {
+      const result = await ok(createAgentTools(ws, { budget }), 'read_file', { path: '/img/wide.png' })
+      expect(result).toMatchObject({ type: 'image', width: 5, height: 4, bytes: image.length })
+      expect(result.truncated_to_budget).toBeUndefined()
+      expect(result.data).toBe(image.toString('base64'))
+    }
+  })
+})
+

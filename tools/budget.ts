@@ -4,6 +4,7 @@
  * fit their long parts with these helpers and say how to ask for more (offset, path); `fitJson` is
  * the one guard every result passes through last, whatever the tool.
  */
+import { DEFAULT_IMAGE_BYTES, isImageResult } from './images.js'
 import type { ToolError, ToolResult } from './result.js'
 import type { AgentTool } from './tool.js'
 
@@ -19,11 +20,17 @@ export interface BudgetOptions {
   chars?: number
   /** Characters of file content read_file returns in one call (default 100 000). */
   readChars?: number
+  /**
+   * Bytes of an image read_file returns at most (default 3.75 MiB: its base64 is the 5 MiB the
+   * Anthropic API takes for one image); a larger one is refused. The base64 is not counted in `chars`.
+   */
+  imageBytes?: number
 }
 
 export interface Budget {
   readonly chars: number
   readonly readChars: number
+  readonly imageBytes: number
 }
 
 export function resolveBudget(options: BudgetOptions = {}): Budget {
@@ -33,7 +40,9 @@ export function resolveBudget(options: BudgetOptions = {}): Budget {
     return value
   }
   const chars = check(options.chars, 'chars', DEFAULT_RESULT_CHARS)
-  return { chars, readChars: check(options.readChars, 'readChars', Math.max(DEFAULT_READ_CHARS, chars)) }
+  const { imageBytes = DEFAULT_IMAGE_BYTES } = options
+  if (!Number.isSafeInteger(imageBytes) || imageBytes < 1) throw new RangeError(`rewindfs/tools: budget.imageBytes must be a whole number of bytes, at least 1; got ${String(imageBytes)}`)
+  return { chars, readChars: check(options.readChars, 'readChars', Math.max(DEFAULT_READ_CHARS, chars)), imageBytes }
 }
 
 /** Characters of a value's JSON, as the model receives it (compact). */
@@ -178,12 +187,20 @@ function cutString(value: string, limit: number): string {
   }
 }
 
-/** The tool with every answer, errors included, passed through fitJson (the one guard for all tools). */
+/**
+ * The tool with every answer, errors included, passed through fitJson (the one guard for all tools).
+ * An image's base64 (read_file) is left whole and uncounted: cut, it would be no image at all, and
+ * budget.imageBytes governs its size; the rest of that answer is fitted as any other.
+ */
 export function withinBudget(tool: AgentTool, chars: number): AgentTool {
   return {
     ...tool,
     async run(input: unknown): Promise<ToolResult> {
       const outcome = await tool.run(input)
+      if (!outcome.isError && isImageResult(outcome.result)) {
+        const { data, ...rest } = outcome.result
+        return jsonSize(rest) <= chars ? outcome : { isError: false, result: { ...(fitJson(rest, chars) as object), data } }
+      }
       if (!outcome.isError) return jsonSize(outcome.result) <= chars ? outcome : { isError: false, result: fitJson(outcome.result, chars) }
       return jsonSize(outcome.error) <= chars ? outcome : { isError: true, error: fitJson(outcome.error, chars) as ToolError }
     },

@@ -5,9 +5,10 @@
  */
 import { decode, isProbablyText } from '../src/bytes.js'
 import type { TransactionType } from '../src/engine/transaction.js'
-import { dirname } from '../src/path.js'
+import { basename, dirname } from '../src/path.js'
 import type { Workspace } from '../src/workspace.js'
 import { type Budget, Room } from './budget.js'
+import { IMAGE_FORMATS, ImageHeaderError, type ImageResult, type ImageSize, imageMimeType, imageSize, toBase64 } from './images.js'
 import { lastSeq, recordedSince, resolvePath } from './operations.js'
 import { ToolFailure } from './result.js'
 import { deletePathInput, editFileInput, insertTextInput, listDirectoryInput, movePathInput, readFileInput, writeFileInput } from './schemas.js'
@@ -103,7 +104,10 @@ function firstNonUtf8(bytes: Uint8Array): number {
  * over 8 KiB with a Latin-1 byte came back from edit_file with every such byte turned into U+FFFD.
  */
 async function readText(ws: Workspace, path: string, exact = false): Promise<string> {
-  const bytes = await ws.fs.promises.readFile(path)
+  return textOf(path, await ws.fs.promises.readFile(path), exact)
+}
+
+function textOf(path: string, bytes: Uint8Array, exact: boolean): string {
   if (!isProbablyText(bytes)) throw new ToolFailure('EBINARY', `'${path}' is a binary file (${bytes.byteLength} bytes); these tools read and edit text only`)
   const text = decode(bytes)
   if (exact) {
@@ -118,6 +122,43 @@ async function readText(ws: Workspace, path: string, exact = false): Promise<str
     }
   }
   return text
+}
+
+/**
+ * An image file as read_file shows it (PNG, JPEG, GIF, WebP by their magic bytes), or undefined
+ * for any other file. Text is asked first: a text file may start with 'GIF89a' or 'RIFF', while a
+ * real image never reads as text (its first 8 KiB hold a NUL or a byte that is not UTF-8). A
+ * damaged header, or an image over budget.imageBytes, is refused saying what is wrong.
+ */
+function imageOf(path: string, bytes: Uint8Array, budget: Budget): ImageResult | undefined {
+  if (isProbablyText(bytes)) return undefined
+  const mimeType = imageMimeType(bytes)
+  if (mimeType === undefined) return undefined
+  let size: ImageSize
+  try {
+    size = imageSize(bytes, mimeType)
+  } catch (error) {
+    if (!(error instanceof ImageHeaderError)) throw error
+    throw new ToolFailure('EBINARY', `'${path}' starts as a ${IMAGE_FORMATS[mimeType]} image (${bytes.byteLength} bytes), but ${error.message}; read_file cannot show it`)
+  }
+  const { width, height } = size
+  if (bytes.byteLength > budget.imageBytes) {
+    const name = basename(path)
+    const dot = name.lastIndexOf('.')
+    const small = `${dot > 0 ? name.slice(0, dot) : name}-small.jpg`
+    throw new ToolFailure(
+      'EFBIG',
+      `'${path}' is a ${width}×${height} ${IMAGE_FORMATS[mimeType]} image of ${bytes.byteLength} bytes (${mebibytes(bytes.byteLength)}), over the ${budget.imageBytes} bytes ` +
+        `(${mebibytes(budget.imageBytes)}) read_file returns for an image (its base64 must stay within the 5 MB the model's API takes). ` +
+        `Make a smaller copy with run_command and read that, e.g. with ImageMagick in cwd '${dirname(path)}': convert '${name}' -resize 50% -quality 85 '${small}' (then delete the copy)`,
+      { bytes: bytes.byteLength, max_bytes: budget.imageBytes, width, height },
+    )
+  }
+  return { path, type: 'image', mime_type: mimeType, bytes: bytes.byteLength, width, height, data: toBase64(bytes) }
+}
+
+function mebibytes(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(2)} MiB`
 }
 
 /**
@@ -206,14 +247,20 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
   return [
     defineTool(
       'read_file',
-      'Read a text file. Returns its lines from offset (1-based) up to limit lines (default 2000) and at most ' +
+      'Read a text file, or an image. Returns its lines from offset (1-based) up to limit lines (default 2000) and at most ' +
         `${budget.readChars} characters, with the total line count; when truncated is true, call again with next_offset. ` +
         `A line longer than ${LINE_CHARS} characters (minified code) is cut to its first ${LINE_CHARS}: line_truncated is then true and truncated_lines lists those lines. ` +
-        "A file whose lines end in CRLF is shown with LF line ends and line_endings: 'crlf'; edits keep its CRLF.",
+        "A file whose lines end in CRLF is shown with LF line ends and line_endings: 'crlf'; edits keep its CRLF. " +
+        "A PNG, JPEG, GIF or WebP image (known by its content, not its name) is returned whole as an image for you to see, with type: 'image', " +
+        `mime_type, bytes, width and height in pixels (offset and limit are ignored); one over ${budget.imageBytes} bytes is refused. Other binary files are refused (EBINARY); SVG is text.`,
       readFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
-        const view = viewOf(await readText(ws, path))
+        const bytes = await fs.readFile(path)
+        // offset and limit count lines: an image is shown whole whatever they say, as Claude Code's Read does.
+        const image = imageOf(path, bytes, budget)
+        if (image) return image
+        const view = viewOf(textOf(path, bytes, false))
         const all = lines(view.text)
         const start = input.offset ?? 1
         if (start > Math.max(1, all.length)) throw new ToolFailure('EOUTOFRANGE', `offset ${start} is past the end of '${path}', which has ${all.length} lines`)

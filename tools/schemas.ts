@@ -25,8 +25,8 @@ const includeIgnored = z.boolean().default(false).describe('Also what .gitignore
 
 export const readFileInput = z.strictObject({
   path,
-  offset: z.number().int().min(1).optional().describe('First line to return, counting from 1 (default 1)'),
-  limit: z.number().int().min(1).optional().describe('Most lines to return (default 2000)'),
+  offset: z.number().int().min(1).optional().describe('First line to return, counting from 1 (default 1); ignored for an image, which comes whole'),
+  limit: z.number().int().min(1).optional().describe('Most lines to return (default 2000); ignored for an image'),
 })
 
 export const writeFileInput = z.strictObject({
