@@ -16,6 +16,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { type CallToolResult, ErrorCode, type JSONRPCRequest, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js'
+import { isImageResult } from '../tools/images.js'
 import { type AgentTool, callTool, createAgentTools } from '../tools/index.js'
 import type { ToolError, ToolResult } from '../tools/result.js'
 import type { Options } from './arguments.js'
@@ -40,8 +41,16 @@ function inWorkspaceTerms(outcome: ToolResult, root: string): ToolResult {
   return { isError: true, error: JSON.parse(scrubbed) as ToolError }
 }
 
-/** The MCP answer for one tool run: the result or error as JSON text. */
+/**
+ * The MCP answer for one tool run: the result or error as JSON text. An image (read_file) is an
+ * image content item, which the client shows the model as a picture, and the rest of its result
+ * as JSON text beside it (the base64 as text would be 5 MB of characters the model cannot see).
+ */
 function toCallToolResult(outcome: ToolResult): CallToolResult {
+  if (!outcome.isError && isImageResult(outcome.result)) {
+    const { data, ...rest } = outcome.result
+    return { isError: false, content: [{ type: 'image', data, mimeType: rest.mime_type }, { type: 'text', text: JSON.stringify(rest) }] }
+  }
   const body = outcome.isError ? { error: outcome.error } : outcome.result
   // Compact: the result budget counts characters of compact JSON, and indentation would add a third.
   return { isError: outcome.isError, content: [{ type: 'text', text: JSON.stringify(body ?? null) }] }

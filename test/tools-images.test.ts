@@ -363,3 +363,50 @@ describe('the image size cap and the result budget', () => {
   })
 })
 
+describe('rewindfs mcp: read_file of an image', () => {
+  let tmp: string
+  let client: Client
+
+  beforeAll(async () => {
+    await buildCli()
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-mcp-images-'))
+    fs.mkdirSync(path.join(tmp, 'shots'))
+    fs.writeFileSync(path.join(tmp, 'shots/screen.png'), png(3, 2))
+    fs.writeFileSync(path.join(tmp, 'shots/cut.png'), png(3, 2).subarray(0, 24))
+    const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp', '--dir', tmp], cwd: REPO, stderr: 'pipe' })
+    client = new Client({ name: 'rewindfs-test', version: '1.0.0' })
+    await client.connect(transport)
+  })
+
+  afterAll(async () => {
+    await client?.close()
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true })
+    removeCli()
+  })
+
+  it('answers with an image content item and the rest of the result as JSON text', async () => {
+    const result = (await client.callTool({ name: 'read_file', arguments: { path: 'shots/screen.png' } })) as CallToolResult
+    expect(result.isError).toBe(false)
+    expect(result.content).toEqual([
+      { type: 'image', data: png(3, 2).toString('base64'), mimeType: 'image/png' },
+      { type: 'text', text: expect.any(String) },
+    ])
+    const text = result.content[1]
+    if (text.type !== 'text') throw new Error('expected text')
+    expect(JSON.parse(text.text)).toEqual({ path: '/shots/screen.png', type: 'image', mime_type: 'image/png', bytes: png(3, 2).length, width: 3, height: 2 })
+  })
+
+  it('answers a damaged image with the error as text, as any error', async () => {
+    const result = (await client.callTool({ name: 'read_file', arguments: { path: 'shots/cut.png' } })) as CallToolResult
+    expect(result.isError).toBe(true)
+    expect(result.content).toHaveLength(1)
+    const [content] = result.content
+    if (content.type !== 'text') throw new Error('expected text')
+    expect(JSON.parse(content.text)).toMatchObject({ error: { code: 'EBINARY', message: expect.stringContaining('cut short') } })
+  })
+
+  it("lists read_file with a description that names images", async () => {
+    const { tools } = await client.listTools()
+    expect(tools.find((tool) => tool.name === 'read_file')!.description).toContain('PNG, JPEG, GIF or WebP')
+  })
+})
