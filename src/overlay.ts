@@ -4,8 +4,8 @@
  * these. Nothing here writes to the lower source.
  */
 import type { BlobStore } from './blob/store.js'
-import { FsError } from './errors.js'
-import type { EntryType, LowerSource, LowerStat, WalkerEntry } from './lower/source.js'
+import { type ErrnoCode, FsError } from './errors.js'
+import { type EntryType, type LowerSource, type LowerStat, type WalkerEntry, isNotLoaded } from './lower/source.js'
 import { changedSince, isListed, listedMark, settled } from './lower/listing.js'
 import {
   type DirNode,
@@ -445,7 +445,13 @@ export class Overlay {
    */
   resolve(path: string, syscall: string, follow: boolean, reportPath?: string, dest?: string, linkSyscall = syscall): Entry {
     if (reportPath !== undefined && tooLong(reportPath)) throw new FsError('ENAMETOOLONG', syscall, reportPath, dest)
-    const entry = this.walk(path, follow)
+    let entry: Entry | undefined
+    try {
+      entry = this.walk(path, follow)
+    } catch (error) {
+      // The source failed a lookup (EACCES under a directory this process may not search): the call's error.
+      throw reportPath === undefined ? error : callersError(error, syscall, reportPath, dest)
+    }
     if (entry !== undefined) return entry
     const code = this.failure
     throw new FsError(code, code !== 'ELOOP' && this.failureInLink ? linkSyscall : syscall, reportPath ?? path, dest)
@@ -454,6 +460,20 @@ export class Overlay {
   /** Like resolve, but undefined instead of an error: for checks on hot paths (no exception cost). */
   lookup(path: string, follow: boolean): Entry | undefined {
     return this.walk(path, follow)
+  }
+
+  /**
+   * lookup, where a lookup the source refused (EACCES under a directory this process may not
+   * search) is undefined too: for checks ahead of a call (an auto-checkpoint's), which leave the
+   * call to fail as Node names it. Contents not loaded yet still throw, for the caller to load.
+   */
+  peek(path: string, follow: boolean): Entry | undefined {
+    try {
+      return this.walk(path, follow)
+    } catch (error) {
+      if (isNotLoaded(error)) throw error
+      return undefined
+    }
   }
 
   /** Why the last walk found nothing, and whether in a symlink's target: kept here so a walk allocates no callback. */
@@ -548,7 +568,11 @@ export class Overlay {
     if (UNPLAIN.test(path) || UNPLAIN.test(other)) return undefined
     const target = this.resolveParent(other, syscall, reportPath, dest, dest)
     // The first name's path is `path` itself when the parent was reached without a symlink (then target.path is set).
-    return { source: this.child(target.parent!, path.slice(last + 1), target.path === undefined ? undefined : path), target }
+    try {
+      return { source: this.child(target.parent!, path.slice(last + 1), target.path === undefined ? undefined : path), target }
+    } catch (error) {
+      throw callersError(error, syscall, reportPath, dest)
+    }
   }
 
   /**
@@ -586,7 +610,12 @@ export class Overlay {
     if (nameTooLong(name)) throw new FsError('ENAMETOOLONG', syscall, reportPath, dest)
     // A plain path whose parent was reached without a symlink is the name's own path.
     const named = plain && parent.path === parentPath ? path : undefined
-    const existing = name === '.' || name === '..' ? undefined : this.child(parent, name, named)
+    let existing: Entry | undefined
+    try {
+      existing = name === '.' || name === '..' ? undefined : this.child(parent, name, named)
+    } catch (error) {
+      throw callersError(error, syscall, reportPath, dest)
+    }
     return { parent, name, trailingSlash, existing, path: named }
   }
 
@@ -705,6 +734,23 @@ export class Overlay {
       throw error
     }
     return names.every((name) => hidden !== undefined && mapGet(hidden, name) !== undefined)
+  }
+
+  /**
+   * Throws what reading a lower file throws (EACCES for one on disk this process may not read, mode
+   * 000), for open(2) and copyFile (libuv opens the source first), which fail there before anything
+   * is read or made. Only a file whose mode withholds read from someone is read: one readable by
+   * all is read when its bytes are wanted, not twice.
+   */
+  checkReadable(entry: Entry): void {
+    if (entry.node !== undefined || entry.lowerPath === null || entry.type !== 'file' || entry.lowerStat === undefined) return
+    if ((entry.lowerStat.mode & 0o444) === 0o444) return
+    try {
+      this.lower.readFile(entry.lowerPath)
+    } catch (error) {
+      // Contents an asynchronous source has not loaded yet: the read that wants them says so.
+      if (!isNotLoaded(error)) throw error
+    }
   }
 
   /**
@@ -1201,3 +1247,28 @@ const encoder = new TextEncoder()
 const byteLength = (text: string) => encoder.encode(text).byteLength
 
 export type { FileNode }
+
+/**
+ * A lower source's error as the call reports it: naming `path` (and `dest`), the caller's (Node
+ * names the path it was given: relative, with its slashes), with `syscall` (default: the
+ * source's), where the source named its own (the workspace's absolute path, the host's for a
+ * sync-fs source, or another after a rename); its detail kept. Told by its fields, not its class:
+ * an adapter may carry another copy of FsError (one built from the package's dist). Anything else
+ * (a code FsError does not know, an error with no syscall such as NotLoadedError) as it is.
+ */
+export function callersError(error: unknown, syscall: string | undefined, path: string, dest?: string): unknown {
+  if (!(error instanceof Error)) return error
+  const fields = error as Error & { code?: unknown; syscall?: unknown; path?: unknown; dest?: unknown }
+  const { code, message } = fields
+  if (typeof code !== 'string' || typeof fields.syscall !== 'string' || fields.dest !== undefined) return error
+  syscall ??= fields.syscall
+  if (error instanceof FsError && fields.syscall === syscall && fields.path === path && dest === undefined) return error
+  const start = `${code}: `
+  const end = typeof fields.path === 'string' ? `, ${fields.syscall} '${fields.path}'` : `, ${fields.syscall}`
+  const detail = message.startsWith(start) && message.endsWith(end) ? message.slice(start.length, message.length - end.length) : undefined
+  try {
+    return new FsError(code as ErrnoCode, syscall, path, dest, detail)
+  } catch {
+    return error
+  }
+}

@@ -63,9 +63,9 @@ export class Checkpoints {
   ) {
     const { overlay, journal, options } = context
     this.autoCheckpoints = new AutoCheckpoints(options.autoCheckpoint, {
-      isDirectory: (path) => overlay.lookup(path, false)?.type === 'dir',
+      isDirectory: (path) => overlay.peek(path, false)?.type === 'dir',
       isLowerFile: (path) => {
-        const entry = overlay.lookup(path, true)
+        const entry = overlay.peek(path, true)
         return entry?.type === 'file' && entry.node === undefined
       },
       lastCheckpoint: () => {

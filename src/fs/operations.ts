@@ -4,10 +4,10 @@
  * Node on Linux exactly; a real directory is the oracle in the differential tests.
  */
 import { type Encoding, concatBytes, decode, isEncoding, toCallerBytes } from '../bytes.js'
-import { type ErrnoCode, FsError, rangeError, systemError, typeError } from '../errors.js'
+import { FsError, rangeError, systemError, typeError } from '../errors.js'
 import { HostBuffer } from '../host.js'
-import { type Entry, type Overlay, type StatFields, pathTooLong } from '../overlay.js'
-import type { WalkerEntry } from '../lower/source.js'
+import { type Entry, type Overlay, type StatFields, callersError, pathTooLong } from '../overlay.js'
+import { type WalkerEntry, isNotLoaded } from '../lower/source.js'
 import { absolute, basename, components, dirname, isWithin, join, joinLexically, normalize } from '../path.js'
 import {
   accessModeArgument,
@@ -483,7 +483,7 @@ export class FsOperations {
     const encoding = encodingOption(options, 'utf8')
     const entry = this.overlay.resolve(path, 'readlink', false, given)
     if (entry.type !== 'symlink') throw new FsError('EINVAL', 'readlink', given)
-    const target = this.overlay.readLink(entry)
+    const target = this.named('readlink', given, undefined, () => this.overlay.readLink(entry))
     this.accessed(entry)
     return encodedName(target, encoding)
   }
@@ -552,10 +552,19 @@ export class FsOperations {
     const type = (opts as Options).type || ''
     if (typeof type !== 'string') throw typeError('ERR_INVALID_ARG_TYPE', `The "options.type" property must be of type string.${describeReceived(type)}`)
     const { given, path } = this.path(file, 'open')
-    const entry = pathTooLong(given) ? undefined : this.overlay.lookup(path, true)
+    let entry: Entry | undefined
+    try {
+      entry = pathTooLong(given) ? undefined : this.overlay.lookup(path, true)
+    } catch (error) {
+      // A lookup the source refused (EACCES under a directory it may not search): Node's stat fails so too.
+      if (isNotLoaded(error)) throw error
+      entry = undefined
+    }
     if (!entry) throw typeError('ERR_INVALID_ARG_VALUE', 'Unable to open file as blob')
     if (entry.type === 'dir') return Promise.reject(new FsError('EISDIR', 'read'))
-    const bytes = this.overlay.readBytes(entry)
+    // Node's Blob reads the file when it is read; this one reads it now, and names the path as given.
+    const found = entry
+    const bytes = this.named('open', given, undefined, () => this.overlay.readBytes(found))
     this.accessed(entry)
     return Promise.resolve(new Blob([bytes as Uint8Array<ArrayBuffer>], { type }))
   }
@@ -592,7 +601,7 @@ export class FsOperations {
     // Writing nothing without truncating changes nothing: not the content, the times or a watcher.
     if (bytes.byteLength === 0 && (flags & O_TRUNC) === 0) return
     const append = (flags & O_APPEND) !== 0
-    const current = append || (flags & O_TRUNC) === 0 ? this.overlay.readBytes(entry) : new Uint8Array(0)
+    const current = append || (flags & O_TRUNC) === 0 ? this.named('open', given, undefined, () => this.overlay.readBytes(entry)) : new Uint8Array(0)
     this.checkSize(append ? current.byteLength + bytes.byteLength : Math.max(current.byteLength, bytes.byteLength), 'write', given)
     // The caller's bytes are copied only if the store does not hold that content already.
     if (append) this.overlay.setContent(entry, concatBytes([current, bytes]))
@@ -787,7 +796,7 @@ export class FsOperations {
     const mark = this.changes.mark()
     const ino = this.overlay.meta(moving).ino
     // The slot moves as it is: a hard-link name stays a name of its inode, a directory keeps its links.
-    const node = this.overlay.slotNode(moving)
+    const node = this.named('rename', from.given, to.given, () => this.overlay.slotNode(moving))
     this.overlay.remove(source.parent, source.name, true)
     this.overlay.put(target.parent, target.name, node)
     const gone = replaced && { type: replaced.type, ino: this.overlay.meta(replaced).ino }
@@ -802,6 +811,8 @@ export class FsOperations {
     const to = this.path(dest, 'copyfile', 'dest')
     const flags = accessModeArgument(mode, 0)
     const source = this.overlay.resolve(from.path, 'copyfile', true, from.given, to.given)
+    // libuv opens the source first: one on disk this process may not read fails before the destination is touched.
+    this.named('copyfile', from.given, to.given, () => this.overlay.checkReadable(source))
     // The kernel opens the destination before it finds the source is a directory.
     const target = this.overlay.resolveParent(to.path, 'copyfile', from.given, to.given, to.given)
     // open(2) with O_CREAT refuses a trailing slash before anything else; O_EXCL does not follow
@@ -831,7 +842,7 @@ export class FsOperations {
     }
     // libuv stops once it finds the destination is the source (a link to it, another of its names): nothing changes.
     if (existing && (flags & constants.COPYFILE_EXCL) === 0 && this.overlay.meta(existing).ino === this.overlay.meta(source).ino) return
-    this.copyFileEntry(source, existing, target.parent, target.name)
+    this.named('copyfile', from.given, to.given, () => this.copyFileEntry(source, existing, target.parent!, target.name))
     // What libuv's copy does, step by step, as watchers see it: open (O_CREAT), ftruncate (not with
     // COPYFILE_EXCL), fchmod, then the data.
     const steps: NotificationKind[] = created ? ['create'] : []
@@ -925,7 +936,7 @@ export class FsOperations {
     }
     if (source.type === 'symlink' && !target) {
       // Node's onLink without a destination: symlink(2) on the path as given.
-      const link = this.overlay.readLink(source)
+      const link = this.named('readlink', from.given, undefined, () => this.overlay.readLink(source))
       this.symlink(opts.verbatimSymlinks || link.startsWith('/') ? link : normalize(join(dirname(source.path), link)), to.given)
       return
     }
@@ -995,7 +1006,7 @@ export class FsOperations {
       return
     }
     if (source.type === 'symlink') {
-      const link = this.overlay.readLink(source)
+      const link = this.named('readlink', src, undefined, () => this.overlay.readLink(source))
       // Like Node: a relative target is made absolute against the source's directory.
       const target = opts.verbatimSymlinks || link.startsWith('/') ? link : normalize(join(dirname(source.path), link))
       if (existing) {
@@ -1021,7 +1032,7 @@ export class FsOperations {
     // Node's onFile: with force it unlinks what is there, then copyFile(2) and chmod: a new inode.
     if (existing) this.overlay.remove(parent, name)
     const mark = this.changes.mark()
-    this.copyFileEntry(source, undefined, parent, name, opts.preserveTimestamps === true)
+    this.named('copyfile', src, dest, () => this.copyFileEntry(source, undefined, parent, name, opts.preserveTimestamps === true))
     const steps: NotificationKind[] = ['create', 'modify', 'attrib']
     if (this.overlay.size(source) > 0) steps.push('modify')
     this.changes.override(mark, join(parent.path, name), [...steps, 'attrib'])
@@ -1061,7 +1072,7 @@ export class FsOperations {
     if (target.trailingSlash) throw new FsError('ENOENT', 'link', from.given, to.given)
     if (source.type === 'dir') throw new FsError('EPERM', 'link', from.given, to.given)
     const mark = this.changes.mark()
-    const linkPath = this.overlay.link(source, target.parent, target.name, target.path)
+    const linkPath = this.named('link', from.given, to.given, () => this.overlay.link(source, target.parent!, target.name, target.path))
     // inotify: IN_CREATE for the new name; the inode's link count is an IN_ATTRIB only on the inode.
     this.changes.override(mark, source.path, [])
     this.changes.override(mark, linkPath, ['create'])
@@ -1071,7 +1082,7 @@ export class FsOperations {
     const { given, path } = this.path(file, 'chmod')
     const bits = modeArgument(mode, 'mode')
     const entry = this.overlay.resolve(path, 'chmod', true, given)
-    this.changeMeta(entry, { mode: bits & 0o7777, ctimeMs: this.overlay.now() })
+    this.named('chmod', given, undefined, () => this.changeMeta(entry, { mode: bits & 0o7777, ctimeMs: this.overlay.now() }))
   }
 
   chown(file: unknown, uid: unknown, gid: unknown, follow = true): void {
@@ -1079,7 +1090,7 @@ export class FsOperations {
     const u = validateInteger(uid, 'uid', -1, 4294967295)
     const g = validateInteger(gid, 'gid', -1, 4294967295)
     const entry = this.overlay.resolve(path, follow ? 'chown' : 'lchown', follow, given)
-    this.changeMeta(entry, owner(this.overlay.meta(entry), u, g, this.overlay.now(), entry.type === 'dir'))
+    this.named(follow ? 'chown' : 'lchown', given, undefined, () => this.changeMeta(entry, owner(this.overlay.meta(entry), u, g, this.overlay.now(), entry.type === 'dir')))
   }
 
   lchown(file: unknown, uid: unknown, gid: unknown): void {
@@ -1092,7 +1103,7 @@ export class FsOperations {
     const atimeMs = timeArgument(atime, 'time')
     const mtimeMs = timeArgument(mtime, 'time')
     const entry = this.overlay.resolve(path, follow ? 'utime' : 'lutime', follow, given)
-    this.setTimes(entry, { atimeMs, mtimeMs, ctimeMs: this.overlay.now() })
+    this.named(follow ? 'utime' : 'lutime', given, undefined, () => this.setTimes(entry, { atimeMs, mtimeMs, ctimeMs: this.overlay.now() }))
   }
 
   lutimes(file: unknown, atime: unknown, mtime: unknown): void {
@@ -1106,7 +1117,8 @@ export class FsOperations {
     const entry = this.overlay.resolve(path, 'open', true, given)
     if (entry.type === 'dir') throw new FsError('EISDIR', 'open', given)
     this.checkSize(length, 'ftruncate', given)
-    this.overlay.setContent(entry, resize(this.overlay.readBytes(entry), length))
+    // Node's truncate opens the file 'r+' first: one on disk this process may not read fails there.
+    this.overlay.setContent(entry, resize(this.named('open', given, undefined, () => this.overlay.readBytes(entry)), length))
   }
 
   // ---- descriptors -------------------------------------------------------------------------------
@@ -1145,7 +1157,7 @@ export class FsOperations {
         if (flags & O_EXCL) throw new FsError('EEXIST', 'open', given)
         if (flags & O_NOFOLLOW) throw new FsError('ELOOP', 'open', given)
         if (links >= 40) throw new FsError('ELOOP', 'open', given)
-        const link = this.overlay.readLink(existing)
+        const link = this.named('open', given, undefined, () => this.overlay.readLink(existing))
         target = link.startsWith('/') ? link : join(parent.path, link)
         continue
       }
@@ -1167,6 +1179,8 @@ export class FsOperations {
     if (entry.type === 'symlink') throw new FsError('ELOOP', 'open', given)
     if (entry.type === 'dir' && (writable || flags & O_CREAT)) throw new FsError('EISDIR', 'open', given)
     if (flags & O_DIRECTORY && entry.type !== 'dir') throw new FsError('ENOTDIR', 'open', given)
+    // open(2) for reading fails on a file on disk this process may not read (EACCES), not the first read.
+    if ((flags & ACCMODE) !== O_WRONLY) this.named('open', given, undefined, () => this.overlay.checkReadable(entry))
     // O_TRUNC truncates (and sets the times) even an empty file, and on Linux even opened read-only.
     if (flags & O_TRUNC && entry.type === 'file') return this.overlay.setContent(entry, new Uint8Array(0))
     return entry
@@ -1393,6 +1407,19 @@ export class FsOperations {
     }
   }
 
+  /**
+   * Runs `read`, a read of the lower source for a call: what the source throws (EACCES for a file
+   * on disk this process may not read) names the call's syscall and the paths as the caller gave
+   * them, as Node does, never the workspace's absolute path or the host's.
+   */
+  private named<T>(syscall: string, path: string, dest: string | undefined, read: () => T): T {
+    try {
+      return read()
+    } catch (error) {
+      throw callersError(error, syscall, path, dest)
+    }
+  }
+
   /** Refuses, before anything changes, a file that would grow past `maxFileSize`. */
   private checkSize(size: number, syscall: string, path?: string): void {
     if (size > this.maxFileSize) {
@@ -1530,30 +1557,6 @@ function encodedName(name: string, encoding: Encoding | 'buffer' | null): string
   if (encoding === null || encoding === 'utf8' || encoding === 'utf-8') return name
   const bytes = new TextEncoder().encode(name)
   return encoding === 'buffer' ? toCallerBytes(bytes) : decode(bytes, encoding)
-}
-
-/**
- * A lower source's error as the call reports it: naming `path`, the caller's (Node names the path
- * it was given: relative, with its slashes), with `syscall` (default: the source's), where the
- * source named its own (absolute, or another after a rename); its detail kept. Told by its fields,
- * not its class: an adapter may carry another copy of FsError (one built from the package's
- * dist). Anything else (a code FsError does not know) as it is.
- */
-function callersError(error: unknown, syscall: string | undefined, path: string): unknown {
-  if (!(error instanceof Error)) return error
-  const fields = error as Error & { code?: unknown; syscall?: unknown; path?: unknown; dest?: unknown }
-  const { code, message } = fields
-  if (typeof code !== 'string' || typeof fields.syscall !== 'string' || fields.dest !== undefined) return error
-  syscall ??= fields.syscall
-  if (error instanceof FsError && fields.syscall === syscall && fields.path === path) return error
-  const start = `${code}: `
-  const end = typeof fields.path === 'string' ? `, ${fields.syscall} '${fields.path}'` : `, ${fields.syscall}`
-  const detail = message.startsWith(start) && message.endsWith(end) ? message.slice(start.length, message.length - end.length) : undefined
-  try {
-    return new FsError(code as ErrnoCode, syscall, path, undefined, detail)
-  } catch {
-    return error
-  }
 }
 
 /** Node's validateRmOptions: an object (or nothing), its flags booleans, its retry settings integers. */
