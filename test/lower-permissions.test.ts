@@ -98,7 +98,8 @@ const scenarios = {
   'renamed, then listed and removed': (f) => [() => f.renameSync('d', 'moved'), () => f.readdirSync('moved'), () => f.rmSync('moved', { recursive: true })],
   'a recursive listing': (f) => [() => f.readdirSync('w', { recursive: true }), () => f.promises.readdir('w/', { recursive: true, withFileTypes: true })],
   // Where the workspace answers otherwise (README, Limits and hosts): see KNOWN below.
-  'an empty one removed': (f) => [() => f.rmdirSync('e'), () => f.rmSync('e', { recursive: true })],
+  ...removals('e', 'an empty one removed'),
+  ...removals('d', 'a full one removed'),
   'a file of mode 000 made readable and renamed': (f) => [() => f.chmodSync('z', 0o600), () => f.renameSync('z', 'z2'), () => f.readFileSync('z2', 'utf8')],
   // opendir(3) fails where it may not list (Node 20's opendirSync names no path); Dir reads below fail as readdir.
   'opendir': (f) => [
@@ -116,6 +117,26 @@ const scenarios = {
     () => f.cpSync('w', 'c4', { recursive: true }),
     () => f.promises.cp('./w/', 'c5', { recursive: true }),
   ],
+}
+
+/**
+ * Every way to remove a directory (or replace it by a rename), one scenario each: 'e', an empty one
+ * Linux removes (rmdir(2) needs no read permission on it), against 'd', which holds entries.
+ */
+function removals(dir, title) {
+  const call = (run) => new Promise((resolve, reject) => run((error) => (error ? reject(error) : resolve())))
+  const forms = {
+    rmdirSync: (f) => f.rmdirSync(dir),
+    'rmdir (callback)': (f) => call((cb) => f.rmdir(dir, cb)),
+    'rmdir (promise)': (f) => f.promises.rmdir('./' + dir),
+    'rmdirSync recursive': (f) => f.rmdirSync(dir, { recursive: true }),
+    'rmSync -r': (f) => f.rmSync(dir, { recursive: true }),
+    'rmSync -rf': (f) => f.rmSync(dir + '/', { recursive: true, force: true }),
+    'rm -r (callback)': (f) => call((cb) => f.rm(dir, { recursive: true }, cb)),
+    'rm -r (promise)': (f) => f.promises.rm(dir, { recursive: true }),
+    'a rename of an empty one over it': (f) => (f.mkdirSync('n'), f.renameSync('n', dir)),
+  }
+  return Object.fromEntries(Object.entries(forms).map(([form, remove]) => [title + ': ' + form, (f) => [() => remove(f)]]))
 }
 
 const sources = { directory: (root) => directory(root), 'sync-fs': (root) => syncFsSource(fs, root) }
@@ -155,16 +176,27 @@ describe('project entries this user may not read', () => {
     const seen = JSON.parse(result.stdout) as Record<string, { oracle: unknown[]; oracleTree: string[]; workspaces: Record<string, Run> }>
     const refused = (code: string, syscall: string, path: string) => expect.objectContaining({ code, syscall, path })
     const KNOWN: Record<string, { oracle: unknown[]; workspace: unknown[] }> = {
-      // Whether a directory it may not list is empty no one without read permission can tell:
-      // rmdir(2) knows, the workspace refuses as if it held something, never removes on a guess.
-      'an empty one removed': { oracle: ['ok', refused('ENOENT', 'lstat', 'e')], workspace: [refused('ENOTEMPTY', 'rmdir', 'e'), refused('EACCES', 'scandir', 'e')] },
       // A rename or chmod copies a lower file up, reading its content (Overlay.copyUp): it fails
       // as the call, naming the paths as given (never the host's).
       'a file of mode 000 made readable and renamed': { oracle: ['ok', 'ok', 'secret'], workspace: [refused('EACCES', 'chmod', 'z'), expect.objectContaining({ code: 'EACCES', syscall: 'rename', path: 'z', dest: 'z2' }), refused('ENOENT', 'open', 'z2')] },
     }
     expect(Object.keys(seen)).toEqual(expect.arrayContaining(Object.keys(KNOWN)))
+    // Whether a directory it may not list is empty no one without read permission can tell (a link
+    // count of 2 says it holds no directory, not no file): rmdir(2) knows, the workspace refuses
+    // exactly as Linux refuses one that holds something, and never removes on a guess.
+    const EMPTY = 'an empty one removed: '
+    const empties = Object.keys(seen).filter((name) => name.startsWith(EMPTY))
+    expect(empties).toHaveLength(9)
+    for (const name of empties) {
+      const full = seen['a full one removed: ' + name.slice(EMPTY.length)]
+      expect(seen[name].oracle, name).toEqual(['ok'])
+      expect(full.oracle, name).toEqual([expect.objectContaining({ code: expect.stringMatching(/^(ENOTEMPTY|EACCES)$/) })])
+      const asForTheFullOne = JSON.parse(JSON.stringify(full.oracle).replace(/'(\.\/)?d(\/?)'/g, "'$1e$2'").replace(/"(\.\/)?d(\/?)"/g, '"$1e$2"'))
+      for (const [kind, { workspace }] of Object.entries(seen[name].workspaces)) expect(workspace, `${name} (${kind})`).toEqual(asForTheFullOne)
+    }
     for (const [name, { oracle, oracleTree, workspaces }] of Object.entries(seen)) {
       expect(Object.keys(workspaces), name).toEqual(['directory', 'sync-fs'])
+      if (name.startsWith(EMPTY)) continue
       for (const [kind, { workspace, workspaceTree }] of Object.entries(workspaces)) {
         if (KNOWN[name]) {
           expect({ oracle, workspace }, `${name} (${kind})`).toEqual(KNOWN[name])
