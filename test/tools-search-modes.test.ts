@@ -2,16 +2,19 @@
  * find_files and search_files where they take the place of a coding agent's Glob and Grep: what
  * find_files lists for symlinks (against `find` and realpath over a real directory), and
  * search_files' output modes, files_with_matches and count (against `grep -rlI` and `grep -rcI`),
- * with the work of files_with_matches bounded by a counter, not a clock.
+ * with the work of files_with_matches bounded by counters, not a clock: the bytes it scans, and the
+ * bytes read from disk (what fs.readSync returned), and its order (newest first, as Claude Code's
+ * Grep lists files) against the files' own modification times.
  */
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { directory } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
 import { type AgentTool, callTool, createAgentTools } from '../tools/index.js'
+import { READ_PART } from '../tools/walk.js'
 
 /** Tool results are plain JSON, picked apart by the tests. */
 type Json = any
@@ -322,5 +325,186 @@ describe('search_files input', () => {
     expect(await refused({ head_limit: 5, glob: '*.ts' })).toContain('"head_limit", "glob"')
     expect(await ok(tools, 'search_files', { pattern: 'needle', output_mode: 'files_with_matches', context_lines: 0 })).toMatchObject({ files: ['/a.txt'] })
     await ws.close()
+  })
+})
+
+/** Bytes fs.readSync returned while `run` ran: what was read from disk (the directory walker reads with it). */
+async function readFromDisk<T>(run: () => Promise<T>): Promise<{ result: T; bytes: number }> {
+  const spy = vi.spyOn(fs, 'readSync')
+  try {
+    const result = await run()
+    return { result, bytes: spy.mock.results.reduce((sum, call) => sum + (call.type === 'return' ? Number(call.value) : 0), 0) }
+  } finally {
+    spy.mockRestore()
+  }
+}
+
+describe('files_with_matches reads a file from disk a part at a time, up to its first match', () => {
+  const INPUTS = [
+    { pattern: 'needle' },
+    { pattern: 'NEEDLE', case_sensitive: false },
+    { pattern: 'ne+dle\\b', regex: true },
+  ] as const
+
+  it('reads one part of a large file whose first line matches, where content and count read it all', async () => {
+    const dir = path.join(tmp, 'parts-big')
+    const body = 'needle first\n' + 'a needle in every line of the rest\n'.repeat(120_000) // 4 MiB
+    write(dir, { 'big.txt': body, 'late.txt': 'hay\n'.repeat(100_000) + 'needle last\n', 'none.txt': 'hay\n'.repeat(50_000) })
+    const ws = await Workspace.open({ lower: directory(dir), autoCheckpoint: false })
+    const tools = createAgentTools(ws)
+    for (const input of INPUTS) {
+      const search = (file: string, output_mode: string) => readFromDisk(() => ok(tools, 'search_files', { ...input, path: file, output_mode, max_results: 1000 }))
+      const first = await search('/big.txt', 'files_with_matches')
+      expect([input, first.result.files]).toEqual([input, ['/big.txt']])
+      expect([input, first.bytes]).toEqual([input, READ_PART])
+      // The counter sees whole reads: count reads the file to its end.
+      const count = await search('/big.txt', 'count')
+      expect([input, count.bytes, count.result.counts]).toEqual([input, body.length, [{ path: '/big.txt', count: 120_001 }]])
+      // A match at the end, and none: every part, once.
+      expect(await search('/late.txt', 'files_with_matches')).toEqual({ result: expect.objectContaining({ files: ['/late.txt'] }), bytes: 400_000 + 'needle last\n'.length })
+      expect(await search('/none.txt', 'files_with_matches')).toEqual({ result: expect.objectContaining({ files: [] }), bytes: 200_000 })
+    }
+    // Over the tree: each file up to the part with its first match.
+    const all = await readFromDisk(() => ok(tools, 'search_files', { pattern: 'needle', output_mode: 'files_with_matches' }))
+    expect(all.result.files.sort()).toEqual(['/big.txt', '/late.txt'])
+    expect(all.bytes).toBe(READ_PART + 400_000 + 'needle last\n'.length + 200_000)
+    await ws.close()
+  })
+
+  it('finds a match and a UTF-8 character cut by a part\'s end, and a line over several parts, as grep -l does', async () => {
+    const dir = path.join(tmp, 'parts-cut')
+    const x = (n: number) => 'x'.repeat(n)
+    const files: Record<string, string> = {
+      'match-cut.txt': x(READ_PART - 3) + 'needle\n' + 'hay\n', // 'nee' | 'dle'
+      'match-cut-long.txt': x(READ_PART - 3) + 'needle\n' + 'hay\n'.repeat(20_000), // and the next part overwrites the reader's buffer
+      'long-line-varied.txt': 'abcdefghij'.repeat(READ_PART / 4) + 'é needle\n' + 'hay\n'.repeat(20_000),
+      'char-cut.txt': x(READ_PART - 1) + 'é needle\n', // é's two bytes on either side
+      'char-cut-end.txt': x(READ_PART - 1) + 'é', // and the file's last line, without a newline
+      'long-line.txt': x(3 * READ_PART + 5) + 'needle', // a line over four parts, no newline
+      'long-line-no.txt': x(3 * READ_PART + 5) + 'needl\n' + 'e\n',
+      'exact.txt': x(READ_PART - 1) + '\n' + 'needle\n', // the second part starts the line
+      'exact-start.txt': x(READ_PART - 1) + '\n' + 'hay needle\n',
+      'bom.txt': x(READ_PART - 1) + '\n' + '\uFEFFimport needle\n', // a byte order mark starting a part is a character
+      'crlf-cut.txt': 'line\r\n'.repeat(READ_PART / 6) + 'nee\r\n' + '\r\n', // '^$' in none; '\r' cut from its '\n' at the part's end
+    }
+    write(dir, files)
+    const ws = await Workspace.open({ lower: directory(dir), autoCheckpoint: false })
+    const tools = createAgentTools(ws)
+    const cases: { input: Record<string, unknown>; grep: string[] }[] = [
+      { input: { pattern: 'needle' }, grep: ['-F', 'needle'] },
+      { input: { pattern: 'NEEDLE', case_sensitive: false }, grep: ['-F', '-i', 'NEEDLE'] },
+      { input: { pattern: 'ne+dle$', regex: true }, grep: ['-E', 'ne+dle$'] },
+      { input: { pattern: 'é' }, grep: ['-F', 'é'] },
+      { input: { pattern: 'xé', regex: true }, grep: ['-E', 'xé'] },
+      { input: { pattern: 'x.$', regex: true }, grep: ['-E', 'x.$'] },
+      { input: { pattern: 'É', case_sensitive: false }, grep: ['-F', '-i', 'É'] },
+      { input: { pattern: '^needle', regex: true }, grep: ['-E', '^needle'] },
+      { input: { pattern: '^import', regex: true }, grep: ['-E', '^import'] },
+      { input: { pattern: '^$', regex: true }, grep: ['-E', '^$'] },
+      { input: { pattern: 'e$', regex: true }, grep: ['-E', 'e$'] },
+    ]
+    for (const { input, grep: args } of cases) {
+      let listed = ''
+      try {
+        listed = execFileSync('grep', ['-rl', ...args.slice(0, -1), '-e', args[args.length - 1], '.'], { cwd: dir, env: { LC_ALL: 'C.UTF-8', PATH: process.env.PATH } }).toString('utf8')
+      } catch (error) {
+        if ((error as { status?: number }).status !== 1) throw error
+      }
+      const want = listed.split('\n').filter(Boolean).map((line) => line.slice(1)).sort()
+      const { result, bytes } = await readFromDisk(() => ok(tools, 'search_files', { ...input, output_mode: 'files_with_matches' }))
+      expect([input, [...result.files].sort()]).toEqual([input, want])
+      // Every file was read past its first part (the cuts were there to be crossed), none twice.
+      expect(bytes).toBeGreaterThan(Object.keys(files).length * READ_PART)
+      expect(bytes).toBeLessThanOrEqual(Object.values(files).reduce((sum, body) => sum + Buffer.byteLength(body), 0))
+      // What content finds, file by file.
+      const lines: Json = await ok(tools, 'search_files', { ...input, max_results: 1000 })
+      expect([input, [...new Set(lines.matches.map((match: Json) => match.path))].sort()]).toEqual([input, want])
+    }
+    await ws.close()
+  })
+})
+
+describe.skipIf(!fs.existsSync('/proc/self/fd'))('the directory walker\'s parts', () => {
+  it('are the file\'s bytes in order; a stop reads no further; errors name workspace paths; no descriptor is kept; a swapped directory is refused', async () => {
+    const root = path.join(tmp, 'walker-parts')
+    const outside = path.join(tmp, 'walker-parts-outside')
+    const body = Buffer.from(Array.from({ length: 3 * READ_PART + 7 }, (_, i) => (i * 7919) % 251))
+    write(root, { 'd/big.bin': body, 'd/empty.txt': '' })
+    write(outside, { 'big.bin': 'outside' })
+    const source = directory(root)
+    const turn = () => new Promise((resolve) => setImmediate(resolve))
+    await turn()
+    const open = fs.readdirSync('/proc/self/fd').length
+    const walker = source.walker()
+    const parts = (file: string, stopAfter = Infinity) => {
+      const got: Buffer[] = []
+      walker.readParts(file, READ_PART, (part) => (got.push(Buffer.from(part)), got.length < stopAfter))
+      return got
+    }
+    expect(parts('/d/big.bin').map((part) => part.length)).toEqual([READ_PART, READ_PART, READ_PART, 7])
+    expect(Buffer.concat(parts('/d/big.bin')).equals(Buffer.from(source.readFile('/d/big.bin')))).toBe(true)
+    expect(parts('/d/empty.txt')).toEqual([])
+    const stopped = await readFromDisk(async () => parts('/d/big.bin', 1))
+    expect([stopped.result.length, stopped.bytes]).toEqual([1, READ_PART])
+    expect(() => parts('/d/none.txt')).toThrow(expect.objectContaining({ code: 'ENOENT', path: '/d/none.txt' }))
+    expect(() => parts('/d')).toThrow(expect.objectContaining({ code: 'EISDIR', path: '/d' }))
+    fs.symlinkSync('big.bin', path.join(root, 'd/link'))
+    expect(() => parts('/d/link')).toThrow(expect.objectContaining({ code: 'ELOOP', path: '/d/link' }))
+    await turn()
+    expect(fs.readdirSync('/proc/self/fd').length).toBe(open)
+    fs.renameSync(path.join(root, 'd'), path.join(root, 'moved'))
+    fs.symlinkSync(outside, path.join(root, 'd'))
+    expect(() => parts('/d/big.bin')).toThrow(expect.objectContaining({ code: 'EACCES' }))
+  })
+})
+
+describe('files_with_matches lists the newest files first, as Claude Code\'s Grep does', () => {
+  it('orders by modification time, newest first, ties by path, then cuts the page (max_results, offset, the budget)', async () => {
+    const dir = path.join(tmp, 'by-time')
+    write(dir, { 'a.txt': 'needle\n', 'b.txt': 'needle\n', 'c/d.txt': 'needle\n', 'c/e.txt': 'needle\n', 'f.txt': 'needle\n', 'g.txt': 'hay\n' })
+    const at = (rel: string, seconds: number) => fs.utimesSync(path.join(dir, rel), seconds, seconds)
+    at('a.txt', 1_000_000) // oldest
+    at('b.txt', 3_000_000) // newest on disk
+    at('c/d.txt', 2_000_000) // c/d.txt, c/e.txt and f.txt tie: by path
+    at('c/e.txt', 2_000_000)
+    at('f.txt', 2_000_000)
+    at('g.txt', 4_000_000) // no match
+    const ws = await Workspace.open({ lower: directory(dir), autoCheckpoint: false })
+    const tools = createAgentTools(ws)
+    // The oracle: the files' own times, on disk and in the workspace.
+    const byTime = (paths: string[]) =>
+      paths
+        .map((file) => ({ file, time: ws.fs.statSync(file).mtimeMs }))
+        .sort((p, q) => q.time - p.time || (p.file < q.file ? -1 : 1))
+        .map(({ file }) => file)
+    const matching = ['/a.txt', '/b.txt', '/c/d.txt', '/c/e.txt', '/f.txt']
+    expect(byTime(matching)).toEqual(['/b.txt', '/c/d.txt', '/c/e.txt', '/f.txt', '/a.txt'])
+    const list = async (input: Record<string, unknown> = {}) => ok(tools, 'search_files', { pattern: 'needle', output_mode: 'files_with_matches', ...input })
+    expect(await list()).toMatchObject({ files: byTime(matching), returned: 5, truncated: false })
+    // The page is cut from the ordered list, not from the walk's path order.
+    expect(await list({ max_results: 2 })).toMatchObject({ files: ['/b.txt', '/c/d.txt'], truncated: true, next_offset: 2 })
+    expect(await list({ max_results: 2, offset: 2 })).toMatchObject({ files: ['/c/e.txt', '/f.txt'], truncated: true, next_offset: 4 })
+    expect(await list({ max_results: 2, offset: 4 })).toMatchObject({ files: ['/a.txt'], truncated: false })
+    // A file the agent writes is the newest; one it touches back in time goes back; a match it adds counts.
+    ws.fs.writeFileSync('/a.txt', 'needle again\n')
+    ws.fs.utimesSync('/c/e.txt', 500_000, 500_000)
+    ws.fs.writeFileSync('/g.txt', 'needle now\n')
+    const now = ['/a.txt', '/b.txt', '/c/d.txt', '/c/e.txt', '/f.txt', '/g.txt']
+    expect((await list()).files).toEqual(byTime(now))
+    expect(byTime(now).slice(-3)).toEqual(['/c/d.txt', '/f.txt', '/c/e.txt'])
+    // Count and content keep the walk's path order.
+    expect((await ok(tools, 'search_files', { pattern: 'needle', output_mode: 'count' })).counts.map((entry: Json) => entry.path)).toEqual([...now].sort())
+    expect((await ok(tools, 'search_files', { pattern: 'needle' })).matches.map((match: Json) => match.path)).toEqual([...now].sort())
+    await ws.close()
+
+    // The result budget cuts the ordered list too: the newest files are the ones shown.
+    const many = path.join(tmp, 'by-time-many')
+    write(many, Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`file-with-a-longish-name-${String(i).padStart(3, '0')}.txt`, 'needle\n'])))
+    for (let i = 0; i < 200; i++) at(path.relative(dir, path.join(many, `file-with-a-longish-name-${String(i).padStart(3, '0')}.txt`)), 1_000_000 + i)
+    const big = await Workspace.open({ lower: directory(many), autoCheckpoint: false })
+    const budgeted = await ok(createAgentTools(big, { budget: { chars: 2000 } }), 'search_files', { pattern: 'needle', output_mode: 'files_with_matches', max_results: 1000 })
+    expect(budgeted.truncated).toBe(true)
+    expect(budgeted.files).toEqual(Array.from({ length: budgeted.returned }, (_, k) => `/file-with-a-longish-name-${String(199 - k).padStart(3, '0')}.txt`))
+    await big.close()
   })
 })

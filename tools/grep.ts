@@ -13,7 +13,7 @@ export { UnsupportedPattern, grepCounters } from './linear-regex.js'
 
 /**
  * Bytes of file content the matcher went over (scanned as bytes, or decoded to be scanned), so a
- * test bounds what a search read of a file without a clock: `hasMatch` stops near its first match.
+ * test bounds what a search read of a file without a clock: `firstMatch` stops near the first match.
  */
 export const scanCounters = { bytes: 0 }
 
@@ -21,7 +21,7 @@ export const scanCounters = { bytes: 0 }
 const BINARY_PROBE = 8192
 /** Characters of a line shown at most; a longer line (minified code) is shown around the match. */
 const LINE_CHARS = 400
-/** Bytes decoded at first by `hasMatch`, doubling after: a match near the start costs about this much, not the file. */
+/** Bytes decoded at first by `firstMatch`, doubling after: a match near the start costs about this much, not the file. */
 const FIRST_CHUNK = 4096
 
 export interface LineMatch {
@@ -105,31 +105,108 @@ export class LineMatcher {
   }
 
   /**
-   * Whether any line matches (grep -l), reading no further than it must: a literal's scan stops at
-   * its first hit, and a regular expression is decoded and run a chunk of whole lines at a time
-   * (a match lies within one line, so each chunk is searched as the whole text would be), from
-   * FIRST_CHUNK bytes doubling, so the work is about twice the bytes before the first match.
+   * Whether any line matches (grep -l), over a file handed over a part at a time, reading no further
+   * than it must (see FirstMatch). A literal's scan stops at its first hit; a regular expression is
+   * decoded and run a piece of whole lines at a time, from FIRST_CHUNK bytes doubling, so the work
+   * is about twice the bytes before the match.
    */
-  hasMatch(bytes: Uint8Array): boolean {
+  firstMatch(): FirstMatch {
+    return new FirstMatch((lines, atStart) => this.anyLine(lines, atStart))
+  }
+
+  /** Whether one of `lines` (whole lines, the last one the file's when it has no newline) matches. */
+  private anyLine(lines: Uint8Array, atStart: boolean): boolean {
     if (this.needle) {
       // The line holding the hit is not needed: the scan stops at the hit's end.
-      const at = this.needle.find(toBuffer(bytes), 0)
-      scanCounters.bytes += at === -1 ? bytes.length : at + this.needle.length
+      const at = this.needle.find(toBuffer(lines), 0)
+      scanCounters.bytes += at === -1 ? lines.length : at + this.needle.length
       return at !== -1
     }
-    const first = () => false
-    for (let from = 0, size = FIRST_CHUNK; from < bytes.length; size *= 2) {
-      // The chunk ends after the newline at or past `size` bytes, or at the end of the file.
-      const newline = from + size >= bytes.length ? -1 : bytes.indexOf(10, from + size - 1)
-      const to = newline === -1 ? bytes.length : newline + 1
-      const chunk = bytes.subarray(from, to)
-      scanCounters.bytes += chunk.length
-      if (!searchText(decodeText(chunk, from === 0), this.automaton!, this.prefilter, first)) return true
+    scanCounters.bytes += lines.length
+    return !searchText(decodeText(lines, atStart), this.automaton!, this.prefilter, () => false)
+  }
+}
+
+/**
+ * grep -l over a file given a part at a time, as a reader hands it out (its bytes valid only during
+ * the call): `push` is false once a line matched (read no further), `end` says whether one did. A
+ * match lies within one line, so only whole lines are searched: the start of a line cut by a part's
+ * end (a match, or a UTF-8 character, across the cut) is kept, copied, until its newline comes (a
+ * line over many parts is joined once). The lines are searched in pieces from FIRST_CHUNK bytes,
+ * doubling, each ending after a newline: a match near the start decodes about that much.
+ */
+export class FirstMatch {
+  private found = false
+  /** Bytes of the file searched so far (0: a byte order mark is not a character yet). */
+  private searched = 0
+  private size = FIRST_CHUNK
+  /** The start of the line cut by the last part's end, in pieces. */
+  private cut: Uint8Array[] = []
+
+  constructor(private readonly anyLine: (lines: Uint8Array, atStart: boolean) => boolean) {}
+
+  push(part: Uint8Array): boolean {
+    if (this.found) return false
+    let from = 0
+    if (this.cut.length > 0) {
+      const newline = part.indexOf(10)
+      if (newline === -1) {
+        this.cut.push(copy(part))
+        return true
+      }
+      this.cut.push(part.subarray(0, newline + 1))
+      const line = joined(this.cut)
+      this.cut = []
+      if (this.search(line)) return false
+      from = newline + 1
+    }
+    const last = part.lastIndexOf(10)
+    if (last >= from && this.search(from === 0 && last + 1 === part.length ? part : part.subarray(from, last + 1))) return false
+    if (last + 1 < part.length) this.cut.push(copy(part.subarray(Math.max(from, last + 1))))
+    return true
+  }
+
+  /** Whether a line matched, the file's last line (one without a newline) searched now. An empty file has no line: a pattern that matches the empty string matches none. */
+  end(): boolean {
+    if (!this.found && this.cut.length > 0) {
+      const line = joined(this.cut)
+      this.cut = []
+      this.search(line)
+    }
+    return this.found
+  }
+
+  /** Searches whole lines in pieces, each ending after a newline (or where `lines` ends). */
+  private search(lines: Uint8Array): boolean {
+    for (let from = 0; from < lines.length; this.size = Math.min(2 * this.size, 1 << 30)) {
+      const newline = from + this.size >= lines.length ? -1 : lines.indexOf(10, from + this.size - 1)
+      const to = newline === -1 ? lines.length : newline + 1
+      const atStart = this.searched === 0
+      this.searched += to - from
+      if (this.anyLine(lines.subarray(from, to), atStart)) return (this.found = true)
       from = to
     }
-    // An empty file has no line; a pattern that matches the empty string matches none.
     return false
   }
+}
+
+/** A copy of the bytes (a Buffer's slice() is a view: the reader's next part would overwrite it). */
+function copy(bytes: Uint8Array): Uint8Array {
+  const out = new Uint8Array(bytes.length)
+  out.set(bytes)
+  return out
+}
+
+/** Pieces as one array (one piece as it is). */
+function joined(pieces: readonly Uint8Array[]): Uint8Array {
+  if (pieces.length === 1) return pieces[0]
+  const out = new Uint8Array(pieces.reduce((sum, piece) => sum + piece.length, 0))
+  let at = 0
+  for (const piece of pieces) {
+    out.set(piece, at)
+    at += piece.length
+  }
+  return out
 }
 
 function toBuffer(bytes: Uint8Array): Buffer {

@@ -98,7 +98,7 @@ export const searchFilesInput = z
         .default('content')
         .describe(
           'content: the matching lines with their line numbers (grep -n); files_with_matches: the paths of the files with a match, each once, ' +
-            'each file read only up to its first match (grep -l); count: each matching file with its number of matching lines (grep -c)',
+            'the most recently modified first (ties by path), each file read only up to its first match (grep -l); count: each matching file with its number of matching lines (grep -c)',
         ),
       context_lines: z.number().int().min(0).max(10).default(0).describe('Lines shown before and after each match (output_mode content only)'),
       max_results: z

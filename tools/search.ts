@@ -4,8 +4,10 @@
  * otherwise, and the walk stops at the first match past max_results or the result budget, so a
  * search with a common pattern on a large tree costs what it returns. Patterns run in time linear in
  * the text (grep.ts): one that needs backtracking is refused as invalid input, never left to hang.
- * Grep's output modes: the lines (content), the files that match (files_with_matches, each read up
- * to its first match only) or their matching line counts (count).
+ * Grep's output modes: the lines (content), the files that match (files_with_matches) or their
+ * matching line counts (count). files_with_matches lists the files newest first, as Claude Code's
+ * Grep does (the files a model just edited come first), so it walks the whole tree before it cuts
+ * the list; each file is read a part at a time from disk, up to its first match only.
  */
 import { type Glob, compileGlob } from '../src/glob.js'
 import { normalize } from '../src/path.js'
@@ -178,6 +180,47 @@ function searching<T>(run: () => T): T {
   }
 }
 
+/**
+ * Whether a file has a matching line, read a part at a time and no further than its first match
+ * (a large file whose first line matches costs one part), binary if its first part has a NUL byte
+ * (the first READ_PART bytes hold the 8 KiB grep looks at), unreadable if it is gone or unreadable
+ * since it was listed. The pattern's own errors (an automaton too costly) are the search's.
+ */
+async function firstMatch(reader: ViewReader, entry: WalkEntry, matcher: LineMatcher): Promise<'match' | 'none' | 'binary' | 'unreadable'> {
+  const first = matcher.firstMatch()
+  let parts = 0
+  let binary = false
+  let failure: { error: unknown } | undefined
+  try {
+    await reader.scan(entry, (part) => {
+      if (parts++ === 0 && isBinary(part)) {
+        binary = true
+        return false
+      }
+      try {
+        return first.push(part)
+      } catch (error) {
+        failure = { error }
+        return false
+      }
+    })
+  } catch {
+    return 'unreadable'
+  }
+  if (failure !== undefined) throw failure.error instanceof UnsupportedPattern ? refused(failure.error) : failure.error
+  if (binary) return 'binary'
+  return searching(() => first.end()) ? 'match' : 'none'
+}
+
+/** A file's modification time, for files_with_matches' order (0, last, if it is gone since: Claude Code's Grep keeps it so). */
+async function modified(reader: ViewReader, entry: WalkEntry): Promise<number> {
+  try {
+    return (await reader.stat(entry)).mtimeMs
+  } catch {
+    return 0
+  }
+}
+
 /** A file as files_with_matches lists it (its path), or as count does (with its matching lines). */
 type FileEntry = string | { readonly path: string; readonly count: number }
 
@@ -187,7 +230,7 @@ export function searchTool(ws: Workspace, budget: Budget): AgentTool {
     'Search file contents for a pattern (literal text, or a JavaScript regular expression with regex: true, run in time ' +
       "linear in the text as ripgrep runs it: backreferences and look-around are refused; ripgrep's [[:alpha:]] classes and a leading (?i) are taken too), " +
       'like grep -rn. output_mode content (the default): each matching line with its path, line number and context_lines around it; ' +
-      'files_with_matches: only the paths of the files that match, each once (grep -l; cheapest: each file is read up to its first match); ' +
+      'files_with_matches: only the paths of the files that match, each once, the most recently modified first (grep -l; cheapest: each file is read up to its first match); ' +
       'count: each matching file with its number of matching lines (grep -c). Searches the ' +
       'workspace as it is now, under path (default the working directory), skipping binary files and, unless ' +
       'include_ignored, what .gitignore files exclude; include/exclude globs narrow it. Returns at most ' +
@@ -226,9 +269,22 @@ export function searchTool(ws: Workspace, budget: Budget): AgentTool {
         into.push(entry)
         return true
       }
+      /** files_with_matches: every matching file with its modification time, ordered once the walk is done. */
+      const matching: { path: string; mtimeMs: number }[] = []
       const walking = walk(reader, root, { gitignore: !input.include_ignored, skip: globFilter(input.include, input.exclude, root), onIgnored: () => ignored++ })
       for await (const entry of walking) {
         if (entry.type !== 'file') continue
+        if (input.output_mode === 'files_with_matches') {
+          const found = await firstMatch(reader, entry, matcher)
+          if (found === 'unreadable') {
+            unreadable++
+            continue
+          }
+          files++
+          if (found === 'binary') binary++
+          else if (found === 'match') matching.push({ path: entry.path, mtimeMs: await modified(reader, entry) })
+          continue
+        }
         let bytes: Uint8Array
         try {
           bytes = await reader.read(entry)
@@ -245,13 +301,12 @@ export function searchTool(ws: Workspace, budget: Budget): AgentTool {
           if (!searching(() => matcher.search(bytes, input.context_lines, (match) => take(matches, { path: entry.path, ...match })))) break
           continue
         }
-        if (input.output_mode === 'files_with_matches') {
-          if (searching(() => matcher.hasMatch(bytes)) && !take(listed, entry.path)) break
-          continue
-        }
         const count = searching(() => matcher.count(bytes))
         if (count > 0 && !take(listed, { path: entry.path, count })) break
       }
+      // Newest first, ties by path (Claude Code's Grep order); the page is cut from the ordered list.
+      matching.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+      for (const { path } of matching) if (!take(listed, path)) break
       const returned = byLine ? matches.length : listed.length
       const next = input.offset + returned
       const unit = byLine ? 'lines' : 'files'

@@ -51,6 +51,9 @@ interface Direct {
   readonly dirty: ReadonlySet<string>
 }
 
+/** Bytes of a file ViewReader.scan reads at a time from disk (at least the 8 KiB a binary file is told by). */
+export const READ_PART = 64 * 1024
+
 /** Reads the view: the overlay for changed paths, the source's walker for the rest when it has one. */
 export class ViewReader {
   private constructor(
@@ -114,6 +117,18 @@ export class ViewReader {
   async read(entry: WalkEntry): Promise<Uint8Array> {
     if (entry.untouched && this.direct) return this.direct.walker.read(entry.real!)
     return (await this.ws.fs.promises.readFile(entry.path)) as Uint8Array
+  }
+
+  /**
+   * A file's bytes a part at a time, each valid only during its `visit`, until `visit` returns
+   * false: READ_PART bytes at a time from disk through a walker that reads parts (an empty file
+   * gives none), else the whole file as one part (the overlay holds a file's bytes whole).
+   */
+  async scan(entry: WalkEntry, visit: (part: Uint8Array) => boolean): Promise<void> {
+    const walker = this.direct?.walker
+    if (entry.untouched && walker?.readParts) return walker.readParts(entry.real!, READ_PART, visit)
+    const bytes = await this.read(entry)
+    if (bytes.length > 0) visit(bytes)
   }
 
   async stat(entry: WalkEntry): Promise<{ size: number; mtimeMs: number }> {

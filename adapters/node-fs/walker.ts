@@ -41,6 +41,40 @@ export class DirectoryWalker implements LowerWalker {
     return this.onHost(() => this.readNow(path))
   }
 
+  /** Parts read into the reused buffer; `visit` runs between reads, not as host access (it is the caller's code). */
+  readParts(path: string, size: number, visit: (part: Uint8Array) => boolean): void {
+    const fd = this.onHost(() => {
+      const fd = this.open(path)
+      try {
+        regularFile(fs.fstatSync(fd), path) // as readNow: a FIFO or device put there since is not read
+      } catch (error) {
+        fs.closeSync(fd)
+        throw error
+      }
+      return fd
+    })
+    try {
+      if (this.scratch.length < size) this.scratch = Buffer.allocUnsafe(size)
+      const buffer = this.scratch.subarray(0, size)
+      for (let position = 0; ; ) {
+        const length = this.onHost(() => {
+          // Filled to `size` unless the file ends, so every part but the last is whole.
+          let filled = 0
+          while (filled < size) {
+            const n = fs.readSync(fd, buffer, filled, size - filled, position + filled)
+            if (n === 0) break
+            filled += n
+          }
+          return filled
+        })
+        if (length === 0 || !visit(buffer.subarray(0, length)) || length < size) return
+        position += length
+      }
+    } finally {
+      this.onHost(() => fs.closeSync(fd))
+    }
+  }
+
   stat(path: string): { size: number; mtimeMs: number } {
     const stats = this.onHost(() => this.confinement.inParent(this.confinement.lexical(path), 'lstat', path, (at) => fs.lstatSync(at)))
     return { size: stats.size, mtimeMs: stats.mtimeMs }

@@ -99,6 +99,12 @@ export interface LowerWalker {
   list(path: string): WalkerEntry[]
   /** A file's bytes, valid until this walker's next read (it may reuse one buffer). */
   read(path: string): Uint8Array
+  /**
+   * A file's bytes a part at a time, `size` bytes each (the last fewer, an empty file none), each
+   * valid only during its `visit`, until `visit` returns false or the file ends: a search that
+   * stops at its first match reads no further. Optional: without it a walk reads files whole.
+   */
+  readParts?(path: string, size: number, visit: (part: Uint8Array) => boolean): void
   /** A file's size and modification time (lstat). */
   stat(path: string): { readonly size: number; readonly mtimeMs: number }
   readlink(path: string): string
