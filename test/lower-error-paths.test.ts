@@ -30,7 +30,7 @@ const canRun = !asRoot || capability('exec-user', user?.status === 0 ? undefined
  * and in a workspace over each kind of source (relative to its '/'); a file: URL names the root's
  * place on the host for node:fs, '/' in the workspace, so the oracle's errors are compared with
  * that prefix taken out. The project: `z` (mode 000), `w` (0200), `lz` a link to `z`, `d/` (an
- * ordinary directory, for 'd/../z'), `nox/` (0600) holding `f` and the link `l`.
+ * ordinary directory, for 'd/../z'), `nox/` (0600) holding `f` and the link `l`, `u/` (0311: searchable, not listable).
  */
 const CHILD = `
 import fs from 'node:fs'
@@ -47,12 +47,14 @@ function project() {
   fs.writeFileSync(root + '/z', 'secret')
   fs.writeFileSync(root + '/w', 'write only')
   fs.symlinkSync('z', root + '/lz')
+  fs.mkdirSync(root + '/u')
   fs.mkdirSync(root + '/nox')
   fs.writeFileSync(root + '/nox/f', 'f')
   fs.symlinkSync('f', root + '/nox/l')
   fs.chmodSync(root + '/z', 0)
   fs.chmodSync(root + '/w', 0o200)
   fs.chmodSync(root + '/nox', 0o600)
+  fs.chmodSync(root + '/u', 0o311)
   return root
 }
 const shape = (error) => ({ code: error.code, errno: error.errno, syscall: error.syscall, path: error.path, dest: error.dest, message: error.message })
@@ -102,6 +104,17 @@ const groups = {
     () => f.readFileSync('lz'),
     () => f.copyFileSync('lz', 'c'),
     () => f.openSync('d/../lz', 'r'),
+  ],
+  // access(2) checks with this process's permissions: reading what it may not read is refused.
+  'access to read': (f) => [
+    () => f.accessSync('z', fs.constants.R_OK),
+    () => f.promises.access('./w', fs.constants.R_OK | fs.constants.W_OK),
+    () => called((cb) => f.access('lz', fs.constants.R_OK, cb)),
+    () => f.accessSync('u', fs.constants.R_OK),
+    () => f.accessSync('u/', fs.constants.X_OK),
+    () => f.accessSync('z'),
+    () => f.accessSync('nox', fs.constants.R_OK),
+    () => f.accessSync('d', fs.constants.R_OK),
   ],
   'entries under a directory it may not search': (f) => [
     () => f.readlinkSync('nox/l'),
@@ -163,7 +176,7 @@ describe('errors of calls on project entries this user may not read', () => {
     const result = spawnSync(command[0], [...command.slice(1), child, base], { encoding: 'utf8', timeout: 60_000 })
     expect(result.status, result.stderr).toBe(0)
     const seen = JSON.parse(result.stdout) as Record<string, { oracle: unknown[]; workspaces: Record<string, unknown[]> }>
-    expect(Object.keys(seen)).toHaveLength(7)
+    expect(Object.keys(seen)).toHaveLength(8)
     for (const [name, { oracle, workspaces }] of Object.entries(seen)) {
       for (const [kind, workspace] of Object.entries(workspaces)) expect(workspace, `${name} (${kind})`).toEqual(oracle)
     }

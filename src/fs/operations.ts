@@ -476,6 +476,8 @@ export class FsOperations {
     if (bits & constants.X_OK && entry.type !== 'dir' && (this.overlay.meta(entry).mode & 0o111) === 0) {
       throw new FsError('EACCES', 'access', given)
     }
+    // What is on disk is read with this process's permissions: R_OK is refused where the read would be.
+    if (bits & constants.R_OK) this.named('access', given, undefined, () => (entry.type === 'dir' ? this.overlay.checkListable(entry) : this.overlay.checkReadable(entry)))
   }
 
   readlink(file: unknown, options?: unknown): string | Uint8Array {
