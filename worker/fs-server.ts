@@ -92,9 +92,18 @@ export class FsServer {
     private readonly lower: LowerSource,
   ) {}
 
-  /** A path call by its sync form (lchmod has none: its promise form answers). */
+  /**
+   * A call's sync form, where its answers are the async forms' too. Node 20's opendirSync names no
+   * path in its errors and cpSync lists through it, where their callback and promise forms (what
+   * the page calls) name it: those answer by their promise forms, as does lchmod, which has no sync form.
+   */
+  private syncForm(op: string): Run | undefined {
+    return op === 'cp' ? undefined : this.fs[syncOf(op)]
+  }
+
+  /** A path call by its sync form, or by its promise form (syncForm says when). */
   runPath(call: FsCall): () => unknown {
-    const run = this.fs[syncOf(call.op)]
+    const run = this.syncForm(call.op)
     if (run) return () => run(...call.args)
     const promised = (this.fs.promises as unknown as FsFunctions | undefined)?.[call.op]
     return () => promised?.(...call.args)
@@ -104,7 +113,7 @@ export class FsServer {
     switch (message.t) {
       case 'fs': {
         const run = this.runPath(message)
-        if (!this.fs[syncOf(message.op)]) return this.settled(run, transfers)
+        if (!this.syncForm(message.op)) return this.settled(run, transfers)
         return encoded(await runLoading(this.lower, run), transfers)
       }
       case 'file':
@@ -180,9 +189,14 @@ export class FsServer {
   private async dir(message: Extract<FsMessage, { t: 'dir' }>, transfers: Transferable[]): Promise<Outcome> {
     if (message.op === 'open') {
       const args = message.args ?? []
-      const outcome = await runLoading(this.lower, () => this.fs.opendirSync(...args))
-      if (!outcome.ok) return outcome
-      const dir = outcome.value as DirLike
+      // By the promise form: its errors name the path, as the page's opendir does (syncForm says why).
+      const opendir = (this.fs.promises as unknown as FsFunctions).opendir
+      let dir: DirLike
+      try {
+        dir = (await opendir(...args)) as DirLike
+      } catch (error) {
+        return { ok: false, error: errorRecord(error) }
+      }
       const id = this.nextDir++
       this.dirs.set(id, dir)
       return { ok: true, value: { id, path: dir.path } }
