@@ -46,6 +46,9 @@ export { keptName } from './engine/store.js'
 // ...the durable journal a store carries (Store.durability), and the in-memory store, which carries it.
 export { durableJournal } from './engine/durable-journal.js'
 export { MemoryStore } from './engine/memory-store.js'
+// ...and a compaction's snapshot encoded off the calling thread, from the store alone (a store passes a SnapshotEncoder).
+export { snapshotOfStore } from './engine/snapshot-elsewhere.js'
+export type { ElsewhereSnapshot, SnapshotEncoder, SnapshotRequest, StatsWanted } from './engine/snapshot-elsewhere.js'
 export type { BlobId } from './blob/store.js'
 // The id the blob store gives a content: an adapter that keeps bytes outside it can tell them by it.
 export { hashBytes } from './blob/hash.js'

@@ -15,13 +15,14 @@
  */
 import { hostFs as fs } from './host-fs.js'
 import * as z from 'zod/mini'
-import { type BlobId, type BlobTotals, FsError, type JournalRead, type JsonValue, durableJournal, keptName, type ScrubFinding, type Store, type StoreItem } from 'rewindfs/adapter-kit'
+import { type BlobId, type BlobTotals, type DurabilityEngine, FsError, type JournalRead, type JsonValue, durableJournal, keptName, type ScrubFinding, type Store, type StoreItem } from 'rewindfs/adapter-kit'
 import { LockFile } from 'rewindfs/adapter-kit/node'
 import { checkPath, codeOf } from './confine.js'
 import { isTempName, removeIfPresent, syncDirectory, writeAtomically } from './files.js'
 import { DEFAULT_SEGMENT_BYTES, PackLog, type PackStats, formatError } from './pack.js'
 import { FirstLayout, isFirstLayout, migrate, removeFirstLayout } from './pack-migrate.js'
 import { DEFAULT_BLOCKING_SYNC_MS } from './pack-sync.js'
+import { DEFAULT_FROM_CHARS, SnapshotWorker } from './snapshots.js'
 import { SEGMENT_HEADER_BYTES, readSegmentHeader } from './pack-format.js'
 
 export interface DirectoryStoreOptions {
@@ -36,6 +37,12 @@ export interface DirectoryStoreOptions {
    * more than a MiB. 0: always in the pool, never blocking the event loop.
    */
   readonly blockingSyncMs?: number
+  /**
+   * Compactions whose snapshot and journal since reach `fromChars` characters (default 1 Mi) are
+   * encoded on a worker thread from the store itself (snapshots.ts), the workspace committing
+   * meanwhile; smaller ones in slices on the calling thread. false: always on the calling thread.
+   */
+  readonly compactionWorker?: false | { readonly fromChars?: number }
 }
 
 const jsonSchema: z.ZodMiniType<JsonValue> = z.union([
@@ -150,7 +157,9 @@ function newSalt(): number {
 
 export class DirectoryStore implements Store {
   readonly kind = 'directory'
-  readonly durability = durableJournal
+  /** The durable journal, given the worker its large compactions are encoded on (none read-only). */
+  readonly durability: DurabilityEngine
+  private readonly snapshots: SnapshotWorker | undefined
   readonly readOnly: boolean
   /** What open found wrong and mended with nothing lost (Store.notices). */
   readonly notices: readonly string[]
@@ -172,10 +181,17 @@ export class DirectoryStore implements Store {
     const blockingSyncMs = options.blockingSyncMs ?? DEFAULT_BLOCKING_SYNC_MS
     if (typeof blockingSyncMs !== 'number' || !Number.isFinite(blockingSyncMs) || blockingSyncMs < 0) throw new TypeError(`rewindfs: directoryStore blockingSyncMs must be a finite number of milliseconds, 0 or more, got ${String(options.blockingSyncMs)}`)
     const readOnly = options.readOnly === true
+    const worker = options.compactionWorker
+    if (worker !== undefined && worker !== false && (typeof worker !== 'object' || worker === null)) throw new TypeError(`rewindfs: directoryStore compactionWorker must be false or { fromChars }, got ${String(worker)}`)
+    const fromChars = worker ? (worker.fromChars ?? DEFAULT_FROM_CHARS) : DEFAULT_FROM_CHARS
+    if (typeof fromChars !== 'number' || !(fromChars >= 0)) throw new TypeError(`rewindfs: directoryStore compactionWorker.fromChars must be a number of characters, 0 or more, got ${String(fromChars)}`)
     // A file in the way is named as such (mkdir alone says EEXIST, which reads as "already made").
     if (fs.statSync(path, { throwIfNoEntry: false })?.isDirectory() === false) throw new FsError('ENOTDIR', 'open', path, undefined, 'the store path is not a directory')
     if (!readOnly) fs.mkdirSync(path, { recursive: true })
     this.root = fs.realpathSync.native(path)
+    const snapshots = readOnly || worker === false ? undefined : new SnapshotWorker(this.root, fromChars)
+    this.snapshots = snapshots
+    this.durability = snapshots === undefined ? durableJournal : { open: (host, store, options) => durableJournal.open(host, store, { ...options, snapshots }), repair: durableJournal.repair }
     const packOptions = (salt: number) => ({
       readOnly,
       salt,
@@ -452,6 +468,7 @@ export class DirectoryStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
+    this.snapshots?.close()
     this.packs?.stop()
     try {
       await this.queue

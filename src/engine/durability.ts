@@ -16,6 +16,7 @@ import type { FlushBook } from '../flush/book.js'
 import type { PinnedLower } from '../flush/pinned-lower.js'
 import { FLUSH_STATE_KEY, decodeFlushState, encodeFlushState } from '../flush/state.js'
 import type { DirNode, UpperNode } from '../layer/nodes.js'
+import type { LowerStat } from '../lower/source.js'
 import { type MapRoot, mapEntries } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import type { Journal, OperationRecord, SlotChange, StateChange } from './journal.js'
@@ -37,9 +38,9 @@ import {
   metaText,
   nodeText,
   numberText,
-  type PartInfo,
 } from './persistence.js'
 import { type ReconnectSink, Reconnection } from './reconnect.js'
+import type { ElsewhereSnapshot, SnapshotEncoder } from './snapshot-elsewhere.js'
 import type { StoreEvent } from './events.js'
 import { Replay } from './replay.js'
 import { type JsonValue, SessionState } from './state.js'
@@ -154,10 +155,12 @@ const CATCH_UP_STEPS = 8
  * the background, or at once — then written with the group commits made after that moment.
  */
 interface Compaction {
-  /** Encodes the snapshot, then frames its record, pausing (yielding) between slices. */
-  readonly steps: Generator<void, { readonly record: readonly string[]; readonly encoded: EncodedSnapshot }, void>
+  /** Encodes the snapshot, then frames its record, pausing (yielding) between slices; none for one encoded elsewhere. */
+  readonly steps?: Generator<void, Encoded, void>
+  /** A snapshot encoded elsewhere (snapshot-elsewhere.ts): settles once it is here, as `result`, or failed. */
+  elsewhere?: Promise<void>
   /** Once encoded: the snapshot's record, as pieces (framing), and what it needs. */
-  result?: { readonly record: readonly string[]; readonly encoded: EncodedSnapshot }
+  result?: Encoded | MadeElsewhere
   /**
    * Records pending at that moment (their changes are in the snapshot) and not committed yet: the
    * first ones the group commits after it take, which its tail leaves out.
@@ -176,6 +179,23 @@ interface Compaction {
   erase?: ReadonlySet<BlobId>
   abandoned: boolean
 }
+
+/** A snapshot encoded here: its record and what the history takes on once it is written. */
+type Encoded = { readonly record: readonly string[]; readonly encoded: EncodedSnapshot }
+
+/** A snapshot encoded elsewhere: its record and what its replica says it needs. */
+type MadeElsewhere = { readonly record: readonly string[]; readonly made: ElsewhereSnapshot }
+
+/** Every blob a compaction's snapshot needs in the store. */
+function neededBy(result: Encoded | MadeElsewhere): Iterable<BlobId> {
+  return 'made' in result ? [...result.made.needs, ...result.made.partIds] : result.encoded.blobs
+}
+
+/** Quarters of `every` records a compaction elsewhere may fall behind (its tail) before it is dropped for one made here. */
+const ELSEWHERE_BEHIND = 16
+
+/** Rounds of a replica asking for lower directories it was not given before the compaction is made here instead. */
+const STAT_ROUNDS = 3
 
 /** Runs a generator for `count` steps at most: what it returns if it ended, else undefined (it goes on from there next time). */
 function runSteps<T>(steps: Generator<void, T, void>, count: number): T | undefined {
@@ -206,8 +226,10 @@ function later(work: () => void): void {
 }
 
 export interface DurabilityOptions {
-  /** Durable contents kept in memory when the store reads synchronously (the rest is read when needed). */
-  readonly cacheBytes: number
+  /** Durable contents kept in memory when the store reads synchronously (the rest is read when needed; default DEFAULT_CACHE_BYTES). */
+  readonly cacheBytes?: number
+  /** Where large compactions are encoded instead of in slices on the calling thread (a store passes it: snapshot-elsewhere.ts). */
+  readonly snapshots?: SnapshotEncoder
 }
 
 export class Durability {
@@ -441,6 +463,7 @@ export class Durability {
       records[lines.length] = commitRecord(first + lines.length)
       await this.store.appendJournal(records)
       this.position = first + lines.length + 1
+      this.lastRecord = lines.length > 0 ? records[lines.length - 1] : undefined
       this.sinceCompaction += lines.length
       this.sinceChars += chars
       for (const id of ids) this.markDurable(id)
@@ -578,7 +601,13 @@ export class Durability {
       return
     }
     const behind = compaction.tailLines / ((this.auto?.every ?? Number.POSITIVE_INFINITY) / 4)
-    if (compaction.result === undefined && behind >= 1) {
+    // Elsewhere too slow (a worker stuck, or starved): its tail, kept here and written again after it, stops growing. The next one is made here.
+    if (compaction.result === undefined && compaction.elsewhere !== undefined && behind >= ELSEWHERE_BEHIND) {
+      this.elsewhereBehind = true
+      this.compactionFailed(compaction)
+      return
+    }
+    if (compaction.result === undefined && compaction.steps !== undefined && behind >= 1) {
       try {
         compaction.result = behind >= 4 ? runThrough(compaction.steps) : runSteps(compaction.steps, Math.ceil(CATCH_UP_STEPS * behind))
       } catch {
@@ -595,14 +624,22 @@ export class Durability {
     }
   }
 
-  /** Starts a compaction of the state as it is now, encoded in slices in the background; written by a commit once encoded. */
+  /**
+   * Starts a compaction of the state as it is now, encoded in slices in the background, or
+   * elsewhere when it is large and the store offers that; written by a commit once encoded.
+   */
   private compactInBackground(): void {
+    const encoder = this.options.snapshots
+    const here = this.elsewhereBehind
+    this.elsewhereBehind = false
+    if (encoder !== undefined && !here && this.elsewhereFailure === undefined && this.snapshotChars + this.sinceChars >= encoder.fromChars) return this.compactElsewhere(encoder)
     const compaction = this.capture(this.auto!.reachable)
     this.compaction = compaction
+    const steps = compaction.steps!
     const slice = () => {
       if (compaction.abandoned || compaction.result !== undefined) return
       try {
-        compaction.result = runFor(compaction.steps, SLICE_MS)
+        compaction.result = runFor(steps, SLICE_MS)
       } catch {
         this.compactionFailed(compaction)
         return
@@ -611,6 +648,102 @@ export class Durability {
       else later(slice)
     }
     later(slice)
+  }
+
+  /** Compactions written, by where their snapshot was encoded (tests and the bench read them). */
+  readonly compactions = { here: 0, elsewhere: 0 }
+
+  /** Why encoding elsewhere failed (compactions are then encoded here for good), if it did. */
+  elsewhereFailure: string | undefined
+
+  /**
+   * The journal's record before its last commit marker, as framed (undefined when that is a
+   * snapshot, or not known): a replica checks it reads the journal the workspace wrote.
+   */
+  private lastRecord: string | undefined
+
+  /** The last compaction elsewhere fell ELSEWHERE_BEHIND quarters of `every` behind: the next one is made here. */
+  private elsewhereBehind = false
+
+  /** Lower directories replicas asked for: their stats go with every request after. */
+  private readonly lowerDirs = new Set<string>()
+
+  /**
+   * The parts the last snapshot encoded elsewhere lists, and the blobs each refers to where known
+   * (the history here knows only its own): deleting stale blobs keeps them, as it keeps the history's.
+   * Undefined once a snapshot encoded here is written (its parts are the history's).
+   */
+  private ledger: Map<BlobId, readonly BlobId[] | undefined> | undefined
+
+  /**
+   * A compaction of the journal as the store holds it now, encoded elsewhere from the store alone;
+   * the records pending here and every commit made meanwhile are its tail. (The blobs only those
+   * records name are not in `named`: what deleting stale blobs keeps beside them is what is
+   * reachable when it runs, and a replay reads no content of a record it applies.)
+   */
+  private compactElsewhere(encoder: SnapshotEncoder): void {
+    const records = this.position
+    const last = this.lastRecord
+    const compaction: Compaction = { skip: 0, tail: [], tailLines: 0, named: new Set(), parts: new Set(), reachable: this.auto!.reachable, abandoned: false }
+    this.compaction = compaction
+    compaction.elsewhere = this.madeElsewhere(encoder, records, last).then(
+      (made) => {
+        if (compaction.abandoned) return
+        // Its parts become contents here (their ids are the same hash of the same bytes), kept by the collector until written.
+        for (const [id, bytes] of made.parts) {
+          if (this.host.blobs.put(bytes) !== id) throw new Error(`rewindfs: a history part made elsewhere does not hash to its id ${id}`)
+          compaction.parts.add(id)
+        }
+        compaction.result = { record: made.record, made }
+        void this.commit()
+      },
+    ).catch((error: unknown) => {
+      // One dropped meanwhile may have read a journal replaced since: no sign that elsewhere fails.
+      if (compaction.abandoned) return
+      this.elsewhereFailure = (error as Error)?.message ?? String(error)
+      this.compactionFailed(compaction)
+    })
+  }
+
+  /** The replica's snapshot of the first `records` records, asked again with the lower directories it names (at most STAT_ROUNDS times). */
+  private async madeElsewhere(encoder: SnapshotEncoder, records: number, last: string | undefined): Promise<ElsewhereSnapshot> {
+    const { lower } = this.host.overlay
+    for (let round = 0; round < STAT_ROUNDS; round++) {
+      // Stats as the workspace's lower source gives them now: what a reopen now would copy up.
+      const stats: [string, LowerStat | null][] = []
+      for (const path of ['/', ...this.lowerDirs]) {
+        try {
+          stats.push([path, lower.stat(path) ?? null])
+        } catch {
+          // Left out: a replay that needs it asks for it again, and after STAT_ROUNDS the compaction is made here.
+        }
+      }
+      const made = await encoder.encode({ records, last, session: this.host.journal.session, keep: this.host.journal.limit, lower: { kind: lower.kind, id: lower.id, stats } })
+      if (made.kind === 'snapshot') return made
+      for (const path of made.paths) this.lowerDirs.add(path)
+    }
+    throw new Error(`rewindfs: a snapshot replica still needed lower directories after ${STAT_ROUNDS} rounds`)
+  }
+
+  /**
+   * A replica's snapshot (snapshot-elsewhere.ts) for the workspace that writes it: the record, the
+   * parts it wrote with their bytes, and what deleting stale blobs must keep.
+   */
+  encodeForWriter(): Omit<ElsewhereSnapshot, 'kind'> {
+    const compaction = this.capture(() => new Set())
+    const { record, encoded } = runThrough(compaction.steps!)
+    const { staged } = encoded
+    const listed = new Set(staged.parts.map((info) => info.n))
+    const parts: [BlobId, Uint8Array][] = []
+    for (const id of compaction.parts) {
+      if (!encoded.blobs.has(id)) continue
+      const bytes = this.host.blobs.forStore(id)
+      // A view of a larger buffer would send all of it.
+      parts.push([id, bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice()])
+    }
+    const lists: [BlobId, BlobId[]][] = staged.written.filter(({ info }) => listed.has(info.n)).map(({ info, blobs }) => [info.id, [...blobs]])
+    const dropped = this.history.commit(staged).map((info) => info.id)
+    return { record: [...record], parts, needs: [...encoded.blobs], partIds: staged.parts.map((info) => info.id), lists, dropped }
   }
 
   /** A compaction that failed is dropped; an automatic one is tried again after `every` more records. */
@@ -693,7 +826,7 @@ export class Durability {
       this.abandonCompaction()
       const compaction = this.capture(reachable)
       compaction.erase = erase
-      compaction.result = runThrough(compaction.steps)
+      compaction.result = runThrough(compaction.steps!)
       this.compaction = compaction
       let failure: { error: unknown } | undefined
       // In the commit chain: no group commit lands between the snapshot and the journal it replaces.
@@ -727,8 +860,9 @@ export class Durability {
 
   /** Replaces the journal with a compaction's snapshot, its commit marker and its tail. */
   private async replaceWith(compaction: Compaction): Promise<void> {
-    const { record, encoded } = compaction.result!
-    await this.putDurable(encoded.blobs)
+    const result = compaction.result!
+    const { record } = result
+    await this.putDurable(neededBy(result))
     const records: (readonly string[])[] = [record, [commitRecord(1)]]
     let chars = 0
     for (const lines of compaction.tail) {
@@ -750,8 +884,22 @@ export class Durability {
     }
     if (compaction.skip > 0) this.lines.splice(0, compaction.skip)
     compaction.skip = 0
-    this.partsDropped(this.history.commit(encoded.staged))
+    if ('made' in result) {
+      const { made } = result
+      this.compactions.elsewhere++
+      const lists = new Map<BlobId, readonly BlobId[]>(made.lists)
+      const ledger = new Map<BlobId, readonly BlobId[] | undefined>()
+      for (const id of made.partIds) ledger.set(id, lists.get(id) ?? this.ledger?.get(id))
+      this.ledger = ledger
+      this.partsDropped(made.dropped)
+    } else {
+      this.compactions.here++
+      this.ledger = undefined
+      this.partsDropped(this.history.commit(result.encoded.staged).map((info) => info.id))
+    }
     this.position = records.length
+    const lastTail = records.at(-2)
+    this.lastRecord = compaction.tail.length > 0 && lastTail?.length === 1 ? lastTail[0] : undefined
     this.sinceCompaction = compaction.tailLines
     this.sinceChars = chars
     let snapshotChars = 0
@@ -769,10 +917,10 @@ export class Durability {
    * drops parts at every compaction, so, as git's `gc --auto` waits for loose objects, they are
    * deleted once they are a quarter of what the store holds (or STALE_PART_BYTES), not each time.
    */
-  private partsDropped(parts: readonly PartInfo[]): void {
+  private partsDropped(parts: readonly BlobId[]): void {
     if (parts.length === 0) return
-    for (const info of parts) {
-      const size = this.host.blobs.durableSize(info.id)
+    for (const id of parts) {
+      const size = this.host.blobs.durableSize(id)
       // A part of unknown size counts as full (a part is sealed at about a MiB of text).
       this.droppedPartBytes += size === undefined || Number.isNaN(size) ? 1024 * 1024 : size
     }
@@ -789,7 +937,7 @@ export class Durability {
     // What is reachable now, with no wait before the stale ones stop counting as durable: a write
     // from here on that needs one of them again stores it again (after the deletion, in order).
     const keep = compaction.reachable()
-    for (const id of compaction.result!.encoded.blobs) keep.add(id)
+    for (const id of neededBy(compaction.result!)) keep.add(id)
     for (const id of compaction.named) keep.add(id)
     // A purge's blobs nothing refers to any more (it scrubbed history too) are erased, damaged or
     // not, whether the history's parts are all listed yet or not.
@@ -811,6 +959,9 @@ export class Durability {
     const history = this.history.blobs()
     if (!history.complete) return
     for (const id of history.ids) keep.add(id)
+    const ledger = this.ledgerBlobs()
+    if (!ledger.complete) return
+    for (const id of ledger.ids) keep.add(id)
     const pending = new Set(this.unverified)
     const stale = stored.filter((id) => !keep.has(id) && !this.corrupt.has(id) && !pending.has(id) && !erase?.has(id))
     for (const id of stale) {
@@ -827,7 +978,7 @@ export class Durability {
   private async writeSnapshot(): Promise<void> {
     this.abandonCompaction()
     const compaction = this.capture(() => new Set())
-    compaction.result = runThrough(compaction.steps)
+    compaction.result = runThrough(compaction.steps!)
     await this.replaceWith(compaction)
   }
 
@@ -838,9 +989,12 @@ export class Durability {
   async finishCompaction(): Promise<void> {
     const compaction = this.compaction
     if (compaction === undefined) return
-    if (compaction.result === undefined) {
+    if (compaction.result === undefined && compaction.elsewhere !== undefined) {
+      await compaction.elsewhere
+      if (this.compaction !== compaction || compaction.result === undefined) return
+    } else if (compaction.result === undefined) {
       try {
-        compaction.result = runThrough(compaction.steps)
+        compaction.result = runThrough(compaction.steps!)
       } catch {
         this.compactionFailed(compaction)
         return
@@ -906,10 +1060,25 @@ export class Durability {
   /** Garbage-collection roots the history's parts hold (the collector keeps them, and what they refer to). */
   historyRoots(): Iterable<BlobId> {
     const { ids, complete } = this.history.blobs()
+    const ledger = this.ledgerBlobs()
     // The parts a compaction under way has encoded: in memory only until it is written.
     const encoding = this.compaction?.parts ?? []
     // Until every part's blobs are known, every durable blob is kept.
-    return complete ? [...ids, ...encoding] : [...ids, ...encoding, ...this.host.blobs.residentDurable()]
+    return complete && ledger.complete ? [...ids, ...ledger.ids, ...encoding] : [...ids, ...ledger.ids, ...encoding, ...this.host.blobs.residentDurable()]
+  }
+
+  /** The parts of the last snapshot encoded elsewhere and the blobs they refer to; not complete while a part's are unknown. */
+  private ledgerBlobs(): { ids: BlobId[]; complete: boolean } {
+    const ids: BlobId[] = []
+    let complete = true
+    for (const [id, list] of this.ledger ?? []) {
+      ids.push(id)
+      // A part it reused from a snapshot the history here decoded: listed by the history (in the background).
+      const known = list ?? this.history.listOf(id)
+      if (known === undefined) complete = false
+      else for (const blob of known) ids.push(blob)
+    }
+    return { ids, complete }
   }
 
   /** Writes the blobs the store does not have yet (and remembers that it has them). */
@@ -1074,7 +1243,7 @@ export class Durability {
       // store's index when first looked up. What it lists as damage is read now, so open reports it.
       // A store that holds blobs may hold stale ones (a process that ended before deleting them).
       this.mayBeStale = store.blobTotals().blobs > 0
-      blobs.readOnDemand((id) => store.readBlobSync!(id), this.options.cacheBytes, new IndexedBlobs(store as Store & BlobIndex))
+      blobs.readOnDemand((id) => store.readBlobSync!(id), this.options.cacheBytes ?? DEFAULT_CACHE_BYTES, new IndexedBlobs(store as Store & BlobIndex))
       for (const id of store.blobTotals().unreadable) {
         try {
           store.readBlobSync(id)
@@ -1090,7 +1259,7 @@ export class Durability {
       // On demand: known by id and size, read when first needed and checked against its id then.
       // One the store lists without a size (damage it cannot read) is read now, so open reports it.
       const sizes = store.blobSizes ? await store.blobSizes() : undefined
-      blobs.readOnDemand((id) => store.readBlobSync!(id), this.options.cacheBytes)
+      blobs.readOnDemand((id) => store.readBlobSync!(id), this.options.cacheBytes ?? DEFAULT_CACHE_BYTES)
       // Each blob listed with its size, without a lookup per blob; the ones listed without (damage) then.
       let unsized: readonly BlobId[] = ids
       if (sizes) {

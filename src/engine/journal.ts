@@ -138,7 +138,7 @@ export class Journal implements Recorder, StateRecorder {
     readonly session: string,
     idPrefix: string,
     /** Operations kept for undo and history; older ones are dropped (their content can be collected). */
-    private readonly limit = 10_000,
+    readonly limit = 10_000,
     private readonly sessionState?: SessionState,
   ) {
     this.idStart = `op-${idPrefix}-`

@@ -305,6 +305,17 @@ export class LazyHistory {
     return { ids, complete }
   }
 
+  /** The blobs the part stored as `id` refers to, when it is one of the snapshot's and they are known (listing the rest soon). */
+  listOf(id: BlobId): readonly BlobId[] | undefined {
+    for (const info of this.parts.values()) {
+      if (info.id !== id) continue
+      const known = this.partBlobs.get(info.n)
+      if (known === undefined) this.listSoon()
+      return known
+    }
+    return undefined
+  }
+
   /** Lists the blobs of the parts not listed yet, in the background (after the caller's turn). */
   private listSoon(): void {
     if (this.listing) return
