@@ -6,7 +6,7 @@
  * the text over the decoded text (linear-regex.ts), only on the lines that hold what every match
  * holds.
  */
-import { decode } from '../src/bytes.js'
+import { concatBytes, decode } from '../src/bytes.js'
 import { Alphabet, Automaton, COMMON, Parser, type Prefilter, inOrder, prefilter } from './linear-regex.js'
 
 export { UnsupportedPattern, grepCounters } from './linear-regex.js'
@@ -199,14 +199,7 @@ function copy(bytes: Uint8Array): Uint8Array {
 
 /** Pieces as one array (one piece as it is). */
 function joined(pieces: readonly Uint8Array[]): Uint8Array {
-  if (pieces.length === 1) return pieces[0]
-  const out = new Uint8Array(pieces.reduce((sum, piece) => sum + piece.length, 0))
-  let at = 0
-  for (const piece of pieces) {
-    out.set(piece, at)
-    at += piece.length
-  }
-  return out
+  return pieces.length === 1 ? pieces[0] : concatBytes(pieces)
 }
 
 function toBuffer(bytes: Uint8Array): Buffer {
