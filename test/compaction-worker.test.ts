@@ -5,10 +5,12 @@
  * what it needs is never deleted as stale; a replica that cannot make it leaves the compaction to
  * the calling thread.
  */
+import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { directory, directoryStore } from '../adapters/node-fs/index.js'
 import { type DurabilityEngine, MemoryStore, durableJournal, snapshotOfStore } from '../src/adapter-kit.js'
@@ -137,6 +139,33 @@ describe('a directory store compacts on its worker thread', () => {
       entriesOf(reopened)
     }
     await reopened.close()
+  })
+})
+
+describe('the built package', () => {
+  // From the sources the worker starts through tsx (worker/bootstrap.mjs); the package starts dist's snapshot-worker.js, which a
+  // missing or renamed file would turn into compactions on the calling thread, silently.
+  it.skipIf(!fs.existsSync(new URL('../dist/adapters/node-fs/snapshot-worker.js', import.meta.url)))('starts its worker from dist and writes the snapshot it made', () => {
+    const store = path.join(scratch, 'store-dist')
+    const script = `
+      import { Workspace } from './dist/src/index.js'
+      import { directoryStore } from './dist/adapters/node-fs/index.js'
+      const ws = await Workspace.open({ store: directoryStore(${JSON.stringify(store)}, { compactionWorker: { fromChars: 0 } }), compactEvery: 1000, autoCheckpoint: false })
+      ws.fs.mkdirSync('/t')
+      const durability = ws.context.durability
+      // Paced, so the worker's start does not leave it 4 x compactEvery behind (it would be dropped for one made here).
+      for (let i = 0; durability.compactions.elsewhere === 0 && i < 40000; i++) {
+        ws.fs.writeFileSync('/t/f' + (i % 500), 'v' + i)
+        if (i % 50 === 49) { await ws.sync(); await new Promise((resolve) => setTimeout(resolve, 10)) }
+      }
+      // One still encoding is written by the close.
+      await ws.close()
+      const { compactions, elsewhereFailure } = durability
+      console.log(JSON.stringify({ compactions, elsewhereFailure }))`
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('..', import.meta.url)), encoding: 'utf8' })
+    const { compactions, elsewhereFailure } = JSON.parse(out.trim().split('\n').at(-1)!) as { compactions: { elsewhere: number }; elsewhereFailure?: string }
+    expect(elsewhereFailure).toBeUndefined()
+    expect(compactions.elsewhere).toBeGreaterThan(0)
   })
 })
 

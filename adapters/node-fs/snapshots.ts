@@ -45,10 +45,12 @@ export class SnapshotWorker implements SnapshotEncoder {
 
   private start(): Worker {
     const data = { root: this.root }
+    // The process's flags but --input-type (of `node -e` only: a worker given it fails to start).
+    const execArgv = process.execArgv.filter((arg) => !arg.startsWith('--input-type'))
     // From the TypeScript sources (tests, bench under tsx) the entry is loaded through tsx, as worker/bootstrap.mjs does.
     const worker = import.meta.url.endsWith('.ts')
-      ? new Worker(new URL('../../worker/bootstrap.mjs', import.meta.url), { workerData: { ...data, entry: new URL('./snapshot-worker.ts', import.meta.url).href } })
-      : new Worker(new URL('./snapshot-worker.js', import.meta.url), { workerData: data })
+      ? new Worker(new URL('../../worker/bootstrap.mjs', import.meta.url), { execArgv, workerData: { ...data, entry: new URL('./snapshot-worker.ts', import.meta.url).href } })
+      : new Worker(new URL('./snapshot-worker.js', import.meta.url), { execArgv, workerData: data })
     worker.unref()
     worker.on('message', (message: { id: number; made?: Made; error?: string }) => {
       const waiting = this.waiting.get(message.id)
