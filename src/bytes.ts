@@ -46,6 +46,13 @@ export function encode(text: string, encoding: Encoding = 'utf8'): Uint8Array {
   return out
 }
 
+/** Bytes as the characters of those codes, a slice at a time: one argument a byte overflowed the stack past about 100k. */
+function charCodes(bytes: Uint8Array): string {
+  let text = ''
+  for (let at = 0; at < bytes.length; at += 0x4000) text += String.fromCharCode(...bytes.subarray(at, at + 0x4000))
+  return text
+}
+
 export function decode(bytes: Uint8Array, encoding: Encoding = 'utf8'): string {
   if (HostBuffer) {
     const view = HostBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) as Uint8Array & {
@@ -55,11 +62,11 @@ export function decode(bytes: Uint8Array, encoding: Encoding = 'utf8'): string {
   }
   const name = encoding.toLowerCase()
   if (name === 'utf8' || name === 'utf-8') return textDecoder.decode(bytes)
-  if (name === 'latin1' || name === 'binary') return String.fromCharCode(...bytes)
-  if (name === 'ascii') return String.fromCharCode(...bytes.map((b) => b & 0x7f))
+  if (name === 'latin1' || name === 'binary') return charCodes(bytes)
+  if (name === 'ascii') return charCodes(bytes.map((b) => b & 0x7f))
   if (name === 'hex') return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
   if (name === 'base64' || name === 'base64url') {
-    const base64 = btoa(String.fromCharCode(...bytes))
+    const base64 = btoa(charCodes(bytes))
     return name === 'base64' ? base64 : base64.replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
   }
   let text = ''

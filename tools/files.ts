@@ -8,7 +8,7 @@ import type { TransactionType } from '../src/engine/transaction.js'
 import { basename, dirname } from '../src/path.js'
 import type { Workspace } from '../src/workspace.js'
 import { type Budget, Room } from './budget.js'
-import { IMAGE_FORMATS, ImageHeaderError, type ImageResult, type ImageSize, imageMimeType, imageSize, toBase64 } from './images.js'
+import { IMAGE_FORMATS, ImageHeaderError, type ImageResult, type ImageSize, imageMimeType, imageSize } from './images.js'
 import { lastSeq, recordedSince, resolvePath } from './operations.js'
 import { ToolFailure } from './result.js'
 import { deletePathInput, editFileInput, insertTextInput, listDirectoryInput, movePathInput, readFileInput, writeFileInput } from './schemas.js'
@@ -154,7 +154,7 @@ function imageOf(path: string, bytes: Uint8Array, budget: Budget): ImageResult |
       { bytes: bytes.byteLength, max_bytes: budget.imageBytes, width, height },
     )
   }
-  return { path, type: 'image', mime_type: mimeType, bytes: bytes.byteLength, width, height, data: toBase64(bytes) }
+  return { path, type: 'image', mime_type: mimeType, bytes: bytes.byteLength, width, height, data: decode(bytes, 'base64') }
 }
 
 function mebibytes(bytes: number): string {

@@ -233,16 +233,6 @@ export function imageSize(bytes: Uint8Array, type: ImageMimeType): ImageSize {
   }
 }
 
-/**
- * Base64 of the bytes, in slices (spreading 4 MB into String.fromCharCode would overflow the
- * stack), with btoa, which Node and browsers both have.
- */
-export function toBase64(bytes: Uint8Array): string {
-  let binary = ''
-  for (let at = 0; at < bytes.length; at += 0x8000) binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000))
-  return btoa(binary)
-}
-
 /** Whether a tool's result is read_file's image (budget.ts leaves its base64 whole; the MCP server sends it as an image). */
 export function isImageResult(value: unknown): value is ImageResult {
   if (value === null || typeof value !== 'object') return false

@@ -118,7 +118,25 @@ async function acrossWorker(workerSource: string) {
   return { seenBeforeAnswer, single, batch, iterated, aborted, failed }
 }
 
-const scenarios = { surface, acrossWorker }
+/** A 1 MiB file read back in each byte encoding, by the core's own conversions (there is no Buffer here). */
+async function encodings() {
+  const ws = await Workspace.open({ autoCheckpoint: false })
+  const bytes = new Uint8Array(1 << 20)
+  for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 7 + (i >> 9)) & 0xff
+  ws.fs.writeFileSync('/big.bin', bytes)
+  const read: Record<string, string> = {}
+  for (const encoding of ['base64', 'base64url', 'latin1', 'ascii', 'hex', 'utf16le'] as const) {
+    try {
+      const text = ws.fs.readFileSync('/big.bin', encoding)
+      read[encoding] = `${text.length}:${text.slice(0, 16)}:${text.slice(-16)}`
+    } catch (error) {
+      read[encoding] = `${(error as Error).name}: ${(error as Error).message}`
+    }
+  }
+  return read
+}
+
+const scenarios = { surface, acrossWorker, encodings }
 export type FsScenarios = typeof scenarios
 
 declare global {

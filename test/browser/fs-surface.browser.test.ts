@@ -36,6 +36,21 @@ describe.skipIf(!available)('the fs surface in Chromium', () => {
     })
   })
 
+  it('reads a 1 MiB file in every byte encoding without Buffer (the stack did not hold one argument per byte)', async () => {
+    const context = await harness.newContext()
+    const page = await harness.open(context)
+    const read = await page.evaluate(() => window.rewindfsFs.encodings())
+    await context.close()
+    const bytes = Buffer.alloc(1 << 20)
+    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 7 + (i >> 9)) & 0xff
+    const expected: Record<string, string> = {}
+    for (const encoding of ['base64', 'base64url', 'latin1', 'ascii', 'hex', 'utf16le'] as const) {
+      const text = bytes.toString(encoding)
+      expected[encoding] = `${text.length}:${text.slice(0, 16)}:${text.slice(-16)}`
+    }
+    expect(read).toEqual(expected)
+  })
+
   it('from a Web Worker: fs.watch, fs.promises.watch and ws.events get the worker’s changes, one message per delivery, before the call’s answer', async () => {
     // The worker's bundle, handed to the page to start from a blob URL (serve() reaches node:worker_threads only outside a Web Worker).
     const worker = await build({
