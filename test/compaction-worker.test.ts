@@ -112,9 +112,9 @@ describe('a directory store compacts on its worker thread', () => {
     // Counted: a run that deleted nothing would prove nothing about what the deletion keeps.
     let deleted = 0
     const deleteBlobs = stored.deleteBlobs.bind(stored)
-    const ledger = () => (durabilityOf(ws) as unknown as { ledger: unknown }).ledger
+    const ledger = () => (durabilityOf(ws) as unknown as { ledger: { active: boolean } }).ledger
     // Those deleted after a snapshot made elsewhere was written (one made here may come between, when the worker falls behind).
-    stored.deleteBlobs = (ids) => ((deleted += ledger() === undefined ? 0 : ids.length), deleteBlobs(ids))
+    stored.deleteBlobs = (ids) => ((deleted += ledger().active ? ids.length : 0), deleteBlobs(ids))
     // A short history: operations leave it, and contents only they held become stale.
     const ws = await Workspace.open({ lower: directory(lower), store: stored, compactEvery: 300, autoCheckpoint: false, retention: { operations: 100 } })
     await untilElsewhere(ws, 2)

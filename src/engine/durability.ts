@@ -16,7 +16,6 @@ import type { FlushBook } from '../flush/book.js'
 import type { PinnedLower } from '../flush/pinned-lower.js'
 import { FLUSH_STATE_KEY, decodeFlushState, encodeFlushState } from '../flush/state.js'
 import type { DirNode, UpperNode } from '../layer/nodes.js'
-import type { LowerStat } from '../lower/source.js'
 import { type MapRoot, mapEntries } from '../layer/persistent-map.js'
 import { Overlay } from '../overlay.js'
 import type { Journal, OperationRecord, SlotChange, StateChange } from './journal.js'
@@ -40,6 +39,7 @@ import {
   numberText,
 } from './persistence.js'
 import { type ReconnectSink, Reconnection } from './reconnect.js'
+import { PartLedger, snapshotElsewhere } from './compaction-elsewhere.js'
 import type { ElsewhereSnapshot, SnapshotEncoder } from './snapshot-elsewhere.js'
 import type { StoreEvent } from './events.js'
 import { Replay } from './replay.js'
@@ -193,9 +193,6 @@ function neededBy(result: Encoded | MadeElsewhere): Iterable<BlobId> {
 
 /** Quarters of `every` records a compaction elsewhere may fall behind (its tail) before it is dropped for one made here. */
 const ELSEWHERE_BEHIND = 16
-
-/** Rounds of a replica asking for lower directories it was not given before the compaction is made here instead. */
-const STAT_ROUNDS = 3
 
 /** Runs a generator for `count` steps at most: what it returns if it ended, else undefined (it goes on from there next time). */
 function runSteps<T>(steps: Generator<void, T, void>, count: number): T | undefined {
@@ -668,12 +665,8 @@ export class Durability {
   /** Lower directories replicas asked for: their stats go with every request after. */
   private readonly lowerDirs = new Set<string>()
 
-  /**
-   * The parts the last snapshot encoded elsewhere lists, and the blobs each refers to where known
-   * (the history here knows only its own): deleting stale blobs keeps them, as it keeps the history's.
-   * Undefined once a snapshot encoded here is written (its parts are the history's).
-   */
-  private ledger: Map<BlobId, readonly BlobId[] | undefined> | undefined
+  /** The parts the last snapshot encoded elsewhere lists (the history here knows only its own): deleting stale blobs keeps them. */
+  private readonly ledger = new PartLedger()
 
   /**
    * A compaction of the journal as the store holds it now, encoded elsewhere from the store alone;
@@ -686,7 +679,8 @@ export class Durability {
     const last = this.lastRecord
     const compaction: Compaction = { skip: 0, tail: [], tailLines: 0, named: new Set(), parts: new Set(), reachable: this.auto!.reachable, abandoned: false }
     this.compaction = compaction
-    compaction.elsewhere = this.madeElsewhere(encoder, records, last).then(
+    const request = { records, last, session: this.host.journal.session, keep: this.host.journal.limit }
+    compaction.elsewhere = snapshotElsewhere(encoder, request, this.host.overlay.lower, this.lowerDirs).then(
       (made) => {
         if (compaction.abandoned) return
         // Its parts become contents here (their ids are the same hash of the same bytes), kept by the collector until written.
@@ -703,26 +697,6 @@ export class Durability {
       this.elsewhereFailure = (error as Error)?.message ?? String(error)
       this.compactionFailed(compaction)
     })
-  }
-
-  /** The replica's snapshot of the first `records` records, asked again with the lower directories it names (at most STAT_ROUNDS times). */
-  private async madeElsewhere(encoder: SnapshotEncoder, records: number, last: string | undefined): Promise<ElsewhereSnapshot> {
-    const { lower } = this.host.overlay
-    for (let round = 0; round < STAT_ROUNDS; round++) {
-      // Stats as the workspace's lower source gives them now: what a reopen now would copy up.
-      const stats: [string, LowerStat | null][] = []
-      for (const path of ['/', ...this.lowerDirs]) {
-        try {
-          stats.push([path, lower.stat(path) ?? null])
-        } catch {
-          // Left out: a replay that needs it asks for it again, and after STAT_ROUNDS the compaction is made here.
-        }
-      }
-      const made = await encoder.encode({ records, last, session: this.host.journal.session, keep: this.host.journal.limit, lower: { kind: lower.kind, id: lower.id, stats } })
-      if (made.kind === 'snapshot') return made
-      for (const path of made.paths) this.lowerDirs.add(path)
-    }
-    throw new Error(`rewindfs: a snapshot replica still needed lower directories after ${STAT_ROUNDS} rounds`)
   }
 
   /**
@@ -887,14 +861,11 @@ export class Durability {
     if ('made' in result) {
       const { made } = result
       this.compactions.elsewhere++
-      const lists = new Map<BlobId, readonly BlobId[]>(made.lists)
-      const ledger = new Map<BlobId, readonly BlobId[] | undefined>()
-      for (const id of made.partIds) ledger.set(id, lists.get(id) ?? this.ledger?.get(id))
-      this.ledger = ledger
+      this.ledger.written(made)
       this.partsDropped(made.dropped)
     } else {
       this.compactions.here++
-      this.ledger = undefined
+      this.ledger.clear()
       this.partsDropped(this.history.commit(result.encoded.staged).map((info) => info.id))
     }
     this.position = records.length
@@ -959,7 +930,7 @@ export class Durability {
     const history = this.history.blobs()
     if (!history.complete) return
     for (const id of history.ids) keep.add(id)
-    const ledger = this.ledgerBlobs()
+    const ledger = this.ledger.blobs((id) => this.history.listOf(id))
     if (!ledger.complete) return
     for (const id of ledger.ids) keep.add(id)
     const pending = new Set(this.unverified)
@@ -1060,25 +1031,11 @@ export class Durability {
   /** Garbage-collection roots the history's parts hold (the collector keeps them, and what they refer to). */
   historyRoots(): Iterable<BlobId> {
     const { ids, complete } = this.history.blobs()
-    const ledger = this.ledgerBlobs()
+    const ledger = this.ledger.blobs((id) => this.history.listOf(id))
     // The parts a compaction under way has encoded: in memory only until it is written.
     const encoding = this.compaction?.parts ?? []
     // Until every part's blobs are known, every durable blob is kept.
     return complete && ledger.complete ? [...ids, ...ledger.ids, ...encoding] : [...ids, ...ledger.ids, ...encoding, ...this.host.blobs.residentDurable()]
-  }
-
-  /** The parts of the last snapshot encoded elsewhere and the blobs they refer to; not complete while a part's are unknown. */
-  private ledgerBlobs(): { ids: BlobId[]; complete: boolean } {
-    const ids: BlobId[] = []
-    let complete = true
-    for (const [id, list] of this.ledger ?? []) {
-      ids.push(id)
-      // A part it reused from a snapshot the history here decoded: listed by the history (in the background).
-      const known = list ?? this.history.listOf(id)
-      if (known === undefined) complete = false
-      else for (const blob of known) ids.push(blob)
-    }
-    return { ids, complete }
   }
 
   /** Writes the blobs the store does not have yet (and remembers that it has them). */
