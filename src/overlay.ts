@@ -739,12 +739,12 @@ export class Overlay {
   /**
    * Throws what reading a lower file throws (EACCES for one on disk this process may not read, mode
    * 000), for open(2) and copyFile (libuv opens the source first), which fail there before anything
-   * is read or made. Only a file whose mode withholds read from someone is read: one readable by
-   * all is read when its bytes are wanted, not twice.
+   * is read or made. Only a file whose mode and owners do not say this process may read it is
+   * read (mayRead): one it may is read when its bytes are wanted, not twice.
    */
   checkReadable(entry: Entry): void {
     if (entry.node !== undefined || entry.lowerPath === null || entry.type !== 'file' || entry.lowerStat === undefined) return
-    if ((entry.lowerStat.mode & 0o444) === 0o444) return
+    if (mayRead(entry.lowerStat)) return
     try {
       this.lower.readFile(entry.lowerPath)
     } catch (error) {
@@ -756,14 +756,14 @@ export class Overlay {
   /**
    * Throws what listing `dir`'s lower half throws (EACCES for one on disk this process may not
    * read, mode 0311), for opendir(2), which fails there before anything is read. Only a lower
-   * directory whose mode withholds read from someone is listed: one readable by all lists, and
-   * opendir of it costs no listing more than its reads do.
+   * directory whose mode and owners do not say this process may list it is listed (mayRead):
+   * opendir of one it may costs no listing more than its reads do.
    */
   checkListable(dir: Entry): void {
     const lowerPath = dir.lowerPath
     if (lowerPath === null || dir.type !== 'dir') return
-    const mode = (dir.node === undefined ? dir.lowerStat : undefined)?.mode ?? this.lower.stat(lowerPath)?.mode
-    if (mode === undefined || (mode & 0o444) === 0o444) return
+    const stat = (dir.node === undefined ? dir.lowerStat : undefined) ?? this.lower.stat(lowerPath)
+    if (stat === undefined || mayRead(stat)) return
     this.lookingOnly(() => this.lowerNames(lowerPath))
   }
 
@@ -1218,6 +1218,18 @@ const PROCESS_OWNER: { readonly uid: number; readonly gid: number } = (() => {
   const host = (globalThis as { process?: { getuid?: () => number; getgid?: () => number } }).process
   return { uid: host?.getuid?.() ?? 0, gid: host?.getgid?.() ?? 0 }
 })()
+
+/**
+ * Whether this process may read an entry by its mode and owners alone, as the kernel decides for
+ * an owner, its group or others (root may read anything; a supplementary group or an ACL is not
+ * known here: such an entry is asked of the source).
+ */
+function mayRead(stat: LowerStat): boolean {
+  if (PROCESS_OWNER.uid === 0 || (stat.mode & 0o444) === 0o444) return true
+  if ((stat.uid ?? PROCESS_OWNER.uid) === PROCESS_OWNER.uid) return (stat.mode & 0o400) !== 0
+  if ((stat.gid ?? PROCESS_OWNER.gid) === PROCESS_OWNER.gid) return (stat.mode & 0o040) !== 0
+  return false
+}
 
 /** A directory's metadata where the lower source lost it: as mkdir makes one (0755), its times set again by the operation replayed. */
 function vanishedMeta(lowerPath: string): Meta {

@@ -13,6 +13,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { build } from 'esbuild'
 import { afterAll, describe, expect, it } from 'vitest'
+import { syncFsSource } from '../src/adapter-kit.js'
+import { Workspace } from '../src/index.js'
 import { capability } from './support/require.js'
 
 // World-readable, so the unprivileged user can run the bundled child from here.
@@ -183,4 +185,23 @@ describe('errors of calls on project entries this user may not read', () => {
     // The oracle did refuse: a user that could read these would compare nothing.
     expect(seen['a file of mode 000 named plain'].oracle[0]).toMatchObject({ code: 'EACCES', syscall: 'open', path: 'z' })
   }, 60_000)
+})
+
+describe('open ahead of a read', () => {
+  it('reads nothing ahead of a project file this process may read by its mode and owner (0600, 0640 of its own)', async () => {
+    const root = fs.mkdtempSync(path.join(scratch, 'own-'))
+    for (const [name, mode] of [['private', 0o600], ['group', 0o640], ['all', 0o644]] as const) {
+      fs.writeFileSync(path.join(root, name), name)
+      fs.chmodSync(path.join(root, name), mode)
+    }
+    let reads = 0
+    const counting = { ...fs, readFileSync: (...args: Parameters<typeof fs.readFileSync>) => (reads++, fs.readFileSync(...args)) } as typeof fs
+    const ws = await Workspace.open({ lower: syncFsSource(counting, root), autoCheckpoint: false })
+    for (const name of ['private', 'group', 'all']) ws.fs.closeSync(ws.fs.openSync(`/${name}`, 'r'))
+    // open(2) of a file it may read fails nowhere: the bytes are read when they are wanted, once.
+    expect(reads).toBe(0)
+    expect(ws.fs.readFileSync('/private', 'utf8')).toBe('private')
+    expect(reads).toBe(1)
+    await ws.close()
+  })
 })
