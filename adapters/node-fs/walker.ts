@@ -16,6 +16,7 @@ import fs from 'node:fs'
 import type { EntryType, LowerWalker, WalkerEntry } from 'rewindfs/adapter-kit'
 import { type Confinement, READ_FLAGS, isReserved, regularFile } from './confine.js'
 import { onHostNow } from './host-fs.js'
+import { readFully } from './pack-io.js'
 
 /** The reused buffer grows to the largest file read so far, up to this. */
 const SCRATCH_MAX = 8 * 1024 * 1024
@@ -57,16 +58,8 @@ export class DirectoryWalker implements LowerWalker {
       if (this.scratch.length < size) this.scratch = Buffer.allocUnsafe(size)
       const buffer = this.scratch.subarray(0, size)
       for (let position = 0; ; ) {
-        const length = this.onHost(() => {
-          // Filled to `size` unless the file ends, so every part but the last is whole.
-          let filled = 0
-          while (filled < size) {
-            const n = fs.readSync(fd, buffer, filled, size - filled, position + filled)
-            if (n === 0) break
-            filled += n
-          }
-          return filled
-        })
+        // Filled to `size` unless the file ends, so every part but the last is whole.
+        const length = this.onHost(() => readFully(fd, buffer, size, position))
         if (length === 0 || !visit(buffer.subarray(0, length)) || length < size) return
         position += length
       }
