@@ -131,9 +131,9 @@ function textOf(path: string, bytes: Uint8Array, exact: boolean): string {
  * damaged header, or an image over budget.imageBytes, is refused saying what is wrong.
  */
 function imageOf(path: string, bytes: Uint8Array, budget: Budget): ImageResult | undefined {
-  if (isProbablyText(bytes)) return undefined
+  // The magic bytes first: a text file's 8 KiB are then looked at once, by the text path.
   const mimeType = imageMimeType(bytes)
-  if (mimeType === undefined) return undefined
+  if (mimeType === undefined || isProbablyText(bytes)) return undefined
   let size: ImageSize
   try {
     size = imageSize(bytes, mimeType)
