@@ -723,4 +723,20 @@ describe('less common paths match node:fs on a real directory', () => {
     })
     expect(json).toEqual([['birthtimeMs', 'atime', 'mtime', 'ctime', 'birthtime'], '1970-01-01T00:16:40.000Z', '1970-01-01T00:33:20.250Z'])
   })
+
+  it('a Stats keeps its Dates through a spread, Object.keys and a structured clone (a worker\'s postMessage), as Node 20\'s own properties do', async () => {
+    const kept = await same((fs, at) => {
+      fs.utimesSync(at('/f'), 1000.0005, 2000.25)
+      const stats = [fs.statSync(at('/f')), fs.statSync(at('/f'), { bigint: true })]
+      return stats.map((stat) => {
+        const spread = { ...stat }
+        const cloned = structuredClone(stat)
+        return [Object.keys(stat), spread.mtime instanceof Date && spread.mtime.toISOString(), cloned.atime instanceof Date && cloned.atime.toISOString(), typeof cloned.mtimeMs]
+      })
+    })
+    expect((kept as unknown[][]).map((entry) => entry.slice(1))).toEqual([
+      ['1970-01-01T00:33:20.250Z', '1970-01-01T00:16:40.000Z', 'number'],
+      ['1970-01-01T00:33:20.250Z', '1970-01-01T00:16:40.000Z', 'bigint'],
+    ])
+  })
 })

@@ -198,9 +198,10 @@ export function unpackResults(wire: BatchWire): ({ ok: true; value: unknown } | 
         return { ok: true, value: asCallerBytes(view) }
       }
       case STATS: {
-        const stats = Object.create(Stats.prototype) as Record<string, number>
-        for (const key of statKeys) stats[key] = wire.stats[statAt++]
-        return { ok: true, value: stats }
+        const fields = {} as Record<(typeof statKeys)[number], number>
+        for (const key of statKeys) fields[key] = wire.stats[statAt++]
+        // Through the constructor: it makes the Dates, own properties as Node's.
+        return { ok: true, value: new Stats(fields) }
       }
       default:
         return { ok: true, value: decodeValue(value) }

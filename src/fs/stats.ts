@@ -34,27 +34,20 @@ abstract class StatsBase<N extends number | bigint> {
   declare mtimeMs: N
   declare ctimeMs: N
   declare birthtimeMs: N
-  // Dates are made on first use, as Node's are: most callers only read sizes and types. Node
-  // rounds the milliseconds (a Date would cut them).
-  get atime(): Date {
-    return new Date(Math.round(Number(this.atimeMs)))
-  }
-  get mtime(): Date {
-    return new Date(Math.round(Number(this.mtimeMs)))
-  }
-  get ctime(): Date {
-    return new Date(Math.round(Number(this.ctimeMs)))
-  }
-  get birthtime(): Date {
-    return new Date(Math.round(Number(this.birthtimeMs)))
-  }
+  // Own data properties, made with the stat, as Node 20's are: a spread, Object.keys or a
+  // structured clone (a worker's postMessage) of a stat keeps them. Node rounds the milliseconds
+  // (a Date would cut them).
+  declare atime: Date
+  declare mtime: Date
+  declare ctime: Date
+  declare birthtime: Date
 
-  /**
-   * What JSON.stringify shows, as for Node's, whose Dates are own properties: the fields, then the
-   * four Dates (made here, not per stat: most stats are never serialised).
-   */
-  toJSON(): object {
-    return { ...this, atime: this.atime, mtime: this.mtime, ctime: this.ctime, birthtime: this.birthtime }
+  /** The four Dates, set last: Node's stats list them after every numeric field. */
+  protected dated(): void {
+    this.atime = new Date(Math.round(Number(this.atimeMs)))
+    this.mtime = new Date(Math.round(Number(this.mtimeMs)))
+    this.ctime = new Date(Math.round(Number(this.ctimeMs)))
+    this.birthtime = new Date(Math.round(Number(this.birthtimeMs)))
   }
 
   private is(bits: number): boolean {
@@ -91,6 +84,7 @@ export class Stats extends StatsBase<number> {
     super()
     for (const key of numericFields) this[key] = fields[key]
     for (const key of timeFields) this[`${key}Ms`] = fields[`${key}Ms`]
+    this.dated()
   }
 }
 
@@ -103,6 +97,7 @@ export class BigIntStats extends StatsBase<bigint> {
   constructor(fields: StatFields) {
     super()
     for (const key of numericFields) this[key] = BigInt(Math.trunc(fields[key]))
+    const nanoseconds: bigint[] = []
     for (const key of timeFields) {
       // Whole milliseconds and the rest apart: ms * 1e6 as one double loses the low digits (its
       // spacing is 256 ns today), so Ns could disagree with Ms. The rest is whole microseconds, all
@@ -112,8 +107,11 @@ export class BigIntStats extends StatsBase<bigint> {
       const whole = Math.trunc(ms)
       const nanos = Math.max(-999, Math.min(999, Math.round((ms - whole) * 1e3))) * 1000
       this[`${key}Ms`] = BigInt(whole)
-      this[`${key}Ns`] = BigInt(whole) * 1_000_000n + BigInt(nanos)
+      nanoseconds.push(BigInt(whole) * 1_000_000n + BigInt(nanos))
     }
+    // After every Ms, as Node lists them.
+    timeFields.forEach((key, i) => (this[`${key}Ns`] = nanoseconds[i]))
+    this.dated()
   }
 }
 
