@@ -17,7 +17,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Workspace } from '../src/index.js'
-import { DEFAULT_IMAGE_BYTES, ImageHeaderError, crc32, gifSize, imageMimeType, imageSize, jpegSize, pngSize, webpSize } from '../tools/images.js'
+import { DEFAULT_IMAGE_BYTES, ImageHeaderError, MoreBytesNeeded, crc32, gifSize, imageMimeType, imageSize, jpegSize, pngSize, webpSize } from '../tools/images.js'
 import { type AgentTool, type ToolResult, callTool, createAgentTools } from '../tools/index.js'
 import { CLI, REPO, buildCli, removeCli } from './cli-process.js'
 
@@ -360,6 +360,112 @@ describe('the image size cap and the result budget', () => {
       expect(result.truncated_to_budget).toBeUndefined()
       expect(result.data).toBe(image.toString('base64'))
     }
+  })
+})
+
+/**
+ * The bytes read_file asks the workspace for: readFile's and a FileHandle's reads, counted as they
+ * come back (a work counter: what the tool reads, not how long it takes).
+ */
+function countReads(ws: Workspace): { bytes: number } {
+  const counter = { bytes: 0 }
+  const promises = ws.fs.promises
+  const readFile = promises.readFile
+  promises.readFile = (async (...args: Parameters<typeof readFile>) => {
+    const out = await readFile(...args)
+    counter.bytes += out.length
+    return out
+  }) as typeof readFile
+  const open = promises.open
+  promises.open = (async (...args: Parameters<typeof open>) => {
+    const handle = await open(...args)
+    const read = handle.read.bind(handle)
+    const whole = handle.readFile.bind(handle)
+    handle.read = (async (...readArgs: Parameters<typeof read>) => {
+      const out = await read(...readArgs)
+      counter.bytes += out.bytesRead
+      return out
+    }) as typeof read
+    handle.readFile = (async (...readArgs: Parameters<typeof whole>) => {
+      const out = await whole(...readArgs)
+      counter.bytes += out.length
+      return out
+    }) as typeof whole
+    return handle
+  }) as typeof open
+  return counter
+}
+
+describe('a file over the image cap is looked at by its first bytes, not read whole', () => {
+  const MiB = 1024 * 1024
+  /** A JPEG whose frame header comes after `segments` APP1 segments of 60 000 bytes (EXIF, XMP, ICC come there). */
+  const jpegAfter = (segments: number) => Buffer.concat([Buffer.from([0xff, 0xd8]), ...Array.from({ length: segments }, () => jpegSegment(0xe1, Buffer.alloc(60_000, 0x45))), jpeg(4000, 3000).subarray(2)])
+  const files = {
+    '/big/shot.png': Buffer.concat([png(40, 30), Buffer.alloc(16 * MiB)]),
+    '/big/photo.jpg': Buffer.concat([jpegAfter(2), Buffer.alloc(16 * MiB)]),
+    '/big/deep.jpg': Buffer.concat([jpegAfter(20), Buffer.alloc(16 * MiB)]),
+    '/big/data.bin': Buffer.concat([Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0]), Buffer.alloc(16 * MiB - 8)]),
+    '/big/log.txt': Buffer.from('a line of the log\n'.repeat(300_000)),
+    '/big/small.png': png(3, 2),
+  }
+
+  it('a header given in part asks for the bytes it goes on to; only the end of the file cuts it short', () => {
+    const needed = (read: () => unknown) => {
+      try {
+        read()
+      } catch (error) {
+        if (error instanceof MoreBytesNeeded) return error.needed
+        throw error
+      }
+      throw new Error('no more bytes were asked for')
+    }
+    expect(needed(() => pngSize(png(3, 2).subarray(0, 20), 1000))).toBe(33)
+    expect(() => pngSize(png(3, 2).subarray(0, 20), 30)).toThrow('its header is cut short: the IHDR chunk needs 33 bytes and the file has 30')
+    // The WebP's RIFF size is checked against the file's length, not against the part read.
+    const webp = riff([webpLossless(16, 3)])
+    expect(webpSize(webp.subarray(0, 25), webp.length)).toEqual({ width: 16, height: 3 })
+    const photo = jpegAfter(2)
+    const frame = photo.indexOf(Buffer.from([0xff, 0xc0]))
+    expect(needed(() => jpegSize(photo.subarray(0, 100), photo.length))).toBe(2 + 60_004)
+    expect(jpegSize(photo.subarray(0, frame + 9), photo.length)).toEqual({ width: 4000, height: 3000 })
+    expect(needed(() => imageSize(gif(300, 2).subarray(0, 12), 'image/gif', 100))).toBe(13)
+  })
+
+  it('an image is refused after its header, any other binary file after its first 8 KiB; text is read whole', async () => {
+    const ws = await Workspace.open({ lower: files })
+    const tools = createAgentTools(ws)
+    const counter = countReads(ws)
+    const read = async (path: string) => {
+      counter.bytes = 0
+      const outcome = await callTool(tools, 'read_file', { path })
+      return { outcome, bytes: counter.bytes }
+    }
+    const shot = await read('/big/shot.png')
+    expect(shot.outcome).toMatchObject({ isError: true, error: { code: 'EFBIG', details: { bytes: files['/big/shot.png'].length, width: 40, height: 30 } } })
+    expect(shot.bytes).toBeLessThanOrEqual(8196)
+    // The JPEG's frame header is past its first 8 KiB: read up to it, no further than four times as far.
+    const photo = await read('/big/photo.jpg')
+    expect(photo.outcome).toMatchObject({ isError: true, error: { code: 'EFBIG', details: { bytes: files['/big/photo.jpg'].length, width: 4000, height: 3000 } } })
+    expect(photo.bytes).toBeGreaterThan(120_000)
+    expect(photo.bytes).toBeLessThanOrEqual(4 * 120_100)
+    // Past the first MiB the header is not looked for: refused for its bytes, without a pixel size.
+    const deep = await read('/big/deep.jpg')
+    expect(deep.outcome).toMatchObject({ isError: true, error: { code: 'EFBIG', details: { bytes: files['/big/deep.jpg'].length } } })
+    expect(deep.outcome.isError && deep.outcome.error.message).toMatch(/^'\/big\/deep.jpg' is a JPEG image of \d+ bytes/)
+    expect(deep.outcome.isError && (deep.outcome.error.details as Json).width).toBeUndefined()
+    expect(deep.bytes).toBe(MiB)
+    const data = await read('/big/data.bin')
+    expect(data.outcome).toMatchObject({ isError: true, error: { code: 'EBINARY', message: expect.stringContaining(`'/big/data.bin' is a binary file (${16 * MiB} bytes)`) } })
+    expect(data.bytes).toBeLessThanOrEqual(8196)
+    // Text over the cap is text: read whole, shown as before.
+    const log = await read('/big/log.txt')
+    expect(log.outcome).toMatchObject({ isError: false, result: { total_lines: 300_000, start_line: 1, end_line: 2000, truncated: true } })
+    expect(log.bytes).toBe(files['/big/log.txt'].length + 8196)
+    // An image within the cap is read once, whole; a missing file is open's ENOENT, as it was.
+    const small = await read('/big/small.png')
+    expect(small.outcome).toMatchObject({ isError: false, result: { type: 'image', width: 3, height: 2 } })
+    expect(small.bytes).toBe(files['/big/small.png'].length)
+    expect(await read('/big/none')).toMatchObject({ outcome: { isError: true, error: { code: 'ENOENT', message: "ENOENT: no such file or directory, open '/big/none'" } } })
   })
 })
 

@@ -8,7 +8,7 @@ import type { TransactionType } from '../src/engine/transaction.js'
 import { basename, dirname } from '../src/path.js'
 import type { Workspace } from '../src/workspace.js'
 import { type Budget, Room } from './budget.js'
-import { IMAGE_FORMATS, ImageHeaderError, type ImageResult, type ImageSize, imageMimeType, imageSize } from './images.js'
+import { IMAGE_FORMATS, ImageHeaderError, type ImageMimeType, type ImageResult, type ImageSize, MoreBytesNeeded, imageMimeType, imageSize } from './images.js'
 import { lastSeq, recordedSince, resolvePath } from './operations.js'
 import { ToolFailure } from './result.js'
 import { deletePathInput, editFileInput, insertTextInput, listDirectoryInput, movePathInput, readFileInput, writeFileInput } from './schemas.js'
@@ -107,8 +107,13 @@ async function readText(ws: Workspace, path: string, exact = false): Promise<str
   return textOf(path, await ws.fs.promises.readFile(path), exact)
 }
 
+/** The refusal of a file that is neither text nor an image read_file shows. */
+function binaryFile(path: string, bytes: number): ToolFailure {
+  return new ToolFailure('EBINARY', `'${path}' is a binary file (${bytes} bytes); these tools read and edit text only`)
+}
+
 function textOf(path: string, bytes: Uint8Array, exact: boolean): string {
-  if (!isProbablyText(bytes)) throw new ToolFailure('EBINARY', `'${path}' is a binary file (${bytes.byteLength} bytes); these tools read and edit text only`)
+  if (!isProbablyText(bytes)) throw binaryFile(path, bytes.byteLength)
   const text = decode(bytes)
   if (exact) {
     const at = firstNonUtf8(bytes)
@@ -134,27 +139,109 @@ function imageOf(path: string, bytes: Uint8Array, budget: Budget): ImageResult |
   // The magic bytes first: a text file's 8 KiB are then looked at once, by the text path.
   const mimeType = imageMimeType(bytes)
   if (mimeType === undefined || isProbablyText(bytes)) return undefined
-  let size: ImageSize
+  const { width, height } = headerSize(path, bytes, mimeType, bytes.byteLength)
+  if (bytes.byteLength > budget.imageBytes) throw tooBig(path, mimeType, bytes.byteLength, budget, { width, height })
+  return { path, type: 'image', mime_type: mimeType, bytes: bytes.byteLength, width, height, data: decode(bytes, 'base64') }
+}
+
+/** The pixel size the header gives; a damaged one is EBINARY saying what is wrong. MoreBytesNeeded passes through. */
+function headerSize(path: string, bytes: Uint8Array, mimeType: ImageMimeType, fileBytes: number): ImageSize {
   try {
-    size = imageSize(bytes, mimeType)
+    return imageSize(bytes, mimeType, fileBytes)
   } catch (error) {
     if (!(error instanceof ImageHeaderError)) throw error
-    throw new ToolFailure('EBINARY', `'${path}' starts as a ${IMAGE_FORMATS[mimeType]} image (${bytes.byteLength} bytes), but ${error.message}; read_file cannot show it`)
+    throw new ToolFailure('EBINARY', `'${path}' starts as a ${IMAGE_FORMATS[mimeType]} image (${fileBytes} bytes), but ${error.message}; read_file cannot show it`)
   }
-  const { width, height } = size
-  if (bytes.byteLength > budget.imageBytes) {
-    const name = basename(path)
-    const dot = name.lastIndexOf('.')
-    const small = `${dot > 0 ? name.slice(0, dot) : name}-small.jpg`
-    throw new ToolFailure(
-      'EFBIG',
-      `'${path}' is a ${width}×${height} ${IMAGE_FORMATS[mimeType]} image of ${bytes.byteLength} bytes (${mebibytes(bytes.byteLength)}), over the ${budget.imageBytes} bytes ` +
-        `(${mebibytes(budget.imageBytes)}) read_file returns for an image (its base64 must stay within the 5 MB the model's API takes). ` +
-        `Make a smaller copy with run_command and read that, e.g. with ImageMagick in cwd '${dirname(path)}': convert '${name}' -resize 50% -quality 85 '${small}' (then delete the copy)`,
-      { bytes: bytes.byteLength, max_bytes: budget.imageBytes, width, height },
-    )
+}
+
+/** The refusal of an image over budget.imageBytes, with its pixel size where its header gave it, and the command that makes a smaller copy. */
+function tooBig(path: string, mimeType: ImageMimeType, bytes: number, budget: Budget, size: ImageSize | undefined): ToolFailure {
+  const name = basename(path)
+  const dot = name.lastIndexOf('.')
+  const small = `${dot > 0 ? name.slice(0, dot) : name}-small.jpg`
+  return new ToolFailure(
+    'EFBIG',
+    `'${path}' is a ${size ? `${size.width}×${size.height} ` : ''}${IMAGE_FORMATS[mimeType]} image of ${bytes} bytes (${mebibytes(bytes)}), over the ${budget.imageBytes} bytes ` +
+      `(${mebibytes(budget.imageBytes)}) read_file returns for an image (its base64 must stay within the 5 MB the model's API takes). ` +
+      `Make a smaller copy with run_command and read that, e.g. with ImageMagick in cwd '${dirname(path)}': convert '${name}' -resize 50% -quality 85 '${small}' (then delete the copy)`,
+    { bytes, max_bytes: budget.imageBytes, ...size },
+  )
+}
+
+/**
+ * Bytes read first of a file too big to return as an image: the 8 KiB isProbablyText looks at,
+ * and a few more, so that a character cut at its edge is taken as cut, not as a byte that is not UTF-8.
+ */
+const SNIFF_BYTES = 8192 + 4
+/** Bytes of an over-size image read at most for the pixel size its refusal names (a JPEG's size comes after its other segments: EXIF, ICC). */
+const HEADER_BYTES = 1024 * 1024
+
+type FileHandle = Awaited<ReturnType<Workspace['fs']['promises']['open']>>
+
+/** Up to `length` bytes from `from` (fewer where the file ends). */
+async function readAt(handle: FileHandle, from: number, length: number): Promise<Uint8Array> {
+  const buffer = new Uint8Array(length)
+  let filled = 0
+  while (filled < length) {
+    const { bytesRead } = await handle.read(buffer, filled, length - filled, from + filled)
+    if (bytesRead === 0) break
+    filled += bytesRead
   }
-  return { path, type: 'image', mime_type: mimeType, bytes: bytes.byteLength, width, height, data: decode(bytes, 'base64') }
+  return buffer.subarray(0, filled)
+}
+
+/**
+ * The bytes read_file shows: text, or an image within budget.imageBytes. The size is asked first
+ * (stat): a file over budget.imageBytes is read whole only when its first bytes say it is text.
+ * An image over it is refused after its header (the pixel size for the message), any other binary
+ * file after its first 8 KiB: a 2 GiB file of either was read into memory whole, then refused.
+ */
+async function readShown(ws: Workspace, path: string, budget: Budget): Promise<Uint8Array> {
+  // Opened first, as readFile opens: a missing file is 'open' ENOENT as it always was.
+  const handle = await ws.fs.promises.open(path, 'r')
+  try {
+    const stat = await handle.stat()
+    const size = stat.size
+    // A directory (EISDIR) or any other file that is not regular reads, or fails, as it always did.
+    if (!stat.isFile() || size <= budget.imageBytes) return await handle.readFile()
+    const head = await readAt(handle, 0, Math.min(size, SNIFF_BYTES))
+    const mimeType = imageMimeType(head)
+    const text = isProbablyText(head)
+    if (mimeType !== undefined && !text) throw tooBig(path, mimeType, size, budget, await headerSizeOf(handle, path, head, mimeType, size))
+    if (!text) throw binaryFile(path, size)
+    // Positional reads leave the file position at 0: readFile reads from there.
+    return await handle.readFile()
+  } finally {
+    await handle.close()
+  }
+}
+
+/**
+ * The pixel size from the header of an image file of `size` bytes whose first bytes are `head`:
+ * read on as far as the header goes (four times as far each time, at least to where it asks), up
+ * to HEADER_BYTES; undefined past that.
+ */
+async function headerSizeOf(handle: FileHandle, path: string, head: Uint8Array, mimeType: ImageMimeType, size: number): Promise<ImageSize | undefined> {
+  for (;;) {
+    try {
+      return headerSize(path, head, mimeType, size)
+    } catch (error) {
+      if (!(error instanceof MoreBytesNeeded)) throw error
+      const next = Math.min(size, HEADER_BYTES, Math.max(error.needed, head.byteLength * 4))
+      if (next <= head.byteLength) return undefined
+      const more = await readAt(handle, head.byteLength, next - head.byteLength)
+      // The file was cut since its stat: its header is not there to read.
+      if (more.byteLength === 0) return undefined
+      head = concat(head, more)
+    }
+  }
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.byteLength + b.byteLength)
+  out.set(a)
+  out.set(b, a.byteLength)
+  return out
 }
 
 function mebibytes(bytes: number): string {
@@ -256,7 +343,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
       readFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
-        const bytes = await fs.readFile(path)
+        const bytes = await readShown(ws, path, budget)
         // offset and limit count lines: an image is shown whole whatever they say, as Claude Code's Read does.
         const image = imageOf(path, bytes, budget)
         if (image) return image

@@ -42,6 +42,18 @@ export class ImageHeaderError extends Error {
   }
 }
 
+/**
+ * The header goes on past the bytes given, which are the start of a longer file (`fileBytes`):
+ * the caller reads up to `needed` bytes and asks again. A file too big to return is read no
+ * further than its header.
+ */
+export class MoreBytesNeeded extends Error {
+  constructor(readonly needed: number) {
+    super(`the image header goes on to byte ${needed}`)
+    this.name = 'MoreBytesNeeded'
+  }
+}
+
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]
 
 function startsWith(bytes: Uint8Array, prefix: readonly number[], at = 0): boolean {
@@ -82,9 +94,14 @@ function u32le(bytes: Uint8Array, at: number): number {
   return ((bytes[at + 3] << 24) >>> 0) + ((bytes[at + 2] << 16) | (bytes[at + 1] << 8) | bytes[at])
 }
 
-/** Refuses a header the file ends inside: `needed` bytes hold `what`. */
-function need(bytes: Uint8Array, needed: number, what: string): void {
-  if (bytes.length < needed) throw new ImageHeaderError(`its header is cut short: ${what} needs ${needed} bytes and the file has ${bytes.length}`)
+/**
+ * Refuses a header the file ends inside: `needed` bytes hold `what`. `bytes` may be the start of a
+ * file of `fileBytes`: a header that goes on past them asks for more (MoreBytesNeeded).
+ */
+function need(bytes: Uint8Array, needed: number, what: string, fileBytes: number): void {
+  if (bytes.length >= needed) return
+  if (fileBytes >= needed) throw new MoreBytesNeeded(needed)
+  throw new ImageHeaderError(`its header is cut short: ${what} needs ${needed} bytes and the file has ${fileBytes}`)
 }
 
 function positive(size: ImageSize, format: string): ImageSize {
@@ -110,8 +127,8 @@ export function crc32(bytes: Uint8Array): number {
 }
 
 /** PNG: the IHDR chunk, which must come first (signature 8, length 4, type 4, 13 bytes of data, CRC 4). */
-export function pngSize(bytes: Uint8Array): ImageSize {
-  need(bytes, 33, 'the IHDR chunk')
+export function pngSize(bytes: Uint8Array, fileBytes = bytes.length): ImageSize {
+  need(bytes, 33, 'the IHDR chunk', fileBytes)
   const length = u32be(bytes, 8)
   const type = String.fromCharCode(...bytes.subarray(12, 16))
   if (type !== 'IHDR' || length !== 13) throw new ImageHeaderError(`its first PNG chunk is '${type}' of ${length} bytes where IHDR of 13 bytes must be`)
@@ -139,15 +156,15 @@ function isStartOfFrame(marker: number): boolean {
  * (1 byte), the height and the width (2 bytes each, big-endian). A scan or the end of the image
  * before any frame header is inconsistent.
  */
-export function jpegSize(bytes: Uint8Array): ImageSize {
+export function jpegSize(bytes: Uint8Array, fileBytes = bytes.length): ImageSize {
   let at = 2 // after SOI (FF D8)
   for (;;) {
-    need(bytes, at + 2, `the JPEG marker at byte ${at}`)
+    need(bytes, at + 2, `the JPEG marker at byte ${at}`, fileBytes)
     if (bytes[at] !== 0xff) throw new ImageHeaderError(`its JPEG segment at byte ${at} does not start with a marker (0xFF), found 0x${bytes[at].toString(16).padStart(2, '0')}`)
     // A marker may be preceded by any number of fill bytes (0xFF).
     let markerAt = at + 1
     while (markerAt < bytes.length && bytes[markerAt] === 0xff) markerAt++
-    need(bytes, markerAt + 1, `the JPEG marker at byte ${at}`)
+    need(bytes, markerAt + 1, `the JPEG marker at byte ${at}`, fileBytes)
     const marker = bytes[markerAt]
     at = markerAt + 1
     // Markers without a segment: TEM, RST0–RST7 (and a stray SOI).
@@ -156,13 +173,13 @@ export function jpegSize(bytes: Uint8Array): ImageSize {
     if (marker === 0xd9 || marker === 0xda || marker === 0x00) {
       throw new ImageHeaderError(`its JPEG data reaches ${marker === 0xd9 ? 'the end of the image (EOI)' : marker === 0xda ? 'a scan (SOS)' : 'a stuffed 0x00'} at byte ${markerAt - 1} before any frame header (SOFn) gives its size`)
     }
-    need(bytes, at + 2, `the length of the JPEG segment ${name} at byte ${markerAt - 1}`)
+    need(bytes, at + 2, `the length of the JPEG segment ${name} at byte ${markerAt - 1}`, fileBytes)
     const length = u16be(bytes, at)
     if (length < 2) throw new ImageHeaderError(`its JPEG segment ${name} at byte ${markerAt - 1} gives a length of ${length}, less than the 2 bytes of the length itself`)
     if (isStartOfFrame(marker)) {
       // Precision, height, width, component count: 6 bytes after the length.
       if (length < 8) throw new ImageHeaderError(`its JPEG frame header ${name} at byte ${markerAt - 1} gives a length of ${length}, too short for the image size (at least 8)`)
-      need(bytes, at + 7, `the JPEG frame header ${name} at byte ${markerAt - 1}`)
+      need(bytes, at + 7, `the JPEG frame header ${name} at byte ${markerAt - 1}`, fileBytes)
       const height = u16be(bytes, at + 3)
       const width = u16be(bytes, at + 5)
       // A height of 0 is defined later by a DNL marker after the first scan; not looked for.
@@ -170,13 +187,13 @@ export function jpegSize(bytes: Uint8Array): ImageSize {
       return positive({ width, height }, `JPEG frame header ${name}`)
     }
     at += length
-    need(bytes, at, `the JPEG segment ${name} at byte ${markerAt - 1} (${length} bytes)`)
+    need(bytes, at, `the JPEG segment ${name} at byte ${markerAt - 1} (${length} bytes)`, fileBytes)
   }
 }
 
 /** GIF: the logical screen descriptor after the 6-byte signature: width and height, 2 bytes each, little-endian. */
-export function gifSize(bytes: Uint8Array): ImageSize {
-  need(bytes, 13, 'the GIF signature and logical screen descriptor')
+export function gifSize(bytes: Uint8Array, fileBytes = bytes.length): ImageSize {
+  need(bytes, 13, 'the GIF signature and logical screen descriptor', fileBytes)
   return positive({ width: u16le(bytes, 6), height: u16le(bytes, 8) }, 'GIF logical screen')
 }
 
@@ -184,10 +201,10 @@ export function gifSize(bytes: Uint8Array): ImageSize {
  * WebP: a RIFF container ('RIFF', size, 'WEBP') whose first chunk is VP8 (lossy), VP8L (lossless)
  * or VP8X (extended: the canvas size). The RIFF size must not claim more bytes than the file has.
  */
-export function webpSize(bytes: Uint8Array): ImageSize {
-  need(bytes, 20, 'the RIFF header and the first WebP chunk header')
+export function webpSize(bytes: Uint8Array, fileBytes = bytes.length): ImageSize {
+  need(bytes, 20, 'the RIFF header and the first WebP chunk header', fileBytes)
   const riff = u32le(bytes, 4)
-  if (riff + 8 > bytes.length) throw new ImageHeaderError(`it is cut short: its RIFF header gives ${riff + 8} bytes and the file has ${bytes.length}`)
+  if (riff + 8 > fileBytes) throw new ImageHeaderError(`it is cut short: its RIFF header gives ${riff + 8} bytes and the file has ${fileBytes}`)
   const chunk = String.fromCharCode(...bytes.subarray(12, 16))
   const size = u32le(bytes, 16)
   const data = 20
@@ -195,7 +212,7 @@ export function webpSize(bytes: Uint8Array): ImageSize {
   if (chunk === 'VP8 ') {
     // Frame tag (3 bytes), start code 9D 01 2A, then 14-bit width and height (the top 2 bits are scaling).
     if (size < 10) throw new ImageHeaderError(`its WebP VP8 chunk gives ${size} bytes, too few for a key frame header (10)`)
-    need(bytes, data + 10, 'the WebP VP8 key frame header')
+    need(bytes, data + 10, 'the WebP VP8 key frame header', fileBytes)
     if ((bytes[data] & 1) !== 0) throw new ImageHeaderError('its WebP VP8 data does not start with a key frame')
     if (!startsWith(bytes, [0x9d, 0x01, 0x2a], data + 3)) throw new ImageHeaderError('its WebP VP8 key frame lacks the start code 9D 01 2A')
     return positive({ width: u16le(bytes, data + 6) & 0x3fff, height: u16le(bytes, data + 8) & 0x3fff }, 'WebP VP8')
@@ -203,7 +220,7 @@ export function webpSize(bytes: Uint8Array): ImageSize {
   if (chunk === 'VP8L') {
     // Signature 0x2F, then 14 bits width - 1, 14 bits height - 1, 1 bit alpha, 3 bits version (0).
     if (size < 5) throw new ImageHeaderError(`its WebP VP8L chunk gives ${size} bytes, too few for its header (5)`)
-    need(bytes, data + 5, 'the WebP VP8L header')
+    need(bytes, data + 5, 'the WebP VP8L header', fileBytes)
     if (bytes[data] !== 0x2f) throw new ImageHeaderError(`its WebP VP8L data starts with 0x${bytes[data].toString(16).padStart(2, '0')} where the signature 0x2f must be`)
     const bits = u32le(bytes, data + 1)
     const version = bits >>> 29
@@ -213,23 +230,26 @@ export function webpSize(bytes: Uint8Array): ImageSize {
   if (chunk === 'VP8X') {
     // Flags (1 byte), reserved (3), canvas width - 1 and height - 1 (3 bytes each).
     if (size < 10) throw new ImageHeaderError(`its WebP VP8X chunk gives ${size} bytes where its header takes 10`)
-    need(bytes, data + 10, 'the WebP VP8X header')
+    need(bytes, data + 10, 'the WebP VP8X header', fileBytes)
     return { width: u24le(bytes, data + 4) + 1, height: u24le(bytes, data + 7) + 1 }
   }
   throw new ImageHeaderError(`its first WebP chunk is '${chunk}' where VP8, VP8L or VP8X must be`)
 }
 
-/** The pixel size of an image of the given type; throws ImageHeaderError. */
-export function imageSize(bytes: Uint8Array, type: ImageMimeType): ImageSize {
+/**
+ * The pixel size of an image of the given type; throws ImageHeaderError. `bytes` may be the start
+ * of a file of `fileBytes`; then it throws MoreBytesNeeded when the header goes on past them.
+ */
+export function imageSize(bytes: Uint8Array, type: ImageMimeType, fileBytes = bytes.length): ImageSize {
   switch (type) {
     case 'image/png':
-      return pngSize(bytes)
+      return pngSize(bytes, fileBytes)
     case 'image/jpeg':
-      return jpegSize(bytes)
+      return jpegSize(bytes, fileBytes)
     case 'image/gif':
-      return gifSize(bytes)
+      return gifSize(bytes, fileBytes)
     case 'image/webp':
-      return webpSize(bytes)
+      return webpSize(bytes, fileBytes)
   }
 }
 
