@@ -25,6 +25,15 @@ export class Replay {
     private readonly intact: (root: DirNode) => boolean,
   ) {}
 
+  /**
+   * Lower paths whose sighting the replay made itself (a replayed write copies its parent
+   * directories up and looks them up on disk as it is now), until a 'seen' record says what the
+   * live session saw there: that record comes after the write, at its group commit, and wins.
+   */
+  private readonly sightedHere = new Set<string>()
+  /** The replay's own sightings, as the overlay reports them (Overlay.unrecorded) while a replay runs. */
+  private readonly sighting: [string, string][] = []
+
   /** Replays whole group commits in order; stops at the first record that cannot be applied. */
   replay(groups: readonly Group[]): { operations: number; failed?: { group: number; body: number; error: string } } {
     const { overlay } = this.host
@@ -34,6 +43,9 @@ export class Replay {
       // A hard-link name's id comes from the same counter as inode numbers.
       if (node && node.type !== 'whiteout') maxIno = Math.max(maxIno, node.type === 'link' ? node.id : node.meta.ino)
     }
+    // Sightings the replay makes are no live session's: they are kept here, and never journaled again (a repair's replay).
+    const unrecorded = overlay.unrecorded
+    overlay.unrecorded = this.sighting
     try {
       for (let g = 0; g < groups.length; g++) {
         const bodies = groups[g].bodies
@@ -47,8 +59,16 @@ export class Replay {
       }
       return { operations }
     } finally {
+      overlay.unrecorded = unrecorded
+      this.noteSightings()
       overlay.inodes.next = Math.max(overlay.inodes.next, maxIno + 1)
     }
+  }
+
+  /** Takes the replay's own sightings so far into `sightedHere`. */
+  private noteSightings(): void {
+    for (const [path] of this.sighting) this.sightedHere.add(path)
+    this.sighting.length = 0
   }
 
   /** Empties the host, so a replay can start over (a group that failed half-way, a repair). */
@@ -59,6 +79,8 @@ export class Replay {
     journal.load([], 0)
     checkpoints.splice(0)
     overlay.observed.clear()
+    this.sightedHere.clear()
+    this.sighting.length = 0
     overlay.bases.clear()
     overlay.forgetShown()
     overlay.rebasing = true
@@ -89,12 +111,20 @@ export class Replay {
       case 'superseded':
         for (const record of checkpoints) if (body.ids.includes(record.id)) record.superseded = true
         break
-      case 'seen':
-        // The first sighting stands, but a listing's mark gives way to what its first lookup settled (lower/listing.ts).
-        for (const [path, version] of body.entries) if (!overlay.observed.has(path) || isListed(overlay.observed.get(path)!)) overlay.observed.set(path, version)
+      case 'seen': {
+        // What the live session saw stands over what the replay saw (the disk may have changed
+        // since): the first sighting recorded stands, but a listing's mark gives way to what its
+        // first lookup settled (lower/listing.ts).
+        this.noteSightings()
+        for (const [path, version] of body.entries) {
+          const replayed = this.sightedHere.size > 0 && this.sightedHere.delete(path)
+          const first = overlay.observed.get(path)
+          if (replayed || first === undefined || isListed(first)) overlay.observed.set(path, version)
+        }
         this.loadBases(body.bases)
         this.loadShown(body.shown)
         break
+      }
       case 'undo':
       case 'redo': {
         let fromSeq = Infinity
@@ -212,7 +242,11 @@ export class Replay {
   private restoreMarks(data: SnapshotData | LazySnapshotData): void {
     this.host.seenCheckpointSeq(data.checkpointSeq)
     if (data.resume !== undefined) this.host.setResume(data.resume)
-    for (const [path, version] of data.seen ?? []) this.host.overlay.observed.set(path, version)
+    this.noteSightings()
+    for (const [path, version] of data.seen ?? []) {
+      this.host.overlay.observed.set(path, version)
+      if (this.sightedHere.size > 0) this.sightedHere.delete(path)
+    }
     this.loadBases(data.bases)
     this.loadShown('shown' in data ? data.shown : undefined)
   }
