@@ -293,7 +293,8 @@ describe('read_file of an image', () => {
         '/bin/tool': new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, 0, 0]),
       },
     })
-    tools = createAgentTools(ws)
+    // Sides up to what the formats hold (16384, 65535, 2^24): the API's 8000 has its own test below.
+    tools = createAgentTools(ws, { budget: { imageSide: 2 ** 24 } })
   })
 
   it('returns the image whole, in base64, with its type and pixel size', async () => {
@@ -349,6 +350,42 @@ describe('the image size cap and the result budget', () => {
     expect((await ok(exact, 'read_file', { path: '/img/big.png' })).bytes).toBe(big.length)
     expect(await fails(createAgentTools(ws, { budget: { imageBytes: big.length - 1 } }), 'read_file', { path: '/img/big.png' })).toMatchObject({ code: 'EFBIG' })
     for (const bad of [0, 1.5, Number.NaN]) expect(() => createAgentTools(ws, { budget: { imageBytes: bad } })).toThrow('budget.imageBytes must be a whole number of bytes')
+  })
+
+  it('refuses an image over 8000 pixels a side, which the API refuses (and the request with it), saying how to make a copy that fits', async () => {
+    const files = {
+      '/img/wide.png': png(8001, 1),
+      '/img/edge.png': png(8000, 2),
+      '/img/tall.gif': gif(3, 8001),
+      '/img/both.png': png(9000, 1, DEFAULT_IMAGE_BYTES),
+      '/img/mid.png': png(2001, 1),
+    }
+    const ws = await Workspace.open({ lower: files })
+    const tools = createAgentTools(ws)
+    const wide = await fails(tools, 'read_file', { path: '/img/wide.png' })
+    const bytes = files['/img/wide.png'].length
+    expect(wide).toEqual({
+      code: 'EFBIG',
+      message:
+        `'/img/wide.png' is a 8001×1 PNG image of ${bytes} bytes, over the 8000 pixels a side the model's API takes for an image (it refuses a larger one, and the whole request with it). ` +
+        "Make a smaller copy with run_command and read that, e.g. with ImageMagick in cwd '/img': convert 'wide.png' -resize 2000x2000 -quality 85 'wide-small.jpg' (then delete the copy)",
+      details: { bytes, max_bytes: DEFAULT_IMAGE_BYTES, width: 8001, height: 1, max_side: 8000 },
+    })
+    // 8000 itself is taken ("larger than 8000x8000 px" is refused).
+    expect(await ok(tools, 'read_file', { path: '/img/edge.png' })).toMatchObject({ type: 'image', width: 8000, height: 2 })
+    expect(await fails(tools, 'read_file', { path: '/img/tall.gif' })).toMatchObject({ code: 'EFBIG', details: { width: 3, height: 8001, max_side: 8000 } })
+    // Over both limits (read by its header alone, being over the byte cap): both are named.
+    const both = await fails(tools, 'read_file', { path: '/img/both.png' })
+    expect(both).toMatchObject({ code: 'EFBIG', details: { width: 9000, height: 1, max_side: 8000, bytes: files['/img/both.png'].length } })
+    expect(both.message).toContain('(3.75 MiB) read_file returns for an image (its base64 must stay within the 5 MB the model\'s API takes), and over the 8000 pixels a side')
+    expect(both.message).toContain("convert 'both.png' -resize 2000x2000 -quality 85 'both-small.jpg'")
+    // budget.imageSide moves the limit (2000: a request of more than 20 images).
+    expect(await ok(tools, 'read_file', { path: '/img/mid.png' })).toMatchObject({ width: 2001 })
+    const many = createAgentTools(ws, { budget: { imageSide: 2000 } })
+    expect(await fails(many, 'read_file', { path: '/img/mid.png' })).toMatchObject({ code: 'EFBIG', details: { width: 2001, max_side: 2000 } })
+    const read = many.find((tool) => tool.name === 'read_file')!
+    expect(read.description).toContain('2000 pixels a side is refused')
+    for (const bad of [0, 1.5, Number.NaN]) expect(() => createAgentTools(ws, { budget: { imageSide: bad } })).toThrow('budget.imageSide must be a whole number of pixels')
   })
 
   it('the base64 is not cut by the character budget of results, whatever the budget', async () => {

@@ -4,7 +4,7 @@
  * fit their long parts with these helpers and say how to ask for more (offset, path); `fitJson` is
  * the one guard every result passes through last, whatever the tool.
  */
-import { DEFAULT_IMAGE_BYTES, isImageResult } from './images.js'
+import { DEFAULT_IMAGE_BYTES, DEFAULT_IMAGE_SIDE, isImageResult } from './images.js'
 import type { ToolError, ToolResult } from './result.js'
 import type { AgentTool } from './tool.js'
 
@@ -25,12 +25,19 @@ export interface BudgetOptions {
    * Anthropic API takes for one image); a larger one is refused. The base64 is not counted in `chars`.
    */
   imageBytes?: number
+  /**
+   * Pixels a side of an image read_file returns at most (default 8000, past which the Anthropic
+   * API refuses the image and the request with it; 2000 where a request carries more than 20
+   * images); a larger one is refused.
+   */
+  imageSide?: number
 }
 
 export interface Budget {
   readonly chars: number
   readonly readChars: number
   readonly imageBytes: number
+  readonly imageSide: number
 }
 
 export function resolveBudget(options: BudgetOptions = {}): Budget {
@@ -40,9 +47,10 @@ export function resolveBudget(options: BudgetOptions = {}): Budget {
     return value
   }
   const chars = check(options.chars, 'chars', DEFAULT_RESULT_CHARS)
-  const { imageBytes = DEFAULT_IMAGE_BYTES } = options
+  const { imageBytes = DEFAULT_IMAGE_BYTES, imageSide = DEFAULT_IMAGE_SIDE } = options
   if (!Number.isSafeInteger(imageBytes) || imageBytes < 1) throw new RangeError(`rewindfs/tools: budget.imageBytes must be a whole number of bytes, at least 1; got ${String(imageBytes)}`)
-  return { chars, readChars: check(options.readChars, 'readChars', Math.max(DEFAULT_READ_CHARS, chars)), imageBytes }
+  if (!Number.isSafeInteger(imageSide) || imageSide < 1) throw new RangeError(`rewindfs/tools: budget.imageSide must be a whole number of pixels, at least 1; got ${String(imageSide)}`)
+  return { chars, readChars: check(options.readChars, 'readChars', Math.max(DEFAULT_READ_CHARS, chars)), imageBytes, imageSide }
 }
 
 /** Characters of a value's JSON, as the model receives it (compact). */

@@ -133,14 +133,14 @@ function textOf(path: string, bytes: Uint8Array, exact: boolean): string {
  * An image file as read_file shows it (PNG, JPEG, GIF, WebP by their magic bytes), or undefined
  * for any other file. Text is asked first: a text file may start with 'GIF89a' or 'RIFF', while a
  * real image never reads as text (its first 8 KiB hold a NUL or a byte that is not UTF-8). A
- * damaged header, or an image over budget.imageBytes, is refused saying what is wrong.
+ * damaged header, or an image over budget.imageBytes or budget.imageSide, is refused saying what is wrong.
  */
 function imageOf(path: string, bytes: Uint8Array, budget: Budget): ImageResult | undefined {
   // The magic bytes first: a text file's 8 KiB are then looked at once, by the text path.
   const mimeType = imageMimeType(bytes)
   if (mimeType === undefined || isProbablyText(bytes)) return undefined
   const { width, height } = headerSize(path, bytes, mimeType, bytes.byteLength)
-  if (bytes.byteLength > budget.imageBytes) throw tooBig(path, mimeType, bytes.byteLength, budget, { width, height })
+  if (bytes.byteLength > budget.imageBytes || tooWide({ width, height }, budget)) throw tooBig(path, mimeType, bytes.byteLength, budget, { width, height })
   return { path, type: 'image', mime_type: mimeType, bytes: bytes.byteLength, width, height, data: decode(bytes, 'base64') }
 }
 
@@ -154,17 +154,35 @@ function headerSize(path: string, bytes: Uint8Array, mimeType: ImageMimeType, fi
   }
 }
 
-/** The refusal of an image over budget.imageBytes, with its pixel size where its header gave it, and the command that makes a smaller copy. */
+/** Whether the image is wider or taller than budget.imageSide (the model's API refuses it, and the request with it). */
+function tooWide(size: ImageSize, budget: Budget): boolean {
+  return size.width > budget.imageSide || size.height > budget.imageSide
+}
+
+/**
+ * The refusal of an image over budget.imageBytes, or over budget.imageSide pixels a side, or both:
+ * with its pixel size where its header gave it, and the command that makes a copy that fits.
+ */
 function tooBig(path: string, mimeType: ImageMimeType, bytes: number, budget: Budget, size: ImageSize | undefined): ToolFailure {
   const name = basename(path)
   const dot = name.lastIndexOf('.')
   const small = `${dot > 0 ? name.slice(0, dot) : name}-small.jpg`
+  const wide = size !== undefined && tooWide(size, budget)
+  const heavy = bytes > budget.imageBytes
+  const over = [
+    ...(heavy
+      ? [`over the ${budget.imageBytes} bytes (${mebibytes(budget.imageBytes)}) read_file returns for an image (its base64 must stay within the 5 MB the model's API takes)`]
+      : []),
+    ...(wide ? [`over the ${budget.imageSide} pixels a side the model's API takes for an image (it refuses a larger one, and the whole request with it)`] : []),
+  ]
+  // Too wide: a copy of 2000 pixels a side at most, which the API takes even in a request of more than 20 images.
+  const side = Math.min(budget.imageSide, 2000)
   return new ToolFailure(
     'EFBIG',
-    `'${path}' is a ${size ? `${size.width}×${size.height} ` : ''}${IMAGE_FORMATS[mimeType]} image of ${bytes} bytes (${mebibytes(bytes)}), over the ${budget.imageBytes} bytes ` +
-      `(${mebibytes(budget.imageBytes)}) read_file returns for an image (its base64 must stay within the 5 MB the model's API takes). ` +
-      `Make a smaller copy with run_command and read that, e.g. with ImageMagick in cwd '${dirname(path)}': convert '${name}' -resize 50% -quality 85 '${small}' (then delete the copy)`,
-    { bytes, max_bytes: budget.imageBytes, ...size },
+    `'${path}' is a ${size ? `${size.width}×${size.height} ` : ''}${IMAGE_FORMATS[mimeType]} image of ${bytes} bytes${heavy ? ` (${mebibytes(bytes)})` : ''}, ${over.join(', and ')}. ` +
+      `Make a smaller copy with run_command and read that, e.g. with ImageMagick in cwd '${dirname(path)}': ` +
+      `convert '${name}' -resize ${wide ? `${side}x${side}` : '50%'} -quality 85 '${small}' (then delete the copy)`,
+    { bytes, max_bytes: budget.imageBytes, ...size, ...(wide ? { max_side: budget.imageSide } : {}) },
   )
 }
 
@@ -339,7 +357,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         `A line longer than ${LINE_CHARS} characters (minified code) is cut to its first ${LINE_CHARS}: line_truncated is then true and truncated_lines lists those lines. ` +
         "A file whose lines end in CRLF is shown with LF line ends and line_endings: 'crlf'; edits keep its CRLF. " +
         "A PNG, JPEG, GIF or WebP image (known by its content, not its name) is returned whole as an image for you to see, with type: 'image', " +
-        `mime_type, bytes, width and height in pixels (offset and limit are ignored); one over ${budget.imageBytes} bytes is refused. Other binary files are refused (EBINARY); SVG is text.`,
+        `mime_type, bytes, width and height in pixels (offset and limit are ignored); one over ${budget.imageBytes} bytes or ${budget.imageSide} pixels a side is refused. Other binary files are refused (EBINARY); SVG is text.`,
       readFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)

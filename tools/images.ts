@@ -34,6 +34,13 @@ export interface ImageResult {
  */
 export const DEFAULT_IMAGE_BYTES = 3.75 * 1024 * 1024
 
+/**
+ * Pixels a side the Anthropic API takes for an image: it refuses one larger than 8000×8000, and
+ * the whole request with it ("Images larger than 8000x8000 px will be rejected"; 2000×2000 in a
+ * request of more than 20 images: docs.claude.com, Build with Claude, Vision, limits).
+ */
+export const DEFAULT_IMAGE_SIDE = 8000
+
 /** A header that is cut short or inconsistent; the message says which and where. */
 export class ImageHeaderError extends Error {
   constructor(message: string) {
