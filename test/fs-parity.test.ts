@@ -575,6 +575,29 @@ describe('less common paths match node:fs on a real directory', () => {
     ).toBe('')
   })
 
+  it('open with O_CREAT and O_DIRECTORY is EINVAL whatever the path (a file was made), and O_TRUNC on a directory EISDIR, as Linux does', async () => {
+    const { O_CREAT, O_DIRECTORY, O_EXCL, O_RDONLY, O_TRUNC } = nodeFs.constants
+    const outcome = await same((fs, at) =>
+      [
+        [at('/new'), O_CREAT | O_DIRECTORY],
+        [at('/new'), O_CREAT | O_EXCL | O_DIRECTORY],
+        [at('/d'), O_CREAT | O_DIRECTORY],
+        [at('/f'), O_CREAT | O_DIRECTORY],
+        [at('/missing/x'), O_CREAT | O_DIRECTORY],
+        [at('/d'), O_RDONLY | O_TRUNC | O_DIRECTORY],
+        [at('/d'), O_RDONLY | O_TRUNC],
+      ].map(([path, flags]) => {
+        try {
+          fs.closeSync(fs.openSync(path as string, flags as number))
+          return 'opened'
+        } catch (error) {
+          return (error as NodeJS.ErrnoException).code
+        }
+      }).concat([fs.existsSync(at('/new')) ? 'made' : 'not made']),
+    )
+    expect(outcome).toEqual(['EINVAL', 'EINVAL', 'EINVAL', 'EINVAL', 'EINVAL', 'EISDIR', 'EISDIR', 'not made'])
+  })
+
   it('rm\'s callback and promise forms are Node\'s async rimraf: a failed lstat with force is the lstat\'s error, "link/" is done at once', async () => {
     const tree = (fs: Fs, at: At) => (fs.readdirSync(at('/'), { recursive: true }) as string[]).sort()
     expect(await same((fs, at) => fs.promises.rm(at('/f/x'), { force: true, recursive: true }))).toMatchObject({ code: 'ENOTDIR', syscall: 'lstat' })

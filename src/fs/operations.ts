@@ -1144,6 +1144,8 @@ export class FsOperations {
 
   /** open(2): applies O_CREAT/O_EXCL/O_TRUNC/O_DIRECTORY/O_NOFOLLOW and returns the file's entry. */
   private openEntry(path: string, given: string, flags: number, mode: number, content?: () => Uint8Array): Entry {
+    // Linux refuses the pair before it looks at the path (since 6.4; a file was made before).
+    if ((flags & (O_CREAT | O_DIRECTORY)) === (O_CREAT | O_DIRECTORY)) throw new FsError('EINVAL', 'open', given)
     const writable = (flags & ACCMODE) !== 0
     let target = path
     for (let links = 0; ; links++) {
@@ -1179,7 +1181,8 @@ export class FsOperations {
 
   private checkOpen(entry: Entry, given: string, flags: number, writable: boolean): Entry {
     if (entry.type === 'symlink') throw new FsError('ELOOP', 'open', given)
-    if (entry.type === 'dir' && (writable || flags & O_CREAT)) throw new FsError('EISDIR', 'open', given)
+    // O_TRUNC asks for write access, as a write mode does (open(2)): a directory is EISDIR.
+    if (entry.type === 'dir' && (writable || flags & (O_CREAT | O_TRUNC))) throw new FsError('EISDIR', 'open', given)
     if (flags & O_DIRECTORY && entry.type !== 'dir') throw new FsError('ENOTDIR', 'open', given)
     // open(2) for reading fails on a file on disk this process may not read (EACCES), not the first read.
     if ((flags & ACCMODE) !== O_WRONLY) this.named('open', given, undefined, () => this.overlay.checkReadable(entry))
