@@ -313,16 +313,25 @@ describe('read_file of an image', () => {
     expect(await ok(tools, 'read_file', { path: '/shots/anim.gif', offset: 5, limit: 1 })).toEqual(whole)
   })
 
-  it('refuses a damaged image saying what is wrong; other binary files as before; SVG and text that starts like a GIF are text', async () => {
+  it('refuses a damaged image saying what is wrong; another binary file saying what read_file reads and what to do instead; SVG and text that starts like a GIF are text', async () => {
     expect(await fails(tools, 'read_file', { path: '/shots/cut.png' })).toEqual({
       code: 'EBINARY',
       message: "'/shots/cut.png' starts as a PNG image (24 bytes), but its header is cut short: the IHDR chunk needs 33 bytes and the file has 24; read_file cannot show it",
     })
-    expect(await fails(tools, 'read_file', { path: '/bin/tool' })).toEqual({ code: 'EBINARY', message: "'/bin/tool' is a binary file (10 bytes); these tools read and edit text only" })
+    // It says what read_file reads (no longer "text only") and what to do instead.
+    expect(await fails(tools, 'read_file', { path: '/bin/tool' })).toEqual({
+      code: 'EBINARY',
+      message:
+        "'/bin/tool' is a binary file (10 bytes): read_file shows text, and PNG, JPEG, GIF and WebP images, and it is neither. " +
+        "Look into it with run_command instead, e.g. in cwd '/bin': file 'tool', or xxd 'tool' | head",
+    })
     expect(await ok(tools, 'read_file', { path: '/shots/logo.svg' })).toMatchObject({ content: '<svg xmlns="http://www.w3.org/2000/svg" width="3" height="2"/>', total_lines: 1 })
     expect(await ok(tools, 'read_file', { path: '/notes/gif.txt' })).toMatchObject({ content: 'GIF89a is the version of GIF with extensions' })
-    // Editing is still text only.
-    expect(await fails(tools, 'edit_file', { path: '/shots/screen', old_string: 'PNG', new_string: 'GIF' })).toMatchObject({ code: 'EBINARY' })
+    // Editing is still text only, and says so.
+    expect(await fails(tools, 'edit_file', { path: '/shots/screen', old_string: 'PNG', new_string: 'GIF' })).toEqual({
+      code: 'EBINARY',
+      message: `'/shots/screen' is a binary file (${images['/shots/screen'].length} bytes); edit_file and insert_text change text only (change it with run_command instead)`,
+    })
   })
 
   it('says in its description and schema what it does with images', () => {
@@ -492,7 +501,7 @@ describe('a file over the image cap is looked at by its first bytes, not read wh
     expect(deep.outcome.isError && (deep.outcome.error.details as Json).width).toBeUndefined()
     expect(deep.bytes).toBe(MiB)
     const data = await read('/big/data.bin')
-    expect(data.outcome).toMatchObject({ isError: true, error: { code: 'EBINARY', message: expect.stringContaining(`'/big/data.bin' is a binary file (${16 * MiB} bytes)`) } })
+    expect(data.outcome).toMatchObject({ isError: true, error: { code: 'EBINARY', message: expect.stringContaining(`'/big/data.bin' is a binary file (${16 * MiB} bytes): read_file shows text`) } })
     expect(data.bytes).toBeLessThanOrEqual(8196)
     // Text over the cap is text: read whole, shown as before.
     const log = await read('/big/log.txt')

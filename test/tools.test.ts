@@ -249,7 +249,12 @@ describe('file tools', () => {
   it('read_file reports missing files, directories and binary files with their codes', async () => {
     expect(await fails(tools, 'read_file', { path: '/nope.txt' })).toEqual({ code: 'ENOENT', message: "ENOENT: no such file or directory, open '/nope.txt'" })
     expect(await fails(tools, 'read_file', { path: '/app' })).toMatchObject({ code: 'EISDIR' })
-    expect(await fails(tools, 'read_file', { path: '/app/logo.png' })).toEqual({ code: 'EBINARY', message: "'/app/logo.png' is a binary file (12 bytes); these tools read and edit text only" })
+    expect(await fails(tools, 'read_file', { path: '/app/logo.png' })).toEqual({
+      code: 'EBINARY',
+      message:
+        "'/app/logo.png' is a binary file (12 bytes): read_file shows text, and PNG, JPEG, GIF and WebP images, and it is neither. " +
+        "Look into it with run_command instead, e.g. in cwd '/app': file 'logo.png', or xxd 'logo.png' | head",
+    })
   })
 
   it('write_file creates parents, says whether it created the file, and names the operations', async () => {

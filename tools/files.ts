@@ -107,13 +107,23 @@ async function readText(ws: Workspace, path: string, exact = false): Promise<str
   return textOf(path, await ws.fs.promises.readFile(path), exact)
 }
 
-/** The refusal of a file that is neither text nor an image read_file shows. */
-function binaryFile(path: string, bytes: number): ToolFailure {
-  return new ToolFailure('EBINARY', `'${path}' is a binary file (${bytes} bytes); these tools read and edit text only`)
+/**
+ * The refusal of a binary file: for read_file one that is neither text nor an image it shows (it
+ * said "these tools read text only" after read_file had come to read images), for an edit one
+ * that is not text; each says what the tool takes and what to do instead.
+ */
+function binaryFile(path: string, bytes: number, editing: boolean): ToolFailure {
+  if (editing) return new ToolFailure('EBINARY', `'${path}' is a binary file (${bytes} bytes); edit_file and insert_text change text only (change it with run_command instead)`)
+  const name = basename(path)
+  return new ToolFailure(
+    'EBINARY',
+    `'${path}' is a binary file (${bytes} bytes): read_file shows text, and PNG, JPEG, GIF and WebP images, and it is neither. ` +
+      `Look into it with run_command instead, e.g. in cwd '${dirname(path)}': file '${name}', or xxd '${name}' | head`,
+  )
 }
 
 function textOf(path: string, bytes: Uint8Array, exact: boolean): string {
-  if (!isProbablyText(bytes)) throw binaryFile(path, bytes.byteLength)
+  if (!isProbablyText(bytes)) throw binaryFile(path, bytes.byteLength, exact)
   const text = decode(bytes)
   if (exact) {
     const at = firstNonUtf8(bytes)
@@ -226,7 +236,7 @@ async function readShown(ws: Workspace, path: string, budget: Budget): Promise<U
     const mimeType = imageMimeType(head)
     const text = isProbablyText(head)
     if (mimeType !== undefined && !text) throw tooBig(path, mimeType, size, budget, await headerSizeOf(handle, path, head, mimeType, size))
-    if (!text) throw binaryFile(path, size)
+    if (!text) throw binaryFile(path, size, false)
     // Positional reads leave the file position at 0: readFile reads from there.
     return await handle.readFile()
   } finally {
