@@ -50,8 +50,7 @@ const FILES: Record<string, string> = {
 
 /**
  * A pattern for search_files, and grep's spelling of it (ERE, with a raw CR where the pattern has
- * \r), run in a UTF-8 locale ('.' is one character) unless `bytes`: JavaScript's \b knows ASCII
- * word characters only, and grep's in the C locale too (in a UTF-8 one 'é' is a word character).
+ * \r), run in a UTF-8 locale ('.' is one character, 'é' a word character to \b) unless `bytes`.
  */
 const PATTERNS: { input: Record<string, unknown>; grep: string[]; bytes?: boolean }[] = [
   { input: { pattern: '^$', regex: true }, grep: ['-E', '^$'] },
@@ -65,7 +64,7 @@ const PATTERNS: { input: Record<string, unknown>; grep: string[]; bytes?: boolea
   { input: { pattern: '^\\r?$', regex: true }, grep: ['-E', '^\r?$'] },
   { input: { pattern: '[^a]$', regex: true }, grep: ['-E', '[^a]$'] },
   { input: { pattern: '\\s$', regex: true }, grep: ['-E', '[[:space:]]$'] },
-  { input: { pattern: 'a\\b', regex: true }, grep: ['-E', 'a\\b'], bytes: true },
+  { input: { pattern: 'a\\b', regex: true }, grep: ['-E', 'a\\b'] },
   { input: { pattern: '^a$|^b$', regex: true }, grep: ['-E', '^a$|^b$'] },
   { input: { pattern: 'A$', regex: true, case_sensitive: false }, grep: ['-E', '-i', 'A$'] },
   { input: { pattern: '(?i)^B', regex: true }, grep: ['-E', '-i', '^B'] },

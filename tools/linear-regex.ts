@@ -12,6 +12,8 @@
  * Lines are grep's: only '\n' ends one. '\r' (a CRLF file's), U+2028 and U+2029 are characters
  * like any other, which '.' matches and next to which '^' and '$' do not hold (RegExp's m flag
  * takes them as line ends: '^$' matched every line of a CRLF file, 'a$' its lines ending in 'a').
+ * Word characters are ripgrep's (and grep's in a UTF-8 locale): \w, \W, \b and \B take é, ß, Ж, 中
+ * and ١ as letters and digits, where RegExp's know ASCII only (see WORD).
  */
 /** A pattern search_files will not run: it needs backtracking, or its automaton is too large. */
 export class UnsupportedPattern extends Error {
@@ -56,6 +58,80 @@ const HEX4 = /[0-9a-fA-F]{4}/y
 const CONTROL: Readonly<Record<string, number>> = { t: 9, n: 10, v: 11, f: 12, r: 13 }
 /** Groups nested in groups, at most. */
 const DEPTH_LIMIT = 200
+
+/**
+ * ripgrep's \w, as the contents of a class: [\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]. RegExp's
+ * \w and \b know only [0-9A-Za-z_], so '\bcafé\b' matched nothing and '\w+' cut 'Straße' and 'Жук'
+ * out of every line, where grep in a UTF-8 locale and ripgrep find the words.
+ */
+const WORD = '\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}'
+const WORD_TEST = new RegExp(`^[${WORD}]$`, 'u')
+/** WORD spelt as ranges of UTF-16 units (made once, when first needed), for patterns run outside Unicode mode. */
+let wordUnits: string | undefined
+
+/**
+ * The word characters as the contents of a class: WORD in Unicode mode; outside it (no \p there) the
+ * ranges of the BMP's, each unit on its own as that mode reads the text (an astral letter's halves
+ * are no letters, as '.' takes one half there).
+ */
+function wordClass(unicode: boolean): string {
+  if (unicode) return WORD
+  if (wordUnits === undefined) {
+    const unit = (code: number) => `\\u${code.toString(16).padStart(4, '0')}`
+    let ranges = ''
+    let start = -1
+    for (let code = 0; code <= 0x10000; code++) {
+      const word = code < 0x10000 && (code < 0xd800 || code > 0xdfff) && WORD_TEST.test(String.fromCharCode(code))
+      if (word && start === -1) start = code
+      else if (!word && start !== -1) {
+        ranges += start === code - 1 ? unit(start) : `${unit(start)}-${unit(code - 1)}`
+        start = -1
+      }
+    }
+    wordUnits = ranges
+  }
+  return wordUnits
+}
+
+/**
+ * A class with \w or \W in it, in terms of WORD. A class cannot hold the complement of a union
+ * (not without the v flag), so the escapes leave it: [a\w] is (?:[a]|[WORD]), [a\W] is (?:[a]|[^WORD]),
+ * [^a\w] is (?:(?![a])[^WORD]), [^a\W] is (?:(?![a])[WORD]). A class without them is returned as it is.
+ */
+function wordsInClass(source: string, unicode: boolean): string {
+  const negated = source[1] === '^'
+  const body = source.slice(negated ? 2 : 1, -1)
+  const rest: string[] = []
+  let word = false
+  let nonWord = false
+  for (let i = 0; i < body.length; ) {
+    const token = body[i] === '\\' ? body.slice(i, i + 2) : body[i]
+    i += token.length
+    if (token !== '\\w' && token !== '\\W') {
+      rest.push(token)
+      continue
+    }
+    if (token === '\\w') word = true
+    else nonWord = true
+    // A '-' next to a class escape is a literal (Annex B's [a-\w]): escaped, so that its neighbours do not become a range.
+    if (rest[rest.length - 1] === '-') rest[rest.length - 1] = '\\-'
+    if (body[i] === '-') {
+      rest.push('\\-')
+      i++
+    }
+  }
+  if (!word && !nonWord) return source
+  if (rest[0] === '^') rest[0] = '\\^' // not a negation once it comes first
+  const others = rest.length > 0 ? `[${rest.join('')}]` : undefined
+  const words = wordClass(unicode)
+  if (negated) {
+    if (word && nonWord) return '[]'
+    const complement = word ? `[^${words}]` : `[${words}]`
+    return others === undefined ? complement : `(?:(?!${others})${complement})`
+  }
+  const options = [...(others === undefined ? [] : [others]), ...(word ? [`[${words}]`] : []), ...(nonWord ? [`[^${words}]`] : [])]
+  return options.length === 1 ? options[0] : `(?:${options.join('|')})`
+}
 
 function matchesAt(re: RegExp, source: string, at: number): boolean {
   re.lastIndex = at
@@ -191,7 +267,7 @@ export class Parser {
     }
     if (c === '[') {
       const end = classEnd(source, this.at)
-      const node = this.set(source.slice(this.at, end))
+      const node = this.set(wordsInClass(source.slice(this.at, end), this.unicode))
       this.at = end
       return node
     }
@@ -210,7 +286,11 @@ export class Parser {
     const { source, unicode } = this
     const e = source[this.at + 1]
     const after = this.at + 2
-    if ('dDwWsS'.includes(e) || ((e === 'p' || e === 'P') && unicode)) {
+    if (e === 'w' || e === 'W') {
+      this.at = after
+      return this.set(e === 'w' ? `[${wordClass(unicode)}]` : `[^${wordClass(unicode)}]`)
+    }
+    if ('dDsS'.includes(e) || ((e === 'p' || e === 'P') && unicode)) {
       const end = e === 'p' || e === 'P' ? source.indexOf('}', after) + 1 : after
       const node = this.set(source.slice(this.at, end))
       this.at = end
@@ -312,15 +392,22 @@ function weight(source: string, literal: number | undefined): number {
     return 2 + Math.round((6 * (at === -1 ? COMMON.length : at)) / COMMON.length)
   }
   if (source === '\\d') return 2
+  if (source === `[${WORD}]` || (wordUnits !== undefined && source === `[${wordUnits}]`)) return 0 // \w, narrowing nothing as before
   return source.startsWith('[') && !source.startsWith('[^') ? 1 : 0
 }
 
 /**
- * The assertions in a factor. RegExp runs factors with the m flag, whose '^' and '$' also hold next
- * to '\r', U+2028 and U+2029: they hold wherever grep's do and more, so a factor with them narrows
- * the search but never decides a match (see prefilter's `exact`).
+ * The assertions in a factor, by Look. RegExp runs factors with the m flag, whose '^' and '$' also
+ * hold next to '\r', U+2028 and U+2029: they hold wherever grep's do and more, so a factor with them
+ * narrows the search but never decides a match (see prefilter's `exact`). '\b' and '\B' look at the
+ * characters either side for WORD's (RegExp's own take ASCII letters only), one character each way,
+ * so constant work; a line's start and end have a '\n' or nothing there, no word character, as the
+ * automaton has it.
  */
-const LOOKS = ['^', '$', '\\b', '\\B']
+function looks(unicode: boolean): readonly string[] {
+  const word = `[${wordClass(unicode)}]`
+  return ['^', '$', `(?:(?<=${word})(?!${word})|(?<!${word})(?=${word}))`, `(?:(?<=${word})(?=${word})|(?<!${word})(?!${word}))`]
+}
 
 /** Sets in a row a factor holds at most, and in all: RegExp runs one in O(text × size), never backtracking. */
 const FACTOR_LIMIT = 32
@@ -362,10 +449,11 @@ interface Sighting {
  * backtrack into.
  */
 export function prefilter(tree: Node, sets: readonly string[], flags: string): Prefilter | undefined {
-  const exact = whole(tree, sets)
+  const atoms: Atoms = { sets, looks: looks(flags.includes('u')) }
+  const exact = whole(tree, atoms)
   if (exact !== undefined && exact.size <= FACTOR_SIZE) return { scan: new RegExp(exact.source, flags), exact: !anchored(tree), chain: [] }
   const runs: Factor[] = []
-  const best = factor(tree, sets, runs)
+  const best = factor(tree, atoms, runs)
   if (best === undefined || best.score < 2) return undefined
   const chain = runs.filter((run) => run.fixed && run.score >= 2)
   const redundant = chain.length === 1 && chain[0].source === best.source // the scan found it already
@@ -414,7 +502,7 @@ function either(options: readonly Factor[]): Factor {
   }
 }
 
-/** Whether the node has a '^' or '$', which a factor's RegExp reads as the m flag does, not as grep does (see LOOKS). */
+/** Whether the node has a '^' or '$', which a factor's RegExp reads as the m flag does, not as grep does (see looks). */
 function anchored(node: Node): boolean {
   switch (node.type) {
     case 'set':
@@ -430,18 +518,25 @@ function anchored(node: Node): boolean {
   }
 }
 
+/** What a factor spells its sets and assertions with. */
+interface Atoms {
+  readonly sets: readonly string[]
+  readonly looks: readonly string[]
+}
+
 /** The node as a factor matching exactly what it matches, if it repeats nothing. */
-function whole(node: Node, sets: readonly string[]): Factor | undefined {
+function whole(node: Node, atoms: Atoms): Factor | undefined {
+  const { sets } = atoms
   switch (node.type) {
     case 'set':
       return { source: sets[node.set], score: weight(sets[node.set], node.literal), size: 1, fixed: true }
     case 'look':
-      return { source: LOOKS[node.look], score: 0, size: 0, fixed: true }
+      return { source: atoms.looks[node.look], score: 0, size: 0, fixed: true }
     case 'repeat':
       return undefined
     case 'seq':
     case 'alt': {
-      const parts = (node.type === 'seq' ? node.items : node.options).map((part) => whole(part, sets))
+      const parts = (node.type === 'seq' ? node.items : node.options).map((part) => whole(part, atoms))
       if (parts.some((part) => part === undefined)) return undefined
       return node.type === 'seq' ? concat(parts as Factor[]) : either(parts as Factor[])
     }
@@ -449,7 +544,7 @@ function whole(node: Node, sets: readonly string[]): Factor | undefined {
 }
 
 /** The most selective factor of the node; `runs` collects the factors of its sequence, in order. */
-function factor(node: Node, sets: readonly string[], runs?: Factor[]): Factor | undefined {
+function factor(node: Node, atoms: Atoms, runs?: Factor[]): Factor | undefined {
   let best: Factor | undefined
   const consider = (candidate: Factor | undefined) => {
     if (candidate !== undefined && candidate.size <= FACTOR_SIZE && (best === undefined || candidate.score > best.score)) best = candidate
@@ -476,13 +571,13 @@ function factor(node: Node, sets: readonly string[], runs?: Factor[]): Factor | 
       for (const part of item.items) walk(part)
       return
     }
-    const exact = whole(item, sets)
+    const exact = whole(item, atoms)
     if (exact !== undefined) {
       if (exact.size <= FACTOR_SIZE) add(exact)
       else end()
       return
     }
-    const one = item.type === 'repeat' && item.min >= 1 ? whole(item.item, sets) : undefined
+    const one = item.type === 'repeat' && item.min >= 1 ? whole(item.item, atoms) : undefined
     if (item.type === 'repeat' && one !== undefined && one.size <= FACTOR_LIMIT) {
       // Its first `min` repetitions follow what came before; the last one precedes what follows.
       const copies = Math.min(item.min, Math.max(1, Math.floor(FACTOR_LIMIT / Math.max(1, one.size))))
@@ -496,9 +591,9 @@ function factor(node: Node, sets: readonly string[], runs?: Factor[]): Factor | 
     }
     end()
     if (item.type === 'alt') {
-      const options = item.options.map((option) => factor(option, sets))
+      const options = item.options.map((option) => factor(option, atoms))
       if (options.every((option) => option !== undefined && option.score > 0)) consider(either(options as Factor[]))
-    } else if (item.type === 'repeat' && item.min >= 1) consider(factor(item.item, sets))
+    } else if (item.type === 'repeat' && item.min >= 1) consider(factor(item.item, atoms))
   }
   walk(node)
   end()
@@ -507,7 +602,7 @@ function factor(node: Node, sets: readonly string[], runs?: Factor[]): Factor | 
 
 /** Character kinds the assertions look at: a line terminator (or no character), a word character, another. */
 const TERMINATOR = 0
-const WORD = 1
+const WORD_KIND = 1
 const OTHER = 2
 
 /** Character classes: 0 not yet classified, 1 the newline, up to 254 others; OVERFLOW past that (never cached). */
@@ -528,7 +623,6 @@ export class Alphabet {
   private readonly astral = new Map<number, number>()
   private readonly signatures = new Map<string, number>()
   private readonly tests: RegExp[]
-  private readonly word: RegExp
   /** Sets tested on characters so far (a pattern of thousands of sets pays for each new character). */
   cost = 0
 
@@ -539,7 +633,6 @@ export class Alphabet {
   ) {
     const mode = flags + (unicode ? 'u' : '')
     this.tests = sets.map((source) => new RegExp(`^(?:${source})$`, mode))
-    this.word = new RegExp('^\\w$', mode)
     this.classOf[10] = NEWLINE
   }
 
@@ -565,7 +658,7 @@ export class Alphabet {
   kind(code: number): number {
     // Only '\n' ends a line: '^' and '$' do not hold next to a '\r' (grep and ripgrep without --crlf).
     if (code === 10) return TERMINATOR
-    return this.word.test(this.text(code)) ? WORD : OTHER
+    return WORD_TEST.test(this.text(code)) ? WORD_KIND : OTHER
   }
 
   membership(code: number): string {
@@ -966,9 +1059,9 @@ function holds(look: number, before: number, after: number): boolean {
     case Look.End:
       return after === TERMINATOR
     case Look.Boundary:
-      return (before === WORD) !== (after === WORD)
+      return (before === WORD_KIND) !== (after === WORD_KIND)
     default:
-      return (before === WORD) === (after === WORD)
+      return (before === WORD_KIND) === (after === WORD_KIND)
   }
 }
 

@@ -77,8 +77,19 @@ const POSIX_CLASSES: Readonly<Record<string, string>> = {
   word: '0-9A-Za-z_',
   xdigit: '0-9A-Fa-f',
 }
-/** The negated ones JavaScript has an escape for. */
-const NEGATED_CLASSES: Readonly<Record<string, string>> = { digit: '\\D', space: '\\S', word: '\\W' }
+/** The negated ones JavaScript has an escape for ([:^word:] is ASCII, \W is not: see asciiNonWord). */
+const NEGATED_CLASSES: Readonly<Record<string, string>> = { digit: '\\D', space: '\\S' }
+
+/**
+ * A class that held [:^word:] (ripgrep's ASCII [^0-9A-Za-z_]; search_files' \W is Unicode's, as
+ * ripgrep's is), `body` being the rest of it: a class cannot hold a complement, so it leaves it,
+ * [a[:^word:]] as (?:[a]|[^0-9A-Za-z_]) and [^a[:^word:]] as (?:(?![a])[0-9A-Za-z_]).
+ */
+function asciiNonWord(body: string, negated: boolean): string {
+  const others = body === '' ? undefined : `[${body.startsWith('^') ? '\\' : ''}${body}]`
+  if (negated) return others === undefined ? '[0-9A-Za-z_]' : `(?:(?!${others})[0-9A-Za-z_])`
+  return others === undefined ? '[^0-9A-Za-z_]' : `(?:${others}|[^0-9A-Za-z_])`
+}
 
 /**
  * A pattern in ripgrep's syntax, as models write it for a Grep tool, in JavaScript's: '[[:upper:]]'
@@ -92,6 +103,10 @@ export function fromRipgrepSyntax(pattern: string): { pattern: string; caseInsen
   const rest = flags ? pattern.slice(flags[0].length) : pattern
   let out = ''
   let inClass = false
+  // Where the class being read starts in `out` (its contents after '[' or '[^'), and whether it holds [:^word:].
+  let classBody = 0
+  let negated = false
+  let nonWord = false
   for (let at = 0; at < rest.length; at++) {
     const char = rest[at]
     if (char === '\\') {
@@ -103,22 +118,41 @@ export function fromRipgrepSyntax(pattern: string): { pattern: string; caseInsen
       out += char
       if (char === '[') {
         inClass = true
+        nonWord = false
         // The negation, so a POSIX class right after it is read as one.
-        if (rest[at + 1] === '^') out += rest[++at]
+        negated = rest[at + 1] === '^'
+        if (negated) out += rest[++at]
+        classBody = out.length
       }
       continue
     }
     const posix = /^\[:(\^?)([a-z]+):\]/.exec(rest.slice(at))
     const name = posix?.[2]
     if (posix && name !== undefined && Object.hasOwn(POSIX_CLASSES, name)) {
+      at += posix[0].length - 1
+      if (posix[1] === '^' && name === 'word') {
+        nonWord = true
+        // A '-' next to it is a literal: escaped, so that its neighbours do not become a range once it is gone.
+        if (out.length > classBody && out.endsWith('-') && !out.endsWith('\\-')) out = out.slice(0, -1) + '\\-'
+        if (rest[at + 1] === '-') {
+          out += '\\-'
+          at++
+        }
+        continue
+      }
       if (posix[1] === '^' && !Object.hasOwn(NEGATED_CLASSES, name)) {
         throw new ToolFailure('EINVALIDINPUT', `pattern: [:^${name}:] (a negated POSIX class) is not supported; write the class out, e.g. [^${POSIX_CLASSES[name]}]`)
       }
       out += posix[1] === '^' ? NEGATED_CLASSES[name] : POSIX_CLASSES[name]
-      at += posix[0].length - 1
       continue
     }
-    if (char === ']') inClass = false // JavaScript's rule: a ']' right after '[' closes an empty class
+    if (char === ']') {
+      inClass = false // JavaScript's rule: a ']' right after '[' closes an empty class
+      if (nonWord) {
+        out = out.slice(0, classBody - (negated ? 2 : 1)) + asciiNonWord(out.slice(classBody), negated)
+        continue
+      }
+    }
     out += char
   }
   return { pattern: out, caseInsensitive: flags?.[1].includes('i') ?? false }
@@ -228,7 +262,8 @@ export function searchTool(ws: Workspace, budget: Budget): AgentTool {
   return defineTool(
     'search_files',
     'Search file contents for a pattern (literal text, or a JavaScript regular expression with regex: true, run in time ' +
-      "linear in the text as ripgrep runs it: backreferences and look-around are refused; ripgrep's [[:alpha:]] classes and a leading (?i) are taken too), " +
+      "linear in the text as ripgrep runs it: backreferences and look-around are refused; \\w, \\W, \\b and \\B take Unicode letters and digits (é, ß, Ж, 中) as ripgrep's do; " +
+      "ripgrep's [[:alpha:]] classes and a leading (?i) are taken too), " +
       'like grep -rn. output_mode content (the default): each matching line with its path, line number and context_lines around it; ' +
       'files_with_matches: only the paths of the files that match, each once, the most recently modified first (grep -l; cheapest: each file is read up to its first match); ' +
       'count: each matching file with its number of matching lines (grep -c). Searches the ' +
