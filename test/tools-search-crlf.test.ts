@@ -4,7 +4,9 @@
  * a file. JavaScript's RegExp m flag takes '\r' as a line end too, and the search followed it: '^$'
  * matched every line of a CRLF file and 'a$' its lines ending in "a\r", while 'a.$' matched none.
  * Every output mode is compared (content's line numbers, files_with_matches, count), on a directory
- * lower read straight from disk and on the same files written through the workspace.
+ * lower read straight from disk and on the same files written through the workspace. The lines
+ * shown are read_file's: a CRLF file's without the '\r' before each newline, a mixed one's as grep
+ * prints them ('\r' and all; they lost it, so an old_string copied from one did not match).
  */
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -73,6 +75,11 @@ const PATTERNS: { input: Record<string, unknown>; grep: string[]; bytes?: boolea
   { input: { pattern: 'A', case_sensitive: false }, grep: ['-F', '-i', 'A'] },
 ]
 
+/** read_file's rule: a file is CRLF (shown with LF ends) when it has a newline and a '\r' before every one. */
+function isCrlf(content: string): boolean {
+  return content.includes('\n') && !/(?:^|[^\r])\n/.test(content)
+}
+
 /** grep's output, also when it exits 1 (no line matched). */
 function run(args: string[], options: { cwd?: string; bytes?: boolean }): string {
   try {
@@ -137,9 +144,12 @@ describe('search_files reads lines as grep does: only a newline ends one', () =>
       for (const { input, grep: args, bytes } of PATTERNS) {
         const lines = grep(lower, ['-n'], args, bytes).map(([file, rest]) => {
           const colon = rest.indexOf(':')
-          // The line as search_files shows it: without the '\r' before its newline, as read_file shows a CRLF file.
+          const number = Number(rest.slice(0, colon))
+          // The line as search_files shows it: as grep prints it, but in a CRLF file without the '\r' before its newline, as read_file shows it.
           const text = rest.slice(colon + 1)
-          return `${file}:${rest.slice(0, colon)}:${text.endsWith('\r') ? text.slice(0, -1) : text}`
+          const content = FILES[file.slice(1)]
+          const cut = isCrlf(content) && number < content.split('\n').length && text.endsWith('\r')
+          return `${file}:${number}:${cut ? text.slice(0, -1) : text}`
         })
         const found = (await every(tools, input)).flatMap((page) => page.matches.map((match: Json) => `${match.path}:${match.line_number}:${match.line}`))
         expect([input, found.sort()]).toEqual([input, lines.sort()])
@@ -154,4 +164,33 @@ describe('search_files reads lines as grep does: only a newline ends one', () =>
       await ws.close()
     })
   }
+
+  it("shows a line of a mixed-endings file as read_file and grep do, '\\r' and all, and a CRLF file's as read_file does", async () => {
+    const root = path.join(tmp, 'shown')
+    const files: Record<string, string> = {
+      'mixed.txt': 'one\r\ntwo\nthree\r\nfour\n', // a '\r' before some newlines only: read_file shows it as it is
+      'crlf.txt': 'one\r\ntwo\r\nthree\r\nfour\r', // CRLF, its last line ending in a '\r' of its own
+      'lf.txt': 'one\ntwo\rx\nthree\n', // a '\r' inside a line of an LF file
+    }
+    fs.mkdirSync(root, { recursive: true })
+    for (const [name, content] of Object.entries(files)) fs.writeFileSync(path.join(root, name), content)
+    const ws = await Workspace.open({ lower: directory(root), autoCheckpoint: false })
+    const tools = createAgentTools(ws)
+    for (const name of Object.keys(files)) {
+      const read = await callTool(tools, 'read_file', { path: `/${name}` })
+      if (read.isError) throw new Error(read.error.message)
+      const shownLines: string[] = (read.result as Json).content.split('\n')
+      // Every line, each with the lines around it.
+      const [page] = await every(tools, { pattern: '.', regex: true, path: `/${name}`, context_lines: 1 })
+      const found: Json[] = page.matches
+      expect([name, found.map((match) => match.line)]).toEqual([name, shownLines])
+      for (const match of found) {
+        expect([name, match.before ?? []]).toEqual([name, shownLines.slice(Math.max(0, match.line_number - 2), match.line_number - 1)])
+        expect([name, match.after ?? []]).toEqual([name, shownLines.slice(match.line_number, match.line_number + 1)])
+      }
+      // grep -n prints the '\r's of a mixed or LF file's lines too.
+      if (!isCrlf(files[name])) expect([name, found.map((match) => `${match.line_number}:${match.line}`)]).toEqual([name, run(['-n', '', path.join(root, name)], {}).split('\n').slice(0, -1)])
+    }
+    await ws.close()
+  })
 })

@@ -224,23 +224,28 @@ function decodeText(bytes: Uint8Array, atStart = true): string {
 }
 
 /**
- * A line as shown: without the '\r' before its newline (grep -n prints it; read_file shows a CRLF
- * file with LF ends, and edit_file matches in that view, so a line copied from here matches there),
- * and no longer than LINE_CHARS around `at`. The '\r' is still part of the line that is matched.
+ * A line as shown: in a CRLF file (every newline after a '\r') without the '\r' before its newline
+ * (grep -n prints it; read_file shows such a file with LF ends, and edit_file matches in that view,
+ * so a line copied from here matches there), and no longer than LINE_CHARS around `at`. A file of
+ * mixed endings read_file shows as it is, '\r's and all, as grep does: so are its lines here (they
+ * lost the '\r', and an old_string copied from one did not match). The '\r' is still part of the
+ * line that is matched.
  */
-function shown(line: string, at = 0): string {
-  if (line.endsWith('\r')) line = line.slice(0, -1)
+function shown(line: string, crlf: boolean, at = 0): string {
+  if (crlf && line.endsWith('\r')) line = line.slice(0, -1)
   if (line.length <= LINE_CHARS) return line
   const start = Math.max(0, Math.min(at - LINE_CHARS / 4, line.length - LINE_CHARS))
   return (start > 0 ? '…' : '') + line.slice(start, start + LINE_CHARS) + (start + LINE_CHARS < line.length ? '…' : '')
 }
 
-/** Line boundaries over a Buffer or a string (10 is '\n' in both). */
+/** Line boundaries over a Buffer or a string (10 is '\n' and 13 '\r' in both). */
 interface Lines {
   readonly length: number
   next(from: number): number
   previous(from: number): number
   text(start: number, end: number): string
+  /** The code unit or byte at `at`. */
+  at(at: number): number
 }
 
 function bufferLines(buffer: Buffer): Lines {
@@ -249,6 +254,7 @@ function bufferLines(buffer: Buffer): Lines {
     next: (from) => buffer.indexOf(10, from),
     previous: (from) => (from < 0 ? -1 : buffer.lastIndexOf(10, from)),
     text: (start, end) => buffer.toString('utf8', start, end),
+    at: (at) => buffer[at],
   }
 }
 
@@ -258,13 +264,24 @@ function stringLines(text: string): Lines {
     next: (from) => text.indexOf('\n', from),
     previous: (from) => (from < 0 ? -1 : text.lastIndexOf('\n', from)),
     text: (start, end) => text.slice(start, end),
+    at: (at) => text.charCodeAt(at),
   }
+}
+
+/** read_file's rule for a CRLF file: it has a newline, and a '\r' before every one (it stops at the first without). */
+function isCrlf(lines: Lines): boolean {
+  let newline = lines.next(0)
+  if (newline === -1) return false
+  for (; newline !== -1; newline = lines.next(newline + 1)) if (newline === 0 || lines.at(newline - 1) !== 13) return false
+  return true
 }
 
 /** Counts lines as matches arrive, and cuts the context around them. */
 class Cursor {
   private line = 1
   private counted = 0
+  /** Whether the file is CRLF (see shown), found at its first match. */
+  private crlf: boolean | undefined
 
   constructor(
     private readonly lines: Lines,
@@ -280,19 +297,22 @@ class Cursor {
 
   match(start: number, end: number, at: number): LineMatch {
     const line_number = this.number(start)
-    const line = shown(this.lines.text(start, end), at - start)
+    this.crlf ??= isCrlf(this.lines)
+    // A '\r' ending the file (no newline after it) is kept, as read_file keeps it.
+    const crlf = (stop: number) => this.crlf === true && stop < this.lines.length
+    const line = shown(this.lines.text(start, end), crlf(end), at - start)
     if (this.context === 0) return { line_number, line }
     const before: string[] = []
     for (let s = start, k = 0; k < this.context && s > 0; k++) {
       const previous = this.lines.previous(s - 2) + 1
-      before.unshift(shown(this.lines.text(previous, s - 1)))
+      before.unshift(shown(this.lines.text(previous, s - 1), crlf(s - 1)))
       s = previous
     }
     const after: string[] = []
     for (let e = end, k = 0; k < this.context && e < this.lines.length - 1; k++) {
       const next = this.lines.next(e + 1)
       const stop = next === -1 ? this.lines.length : next
-      after.push(shown(this.lines.text(e + 1, stop)))
+      after.push(shown(this.lines.text(e + 1, stop), crlf(stop)))
       e = stop
     }
     return { line_number, line, ...(before.length > 0 ? { before } : {}), ...(after.length > 0 ? { after } : {}) }
