@@ -9,7 +9,10 @@ import type { FsError, typeError } from '../errors.js'
 import type { builtin } from '../host.js'
 import type { joinLexically } from '../path.js'
 import type { dataArgument, describeReceived, fileOffset } from './arguments.js'
-import type { CpOptions, FsOperations } from './operations.js'
+import type { FsOperations, cpArguments } from './operations.js'
+
+/** cp's arguments as checked at the call. */
+type CheckedCp = ReturnType<typeof cpArguments>
 import type { abortError, isChunks, signalOption } from './write-data.js'
 
 export { FileHandle } from './file-handle.js'
@@ -94,12 +97,14 @@ export async function collectChunks(
  * walked as cp walks it: into directories the filter keeps), then cp runs with those answers.
  * `opts` and the paths were checked by the caller (argument errors are thrown at once).
  */
-export async function cpFilterAnswers(ops: FsOperations, args: unknown[], opts: CpOptions, src: string, dest: string): Promise<unknown[]> {
+export async function cpFilterAnswers(ops: FsOperations, args: unknown[], checked: CheckedCp): Promise<unknown[]> {
+  const { opts, src, dest } = checked
   const filter = opts.filter!
   const answers = new Map<string, boolean>()
   const key = (source: string, destination: string) => source + '\0' + destination
   const visit = async (source: string, destination: string, isTop: boolean): Promise<void> => {
-    const keep = Boolean(await filter(source, destination))
+    // At the top the filter gets the paths as Node's argument check leaves them (a Buffer stays one).
+    const keep = Boolean(await (isTop ? filter(checked.filterSrc, checked.filterDest) : filter(source, destination)))
     answers.set(key(source, destination), keep)
     if (!keep || (isTop && !opts.recursive)) return
     let names: string[]
@@ -112,5 +117,8 @@ export async function cpFilterAnswers(ops: FsOperations, args: unknown[], opts: 
     for (const name of names) await visit(kit.joinLexically(source, name), kit.joinLexically(destination, name), false)
   }
   await visit(src, dest, true)
-  return [args[0], args[1], { ...opts, filter: (source: string, destination: string) => answers.get(key(source, destination)) ?? true }]
+  const top = answers.get(key(src, dest)) ?? true
+  // cp asks again with the same paths: strings, but a Buffer where the caller gave one (only at the top).
+  const answer = (source: unknown, destination: unknown) => (typeof source === 'string' && typeof destination === 'string' ? (answers.get(key(source, destination)) ?? true) : top)
+  return [args[0], args[1], { ...opts, filter: answer }]
 }

@@ -48,8 +48,11 @@ export interface CpOptions {
   dereference?: boolean
   preserveTimestamps?: boolean
   verbatimSymlinks?: boolean
-  /** May return a promise in the callback and promise forms (they await it); cpSync refuses one. */
-  filter?: (source: string, destination: string) => boolean | Promise<boolean>
+  /**
+   * May return a promise in the callback and promise forms (they await it); cpSync refuses one.
+   * Strings, but at the top a path the caller gave as a Buffer, as Node gives it.
+   */
+  filter?: (source: string | Uint8Array, destination: string | Uint8Array) => boolean | Promise<boolean>
 }
 
 /** Calls that create a path: which argument names it, and the syscall Node reports. */
@@ -897,8 +900,8 @@ export class FsOperations {
     const stat = opts.dereference === true ? 'stat' : 'lstat'
     const from = this.path(src, stat, 'src')
     const to = this.path(dest, stat, 'dest')
-    // Node asks the filter before it looks at either path.
-    if (opts.filter && !filterAnswer(opts.filter, from.given, to.given)) return
+    // Node asks the filter before it looks at either path, with the paths as checked (a Buffer stays one).
+    if (opts.filter && !filterAnswer(opts.filter, filterPath(src, from.given), filterPath(dest, to.given))) return
     // Node resolves both paths lexically first, then checks them in this order.
     const sourcePath = normalize(from.path)
     const destPath = normalize(to.path)
@@ -909,6 +912,13 @@ export class FsOperations {
     // Node compares the entries (inodes), not the strings: 'link' and 'link/' are different.
     if (target && target.path === source.path && target.type === source.type) throw invalid('src and dest cannot be the same')
     checkKinds(source, target, from.given, to.given)
+    // Node 20's copy takes the paths on to node:path, which takes strings only: a Buffer path, which
+    // its argument checks let through, fails there, after the checks above and before anything is
+    // copied (path.resolve's 'paths[0]' for a directory, path.dirname's 'path' for anything else).
+    const bytesPath = src instanceof Uint8Array ? src : dest instanceof Uint8Array ? dest : undefined
+    if (bytesPath !== undefined) {
+      throw typeError('ERR_INVALID_ARG_TYPE', `The "${source.type === 'dir' ? 'paths[0]' : 'path'}" argument must be of type string.${describeReceived(bytesPath)}`)
+    }
     if (source.type === 'dir' && isWithin(destPath, sourcePath)) throw invalid(`cannot copy ${from.given} to a subdirectory of self ${to.given}`)
     const destParent = this.tryResolveDir(dirname(destPath))
     const canonicalDest = target?.path ?? (destParent ? join(destParent.path, basename(destPath)) : destPath)
@@ -1590,22 +1600,27 @@ function cpOptions(options: unknown): CpOptions {
 }
 
 /** cp's filter answer; cpSync refuses a promise (the async forms await it: see cpFilterAnswers). */
-function filterAnswer(filter: NonNullable<CpOptions['filter']>, source: string, destination: string): boolean {
+function filterAnswer(filter: NonNullable<CpOptions['filter']>, source: string | Uint8Array, destination: string | Uint8Array): boolean {
   const answer: unknown = filter(source, destination)
   if (answer instanceof Promise) throw codedTypeError('ERR_INVALID_RETURN_VALUE', 'Expected boolean to be returned from the "filter" function but got an instance of Promise.')
   return Boolean(answer)
 }
 
+/** A path as cp's filter is given it at the top: as Node's argument check leaves it, a Buffer as it is, a URL as its path. */
+function filterPath(value: unknown, given: string): string | Uint8Array {
+  return value instanceof Uint8Array ? value : given
+}
+
 /**
- * cp's arguments when its callback and promise forms have a filter to await (./async-forms.ts
- * gathers its answers), checked at once as Node does: the options and both paths.
+ * cp's arguments, checked at once as Node does before its copy starts: the options and both
+ * paths; for the filter, the paths as it is given them at the top (see filterPath).
  */
-export function cpFilterArguments(args: unknown[]): { opts: CpOptions; src: string; dest: string } | undefined {
-  const options = args[2]
-  if (typeof options !== 'object' || options === null || typeof (options as CpOptions).filter !== 'function') return undefined
-  const opts = cpOptions(options)
+export function cpArguments(args: unknown[]): { opts: CpOptions; src: string; dest: string; filterSrc: string | Uint8Array; filterDest: string | Uint8Array } {
+  const opts = cpOptions(args[2])
   const stat = opts.dereference === true ? 'stat' : 'lstat'
-  return { opts, src: pathArgument(args[0], 'src', stat), dest: pathArgument(args[1], 'dest', stat) }
+  const src = pathArgument(args[0], 'src', stat)
+  const dest = pathArgument(args[1], 'dest', stat)
+  return { opts, src, dest, filterSrc: filterPath(args[0], src), filterDest: filterPath(args[1], dest) }
 }
 
 /** Options given as an object, else none. */

@@ -13,7 +13,7 @@ import { joinLexically } from '../path.js'
 import { constants, dataArgument, describeReceived, fileOffset, pathArgument, validateFunction, validateObject } from './arguments.js'
 import { HostBuffer, builtin } from '../host.js'
 import type { FileHandle } from './file-handle.js'
-import { type FsOperations, cpFilterArguments, rmOptions } from './operations.js'
+import { type FsOperations, cpArguments, rmOptions } from './operations.js'
 import { Dir, Dirent, Stats } from './stats.js'
 import { type StreamFs, hasStreams, streamClasses } from './streams.js'
 import type { Watches, Watching } from './watch.js'
@@ -101,8 +101,8 @@ const descriptorCalls = {
  */
 type Prepare = (ops: FsOperations, args: unknown[], run: Operation) => Promise<unknown[]> | undefined
 const prepared: Partial<Record<keyof typeof triples, { callback: Prepare; promise: Prepare }>> = {
-  // Node awaits cp's filter there.
-  cp: { callback: awaitedFilter, promise: awaitedFilter },
+  // Node awaits cp's filter there, and copies later.
+  cp: { callback: checkedCp, promise: checkedCp },
   readFile: { callback: abortable(1, true), promise: abortable(1, true) },
   // Node's async rimraf, not rmSync's (see FsOperations.rm).
   rm: { callback: asynchronousRm, promise: asynchronousRm },
@@ -111,10 +111,16 @@ const prepared: Partial<Record<keyof typeof triples, { callback: Prepare; promis
   appendFile: { callback: abortable(2), promise: chunked },
 }
 
-/** cp with a filter: its arguments checked at once, then the filter's answers gathered (./async-forms.ts). */
-function awaitedFilter(ops: FsOperations, args: unknown[]): Promise<unknown[]> | undefined {
-  const checked = cpFilterArguments(args)
-  return checked && withAsyncForms((forms) => forms.cpFilterAnswers(ops, args, checked.opts, checked.src, checked.dest))
+/**
+ * cp: its options and paths checked at once (their errors thrown, as Node throws them), then the
+ * filter's answers gathered where there is one (./async-forms.ts). The copy runs later even
+ * without one, as Node's asynchronous copy does: what fails in it, a Buffer path among them (see
+ * FsOperations.cp), comes to the callback, where it was thrown at the call.
+ */
+function checkedCp(ops: FsOperations, args: unknown[]): Promise<unknown[]> {
+  const checked = cpArguments(args)
+  if (checked.opts.filter === undefined) return Promise.resolve(args)
+  return withAsyncForms((forms) => forms.cpFilterAnswers(ops, args, checked))
 }
 
 /** rm as its callback and promise forms run it; argument errors are thrown at once, as Node's are. */
