@@ -208,6 +208,32 @@ describe('search_files takes word characters as grep in a UTF-8 locale and ripgr
     expect(await lines(tools, { pattern: '^[\\w\\-]+$', regex: true, path: '/marks' })).toEqual(['/marks/marks.txt:4:foo\u203fbar', '/marks/marks.txt:5:x\u0301'])
   })
 
+  it("finds '\\bword\\b' by RegExp alone, looking one way for the word character a boundary needs, not both ways at every position", async () => {
+    const { Parser, prefilter } = await import('../tools/linear-regex.js')
+    const scanOf = (pattern: string, unicode: boolean) => {
+      const parser = new Parser(pattern, unicode)
+      return prefilter(parser.parse(), parser.sets, unicode ? 'gmu' : 'gm')
+    }
+    for (const [pattern, unicode] of [
+      ['\\bcafé\\b', true],
+      ['\\b(?:foo|bar)\\B\\w', true],
+      ['\\bfoo\\b|x\\-', false],
+    ] as const) {
+      const found = scanOf(pattern, unicode)
+      // A look both ways ((?<=W)(?!W)|(?<!W)(?=W)) at a factor's start is tried at every position: '\bfoo\b' scanned 15 times slower.
+      expect([pattern, found?.exact, /\(\?<=[^)]*\)\(\?!/.test(found?.scan.source ?? '')]).toEqual([pattern, true, false])
+    }
+    // Next to a part of no one kind, a boundary narrows the search and the automaton decides.
+    expect(scanOf('\\b[a.]foo', true)).toMatchObject({ exact: false })
+    const root = path.join(tmp, 'many')
+    fs.mkdirSync(root, { recursive: true })
+    fs.writeFileSync(path.join(root, 'many.txt'), 'le café, un cafés\n'.repeat(20_000))
+    const before = grepCounters.steps
+    expect((await every(tools, { pattern: '\\bcafé\\b', regex: true, path: '/many', output_mode: 'count' }))[0].counts).toEqual([{ path: '/many/many.txt', count: 20_000 }])
+    // No automaton ran over the lines: a hit of the whole pattern is a match.
+    expect(grepCounters.steps - before).toBeLessThan(1_000)
+  })
+
   it('stays linear in the text over long lines of non-ASCII words', async () => {
     const root = path.join(tmp, 'long')
     fs.mkdirSync(root, { recursive: true })
