@@ -122,3 +122,88 @@ export async function cpFilterAnswers(ops: FsOperations, args: unknown[], checke
   const answer = (source: unknown, destination: unknown) => (typeof source === 'string' && typeof destination === 'string' ? (answers.get(key(source, destination)) ?? true) : top)
   return [args[0], args[1], { ...opts, filter: answer }]
 }
+
+/** What a Blob's read of a file it may not read rejects with, as Node's does. */
+function notReadable(): DOMException {
+  return new DOMException('The blob could not be read', 'NotReadableError')
+}
+
+/**
+ * openAsBlob's Blob of a file it could not read when it was opened (mode 000, a directory): as
+ * Node's, it has the file's size and reads the file when it is read, failing then with
+ * NotReadableError, or giving the bytes if the file may be read by then (see FsOperations.openAsBlob).
+ * Its bytes are not the Blob's own (those are empty): what reads a Blob's bytes without its methods
+ * (new Response(blob), structuredClone) sees none.
+ */
+export class FileBlob extends Blob {
+  readonly #read: () => Uint8Array
+  readonly #type: string
+  readonly #start: number
+  readonly #end: number
+
+  constructor(read: () => Uint8Array, size: number, type: string, start = 0, end = size) {
+    super([])
+    this.#read = read
+    this.#type = type
+    this.#start = start
+    this.#end = end
+  }
+
+  override get size(): number {
+    return this.#end - this.#start
+  }
+
+  /** openAsBlob's type as given (Node does not lowercase it, as the Blob constructor does). */
+  override get type(): string {
+    return this.#type
+  }
+
+  #bytes(): Uint8Array<ArrayBuffer> {
+    let all: Uint8Array
+    try {
+      all = this.#read()
+    } catch {
+      throw notReadable()
+    }
+    return all.slice(this.#start, this.#end) as Uint8Array<ArrayBuffer>
+  }
+
+  override async text(): Promise<string> {
+    return new TextDecoder().decode(this.#bytes())
+  }
+
+  override async arrayBuffer(): Promise<ArrayBuffer> {
+    return this.#bytes().buffer
+  }
+
+  override async bytes(): Promise<Uint8Array<ArrayBuffer>> {
+    return this.#bytes()
+  }
+
+  /** Blob.slice's arithmetic (negative from the end, clamped), over this Blob's part of the file. */
+  override slice(start?: number, end?: number, type?: string): Blob {
+    const size = this.size
+    const at = (value: number | undefined, fallback: number) => {
+      if (value === undefined) return fallback
+      const whole = Math.trunc(Number(value)) || 0
+      return whole < 0 ? Math.max(size + whole, 0) : Math.min(whole, size)
+    }
+    const from = at(start, 0)
+    const to = Math.max(at(end, size), from)
+    // A slice's type as Blob makes it: lowercased, or '' with a character outside U+0020–U+007E.
+    return new FileBlob(this.#read, 0, type === undefined ? '' : new Blob([], { type: String(type) }).type, this.#start + from, this.#start + to)
+  }
+
+  override stream(): ReadableStream<Uint8Array<ArrayBuffer>> {
+    return new ReadableStream<Uint8Array<ArrayBuffer>>({
+      pull: (controller) => {
+        try {
+          controller.enqueue(this.#bytes())
+          controller.close()
+        } catch (error) {
+          controller.error(error)
+        }
+      },
+    })
+  }
+}

@@ -548,8 +548,14 @@ export class FsOperations {
     )
   }
 
-  /** fs.openAsBlob: the file's content now, as a Blob (Node 20 throws synchronously when it cannot open it). */
-  openAsBlob(file: unknown, options?: unknown): Promise<Blob> {
+  /**
+   * fs.openAsBlob: the file's content now, as a Blob (Node 20 throws synchronously when it cannot
+   * stat it). One it may not read now (a lower file of mode 000, a directory) is still a Blob of its
+   * size, as Node's is: Node reads the file only when the Blob is read, which fails then
+   * (NotReadableError), or reads it if it may by then. `later` makes that Blob (./async-forms.ts),
+   * given the read to try: the file as it was at the call (changed since, Node's read fails too).
+   */
+  openAsBlob(file: unknown, options: unknown, later: (size: number, type: string, read: () => Uint8Array) => Promise<Blob>): Promise<Blob> {
     const opts = options === undefined ? {} : options
     if (typeof opts !== 'object' || opts === null || Array.isArray(opts)) {
       throw typeError('ERR_INVALID_ARG_TYPE', `The "options" argument must be of type object.${describeReceived(opts)}`)
@@ -566,12 +572,26 @@ export class FsOperations {
       entry = undefined
     }
     if (!entry) throw typeError('ERR_INVALID_ARG_VALUE', 'Unable to open file as blob')
-    if (entry.type === 'dir') return Promise.reject(new FsError('EISDIR', 'read'))
-    // Node's Blob reads the file when it is read; this one reads it now, and names the path as given.
-    const found = entry
-    const bytes = this.named('open', given, undefined, () => this.overlay.readBytes(found))
-    this.accessed(entry)
-    return Promise.resolve(new Blob([bytes as Uint8Array<ArrayBuffer>], { type }))
+    // Node's Blob reads the file when it is read; this one reads it now where it may.
+    const opened = this.statFields(entry)
+    const read = (found: Entry): Uint8Array => {
+      if (found.type === 'dir') throw new FsError('EISDIR', 'read')
+      const bytes = this.named('open', given, undefined, () => this.overlay.readBytes(found))
+      this.accessed(found)
+      return bytes
+    }
+    try {
+      return Promise.resolve(new Blob([read(entry) as Uint8Array<ArrayBuffer>], { type }))
+    } catch (error) {
+      if (!(error instanceof FsError) || isNotLoaded(error)) throw error
+    }
+    return later(opened.size, type, () => {
+      const now = this.overlay.lookup(path, true)
+      if (!now) throw new FsError('ENOENT', 'open', given)
+      const fields = this.statFields(now)
+      if (fields.ino !== opened.ino || fields.size !== opened.size || fields.mtimeMs !== opened.mtimeMs) throw new FsError('EIO', 'read', given, undefined, 'i/o error: the file changed since openAsBlob')
+      return read(now)
+    })
   }
 
   // ---- writing -----------------------------------------------------------------------------------

@@ -389,7 +389,7 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
     }
     return readWithBuffer(...args)
   }, { [PROMISIFY]: (readWithBuffer as unknown as Record<symbol, unknown>)[PROMISIFY] })
-  fs.openAsBlob = (path: unknown, opts?: unknown) => ops.openAsBlob(path, opts)
+  fs.openAsBlob = (path: unknown, opts?: unknown) => ops.openAsBlob(path, opts, (size, type, read) => withAsyncForms(async (forms) => new forms.FileBlob(read, size, type)))
 
   fs.existsSync = (path: unknown) => ops.exists(path)
   fs.exists = (path: unknown, callback: unknown) => {
