@@ -15,6 +15,7 @@ import { directory } from '../adapters/node-fs/index.js'
 import { Workspace } from '../src/index.js'
 import { grepCounters } from '../tools/grep.js'
 import { type AgentTool, callTool, createAgentTools } from '../tools/index.js'
+import { capability } from './support/require.js'
 
 /** Tool results are plain JSON, picked apart by the tests. */
 type Json = any
@@ -195,7 +196,7 @@ describe('search_files takes word characters as grep in a UTF-8 locale and ripgr
     }
   })
 
-  it.skipIf(!installed('rg'))('finds the lines ripgrep finds, combining marks, connectors and joiners included', async () => {
+  it.skipIf(!capability('ripgrep', installed('rg') ? undefined : 'rg is not installed (apt-get install ripgrep)'))('finds the lines ripgrep finds, combining marks, connectors and joiners included', async () => {
     for (const { input, rg } of CASES) {
       for (const dir of ['common', 'marks']) expect([input, dir, await lines(tools, { ...input, path: `/${dir}` })]).toEqual([input, dir, oracle('rg', dir, rg)])
     }
