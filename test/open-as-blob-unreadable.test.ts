@@ -4,6 +4,7 @@
  * reads the file only when the Blob is read, which then fails (NotReadableError, 'The blob could
  * not be read'), or succeeds once the file may be read. The workspace threw EACCES at once (and
  * rejected a directory with EISDIR). Run as the unprivileged test user (root reads everything).
+ * Also the type a readable file's Blob has: as given, where the workspace's was lowercased.
  */
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -134,6 +135,27 @@ describe('openAsBlob of a directory (any user)', () => {
     // The type as given: Node does not lowercase it as the Blob constructor does.
     expect(node).toEqual({ size: 4096, type: 'Text/Plain', failure: { error: 'NotReadableError', message: 'The blob could not be read', domException: true }, part: [4095, 'x/y', 'NotReadableError'] })
     expect(await observe(ws.fs.openAsBlob('/d', { type: 'Text/Plain' }))).toEqual(node)
+    await ws.close()
+  })
+})
+
+describe('openAsBlob of a readable file (any user)', () => {
+  it('keeps the type as given, as Node does (the Blob constructor lowercases it); a slice\'s type is lowercased', async () => {
+    const real = path.join(root, 'types')
+    fs.mkdirSync(real, { recursive: true })
+    fs.writeFileSync(path.join(real, 'a.txt'), 'hello')
+    const ws = await Workspace.open({ lower: { '/a.txt': 'hello' } })
+    const observe = async (open: (type: string) => Promise<Blob>) => {
+      const out: unknown[] = []
+      for (const type of ['Text/Plain', 'text/plain;charset=UTF-8', 'Text/Plain\u00e9', '']) {
+        const blob = await open(type)
+        out.push([blob.type, blob.slice(0, 2, type).type, await blob.text(), Object.keys(blob)])
+      }
+      return out
+    }
+    const node = await observe((type) => fs.openAsBlob(path.join(real, 'a.txt'), { type }))
+    expect(node[0]).toEqual(['Text/Plain', 'text/plain', 'hello', []])
+    expect(await observe((type) => ws.fs.openAsBlob('/a.txt', { type }))).toEqual(node)
     await ws.close()
   })
 })

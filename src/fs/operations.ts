@@ -581,7 +581,10 @@ export class FsOperations {
       return bytes
     }
     try {
-      return Promise.resolve(new Blob([read(entry) as Uint8Array<ArrayBuffer>], { type }))
+      const blob = new Blob([read(entry) as Uint8Array<ArrayBuffer>], { type })
+      // Node keeps the type as given; the Blob constructor lowercases it, or drops one with a character outside U+0020–U+007E.
+      if (blob.type !== type) Object.defineProperty(blob, 'type', { value: type })
+      return Promise.resolve(blob)
     } catch (error) {
       if (!(error instanceof FsError) || isNotLoaded(error)) throw error
     }
