@@ -223,6 +223,8 @@ async function readAt(handle: FileHandle, from: number, length: number): Promise
  * (stat): a file over budget.imageBytes is read whole only when its first bytes say it is text.
  * An image over it is refused after its header (the pixel size for the message), any other binary
  * file after its first 8 KiB: a 2 GiB file of either was read into memory whole, then refused.
+ * (A project file on disk is still read whole by the engine at its first read: a lower source
+ * reads whole files.)
  */
 async function readShown(ws: Workspace, path: string, budget: Budget): Promise<Uint8Array> {
   // Opened first, as readFile opens: a missing file is 'open' ENOENT as it always was.
