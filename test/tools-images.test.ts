@@ -410,35 +410,32 @@ describe('the image size cap and the result budget', () => {
 })
 
 /**
- * The bytes read_file asks the workspace for: readFile's and a FileHandle's reads, counted as they
- * come back (a work counter: what the tool reads, not how long it takes).
+ * The bytes read_file asks the workspace for: its synchronous reads (readSync, readFileSync; the
+ * promise forms too, should it use them), counted as they come back (a work counter: what the tool
+ * reads, not how long it takes).
  */
 function countReads(ws: Workspace): { bytes: number } {
   const counter = { bytes: 0 }
-  const promises = ws.fs.promises
+  const fs = ws.fs
+  const readSync = fs.readSync
+  fs.readSync = ((...args: Parameters<typeof readSync>) => {
+    const bytesRead = readSync(...args)
+    counter.bytes += bytesRead
+    return bytesRead
+  }) as typeof readSync
+  const readFileSync = fs.readFileSync
+  fs.readFileSync = ((...args: Parameters<typeof readFileSync>) => {
+    const out = readFileSync(...args)
+    counter.bytes += out.length
+    return out
+  }) as typeof readFileSync
+  const promises = fs.promises
   const readFile = promises.readFile
   promises.readFile = (async (...args: Parameters<typeof readFile>) => {
     const out = await readFile(...args)
     counter.bytes += out.length
     return out
   }) as typeof readFile
-  const open = promises.open
-  promises.open = (async (...args: Parameters<typeof open>) => {
-    const handle = await open(...args)
-    const read = handle.read.bind(handle)
-    const whole = handle.readFile.bind(handle)
-    handle.read = (async (...readArgs: Parameters<typeof read>) => {
-      const out = await read(...readArgs)
-      counter.bytes += out.bytesRead
-      return out
-    }) as typeof read
-    handle.readFile = (async (...readArgs: Parameters<typeof whole>) => {
-      const out = await whole(...readArgs)
-      counter.bytes += out.length
-      return out
-    }) as typeof whole
-    return handle
-  }) as typeof open
   return counter
 }
 

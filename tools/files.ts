@@ -204,14 +204,14 @@ const SNIFF_BYTES = 8192 + 4
 /** Bytes of an over-size image read at most for the pixel size its refusal names (a JPEG's size comes after its other segments: EXIF, ICC). */
 const HEADER_BYTES = 1024 * 1024
 
-type FileHandle = Awaited<ReturnType<Workspace['fs']['promises']['open']>>
+type Fs = Workspace['fs']
 
 /** Up to `length` bytes from `from` (fewer where the file ends). */
-async function readAt(handle: FileHandle, from: number, length: number): Promise<Uint8Array> {
+function readAt(fs: Fs, fd: number, from: number, length: number): Uint8Array {
   const buffer = new Uint8Array(length)
   let filled = 0
   while (filled < length) {
-    const { bytesRead } = await handle.read(buffer, filled, length - filled, from + filled)
+    const bytesRead = fs.readSync(fd, buffer, filled, length - filled, from + filled)
     if (bytesRead === 0) break
     filled += bytesRead
   }
@@ -224,25 +224,27 @@ async function readAt(handle: FileHandle, from: number, length: number): Promise
  * An image over it is refused after its header (the pixel size for the message), any other binary
  * file after its first 8 KiB: a 2 GiB file of either was read into memory whole, then refused.
  * (A project file on disk is still read whole by the engine at its first read: a lower source
- * reads whole files.)
+ * reads whole files.) Synchronous, as the promise readFile it replaces reads at the call: a read
+ * made before a write sees what was there before it (calls are answered in the order they came).
  */
-async function readShown(ws: Workspace, path: string, budget: Budget): Promise<Uint8Array> {
+function readShown(ws: Workspace, path: string, budget: Budget): Uint8Array {
+  const fs = ws.fs
   // Opened first, as readFile opens: a missing file is 'open' ENOENT as it always was.
-  const handle = await ws.fs.promises.open(path, 'r')
+  const fd = fs.openSync(path, 'r')
   try {
-    const stat = await handle.stat()
+    const stat = fs.fstatSync(fd)
     const size = stat.size
     // A directory (EISDIR) or any other file that is not regular reads, or fails, as it always did.
-    if (!stat.isFile() || size <= budget.imageBytes) return await handle.readFile()
-    const head = await readAt(handle, 0, Math.min(size, SNIFF_BYTES))
+    if (!stat.isFile() || size <= budget.imageBytes) return fs.readFileSync(fd)
+    const head = readAt(fs, fd, 0, Math.min(size, SNIFF_BYTES))
     const mimeType = imageMimeType(head)
     const text = isProbablyText(head)
-    if (mimeType !== undefined && !text) throw tooBig(path, mimeType, size, budget, await headerSizeOf(handle, path, head, mimeType, size))
+    if (mimeType !== undefined && !text) throw tooBig(path, mimeType, size, budget, headerSizeOf(fs, fd, path, head, mimeType, size))
     if (!text) throw binaryFile(path, size, false)
     // Positional reads leave the file position at 0: readFile reads from there.
-    return await handle.readFile()
+    return fs.readFileSync(fd)
   } finally {
-    await handle.close()
+    fs.closeSync(fd)
   }
 }
 
@@ -251,7 +253,7 @@ async function readShown(ws: Workspace, path: string, budget: Budget): Promise<U
  * read on as far as the header goes (four times as far each time, at least to where it asks), up
  * to HEADER_BYTES; undefined past that.
  */
-async function headerSizeOf(handle: FileHandle, path: string, head: Uint8Array, mimeType: ImageMimeType, size: number): Promise<ImageSize | undefined> {
+function headerSizeOf(fs: Fs, fd: number, path: string, head: Uint8Array, mimeType: ImageMimeType, size: number): ImageSize | undefined {
   for (;;) {
     try {
       return headerSize(path, head, mimeType, size)
@@ -259,7 +261,7 @@ async function headerSizeOf(handle: FileHandle, path: string, head: Uint8Array, 
       if (!(error instanceof MoreBytesNeeded)) throw error
       const next = Math.min(size, HEADER_BYTES, Math.max(error.needed, head.byteLength * 4))
       if (next <= head.byteLength) return undefined
-      const more = await readAt(handle, head.byteLength, next - head.byteLength)
+      const more = readAt(fs, fd, head.byteLength, next - head.byteLength)
       // The file was cut since its stat: its header is not there to read.
       if (more.byteLength === 0) return undefined
       head = concat(head, more)
@@ -373,7 +375,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
       readFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
-        const bytes = await readShown(ws, path, budget)
+        const bytes = readShown(ws, path, budget)
         // offset and limit count lines: an image is shown whole whatever they say, as Claude Code's Read does.
         const image = imageOf(path, bytes, budget)
         if (image) return image
