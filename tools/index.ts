@@ -40,7 +40,7 @@ export interface AgentToolsOptions {
    * runs on the host and can reach what the user can outside the workspace.
    */
   commands?: boolean | CommandOptions
-  /** Size budget of the results, in characters of JSON (default 8000; read_file's content 100 000), and the bytes of an image read_file returns (imageBytes, default 3.75 MiB). */
+  /** Size budget of the results, in characters of JSON (default 8000; read_file's content 100 000), the bytes of an image read_file returns (imageBytes, default 3.75 MiB) and its pixels a side (imageSide, default 8000). */
   budget?: BudgetOptions
   /**
    * The workspace path an absolute host path of the project stands for, any other path as given
