@@ -169,7 +169,9 @@ export class FileHandle extends EventEmitter {
     const done = () => {
       this.locked = false
     }
-    const read = (target: Uint8Array): number => this.ops.read(this.fd, target, 0, target.byteLength, null)
+    // Node cancels the stream when the handle closes: a read after that is done, not an error (EBADF).
+    const closed = () => this.descriptor === -1
+    const read = (target: Uint8Array): number => (closed() ? 0 : this.ops.read(this.fd, target, 0, target.byteLength, null))
     const source = {
       type: 'bytes' as const,
       autoAllocateChunkSize: WEB_CHUNK,
