@@ -332,7 +332,16 @@ function replaceIn(text: string, path: string, edit: { old_string: string; new_s
   if (edit.old_string === edit.new_string) throw new ToolFailure('ENOCHANGE', `${which}old_string and new_string are the same: nothing would change`)
   const at = occurrences(text, edit.old_string)
   if (at.length === 0) {
-    throw new ToolFailure('ENOMATCH', `${which}old_string was not found in '${path}'${which ? ' (after the edits before it)' : ''}; read the file again and copy the exact text, whitespace included`)
+    const near = nearMiss(text, edit.old_string)
+    const where = `${which}old_string was not found in '${path}'${which ? ' (after the edits before it)' : ''}`
+    if (near === undefined) throw new ToolFailure('ENOMATCH', `${where}; read the file again and copy the exact text, whitespace included`)
+    const span = near.lines.length > 1 ? `lines ${near.line}-${near.line + near.lines.length - 1}` : `line ${near.line}`
+    throw new ToolFailure(
+      'ENOMATCH',
+      `${where}. The nearest text is at ${span}${near.differs.length > 0 ? `, which differs from old_string in ${near.differs.join('; ')}` : ''}. ` +
+        `The file has there (copy old_string from it, whitespace included):\n${near.shown}`,
+      { near_line: near.line },
+    )
   }
   if (at.length > 1 && !edit.replace_all) {
     throw new ToolFailure(
@@ -353,6 +362,126 @@ function replaceIn(text: string, path: string, edit: { old_string: string; new_s
     from = index + edit.old_string.length
   }
   return { text: next + text.slice(from), at: newAt }
+}
+
+/** Characters of the file shown in a not-found refusal at most. */
+const NEAR_CHARS = 1500
+/** Places the first line of a near miss is looked for at most (an anchor such as '}' may be on every other line). */
+const NEAR_CANDIDATES = 200
+
+/** Single and double quotes as a model types them: curly quotes and primes read as the straight ones. */
+function foldQuotes(text: string): string {
+  return text.replace(/[\u2018\u2019\u201A\u201B\u2032]/g, "'").replace(/[\u201C\u201D\u201E\u201F\u2033]/g, '"')
+}
+
+/** A line as compared for a near miss: Unicode composed (NFC), quotes folded, runs of whitespace one space, none at the ends. */
+function loose(line: string): string {
+  return foldQuotes(line.normalize('NFC')).replace(/\s+/g, ' ').trim()
+}
+
+function words(line: string): Set<string> {
+  return new Set(line.match(/[\p{L}\p{N}_]+/gu) ?? [])
+}
+
+/** Whitespace named, as it is invisible in the text: "4 spaces", "1 tab", "a '\\r'". */
+function named(whitespace: string): string {
+  const count = whitespace.length
+  if (count === 0) return 'no whitespace'
+  if (/^ +$/.test(whitespace)) return `${count} space${count > 1 ? 's' : ''}`
+  if (/^\t+$/.test(whitespace)) return `${count} tab${count > 1 ? 's' : ''}`
+  if (whitespace === '\r') return "a '\\r'"
+  return `${count} whitespace characters (${JSON.stringify(whitespace)})`
+}
+
+/**
+ * Whether `want` (a line of old_string) fits `have` (a line of the file): old_string's first line may
+ * start inside the line (`open.start`), its last end inside it (`open.end`); a line between is whole.
+ */
+function fits(have: string, want: string, open: { start: boolean; end: boolean }): boolean {
+  return open.start && open.end ? have.includes(want) : open.start ? have.endsWith(want) : open.end ? have.startsWith(want) : have === want
+}
+
+/** Ways one line of the file (`have`, line `line`) differs from old_string's (`want`). */
+function lineDifferences(have: string, want: string, line: number, open: { start: boolean; end: boolean }): string[] {
+  if (fits(have, want, open)) return []
+  const out: string[] = []
+  const [haveLead, wantLead] = [/^\s*/.exec(have)![0], /^\s*/.exec(want)![0]]
+  // A first line without indentation may start anywhere in the file's line.
+  if (!(open.start ? wantLead === '' || haveLead.endsWith(wantLead) : haveLead === wantLead)) {
+    out.push(`indentation: line ${line} of the file starts with ${named(haveLead)}, old_string's with ${named(wantLead)}`)
+  }
+  const [haveTrail, wantTrail] = [/\s*$/.exec(have)![0], /\s*$/.exec(want)![0]]
+  if (!(open.end ? wantTrail === '' || haveTrail.startsWith(wantTrail) : haveTrail === wantTrail)) {
+    out.push(
+      haveTrail.includes('\r') && !wantTrail.includes('\r')
+        ? `line ${line} of the file ends in CRLF: this file mixes CRLF and LF line ends, so old_string takes '\\r\\n' there`
+        : `the end of line ${line}: the file's ends with ${named(haveTrail)}, old_string's with ${named(wantTrail)}`,
+    )
+  }
+  const [haveText, wantText] = [have.trim(), want.trim()]
+  const inner = { start: open.start || wantLead !== '', end: open.end || wantTrail !== '' }
+  if (!fits(haveText, wantText, inner)) {
+    if (fits(haveText.normalize('NFC'), wantText.normalize('NFC'), inner)) {
+      out.push(`Unicode normalization: line ${line} of the file writes its accents ${haveText === haveText.normalize('NFC') ? 'composed (NFC)' : 'decomposed (NFD: a letter, then a combining mark)'}, old_string otherwise`)
+    } else if (fits(foldQuotes(haveText), foldQuotes(wantText), inner)) {
+      const quotes = (text: string) => [...new Set(text.match(/[\u2018\u2019\u201A\u201B\u2032\u201C\u201D\u201E\u201F\u2033'"]/g) ?? [])].join(' ')
+      out.push(`quotes: line ${line} of the file has ${quotes(haveText)} where old_string has ${quotes(wantText)}`)
+    } else if (fits(haveText.replace(/\s+/g, ' '), wantText.replace(/\s+/g, ' '), inner)) out.push(`the whitespace inside line ${line}`)
+    else out.push(`the text of line ${line}`)
+  }
+  return out
+}
+
+/**
+ * Where old_string nearly matches, for a not-found refusal: the lines of the file it was most
+ * likely copied from, and how they differ (indentation, tabs for spaces, trailing whitespace, a
+ * CR, Unicode normalization, curly quotes, other text). A model told only "not found" read the
+ * whole file again and often sent the same near miss; shown the lines, it copies them. Lines are
+ * compared loosely (whitespace, normalization and quotes aside); the place where most of old_string's
+ * lines fit wins, else the line sharing most words with its longest line. Linear in the file.
+ */
+function nearMiss(text: string, old: string): { line: number; lines: string[]; differs: string[]; shown: string } | undefined {
+  const want = old.split('\n')
+  const wantKeys = want.map(loose)
+  const openAt = (offset: number) => ({ start: offset === 0, end: offset === want.length - 1 })
+  // The most telling line of old_string: the longest once compared loosely.
+  let anchor = -1
+  for (let index = 0; index < want.length; index++) if (wantKeys[index] !== '' && (anchor < 0 || wantKeys[index].length > wantKeys[anchor].length)) anchor = index
+  if (anchor < 0) return undefined
+  const have = text.split('\n')
+  const keys = have.map(loose)
+  let start = -1
+  let best = 0
+  let seen = 0
+  for (let index = anchor; index < keys.length && seen < NEAR_CANDIDATES; index++) {
+    if (!fits(keys[index], wantKeys[anchor], openAt(anchor))) continue
+    seen++
+    let score = 0
+    for (let offset = 0; offset < want.length && index - anchor + offset < keys.length; offset++) if (fits(keys[index - anchor + offset], wantKeys[offset], openAt(offset))) score++
+    if (score > best) [start, best] = [index - anchor, score]
+  }
+  if (start < 0) {
+    // No line fits loosely: the line sharing most words with the anchor, if it shares at least half of them.
+    const wanted = words(wantKeys[anchor])
+    if (wanted.size === 0) return undefined
+    let share = 0.5
+    for (let index = 0; index < keys.length; index++) {
+      const got = words(keys[index])
+      let common = 0
+      for (const word of got) if (wanted.has(word)) common++
+      const score = common / Math.max(wanted.size, got.size)
+      if (score >= share && (start < 0 || score > share)) [start, share] = [Math.max(0, index - anchor), score]
+    }
+    if (start < 0) return undefined
+  }
+  const lines = have.slice(start, start + want.length)
+  const differs: string[] = []
+  lines.forEach((line, offset) => differs.push(...lineDifferences(line, want[offset], start + offset + 1, openAt(offset))))
+  if (lines.length < want.length) differs.push(`its length: old_string has ${want.length} lines, and the file ends ${lines.length} lines after line ${start + 1}`)
+  const joined = lines.join('\n')
+  const shown = joined.length > NEAR_CHARS ? `${lineStart(joined, NEAR_CHARS)}… (cut; read_file shows the rest)` : joined
+  const listed = differs.length > 4 ? [...differs.slice(0, 4), `${differs.length - 4} more`] : differs
+  return { line: start + 1, lines, differs: listed, shown }
 }
 
 function occurrences(text: string, needle: string): number[] {
