@@ -60,7 +60,7 @@ function chunkBytes(chunk: unknown, encoding: Encoding): Uint8Array {
 }
 
 /** The encoding writeFile's options give chunks that are strings (UTF-8 when none). */
-function chunkEncoding(options: unknown): Encoding {
+export function chunkEncoding(options: unknown): Encoding {
   const encoding = typeof options === 'string' ? options : typeof options === 'object' && options !== null ? (options as { encoding?: unknown }).encoding : undefined
   return kit.isEncoding(encoding) ? encoding : 'utf8'
 }
