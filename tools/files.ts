@@ -41,13 +41,19 @@ function lines(text: string): string[] {
  * A file whose every line ends in CRLF (Windows line endings) is shown and edited as if its lines
  * ended in LF, as search_files shows its lines, so an old_string copied from either matches, and
  * what an edit writes takes the file's endings. A file of mixed endings is taken as it is.
+ * A UTF-8 byte order mark is kept out of the view and put back in front: insert_text at line 0 put
+ * its lines before it, leaving U+FEFF inside the file (a stray character to a compiler), and an
+ * old_string copied with the invisible mark and replaced without it dropped it.
  */
 interface TextView {
   readonly text: string
   readonly crlf: boolean
+  readonly bom: boolean
 }
 
-function viewOf(text: string): TextView {
+function viewOf(file: string): TextView {
+  const bom = file.charCodeAt(0) === 0xfeff
+  const text = bom ? file.slice(1) : file
   let lineFeeds = 0
   let pairs = 0
   for (let at = text.indexOf('\n'); at >= 0; at = text.indexOf('\n', at + 1)) {
@@ -55,17 +61,18 @@ function viewOf(text: string): TextView {
     if (at > 0 && text.charCodeAt(at - 1) === 13) pairs++
   }
   const crlf = lineFeeds > 0 && pairs === lineFeeds
-  return { text: crlf ? text.replaceAll('\r\n', '\n') : text, crlf }
+  return { text: crlf ? text.replaceAll('\r\n', '\n') : text, crlf, bom }
 }
 
-/** Text of the LF view written back with the file's endings. */
+/** Text of the view written back with the file's endings and byte order mark. */
 function withEndings(text: string, view: TextView): string {
-  return view.crlf ? text.replaceAll('\n', '\r\n') : text
+  return (view.bom ? '\ufeff' : '') + (view.crlf ? text.replaceAll('\n', '\r\n') : text)
 }
 
-/** What the model gives, in the LF view of a CRLF file (it may have copied the endings too). */
+/** What the model gives, in the view: LF ends for a CRLF file (it may have copied the endings too), no byte order mark in front. */
 function inView(text: string, view: TextView): string {
-  return view.crlf ? text.replaceAll('\r\n', '\n') : text
+  const given = view.bom && text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
+  return view.crlf ? given.replaceAll('\r\n', '\n') : given
 }
 
 /**
@@ -499,6 +506,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         `${budget.readChars} characters, with the total line count; when truncated is true, call again with next_offset. ` +
         `A line longer than ${LINE_CHARS} characters (minified code) is cut to its first ${LINE_CHARS}: line_truncated is then true and truncated_lines lists those lines. ` +
         "A file whose lines end in CRLF is shown with LF line ends and line_endings: 'crlf'; edits keep its CRLF. " +
+        'A UTF-8 byte order mark is not shown (bom: true); edits keep it. ' +
         "A PNG, JPEG, GIF or WebP image (known by its content, not its name) is returned whole as an image for you to see, with type: 'image', " +
         `mime_type, bytes, width and height in pixels (offset and limit are ignored); one over ${budget.imageBytes} bytes or ${budget.imageSide} pixels a side is refused. Other binary files are refused (EBINARY); SVG is text.`,
       readFileInput,
@@ -537,6 +545,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
           total_lines: all.length,
           truncated: cut || end < all.length,
           ...(view.crlf ? { line_endings: 'crlf' } : {}),
+          ...(view.bom ? { bom: true } : {}),
           ...(cutLines.length > 0
             ? {
                 line_truncated: true,
