@@ -313,6 +313,22 @@ async function withParents(ws: Workspace, dir: string, type: TransactionType, la
   )
 }
 
+/**
+ * The view (CRLF endings, byte order mark) of the text file write_file replaces, or undefined for
+ * one that is not text or cannot be read (it is replaced as it always was). read_file shows a CRLF
+ * file with LF ends and without its mark, so a model rewriting it whole sent LF and no mark, and
+ * every line of a Windows file changed its ending (a whole-file diff; Visual Studio and Delphi
+ * projects want CRLF).
+ */
+async function overwrittenView(ws: Workspace, path: string): Promise<TextView | undefined> {
+  try {
+    const bytes = await ws.fs.promises.readFile(path)
+    return isProbablyText(bytes) ? viewOf(decode(bytes)) : undefined
+  } catch {
+    return undefined
+  }
+}
+
 async function lstatOrUndefined(ws: Workspace, path: string) {
   try {
     return await ws.fs.promises.lstat(path)
@@ -559,7 +575,9 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
     ),
     defineTool(
       'write_file',
-      'Create or overwrite a text file with the given content (missing parent directories are created). Undoable with undo_operation, which takes back the directories it made too.',
+      'Create or overwrite a text file with the given content (missing parent directories are created). ' +
+        "Overwriting a file whose lines end in CRLF, content with LF line ends is written with CRLF (line_endings: 'crlf'), and a file's UTF-8 byte order mark is kept (bom: true), " +
+        'as read_file shows such files; content with a \\r is written as given. Undoable with undo_operation, which takes back the directories it made too.',
       writeFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
@@ -567,13 +585,20 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         if (input.path.endsWith('/')) throw new ToolFailure('EISDIR', `'${input.path}' ends with '/', so it names a directory; write_file writes files (give the file's name)`)
         const existing = await lstatOrUndefined(ws, path)
         if (existing?.isDirectory()) throw new ToolFailure('EISDIR', `'${path}' is a directory; write_file writes files`)
+        const view = existing === undefined ? undefined : await overwrittenView(ws, path)
+        // Content as a model writes it, LF and no mark, takes the endings and mark of the file it replaces; any '\r' or mark given is kept as given.
+        const crlf = view?.crlf === true && !input.content.includes('\r')
+        const bom = view?.bom === true && input.content.charCodeAt(0) !== 0xfeff
+        const content = withEndings(input.content, { text: input.content, crlf, bom })
         const mark = lastSeq(ws)
-        await withParents(ws, dirname(path), 'file_create', `file create ${path}`, (into) => into.writeFile(path, input.content))
+        await withParents(ws, dirname(path), 'file_create', `file create ${path}`, (into) => into.writeFile(path, content))
         return {
           path,
           created: existing === undefined,
-          bytes: new TextEncoder().encode(input.content).byteLength,
+          bytes: new TextEncoder().encode(content).byteLength,
           lines: lines(input.content).length,
+          ...(crlf ? { line_endings: 'crlf' } : {}),
+          ...(bom ? { bom: true } : {}),
           operation_ids: recordedSince(ws, mark),
         }
       },
