@@ -2,7 +2,8 @@
  * Streams and FileHandle run on a real Linux directory with node:fs and on a workspace, beside
  * streams.test.ts: the outcome must be the same. Each case was a divergence a probe found.
  */
-import { describe, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
+import { Workspace } from '../src/index.js'
 import { type At, type Fs, fsOracle } from './support/fs-oracle.js'
 
 function seed(fs: Fs, at: At): void {
@@ -64,5 +65,61 @@ describe('FileHandle.writeFile and appendFile', () => {
       await handle.close()
       return [result, fs.statSync(at('/o')).size]
     })
+  })
+})
+
+describe('FileHandle.close while a call is in progress', () => {
+  // close() closed the descriptor at once: the readFile or writeFile under way rejected with
+  // EBADF 'file closed' (and wrote nothing), where Node's close waits for the calls in progress.
+  it('waits for readFile and writeFile, as `try { return handle.readFile() } finally { await handle.close() }` needs', async () => {
+    await same(async (fs, at) => {
+      const read = async () => {
+        const handle = await fs.promises.open(at('/f'), 'r')
+        try {
+          return handle.readFile('utf8')
+        } finally {
+          await handle.close()
+        }
+      }
+      return read()
+    })
+    await same(async (fs, at) => {
+      const handle = await fs.promises.open(at('/f'), 'r')
+      const events: unknown[] = []
+      // A FileHandle is an EventEmitter, as Node's is (its types leave that out).
+      ;(handle as unknown as NodeJS.EventEmitter).on('close', () => events.push(['close emitted', handle.fd === -1]))
+      const reading = handle.readFile({ encoding: 'utf8', signal: new AbortController().signal }).then((text) => events.push(['read', text]))
+      const closing = handle.close().then(() => events.push(['closed', handle.fd]))
+      events.push(['after close()', handle.fd === -1])
+      await Promise.all([reading, closing])
+      return [events, await handle.close()]
+    })
+    await same(async (fs, at) => {
+      const handle = await fs.promises.open(at('/o'), 'w')
+      // Node takes an iterable of chunks (its types leave that out).
+      const writing = handle.writeFile(['a', 'b'] as unknown as string)
+      const closing = handle.close()
+      return [await writing, await closing, fs.readFileSync(at('/o'), 'utf8')]
+    })
+  })
+
+  // The workspace's own close does not wait: a call that never ends would hold it open forever.
+  it('the workspace closing closes the handle at once, calls in progress or not', async () => {
+    const ws = await Workspace.open()
+    const handle = await ws.fs.promises.open('/o', 'w')
+    const never = (async function* () {
+      yield 'a'
+      await new Promise(() => undefined)
+    })()
+    void handle.writeFile(never as unknown as string)
+    let closeEmitted = 0
+    ;(handle as unknown as { on(event: string, listener: () => void): void }).on('close', () => closeEmitted++)
+    // The owner's close waits for the write, which never ends; the workspace's does not.
+    const waiting = handle.close()
+    expect(handle.fd).not.toBe(-1)
+    await ws.close()
+    expect([handle.fd, closeEmitted]).toEqual([-1, 1])
+    await expect(waiting).resolves.toBeUndefined()
+    await expect(handle.close()).resolves.toBeUndefined()
   })
 })

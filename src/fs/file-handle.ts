@@ -39,6 +39,16 @@ export class FileHandle extends EventEmitter {
   private closing: Promise<void> | undefined
   /** A web stream is reading through this handle. */
   private locked = false
+  /**
+   * As Node's: the handle's own reference, which close() drops, and one per call that waits
+   * (readFile, writeFile): the descriptor closes when the last goes, so a close() called while one
+   * runs waits for it, as `try { return handle.readFile() } finally { await handle.close() }` needs.
+   */
+  private refs = 1
+  /** Settles the close() that waits for the calls in progress. */
+  private whenFree: { resolve: () => void; reject: (error: unknown) => void } | undefined
+  /** What the workspace's close calls: closes now, whatever is in progress (that then fails EBADF). */
+  private readonly owner = { close: () => this.closeNow() }
 
   constructor(
     private readonly ops: FsOperations,
@@ -47,7 +57,7 @@ export class FileHandle extends EventEmitter {
   ) {
     super()
     this.descriptor = fd
-    ops.handles.add(this)
+    ops.handles.add(this.owner)
   }
 
   /** The descriptor, -1 once closed. */
@@ -58,6 +68,17 @@ export class FileHandle extends EventEmitter {
   private async use<T>(syscall: string, body: () => T): Promise<T> {
     if (this.descriptor === -1) throw fileClosed(syscall)
     return body()
+  }
+
+  /** Runs `body`, which waits, holding a reference (see refs). */
+  private async held<T>(syscall: string, body: () => Promise<T>): Promise<T> {
+    if (this.descriptor === -1) throw fileClosed(syscall)
+    this.refs++
+    try {
+      return await body()
+    } finally {
+      if (--this.refs === 0) this.release()
+    }
   }
 
   /**
@@ -97,12 +118,14 @@ export class FileHandle extends EventEmitter {
   }
 
   /** Node checks the signal after a stat of the file, so an abort right after the call rejects: this waits a turn for one. */
-  async readFile(options?: unknown): Promise<Uint8Array | string> {
-    const signal = await this.use('readFile', () => kit.signalOption(options))
-    if (signal?.aborted) throw kit.abortError(signal)
-    if (signal) await new Promise((resolve) => setTimeout(resolve, 0))
-    return this.use('readFile', () => {
+  readFile(options?: unknown): Promise<Uint8Array | string> {
+    return this.held('readFile', async () => {
+      const signal = kit.signalOption(options)
       if (signal?.aborted) throw kit.abortError(signal)
+      // Node reads after its stat: what is written in the same turn as the call is read too.
+      await (signal ? new Promise((resolve) => setTimeout(resolve, 0)) : undefined)
+      if (signal?.aborted) throw kit.abortError(signal)
+      if (this.descriptor === -1) throw fileClosed('readFile')
       return this.ops.readFile(this.fd, options)
     })
   }
@@ -113,25 +136,26 @@ export class FileHandle extends EventEmitter {
    * it does not stop it, nor does an abort. With a signal, Node writes 512 KiB at a time and checks
    * the signal between the parts, so an abort after the call leaves the parts before it written.
    */
-  async writeFile(data: unknown, options?: unknown): Promise<void> {
-    if (this.descriptor === -1) throw fileClosed('writeFile')
-    const signal = kit.signalOption(options)
-    if (signal?.aborted) throw kit.abortError(signal)
-    if (kit.isChunks(data)) {
-      const bytes = await collectChunks(data, options, signal, (partial) => this.ops.writeFile(this.fd, partial, options))
-      return this.use('writeFile', () => this.ops.writeFile(this.fd, bytes, options))
-    }
-    if (signal === undefined) return this.ops.writeFile(this.fd, data, options)
-    const bytes = kit.dataArgument(data, chunkEncoding(options), 'data')
-    for (let at = 0; ; ) {
-      const part = bytes.subarray(at, at + WRITE_PART)
-      this.ops.writeFile(this.fd, part, options)
-      at += part.byteLength
-      if (at >= bytes.byteLength) return
-      await new Promise((resolve) => setTimeout(resolve, 0))
-      if (signal.aborted) throw kit.abortError(signal)
-      if (this.descriptor === -1) throw fileClosed('writeFile')
-    }
+  writeFile(data: unknown, options?: unknown): Promise<void> {
+    return this.held('writeFile', async () => {
+      const signal = kit.signalOption(options)
+      if (signal?.aborted) throw kit.abortError(signal)
+      if (kit.isChunks(data)) {
+        const bytes = await collectChunks(data, options, signal, (partial) => this.ops.writeFile(this.fd, partial, options))
+        return this.use('writeFile', () => this.ops.writeFile(this.fd, bytes, options))
+      }
+      if (signal === undefined) return this.ops.writeFile(this.fd, data, options)
+      const bytes = kit.dataArgument(data, chunkEncoding(options), 'data')
+      for (let at = 0; ; ) {
+        const part = bytes.subarray(at, at + WRITE_PART)
+        this.ops.writeFile(this.fd, part, options)
+        at += part.byteLength
+        if (at >= bytes.byteLength) return
+        await new Promise((resolve) => setTimeout(resolve, 0))
+        if (signal.aborted) throw kit.abortError(signal)
+        if (this.descriptor === -1) throw fileClosed('writeFile')
+      }
+    })
   }
 
   appendFile(data: unknown, options?: unknown): Promise<void> {
@@ -243,20 +267,51 @@ export class FileHandle extends EventEmitter {
     return readline.createInterface({ input: this.createReadStream(options), crlfDelay: Infinity })
   }
 
-  /** Closes the descriptor; a second close resolves, as Node's does; 'close' is emitted once, after. */
+  /**
+   * Closes the descriptor, once the calls in progress are done (see refs); a second close shares
+   * the first, or resolves once closed, as Node's does. 'close' is emitted at the call, as Node does.
+   */
   close(): Promise<void> {
     if (this.descriptor === -1) return this.closing ?? Promise.resolve()
+    if (this.closing) return this.closing
+    if (--this.refs === 0) this.closing = this.closeDescriptor()
+    else this.closing = new Promise<void>((resolve, reject) => (this.whenFree = { resolve, reject }))
+    this.emit('close')
+    return this.closing
+  }
+
+  /** The last reference went while a close() waited: the descriptor closes now. */
+  private release(): void {
+    const waiting = this.whenFree
+    if (!waiting) return
+    this.whenFree = undefined
+    this.closeDescriptor().then(waiting.resolve, waiting.reject)
+  }
+
+  private closeDescriptor(): Promise<void> {
     const fd = this.descriptor
     this.descriptor = -1
-    this.ops.handles.delete(this)
-    this.closing = (async () => {
-      try {
-        this.ops.close(fd)
-      } finally {
-        this.emit('close')
-      }
-    })()
-    return this.closing
+    this.ops.handles.delete(this.owner)
+    try {
+      this.ops.close(fd)
+      return Promise.resolve()
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /** The workspace closes under the handle: the descriptor closes now, a close() that waited with it. */
+  private closeNow(): Promise<void> {
+    if (this.descriptor === -1) return this.closing ?? Promise.resolve()
+    const emit = this.closing === undefined
+    const closed = this.closeDescriptor()
+    if (this.whenFree) {
+      closed.then(this.whenFree.resolve, this.whenFree.reject)
+      this.whenFree = undefined
+    }
+    this.closing ??= closed
+    if (emit) this.emit('close')
+    return closed
   }
 
   [Symbol.asyncDispose](): Promise<void> {
