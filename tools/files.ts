@@ -338,6 +338,36 @@ async function lstatOrUndefined(ws: Workspace, path: string) {
   }
 }
 
+/**
+ * edit_file with an empty old_string, as Claude Code's Edit takes it: a new file (parents made) or
+ * an empty one gets new_string; a file with text is refused (EEXIST), saying what to do. It was
+ * EINVALIDINPUT "Too small: expected string to have >=1 characters", which told a model used to
+ * creating files this way neither why nor how.
+ */
+async function createWith(ws: Workspace, path: string, content: string) {
+  const existing = await lstatOrUndefined(ws, path)
+  if (existing?.isDirectory()) throw new ToolFailure('EISDIR', `'${path}' is a directory; edit_file edits files`)
+  const view = existing === undefined ? undefined : viewOf(await readText(ws, path, true))
+  if (view !== undefined && view.text !== '') {
+    throw new ToolFailure(
+      'EEXIST',
+      `old_string is empty, which creates a file, but '${path}' exists and has ${lines(view.text).length} lines: ` +
+        'give the text to replace as old_string (read_file shows it), or use write_file to replace the whole file',
+    )
+  }
+  if (content === '') throw new ToolFailure('ENOCHANGE', `old_string and new_string are both empty: nothing would change`)
+  const mark = lastSeq(ws)
+  const written = view === undefined ? content : withEndings(inView(content, view), view)
+  await withParents(ws, dirname(path), 'file_create', `file create ${path}`, (into) => into.writeFile(path, written))
+  return { path, created: existing === undefined, replacements: 1, lines: [1], operation_ids: recordedSince(ws, mark) }
+}
+
+/** A missing file for edit_file: ENOENT as Node words it, with how to create one. */
+function missingToEdit(error: unknown, path: string): unknown {
+  if ((error as { code?: unknown }).code !== 'ENOENT') return error
+  return new ToolFailure('ENOENT', `ENOENT: no such file or directory, open '${path}'; to create it, use write_file (or edit_file with an empty old_string)`)
+}
+
 /** 1-based line numbers of each match's first character. */
 function lineNumbers(text: string, at: readonly number[]): number[] {
   const out: number[] = []
@@ -606,13 +636,14 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
     defineTool(
       'edit_file',
       'Replace old_string with new_string in a text file. old_string must match exactly (whitespace included) ' +
-        'and only once unless replace_all is true; read the file first. For several changes to one file give ' +
+        'and only once unless replace_all is true; read the file first. An empty old_string creates a new file (or fills an empty one) with new_string. For several changes to one file give ' +
         'edits: [{ old_string, new_string, replace_all? }], applied in order, all or nothing, as one operation. ' +
         'Undoable with undo_operation.',
       editFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
-        const view = viewOf(await readText(ws, path, true))
+        if (input.old_string === '') return createWith(ws, path, input.new_string!)
+        const view = viewOf(await readText(ws, path, true).catch((error: unknown) => Promise.reject(missingToEdit(error, path))))
         let text = view.text
         const given = input.edits ?? [{ old_string: input.old_string!, new_string: input.new_string!, replace_all: input.replace_all }]
         const edits = given.map((edit) => ({ ...edit, old_string: inView(edit.old_string, view), new_string: inView(edit.new_string, view) }))

@@ -35,13 +35,15 @@ export const writeFileInput = z.strictObject({
 })
 
 const oldString = z.string().min(1).describe('Exact text to replace, unique in the file unless replace_all is true')
+/** The single form's old_string may be empty, as Claude Code's Edit takes it: to create a file (or fill an empty one) with new_string. */
+const firstOldString = z.string().describe('Exact text to replace, unique in the file unless replace_all is true; empty to create a new file (or fill an empty one) with new_string')
 const newString = z.string().describe('Text to put in its place')
 const replaceAll = z.boolean().default(false).describe('Replace every occurrence')
 
 export const editFileInput = z
   .strictObject({
     path,
-    old_string: oldString.optional(),
+    old_string: firstOldString.optional(),
     new_string: newString.optional(),
     replace_all: replaceAll,
     edits: z
