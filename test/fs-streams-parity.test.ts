@@ -123,3 +123,18 @@ describe('FileHandle.close while a call is in progress', () => {
     await expect(handle.close()).resolves.toBeUndefined()
   })
 })
+
+describe('FileHandle as an object', () => {
+  // close was a method of the prototype: `const { close } = handle; await close()` threw a
+  // TypeError (this undefined), and the handle's own keys showed the workspace's internals
+  // (ops, streams, descriptor...), all of it printed by console.log(handle).
+  it('has close as its own property and no other own keys than Node’s', async () => {
+    await same(async (fs, at) => {
+      const handle = await fs.promises.open(at('/f'), 'r')
+      const keys = Object.keys(handle)
+      const { close } = handle
+      await close()
+      return [keys, handle.fd]
+    })
+  })
+})

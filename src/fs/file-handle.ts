@@ -34,50 +34,51 @@ const WRITE_PART = 512 * 1024
 const WEB_CHUNK = 16384
 
 export class FileHandle extends EventEmitter {
-  private descriptor: number
+  #descriptor: number
   /** The close in progress (or done): later calls share it. */
-  private closing: Promise<void> | undefined
+  #closing: Promise<void> | undefined
   /** A web stream is reading through this handle. */
-  private locked = false
+  #locked = false
   /**
    * As Node's: the handle's own reference, which close() drops, and one per call that waits
    * (readFile, writeFile): the descriptor closes when the last goes, so a close() called while one
    * runs waits for it, as `try { return handle.readFile() } finally { await handle.close() }` needs.
    */
-  private refs = 1
+  #refs = 1
   /** Settles the close() that waits for the calls in progress. */
-  private whenFree: { resolve: () => void; reject: (error: unknown) => void } | undefined
+  #whenFree: { resolve: () => void; reject: (error: unknown) => void } | undefined
   /** What the workspace's close calls: closes now, whatever is in progress (that then fails EBADF). */
-  private readonly owner = { close: () => this.closeNow() }
+  readonly #owner = { close: () => this.closeNow() }
 
-  constructor(
-    private readonly ops: FsOperations,
-    fd: number,
-    private readonly streams: StreamClasses,
-  ) {
+  readonly #ops: FsOperations
+  readonly #streams: StreamClasses
+
+  constructor(ops: FsOperations, fd: number, streams: StreamClasses) {
     super()
-    this.descriptor = fd
-    ops.handles.add(this.owner)
+    this.#ops = ops
+    this.#streams = streams
+    this.#descriptor = fd
+    ops.handles.add(this.#owner)
   }
 
   /** The descriptor, -1 once closed. */
   get fd(): number {
-    return this.descriptor
+    return this.#descriptor
   }
 
   private async use<T>(syscall: string, body: () => T): Promise<T> {
-    if (this.descriptor === -1) throw fileClosed(syscall)
+    if (this.#descriptor === -1) throw fileClosed(syscall)
     return body()
   }
 
-  /** Runs `body`, which waits, holding a reference (see refs). */
+  /** Runs `body`, which waits, holding a reference (see #refs). */
   private async held<T>(syscall: string, body: () => Promise<T>): Promise<T> {
-    if (this.descriptor === -1) throw fileClosed(syscall)
-    this.refs++
+    if (this.#descriptor === -1) throw fileClosed(syscall)
+    this.#refs++
     try {
       return await body()
     } finally {
-      if (--this.refs === 0) this.release()
+      if (--this.#refs === 0) this.release()
     }
   }
 
@@ -100,21 +101,21 @@ export class FileHandle extends EventEmitter {
       offset ??= 0
       // Not a buffer: the descriptor's read refuses it first.
       length ??= ArrayBuffer.isView(buffer) ? buffer.byteLength - (offset as number) : 0
-      const bytesRead = this.ops.read(this.fd, buffer, offset, length, kit.fileOffset(position), true)
+      const bytesRead = this.#ops.read(this.fd, buffer, offset, length, kit.fileOffset(position), true)
       return { bytesRead, buffer: buffer as Uint8Array }
     })
   }
 
   readv<T extends ArrayBufferView[]>(buffers: T, position?: unknown): Promise<{ bytesRead: number; buffers: T }> {
-    return this.use('readv', () => ({ bytesRead: this.ops.readv(this.fd, buffers, position), buffers }))
+    return this.use('readv', () => ({ bytesRead: this.#ops.readv(this.fd, buffers, position), buffers }))
   }
 
   write<T>(data: T, offsetOrPosition?: unknown, lengthOrEncoding?: unknown, position?: unknown): Promise<{ bytesWritten: number; buffer: T }> {
-    return this.use('write', () => ({ bytesWritten: this.ops.write(this.fd, data, offsetOrPosition, lengthOrEncoding, position), buffer: data }))
+    return this.use('write', () => ({ bytesWritten: this.#ops.write(this.fd, data, offsetOrPosition, lengthOrEncoding, position), buffer: data }))
   }
 
   writev<T extends ArrayBufferView[]>(buffers: T, position?: unknown): Promise<{ bytesWritten: number; buffers: T }> {
-    return this.use('writev', () => ({ bytesWritten: this.ops.writev(this.fd, buffers, position), buffers }))
+    return this.use('writev', () => ({ bytesWritten: this.#ops.writev(this.fd, buffers, position), buffers }))
   }
 
   /** Node checks the signal after a stat of the file, so an abort right after the call rejects: this waits a turn for one. */
@@ -125,8 +126,8 @@ export class FileHandle extends EventEmitter {
       // Node reads after its stat: what is written in the same turn as the call is read too.
       await (signal ? new Promise((resolve) => setTimeout(resolve, 0)) : undefined)
       if (signal?.aborted) throw kit.abortError(signal)
-      if (this.descriptor === -1) throw fileClosed('readFile')
-      return this.ops.readFile(this.fd, options)
+      if (this.#descriptor === -1) throw fileClosed('readFile')
+      return this.#ops.readFile(this.fd, options)
     })
   }
 
@@ -141,19 +142,19 @@ export class FileHandle extends EventEmitter {
       const signal = kit.signalOption(options)
       if (signal?.aborted) throw kit.abortError(signal)
       if (kit.isChunks(data)) {
-        const bytes = await collectChunks(data, options, signal, (partial) => this.ops.writeFile(this.fd, partial, options))
-        return this.use('writeFile', () => this.ops.writeFile(this.fd, bytes, options))
+        const bytes = await collectChunks(data, options, signal, (partial) => this.#ops.writeFile(this.fd, partial, options))
+        return this.use('writeFile', () => this.#ops.writeFile(this.fd, bytes, options))
       }
-      if (signal === undefined) return this.ops.writeFile(this.fd, data, options)
+      if (signal === undefined) return this.#ops.writeFile(this.fd, data, options)
       const bytes = kit.dataArgument(data, chunkEncoding(options), 'data')
       for (let at = 0; ; ) {
         const part = bytes.subarray(at, at + WRITE_PART)
-        this.ops.writeFile(this.fd, part, options)
+        this.#ops.writeFile(this.fd, part, options)
         at += part.byteLength
         if (at >= bytes.byteLength) return
         await new Promise((resolve) => setTimeout(resolve, 0))
         if (signal.aborted) throw kit.abortError(signal)
-        if (this.descriptor === -1) throw fileClosed('writeFile')
+        if (this.#descriptor === -1) throw fileClosed('writeFile')
       }
     })
   }
@@ -163,40 +164,40 @@ export class FileHandle extends EventEmitter {
   }
 
   stat(options?: unknown) {
-    return this.use('fstat', () => this.ops.fstat(this.fd, options))
+    return this.use('fstat', () => this.#ops.fstat(this.fd, options))
   }
 
   truncate(len?: unknown): Promise<void> {
-    return this.use('ftruncate', () => this.ops.ftruncate(this.fd, len))
+    return this.use('ftruncate', () => this.#ops.ftruncate(this.fd, len))
   }
 
   chmod(mode: unknown): Promise<void> {
-    return this.use('fchmod', () => this.ops.fchmod(this.fd, mode))
+    return this.use('fchmod', () => this.#ops.fchmod(this.fd, mode))
   }
 
   chown(uid: unknown, gid: unknown): Promise<void> {
-    return this.use('fchown', () => this.ops.fchown(this.fd, uid, gid))
+    return this.use('fchown', () => this.#ops.fchown(this.fd, uid, gid))
   }
 
   utimes(atime: unknown, mtime: unknown): Promise<void> {
-    return this.use('futimes', () => this.ops.futimes(this.fd, atime, mtime))
+    return this.use('futimes', () => this.#ops.futimes(this.fd, atime, mtime))
   }
 
   sync(): Promise<void> {
-    return this.use('fsync', () => this.ops.fsync(this.fd))
+    return this.use('fsync', () => this.#ops.fsync(this.fd))
   }
 
   datasync(): Promise<void> {
-    return this.use('fdatasync', () => this.ops.fdatasync(this.fd))
+    return this.use('fdatasync', () => this.#ops.fdatasync(this.fd))
   }
 
   /** A ReadStream over this handle; it closes the handle when it closes (unless autoClose is false). */
   createReadStream(options?: Record<string, unknown>): unknown {
-    return new this.streams.ReadStream(undefined, { ...options, fd: this })
+    return new this.#streams.ReadStream(undefined, { ...options, fd: this })
   }
 
   createWriteStream(options?: Record<string, unknown>): unknown {
-    return new this.streams.WriteStream(undefined, { ...options, fd: this })
+    return new this.#streams.WriteStream(undefined, { ...options, fd: this })
   }
 
   /**
@@ -205,18 +206,18 @@ export class FileHandle extends EventEmitter {
    * the handle is locked for other web streams; when it ends or is cancelled the handle stays open.
    */
   readableWebStream(options: { type?: unknown } = {}): ReadableStream<Uint8Array> {
-    if (this.descriptor === -1) throw invalidState('The FileHandle is closed')
-    if (this.locked) throw invalidState('The FileHandle is locked')
+    if (this.#descriptor === -1) throw invalidState('The FileHandle is closed')
+    if (this.#locked) throw invalidState('The FileHandle is locked')
     if (options.type !== undefined && typeof options.type !== 'string') {
       throw kit.typeError('ERR_INVALID_ARG_TYPE', `The "options.type" property must be of type string.`)
     }
-    this.locked = true
+    this.#locked = true
     const done = () => {
-      this.locked = false
+      this.#locked = false
     }
     // Node cancels the stream when the handle closes: a read after that is done, not an error (EBADF).
-    const closed = () => this.descriptor === -1
-    const read = (target: Uint8Array): number => (closed() ? 0 : this.ops.read(this.fd, target, 0, target.byteLength, null))
+    const closed = () => this.#descriptor === -1
+    const read = (target: Uint8Array): number => (closed() ? 0 : this.#ops.read(this.fd, target, 0, target.byteLength, null))
     const source = {
       type: 'bytes' as const,
       autoAllocateChunkSize: WEB_CHUNK,
@@ -268,32 +269,33 @@ export class FileHandle extends EventEmitter {
   }
 
   /**
-   * Closes the descriptor, once the calls in progress are done (see refs); a second close shares
+   * Closes the descriptor, once the calls in progress are done (see #refs); a second close shares
    * the first, or resolves once closed, as Node's does. 'close' is emitted at the call, as Node does.
+   * An own property, as Node's: `const { close } = handle` works.
    */
-  close(): Promise<void> {
-    if (this.descriptor === -1) return this.closing ?? Promise.resolve()
-    if (this.closing) return this.closing
-    if (--this.refs === 0) this.closing = this.closeDescriptor()
-    else this.closing = new Promise<void>((resolve, reject) => (this.whenFree = { resolve, reject }))
+  readonly close = (): Promise<void> => {
+    if (this.#descriptor === -1) return this.#closing ?? Promise.resolve()
+    if (this.#closing) return this.#closing
+    if (--this.#refs === 0) this.#closing = this.closeDescriptor()
+    else this.#closing = new Promise<void>((resolve, reject) => (this.#whenFree = { resolve, reject }))
     this.emit('close')
-    return this.closing
+    return this.#closing
   }
 
   /** The last reference went while a close() waited: the descriptor closes now. */
   private release(): void {
-    const waiting = this.whenFree
+    const waiting = this.#whenFree
     if (!waiting) return
-    this.whenFree = undefined
+    this.#whenFree = undefined
     this.closeDescriptor().then(waiting.resolve, waiting.reject)
   }
 
   private closeDescriptor(): Promise<void> {
-    const fd = this.descriptor
-    this.descriptor = -1
-    this.ops.handles.delete(this.owner)
+    const fd = this.#descriptor
+    this.#descriptor = -1
+    this.#ops.handles.delete(this.#owner)
     try {
-      this.ops.close(fd)
+      this.#ops.close(fd)
       return Promise.resolve()
     } catch (error) {
       return Promise.reject(error)
@@ -302,14 +304,14 @@ export class FileHandle extends EventEmitter {
 
   /** The workspace closes under the handle: the descriptor closes now, a close() that waited with it. */
   private closeNow(): Promise<void> {
-    if (this.descriptor === -1) return this.closing ?? Promise.resolve()
-    const emit = this.closing === undefined
+    if (this.#descriptor === -1) return this.#closing ?? Promise.resolve()
+    const emit = this.#closing === undefined
     const closed = this.closeDescriptor()
-    if (this.whenFree) {
-      closed.then(this.whenFree.resolve, this.whenFree.reject)
-      this.whenFree = undefined
+    if (this.#whenFree) {
+      closed.then(this.#whenFree.resolve, this.#whenFree.reject)
+      this.#whenFree = undefined
     }
-    this.closing ??= closed
+    this.#closing ??= closed
     if (emit) this.emit('close')
     return closed
   }
