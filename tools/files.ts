@@ -399,7 +399,7 @@ function replaceIn(text: string, path: string, edit: { old_string: string; new_s
   if (at.length > 1 && !edit.replace_all) {
     throw new ToolFailure(
       'EAMBIGUOUS',
-      `${which}old_string occurs ${at.length} times in '${path}' (lines ${lineNumbers(text, at).join(', ')}); ` +
+      `${which}old_string occurs ${at.length} times in '${path}'${which ? ' after the edits before it' : ''} (lines ${lineNumbers(text, at).join(', ')}); ` +
         'include more surrounding lines to make it unique, or pass replace_all: true to replace every one',
       { lines: lineNumbers(text, at) },
     )
@@ -657,6 +657,8 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
           // Line numbers of earlier edits can move: only the last edit's are exact in the final text.
           changed = lineNumbers(text, applied.at)
         })
+        // Each edit changed something, yet together they may not: nothing is written (an empty operation was recorded) and the model is told.
+        if (edits.length > 1 && text === view.text) throw new ToolFailure('ENOCHANGE', `the edits together leave '${path}' as it was: nothing was written`)
         const mark = lastSeq(ws)
         await fs.writeFile(path, withEndings(text, view))
         return { path, replacements, ...(edits.length === 1 ? { lines: changed } : { edits_applied: edits.length }), operation_ids: recordedSince(ws, mark) }
