@@ -138,3 +138,24 @@ describe('FileHandle as an object', () => {
     })
   })
 })
+
+describe('streams over a FileHandle', () => {
+  // The workspace read through the caller's fs (or failed checking it); Node refuses the pair.
+  it('refuse an `fs` option given with it, as Node does (ERR_METHOD_NOT_IMPLEMENTED)', async () => {
+    await same(async (fs, at) => {
+      const handle = await fs.promises.open(at('/f'), 'r')
+      const outcomes: unknown[] = []
+      for (const make of [() => fs.createReadStream('', { fd: handle, fs: {} } as never), () => fs.createWriteStream('', { fd: handle, fs } as never)]) {
+        try {
+          const stream = make()
+          stream.destroy()
+          outcomes.push('made')
+        } catch (error) {
+          outcomes.push(error)
+        }
+      }
+      await handle.close()
+      return outcomes
+    })
+  })
+})

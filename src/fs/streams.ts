@@ -93,6 +93,8 @@ function withWorkspace(path: unknown, options: unknown, fs: StreamFs, isHandle: 
   }
   const fd = opts.fd
   if (isHandle(fd)) {
+    // As Node's: a FileHandle is read through its own methods, so a caller's `fs` cannot be used.
+    if (opts.fs) throw Object.assign(new Error('The FileHandle with fs method is not implemented'), { code: 'ERR_METHOD_NOT_IMPLEMENTED' })
     opts.fd = fd.fd
     opts.fs ??= {
       ...fs,
