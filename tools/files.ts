@@ -381,8 +381,14 @@ function lineNumbers(text: string, at: readonly number[]): number[] {
 }
 
 /** One replacement in `text`, or the refusal that says why it cannot be made. */
-function replaceIn(text: string, path: string, edit: { old_string: string; new_string: string; replace_all: boolean }, which: string): { text: string; at: number[] } {
-  if (edit.old_string === edit.new_string) throw new ToolFailure('ENOCHANGE', `${which}old_string and new_string are the same: nothing would change`)
+function replaceIn(
+  text: string,
+  path: string,
+  given: { old_string: string; new_string: string; replace_all: boolean },
+  which: string,
+): { text: string; at: number[]; form?: 'NFC' | 'NFD' } {
+  if (given.old_string === given.new_string) throw new ToolFailure('ENOCHANGE', `${which}old_string and new_string are the same: nothing would change`)
+  const edit = inForm(text, given)
   const at = occurrences(text, edit.old_string)
   if (at.length === 0) {
     const near = nearMiss(text, edit.old_string)
@@ -414,7 +420,25 @@ function replaceIn(text: string, path: string, edit: { old_string: string; new_s
     next += edit.new_string
     from = index + edit.old_string.length
   }
-  return { text: next + text.slice(from), at: newAt }
+  return { text: next + text.slice(from), at: newAt, ...(edit.form ? { form: edit.form } : {}) }
+}
+
+/**
+ * The edit in the Unicode form the file writes: an old_string not found as given but found composed
+ * (NFC) or decomposed (NFD) is taken in that form, and new_string with it. A model types 'é' as one
+ * character; a file written on macOS or pasted from a PDF may hold 'e' and U+0301, which looks the
+ * same and which a model cannot copy back, so every edit of such a line failed.
+ */
+function inForm(
+  text: string,
+  edit: { old_string: string; new_string: string; replace_all: boolean },
+): { old_string: string; new_string: string; replace_all: boolean; form?: 'NFC' | 'NFD' } {
+  if (text.includes(edit.old_string)) return edit
+  for (const form of ['NFD', 'NFC'] as const) {
+    const old = edit.old_string.normalize(form)
+    if (old !== edit.old_string && text.includes(old)) return { ...edit, old_string: old, new_string: edit.new_string.normalize(form), form }
+  }
+  return edit
 }
 
 /** Characters of the file shown in a not-found refusal at most. */
@@ -636,7 +660,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
     defineTool(
       'edit_file',
       'Replace old_string with new_string in a text file. old_string must match exactly (whitespace included) ' +
-        'and only once unless replace_all is true; read the file first. An empty old_string creates a new file (or fills an empty one) with new_string. For several changes to one file give ' +
+        'and only once unless replace_all is true; read the file first (an accent the file writes decomposed, NFD, matches as typed). An empty old_string creates a new file (or fills an empty one) with new_string. For several changes to one file give ' +
         'edits: [{ old_string, new_string, replace_all? }], applied in order, all or nothing, as one operation. ' +
         'Undoable with undo_operation.',
       editFileInput,
@@ -649,11 +673,13 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         const edits = given.map((edit) => ({ ...edit, old_string: inView(edit.old_string, view), new_string: inView(edit.new_string, view) }))
         let replacements = 0
         let changed: number[] = []
+        const forms = new Set<string>()
         edits.forEach((edit, index) => {
           const which = edits.length > 1 ? `edits[${index}]: ` : ''
           const applied = replaceIn(text, path, edit, which)
           text = applied.text
           replacements += applied.at.length
+          if (applied.form) forms.add(applied.form)
           // Line numbers of earlier edits can move: only the last edit's are exact in the final text.
           changed = lineNumbers(text, applied.at)
         })
@@ -661,7 +687,14 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         if (edits.length > 1 && text === view.text) throw new ToolFailure('ENOCHANGE', `the edits together leave '${path}' as it was: nothing was written`)
         const mark = lastSeq(ws)
         await fs.writeFile(path, withEndings(text, view))
-        return { path, replacements, ...(edits.length === 1 ? { lines: changed } : { edits_applied: edits.length }), operation_ids: recordedSince(ws, mark) }
+        return {
+          path,
+          replacements,
+          ...(edits.length === 1 ? { lines: changed } : { edits_applied: edits.length }),
+          // Said, as the text written is not the text given: the file writes its accents in this form.
+          ...(forms.size > 0 ? { unicode_form: [...forms].join(', ') } : {}),
+          operation_ids: recordedSince(ws, mark),
+        }
       },
     ),
     defineTool(
