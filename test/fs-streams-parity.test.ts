@@ -159,3 +159,23 @@ describe('streams over a FileHandle', () => {
     })
   })
 })
+
+describe('stream options', () => {
+  // Spread as an object, they were taken as no options at all.
+  it('a number, boolean, symbol or bigint as options is refused, as Node does; null and a function are no options', async () => {
+    await same((fs, at) =>
+      [5, true, Symbol('s'), 1n, null, () => undefined].flatMap((options) =>
+        [fs.createReadStream, fs.createWriteStream].map((create) => {
+          try {
+            const stream = create(at('/f'), options as never) as NodeJS.EventEmitter & { destroy(): void }
+            stream.on('error', () => undefined)
+            stream.destroy()
+            return 'made'
+          } catch (error) {
+            return error
+          }
+        }),
+      ),
+    )
+  })
+})

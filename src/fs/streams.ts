@@ -7,9 +7,10 @@
  * reads and writes call back on a microtask, as memfs's calls do: Node's streams wait for each chunk,
  * and a turn of the event loop per chunk (the fs surface's callbacks) was most of a big file's time.
  */
-import { FsError } from '../errors.js'
+import { FsError, typeError } from '../errors.js'
 import { builtin } from '../host.js'
 import { isNotLoaded } from '../lower/source.js'
+import { describeReceived } from './arguments.js'
 
 /** The callback-form members Node's streams call on their `fs` option. */
 export interface StreamFs {
@@ -79,6 +80,10 @@ function hostStreams(name: string): HostStreams {
  * FileHandle as `fd` is read through and closed with the handle; a caller's own `fs` is kept.
  */
 function withWorkspace(path: unknown, options: unknown, fs: StreamFs, isHandle: (value: unknown) => value is HandleLike): Record<string, unknown> {
+  // As Node's (a function is taken as no options there): spread, a number or a boolean was {}.
+  if (options !== undefined && options !== null && typeof options !== 'string' && typeof options !== 'object' && typeof options !== 'function') {
+    throw typeError('ERR_INVALID_ARG_TYPE', `The "options" argument must be one of type string or object.${describeReceived(options)}`)
+  }
   const opts: Record<string, unknown> = typeof options === 'string' ? { encoding: options } : { ...((options ?? {}) as Record<string, unknown>) }
   if (opts.fs === undefined) {
     // Opens the path it was given, even if `stream.path` is changed to show another name (mountOver shows host paths).
