@@ -380,6 +380,14 @@ function lineNumbers(text: string, at: readonly number[]): number[] {
   return out
 }
 
+/**
+ * Line numbers an edit's answer lists at most (the rest are counted): '}' replaced all over a long
+ * file listed 20 000 of them, and the answer was cut to the result budget with the advice to "ask
+ * for less", after the edit was made; an ambiguous one's message names the first 20.
+ */
+const LINES_LISTED = 100
+const AMBIGUOUS_NAMED = 20
+
 /** One replacement in `text`, or the refusal that says why it cannot be made. */
 function replaceIn(
   text: string,
@@ -403,11 +411,13 @@ function replaceIn(
     )
   }
   if (at.length > 1 && !edit.replace_all) {
+    const listed = lineNumbers(text, at.slice(0, LINES_LISTED))
+    const named = at.length > AMBIGUOUS_NAMED ? `${listed.slice(0, AMBIGUOUS_NAMED).join(', ')} and ${at.length - AMBIGUOUS_NAMED} more` : listed.join(', ')
     throw new ToolFailure(
       'EAMBIGUOUS',
-      `${which}old_string occurs ${at.length} times in '${path}'${which ? ' after the edits before it' : ''} (lines ${lineNumbers(text, at).join(', ')}); ` +
+      `${which}old_string occurs ${at.length} times in '${path}'${which ? ' after the edits before it' : ''} (lines ${named}); ` +
         'include more surrounding lines to make it unique, or pass replace_all: true to replace every one',
-      { lines: lineNumbers(text, at) },
+      { lines: listed, ...(at.length > LINES_LISTED ? { count: at.length } : {}) },
     )
   }
   const chosen = edit.replace_all ? at : at.slice(0, 1)
@@ -680,8 +690,8 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
           text = applied.text
           replacements += applied.at.length
           if (applied.form) forms.add(applied.form)
-          // Line numbers of earlier edits can move: only the last edit's are exact in the final text.
-          changed = lineNumbers(text, applied.at)
+          // Where the last edit put its text: the earlier edits' places can move, so only an answer of one edit lists its lines.
+          changed = applied.at
         })
         // Each edit changed something, yet together they may not: nothing is written (an empty operation was recorded) and the model is told.
         if (edits.length > 1 && text === view.text) throw new ToolFailure('ENOCHANGE', `the edits together leave '${path}' as it was: nothing was written`)
@@ -690,7 +700,9 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         return {
           path,
           replacements,
-          ...(edits.length === 1 ? { lines: changed } : { edits_applied: edits.length }),
+          ...(edits.length === 1
+            ? { lines: lineNumbers(text, changed.slice(0, LINES_LISTED)), ...(changed.length > LINES_LISTED ? { lines_total: changed.length } : {}) }
+            : { edits_applied: edits.length }),
           // Said, as the text written is not the text given: the file writes its accents in this form.
           ...(forms.size > 0 ? { unicode_form: [...forms].join(', ') } : {}),
           operation_ids: recordedSince(ws, mark),
