@@ -30,6 +30,23 @@ describe('FileHandle.readableWebStream', () => {
       return [await reader.read(), await reader.read()]
     })
   })
+
+  // It made a stream over a handle whose close() waited for a readFile, closed under it at once.
+  it('is refused while the handle is closing, as Node refuses it', async () => {
+    await same(async (fs, at) => {
+      const handle = await fs.promises.open(at('/f'), 'r')
+      const reading = handle.readFile('utf8')
+      const closing = handle.close()
+      let made: unknown
+      try {
+        handle.readableWebStream()
+        made = 'made'
+      } catch (error) {
+        made = error
+      }
+      return [made, await reading, await closing]
+    })
+  })
 })
 
 describe('FileHandle.writeFile and appendFile', () => {

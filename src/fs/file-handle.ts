@@ -207,6 +207,8 @@ export class FileHandle extends EventEmitter {
    */
   readableWebStream(options: { type?: unknown } = {}): ReadableStream<Uint8Array> {
     if (this.#descriptor === -1) throw invalidState('The FileHandle is closed')
+    // close() was called and waits for calls in progress (see #refs).
+    if (this.#closing) throw invalidState('The FileHandle is closing')
     if (this.#locked) throw invalidState('The FileHandle is locked')
     if (options.type !== undefined && typeof options.type !== 'string') {
       throw kit.typeError('ERR_INVALID_ARG_TYPE', `The "options.type" property must be of type string.`)
