@@ -56,6 +56,18 @@ describe('edit_file: old_string not found', () => {
     expect(none).toEqual({ code: 'ENOMATCH', message: "old_string was not found in '/a.ts'; read the file again and copy the exact text, whitespace included" })
   })
 
+  it('shows the whole block, and says so, when old_string left out a line or has one too many', async () => {
+    const file = 'import x from "x"\n\nfunction alpha() {\n  const value = compute()\n\n  return value\n}\n'
+    const block = 'function alpha() {\n  const value = compute()\n\n  return value\n}'
+    const fewer = await refusal({ '/a.ts': file }, { path: '/a.ts', old_string: 'function alpha() {\n  const value = compute()\n  return value\n}', new_string: 'x' })
+    expect(fewer.message).toBe(
+      "old_string was not found in '/a.ts'. The nearest text is at lines 3-7, which differs from old_string in its lines: old_string has 4 where the file has 5 " +
+        `(a line left out of old_string, blank ones count). The file has there (copy old_string from it, whitespace included):\n${block}`,
+    )
+    const more = await refusal({ '/a.ts': file }, { path: '/a.ts', old_string: 'function alpha() {\n  const value = compute()\n\n\n  return value\n}', new_string: 'x' })
+    expect(more.message).toContain(`lines 3-7, which differs from old_string in its lines: old_string has 6 where the file has 5 (a line too many in old_string, blank ones count). The file has there (copy old_string from it, whitespace included):\n${block}`)
+  })
+
   it('names the edit of several and cuts a long near text', async () => {
     const long = Array.from({ length: 100 }, (_, index) => `    line ${index} ${'x'.repeat(30)}`).join('\n')
     const error = await refusal({ '/l.txt': long + '\n' }, { path: '/l.txt', edits: [{ old_string: 'line 0 ', new_string: 'L0 ' }, { old_string: long.replaceAll('    ', '  '), new_string: 'x' }] })

@@ -561,10 +561,28 @@ function nearMiss(text: string, old: string): { line: number; lines: string[]; d
     }
     if (start < 0) return undefined
   }
-  const lines = have.slice(start, start + want.length)
+  // old_string's last telling line, where the file has it: a line left out of old_string, or one too many, moves it.
+  let last = want.length - 1
+  while (last > 0 && wantKeys[last] === '') last--
+  let end = start + want.length
+  if (best > 0 && !(start + last < keys.length && fits(keys[start + last], wantKeys[last], openAt(last)))) {
+    for (let distance = 1; distance <= want.length + 2; distance++) {
+      const found = [start + last - distance, start + last + distance].find((index) => index >= start && index < keys.length && fits(keys[index], wantKeys[last], openAt(last)))
+      if (found !== undefined) {
+        end = found + want.length - last
+        break
+      }
+    }
+  }
+  const lines = have.slice(start, end)
   const differs: string[] = []
-  lines.forEach((line, offset) => differs.push(...lineDifferences(line, want[offset], start + offset + 1, openAt(offset))))
-  if (lines.length < want.length) differs.push(`its length: old_string has ${want.length} lines, and the file ends ${lines.length} lines after line ${start + 1}`)
+  if (end - start !== want.length) {
+    // Lines do not pair up: per-line differences would mislead.
+    differs.push(`its lines: old_string has ${want.length} where the file has ${end - start} (a line ${end - start > want.length ? 'left out of' : 'too many in'} old_string, blank ones count)`)
+  } else {
+    lines.forEach((line, offset) => differs.push(...lineDifferences(line, want[offset], start + offset + 1, openAt(offset))))
+    if (lines.length < want.length) differs.push(`its length: old_string has ${want.length} lines, and the file ends ${lines.length} lines after line ${start + 1}`)
+  }
   const joined = lines.join('\n')
   const shown = joined.length > NEAR_CHARS ? `${lineStart(joined, NEAR_CHARS)}… (cut; read_file shows the rest)` : joined
   const listed = differs.length > 4 ? [...differs.slice(0, 4), `${differs.length - 4} more`] : differs
