@@ -36,7 +36,8 @@ describe('edit_file: old_string not found', () => {
       [{ '/w.py': 'x = 1  \ny = 2\n' }, 'x = 1\ny = 2', "the end of line 1: the file's ends with 2 spaces, old_string's with no whitespace", 1],
       [{ '/m.txt': 'a\r\nb\nc\r\n' }, 'a\nb', "line 1 of the file ends in CRLF: this file mixes CRLF and LF line ends, so old_string takes '\\r\\n' there", 1],
       [{ '/s.ts': 'let a =  1\n' }, 'let a = 1', 'the whitespace inside line 1', 1],
-      [{ '/q.md': 'It\u2019s \u201cdone\u201d.\n' }, 'It\'s "done".', 'quotes: line 1 of the file has \u2019 \u201c \u201d where old_string has \' "', 1],
+      // Twice in the file once quotes are taken alike: not taken (it would not be unique), so it is named.
+      [{ '/q.md': 'It\u2019s \u201cdone\u201d.\nIt\u2019s \u201cdone\u201d.\n' }, 'It\'s "done".', 'quotes: line 1 of the file has \u2019 \u201c \u201d where old_string has \' "', 1],
       // One accent decomposed, one composed: neither form of old_string matches as a whole.
       [{ '/n.txt': 'cafe\u0301 and jalape\u00f1o\n' }, 'caf\u00e9 and jalape\u00f1o', 'Unicode normalization: line 1 of the file writes its accents decomposed (NFD', 1],
     ]

@@ -394,7 +394,7 @@ function replaceIn(
   path: string,
   given: { old_string: string; new_string: string; replace_all: boolean },
   which: string,
-): { text: string; at: number[]; form?: 'NFC' | 'NFD' } {
+): { text: string; at: number[]; form?: Form } {
   if (given.old_string === given.new_string) throw new ToolFailure('ENOCHANGE', `${which}old_string and new_string are the same: nothing would change`)
   const edit = inForm(text, given)
   const at = occurrences(text, edit.old_string)
@@ -433,22 +433,53 @@ function replaceIn(
   return { text: next + text.slice(from), at: newAt, ...(edit.form ? { form: edit.form } : {}) }
 }
 
+/** How an old_string not found as given was found: in the file's Unicode form, or with its quotes. */
+type Form = 'NFC' | 'NFD' | 'quotes'
+
+const SINGLE_QUOTES = /[\u2018\u2019\u201A\u201B\u2032]/
+const DOUBLE_QUOTES = /[\u201C\u201D\u201E\u201F\u2033]/
+
 /**
- * The edit in the Unicode form the file writes: an old_string not found as given but found composed
- * (NFC) or decomposed (NFD) is taken in that form, and new_string with it. A model types 'é' as one
+ * The edit as the file writes it. An old_string not found as given but found composed (NFC) or
+ * decomposed (NFD) is taken in that form, and new_string with it: a model types 'é' as one
  * character; a file written on macOS or pasted from a PDF may hold 'e' and U+0301, which looks the
- * same and which a model cannot copy back, so every edit of such a line failed.
+ * same and which a model cannot copy back, so every edit of such a line failed. One found once when
+ * curly and straight quotes are taken alike is taken as the file has it, as Claude Code's Edit
+ * takes it, and new_string's quotes of each kind follow the file's: straight ones curl (prose),
+ * curly ones a model conjured straighten (code, where a curly quote breaks the line).
  */
 function inForm(
   text: string,
   edit: { old_string: string; new_string: string; replace_all: boolean },
-): { old_string: string; new_string: string; replace_all: boolean; form?: 'NFC' | 'NFD' } {
+): { old_string: string; new_string: string; replace_all: boolean; form?: Form } {
   if (text.includes(edit.old_string)) return edit
   for (const form of ['NFD', 'NFC'] as const) {
     const old = edit.old_string.normalize(form)
     if (old !== edit.old_string && text.includes(old)) return { ...edit, old_string: old, new_string: edit.new_string.normalize(form), form }
   }
-  return edit
+  const wanted = foldQuotes(edit.old_string)
+  // foldQuotes keeps lengths (one UTF-16 unit for one), so an offset in the folded text is one in the text.
+  const folded = foldQuotes(text)
+  const at = folded.indexOf(wanted)
+  if (at < 0 || folded.indexOf(wanted, at + 1) >= 0) return edit
+  const actual = text.slice(at, at + wanted.length)
+  let next = edit.new_string
+  for (const [curly, straight] of [[SINGLE_QUOTES, "'"], [DOUBLE_QUOTES, '"']] as const) {
+    if (curly.test(actual)) next = curl(next, straight)
+    else if (curly.test(edit.old_string)) next = next.replace(new RegExp(curly.source, 'g'), straight)
+  }
+  return { ...edit, old_string: actual, new_string: next, form: 'quotes' }
+}
+
+/** Straight quotes of one kind made curly: opening at the start or after a space or an opening bracket, closing elsewhere (an apostrophe too). */
+function curl(text: string, straight: "'" | '"'): string {
+  const [open, close] = straight === "'" ? ['\u2018', '\u2019'] : ['\u201C', '\u201D']
+  let out = ''
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index]
+    out += char !== straight ? char : index === 0 || /[\s([{\u2014\u2013]/.test(text[index - 1]) ? open : close
+  }
+  return out
 }
 
 /** Characters of the file shown in a not-found refusal at most. */
@@ -688,7 +719,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
     defineTool(
       'edit_file',
       'Replace old_string with new_string in a text file. old_string must match exactly (whitespace included) ' +
-        'and only once unless replace_all is true; read the file first (an accent the file writes decomposed, NFD, matches as typed). An empty old_string creates a new file (or fills an empty one) with new_string. For several changes to one file give ' +
+        'and only once unless replace_all is true; read the file first (an accent the file writes decomposed, NFD, matches as typed, and straight quotes match curly ones, taking the style of the file). An empty old_string creates a new file (or fills an empty one) with new_string. For several changes to one file give ' +
         'edits: [{ old_string, new_string, replace_all? }], applied in order, all or nothing, as one operation. ' +
         'Undoable with undo_operation.',
       editFileInput,
@@ -701,7 +732,7 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
         const edits = given.map((edit) => ({ ...edit, old_string: inView(edit.old_string, view), new_string: inView(edit.new_string, view) }))
         let replacements = 0
         let changed: number[] = []
-        const forms = new Set<string>()
+        const forms = new Set<Form>()
         edits.forEach((edit, index) => {
           const which = edits.length > 1 ? `edits[${index}]: ` : ''
           const applied = replaceIn(text, path, edit, which)
@@ -721,8 +752,9 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
           ...(edits.length === 1
             ? { lines: lineNumbers(text, changed.slice(0, LINES_LISTED)), ...(changed.length > LINES_LISTED ? { lines_total: changed.length } : {}) }
             : { edits_applied: edits.length }),
-          // Said, as the text written is not the text given: the file writes its accents in this form.
-          ...(forms.size > 0 ? { unicode_form: [...forms].join(', ') } : {}),
+          // Said, as the text written is not the text given: the file writes its accents in this form, or its quotes so.
+          ...(forms.has('NFC') || forms.has('NFD') ? { unicode_form: [...forms].filter((form) => form !== 'quotes').join(', ') } : {}),
+          ...(forms.has('quotes') ? { quotes_as_in_file: true } : {}),
           operation_ids: recordedSince(ws, mark),
         }
       },
