@@ -29,6 +29,12 @@ describe('edit_file and quotes', () => {
     expect(ws.fs.readFileSync('/q.py', 'utf8')).toBe("print('bye')\nx = \"a\"\n")
   })
 
+  it('leaves new_string as given where the file has primes, not quotes', async () => {
+    const { ws, edit } = await setup({ '/h.md': 'height: 5\u20323\u2033 (tall)\n' })
+    expect(await edit({ path: '/h.md', old_string: 'height: 5\'3"', new_string: 'height: 6\'1"' })).toMatchObject({ isError: false, result: { quotes_as_in_file: true } })
+    expect(ws.fs.readFileSync('/h.md', 'utf8')).toBe('height: 6\'1" (tall)\n')
+  })
+
   it('takes an exact match as given, and no match twice over', async () => {
     const { ws, edit } = await setup({ '/a.js': "x = 'a'\n", '/b.md': 'it\u2019s\nit\u2019s\n' })
     const exact = await edit({ path: '/a.js', old_string: "'a'", new_string: '\u2018a\u2019' })

@@ -436,8 +436,9 @@ function replaceIn(
 /** How an old_string not found as given was found: in the file's Unicode form, or with its quotes. */
 type Form = 'NFC' | 'NFD' | 'quotes'
 
-const SINGLE_QUOTES = /[\u2018\u2019\u201A\u201B\u2032]/
-const DOUBLE_QUOTES = /[\u201C\u201D\u201E\u201F\u2033]/
+/** Curly quotes of each kind, whose style new_string takes (not primes: 5′3″ is no quotation, and a prime does not curl). */
+const SINGLE_QUOTES = /[\u2018\u2019\u201A\u201B]/
+const DOUBLE_QUOTES = /[\u201C\u201D\u201E\u201F]/
 
 /**
  * The edit as the file writes it. An old_string not found as given but found composed (NFC) or
