@@ -196,3 +196,43 @@ describe('stream options', () => {
     )
   })
 })
+
+describe('streaming a big file', () => {
+  const size = 16 * 1024 * 1024
+  // They ran on microtasks only: nothing else ran until the whole file was through, so an abort
+  // from a timer or an immediate came after the end, and a 16 MiB stream ended without error.
+  it('lets the event loop run: an abort from an immediate stops a read stream part way', async () => {
+    await same(async (fs, at) => {
+      fs.writeFileSync(at('/big'), Buffer.alloc(size, 1))
+      const abort = new AbortController()
+      const stream = fs.createReadStream(at('/big'), { signal: abort.signal })
+      let read = 0
+      let failed: unknown
+      stream.on('data', (chunk) => (read += chunk.length))
+      stream.on('error', (error) => (failed = error))
+      stream.once('data', () => setImmediate(() => abort.abort()))
+      await new Promise<void>((resolve) => stream.on('close', () => resolve()))
+      return [failed, read < size / 2]
+    })
+  })
+
+  it('lets the event loop run: an abort from an immediate stops a write stream part way', async () => {
+    await same(async (fs, at) => {
+      const abort = new AbortController()
+      const stream = fs.createWriteStream(at('/big'), { signal: abort.signal })
+      let failed: unknown
+      stream.on('error', (error) => (failed = error))
+      const closed = new Promise<void>((resolve) => stream.on('close', () => resolve()))
+      const chunk = Buffer.alloc(64 * 1024, 1)
+      await new Promise<void>((resolve) => stream.once('ready', () => resolve()))
+      setImmediate(() => abort.abort())
+      // Each chunk when the last is through (Node's writev would take them all at once otherwise).
+      for (let written = 0; written < size && !stream.destroyed; written += chunk.length) {
+        if (!stream.write(chunk)) await Promise.race([new Promise<void>((resolve) => stream.once('drain', () => resolve())), closed])
+      }
+      stream.end()
+      await closed
+      return [failed, fs.statSync(at('/big')).size < size / 2]
+    })
+  })
+})

@@ -5,7 +5,8 @@
  * classes are reached at run time (src/ never imports node:); in a browser these members throw
  * ENOSYS saying why, and FileHandle.readableWebStream is the way to stream there. A stream's own
  * reads and writes call back on a microtask, as memfs's calls do: Node's streams wait for each chunk,
- * and a turn of the event loop per chunk (the fs surface's callbacks) was most of a big file's time.
+ * and a turn of the event loop per chunk (the fs surface's callbacks) was most of a big file's time;
+ * a stream still waits a turn per MiB, so the event loop runs while it streams (see TURN_EVERY).
  */
 import { FsError, typeError } from '../errors.js'
 import { builtin } from '../host.js'
@@ -28,11 +29,34 @@ export interface StreamFs {
 type Callback = (error: unknown, ...results: unknown[]) => void
 
 /**
- * The callback form of `name` for a stream: the sync call, called back on a microtask with what
- * Node's callback gets (`results` of the value and the arguments); a file an asynchronous lower
- * source has not loaded yet goes through the ordinary callback form, which loads it first.
+ * Bytes a stream moves on microtasks before it waits a turn of the event loop. Node's reads and
+ * writes each take a turn, so timers and I/O run while a big file streams; on microtasks alone
+ * none ran until the whole file was through (a server answered nothing else meanwhile, and an
+ * abort from a timer was never seen). A turn per MiB keeps most of the microtasks' speed.
  */
-function onMicrotask(fs: StreamFs, name: 'read' | 'write' | 'writev', results: (value: unknown, args: unknown[]) => unknown[]): (...args: unknown[]) => void {
+const TURN_EVERY = 1 << 20
+
+/** One stream's count of the bytes it moved since its last turn. */
+interface Pace {
+  left: number
+}
+
+/** Runs `next` on a microtask, or after a turn of the event loop once the stream has moved TURN_EVERY bytes. */
+function after(pace: Pace, bytes: unknown, next: () => void): void {
+  pace.left -= typeof bytes === 'number' ? bytes : 0
+  if (pace.left > 0) return queueMicrotask(next)
+  pace.left = TURN_EVERY
+  // Streams are Node's (node:fs), so setImmediate is there.
+  ;(globalThis as unknown as { setImmediate(run: () => void): void }).setImmediate(next)
+}
+
+/**
+ * The callback form of `name` for a stream: the sync call, called back with what Node's callback
+ * gets (`results` of the value and the arguments), on a microtask or after a turn (see `after`); a
+ * file an asynchronous lower source has not loaded yet goes through the ordinary callback form,
+ * which loads it first.
+ */
+function onMicrotask(fs: StreamFs, name: 'read' | 'write' | 'writev', pace: Pace, results: (value: unknown, args: unknown[]) => unknown[]): (...args: unknown[]) => void {
   const sync = fs[`${name}Sync`]
   const slow = fs[name]
   if (sync === undefined) return slow
@@ -46,7 +70,7 @@ function onMicrotask(fs: StreamFs, name: 'read' | 'write' | 'writev', results: (
       queueMicrotask(() => callback(error))
       return
     }
-    queueMicrotask(() => callback(null, ...results(value, args)))
+    after(pace, value, () => callback(null, ...results(value, args)))
   }
 }
 
@@ -88,12 +112,13 @@ function withWorkspace(path: unknown, options: unknown, fs: StreamFs, isHandle: 
   if (opts.fs === undefined) {
     // Opens the path it was given, even if `stream.path` is changed to show another name (mountOver shows host paths).
     const open = fs.open
+    const pace: Pace = { left: TURN_EVERY }
     fs = {
       ...fs,
       open: (_path: unknown, ...rest: unknown[]) => open(path, ...rest),
-      read: onMicrotask(fs, 'read', (bytes, args) => [bytes, args[1]]),
-      write: onMicrotask(fs, 'write', (bytes, args) => [bytes, args[1]]),
-      writev: onMicrotask(fs, 'writev', (bytes, args) => [bytes, args[1]]),
+      read: onMicrotask(fs, 'read', pace, (bytes, args) => [bytes, args[1]]),
+      write: onMicrotask(fs, 'write', pace, (bytes, args) => [bytes, args[1]]),
+      writev: onMicrotask(fs, 'writev', pace, (bytes, args) => [bytes, args[1]]),
     }
   }
   const fd = opts.fd
