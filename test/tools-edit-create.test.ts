@@ -43,6 +43,12 @@ describe('edit_file with an empty old_string', () => {
     expect(ws.fs.readFileSync('/a.ts', 'utf8')).toBe('const a = 1\nconst b = 2\n')
     expect(await call('edit_file', { path: '/', old_string: '', new_string: 'x' })).toMatchObject({ isError: true, error: { code: 'EISDIR' } })
     expect(await call('edit_file', { path: '/none.txt', old_string: '', new_string: '' })).toMatchObject({ isError: true, error: { code: 'ENOCHANGE' } })
+    // A path ending in '/' names a directory: no file named 'newdir' is made.
+    expect(await call('edit_file', { path: '/newdir/', old_string: '', new_string: 'x' })).toEqual({
+      isError: true,
+      error: { code: 'EISDIR', message: "'/newdir/' ends with '/', so it names a directory; edit_file edits files (give the file's name)" },
+    })
+    expect(ws.fs.existsSync('/newdir')).toBe(false)
     expect(ws.fs.existsSync('/none.txt')).toBe(false)
   })
 

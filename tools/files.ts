@@ -726,6 +726,8 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
       editFileInput,
       async (input) => {
         const path = resolvePath(ws, input.path)
+        // 'newdir/' names a directory, as for write_file: it would make a file named newdir.
+        if (input.old_string === '' && input.path.endsWith('/')) throw new ToolFailure('EISDIR', `'${input.path}' ends with '/', so it names a directory; edit_file edits files (give the file's name)`)
         if (input.old_string === '') return createWith(ws, path, input.new_string!)
         const view = viewOf(await readText(ws, path, true).catch((error: unknown) => Promise.reject(missingToEdit(error, path))))
         let text = view.text
