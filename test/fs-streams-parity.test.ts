@@ -235,4 +235,22 @@ describe('streaming a big file', () => {
       return [failed, fs.statSync(at('/big')).size < size / 2]
     })
   })
+
+  // It read on microtasks only: a loop over it kept everything else waiting until the file was through.
+  it('lets the event loop run: an immediate runs while a web stream is read, bytes or default', async () => {
+    for (const type of ['bytes', undefined]) {
+      await same(async (fs, at) => {
+        fs.writeFileSync(at('/big'), Buffer.alloc(size, 1))
+        const handle = await fs.promises.open(at('/big'), 'r')
+        let read = 0
+        let readWhenImmediateRan = -1
+        for await (const chunk of handle.readableWebStream({ type } as never) as unknown as AsyncIterable<ArrayBufferLike | Uint8Array>) {
+          if (read === 0) setImmediate(() => (readWhenImmediateRan = read))
+          read += chunk.byteLength
+        }
+        await handle.close()
+        return [read, readWhenImmediateRan > 0 && readWhenImmediateRan < size / 2]
+      })
+    }
+  })
 })

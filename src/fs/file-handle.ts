@@ -30,6 +30,16 @@ interface ReadOptions {
 /** How many bytes writeFile writes at a time when it has a signal to check (Node's kWriteFileMaxChunkSize). */
 const WRITE_PART = 512 * 1024
 
+/** Bytes a web stream reads before it waits a turn of the event loop (as streams.ts's TURN_EVERY). */
+const TURN_EVERY = 1 << 20
+
+/** A later turn of the event loop: setImmediate, or a timer where there is none (browsers). */
+function later(run: () => void): void {
+  const immediate = (globalThis as { setImmediate?: (run: () => void) => unknown }).setImmediate
+  if (typeof immediate === 'function') immediate(run)
+  else setTimeout(run, 0)
+}
+
 /** How many bytes a web stream asks for at a time (Node's autoAllocateChunkSize). */
 const WEB_CHUNK = 16384
 
@@ -220,6 +230,14 @@ export class FileHandle extends EventEmitter {
     // Node cancels the stream when the handle closes: a read after that is done, not an error (EBADF).
     const closed = () => this.#descriptor === -1
     const read = (target: Uint8Array): number => (closed() ? 0 : this.#ops.read(this.fd, target, 0, target.byteLength, null))
+    // As a stream (./streams.ts): a turn of the event loop each MiB, which Node's reads each take, so a
+    // loop over the stream does not keep timers and I/O from running until the file is through.
+    let left = TURN_EVERY
+    const paced = (n: number): Promise<void> | undefined => {
+      if ((left -= n) > 0) return undefined
+      left = TURN_EVERY
+      return new Promise((resolve) => later(resolve))
+    }
     const source = {
       type: 'bytes' as const,
       autoAllocateChunkSize: WEB_CHUNK,
@@ -233,6 +251,7 @@ export class FileHandle extends EventEmitter {
             controller.close()
           }
           request.respond(n)
+          return paced(n)
         } catch (error) {
           done()
           controller.error(error)
@@ -253,6 +272,7 @@ export class FileHandle extends EventEmitter {
               done()
               controller.close()
             } else controller.enqueue(chunk.subarray(0, n))
+            return paced(n)
           } catch (error) {
             done()
             controller.error(error)
