@@ -69,6 +69,18 @@ describe('edit_file: old_string not found', () => {
     expect(more.message).toContain(`lines 3-7, which differs from old_string in its lines: old_string has 6 where the file has 5 (a line too many in old_string, blank ones count). The file has there (copy old_string from it, whitespace included):\n${block}`)
   })
 
+  it("says when old_string goes on past the file's end, and whether its last line has a newline", async () => {
+    const bare = await refusal({ '/a.txt': 'a\nb' }, { path: '/a.txt', old_string: 'b\n', new_string: 'c\n' })
+    expect(bare.message).toBe(
+      "old_string was not found in '/a.txt'. The nearest text is at line 2, which differs from old_string in the end of the file: old_string goes on past line 2, the last, " +
+        'which has no newline at its end. The file has there (copy old_string from it, whitespace included):\nb',
+    )
+    // The '' after a final newline is no line of the file: it is neither shown nor compared.
+    const ended = await refusal({ '/c.txt': 'x\ny\nz\n' }, { path: '/c.txt', old_string: 'y\nz\nq', new_string: 'w' })
+    expect(ended.message).toContain('at lines 2-3, which differs from old_string in the end of the file: old_string goes on past line 3, the last. The file has there (copy old_string from it, whitespace included):\ny\nz')
+    expect((await refusal({ '/c.txt': 'x\ny\nz\n' }, { path: '/c.txt', old_string: ' z\n', new_string: 'w' })).message).toContain("in indentation: line 3 of the file starts with no whitespace, old_string's with 1 space. ")
+  })
+
   it('names the edit of several and cuts a long near text', async () => {
     const long = Array.from({ length: 100 }, (_, index) => `    line ${index} ${'x'.repeat(30)}`).join('\n')
     const error = await refusal({ '/l.txt': long + '\n' }, { path: '/l.txt', edits: [{ old_string: 'line 0 ', new_string: 'L0 ' }, { old_string: long.replaceAll('    ', '  '), new_string: 'x' }] })

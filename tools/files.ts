@@ -606,14 +606,18 @@ function nearMiss(text: string, old: string): { line: number; lines: string[]; d
       }
     }
   }
-  const lines = have.slice(start, end)
+  // The file's last line, 0-based (a final newline ends it: the '' split makes after it is no line), and whether old_string goes on past it.
+  const newlineAtEnd = text.endsWith('\n')
+  const lastLine = newlineAtEnd ? have.length - 2 : have.length - 1
+  const pastEnd = start + want.length - 1 > lastLine + (newlineAtEnd && want[want.length - 1] === '' ? 1 : 0)
+  const lines = have.slice(start, Math.min(end, lastLine + 1))
   const differs: string[] = []
   if (end - start !== want.length) {
     // Lines do not pair up: per-line differences would mislead.
     differs.push(`its lines: old_string has ${want.length} where the file has ${end - start} (a line ${end - start > want.length ? 'left out of' : 'too many in'} old_string, blank ones count)`)
   } else {
     lines.forEach((line, offset) => differs.push(...lineDifferences(line, want[offset], start + offset + 1, openAt(offset))))
-    if (lines.length < want.length) differs.push(`its length: old_string has ${want.length} lines, and the file ends ${lines.length} lines after line ${start + 1}`)
+    if (pastEnd) differs.push(`the end of the file: old_string goes on past line ${lastLine + 1}, the last${newlineAtEnd ? '' : ', which has no newline at its end'}`)
   }
   const joined = lines.join('\n')
   const shown = joined.length > NEAR_CHARS ? `${lineStart(joined, NEAR_CHARS)}… (cut; read_file shows the rest)` : joined
