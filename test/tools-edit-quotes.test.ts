@@ -35,6 +35,16 @@ describe('edit_file and quotes', () => {
     expect(ws.fs.readFileSync('/h.md', 'utf8')).toBe('height: 6\'1" (tall)\n')
   })
 
+  it('refuses an edit that, taken with the file\'s quotes, changes nothing, recording nothing', async () => {
+    const { ws, edit } = await setup({ '/s.md': 'it\u2019s\n' })
+    expect(await edit({ path: '/s.md', old_string: "it's", new_string: 'it\u2019s' })).toEqual({
+      isError: true,
+      error: { code: 'ENOCHANGE', message: "the edit leaves '/s.md' as it was: nothing was written" },
+    })
+    expect(ws.fs.readFileSync('/s.md', 'utf8')).toBe('it\u2019s\n')
+    expect(await callTool(createAgentTools(ws), 'operation_history', {})).toMatchObject({ result: { operations: [] } })
+  })
+
   it('takes an exact match as given, and no match twice over', async () => {
     const { ws, edit } = await setup({ '/a.js': "x = 'a'\n", '/b.md': 'it\u2019s\nit\u2019s\n' })
     const exact = await edit({ path: '/a.js', old_string: "'a'", new_string: '\u2018a\u2019' })

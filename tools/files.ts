@@ -750,7 +750,8 @@ export function fileTools(ws: Workspace, budget: Budget): AgentTool[] {
           changed = applied.at
         })
         // Each edit changed something, yet together they may not: nothing is written (an empty operation was recorded) and the model is told.
-        if (edits.length > 1 && text === view.text) throw new ToolFailure('ENOCHANGE', `the edits together leave '${path}' as it was: nothing was written`)
+        // One edit can too, once taken as the file writes it (new_string curled into the very text it replaces).
+        if (text === view.text) throw new ToolFailure('ENOCHANGE', `the ${edits.length > 1 ? 'edits together leave' : 'edit leaves'} '${path}' as it was: nothing was written`)
         const mark = lastSeq(ws)
         await fs.writeFile(path, withEndings(text, view))
         return {
