@@ -108,6 +108,8 @@ function nodeError<E extends Error>(Base: new (message: string) => E, code: Node
 
 export const typeError = (code: NodeErrorCode, message: string) => nodeError(TypeError, code, message)
 export const rangeError = (code: NodeErrorCode, message: string) => nodeError(RangeError, code, message)
+/** Node's plain coded Error (ERR_METHOD_NOT_IMPLEMENTED and the like), neither a TypeError nor a RangeError. */
+export const codedError = (code: NodeErrorCode, message: string) => nodeError(Error, code, message)
 
 /**
  * Node's SystemError, e.g. rm/cp on a directory without `recursive`:

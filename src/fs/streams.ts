@@ -8,7 +8,7 @@
  * and a turn of the event loop per chunk (the fs surface's callbacks) was most of a big file's time;
  * a stream still waits a turn per MiB, so the event loop runs while it streams (see TURN_EVERY).
  */
-import { FsError, typeError } from '../errors.js'
+import { FsError, codedError, typeError } from '../errors.js'
 import { builtin } from '../host.js'
 import { isNotLoaded } from '../lower/source.js'
 import { describeReceived } from './arguments.js'
@@ -124,7 +124,7 @@ function withWorkspace(path: unknown, options: unknown, fs: StreamFs, isHandle: 
   const fd = opts.fd
   if (isHandle(fd)) {
     // As Node's: a FileHandle is read through its own methods, so a caller's `fs` cannot be used.
-    if (opts.fs) throw Object.assign(new Error('The FileHandle with fs method is not implemented'), { code: 'ERR_METHOD_NOT_IMPLEMENTED' })
+    if (opts.fs) throw codedError('ERR_METHOD_NOT_IMPLEMENTED', 'The FileHandle with fs method is not implemented')
     opts.fd = fd.fd
     opts.fs ??= {
       ...fs,
