@@ -470,3 +470,93 @@ describe('smaller shapes', () => {
     await same((fs) => fs.mkdtempSync('', 'no-such-encoding' as never))
   })
 })
+
+describe("the 'buffer' encoding, which names no text encoding", () => {
+  it("readFile with encoding 'buffer' fails ERR_UNKNOWN_ENCODING after the read, in all three forms (it returned the bytes); writeFile and appendFile refuse it for string data only", async () => {
+    const unknown = { name: 'TypeError', code: 'ERR_UNKNOWN_ENCODING', message: 'Unknown encoding: buffer' }
+    expect(await same((fs, at) => fs.readFileSync(at('/f'), { encoding: 'buffer' as never }))).toMatchObject(unknown)
+    expect(await same((fs, at) => fs.readFileSync(at('/f'), 'buffer' as never))).toMatchObject(unknown)
+    expect(await same((fs, at) => fs.promises.readFile(at('/f'), { encoding: 'buffer' as never }))).toMatchObject(unknown)
+    expect(await same((fs, at) => called((cb) => fs.readFile(at('/f'), { encoding: 'buffer' as never }, cb)))).toMatchObject(unknown)
+    // The read comes first: a missing file is ENOENT.
+    expect(await same((fs, at) => fs.readFileSync(at('/missing'), 'buffer' as never))).toMatchObject({ code: 'ENOENT' })
+    expect(await same((fs, at) => fs.writeFileSync(at('/w'), 'abc', { encoding: 'buffer' as never }))).toMatchObject(unknown)
+    expect(await same((fs, at) => fs.appendFileSync(at('/f'), 'abc', 'buffer' as never))).toMatchObject(unknown)
+    expect(await same((fs, at) => (fs.writeFileSync(at('/w'), Buffer.from('abc'), { encoding: 'buffer' as never }), fs.readFileSync(at('/w'), 'latin1')))).toBe('abc')
+    // A refused write touches nothing: no file made, none appended to.
+    const refusedThen = (fs: Fs, at: At) => {
+      for (const write of [() => fs.writeFileSync(at('/w'), 'abc', 'buffer' as never), () => fs.appendFileSync(at('/f'), 'abc', 'buffer' as never)]) expect(write).toThrow()
+      return [fs.existsSync(at('/w')), fs.readFileSync(at('/f'), 'latin1')]
+    }
+    expect(await same(refusedThen)).toEqual([false, 'abcdefghij'])
+  })
+})
+
+describe('promise members given a FileHandle', () => {
+  it('promises.readFile(handle) then an immediate close() fails EBADF from read (it was ERR_OUT_OF_RANGE); closed before the call, the -1 descriptor is out of range as in Node', async () => {
+    expect(
+      await same(async (fs, at) => {
+        const handle = await fs.promises.open(at('/f'), 'r')
+        const read = fs.promises.readFile(handle, 'latin1')
+        await handle.close()
+        return read
+      }),
+    ).toMatchObject({ code: 'EBADF', syscall: 'read', message: 'EBADF: bad file descriptor, read' })
+    expect(
+      await same(async (fs, at) => {
+        const handle = await fs.promises.open(at('/f'), 'r')
+        await handle.close()
+        return fs.promises.readFile(handle, 'latin1')
+      }),
+    ).toMatchObject({ code: 'ERR_OUT_OF_RANGE' })
+    expect(
+      await same(async (fs, at) => {
+        const handle = await fs.promises.open(at('/f'), 'r')
+        try {
+          return await fs.promises.readFile(handle, 'latin1')
+        } finally {
+          await handle.close()
+        }
+      }),
+    ).toBe('abcdefghij')
+  })
+
+  it('promises.writeFile and appendFile(handle) then an immediate close() write everything (writeFile failed EBADF); on a handle closed before, EBADF from write', async () => {
+    for (const name of ['writeFile', 'appendFile'] as const) {
+      expect(
+        await same(async (fs, at) => {
+          const handle = await fs.promises.open(at('/w'), 'a')
+          const written = fs.promises[name](handle, 'data')
+          await handle.close()
+          await written
+          return fs.readFileSync(at('/w'), 'latin1')
+        }),
+      ).toBe('data')
+      expect(
+        await same(async (fs, at) => {
+          const handle = await fs.promises.open(at('/w'), 'w')
+          await handle.close()
+          return fs.promises[name](handle, 'data')
+        }),
+      ).toMatchObject({ code: 'EBADF', syscall: 'write', message: 'EBADF: bad file descriptor, write' })
+    }
+  })
+
+  it('promises.truncate takes a path only, as Node 20: a FileHandle is ERR_INVALID_ARG_TYPE (it truncated the file)', async () => {
+    expect(
+      await same(async (fs, at) => {
+        const handle = await fs.promises.open(at('/f'), 'r+')
+        try {
+          return await fs.promises.truncate(handle as never, 1)
+        } finally {
+          await handle.close()
+        }
+      }),
+    ).toMatchObject({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' })
+    expect(await same((fs, at) => fs.readFileSync(at('/f'), 'latin1'))).toBe('abcdefghij')
+  })
+
+  it('promises.lchmod rejects with a plain Error, as on Linux where Node has none (it was a TypeError)', async () => {
+    expect(await same((fs, at) => fs.promises.lchmod(at('/lf'), 0o644))).toMatchObject({ name: 'Error', code: 'ERR_METHOD_NOT_IMPLEMENTED' })
+  })
+})

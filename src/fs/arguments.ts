@@ -2,7 +2,7 @@
  * Node's argument validation for fs calls, reproduced: the same error codes, classes and messages
  * (checked against node:fs in test/arguments.test.ts), so callers' error handling keeps working.
  */
-import { type Encoding, encode, isEncoding } from '../bytes.js'
+import { type Encoding, decode, encode, isEncoding } from '../bytes.js'
 import { FsError, rangeError, typeError } from '../errors.js'
 
 /** Linux values, identical to Node's `fs.constants` there. */
@@ -266,6 +266,20 @@ export function encodingOption(options: unknown, fallback: Encoding | 'buffer' |
     throw typeError('ERR_INVALID_ARG_VALUE', `The argument 'encoding' is invalid encoding. Received ${typeof encoding === 'string' ? quote(encoding) : String(encoding)}`)
   }
   return encoding
+}
+
+/** Node's Buffer error for an encoding it cannot encode or decode with ('buffer' names no text encoding). */
+export function unknownEncoding(encoding: string): Error {
+  return typeError('ERR_UNKNOWN_ENCODING', `Unknown encoding: ${encoding}`)
+}
+
+/**
+ * readFile's text: Node reads the bytes, then decodes them with buffer.toString(encoding), which
+ * takes no 'buffer' (the read happens first: a missing file is ENOENT whatever the encoding).
+ */
+export function decodeRead(bytes: Uint8Array, encoding: Encoding | 'buffer'): string {
+  if (encoding === 'buffer') throw unknownEncoding(encoding)
+  return decode(bytes, encoding)
 }
 
 /** writeFile's data: a string (encoded) or any ArrayBufferView (a view of its bytes, not a copy). */

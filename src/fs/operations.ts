@@ -14,6 +14,7 @@ import {
   codedTypeError,
   constants,
   dataArgument,
+  decodeRead,
   describeReceived,
   encodingOption,
   fileOffset,
@@ -22,6 +23,7 @@ import {
   modeArgument,
   pathArgument,
   timeArgument,
+  unknownEncoding,
   validateBoolean,
   validateFunction,
   validateInteger,
@@ -308,7 +310,7 @@ export class FsOperations {
       const all = this.descriptorBytes(open, true)
       bytes = all.slice(Math.min(open.position, all.byteLength))
       open.position += bytes.byteLength
-      return encoding && encoding !== 'buffer' ? decode(bytes, encoding) : toCallerBytes(bytes)
+      return encoding ? decodeRead(bytes, encoding) : toCallerBytes(bytes)
     }
     const { given, path } = this.path(file, 'open')
     const flags = flagsArgument(flag, 'r')
@@ -323,7 +325,7 @@ export class FsOperations {
       throw callersError(error, undefined, given)
     }
     this.accessed(entry)
-    return encoding && encoding !== 'buffer' ? decode(bytes, encoding) : toCallerBytes(bytes)
+    return encoding ? decodeRead(bytes, encoding) : toCallerBytes(bytes)
   }
 
   /**
@@ -603,7 +605,9 @@ export class FsOperations {
     const opts = typeof options === 'string' ? { encoding: options } : ((options ?? {}) as Options)
     if (opts.flush !== undefined && opts.flush !== null) validateBoolean(opts.flush, 'options.flush')
     const encoding = encodingOption(options, 'utf8')
-    const bytes = dataArgument(data, encoding === 'buffer' ? 'utf8' : (encoding as Encoding | null), 'data')
+    // Node encodes string data with Buffer.from(data, encoding), which knows no 'buffer'.
+    if (encoding === 'buffer' && typeof data === 'string') throw unknownEncoding(encoding)
+    const bytes = dataArgument(data, encoding === 'buffer' ? null : encoding, 'data')
     if (isDescriptor(file)) {
       const open = this.descriptors.get(file, 'write')
       this.writeDescriptor(open, bytes, 0, bytes.byteLength, null)

@@ -7,7 +7,7 @@
  * awaited filter) is ./async-forms.ts, imported on first use.
  */
 import { concatBytes, isEncoding } from '../bytes.js'
-import { FsError, typeError } from '../errors.js'
+import { FsError, codedError, typeError } from '../errors.js'
 import { type NotLoadedError, isNotLoaded } from '../lower/source.js'
 import { joinLexically } from '../path.js'
 import { constants, dataArgument, describeReceived, fileOffset, pathArgument, validateFunction, validateObject } from './arguments.js'
@@ -155,8 +155,29 @@ function chunked(ops: FsOperations, args: unknown[], run: Operation): Promise<un
   return withAsyncForms((forms) => forms.collectChunks(data, options, signal, (bytes) => run(file, bytes, options))).then((bytes) => [file, bytes, options])
 }
 
-/** Members whose sync and callback forms also take a descriptor, but whose promise forms take a path only. */
+/** Members whose sync and callback forms also take a descriptor, but whose promise forms take a path (or a FileHandle: byHandle) only. */
 const byPath = new Set(['appendFile', 'readFile', 'truncate', 'writeFile'])
+
+/** The promise members that also take a FileHandle (Node 20's truncate takes a path only). */
+const byHandle = new Set(['appendFile', 'readFile', 'writeFile'])
+
+/** A FileHandle as a promise member was given it: its descriptor then (-1: closed before the call). */
+class HandleAtCall {
+  constructor(
+    readonly handle: FileHandle,
+    readonly fd: number,
+  ) {}
+}
+
+/**
+ * Node's promises.readFile(handle) reads after a stat, holding no reference to the handle: closed
+ * in between (a close() right after the call), the read fails EBADF. Closed before the call, the
+ * descriptor it passes is -1 (ERR_OUT_OF_RANGE), as Node's.
+ */
+function descriptorAtRead(given: HandleAtCall): number {
+  if (given.fd !== -1 && given.handle.fd === -1) throw new FsError('EBADF', 'read')
+  return given.handle.fd
+}
 
 /** Node takes these members' options as the callback when none follows (`callback ||= options`). */
 const optionsAsCallback: Record<string, number> = { readFile: 1, writeFile: 2, appendFile: 2 }
@@ -310,6 +331,18 @@ function unwatched(syscall: string): () => never {
   }
 }
 
+/**
+ * promises.readFile, writeFile or appendFile given a FileHandle. Node's writes go through the
+ * handle (FileHandle.writeFile: written at the call, so a close() right after it waits for them);
+ * a handle closed before the call fails its first write (EBADF, 'write').
+ */
+function withHandle(name: string, handle: FileHandle, rest: unknown[], form: Operation): unknown {
+  if (name === 'readFile') return form(new HandleAtCall(handle, handle.fd), ...rest)
+  if (handle.fd === -1) return Promise.reject(new FsError('EBADF', 'write'))
+  const [data, options] = rest
+  return name === 'writeFile' ? handle.writeFile(data, options) : handle.appendFile(data, options)
+}
+
 /** The object users take in place of `node:fs`. Its type is structural; see NodeFs in ../types.ts. */
 export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Record<string, unknown> {
   const fs: Record<string, unknown> = {}
@@ -322,8 +355,9 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
     fs[name + 'Sync'] = run
     fs[name] = callbackForm(name, arity, run, options.load, undefined, waitFor && ((args) => waitFor.callback(ops, args, run)))
     // The promise API takes FileHandles, never numeric descriptors: a number is a bad path there.
-    const promised: Operation = byPath.has(name) ? (file, ...rest) => run(isFileHandle(file) ? file.fd : pathArgument(file, 'path', 'open'), ...rest) : run
-    promises[name] = promiseForm(promised, options.load, waitFor && ((args) => waitFor.promise(ops, args, promised)))
+    const promised: Operation = byPath.has(name) ? (file, ...rest) => run(file instanceof HandleAtCall ? descriptorAtRead(file) : pathArgument(file, 'path', 'open'), ...rest) : run
+    const form = promiseForm(promised, options.load, waitFor && ((args) => waitFor.promise(ops, args, promised)))
+    promises[name] = byHandle.has(name) ? (file: unknown, ...rest: unknown[]) => (isFileHandle(file) ? withHandle(name, file, rest, form) : form(file, ...rest)) : form
   }
   for (const [name, arity] of Object.entries(descriptorCalls)) {
     const run = bind(name as keyof typeof descriptorCalls)
@@ -419,7 +453,7 @@ export function createFs(ops: FsOperations, options: SurfaceOptions = {}): Recor
   }
   // As on Linux, where Node has no lchmod: the promise member exists and rejects.
   promises.lchmod = async () => {
-    throw typeError('ERR_METHOD_NOT_IMPLEMENTED', 'The lchmod() method is not implemented')
+    throw codedError('ERR_METHOD_NOT_IMPLEMENTED', 'The lchmod() method is not implemented')
   }
   const watches = options.watch?.(ops)
   fs.watch = watches ? (filename: unknown, opts?: unknown, listener?: unknown) => watchWithListener(watches, filename, opts, listener) : unwatched('watch')
