@@ -15,6 +15,7 @@ import {
   type UpperNode,
   WHITEOUT,
   cloneDir,
+  copiedDir,
   dirNode,
   timesChanged,
   typeBits,
@@ -163,7 +164,7 @@ export class Overlay {
   static emptyRoot(lower: LowerSource): DirNode {
     const stat = lower.stat('/')
     if (!stat || stat.type !== 'dir') throw new TypeError(`rewindfs: the ${lower.kind} lower source has no root directory`)
-    return dirNode(metaFromLower(stat, '/'), '/', null)
+    return copiedDir(metaFromLower(stat, '/'), '/', null)
   }
 
   /** Makes every current node immutable, so `root` can be kept as a snapshot. O(1). */
@@ -869,7 +870,7 @@ export class Overlay {
         const stat = this.lowerStat(lowerPath)
         // A directory the lower source no longer has (removed on disk since, as a branch switch
         // does) while the journal replays what was written in it: the writes stay, over nothing.
-        child = dirNode(stat?.type === 'dir' ? metaFromLower(stat, lowerPath) : vanishedMeta(lowerPath), lowerPath, this.token)
+        child = stat?.type === 'dir' ? copiedDir(metaFromLower(stat, lowerPath), lowerPath, this.token) : dirNode(vanishedMeta(lowerPath), lowerPath, this.token)
       } else throw new Error(`rewindfs: ${path} is not a directory in the upper layer`)
       this.counters.nodesCopied++
       node.children = mapSet(node.children, name, child, this.token)
@@ -1133,7 +1134,7 @@ export class Overlay {
       return { type: 'file', meta, blob: this.blobs.put(bytes.slice()), size: bytes.byteLength }
     }
     if (entry.type === 'symlink') return { type: 'symlink', meta, target: this.lower.readlink(entry.lowerPath!) }
-    return dirNode(meta, entry.lowerPath, null)
+    return copiedDir(meta, entry.lowerPath!, null)
   }
 
   /** Changes metadata (mode, times) of an entry; a lower entry is copied up. */

@@ -123,7 +123,7 @@ describe('a project directory the workspace deleted', () => {
 })
 
 describe('metadata the human changed', () => {
-  it('a chmod of a file the agent modified, or of a directory it wrote into, is a conflict, not reverted', async () => {
+  it('a chmod of a file the agent modified is a conflict, not reverted; of a directory it only wrote into, neither (the next describe)', async () => {
     const { root, store } = project({ 'a.txt': 'a\n', 'D/x.txt': 'x\n' })
     const ws = await open(root, store)
     ws.fs.writeFileSync('/a.txt', 'agent\n')
@@ -132,7 +132,7 @@ describe('metadata the human changed', () => {
     await tick()
     fs.chmodSync(path.join(root, 'a.txt'), 0o600)
     fs.chmodSync(path.join(root, 'D'), 0o700)
-    await refused(ws, root, ['/D', '/a.txt'])
+    await refused(ws, root, ['/a.txt'])
     expect(fs.statSync(path.join(root, 'a.txt')).mode & 0o777).toBe(0o600)
     expect(fs.statSync(path.join(root, 'D')).mode & 0o777).toBe(0o700)
     await ws.close()
@@ -217,4 +217,66 @@ describe('what a flush wrote itself', () => {
     expect(tree(root)).toEqual({ '/tree-400/': '', '/tree-400/inner/': '', '/tree-400/inner/file.txt': '400' })
     await ws.close()
   }, 120_000)
+})
+
+describe('a project directory the human chmods after the agent wrote into it', () => {
+  const mode = (root: string, at: string) => fs.statSync(path.join(root, at)).mode & 0o7777
+
+  it.each([
+    ['in the same session', async (ws: Workspace) => ws],
+    ['after a compaction and a reopen', async (ws: Workspace, root: string, store: string) => (await ws.compact(), await ws.close(), open(root, store))],
+  ] as const)('%s: the flush writes the agent’s file and leaves the human’s mode, no conflict (it was ECONFLICT, and force put the old mode back)', async (_when, reopen) => {
+    const { root, store } = project({ 'D/old.txt': 'old\n' })
+    fs.chmodSync(path.join(root, 'D'), 0o755)
+    let ws = await open(root, store)
+    ws.fs.writeFileSync('/D/a.txt', 'agent\n')
+    await ws.sync()
+    ws = await reopen(ws, root, store)
+    await tick()
+    fs.chmodSync(path.join(root, 'D'), 0o700)
+    const dry = await ws.flush(undefined, { dryRun: true })
+    expect(dry.conflicts).toEqual([])
+    expect(dry.changes).toEqual([{ path: '/D/a.txt', type: 'added', entry: 'file' }])
+    expect((await ws.flush()).applied).toBe(true)
+    expect(mode(root, 'D')).toBe(0o700)
+    expect(tree(root)).toEqual({ '/D/': '', '/D/old.txt': 'old\n', '/D/a.txt': 'agent\n' })
+    await ws.close()
+  })
+
+  it('force leaves the human’s mode too, where the agent never changed it', async () => {
+    const { root, store } = project({ 'D/old.txt': 'old\n', 'E/e.txt': 'e\n' })
+    const ws = await open(root, store)
+    ws.fs.writeFileSync('/D/a.txt', 'agent\n')
+    ws.fs.writeFileSync('/E/e.txt', 'agent e\n')
+    await tick()
+    fs.chmodSync(path.join(root, 'D'), 0o700)
+    fs.writeFileSync(path.join(root, 'E/e.txt'), 'HUMAN e\n')
+    await refused(ws, root, ['/E/e.txt'])
+    expect((await ws.flush(undefined, { force: true })).applied).toBe(true)
+    expect(mode(root, 'D')).toBe(0o700)
+    expect(fs.readFileSync(path.join(root, 'E/e.txt'), 'utf8')).toBe('agent e\n')
+    await ws.close()
+  })
+
+  it('a mode the agent set is written, and is a conflict where the human changed it too', async () => {
+    const { root, store } = project({ 'D/old.txt': 'old\n', 'F/f.txt': 'f\n' })
+    fs.chmodSync(path.join(root, 'D'), 0o755)
+    fs.chmodSync(path.join(root, 'F'), 0o755)
+    let ws = await open(root, store)
+    ws.fs.writeFileSync('/D/a.txt', 'agent\n')
+    ws.fs.chmodSync('/D', 0o711)
+    ws.fs.chmodSync('/F', 0o750)
+    await ws.sync()
+    // The agent's modes survive a reopen as changes of its own.
+    await ws.close()
+    ws = await open(root, store)
+    await tick()
+    fs.chmodSync(path.join(root, 'D'), 0o700)
+    await refused(ws, root, ['/D'])
+    fs.chmodSync(path.join(root, 'D'), 0o755)
+    await refused(ws, root, ['/D'])
+    expect((await ws.flush(undefined, { force: true })).applied).toBe(true)
+    expect([mode(root, 'D'), mode(root, 'F')]).toEqual([0o711, 0o750])
+    await ws.close()
+  })
 })

@@ -18,7 +18,7 @@ import { type DirNode, type Meta, type UpperNode, WHITEOUT, dirNode } from '../l
 import { type MapRoot, mapEntries, mapSet } from '../layer/persistent-map.js'
 import type { Change, OperationRecord } from './journal.js'
 import type { DirRef, HeadDir, HistoryPart, LazySnapshotData, PartChange, PartDir, PartInfo, PartNode, StoredChange } from './persistence.js'
-import { effectMembers, leafText, metaText } from './persistence.js'
+import { effectMembers, leafText, lowerText, metaText } from './persistence.js'
 import { pendingChanges, pendingRoots } from './pending-history.js'
 import { type JsonValue, SessionState } from './state.js'
 
@@ -228,7 +228,7 @@ export class LazyHistory {
   }
 
   private build(serial: PartDir, dirAt: (ref: DirRef) => DirNode): DirNode {
-    const node = dirNode(serial.m, serial.l, null)
+    const node = dirNode(serial.m, serial.l, null, serial.o)
     const token = {}
     for (const [name, child] of Object.entries(serial.c)) {
       const value: UpperNode = child === 'W' ? WHITEOUT : child.t === 'r' ? dirAt(child) : this.node(child, 0)
@@ -541,13 +541,13 @@ function refText(ref: DirRef): string {
 }
 
 /** An empty directory's JSON (PartDir, HeadDir), as JSON.stringify would write the object. */
-function emptyDirText(meta: Meta, lower: string | null, place?: [number, number]): string {
-  return `{"m":${metaText(meta)},"l":${lower === null ? 'null' : JSON.stringify(lower)},"c":{}${place ? `,"a":[${place[0]},${place[1]}]` : ''}}`
+function emptyDirText(node: DirNode, place?: [number, number]): string {
+  return `{"m":${metaText(node.meta)},${lowerText(node)},"c":{}${place ? `,"a":[${place[0]},${place[1]}]` : ''}}`
 }
 
 /** A directory's JSON (PartDir, HeadDir) from its children's members, as JSON.stringify would write the object: in pieces (TextList says why). */
-function dirPieces(meta: Meta, lower: string | null, children: readonly string[], place?: [number, number]): string[] {
-  return [`{"m":${metaText(meta)},"l":${lower === null ? 'null' : JSON.stringify(lower)},"c":{`, ...children, `}${place ? `,"a":[${place[0]},${place[1]}]` : ''}}`]
+function dirPieces(node: DirNode, children: readonly string[], place?: [number, number]): string[] {
+  return [`{"m":${metaText(node.meta)},${lowerText(node)},"c":{`, ...children, `}${place ? `,"a":[${place[0]},${place[1]}]` : ''}}`]
 }
 
 /** One member of a directory's children (a child named `__proto__` is a member like any other). */
@@ -671,7 +671,7 @@ class PartWriter {
     const known = this.known(node)
     if (known || node.children.size > 0) return known
     if (this.full()) this.sealOne()
-    return this.place(node, emptyDirText(node.meta, node.lower))
+    return this.place(node, emptyDirText(node))
   }
 
   /** A directory's reference: where a part already holds it, or written now (what it holds first). */
@@ -695,7 +695,7 @@ class PartWriter {
       yield
     }
     this.using(refs)
-    return this.place(node, dirPieces(node.meta, node.lower, children.pieces()))
+    return this.place(node, dirPieces(node, children.pieces()))
   }
 
   /** Appends a directory's text to the part being written. */
@@ -824,7 +824,7 @@ class HeadTable {
   private dirNow(node: DirNode): number | undefined {
     const known = this.index.get(node)
     if (known !== undefined || node.children.size > 0) return known
-    const i = this.dirs.push(emptyDirText(node.meta, node.lower, this.placeOf(node)))
+    const i = this.dirs.push(emptyDirText(node, this.placeOf(node)))
     this.index.set(node, i)
     return i
   }
@@ -838,7 +838,7 @@ class HeadTable {
       children.push(member(name, text))
       if (this.pace.due()) yield
     }
-    const i = this.dirs.pushPieces(dirPieces(node.meta, node.lower, children.pieces(), this.placeOf(node)))
+    const i = this.dirs.pushPieces(dirPieces(node, children.pieces(), this.placeOf(node)))
     this.index.set(node, i)
     return i
   }

@@ -30,7 +30,8 @@ export type SerialNode =
   | { t: 'l'; m: Meta; x: string; n?: number }
   /** A hard-link name: the inode's id in the tree's inode table. */
   | { t: 'h'; i: number }
-  | { t: 'd'; m: Meta; l: string | null; c: Record<string, SerialNode | 'W'> }
+  /** `o`: the mode a directory copied up from the lower one had then (DirNode.lowerMode). */
+  | { t: 'd'; m: Meta; l: string | null; o?: number; c: Record<string, SerialNode | 'W'> }
   /** The node that was at path `p` just before this operation (a moved directory). */
   | { t: 'moved'; p: string }
 
@@ -62,6 +63,12 @@ export function leafText(node: FileNode | SymlinkNode | HardLink, blobs: { add(i
   return `{"t":"f","m":${metaText(node.meta)},"b":${JSON.stringify(node.blob)},"s":${numberText(node.size)}${links}}`
 }
 
+/** A directory's lower members' JSON: its lower path (`l`) and, where known, the mode it was copied up with (`o`). */
+export function lowerText(node: DirNode): string {
+  const lower = `"l":${node.lower === null ? 'null' : JSON.stringify(node.lower)}`
+  return node.lowerMode === undefined ? lower : `${lower},"o":${numberText(node.lowerMode)}`
+}
+
 /**
  * A node's JSON (SerialNode; a directory whole; a moved one, `moved`, is the record's to write);
  * the blobs it names go to `blobs`. A child named `__proto__` is a member like any other.
@@ -75,7 +82,7 @@ export function nodeText(node: EntryNode | HardLink, blobs: { add(id: BlobId): u
     for (const [name, child] of mapEntries<UpperNode>(node.children)) members.push(`${JSON.stringify(name)}:${child.type === 'whiteout' ? '"W"' : nodeText(child, blobs)}`)
     children = members.join(',')
   }
-  return `{"t":"d","m":${metaText(node.meta)},"l":${node.lower === null ? 'null' : JSON.stringify(node.lower)},"c":{${children}}}`
+  return `{"t":"d","m":${metaText(node.meta)},${lowerText(node)},"c":{${children}}}`
 }
 
 export function decodeNode(serial: SerialNode, moved: (path: string) => UpperNode | undefined): UpperNode | undefined {
@@ -87,7 +94,7 @@ export function decodeNode(serial: SerialNode, moved: (path: string) => UpperNod
     case 'moved':
       return moved(serial.p)
     case 'd': {
-      const dir = dirNode(serial.m, serial.l, null)
+      const dir = dirNode(serial.m, serial.l, null, serial.o)
       const token = {}
       for (const [name, child] of Object.entries(serial.c)) {
         const node = child === 'W' ? WHITEOUT : decodeNode(child, moved)
@@ -309,6 +316,8 @@ export type PartNode = Exclude<SerialNode, { t: 'd' } | { t: 'moved' }> | DirRef
 export interface PartDir {
   m: Meta
   l: string | null
+  /** As SerialNode's. */
+  o?: number
   c: Record<string, PartNode | 'W'>
 }
 
@@ -357,7 +366,7 @@ const serialNodeSchema: z.ZodMiniType<SerialNode> = z.lazy(() =>
     z.object({ t: z.literal('f'), m: metaSchema, b: z.string(), s: z.number(), n: z.optional(z.number()) }),
     z.object({ t: z.literal('l'), m: metaSchema, x: z.string(), n: z.optional(z.number()) }),
     z.object({ t: z.literal('h'), i: z.number() }),
-    z.object({ t: z.literal('d'), m: metaSchema, l: z.nullable(z.string()), c: z.record(z.string(), z.union([z.literal('W'), serialNodeSchema])) }),
+    z.object({ t: z.literal('d'), m: metaSchema, l: z.nullable(z.string()), o: z.optional(z.number()), c: z.record(z.string(), z.union([z.literal('W'), serialNodeSchema])) }),
     z.object({ t: z.literal('moved'), p: z.string() }),
   ]),
 ) as z.ZodMiniType<SerialNode>

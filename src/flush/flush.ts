@@ -229,6 +229,19 @@ function signature(overlay: Overlay, entry: Entry | undefined): string {
 }
 
 /**
+ * What a flush would write at a path whose target holds `before`: the entry's signature, except
+ * for a directory copied up whose mode the workspace never changed, which leaves the target's
+ * mode as it is (`before`'s): a chmod made there since is someone else's, neither a change to
+ * write back nor a conflict.
+ */
+function desiredOf(overlay: Overlay, current: Entry | undefined, before: string): string {
+  const desired = signature(overlay, current)
+  const node = current?.node
+  if (node?.type !== 'dir' || node.lowerMode === undefined || current!.lowerPath !== current!.path || !before.startsWith('d:')) return desired
+  return overlay.meta(current!).mode === node.lowerMode ? before : desired
+}
+
+/**
  * Whether the workspace's entry (`current`, signed `desired`) is what the target holds (`before`:
  * the ledger's record of the path, else the lower source's entry). A file's signature
  * recorded before times were part of it (no '@') is compared without the time, or every file a
@@ -274,9 +287,9 @@ function differencesNow(overlay: Overlay, lower: PinnedLower, ledger: ReadonlyMa
   const linked = new Set<number>()
   const sent = (path: string) => {
     const current = exact(overlay, path)
-    const desired = signature(overlay, current)
     const recorded = ledger.get(path)
-    return sameState(overlay, current, desired, recorded?.sig ?? signature(base, exact(base, path)), recorded) ? undefined : current
+    const before = recorded?.sig ?? signature(base, exact(base, path))
+    return sameState(overlay, current, desiredOf(overlay, current, before), before, recorded) ? undefined : current
   }
   for (const path of candidates) {
     const current = sent(path)
@@ -288,9 +301,9 @@ function differencesNow(overlay: Overlay, lower: PinnedLower, ledger: ReadonlyMa
   const plan: Planned[] = []
   for (const path of [...candidates].sort()) {
     const current = exact(overlay, path)
-    const desired = signature(overlay, current)
     const recorded = ledger.get(path)
     const before = recorded?.sig ?? signature(base, exact(base, path))
+    const desired = desiredOf(overlay, current, before)
     if (sameState(overlay, current, desired, before, recorded) && !names.has(path)) continue
     const type = before === 'absent' ? 'added' : desired === 'absent' ? 'deleted' : 'modified'
     plan.push({ path, base: before, desired, current, entries: [], change: { path, type, entry: kindOf(desired) ?? kindOf(before)! } })

@@ -58,6 +58,13 @@ export interface DirNode {
   token: EditToken | null
   /** Hard-link names in this subtree (inodes.ts); changed with `children`. */
   links: number
+  /**
+   * The mode of the lower directory this one was copied up from, as it was then (undefined where
+   * unknown: made in the workspace, or read from a store written before it was kept). A flush
+   * writes a directory's mode only where the workspace changed it: a chmod made on disk since, by
+   * someone else, is theirs, neither a conflict nor undone.
+   */
+  readonly lowerMode: number | undefined
 }
 
 export interface Whiteout {
@@ -69,13 +76,18 @@ export type UpperNode = EntryNode | Whiteout | HardLink
 
 export const WHITEOUT: Whiteout = Object.freeze({ type: 'whiteout' })
 
-export function dirNode(meta: Meta, lower: string | null, token: EditToken | null): DirNode {
-  return { type: 'dir', meta, children: emptyMap<UpperNode>(), lower, token, links: 0 }
+export function dirNode(meta: Meta, lower: string | null, token: EditToken | null, lowerMode?: number): DirNode {
+  return { type: 'dir', meta, children: emptyMap<UpperNode>(), lower, token, links: 0, lowerMode }
+}
+
+/** A directory copied up from the lower one at `lower`, whose metadata it takes (`meta`). */
+export function copiedDir(meta: Meta, lower: string, token: EditToken | null): DirNode {
+  return dirNode(meta, lower, token, meta.mode)
 }
 
 /** A copy owned by `token`, sharing children until they are edited. */
 export function cloneDir(node: DirNode, token: EditToken): DirNode {
-  return { type: 'dir', meta: node.meta, children: node.children, lower: node.lower, token, links: node.links }
+  return { type: 'dir', meta: node.meta, children: node.children, lower: node.lower, token, links: node.links, lowerMode: node.lowerMode }
 }
 
 /** `meta` with new change and modification times, as a literal of Meta's one shape (cheaper than a spread on write paths). */
