@@ -22,8 +22,13 @@ export interface OpenFile {
   buffer: Uint8Array | undefined
   length: number
   dirty: boolean
-  /** The file's bytes as last read, while the tree is unchanged (`version`): a stream's reads do not resolve the path per chunk. */
-  lastRead: { readonly version: number; readonly bytes: Uint8Array } | undefined
+  /**
+   * The file's bytes as last read, while the tree is unchanged (`version`): a stream's reads do not
+   * resolve the path per chunk. Once the tree changed, they are still the file's while it names the
+   * same content (`content`: its blob, or its lower file's version), so a write elsewhere between
+   * two reads (a copy's) does not read the whole file again.
+   */
+  lastRead: { version: number; readonly content: string | undefined; readonly bytes: Uint8Array } | undefined
   /**
    * Its inode once the file has no name left (unlinked, removed, renamed over): as on Linux it lives
    * on for the descriptor alone, its contents in `buffer`, never settled into the tree.
@@ -92,6 +97,12 @@ export class DescriptorTable {
     // Asked before every call: nothing pending answers without an allocation.
     if (this.dirty.size === 0 || (this.dirty.size === 1 && keep?.dirty)) return NONE
     return [...this.dirty].filter((file) => file !== keep)
+  }
+
+  /** Descriptors with unsettled writes to `file`'s inode, other than `file`. */
+  pendingOn(file: OpenFile): readonly OpenFile[] {
+    if (this.dirty.size === 0 || (this.dirty.size === 1 && file.dirty)) return NONE
+    return [...this.dirty].filter((other) => other !== file && other.ino === file.ino)
   }
 
   settled(file: OpenFile): void {

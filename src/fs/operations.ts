@@ -8,6 +8,7 @@ import { FsError, rangeError, systemError, typeError } from '../errors.js'
 import { HostBuffer } from '../host.js'
 import { type Entry, type Overlay, type StatFields, callersError, pathTooLong } from '../overlay.js'
 import { type WalkerEntry, isNotLoaded } from '../lower/source.js'
+import { isListed } from '../lower/listing.js'
 import { absolute, basename, components, dirname, isWithin, join, joinLexically, normalize } from '../path.js'
 import {
   accessModeArgument,
@@ -138,6 +139,18 @@ export class FsOperations {
   settle(keep?: OpenFile): void {
     // Indexed: asked several times per call, nearly always of an empty list (no iterator made).
     const pending = this.descriptors.pending(keep)
+    for (let i = 0; i < pending.length; i++) this.flushDescriptor(pending[i])
+  }
+
+  /**
+   * Settles what other descriptors wrote to `open`'s file, which a read or write through `open`
+   * must see; writes to other files stay pending. Settling is a new version of the whole file (its
+   * hash, its working copy made again at the next write): a copy reading one file and writing
+   * another through descriptors, a chunk at a time (a stream's pipe), settled the file it wrote at
+   * every read, so a copy of n bytes cost n²/chunk.
+   */
+  private settleOn(open: OpenFile): void {
+    const pending = this.descriptors.pendingOn(open)
     for (let i = 0; i < pending.length; i++) this.flushDescriptor(pending[i])
   }
 
@@ -305,7 +318,7 @@ export class FsOperations {
     let bytes: Uint8Array
     if (isDescriptor(file)) {
       const open = this.descriptors.get(validateFd(file), 'read')
-      this.settle(open)
+      this.settleOn(open)
       if (!open.readable) throw new FsError('EBADF', 'read')
       const all = this.descriptorBytes(open, true)
       bytes = all.slice(Math.min(open.position, all.byteLength))
@@ -1344,7 +1357,7 @@ export class FsOperations {
     const open = this.descriptors.get(descriptor, 'read')
     if (open.directory) throw new FsError('EISDIR', 'read')
     if (!open.readable) throw new FsError('EBADF', 'read')
-    this.settle(open)
+    this.settleOn(open)
     const bytes = this.descriptorBytes(open, true)
     const start = at ?? open.position
     const n = Math.max(0, Math.min(count, bytes.byteLength - start))
@@ -1416,7 +1429,7 @@ export class FsOperations {
     if (!open.writable) throw new FsError('EBADF', 'write')
     // Writing nothing changes nothing: not the file, its times or (with O_APPEND) the position.
     if (count === 0) return 0
-    this.settle(open)
+    this.settleOn(open)
     const start = open.append ? (open.buffer ? open.length : this.overlay.size(this.descriptorEntry(open, 'write'))) : (at ?? open.position)
     const end = start + count
     this.checkSize(end, 'write')
@@ -1493,8 +1506,13 @@ export class FsOperations {
     if (open.lastRead !== undefined && open.lastRead.version === version) return open.lastRead.bytes
     const entry = this.descriptorEntry(open, 'read')
     if (reading) this.accessed(entry)
+    const content = contentOf(entry)
+    if (content !== undefined && open.lastRead?.content === content) {
+      open.lastRead.version = version
+      return open.lastRead.bytes
+    }
     const bytes = this.overlay.readBytes(entry)
-    if (reading) open.lastRead = { version, bytes }
+    if (reading) open.lastRead = { version, content, bytes }
     return bytes
   }
 
@@ -1592,6 +1610,16 @@ for (const [name, type] of Object.entries(JOURNALED)) {
  */
 function copiedTimes(source: StatFields): [Date, Date] {
   return [new Date(Math.round(source.atimeMs)), new Date(Math.round(source.mtimeMs))]
+}
+
+/**
+ * What names a file's bytes: its blob (same id, same bytes), or its lower file's version (a file
+ * changed on disk has another); undefined where neither tells (a lower entry without a version).
+ */
+function contentOf(entry: Entry): string | undefined {
+  if (entry.node?.type === 'file') return `blob:${entry.node.blob}`
+  const version = entry.node === undefined && entry.type === 'file' ? entry.lowerStat?.version : undefined
+  return version && !isListed(version) ? `lower:${entry.lowerPath}:${version}` : undefined
 }
 
 /** A name or path as Node returns it in `encoding`: its UTF-8 bytes as a Buffer, or those bytes decoded ('hex', 'base64', …). */
