@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { type LowerSource, Workspace, type WorkspaceCounters, fixtureSource } from '../src/index.js'
+import { watching } from '../src/watch.js'
 
 function fixture(files: number): Record<string, string> {
   const tree: Record<string, string> = {}
@@ -153,7 +154,7 @@ describe('copies through descriptors, a chunk at a time', () => {
     const ws = await Workspace.open()
     ws.fs.writeFileSync('/upper.bin', new Uint8Array(CHUNK * CHUNKS))
     const before = ws.counters.blobsTouched
-    await new Promise((resolve, reject) => ws.fs.createReadStream('/upper.bin').pipe(ws.fs.createWriteStream('/piped.bin')).on('finish', resolve).on('error', reject))
+    await new Promise((resolve, reject) => ws.fs.createReadStream('/upper.bin').pipe(ws.fs.createWriteStream('/piped.bin')).on('finish', () => resolve(undefined)).on('error', reject))
     expect(ws.counters.blobsTouched - before).toBeLessThanOrEqual(4)
     expect(ws.fs.readFileSync('/piped.bin')).toEqual(ws.fs.readFileSync('/upper.bin'))
   })
@@ -189,5 +190,97 @@ describe('copies through descriptors, a chunk at a time', () => {
     expect(new TextDecoder().decode(buffer)).toBe('bbaa')
     expect(ws.fs.readFileSync('/g', 'latin1')).toBe('gg')
     for (const fd of [writer, reader, other]) ws.fs.closeSync(fd)
+  })
+})
+
+describe('a descriptor writing a log while other files are used', () => {
+  it('stores the log once, not at every call on another file (each settled a new version of the whole log: 8000 lines took 4.5 s)', async () => {
+    const ws = await Workspace.open()
+    ws.fs.mkdirSync('/src')
+    ws.fs.writeFileSync('/src/a.txt', 'a')
+    /** Contents stored while `lines` lines are written to a log (or not), a stat, read and write of other files between them. */
+    const stored = (lines: number, log: boolean) => {
+      const fd = log ? ws.fs.openSync(`/log-${lines}`, 'a') : undefined
+      const before = ws.counters.blobsTouched
+      for (let i = 0; i < lines; i++) {
+        if (fd !== undefined) ws.fs.writeSync(fd, `line ${i}\n`)
+        ws.fs.statSync('/src/a.txt')
+        ws.fs.readFileSync('/src/a.txt')
+        ws.fs.writeFileSync('/src/b.txt', `${i % 2}`)
+      }
+      if (fd !== undefined) ws.fs.closeSync(fd)
+      return ws.counters.blobsTouched - before
+    }
+    // What the log adds: its content once (at the first write and at its close), whatever its length.
+    for (const lines of [50, 200]) expect(stored(lines, true) - stored(lines, false)).toBeLessThanOrEqual(2)
+    expect(ws.fs.readFileSync('/log-200', 'latin1').split('\n')).toHaveLength(201)
+  })
+
+  it('is still seen whole by every call on its file: by its path, an ancestor, a symlink on the way or to it, and another name of its inode', async () => {
+    const ws = await Workspace.open()
+    ws.fs.mkdirSync('/d/e', { recursive: true })
+    ws.fs.symlinkSync('/d', '/via')
+    ws.fs.symlinkSync('/d/e/log', '/to-log')
+    const fd = ws.fs.openSync('/d/e/log', 'a')
+    ws.fs.linkSync('/d/e/log', '/hard')
+    let size = 0
+    for (const look of [
+      () => ws.fs.statSync('/d/e/log').size,
+      () => ws.fs.statSync('/via/e/log').size,
+      () => ws.fs.statSync('/to-log').size,
+      () => ws.fs.statSync('/hard').size,
+      () => ws.fs.readFileSync('/via/e/log').byteLength,
+      () => (ws.fs.readdirSync('/d', { recursive: true, withFileTypes: true }) as { name: string }[]).length && ws.fs.statSync('/d/e/log').size,
+    ]) {
+      ws.fs.writeSync(fd, 'xx')
+      size += 2
+      expect(look()).toBe(size)
+    }
+    // A rename of an ancestor takes the writes made before it along.
+    ws.fs.writeSync(fd, 'yy')
+    ws.fs.renameSync('/d', '/moved')
+    expect(ws.fs.readFileSync('/moved/e/log', 'latin1')).toBe('xx'.repeat(6) + 'yy')
+    ws.fs.closeSync(fd)
+  })
+})
+
+describe('descriptor writes under a watcher', () => {
+  it('settle a large file as its size grows by half, not at every write (a 32 MB pipe under fs.watch took 28 s), and the watcher still hears the last write', async () => {
+    const ws = await Workspace.open({ watch: watching })
+    const heard: string[] = []
+    const watcher = ws.fs.watch('/', { recursive: true }, (_event, name) => heard.push(String(name)))
+    /**
+     * Contents stored while `size` bytes are written to a new file 64 KiB at a time, the microtasks
+     * (where watchers' settles run) let run after each write; no timer turn comes in between.
+     */
+    const written = async (size: number) => {
+      const before = ws.counters.blobsTouched
+      const fd = ws.fs.openSync('/written.bin', 'w')
+      for (let at = 0; at < size; at += 64 * 1024) {
+        ws.fs.writeSync(fd, new Uint8Array(64 * 1024))
+        await Promise.resolve()
+      }
+      ws.fs.closeSync(fd)
+      return ws.counters.blobsTouched - before
+    }
+    const MiB = 1024 * 1024
+    const small = await written(2 * MiB)
+    // Four times the bytes (96 more writes): a few more settles, as the size grows by half.
+    expect((await written(8 * MiB)) - small).toBeLessThanOrEqual(6)
+    // A pipe's copy is whole.
+    ws.fs.writeFileSync('/big.bin', new Uint8Array(8 * MiB).fill(7))
+    await new Promise((resolve, reject) => ws.fs.createReadStream('/big.bin').pipe(ws.fs.createWriteStream('/piped.bin')).on('finish', () => resolve(undefined)).on('error', reject))
+    expect(ws.fs.readFileSync('/piped.bin')).toEqual(ws.fs.readFileSync('/big.bin'))
+    const size = 8 * MiB
+    // A write too small to be due is settled for the watcher within a moment all the same.
+    const fd = ws.fs.openSync('/piped.bin', 'a')
+    heard.length = 0
+    ws.fs.writeSync(fd, 'x')
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(heard).toContain('piped.bin')
+    ws.fs.closeSync(fd)
+    expect(ws.fs.statSync('/piped.bin').size).toBe(size + 1)
+    watcher.close()
+    await ws.close()
   })
 })

@@ -22,6 +22,8 @@ export interface OpenFile {
   buffer: Uint8Array | undefined
   length: number
   dirty: boolean
+  /** Bytes written since it was last settled (watchers: markDirty). */
+  written: number
   /**
    * The file's bytes as last read, while the tree is unchanged (`version`): a stream's reads do not
    * resolve the path per chunk. Once the tree changed, they are still the file's while it names the
@@ -54,9 +56,9 @@ export class DescriptorTable {
   /** Numbers closed and free again, largest first: open takes the lowest free number, as Linux does. */
   private readonly free: number[] = []
 
-  add(file: Omit<OpenFile, 'fd' | 'position' | 'buffer' | 'length' | 'dirty' | 'lastRead' | 'orphan'>): OpenFile {
+  add(file: Omit<OpenFile, 'fd' | 'position' | 'buffer' | 'length' | 'dirty' | 'written' | 'lastRead' | 'orphan'>): OpenFile {
     const fd = this.free.pop() ?? this.next++
-    const entry: OpenFile = { ...file, fd, position: 0, buffer: undefined, length: 0, dirty: false, lastRead: undefined, orphan: undefined }
+    const entry: OpenFile = { ...file, fd, position: 0, buffer: undefined, length: 0, dirty: false, written: 0, lastRead: undefined, orphan: undefined }
     this.open.set(entry.fd, entry)
     return entry
   }
@@ -107,6 +109,7 @@ export class DescriptorTable {
 
   settled(file: OpenFile): void {
     file.dirty = false
+    file.written = 0
     file.buffer = undefined
     this.dirty.delete(file)
   }
