@@ -226,8 +226,8 @@ function readAt(fs: Fs, fd: number, from: number, length: number): Uint8Array {
  * (stat): a file over budget.imageBytes is read whole only when its first bytes say it is text.
  * An image over it is refused after its header (the pixel size for the message), any other binary
  * file after its first 8 KiB: a 2 GiB file of either was read into memory whole, then refused.
- * (A project file on disk is still read whole by the engine at its first read: a lower source
- * reads whole files.) Synchronous, as the promise readFile it replaces reads at the call: a read
+ * (The first bytes of a project file on disk of 8 MiB or more are read as a part of it, not the
+ * whole file: LowerSource.readInto.) Synchronous, as the promise readFile it replaces reads at the call: a read
  * made before a write sees what was there before it (calls are answered in the order they came).
  */
 function readShown(ws: Workspace, path: string, budget: Budget): Uint8Array {

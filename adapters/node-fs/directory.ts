@@ -15,6 +15,7 @@ import { Confinement, READ_FLAGS, RESERVED_PREFIX, checkPath, codeOf, isReserved
 import { hostShell } from './exec.js'
 import { type XattrsNotKept, changedUnder, clearStaging, flushError, plan, readManifest, rollBack, rollForward, stage, stagingFolder } from './flush.js'
 import { syncDirectory } from './files.js'
+import { readFully } from './pack-io.js'
 import { DirectoryWalker, typedEntries } from './walker.js'
 
 /** How long a flush waits for another process's flush into the same directory before EBUSY. */
@@ -146,10 +147,16 @@ export class DirectorySource implements LowerSource, FlushTarget {
   }
 
   readFile(path: string): Uint8Array {
-    return this.onDisk(() => this.readFileNow(path))
+    return this.onDisk(() =>
+      this.openedFile(path, (fd) => {
+        const data = fs.readFileSync(fd)
+        return new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+      }),
+    )
   }
 
-  private readFileNow(path: string): Uint8Array {
+  /** Runs `read` on a descriptor of the regular file at `path`, opened inside the root. */
+  private openedFile<T>(path: string, read: (fd: number) => T): T {
     const normal = this.visible(path, 'open')
     const host = this.confinement.resolve(normal, 'open', true)
     // Not opened at all when it is no file: opening a device can do things (a tape rewinds).
@@ -159,11 +166,14 @@ export class DirectorySource implements LowerSource, FlushTarget {
     try {
       this.confinement.checkDescriptor(fd, 'open', normal)
       regularFile(fs.fstatSync(fd), path)
-      const data = fs.readFileSync(fd)
-      return new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+      return read(fd)
     } finally {
       fs.closeSync(fd)
     }
+  }
+
+  readInto(path: string, target: Uint8Array, offset: number, length: number, position: number): number {
+    return this.onDisk(() => this.openedFile(path, (fd) => readFully(fd, target.subarray(offset, offset + length), length, position)))
   }
 
   /**

@@ -33,6 +33,19 @@ export class PinnedLower implements LowerSource {
     this.id = source.id
     if (source.reserved) this.reserved = (path) => source.reserved!(path)
     if (source.readdirTypes) this.readdirTypes = (path) => this.typed(path)
+    if (source.readInto) this.readInto = (path, target, offset, length, position) => this.part(path, target, offset, length, position)
+  }
+
+  /** The source's part reads (see LowerSource.readInto), where it has them. */
+  readonly readInto?: (path: string, target: Uint8Array, offset: number, length: number, position: number) => number
+
+  /** A part of a pinned file is read from its pinned content, of any other from the source. */
+  private part(path: string, target: Uint8Array, offset: number, length: number, position: number): number {
+    const pin = this.pins.size > 0 ? this.pins.get(path) : undefined
+    if (pin?.blob === undefined) return this.source.readInto!(path, target, offset, length, position)
+    const bytes = this.blobs.get(pin.blob).subarray(position, position + length)
+    target.set(bytes, offset)
+    return bytes.byteLength
   }
 
   /** The source's typed listing (see LowerSource.readdirTypes), where it has one. */

@@ -24,6 +24,8 @@ export interface OpenFile {
   dirty: boolean
   /** Bytes written since it was last settled (watchers: markDirty). */
   written: number
+  /** The version of the large lower file it reads a part at a time (operations.ts readPart). */
+  partsOf: string | undefined
   /**
    * The file's bytes as last read, while the tree is unchanged (`version`): a stream's reads do not
    * resolve the path per chunk. Once the tree changed, they are still the file's while it names the
@@ -56,9 +58,9 @@ export class DescriptorTable {
   /** Numbers closed and free again, largest first: open takes the lowest free number, as Linux does. */
   private readonly free: number[] = []
 
-  add(file: Omit<OpenFile, 'fd' | 'position' | 'buffer' | 'length' | 'dirty' | 'written' | 'lastRead' | 'orphan'>): OpenFile {
+  add(file: Omit<OpenFile, 'fd' | 'position' | 'buffer' | 'length' | 'dirty' | 'written' | 'partsOf' | 'lastRead' | 'orphan'>): OpenFile {
     const fd = this.free.pop() ?? this.next++
-    const entry: OpenFile = { ...file, fd, position: 0, buffer: undefined, length: 0, dirty: false, written: 0, lastRead: undefined, orphan: undefined }
+    const entry: OpenFile = { ...file, fd, position: 0, buffer: undefined, length: 0, dirty: false, written: 0, partsOf: undefined, lastRead: undefined, orphan: undefined }
     this.open.set(entry.fd, entry)
     return entry
   }

@@ -1402,12 +1402,38 @@ export class FsOperations {
     if (open.directory) throw new FsError('EISDIR', 'read')
     if (!open.readable) throw new FsError('EBADF', 'read')
     this.settleOn(open)
-    const bytes = this.descriptorBytes(open, true)
     const start = at ?? open.position
-    const n = Math.max(0, Math.min(count, bytes.byteLength - start))
-    if (n > 0) target.set(bytes.subarray(start, start + n), offset)
+    const part = this.readPart(open, target, offset, count, start)
+    let n: number
+    if (part !== undefined) n = part
+    else {
+      const bytes = this.descriptorBytes(open, true)
+      n = Math.max(0, Math.min(count, bytes.byteLength - start))
+      if (n > 0) target.set(bytes.subarray(start, start + n), offset)
+    }
     if (at === null) open.position += n
     return n
+  }
+
+  /**
+   * A read of a large file the workspace never changed, straight from the lower source at its
+   * position (where the source reads parts: LowerSource.readInto), or undefined for a whole read:
+   * a descriptor read such a file whole (a stream's 64 KiB of a 1 GB file took 1 GB of memory, one
+   * of more than 2 GiB failed), as it still reads a smaller one (then its next reads are copies).
+   * While the file on disk keeps the version seen at the descriptor's first such read; once it
+   * changed, the descriptor reads it whole, as it reads any file after a change.
+   */
+  private readPart(open: OpenFile, target: Uint8Array, offset: number, count: number, start: number): number | undefined {
+    const readInto = this.overlay.lower.readInto
+    if (readInto === undefined || open.buffer !== undefined || open.lastRead !== undefined) return undefined
+    const entry = this.descriptorEntry(open, 'read')
+    const stat = entry.node === undefined && entry.type === 'file' && entry.lowerPath !== null ? entry.lowerStat : undefined
+    if (stat === undefined || stat.size < READ_PARTS_FROM || (open.partsOf !== undefined && open.partsOf !== stat.version)) return undefined
+    open.partsOf = stat.version
+    this.accessed(entry)
+    if (start >= stat.size) return 0
+    const lowerPath = entry.lowerPath!
+    return this.named('read', open.path, undefined, () => readInto.call(this.overlay.lower, lowerPath, target, offset, Math.min(count, stat.size - start), start))
   }
 
   /** readv(fd, buffers, position?): fills the buffers in order until the file ends; a non-number position reads at the file position. */
@@ -1672,6 +1698,9 @@ for (const [name, type] of Object.entries(JOURNALED)) {
 function copiedTimes(source: StatFields): [Date, Date] {
   return [new Date(Math.round(source.atimeMs)), new Date(Math.round(source.mtimeMs))]
 }
+
+/** Lower files from this size on are read by descriptors a part at a time (readPart). */
+const READ_PARTS_FROM = 8 * 1024 * 1024
 
 /** Files from this size on are settled for watchers as their size grows by half, or after WATCH_SETTLE_MS (markDirty). */
 const WATCHED_LARGE = 1024 * 1024

@@ -62,6 +62,13 @@ export interface LowerSource {
   readdirTypes?(path: string): WalkerEntry[]
   /** Only called on paths that stat as 'file'. */
   readFile(path: string): Uint8Array
+  /**
+   * Up to `length` bytes of a file from `position` into `target` at `offset`; how many (fewer only
+   * at its end). Optional: where offered, a descriptor reads a large file a part at a time instead
+   * of whole (a stream of a project's 3 GB file, which readFile cannot hold). Only called on paths
+   * that stat as 'file'.
+   */
+  readInto?(path: string, target: Uint8Array, offset: number, length: number, position: number): number
   /** Only called on paths that stat as 'symlink'. */
   readlink(path: string): string
   /** Sources whose contents load asynchronously make these paths readable synchronously. */
