@@ -1157,6 +1157,16 @@ export class Overlay {
     return this.replace(entry, { type: 'file', meta: timesChanged(meta, now, now), blob, size: bytes.byteLength })
   }
 
+  /** `tail` appended to a file entry whose content is `current` (its bytes, as read): O(tail) amortised (blob/growing.ts). */
+  appendContent(entry: Entry, current: Uint8Array, tail: Uint8Array): Entry {
+    const meta = this.meta(entry)
+    const now = this.now()
+    const base = entry.node?.type === 'file' ? entry.node.blob : undefined
+    const blob = this.blobs.append(base, current, tail)
+    if (base !== undefined) this.blobs.succeeded(base, blob)
+    return this.replace(entry, { type: 'file', meta: timesChanged(meta, now, now), blob, size: current.byteLength + tail.byteLength })
+  }
+
   newMeta(mode: number): Meta {
     const now = this.now()
     return { mode, uid: PROCESS_OWNER.uid, gid: PROCESS_OWNER.gid, atimeMs: now, mtimeMs: now, ctimeMs: now, birthtimeMs: now, ino: this.newIno() }

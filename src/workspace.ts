@@ -59,6 +59,8 @@ export interface WorkspaceCounters {
   readonly blobsTouched: number
   /** Blob contents read back from the durable store (contents on demand). */
   readonly blobsRead: number
+  /** Bytes of contents hashed (and copied) as they were stored. */
+  readonly bytesStored: number
 }
 
 /** The engine's parts, each owning its state (src/engine/). */
@@ -494,7 +496,7 @@ export class Workspace {
 
   /** Work counters, for complexity tests and diagnostics. */
   get counters(): WorkspaceCounters {
-    return { ...this.overlay.counters, blobsTouched: this.overlay.blobs.counters.touched, blobsRead: this.overlay.blobs.counters.read }
+    return { ...this.overlay.counters, blobsTouched: this.overlay.blobs.counters.touched, blobsRead: this.overlay.blobs.counters.read, bytesStored: this.overlay.blobs.counters.stored }
   }
 
   /** Where file contents are: in memory (resident) and in the durable store, and how they get there. */

@@ -284,3 +284,43 @@ describe('descriptor writes under a watcher', () => {
     await ws.close()
   })
 })
+
+describe('a file grown by appendFile', () => {
+  it('hashes only what each append adds (each append hashed and copied the whole file: 12 000 lines took 23 s and 7 GB), and every version stays readable for undo', async () => {
+    const ws = await Workspace.open({ autoCheckpoint: false })
+    const line = 'x'.repeat(99) + '\n'
+    /** Bytes stored by `count` appends of a line to a new log. */
+    const stored = (name: string, count: number) => {
+      const before = ws.counters.bytesStored
+      for (let i = 0; i < count; i++) ws.fs.appendFileSync(name, line)
+      return ws.counters.bytesStored - before
+    }
+    // The bytes appended (the first line twice: stored as the new file, then hashed again as the
+    // first append's base), not the sum of the file's sizes (100 lines: 505 000 bytes).
+    expect(stored('/log-100', 100)).toBe(101 * line.length)
+    expect(stored('/log-2000', 2000)).toBe(2001 * line.length)
+    expect(ws.fs.readFileSync('/log-2000', 'latin1')).toBe(line.repeat(2000))
+    // Older versions are the newer ones' first bytes: undo takes the file back line by line.
+    for (let i = 0; i < 3; i++) await ws.undo({ steps: 1 })
+    expect(ws.fs.readFileSync('/log-2000', 'latin1')).toBe(line.repeat(1997))
+    // Appended again after the undo: the same content as before, and the next versions.
+    ws.fs.appendFileSync('/log-2000', 'y\n')
+    expect(ws.fs.readFileSync('/log-2000', 'latin1')).toBe(line.repeat(1997) + 'y\n')
+    await ws.undo({ steps: 1 })
+    expect(ws.fs.readFileSync('/log-2000', 'latin1')).toBe(line.repeat(1997))
+  })
+
+  it('purging the versions of one name leaves whole the later ones that shared their bytes', async () => {
+    const ws = await Workspace.open({ autoCheckpoint: false })
+    for (let i = 0; i < 20; i++) ws.fs.appendFileSync('/a.log', `secret ${i}\n`)
+    // Renamed, then grown on: b.log's versions are views of the buffer a.log's were.
+    ws.fs.renameSync('/a.log', '/b.log')
+    for (let i = 20; i < 40; i++) ws.fs.appendFileSync('/b.log', `secret ${i}\n`)
+    const expected = Array.from({ length: 40 }, (_, i) => `secret ${i}\n`).join('')
+    const report = await ws.purge('/a.log')
+    expect(report.erased).toBeGreaterThan(0)
+    expect(ws.fs.readFileSync('/b.log', 'latin1')).toBe(expected)
+    await ws.undo({ steps: 1 })
+    expect(ws.fs.readFileSync('/b.log', 'latin1')).toBe(expected.slice(0, expected.lastIndexOf('secret 39')))
+  })
+})

@@ -6,9 +6,15 @@
  */
 import { builtin } from '../host.js'
 
+interface NodeHash {
+  update(data: Uint8Array): NodeHash
+  digest(encoding: 'hex' | 'base64'): string
+  copy(): NodeHash
+}
+
 interface NodeCrypto {
   hash?: (algorithm: string, data: Uint8Array, encoding: 'hex' | 'base64') => string
-  createHash(algorithm: string): { update(data: Uint8Array): { digest(encoding: 'hex' | 'base64'): string } }
+  createHash(algorithm: string): NodeHash
 }
 
 const crypto = builtin<NodeCrypto>('node:crypto')
@@ -34,6 +40,25 @@ export const hashBytes: (bytes: Uint8Array) => string = crypto?.hash
     : (bytes) => `${bytes.length.toString(36)}-${jsHash(bytes)}`
 
 export const hashKind: 'native' | 'js' = crypto ? 'native' : 'js'
+
+/**
+ * hashBytes of bytes given a part at a time (an appended file: growing.ts): `update` with the next
+ * part, `id()` of all so far. Undefined where the hash cannot go on from a state (the JS hash,
+ * whose seed is the length): the whole bytes are hashed again then.
+ */
+export interface GrowingHash {
+  update(bytes: Uint8Array): void
+  id(): string
+}
+
+export function growingHash(): GrowingHash | undefined {
+  if (!crypto) return undefined
+  const state = crypto.createHash('sha1')
+  return {
+    update: (bytes) => void state.update(bytes),
+    id: () => state.copy().digest('base64'),
+  }
+}
 
 /** Whether `id` was made by this host's hash, so its bytes can be checked against it. */
 export function madeHere(id: string): boolean {

@@ -16,6 +16,7 @@ import { type DurableBlobs, ListedBlobs } from './durable-blobs.js'
 import { hashBytes, madeHere } from './hash.js'
 import { sameContent } from './same-content.js'
 import { type StagedEntry, Staging } from './staging.js'
+import { GrowingFiles } from './growing.js'
 
 export type BlobId = string
 
@@ -34,6 +35,8 @@ export interface BlobCounters {
   readBytes: number
   /** Durable contents dropped from memory (the cache was full, or their staging chunk was needed again). */
   evicted: number
+  /** Bytes hashed as contents were stored (an appended file's: only what its hash had not seen). */
+  stored: number
 }
 
 /** Reads a blob the durable store holds, synchronously (undefined when it does not hold it). */
@@ -50,6 +53,8 @@ function copyOf(bytes: Uint8Array): Uint8Array {
 }
 
 export class BlobStore {
+  /** Appended files' versions, sharing one buffer each (growing.ts). */
+  private readonly growing = new GrowingFiles()
   /** Contents in memory: full bytes, or a reverse delta against a newer blob (old versions of text files). */
   private readonly blobs = new Map<BlobId, Stored>()
   /** Old → new version pairs written since the last compaction: candidates for reverse deltas. */
@@ -58,7 +63,7 @@ export class BlobStore {
   private storedBytes = 0
   /** Ids stored or re-referenced while a collection is marking: never swept by that cycle. */
   private protectedIds: Set<BlobId> | undefined
-  readonly counters: BlobCounters = { touched: 0, read: 0, readBytes: 0, evicted: 0 }
+  readonly counters: BlobCounters = { touched: 0, read: 0, readBytes: 0, evicted: 0, stored: 0 }
   /** Bytes stored since the last collection, to decide when another one is worth it. */
   allocatedSinceCollection = 0
   /** Where contents leave memory to and are read back from, when the durable store reads synchronously. */
@@ -84,9 +89,22 @@ export class BlobStore {
     return this.store(bytes, false)
   }
 
-  private store(bytes: Uint8Array, owned: boolean): BlobId {
+  /**
+   * Stores the content of blob `base` (`current`, its bytes; none for an empty file not stored
+   * yet) followed by `tail`, and returns its id: an appended file's next version, in O(tail)
+   * amortised (growing.ts).
+   */
+  append(base: BlobId | undefined, current: Uint8Array, tail: Uint8Array): BlobId {
+    const next = this.growing.append(base, current, tail)
+    const id = this.store(next.bytes, true, next.id, next.hashed)
+    if (id === next.id) next.follow(id)
+    return id
+  }
+
+  private store(bytes: Uint8Array, owned: boolean, hashed?: BlobId, added = bytes.byteLength): BlobId {
     this.counters.touched++
-    const base = hashBytes(bytes)
+    this.counters.stored += added
+    const base = hashed ?? hashBytes(bytes)
     let id = base
     // A hash match is confirmed byte by byte (why: same-content.ts); a true collision gets a suffixed id.
     for (let n = 1; ; n++) {
@@ -99,7 +117,7 @@ export class BlobStore {
       if (existing === undefined) {
         this.blobs.set(id, this.staging?.place(id, bytes) ?? (owned ? bytes : copyOf(bytes)))
         this.storedBytes += bytes.byteLength
-        this.allocatedSinceCollection += bytes.byteLength
+        this.allocatedSinceCollection += added
         // Content the durable store still holds (its blob was collected from memory only): it may leave again.
         if (held && this.durable.size(id) !== undefined) this.cacheIn(id, bytes.byteLength)
         if (this.damagedIds.size > 0 && this.damagedIds.delete(id)) this.onRestored?.(id)
@@ -280,6 +298,7 @@ export class BlobStore {
     this.storedBytes -= stored instanceof Uint8Array ? stored.byteLength : stored.cost
     this.cacheOut(id)
     this.blobs.delete(id)
+    this.growing.release(id)
   }
 
   /** What is held in memory and what the durable store holds, in blobs and bytes. */
@@ -431,6 +450,9 @@ export class BlobStore {
   succeeded(previous: BlobId, next: BlobId): void {
     // On demand, an old version leaves memory whole once durable: no delta to make.
     if (this.reader !== undefined || previous === next || this.size(next) < MIN_DELTA_SIZE) return
+    // An appended file's older version is a view of the newer one's buffer: a delta saves nothing.
+    const old = this.blobs.get(previous)
+    if (old instanceof Uint8Array && this.growing.isShared(old) && old.buffer === (this.blobs.get(next) as Uint8Array | undefined)?.buffer) return
     this.successors.push([previous, next])
     if (this.successors.length === 1) this.onWork?.()
   }
@@ -503,6 +525,11 @@ export class BlobStore {
     if (stored !== undefined) {
       // Blobs stored as deltas against this one are rebuilt whole first: they must not lose their base.
       for (const [other, value] of this.blobs) if (!(value instanceof Uint8Array) && value.base === id) this.replace(other, this.get(other))
+      // Other versions of an appended file that share its buffer get their own copies first.
+      if (stored instanceof Uint8Array && this.growing.isShared(stored)) {
+        this.growing.forget(stored.buffer)
+        for (const [other, value] of this.blobs) if (other !== id && value instanceof Uint8Array && value.buffer === stored.buffer) this.blobs.set(other, value.slice())
+      }
       if (stored instanceof Uint8Array) stored.fill(0)
       this.drop(id)
     }

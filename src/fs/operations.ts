@@ -693,7 +693,7 @@ export class FsOperations {
     const current = append || (flags & O_TRUNC) === 0 ? this.named('open', given, undefined, () => this.overlay.readBytes(entry)) : new Uint8Array(0)
     this.checkSize(append ? current.byteLength + bytes.byteLength : Math.max(current.byteLength, bytes.byteLength), 'write', given)
     // The caller's bytes are copied only if the store does not hold that content already.
-    if (append) this.overlay.setContent(entry, concatBytes([current, bytes]))
+    if (append) this.overlay.appendContent(entry, current, bytes)
     else if (current.byteLength > bytes.byteLength) this.overlay.setContent(entry, concatBytes([bytes, current.subarray(bytes.byteLength)]))
     else this.overlay.setContent(entry, bytes, false)
   }
