@@ -39,8 +39,11 @@ interface Watch {
   readonly recursive: boolean
   /** The inode is gone: inotify sent IN_IGNORED, nothing more comes. */
   ended: boolean
-  /** The last event queued in this delivery round, as (mask, name): the kernel merges a repeat. */
+  /** Its place among the watches, in the order they started (events go to them in that order). */
+  readonly order: number
+  /** The last event queued in delivery round `lastRound`, as (mask, name): the kernel merges a repeat. */
   last: string
+  lastRound: number
   deliver(events: readonly (readonly [WatchEventType, string])[]): void
   /** The workspace closed. */
   end(): void
@@ -58,12 +61,13 @@ function parentEvent(n: Notification): WatchEventType {
  * synchronous run (a round), and two events Node shows alike do not (a copy's truncate, fchmod and
  * data are three 'change' events).
  */
-function eventsFor(watch: Watch, notifications: readonly Notification[]): [WatchEventType, string][] {
+function eventsFor(watch: Watch, notifications: readonly Notification[], round: number): [WatchEventType, string][] {
   const out: [WatchEventType, string][] = []
   const push = (type: WatchEventType, name: string, mask: string) => {
     const key = `${mask}\0${name}`
-    if (key === watch.last) return
+    if (key === watch.last && watch.lastRound === round) return
     watch.last = key
+    watch.lastRound = round
     out.push([type, name])
   }
   for (const n of notifications) {
@@ -287,18 +291,65 @@ export type Watching = (ops: FsOperations) => Watches
 
 export class WatchRegistry implements Watches {
   private readonly watches = new Set<Watch>()
+  /** The watches by the path of what they watch: a batch asks only those on its paths and above. */
+  private readonly byPath = new Map<string, Set<Watch>>()
+  private started = 0
+  /** Delivery rounds so far: a watch's last event merges only with a repeat in the same round. */
+  private round = 0
   private unsubscribe: (() => void) | undefined
   private readonly statWatchers = new Map<string, StatWatcherState>()
+  /** Work counters (the complexity tests read them): watches asked about a batch. */
+  readonly counters = { asked: 0 }
 
   constructor(private readonly ops: FsOperations) {}
 
   private batch(batch: ChangeBatch): void {
-    if (batch.notifications.length === 0) return
-    for (const watch of [...this.watches]) {
+    const notifications = batch.notifications
+    if (notifications.length === 0) return
+    for (const watch of this.concerned(notifications)) {
       if (watch.ended) continue
-      const events = eventsFor(watch, batch.notifications)
+      const at = watch.path
+      this.counters.asked++
+      const events = eventsFor(watch, notifications, this.round)
+      if (watch.path !== at) this.moved(watch, at)
       if (events.length > 0) watch.deliver(events)
     }
+  }
+
+  /**
+   * The watches a batch may concern, in the order they started: those on a notification's path,
+   * its directory or a directory above it (recursive watches). Every watch where a notification
+   * can move watches it does not name (a directory renamed above them, another name of an inode):
+   * with thousands of watches (a watcher per directory, as chokidar makes), asking each of them
+   * about every batch made a watched write O(watches).
+   */
+  private concerned(notifications: readonly Notification[]): Watch[] {
+    const found = new Set<Watch>()
+    for (const n of notifications) {
+      if (n.shared || (n.kind === 'delete' && n.to !== undefined && n.type === 'dir')) return [...this.watches]
+      for (let at = n.path; ; at = dirname(at)) {
+        const here = this.byPath.get(at)
+        if (here) for (const watch of here) found.add(watch)
+        if (at === '/' || at === '') break
+      }
+    }
+    return [...found].sort((a, b) => a.order - b.order)
+  }
+
+  private index(watch: Watch, path: string): void {
+    let here = this.byPath.get(path)
+    if (here === undefined) this.byPath.set(path, (here = new Set()))
+    here.add(watch)
+  }
+
+  private unindex(watch: Watch, path: string): void {
+    const here = this.byPath.get(path)
+    if (here?.delete(watch) && here.size === 0) this.byPath.delete(path)
+  }
+
+  private moved(watch: Watch, from: string): void {
+    this.unindex(watch, from)
+    this.index(watch, watch.path)
   }
 
   /** Starts a watch on what `given` names now; errors are Node's ('watch', with `filename`), thrown at once. */
@@ -322,21 +373,25 @@ export class WatchRegistry implements Watches {
       label: given.slice(given.lastIndexOf('/') + 1),
       recursive,
       ended: false,
+      order: this.started++,
       last: '',
+      lastRound: -1,
       deliver: (events) => sink.events(events),
       end: () => sink.end(undefined, true),
     }
     this.watches.add(watch)
+    this.index(watch, watch.path)
     this.unsubscribe ??= this.ops.changes.subscribe({
       paths: true,
       batch: (batch) => this.batch(batch),
       delivered: () => {
-        for (const watch of this.watches) watch.last = ''
+        this.round++
       },
       closed: () => {
         // The workspace closed: every watcher closes ('close'), every iterator ends.
         const watches = [...this.watches]
         this.watches.clear()
+        this.byPath.clear()
         this.unsubscribe = undefined
         for (const watch of watches) watch.end()
       },
@@ -346,6 +401,7 @@ export class WatchRegistry implements Watches {
 
   private remove(watch: Watch): void {
     if (!this.watches.delete(watch)) return
+    this.unindex(watch, watch.path)
     if (this.watches.size === 0) {
       this.unsubscribe?.()
       this.unsubscribe = undefined
