@@ -328,7 +328,13 @@ describe('a file grown by appendFile', () => {
 describe('many watches', () => {
   it('a write asks the watches on its path and above, not every watch (a watch per directory, as chokidar makes: 4000 watches and writes took 1.9 s), and each hears what inotify would tell it', async () => {
     let registry: { counters: { asked: number } } | undefined
-    const ws = await Workspace.open({ watch: (ops) => (registry = watching(ops)) })
+    const ws = await Workspace.open({
+      watch: (ops) => {
+        const watches = watching(ops)
+        registry = watches as unknown as { counters: { asked: number } }
+        return watches
+      },
+    })
     const dirs = 2000
     for (let i = 0; i < dirs; i++) ws.fs.mkdirSync(`/d${i}/sub`, { recursive: true })
     const heard: string[][] = Array.from({ length: dirs }, () => [])

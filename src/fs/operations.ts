@@ -154,22 +154,19 @@ export class FsOperations {
     if (pending.length === 0) return
     const paths = this.operationPaths(name, args, fd)
     if (paths.length === 0 || (fd === undefined && typeof args[0] !== 'string')) return this.settle(fd)
-    const watched = this.changes.active
-    for (let i = 0; i < pending.length; i++) {
-      if ((watched && dueForWatchers(pending[i])) || paths.some((path) => this.concerns(path, pending[i]))) this.flushDescriptor(pending[i])
-    }
+    this.settleFor(paths, fd, this.changes.active ? dueForWatchers : undefined)
   }
 
   /**
    * Settles what descriptors (but `keep`) wrote that a call on `paths` (absolute, normalised) may
-   * see or change: a descriptor whose file is at, under or above one of them, lexically or once
+   * see or change (and those `also` picks): a descriptor whose file is at, under or above one of them, lexically or once
    * resolved (a symlink on the way, another name of the same inode). A program that writes a log
    * through a descriptor while it stats or reads other files settled the log at each of those
    * calls, a new version of the whole file each time (8000 lines: 4.5 s).
    */
-  private settleFor(paths: readonly string[], keep?: OpenFile): void {
+  private settleFor(paths: readonly string[], keep?: OpenFile, also?: (open: OpenFile) => boolean): void {
     const pending = this.descriptors.pending(keep)
-    for (let i = 0; i < pending.length; i++) if (paths.some((path) => this.concerns(path, pending[i]))) this.flushDescriptor(pending[i])
+    for (let i = 0; i < pending.length; i++) if (also?.(pending[i]) || paths.some((path) => this.concerns(path, pending[i]))) this.flushDescriptor(pending[i])
   }
 
   private concerns(path: string, open: OpenFile): boolean {
@@ -1536,16 +1533,32 @@ export class FsOperations {
       this.settleScheduled = true
       queueMicrotask(() => {
         this.settleScheduled = false
-        const pending = this.descriptors.pending()
-        for (let i = 0; i < pending.length; i++) if (dueForWatchers(pending[i])) this.flushDescriptor(pending[i])
+        this.settleForWatchers(dueForWatchers)
       })
     }
     if (!dueForWatchers(open) && this.settleTimer === undefined) {
       this.settleTimer = setTimeout(() => {
         this.settleTimer = undefined
-        this.settle()
+        this.settleForWatchers(() => true)
       }, WATCH_SETTLE_MS)
       ;(this.settleTimer as { unref?: () => void }).unref?.()
+    }
+  }
+
+  /**
+   * Settles, for watchers, the pending descriptors `due` picks. Off any call, nothing may throw
+   * here (a frozen or closed workspace): a write that cannot settle stays pending, and the next
+   * call that needs it settles it and fails as it fails.
+   */
+  private settleForWatchers(due: (open: OpenFile) => boolean): void {
+    const pending = this.descriptors.pending()
+    for (let i = 0; i < pending.length; i++) {
+      if (!due(pending[i])) continue
+      try {
+        this.flushDescriptor(pending[i])
+      } catch {
+        // Left pending (above).
+      }
     }
   }
 
